@@ -63,8 +63,8 @@ FUZZ_SRCS   := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
 LIB        := $(BUILD)/libtessera.a
 NETLIB     := $(BUILD)/libtessera_net.a
-TESSERAD   := $(BUILD)/tesserad
-TESSERA    := $(BUILD)/tessera
+TESSERAD   := $(if $(wildcard server/main.c),$(BUILD)/tesserad)
+TESSERA    := $(if $(wildcard client/main.c),$(BUILD)/tessera)
 UNIT_TESTS := $(BUILD)/tests/unit_tests
 BENCHES    := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 
@@ -110,10 +110,10 @@ $(NETLIB): $(NET_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(TESSERAD): $(BUILD)/server/main.o $(NETLIB) $(LIB)
+$(BUILD)/tesserad: $(BUILD)/server/main.o $(NETLIB) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $< $(NETLIB) $(LIB) $(LIBS) $(GPU_LIBS)
 
-$(TESSERA): $(BUILD)/client/main.o $(NETLIB) $(LIB)
+$(BUILD)/tessera: $(BUILD)/client/main.o $(NETLIB) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $< $(NETLIB) $(LIB) $(LIBS) $(GPU_LIBS)
 
 # The test runner: every TS_TEST_SUITE(name) in tests/unit/*.c is registered.
