@@ -152,7 +152,8 @@ START_TEST(test_errors_with_positions)
     EXPECT_ERROR("host: h\ninner:\n  name: x\n", "t.yaml:3:3", "required key 'port'");
     EXPECT_ERROR("workers: 2\n", "t.yaml:1:1", "required key 'host'");
     EXPECT_ERROR("host: this-host-name-is-far-too-long-for-the-field\n", "t.yaml:1:7", "too long");
-    EXPECT_ERROR("host: h\nworkers: 2\n  bad: indent\n", "t.yaml:3", "YAML syntax error");
+    EXPECT_ERROR("host: h\nmode: \"cpu\nworkers: 2\n", "t.yaml:", "YAML syntax error");
+    EXPECT_ERROR("host: h\n\tworkers: 2\n", "t.yaml:2", "YAML syntax error");
     EXPECT_ERROR("- a\n- b\n", "t.yaml:1:1", "must be a mapping");
     EXPECT_ERROR("", "t.yaml", "required key 'host'");
     EXPECT_ERROR("host: h\n---\nhost: g\n", "t.yaml:2", "single document");
