@@ -46,6 +46,11 @@ GPU_OBJS := $(BUILD)/gpu/gpu_stub.o
 GPU_LIBS :=
 endif
 
+# A build folder remembers its configuration; changing it rebuilds everything.
+CONFIG_ID := cuda=$(if $(HAVE_NVCC),1,0) opt=$(OPT) san=$(SAN) cc=$(CC)
+CONFIG_STAMP := $(BUILD)/.config
+$(shell mkdir -p $(BUILD) && (echo '$(CONFIG_ID)' | cmp -s - $(CONFIG_STAMP) || echo '$(CONFIG_ID)' > $(CONFIG_STAMP)))
+
 # --------------------------------------------------------------- sources
 CORE_SRCS   := $(sort $(wildcard core/*/*.c))
 CORE_OBJS   := $(CORE_SRCS:%.c=$(BUILD)/%.o)
@@ -83,15 +88,15 @@ deps:
 	@scripts/deps.sh
 
 # ----------------------------------------------------------------- rules
-$(BUILD)/%.o: %.c | $(PROTO_GEN_H)
+$(BUILD)/%.o: %.c $(CONFIG_STAMP) | $(PROTO_GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%_avx2.o: %_avx2.c | $(PROTO_GEN_H)
+$(BUILD)/%_avx2.o: %_avx2.c $(CONFIG_STAMP) | $(PROTO_GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -mavx2 -mfma -c $< -o $@
 
-$(BUILD)/%.cu.o: %.cu
+$(BUILD)/%.cu.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -DTS_HAVE_CUDA=1 -MMD -MP -c $< -o $@
 
@@ -102,13 +107,13 @@ $(BUILD)/gen/proto/%.pb-c.c $(BUILD)/gen/proto/%.pb-c.h: proto/%.proto
 $(BUILD)/gen/proto/%.pb-c.o: $(BUILD)/gen/proto/%.pb-c.c
 	$(CC) $(CPPFLAGS) -std=c11 -O2 -g -MMD -MP $(SAN) -I$(BUILD)/gen/proto -c $< -o $@
 
-$(LIB): $(CORE_OBJS) $(GPU_OBJS)
+$(LIB): $(CORE_OBJS) $(GPU_OBJS) $(CONFIG_STAMP)
 	@rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(filter %.o,$^)
 
-$(NETLIB): $(NET_OBJS)
+$(NETLIB): $(NET_OBJS) $(CONFIG_STAMP)
 	@rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(filter %.o,$^)
 
 $(BUILD)/tesserad: $(BUILD)/server/main.o $(NETLIB) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $< $(NETLIB) $(LIB) $(LIBS) $(GPU_LIBS)

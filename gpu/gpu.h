@@ -20,7 +20,7 @@ extern "C" {
 
 typedef struct ts_gpu_info {
     int device_count;
-    char name[128]; /* device 0 */
+    char name[256]; /* device 0 */
     size_t total_mem_bytes;
     int cc_major, cc_minor;
 } ts_gpu_info_t;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install the Debian packages tessera needs, when missing (non-interactive).
 # Runs as root, or through passwordless sudo; otherwise names what is missing.
+# Extra package names may be given as arguments (scripts/fuzz.sh adds clang).
 set -euo pipefail
 pkgs=(build-essential pkg-config libuv1-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev
-      libzstd-dev libyaml-dev check libsubunit-dev clang-format python3)
+      libzstd-dev libyaml-dev check libsubunit-dev clang-format python3 openssl "$@")
 missing=()
 for p in "${pkgs[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Run every benchmark binary (build/bench/*); each writes JSON into bench-out/.
+# Usage: scripts/bench.sh BUILD_DIR   (BENCH_ARGS passes extra arguments to each)
+set -uo pipefail
+build=${1:-build}
+out=${BENCH_OUT:-bench-out}
+mkdir -p "$out"
+status=0
+found=0
+for b in "$build"/bench/*; do
+    [ -x "$b" ] || continue
+    found=1
+    name=$(basename "$b")
+    echo "bench: $name -> $out/$name.json"
+    if ! "$b" --json "$out/$name.json" ${BENCH_ARGS:-}; then
+        echo "bench: $name failed"
+        status=1
+    fi
+done
+[ $found -eq 1 ] || echo "bench: no benchmarks built"
+exit $status
