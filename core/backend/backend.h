@@ -1,0 +1,327 @@
+/*
+ * core/backend — the compute backend interface: a table of functions over
+ * polynomials resident in the backend's memory, at batch granularity
+ * (ggml-backend style). The CPU backend here is the reference; gpu/ implements
+ * the same table and must agree bit for bit (every op below has a unique
+ * reduced result, so "bit-exact" is well defined).
+ *
+ * Memory model. A backend owns its memory: buf_alloc returns a pointer that is
+ * only dereferenced by the backend (host memory for the CPU backend, device
+ * memory for a GPU). upload/download move bytes across. `host_memory` tells
+ * callers whether backend pointers are plain host pointers (CPU), which lets
+ * the ring layer skip staging copies.
+ *
+ * Rings. ring_new registers a ring degree N and an ordered list of NTT primes
+ * (the ring layer passes Q then P); the backend precomputes whatever it needs
+ * (NTT tables, Shoup twiddles) and returns an opaque ts_bk_ring_t. Every op
+ * names the moduli of its limbs by index into that list.
+ *
+ * Batches. ts_bk_batch_t describes npolys polynomials of nlimbs limbs each;
+ * limb l of polynomial p is the N words at data + p * poly_stride + l * N, and
+ * holds residues modulo the ring modulus mod_idx[l]. Inputs must be reduced
+ * ([0, q)) unless an op says otherwise; every output is reduced. Element-wise
+ * ops take batches of identical shape (npolys, nlimbs, mod_idx); out may alias
+ * any input unless stated. NTT order and conventions are those of
+ * core/math/math.h (bit-reversed evaluation order, psi = smallest primitive
+ * 2N-th root).
+ *
+ * Threads. The CPU backend spreads each batch over a pool of worker threads
+ * (size chosen at creation, default = cores, 1 = run on the caller) by
+ * (polynomial, limb) pairs. Calls on one backend may come from several
+ * threads; each call is synchronous for the CPU backend. A GPU backend may
+ * queue work; `synchronize` waits for everything queued.
+ *
+ * Interface rules: plain C types only (no CUDA or SIMD types); optional
+ * members are marked and may be NULL (the wrappers return TS_ENOTSUP then).
+ */
+#ifndef TS_BACKEND_H
+#define TS_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/base/base.h"
+#include "core/math/math.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ts_backend ts_backend_t;
+typedef struct ts_bk_ring ts_bk_ring_t; /* backend-side tables of one ring */
+typedef struct ts_bk_conv ts_bk_conv_t; /* backend-side basis conversion constants */
+
+/* A batch of polynomials in backend memory (see the overview). */
+typedef struct ts_bk_batch {
+    uint64_t *data;          /* backend memory */
+    uint32_t npolys;         /* >= 1 */
+    uint32_t nlimbs;         /* >= 1 */
+    size_t poly_stride;      /* words between polynomials, >= nlimbs * N */
+    const uint32_t *mod_idx; /* host array of nlimbs ring-modulus indices */
+} ts_bk_batch_t;
+
+/*
+ * Arguments of one batch of external products (TFHE blind rotation), for the
+ * optional member `external_product`. acc (2 polys, coefficient form, one
+ * modulus) is replaced by acc (x) ggsw: each of the 2 polys is decomposed in
+ * base 2^log_base into `levels` signed digits, the 2*levels digit polys go to
+ * NTT form and are multiplied with the 2*levels x 2 rows of ggsw (NTT form)
+ * and summed; the result goes back to coefficient form. Filled in by core/tfhe.
+ */
+typedef struct ts_bk_extprod_args {
+    ts_bk_batch_t acc;        /* npolys = 2 * count (count independent products) */
+    const ts_bk_batch_t *ggsw; /* npolys = 2 * levels * 2 per product */
+    uint32_t count;
+    uint32_t log_base;
+    uint32_t levels;
+} ts_bk_extprod_args_t;
+
+struct ts_backend_i {
+    const char *name;
+    /* Release everything; the backend pointer is invalid afterwards. */
+    void (*free)(ts_backend_t *be);
+
+    /* --- memory (bytes) */
+    ts_status_t (*buf_alloc)(ts_backend_t *be, size_t bytes, void **out);
+    void (*buf_free)(ts_backend_t *be, void *ptr); /* accepts NULL */
+    ts_status_t (*upload)(ts_backend_t *be, void *dst, const void *src_host, size_t bytes);
+    ts_status_t (*download)(ts_backend_t *be, void *dst_host, const void *src, size_t bytes);
+    ts_status_t (*copy)(ts_backend_t *be, void *dst, const void *src, size_t bytes);
+    ts_status_t (*zero)(ts_backend_t *be, void *dst, size_t bytes);
+    ts_status_t (*synchronize)(ts_backend_t *be);
+
+    /* --- rings and conversions */
+    ts_status_t (*ring_new)(ts_backend_t *be, uint32_t n, const uint64_t *moduli, uint32_t count,
+                            ts_bk_ring_t **out);
+    void (*ring_free)(ts_backend_t *be, ts_bk_ring_t *ring);
+    /* Conversion from the moduli from_idx[0..na) to to_idx[0..nb) (disjoint sets),
+     * semantics of ts_rns_conv_t in core/math (centered HPS fast conversion). */
+    ts_status_t (*conv_new)(ts_backend_t *be, ts_bk_ring_t *ring, const uint32_t *from_idx,
+                            uint32_t na, const uint32_t *to_idx, uint32_t nb, ts_bk_conv_t **out);
+    void (*conv_free)(ts_backend_t *be, ts_bk_conv_t *conv);
+
+    /* --- NTT, in place over every limb of every poly */
+    ts_status_t (*ntt_forward)(ts_backend_t *be, const ts_bk_ring_t *ring, const ts_bk_batch_t *a);
+    ts_status_t (*ntt_inverse)(ts_backend_t *be, const ts_bk_ring_t *ring, const ts_bk_batch_t *a);
+
+    /* --- element-wise: out = a op b */
+    ts_status_t (*add)(ts_backend_t *be, const ts_bk_ring_t *ring, const ts_bk_batch_t *out,
+                       const ts_bk_batch_t *a, const ts_bk_batch_t *b);
+    ts_status_t (*sub)(ts_backend_t *be, const ts_bk_ring_t *ring, const ts_bk_batch_t *out,
+                       const ts_bk_batch_t *a, const ts_bk_batch_t *b);
+    ts_status_t (*neg)(ts_backend_t *be, const ts_bk_ring_t *ring, const ts_bk_batch_t *out,
+                       const ts_bk_batch_t *a);
+    /* out = a * b (pointwise; the NTT-form product) */
+    ts_status_t (*mul)(ts_backend_t *be, const ts_bk_ring_t *ring, const ts_bk_batch_t *out,
+                       const ts_bk_batch_t *a, const ts_bk_batch_t *b);
+    /* out += a * b */
+    ts_status_t (*mul_add)(ts_backend_t *be, const ts_bk_ring_t *ring, const ts_bk_batch_t *out,
+                           const ts_bk_batch_t *a, const ts_bk_batch_t *b);
+    /* out = a * w with w's Shoup constants wp (same shape as w: the precomputed
+     * operand, e.g. a plaintext used many times) */
+    ts_status_t (*mul_shoup)(ts_backend_t *be, const ts_bk_ring_t *ring, const ts_bk_batch_t *out,
+                             const ts_bk_batch_t *a, const ts_bk_batch_t *w,
+                             const ts_bk_batch_t *wp);
+    /* out = a * s[l] in limb l (host array of nlimbs reduced scalars) */
+    ts_status_t (*mul_scalar)(ts_backend_t *be, const ts_bk_ring_t *ring,
+                              const ts_bk_batch_t *out, const ts_bk_batch_t *a,
+                              const uint64_t *s);
+    /* out = a + s[l] on every word of limb l (a constant in NTT form) */
+    ts_status_t (*add_scalar)(ts_backend_t *be, const ts_bk_ring_t *ring,
+                              const ts_bk_batch_t *out, const ts_bk_batch_t *a,
+                              const uint64_t *s);
+
+    /* --- automorphisms X -> X^k (k odd); out must not alias a */
+    ts_status_t (*automorphism_ntt)(ts_backend_t *be, const ts_bk_ring_t *ring,
+                                    const ts_bk_batch_t *out, const ts_bk_batch_t *a, uint64_t k);
+    ts_status_t (*automorphism_coeff)(ts_backend_t *be, const ts_bk_ring_t *ring,
+                                      const ts_bk_batch_t *out, const ts_bk_batch_t *a,
+                                      uint64_t k);
+
+    /* --- RNS basis extension and reduction (coefficient form)
+     * extend: out (nlimbs = nb, moduli to_idx) = conv(in) (nlimbs = na), per poly.
+     * reduce (ModDown): out_j = (x_b_j - conv(x_a)_j) * A^{-1} mod b_j; out may alias x_b. */
+    ts_status_t (*basis_extend)(ts_backend_t *be, const ts_bk_ring_t *ring,
+                                const ts_bk_conv_t *conv, const ts_bk_batch_t *out,
+                                const ts_bk_batch_t *in);
+    ts_status_t (*basis_reduce)(ts_backend_t *be, const ts_bk_ring_t *ring,
+                                const ts_bk_conv_t *conv, const ts_bk_batch_t *out,
+                                const ts_bk_batch_t *x_a, const ts_bk_batch_t *x_b);
+
+    /*
+     * --- key-switch inner product (NTT form):
+     * out poly c (c < out->npolys, usually 2) = sum_{d < digits->npolys} digits_d * key_{d, c},
+     * where key poly (d, c) is polynomial d * out->npolys + c of `key`, and the limb
+     * of `key` matching out limb l is key_limb[l] (host array; lets a key made at the
+     * top level serve lower levels). digits and out share nlimbs and mod_idx.
+     */
+    ts_status_t (*keyswitch_inner)(ts_backend_t *be, const ts_bk_ring_t *ring,
+                                   const ts_bk_batch_t *out, const ts_bk_batch_t *digits,
+                                   const ts_bk_batch_t *key, const uint32_t *key_limb);
+
+    /* --- optional (may be NULL): TFHE external products, filled in later */
+    ts_status_t (*external_product)(ts_backend_t *be, const ts_bk_ring_t *ring,
+                                    const ts_bk_extprod_args_t *args);
+};
+
+/* A backend instance: its table and private state. */
+struct ts_backend {
+    const struct ts_backend_i *iface;
+    void *ctx;
+    bool host_memory; /* backend pointers are host pointers */
+    int threads;      /* worker threads (CPU), informational elsewhere */
+};
+
+/*
+ * The CPU backend (reference). threads = 0 means one per core (ts_cpu_count()),
+ * 1 runs everything on the calling thread. [out] *out, freed with ts_backend_free.
+ * TS_EINVAL for threads < 0, TS_ENOMEM.
+ */
+ts_status_t ts_backend_cpu_new(int threads, ts_backend_t **out);
+
+/*
+ * The process-wide default CPU backend (threads from env TS_THREADS, else
+ * one per core), created on first use, never freed by callers. NULL only when
+ * creation failed (out of memory).
+ */
+ts_backend_t *ts_backend_default(void);
+
+/* Release a backend made by *_new (not the default one). Accepts NULL. */
+void ts_backend_free(ts_backend_t *be);
+
+/* ---------------------------------------------------- inline wrappers */
+
+#define TS__BK_CALL(be, member, ...)                                                               \
+    ((be)->iface->member ? (be)->iface->member((be), __VA_ARGS__) : TS_ENOTSUP)
+
+static inline ts_status_t ts_backend_alloc(ts_backend_t *be, size_t bytes, void **out)
+{
+    return be->iface->buf_alloc(be, bytes, out);
+}
+static inline void ts_backend_buf_free(ts_backend_t *be, void *p)
+{
+    be->iface->buf_free(be, p);
+}
+static inline ts_status_t ts_backend_upload(ts_backend_t *be, void *dst, const void *src, size_t n)
+{
+    return be->iface->upload(be, dst, src, n);
+}
+static inline ts_status_t ts_backend_download(ts_backend_t *be, void *dst, const void *src,
+                                              size_t n)
+{
+    return be->iface->download(be, dst, src, n);
+}
+static inline ts_status_t ts_backend_copy(ts_backend_t *be, void *dst, const void *src, size_t n)
+{
+    return be->iface->copy(be, dst, src, n);
+}
+static inline ts_status_t ts_backend_zero(ts_backend_t *be, void *dst, size_t n)
+{
+    return be->iface->zero(be, dst, n);
+}
+static inline ts_status_t ts_backend_sync(ts_backend_t *be)
+{
+    return be->iface->synchronize(be);
+}
+static inline ts_status_t ts_backend_ntt_forward(ts_backend_t *be, const ts_bk_ring_t *r,
+                                                 const ts_bk_batch_t *a)
+{
+    return TS__BK_CALL(be, ntt_forward, r, a);
+}
+static inline ts_status_t ts_backend_ntt_inverse(ts_backend_t *be, const ts_bk_ring_t *r,
+                                                 const ts_bk_batch_t *a)
+{
+    return TS__BK_CALL(be, ntt_inverse, r, a);
+}
+static inline ts_status_t ts_backend_add(ts_backend_t *be, const ts_bk_ring_t *r,
+                                         const ts_bk_batch_t *o, const ts_bk_batch_t *a,
+                                         const ts_bk_batch_t *b)
+{
+    return TS__BK_CALL(be, add, r, o, a, b);
+}
+static inline ts_status_t ts_backend_sub(ts_backend_t *be, const ts_bk_ring_t *r,
+                                         const ts_bk_batch_t *o, const ts_bk_batch_t *a,
+                                         const ts_bk_batch_t *b)
+{
+    return TS__BK_CALL(be, sub, r, o, a, b);
+}
+static inline ts_status_t ts_backend_neg(ts_backend_t *be, const ts_bk_ring_t *r,
+                                         const ts_bk_batch_t *o, const ts_bk_batch_t *a)
+{
+    return TS__BK_CALL(be, neg, r, o, a);
+}
+static inline ts_status_t ts_backend_mul(ts_backend_t *be, const ts_bk_ring_t *r,
+                                         const ts_bk_batch_t *o, const ts_bk_batch_t *a,
+                                         const ts_bk_batch_t *b)
+{
+    return TS__BK_CALL(be, mul, r, o, a, b);
+}
+static inline ts_status_t ts_backend_mul_add(ts_backend_t *be, const ts_bk_ring_t *r,
+                                             const ts_bk_batch_t *o, const ts_bk_batch_t *a,
+                                             const ts_bk_batch_t *b)
+{
+    return TS__BK_CALL(be, mul_add, r, o, a, b);
+}
+static inline ts_status_t ts_backend_mul_shoup(ts_backend_t *be, const ts_bk_ring_t *r,
+                                               const ts_bk_batch_t *o, const ts_bk_batch_t *a,
+                                               const ts_bk_batch_t *w, const ts_bk_batch_t *wp)
+{
+    return TS__BK_CALL(be, mul_shoup, r, o, a, w, wp);
+}
+static inline ts_status_t ts_backend_mul_scalar(ts_backend_t *be, const ts_bk_ring_t *r,
+                                                const ts_bk_batch_t *o, const ts_bk_batch_t *a,
+                                                const uint64_t *s)
+{
+    return TS__BK_CALL(be, mul_scalar, r, o, a, s);
+}
+static inline ts_status_t ts_backend_add_scalar(ts_backend_t *be, const ts_bk_ring_t *r,
+                                                const ts_bk_batch_t *o, const ts_bk_batch_t *a,
+                                                const uint64_t *s)
+{
+    return TS__BK_CALL(be, add_scalar, r, o, a, s);
+}
+static inline ts_status_t ts_backend_automorphism_ntt(ts_backend_t *be, const ts_bk_ring_t *r,
+                                                      const ts_bk_batch_t *o,
+                                                      const ts_bk_batch_t *a, uint64_t k)
+{
+    return TS__BK_CALL(be, automorphism_ntt, r, o, a, k);
+}
+static inline ts_status_t ts_backend_automorphism_coeff(ts_backend_t *be, const ts_bk_ring_t *r,
+                                                        const ts_bk_batch_t *o,
+                                                        const ts_bk_batch_t *a, uint64_t k)
+{
+    return TS__BK_CALL(be, automorphism_coeff, r, o, a, k);
+}
+static inline ts_status_t ts_backend_basis_extend(ts_backend_t *be, const ts_bk_ring_t *r,
+                                                  const ts_bk_conv_t *c, const ts_bk_batch_t *o,
+                                                  const ts_bk_batch_t *in)
+{
+    return TS__BK_CALL(be, basis_extend, r, c, o, in);
+}
+static inline ts_status_t ts_backend_basis_reduce(ts_backend_t *be, const ts_bk_ring_t *r,
+                                                  const ts_bk_conv_t *c, const ts_bk_batch_t *o,
+                                                  const ts_bk_batch_t *x_a,
+                                                  const ts_bk_batch_t *x_b)
+{
+    return TS__BK_CALL(be, basis_reduce, r, c, o, x_a, x_b);
+}
+static inline ts_status_t ts_backend_keyswitch_inner(ts_backend_t *be, const ts_bk_ring_t *r,
+                                                     const ts_bk_batch_t *o,
+                                                     const ts_bk_batch_t *digits,
+                                                     const ts_bk_batch_t *key,
+                                                     const uint32_t *key_limb)
+{
+    return TS__BK_CALL(be, keyswitch_inner, r, o, digits, key, key_limb);
+}
+static inline ts_status_t ts_backend_external_product(ts_backend_t *be, const ts_bk_ring_t *r,
+                                                      const ts_bk_extprod_args_t *args)
+{
+    return TS__BK_CALL(be, external_product, r, args);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TS_BACKEND_H */

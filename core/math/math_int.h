@@ -1,0 +1,25 @@
+/* Internals of core/math shared between its files. */
+#ifndef TS_MATH_INT_H
+#define TS_MATH_INT_H
+
+#include "core/math/math.h"
+
+/* AVX2 NTT kernels (math/ntt_avx2.c, compiled with -mavx2). */
+void ts__ntt_forward_avx2(const ts_ntt_table_t *t, uint64_t *a);
+void ts__ntt_inverse_avx2(const ts_ntt_table_t *t, uint64_t *a);
+
+/* Portable kernels (math/ntt.c). */
+void ts__ntt_forward_portable(const ts_ntt_table_t *t, uint64_t *a);
+void ts__ntt_inverse_portable(const ts_ntt_table_t *t, uint64_t *a);
+
+/* Little-endian multi-precision helpers (math/rns.c). */
+/* r[0..w) = a[0..w) * b + carry-in 0; returns the carry-out word. */
+uint64_t ts__mp_mul_word(uint64_t *r, const uint64_t *a, uint64_t b, uint32_t w);
+/* a[0..w) += b[0..w); returns carry. */
+uint64_t ts__mp_add(uint64_t *a, const uint64_t *b, uint32_t w);
+/* a[0..w) -= b[0..w); returns borrow. */
+uint64_t ts__mp_sub(uint64_t *a, const uint64_t *b, uint32_t w);
+/* -1, 0, 1 */
+int ts__mp_cmp(const uint64_t *a, const uint64_t *b, uint32_t w);
+
+#endif

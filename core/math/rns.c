@@ -1,0 +1,340 @@
+/*
+ * RNS bases, exact CRT composition and the fast (HPS-centered) basis
+ * conversion used by ModUp/ModDown of hybrid key switching. See math.h.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/math/math_int.h"
+
+/* ------------------------------------------------------ multi-precision */
+
+uint64_t ts__mp_mul_word(uint64_t *r, const uint64_t *a, uint64_t b, uint32_t w)
+{
+    uint64_t carry = 0;
+    for (uint32_t i = 0; i < w; i++) {
+        ts_u128_t p = (ts_u128_t)a[i] * b + carry;
+        r[i] = (uint64_t)p;
+        carry = (uint64_t)(p >> 64);
+    }
+    return carry;
+}
+
+uint64_t ts__mp_add(uint64_t *a, const uint64_t *b, uint32_t w)
+{
+    uint64_t carry = 0;
+    for (uint32_t i = 0; i < w; i++) {
+        ts_u128_t s = (ts_u128_t)a[i] + b[i] + carry;
+        a[i] = (uint64_t)s;
+        carry = (uint64_t)(s >> 64);
+    }
+    return carry;
+}
+
+uint64_t ts__mp_sub(uint64_t *a, const uint64_t *b, uint32_t w)
+{
+    uint64_t borrow = 0;
+    for (uint32_t i = 0; i < w; i++) {
+        uint64_t bi = b[i] + borrow;
+        uint64_t nb = (bi < borrow) || (a[i] < bi);
+        a[i] -= bi;
+        borrow = nb;
+    }
+    return borrow;
+}
+
+int ts__mp_cmp(const uint64_t *a, const uint64_t *b, uint32_t w)
+{
+    for (uint32_t i = w; i-- > 0;) {
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
+    }
+    return 0;
+}
+
+static bool distinct_primes(const uint64_t *m, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        if (m[i] < 2 || m[i] >> TS_MODULUS_MAX_BITS)
+            return false;
+        for (uint32_t j = 0; j < i; j++)
+            if (m[i] == m[j])
+                return false;
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------------- basis */
+
+void ts_rns_basis_free(ts_rns_basis_t *b)
+{
+    if (!b)
+        return;
+    ts_free(b->mods);
+    ts_free(b->qhat_inv);
+    ts_free(b->qhat_inv_sh);
+    ts_free(b->prod);
+    ts_free(b->half);
+    ts_free(b->qhat);
+    ts_free(b);
+}
+
+ts_status_t ts_rns_basis_new(const uint64_t *moduli, uint32_t count, ts_rns_basis_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (!moduli || count == 0 || count > TS_RNS_MAX_MODULI || !distinct_primes(moduli, count))
+        return TS_EINVAL;
+    ts_rns_basis_t *b = ts_calloc(1, sizeof *b);
+    if (!b)
+        return TS_ENOMEM;
+    b->count = count;
+    b->words = count + 1; /* each prime < 2^62 adds at most one word */
+    uint32_t w = b->words;
+    b->mods = ts_calloc(count, sizeof *b->mods);
+    b->qhat_inv = ts_calloc(count, sizeof(uint64_t));
+    b->qhat_inv_sh = ts_calloc(count, sizeof(uint64_t));
+    b->prod = ts_calloc(w, sizeof(uint64_t));
+    b->half = ts_calloc(w, sizeof(uint64_t));
+    b->qhat = ts_calloc((size_t)count * w, sizeof(uint64_t));
+    if (!b->mods || !b->qhat_inv || !b->qhat_inv_sh || !b->prod || !b->half || !b->qhat) {
+        ts_rns_basis_free(b);
+        return TS_ENOMEM;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        if (ts_modulus_init(&b->mods[i], moduli[i]) != TS_OK) {
+            ts_rns_basis_free(b);
+            return TS_EINVAL;
+        }
+    }
+    b->prod[0] = 1;
+    b->log2_prod = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        ts__mp_mul_word(b->prod, b->prod, moduli[i], w);
+        b->log2_prod += log2((double)moduli[i]);
+        uint64_t *qh = b->qhat + (size_t)i * w;
+        qh[0] = 1;
+        uint64_t qhat_mod = 1;
+        for (uint32_t j = 0; j < count; j++) {
+            if (j == i)
+                continue;
+            ts__mp_mul_word(qh, qh, moduli[j], w);
+            qhat_mod = ts_mod_mul(qhat_mod, moduli[j], &b->mods[i]);
+        }
+        b->qhat_inv[i] = ts_mod_inv(qhat_mod, moduli[i]);
+        if (b->qhat_inv[i] == 0) { /* not coprime: not distinct primes */
+            ts_rns_basis_free(b);
+            return TS_EINVAL;
+        }
+        b->qhat_inv_sh[i] = ts_shoup_precompute(b->qhat_inv[i], moduli[i]);
+    }
+    /* half = prod >> 1 */
+    for (uint32_t i = 0; i < w; i++)
+        b->half[i] = (b->prod[i] >> 1) | (i + 1 < w ? b->prod[i + 1] << 63 : 0);
+    *out = b;
+    return TS_OK;
+}
+
+void ts_rns_compose_mp(const ts_rns_basis_t *b, const uint64_t *res, size_t stride,
+                       uint64_t *mag, bool *neg)
+{
+    const uint32_t w = b->words;
+    uint64_t tmp[TS_RNS_MAX_MODULI + 2];
+    memset(mag, 0, w * sizeof(uint64_t));
+    long double frac = 0;
+    for (uint32_t i = 0; i < b->count; i++) {
+        const uint64_t q = b->mods[i].q;
+        uint64_t y = ts_mod_mul_shoup(res[i * stride], b->qhat_inv[i], b->qhat_inv_sh[i], q);
+        ts__mp_mul_word(tmp, b->qhat + (size_t)i * w, y, w);
+        ts__mp_add(mag, tmp, w); /* sum < count * Q < 2^(64 w) */
+        frac += (long double)y / (long double)q;
+    }
+    /* subtract floor(frac) * Q (estimate), then fix by +-Q */
+    uint64_t v = (uint64_t)floorl(frac);
+    if (v > 0) {
+        ts__mp_mul_word(tmp, b->prod, v, w);
+        if (ts__mp_sub(mag, tmp, w))
+            ts__mp_add(mag, b->prod, w);
+    }
+    while (ts__mp_cmp(mag, b->prod, w) >= 0)
+        ts__mp_sub(mag, b->prod, w);
+    /* center: x > Q/2 becomes x - Q */
+    if (ts__mp_cmp(mag, b->half, w) > 0) {
+        memcpy(tmp, b->prod, w * sizeof(uint64_t));
+        ts__mp_sub(tmp, mag, w);
+        memcpy(mag, tmp, w * sizeof(uint64_t));
+        *neg = true;
+    } else {
+        *neg = false;
+    }
+}
+
+long double ts_rns_compose_ld(const ts_rns_basis_t *b, const uint64_t *res, size_t stride,
+                              double scale_log2, uint64_t *scratch)
+{
+    bool neg;
+    ts_rns_compose_mp(b, res, stride, scratch, &neg);
+    long double v = 0;
+    for (uint32_t i = b->words; i-- > 0;)
+        v = v * 18446744073709551616.0L + (long double)scratch[i];
+    v = v * exp2l(-(long double)scale_log2);
+    return neg ? -v : v;
+}
+
+/* ----------------------------------------------------------- conversion */
+
+void ts_rns_conv_free(ts_rns_conv_t *c)
+{
+    if (!c)
+        return;
+    ts_free(c->from);
+    ts_free(c->to);
+    ts_free(c->ahat_inv);
+    ts_free(c->ahat_inv_sh);
+    ts_free(c->ahat_mod_b);
+    ts_free(c->a_mod_b);
+    ts_free(c->a_inv_mod_b);
+    ts_free(c->a_inv_mod_b_sh);
+    ts_free(c->a_inv_d);
+    ts_free(c);
+}
+
+ts_status_t ts_rns_conv_new(const uint64_t *from, uint32_t na, const uint64_t *to, uint32_t nb,
+                            ts_rns_conv_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (!from || !to || na == 0 || nb == 0 || na > TS_RNS_MAX_MODULI ||
+        nb > TS_RNS_MAX_MODULI || !distinct_primes(from, na) || !distinct_primes(to, nb))
+        return TS_EINVAL;
+    for (uint32_t i = 0; i < na; i++)
+        for (uint32_t j = 0; j < nb; j++)
+            if (from[i] == to[j])
+                return TS_EINVAL;
+    ts_rns_conv_t *c = ts_calloc(1, sizeof *c);
+    if (!c)
+        return TS_ENOMEM;
+    c->na = na;
+    c->nb = nb;
+    c->from = ts_calloc(na, sizeof *c->from);
+    c->to = ts_calloc(nb, sizeof *c->to);
+    c->ahat_inv = ts_calloc(na, sizeof(uint64_t));
+    c->ahat_inv_sh = ts_calloc(na, sizeof(uint64_t));
+    c->ahat_mod_b = ts_calloc((size_t)na * nb, sizeof(uint64_t));
+    c->a_mod_b = ts_calloc(nb, sizeof(uint64_t));
+    c->a_inv_mod_b = ts_calloc(nb, sizeof(uint64_t));
+    c->a_inv_mod_b_sh = ts_calloc(nb, sizeof(uint64_t));
+    c->a_inv_d = ts_calloc(na, sizeof(double));
+    if (!c->from || !c->to || !c->ahat_inv || !c->ahat_inv_sh || !c->ahat_mod_b || !c->a_mod_b ||
+        !c->a_inv_mod_b || !c->a_inv_mod_b_sh || !c->a_inv_d) {
+        ts_rns_conv_free(c);
+        return TS_ENOMEM;
+    }
+    for (uint32_t i = 0; i < na; i++)
+        ts_modulus_init(&c->from[i], from[i]);
+    for (uint32_t j = 0; j < nb; j++)
+        ts_modulus_init(&c->to[j], to[j]);
+    for (uint32_t i = 0; i < na; i++) {
+        uint64_t m = 1;
+        for (uint32_t k = 0; k < na; k++)
+            if (k != i)
+                m = ts_mod_mul(m, from[k], &c->from[i]);
+        c->ahat_inv[i] = ts_mod_inv(m, from[i]);
+        c->ahat_inv_sh[i] = ts_shoup_precompute(c->ahat_inv[i], from[i]);
+        c->a_inv_d[i] = 1.0 / (double)from[i];
+        for (uint32_t j = 0; j < nb; j++) {
+            uint64_t h = 1;
+            for (uint32_t k = 0; k < na; k++)
+                if (k != i)
+                    h = ts_mod_mul(h, from[k], &c->to[j]);
+            c->ahat_mod_b[(size_t)i * nb + j] = h;
+        }
+    }
+    for (uint32_t j = 0; j < nb; j++) {
+        uint64_t a = 1;
+        for (uint32_t k = 0; k < na; k++)
+            a = ts_mod_mul(a, from[k], &c->to[j]);
+        c->a_mod_b[j] = a;
+        c->a_inv_mod_b[j] = ts_mod_inv(a, to[j]);
+        c->a_inv_mod_b_sh[j] = ts_shoup_precompute(c->a_inv_mod_b[j], to[j]);
+    }
+    *out = c;
+    return TS_OK;
+}
+
+#define CONV_BLOCK 16
+
+/*
+ * One block of up to CONV_BLOCK coefficients: y[i][c] and v[c], then for each
+ * target prime the 128-bit dot product reduced once per 15 terms.
+ */
+static void conv_block(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride,
+                       uint64_t *out, size_t out_stride, size_t off, size_t cnt, bool moddown,
+                       const uint64_t *x_b)
+{
+    uint64_t y[TS_RNS_MAX_MODULI][CONV_BLOCK];
+    uint64_t v[CONV_BLOCK];
+    double s[CONV_BLOCK];
+    for (size_t k = 0; k < cnt; k++)
+        s[k] = 0.5; /* round(sum) = floor(sum + 1/2) */
+    for (uint32_t i = 0; i < c->na; i++) {
+        const uint64_t q = c->from[i].q, w = c->ahat_inv[i], wp = c->ahat_inv_sh[i];
+        const uint64_t *src = in + i * in_stride + off;
+        const double inv = c->a_inv_d[i];
+        for (size_t k = 0; k < cnt; k++) {
+            uint64_t t = ts_mod_mul_shoup(src[k], w, wp, q);
+            y[i][k] = t;
+            s[k] += (double)t * inv;
+        }
+    }
+    for (size_t k = 0; k < cnt; k++)
+        v[k] = (uint64_t)s[k];
+    for (uint32_t j = 0; j < c->nb; j++) {
+        const ts_modulus_t *mb = &c->to[j];
+        const uint64_t qb = mb->q;
+        const uint64_t am = c->a_mod_b[j];
+        uint64_t *dst = out + j * out_stride + off;
+        for (size_t k = 0; k < cnt; k++) {
+            ts_u128_t acc = 0;
+            uint64_t red = 0;
+            uint32_t terms = 0;
+            for (uint32_t i = 0; i < c->na; i++) {
+                acc += (ts_u128_t)y[i][k] * c->ahat_mod_b[(size_t)i * c->nb + j];
+                if (++terms == 15) {
+                    acc = ts_mod_reduce128((uint64_t)(acc >> 64), (uint64_t)acc, mb);
+                    terms = 1;
+                }
+            }
+            red = ts_mod_reduce128((uint64_t)(acc >> 64), (uint64_t)acc, mb);
+            /* subtract v * A mod b (v <= na) */
+            uint64_t corr = ts_mod_mul(v[k], am, mb);
+            red = ts_mod_sub(red, corr, qb);
+            if (moddown) {
+                uint64_t xb = x_b[j * out_stride + off + k];
+                uint64_t d = ts_mod_sub(xb, red, qb);
+                red = ts_mod_mul_shoup(d, c->a_inv_mod_b[j], c->a_inv_mod_b_sh[j], qb);
+            }
+            dst[k] = red;
+        }
+    }
+}
+
+void ts_rns_conv_apply(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride, uint64_t *out,
+                       size_t out_stride, size_t n)
+{
+    for (size_t off = 0; off < n; off += CONV_BLOCK) {
+        size_t cnt = n - off < CONV_BLOCK ? n - off : CONV_BLOCK;
+        conv_block(c, in, in_stride, out, out_stride, off, cnt, false, NULL);
+    }
+}
+
+void ts_rns_conv_moddown(const ts_rns_conv_t *c, const uint64_t *x_a, size_t a_stride,
+                         const uint64_t *x_b, uint64_t *out, size_t b_stride, size_t n)
+{
+    for (size_t off = 0; off < n; off += CONV_BLOCK) {
+        size_t cnt = n - off < CONV_BLOCK ? n - off : CONV_BLOCK;
+        conv_block(c, x_a, a_stride, out, b_stride, off, cnt, true, x_b);
+    }
+}
