@@ -70,7 +70,7 @@ typedef struct ts_bk_batch {
  * and summed; the result goes back to coefficient form. Filled in by core/tfhe.
  */
 typedef struct ts_bk_extprod_args {
-    ts_bk_batch_t acc;        /* npolys = 2 * count (count independent products) */
+    ts_bk_batch_t acc;         /* npolys = 2 * count (count independent products) */
     const ts_bk_batch_t *ggsw; /* npolys = 2 * levels * 2 per product */
     uint32_t count;
     uint32_t log_base;
@@ -124,20 +124,17 @@ struct ts_backend_i {
                              const ts_bk_batch_t *a, const ts_bk_batch_t *w,
                              const ts_bk_batch_t *wp);
     /* out = a * s[l] in limb l (host array of nlimbs reduced scalars) */
-    ts_status_t (*mul_scalar)(ts_backend_t *be, const ts_bk_ring_t *ring,
-                              const ts_bk_batch_t *out, const ts_bk_batch_t *a,
-                              const uint64_t *s);
+    ts_status_t (*mul_scalar)(ts_backend_t *be, const ts_bk_ring_t *ring, const ts_bk_batch_t *out,
+                              const ts_bk_batch_t *a, const uint64_t *s);
     /* out = a + s[l] on every word of limb l (a constant in NTT form) */
-    ts_status_t (*add_scalar)(ts_backend_t *be, const ts_bk_ring_t *ring,
-                              const ts_bk_batch_t *out, const ts_bk_batch_t *a,
-                              const uint64_t *s);
+    ts_status_t (*add_scalar)(ts_backend_t *be, const ts_bk_ring_t *ring, const ts_bk_batch_t *out,
+                              const ts_bk_batch_t *a, const uint64_t *s);
 
     /* --- automorphisms X -> X^k (k odd); out must not alias a */
     ts_status_t (*automorphism_ntt)(ts_backend_t *be, const ts_bk_ring_t *ring,
                                     const ts_bk_batch_t *out, const ts_bk_batch_t *a, uint64_t k);
     ts_status_t (*automorphism_coeff)(ts_backend_t *be, const ts_bk_ring_t *ring,
-                                      const ts_bk_batch_t *out, const ts_bk_batch_t *a,
-                                      uint64_t k);
+                                      const ts_bk_batch_t *out, const ts_bk_batch_t *a, uint64_t k);
 
     /* --- RNS basis extension and reduction (coefficient form)
      * extend: out (nlimbs = nb, moduli to_idx) = conv(in) (nlimbs = na), per poly.

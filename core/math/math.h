@@ -263,14 +263,14 @@ void ts_ntt_automorphism_index(uint32_t n, uint64_t k, uint32_t *idx);
  */
 typedef struct ts_rns_basis {
     uint32_t count;
-    uint32_t words;         /* words of the product Q (and of every big value) */
-    ts_modulus_t *mods;     /* count */
-    uint64_t *qhat_inv;     /* (Q/q_i)^{-1} mod q_i */
-    uint64_t *qhat_inv_sh;  /* Shoup constants of qhat_inv */
-    uint64_t *prod;         /* Q, `words` words */
-    uint64_t *half;         /* floor(Q/2), `words` words */
-    uint64_t *qhat;         /* Q/q_i, count x words */
-    double log2_prod;       /* log2(Q) */
+    uint32_t words;        /* words of the product Q (and of every big value) */
+    ts_modulus_t *mods;    /* count */
+    uint64_t *qhat_inv;    /* (Q/q_i)^{-1} mod q_i */
+    uint64_t *qhat_inv_sh; /* Shoup constants of qhat_inv */
+    uint64_t *prod;        /* Q, `words` words */
+    uint64_t *half;        /* floor(Q/2), `words` words */
+    uint64_t *qhat;        /* Q/q_i, count x words */
+    double log2_prod;      /* log2(Q) */
 } ts_rns_basis_t;
 
 /* [out] basis of `count` (1..128) distinct primes < 2^62. TS_EINVAL otherwise. */
@@ -281,8 +281,8 @@ void ts_rns_basis_free(ts_rns_basis_t *b);
  * Exact CRT composition of res[i * stride] (i < count, each reduced) to the
  * centered integer x in (-Q/2, Q/2]: [out] mag (b->words words) = |x|, *neg = (x < 0).
  */
-void ts_rns_compose_mp(const ts_rns_basis_t *b, const uint64_t *res, size_t stride,
-                       uint64_t *mag, bool *neg);
+void ts_rns_compose_mp(const ts_rns_basis_t *b, const uint64_t *res, size_t stride, uint64_t *mag,
+                       bool *neg);
 /* The centered x as a long double times 2^-scale_log2 (exact composition, then
  * one rounding). `scratch` holds at least 2 * b->words words (no allocation). */
 long double ts_rns_compose_ld(const ts_rns_basis_t *b, const uint64_t *res, size_t stride,
@@ -295,15 +295,15 @@ long double ts_rns_compose_ld(const ts_rns_basis_t *b, const uint64_t *res, size
  */
 typedef struct ts_rns_conv {
     uint32_t na, nb;
-    ts_modulus_t *from;   /* na */
-    ts_modulus_t *to;     /* nb */
-    uint64_t *ahat_inv;   /* (A/a_i)^{-1} mod a_i, na */
+    ts_modulus_t *from; /* na */
+    ts_modulus_t *to;   /* nb */
+    uint64_t *ahat_inv; /* (A/a_i)^{-1} mod a_i, na */
     uint64_t *ahat_inv_sh;
-    uint64_t *ahat_mod_b; /* (A/a_i) mod b_j at [i * nb + j] */
-    uint64_t *a_mod_b;    /* A mod b_j, nb */
+    uint64_t *ahat_mod_b;  /* (A/a_i) mod b_j at [i * nb + j] */
+    uint64_t *a_mod_b;     /* A mod b_j, nb */
     uint64_t *a_inv_mod_b; /* A^{-1} mod b_j, nb (the P^{-1} of ModDown) */
     uint64_t *a_inv_mod_b_sh;
-    double *a_inv_d;      /* 1.0 / a_i, na */
+    double *a_inv_d; /* 1.0 / a_i, na */
 } ts_rns_conv_t;
 
 ts_status_t ts_rns_conv_new(const uint64_t *from, uint32_t na, const uint64_t *to, uint32_t nb,

@@ -9,8 +9,7 @@ ts_status_t ts_modulus_init(ts_modulus_t *m, uint64_t q)
     if (!m || q < 2 || q >> TS_MODULUS_MAX_BITS)
         return TS_EINVAL;
     m->q = q;
-    /* floor(2^128 / q) = floor((2^128 - 1) / q) unless q is a power of two,
-     * which never divides 2^128 - 1 ... except it can: handle exactly. */
+    /* floor(2^128 / q) = floor((2^128 - 1) / q), plus one when q divides 2^128 */
     ts_u128_t all = ~(ts_u128_t)0;
     ts_u128_t r = all / q;
     if (all % q == q - 1)

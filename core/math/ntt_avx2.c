@@ -14,11 +14,11 @@
 
 typedef __m256i v4;
 
-#define LD(p)     _mm256_loadu_si256((const v4 *)(p))
-#define ST(p, v)  _mm256_storeu_si256((v4 *)(p), (v))
-#define SET1(x)   _mm256_set1_epi64x((long long)(x))
-#define MASK32    _mm256_set1_epi64x(0xffffffffLL)
-#define SIGNBIT   _mm256_set1_epi64x((long long)0x8000000000000000ULL)
+#define LD(p)    _mm256_loadu_si256((const v4 *)(p))
+#define ST(p, v) _mm256_storeu_si256((v4 *)(p), (v))
+#define SET1(x)  _mm256_set1_epi64x((long long)(x))
+#define MASK32   _mm256_set1_epi64x(0xffffffffLL)
+#define SIGNBIT  _mm256_set1_epi64x((long long)0x8000000000000000ULL)
 
 /* x - c where x >= c (unsigned), else x; cm1s = (c - 1) ^ signbit */
 static inline v4 csub(v4 x, v4 c, v4 cm1s)
@@ -118,7 +118,7 @@ void ts__ntt_forward_avx2(const ts_ntt_table_t *t, uint64_t *a)
         const uint32_t mm = n / 4; /* groups at gap 2 */
         for (uint32_t i = 0; i < mm; i += 2) {
             uint64_t *p = a + 4 * (size_t)i;
-            v4 v0 = LD(p), v1 = LD(p + 4); /* (a0 a1 a2 a3) (a4 a5 a6 a7) */
+            v4 v0 = LD(p), v1 = LD(p + 4);                  /* (a0 a1 a2 a3) (a4 a5 a6 a7) */
             v4 x = _mm256_permute2x128_si256(v0, v1, 0x20); /* a0 a1 a4 a5 */
             v4 y = _mm256_permute2x128_si256(v0, v1, 0x31); /* a2 a3 a6 a7 */
             const uint64_t *tw = t->fwd + mm + i, *twp = t->fwd_shoup + mm + i;
@@ -136,7 +136,7 @@ void ts__ntt_forward_avx2(const ts_ntt_table_t *t, uint64_t *a)
         const uint32_t mm = n / 2; /* groups at gap 1 */
         for (uint32_t i = 0; i < mm; i += 4) {
             uint64_t *p = a + 2 * (size_t)i;
-            v4 v0 = LD(p), v1 = LD(p + 4);      /* (a0 a1 a2 a3) (a4 a5 a6 a7) */
+            v4 v0 = LD(p), v1 = LD(p + 4);        /* (a0 a1 a2 a3) (a4 a5 a6 a7) */
             v4 x = _mm256_unpacklo_epi64(v0, v1); /* a0 a4 a2 a6 */
             v4 y = _mm256_unpackhi_epi64(v0, v1); /* a1 a5 a3 a7 */
             const uint64_t *tw = t->fwd + mm + i, *twp = t->fwd_shoup + mm + i;
@@ -196,8 +196,8 @@ void ts__ntt_inverse_avx2(const ts_ntt_table_t *t, uint64_t *a)
                 const uint64_t *tw = t->inv + mm + i, *twp = t->inv_shoup + mm + i;
                 v4 w = _mm256_set_epi64x((long long)tw[1], (long long)tw[1], (long long)tw[0],
                                          (long long)tw[0]);
-                v4 wp = _mm256_set_epi64x((long long)twp[1], (long long)twp[1],
-                                          (long long)twp[0], (long long)twp[0]);
+                v4 wp = _mm256_set_epi64x((long long)twp[1], (long long)twp[1], (long long)twp[0],
+                                          (long long)twp[0]);
                 v4 s = csub(_mm256_add_epi64(x, y), q2, q2m1s);
                 v4 d = mulshoup_v(_mm256_sub_epi64(_mm256_add_epi64(x, q2), y), w, wp, q, q_hi);
                 ST(p, _mm256_permute2x128_si256(s, d, 0x20));
@@ -214,8 +214,8 @@ void ts__ntt_inverse_avx2(const ts_ntt_table_t *t, uint64_t *a)
             for (uint32_t j = 0; j < gap; j += 4) {
                 v4 x = LD(xp + j), y = LD(yp + j);
                 v4 s = csub(_mm256_add_epi64(x, y), q2, q2m1s);
-                v4 d = mulshoup(_mm256_sub_epi64(_mm256_add_epi64(x, q2), y), w, w_hi, wp, wp_hi,
-                                q, q_hi);
+                v4 d = mulshoup(_mm256_sub_epi64(_mm256_add_epi64(x, q2), y), w, w_hi, wp, wp_hi, q,
+                                q_hi);
                 ST(xp + j, s);
                 ST(yp + j, d);
             }
@@ -232,8 +232,8 @@ void ts__ntt_inverse_avx2(const ts_ntt_table_t *t, uint64_t *a)
         for (uint32_t j = 0; j < gap; j += 4) {
             v4 x = LD(xp + j), y = LD(yp + j);
             v4 s = mulshoup(_mm256_add_epi64(x, y), ni, ni_hi, nip, nip_hi, q, q_hi);
-            v4 d = mulshoup(_mm256_sub_epi64(_mm256_add_epi64(x, q2), y), nw, nw_hi, nwp, nwp_hi,
-                            q, q_hi);
+            v4 d = mulshoup(_mm256_sub_epi64(_mm256_add_epi64(x, q2), y), nw, nw_hi, nwp, nwp_hi, q,
+                            q_hi);
             ST(xp + j, csub(s, q, qm1s));
             ST(yp + j, csub(d, q, qm1s));
         }

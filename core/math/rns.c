@@ -136,8 +136,8 @@ ts_status_t ts_rns_basis_new(const uint64_t *moduli, uint32_t count, ts_rns_basi
     return TS_OK;
 }
 
-void ts_rns_compose_mp(const ts_rns_basis_t *b, const uint64_t *res, size_t stride,
-                       uint64_t *mag, bool *neg)
+void ts_rns_compose_mp(const ts_rns_basis_t *b, const uint64_t *res, size_t stride, uint64_t *mag,
+                       bool *neg)
 {
     const uint32_t w = b->words;
     uint64_t tmp[TS_RNS_MAX_MODULI + 2];
@@ -206,8 +206,8 @@ ts_status_t ts_rns_conv_new(const uint64_t *from, uint32_t na, const uint64_t *t
     if (!out)
         return TS_EINVAL;
     *out = NULL;
-    if (!from || !to || na == 0 || nb == 0 || na > TS_RNS_MAX_MODULI ||
-        nb > TS_RNS_MAX_MODULI || !distinct_primes(from, na) || !distinct_primes(to, nb))
+    if (!from || !to || na == 0 || nb == 0 || na > TS_RNS_MAX_MODULI || nb > TS_RNS_MAX_MODULI ||
+        !distinct_primes(from, na) || !distinct_primes(to, nb))
         return TS_EINVAL;
     for (uint32_t i = 0; i < na; i++)
         for (uint32_t j = 0; j < nb; j++)
@@ -270,9 +270,8 @@ ts_status_t ts_rns_conv_new(const uint64_t *from, uint32_t na, const uint64_t *t
  * One block of up to CONV_BLOCK coefficients: y[i][c] and v[c], then for each
  * target prime the 128-bit dot product reduced once per 15 terms.
  */
-static void conv_block(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride,
-                       uint64_t *out, size_t out_stride, size_t off, size_t cnt, bool moddown,
-                       const uint64_t *x_b)
+static void conv_block(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride, uint64_t *out,
+                       size_t out_stride, size_t off, size_t cnt, bool moddown, const uint64_t *x_b)
 {
     uint64_t y[TS_RNS_MAX_MODULI][CONV_BLOCK];
     uint64_t v[CONV_BLOCK];

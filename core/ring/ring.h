@@ -50,11 +50,11 @@ typedef struct ts_ring ts_ring_t;
 
 /* Literal parameters of a ring; the arrays are copied. */
 typedef struct ts_ring_params {
-    uint32_t n;           /* power of two, 2 .. 2^17 */
-    const uint64_t *q;    /* q_count primes, the chain (q_0 first, dropped last) */
-    uint32_t q_count;     /* >= 1 */
-    const uint64_t *p;    /* p_count special primes (may be NULL when 0) */
-    uint32_t p_count;     /* >= 0 */
+    uint32_t n;            /* power of two, 2 .. 2^17 */
+    const uint64_t *q;     /* q_count primes, the chain (q_0 first, dropped last) */
+    uint32_t q_count;      /* >= 1 */
+    const uint64_t *p;     /* p_count special primes (may be NULL when 0) */
+    uint32_t p_count;      /* >= 0 */
     ts_backend_t *backend; /* NULL: ts_backend_default() */
 } ts_ring_params_t;
 
