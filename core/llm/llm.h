@@ -1,0 +1,291 @@
+/*
+ * core/llm — language models in plaintext: loading, tokenizers, the reference
+ * decode step, sampling, and the ciphertext-aligned simulator.
+ *
+ * Models. Two architectures, with every shape read from the file:
+ *   LLAMA  RMSNorm, RoPE on pairs (2i, 2i+1) of each head, grouped-query
+ *          attention (n_heads a multiple of n_kv_heads), SwiGLU FFN
+ *          w2(silu(w1 x) * w3 x), no biases.
+ *   GPT2   LayerNorm with bias, learned positions, fused or split QKV with
+ *          biases, GELU (tanh form) FFN with biases.
+ * Files: llama2.c checkpoints (version 0 legacy layout and version 1 "ak42"
+ * header), and GGUF v2/v3 (architectures "llama" and "gpt2"; F32, F16 and Q8_0
+ * tensors, dequantized to float32 on load). Weights are float32 in memory.
+ * Every size is checked against the file length before it is read; malformed
+ * files give TS_EFORMAT (unsupported variants TS_ENOTSUP) and a sentence in
+ * the caller's error buffer, never a crash.
+ *
+ * Tokenizers: llama2.c tokenizer.bin (greedy merges by score, dummy-prefix
+ * space, <0xAB> byte pieces), SentencePiece-style GGUF vocabularies (same
+ * algorithm, U+2581 for spaces) and GPT-2 byte-level BPE (merge ranks from
+ * GGUF "tokenizer.ggml.merges"). The GPT-2 pre-tokenizer follows the GPT-2
+ * regex with one simplification: every non-ASCII code point counts as a letter.
+ *
+ * Decoding: ts_llm_forward() runs one position of one sequence with a KV cache
+ * in ts_llm_state_t, in float32, with the same operation order as llama2.c's
+ * run.c, and returns the logits. Sampling (greedy, temperature, top-k, top-p)
+ * draws from a seeded AES-CTR stream, so a seed fixes the output.
+ *
+ * Simulator (ROSETTA section 5.4): the same forward pass in which each
+ * non-arithmetic primitive (exp and 1/x inside softmax, 1/sqrt(x) in the norms,
+ * SiLU, GELU) is replaced by its approximation from core/nonlinear, with
+ * optional Gaussian noise after each arithmetic step. With every primitive
+ * exact and no noise it runs the reference code path and reproduces the
+ * reference logits bit for bit.
+ *
+ * Threading: a model is immutable after loading and may be shared by threads;
+ * a state, sampler or tokenizer call sequence belongs to one thread at a time.
+ */
+#ifndef TS_LLM_H
+#define TS_LLM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/base/base.h"
+#include "core/nonlinear/nonlinear.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Caps on shapes read from files (anything larger is TS_EFORMAT). */
+#define TS_LLM_MAX_DIM    65536
+#define TS_LLM_MAX_LAYERS 1024
+#define TS_LLM_MAX_VOCAB  1048576
+#define TS_LLM_MAX_SEQ    1048576
+#define TS_LLM_MAX_PIECE  65536
+
+typedef enum {
+    TS_LLM_ARCH_LLAMA = 0,
+    TS_LLM_ARCH_GPT2 = 1,
+} ts_llm_arch_t;
+
+/* "llama" or "gpt2". */
+const char *ts_llm_arch_name(ts_llm_arch_t arch);
+
+/* The public shape of a model (all from the file). */
+typedef struct ts_llm_config {
+    ts_llm_arch_t arch;
+    int dim;        /* residual width */
+    int hidden_dim; /* FFN width */
+    int n_layers;
+    int n_heads;
+    int n_kv_heads;
+    int head_dim; /* per-head width of q, k, v */
+    int vocab_size;
+    int seq_len;  /* maximum positions (context length) */
+    int rope_dim; /* rotated dimensions per head (LLAMA), 0 for GPT2 */
+    float rope_theta;
+    float norm_eps;
+    bool shared_classifier; /* logits use the token-embedding matrix */
+} ts_llm_config_t;
+
+/* ---------------------------------------------------------------- model */
+
+typedef struct ts_llm_model ts_llm_model_t;
+
+/*
+ * Load a model file; the format is detected from its first bytes (GGUF magic,
+ * llama2.c "ak42" version header, otherwise the llama2.c version 0 layout).
+ * [out] out: the model (free with ts_llm_model_free).
+ * [out] err: optional buffer for a sentence saying what is wrong.
+ * Errors: TS_EIO (cannot read), TS_EFORMAT, TS_ENOTSUP, TS_ENOMEM.
+ */
+ts_status_t ts_llm_model_load(const char *path, ts_llm_model_t **out, char *err, size_t err_size);
+/* The same from bytes in memory (not retained). */
+ts_status_t ts_llm_model_load_buffer(const void *buf, size_t size, ts_llm_model_t **out, char *err,
+                                     size_t err_size);
+void ts_llm_model_free(ts_llm_model_t *model);
+const ts_llm_config_t *ts_llm_model_config(const ts_llm_model_t *model);
+/* Number of float parameters held. */
+size_t ts_llm_model_n_params(const ts_llm_model_t *model);
+
+/* ------------------------------------------------------------ tokenizer */
+
+typedef enum {
+    TS_LLM_TOK_SPM = 0,  /* score-greedy merges (llama2.c and GGUF "llama") */
+    TS_LLM_TOK_GPT2 = 1, /* byte-level BPE with merge ranks */
+} ts_llm_tok_kind_t;
+
+typedef struct ts_llm_tokenizer ts_llm_tokenizer_t;
+
+/*
+ * Load a tokenizer: a llama2.c tokenizer.bin (needs vocab_size, the model's),
+ * or the tokenizer inside a GGUF file (vocab_size 0 or the model's to check).
+ * Errors: TS_EIO, TS_EFORMAT, TS_ENOTSUP, TS_ENOMEM, TS_EINVAL.
+ */
+ts_status_t ts_llm_tokenizer_load(const char *path, int vocab_size, ts_llm_tokenizer_t **out,
+                                  char *err, size_t err_size);
+ts_status_t ts_llm_tokenizer_load_buffer(const void *buf, size_t size, int vocab_size,
+                                         ts_llm_tokenizer_t **out, char *err, size_t err_size);
+void ts_llm_tokenizer_free(ts_llm_tokenizer_t *tok);
+
+ts_llm_tok_kind_t ts_llm_tokenizer_kind(const ts_llm_tokenizer_t *tok);
+int ts_llm_tokenizer_vocab_size(const ts_llm_tokenizer_t *tok);
+int ts_llm_tokenizer_bos(const ts_llm_tokenizer_t *tok); /* -1 when none */
+int ts_llm_tokenizer_eos(const ts_llm_tokenizer_t *tok); /* -1 when none */
+/* The stored piece of a token (not NUL-terminated); NULL for ids out of range. */
+const char *ts_llm_tokenizer_piece(const ts_llm_tokenizer_t *tok, int id, size_t *len);
+
+/*
+ * Encode `len` bytes of text. bos/eos: add those tokens (when the vocabulary
+ * has them). Writes at most cap ids.
+ * [out] n: the number of ids (also on TS_ELIMIT: the number needed).
+ * Errors: TS_ELIMIT (cap too small), TS_ENOMEM, TS_EINVAL.
+ */
+ts_status_t ts_llm_tokenizer_encode(const ts_llm_tokenizer_t *tok, const char *text, size_t len,
+                                    bool bos, bool eos, int *ids, size_t cap, size_t *n);
+/* An upper bound on the ids encode can produce for len bytes. */
+size_t ts_llm_tokenizer_max_ids(size_t len);
+/*
+ * The bytes token `id` stands for, following token `prev` (-1 at the start):
+ * SPM drops the leading space right after BOS and turns <0xAB> into a byte;
+ * GPT-2 maps its byte-level characters back to bytes. Control tokens (BOS,
+ * EOS) decode to nothing. Writes at most cap bytes plus a NUL when room.
+ * [out] n: bytes produced (needed, on TS_ELIMIT).
+ */
+ts_status_t ts_llm_tokenizer_decode(const ts_llm_tokenizer_t *tok, int prev, int id, char *buf,
+                                    size_t cap, size_t *n);
+
+/* --------------------------------------------------------------- decode */
+
+/* Per-sequence decode state: KV cache and scratch (one owner). */
+typedef struct ts_llm_state ts_llm_state_t;
+
+ts_status_t ts_llm_state_new(const ts_llm_model_t *model, ts_llm_state_t **out);
+void ts_llm_state_free(ts_llm_state_t *state);
+
+/*
+ * Run token `token` at position `pos` (0 <= pos < seq_len; positions before
+ * pos must have been run with this state, pos may rewind to recompute).
+ * [out] logits: vocab_size floats owned by the state, valid until the next call.
+ * Errors: TS_EINVAL (token out of range), TS_ERANGE (pos out of range or
+ * beyond the next position).
+ */
+ts_status_t ts_llm_forward(const ts_llm_model_t *model, ts_llm_state_t *state, int token, int pos,
+                           const float **logits);
+
+/* ------------------------------------------------------------- sampling */
+
+typedef struct ts_llm_sampler_cfg {
+    float temperature; /* 0 = greedy (argmax, lowest id on ties) */
+    int top_k;         /* 0 = off */
+    float top_p;       /* 0 or >= 1 = off */
+} ts_llm_sampler_cfg_t;
+
+typedef struct ts_llm_sampler ts_llm_sampler_t;
+
+/*
+ * A sampler drawing from ts_prng_new_seeded(seed expanded to 32 bytes
+ * little-endian, stream id 0x6c6c6d73).
+ * Errors: TS_EINVAL (temperature < 0 or not finite, top_k < 0, top_p < 0),
+ * TS_ENOMEM.
+ */
+ts_status_t ts_llm_sampler_new(const ts_llm_sampler_cfg_t *cfg, uint64_t seed,
+                               ts_llm_sampler_t **out);
+void ts_llm_sampler_free(ts_llm_sampler_t *s);
+/* Sample one id from n logits. Errors: TS_EINVAL (n <= 0), TS_ENOMEM. */
+ts_status_t ts_llm_sampler_sample(ts_llm_sampler_t *s, const float *logits, int n, int *out);
+/*
+ * The distribution the sampler draws from: softmax(logits / T), cut to the k
+ * most likely, then to the smallest most-likely prefix with mass >= top_p,
+ * renormalized. probs: n doubles (zero outside the kept set). Greedy gives a
+ * one-hot vector. Errors: TS_EINVAL, TS_ENOMEM.
+ */
+ts_status_t ts_llm_sampler_probs(const ts_llm_sampler_cfg_t *cfg, const float *logits, int n,
+                                 double *probs);
+/* argmax, lowest index on ties; -1 when n <= 0. */
+int ts_llm_argmax(const float *logits, int n);
+
+/*
+ * Greedy/sampled generation helper: runs prompt[0..n_prompt) and then samples
+ * until `n_total` positions are filled (or seq_len, or EOS when stop_eos).
+ * out: at least n_total ids, starting with the prompt. sampler NULL = greedy.
+ * on_token (optional) is called for every generated (not prompt) id.
+ * [out] n_out: ids written.
+ */
+typedef void (*ts_llm_token_cb)(void *ctx, int prev, int id);
+ts_status_t ts_llm_generate(const ts_llm_model_t *model, ts_llm_sampler_t *sampler,
+                            const int *prompt, size_t n_prompt, size_t n_total, bool stop_eos,
+                            int eos_id, ts_llm_token_cb on_token, void *ctx, int *out,
+                            size_t *n_out);
+
+/* ------------------------------------------------------------ simulator */
+
+/*
+ * Which approximation replaces each primitive. prim[fn] for fn in
+ * ts_nonlinear_fn_t. softmax_k < 0: the reference softmax (max subtracted,
+ * exp and 1/x exact unless prim[] says otherwise); softmax_k >= 0: the max-free
+ * normalize-and-square softmax with that k. noise_bits > 0 adds Gaussian noise
+ * of standard deviation 2^-noise_bits after each arithmetic step (matrix-vector
+ * products, attention scores and sums, norm sums and products, residual adds,
+ * gating products), drawn from the seeded stream `seed`.
+ */
+typedef struct ts_llm_sim_config {
+    ts_nonlinear_spec_t prim[TS_NL_FN_COUNT];
+    int softmax_k;
+    double noise_bits;
+    uint64_t seed;
+} ts_llm_sim_config_t;
+
+/* Everything exact, reference softmax, no noise. */
+void ts_llm_sim_config_default(ts_llm_sim_config_t *cfg);
+/*
+ * Load a YAML file (examples in configs/approx/):
+ *   softmax_k: 4          noise_bits: 0       seed: 1
+ *   exp|recip|rsqrt|silu|gelu:
+ *     method: exact|poly|iter|lut   lo: ..  hi: ..  degree: ..  steps: ..
+ *     segments: ..  entries: ..  bounds: uniform|log|auto  index_bits: ..
+ * Keys not present keep the values already in cfg.
+ * Errors: TS_ECONFIG, TS_EIO (message in err).
+ */
+ts_status_t ts_llm_sim_config_load(const char *path, ts_llm_sim_config_t *cfg, char *err,
+                                   size_t err_size);
+ts_status_t ts_llm_sim_config_load_string(const char *text, size_t len, ts_llm_sim_config_t *cfg,
+                                          char *err, size_t err_size);
+
+/* The simulator's report (owned by the caller; free arrays with _clear). */
+typedef struct ts_llm_sim_report {
+    ts_nonlinear_stats_t prim[TS_NL_FN_COUNT]; /* local error of each primitive call */
+    uint64_t softmax_count;                    /* softmax rows */
+    double softmax_max_err, softmax_mean_err;  /* vs exact softmax of the same row */
+    double score_min, score_max;               /* attention scores seen (softmax inputs) */
+    int n_layers;
+    double *layer_max_err; /* residual stream after each layer, vs the exact pass */
+    double *layer_mean_err;
+    double *layer_rms; /* RMS of the exact residual stream (the scale) */
+    double logits_max_err, logits_mean_err;
+    size_t positions;  /* positions run (teacher-forced) */
+    size_t agree;      /* positions where both passes have the same argmax */
+    size_t ppl_tokens; /* predicted tokens counted in the perplexities */
+    double ppl_exact, ppl_approx;
+} ts_llm_sim_report_t;
+
+void ts_llm_sim_report_clear(ts_llm_sim_report_t *r);
+
+/*
+ * Teacher-forced simulation: run tokens[0..n) through the exact pass and the
+ * approximate pass side by side; report primitive, layer and logit errors,
+ * argmax agreement over all n positions, and the perplexities of
+ * tokens[1..n) under both passes.
+ * Errors: TS_EINVAL (n == 0, n > seq_len, token out of range, bad spec),
+ * TS_ENOMEM.
+ */
+ts_status_t ts_llm_simulate(const ts_llm_model_t *model, const ts_llm_sim_config_t *cfg,
+                            const int *tokens, size_t n, ts_llm_sim_report_t *report);
+
+/*
+ * Free-running greedy generation with the approximate pass from a prompt, up
+ * to n_total positions. out: n_total ids (prompt first). [out] n_out.
+ */
+ts_status_t ts_llm_simulate_greedy(const ts_llm_model_t *model, const ts_llm_sim_config_t *cfg,
+                                   const int *prompt, size_t n_prompt, size_t n_total, int *out,
+                                   size_t *n_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TS_LLM_H */

@@ -1,0 +1,103 @@
+/*
+ * core/llm internals shared by its files (never included outside core/llm).
+ */
+#ifndef TS_LLM_INT_H
+#define TS_LLM_INT_H
+
+#include "core/llm/llm.h"
+
+/* Weights of one layer. NULL members are absent (biases of LLAMA, w3 of GPT2). */
+typedef struct ts__llm_layer {
+    float *attn_norm, *attn_norm_b; /* [dim] */
+    float *wq, *wk, *wv;            /* [n_heads*hd][dim], [kv_dim][dim], [kv_dim][dim] */
+    float *bq, *bk, *bv;
+    float *wo, *bo;               /* [dim][n_heads*hd], [dim] */
+    float *ffn_norm, *ffn_norm_b; /* [dim] */
+    float *w1, *b1;               /* LLAMA gate / GPT2 up: [hidden][dim] */
+    float *w2, *b2;               /* down: [dim][hidden] */
+    float *w3;                    /* LLAMA up: [hidden][dim] */
+} ts__llm_layer_t;
+
+struct ts_llm_model {
+    ts_llm_config_t cfg;
+    float *data; /* one block holding every tensor below */
+    size_t n_floats;
+    float *tok_emb; /* [vocab][dim] */
+    float *pos_emb; /* GPT2: [seq_len][dim] */
+    float *final_norm, *final_norm_b;
+    float *wcls; /* [vocab][dim]; == tok_emb when shared */
+    ts__llm_layer_t *layers;
+};
+
+/* Validate cfg (sizes, caps, divisibility; message into err) and allocate a
+ * model with every tensor carved from one zeroed block. */
+ts_status_t ts__llm_model_alloc(const ts_llm_config_t *cfg, ts_llm_model_t **out, char *err,
+                                size_t err_size);
+
+/* printf into an optional error buffer; returns `st` for tail calls. */
+ts_status_t ts__llm_errf(ts_status_t st, char *err, size_t err_size, const char *fmt, ...)
+    TS_PRINTF(4, 5);
+
+/* Read a whole file into memory (ts_malloc'd). TS_EIO / TS_ENOMEM / TS_ELIMIT. */
+ts_status_t ts__llm_read_file(const char *path, uint8_t **buf, size_t *size, char *err,
+                              size_t err_size);
+
+ts_status_t ts__llm_load_llama2c(const uint8_t *buf, size_t size, ts_llm_model_t **out, char *err,
+                                 size_t err_size);
+ts_status_t ts__llm_load_gguf(const uint8_t *buf, size_t size, ts_llm_model_t **out, char *err,
+                              size_t err_size);
+ts_status_t ts__llm_tokenizer_from_gguf(const uint8_t *buf, size_t size, int vocab_size,
+                                        ts_llm_tokenizer_t **out, char *err, size_t err_size);
+
+/* Little-endian readers (no alignment assumptions). */
+static inline uint32_t ts__le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t ts__le64(const uint8_t *p)
+{
+    return (uint64_t)ts__le32(p) | (uint64_t)ts__le32(p + 4) << 32;
+}
+static inline float ts__lef32(const uint8_t *p)
+{
+    union {
+        uint32_t u;
+        float f;
+    } v = {ts__le32(p)};
+    return v.f;
+}
+/* IEEE binary16 to float (subnormals, infinities and NaN included). */
+float ts__f16_to_f32(uint16_t h);
+
+/* Tokenizer construction shared by the llama2.c and GGUF loaders. */
+ts_status_t ts__llm_tokenizer_alloc(ts_llm_tok_kind_t kind, int vocab_size,
+                                    ts_llm_tokenizer_t **out);
+/* Set piece `id` (bytes copied) and its score. */
+ts_status_t ts__llm_tokenizer_set(ts_llm_tokenizer_t *tok, int id, const char *piece, size_t len,
+                                  float score);
+/* Mark a token as control (decodes to nothing). */
+void ts__llm_tokenizer_set_control(ts_llm_tokenizer_t *tok, int id);
+/* GPT-2 merges: "left right" strings in rank order. */
+ts_status_t ts__llm_tokenizer_add_merge(ts_llm_tokenizer_t *tok, const char *merge, size_t len,
+                                        int rank);
+/* After all pieces are set: build lookups; bos/eos -1 when absent;
+ * space_prefix: SPM text gets this prefix (" " for llama2.c, "\xe2\x96\x81" for
+ * GGUF) and, for GGUF, spaces are replaced by U+2581. */
+ts_status_t ts__llm_tokenizer_finish(ts_llm_tokenizer_t *tok, int bos, int eos, bool spm_gguf);
+
+/* ---------------------------------------------------------- forward hooks */
+
+/* The approximations and bookkeeping of the simulator (all members optional). */
+typedef struct ts__llm_prims {
+    const ts_nonlinear_approx_t *a[TS_NL_FN_COUNT]; /* NULL = exact float path */
+    int softmax_k;                                  /* < 0: reference softmax */
+    ts_prng_t *noise;                               /* non-NULL: add noise */
+    double noise_sigma;
+    ts_llm_sim_report_t *rep; /* primitive and softmax statistics */
+    float *layer_out;         /* [n_layers][dim]: residual stream after each layer */
+} ts__llm_prims_t;
+
+ts_status_t ts__llm_forward_ex(const ts_llm_model_t *model, ts_llm_state_t *state, int token,
+                               int pos, const ts__llm_prims_t *p, const float **logits);
+
+#endif

@@ -1,0 +1,422 @@
+/*
+ * Plaintext approximations of the non-arithmetic primitives: Chebyshev
+ * interpolation (fit + Clenshaw), Goldschmidt and Newton iterations, exp by
+ * squaring, the approximation object that bundles one method with its fitted
+ * data, error statistics and the max-free softmax. The segmented LUT lives in
+ * lut.c. See nonlinear.h for the contracts.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/nonlinear/nonlinear.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+static const char *const fn_names[TS_NL_FN_COUNT] = {"exp", "recip", "rsqrt", "silu", "gelu"};
+static const char *const method_names[] = {"exact", "poly", "iter", "lut"};
+
+const char *ts_nonlinear_fn_name(ts_nonlinear_fn_t fn)
+{
+    return (unsigned)fn < TS_NL_FN_COUNT ? fn_names[fn] : "?";
+}
+
+const char *ts_nonlinear_method_name(ts_nonlinear_method_t m)
+{
+    return (unsigned)m <= TS_NL_LUT ? method_names[m] : "?";
+}
+
+double ts_nonlinear_exact(ts_nonlinear_fn_t fn, double x)
+{
+    switch (fn) {
+    case TS_NL_FN_EXP:
+        return exp(x);
+    case TS_NL_FN_RECIP:
+        return 1.0 / x;
+    case TS_NL_FN_RSQRT:
+        return 1.0 / sqrt(x);
+    case TS_NL_FN_SILU:
+        return x / (1.0 + exp(-x));
+    case TS_NL_FN_GELU:
+        return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    default:
+        return NAN;
+    }
+}
+
+static double exact_cb(double x, void *ctx)
+{
+    return ts_nonlinear_exact(*(const ts_nonlinear_fn_t *)ctx, x);
+}
+
+/* ------------------------------------------------------------ Chebyshev */
+
+ts_status_t ts_nonlinear_cheb_init(ts_nonlinear_cheb_t *cheb, ts_nonlinear_func_t f, void *ctx,
+                                   double lo, double hi, int degree)
+{
+    if (!cheb)
+        return TS_EINVAL;
+    memset(cheb, 0, sizeof(*cheb));
+    if (!f || !isfinite(lo) || !isfinite(hi) || !(lo < hi) || degree < 0 || degree > 4096)
+        return TS_EINVAL;
+    int n = degree + 1;
+    double *c = ts_calloc((size_t)n, sizeof(double));
+    double *fv = ts_malloc((size_t)n * sizeof(double));
+    if (!c || !fv) {
+        ts_free(c);
+        ts_free(fv);
+        return TS_ENOMEM;
+    }
+    /* Nodes t_k = cos(pi (k + 1/2) / n), k = 0..n-1 (first kind). */
+    for (int k = 0; k < n; k++) {
+        double t = cos(M_PI * (k + 0.5) / n);
+        double x = 0.5 * (hi - lo) * t + 0.5 * (hi + lo);
+        fv[k] = f(x, ctx);
+        if (!isfinite(fv[k])) {
+            ts_free(c);
+            ts_free(fv);
+            return TS_ERANGE;
+        }
+    }
+    /* c_j = (2/n) sum_k f(x_k) cos(pi j (k + 1/2) / n); c_0 halved. */
+    for (int j = 0; j < n; j++) {
+        double s = 0.0;
+        for (int k = 0; k < n; k++)
+            s += fv[k] * cos(M_PI * j * (k + 0.5) / n);
+        c[j] = 2.0 * s / n;
+    }
+    c[0] *= 0.5;
+    ts_free(fv);
+    cheb->lo = lo;
+    cheb->hi = hi;
+    cheb->degree = degree;
+    cheb->coeffs = c;
+    return TS_OK;
+}
+
+void ts_nonlinear_cheb_clear(ts_nonlinear_cheb_t *cheb)
+{
+    if (!cheb)
+        return;
+    ts_free(cheb->coeffs);
+    memset(cheb, 0, sizeof(*cheb));
+}
+
+double ts_nonlinear_cheb_eval(const ts_nonlinear_cheb_t *cheb, double x)
+{
+    double t = (2.0 * x - cheb->lo - cheb->hi) / (cheb->hi - cheb->lo);
+    double b1 = 0.0, b2 = 0.0;
+    for (int j = cheb->degree; j >= 1; j--) {
+        double b0 = 2.0 * t * b1 - b2 + cheb->coeffs[j];
+        b2 = b1;
+        b1 = b0;
+    }
+    return t * b1 - b2 + cheb->coeffs[0];
+}
+
+/* ------------------------------------------------------------ iterations */
+
+double ts_nonlinear_goldschmidt_recip(double x, double lo, double hi, int steps)
+{
+    /* Scale into (0, 2): s = 2/(lo+hi). Then a -> 1 while b -> 1/a0. */
+    double s = 2.0 / (lo + hi);
+    double a = x * s, b = 1.0;
+    for (int i = 0; i < steps; i++) {
+        double f = 2.0 - a;
+        a *= f;
+        b *= f;
+    }
+    /* After n steps a = 1 - e^(2^n) and b = a / a0, e = 1 - a0. */
+    return b * s;
+}
+
+double ts_nonlinear_goldschmidt_bound(double lo, double hi, int steps)
+{
+    double e = (hi - lo) / (hi + lo);
+    return pow(e, ldexp(1.0, steps));
+}
+
+double ts_nonlinear_newton_rsqrt(double x, double y0, int steps)
+{
+    double y = y0;
+    for (int i = 0; i < steps; i++)
+        y = 0.5 * y * (3.0 - x * y * y);
+    return y;
+}
+
+/* ------------------------------------------------------- one approximation */
+
+struct ts_nonlinear_approx {
+    ts_nonlinear_fn_t fn;
+    ts_nonlinear_spec_t spec;
+    bool has_cheb, has_lut;
+    ts_nonlinear_cheb_t cheb;
+    ts_nonlinear_lut_t lut;
+};
+
+ts_status_t ts_nonlinear_approx_new(ts_nonlinear_fn_t fn, const ts_nonlinear_spec_t *spec,
+                                    ts_nonlinear_approx_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (!spec || (unsigned)fn >= TS_NL_FN_COUNT)
+        return TS_EINVAL;
+    ts_nonlinear_method_t m = spec->method;
+    if (m != TS_NL_EXACT) {
+        if (!isfinite(spec->lo) || !isfinite(spec->hi) || !(spec->lo < spec->hi))
+            return TS_EINVAL;
+        if ((fn == TS_NL_FN_RECIP || fn == TS_NL_FN_RSQRT) && m == TS_NL_ITER && spec->lo <= 0)
+            return TS_EINVAL;
+    }
+    if (m == TS_NL_POLY && (spec->degree < 0 || spec->degree > 4096 || spec->steps < 0 ||
+                            spec->steps > 30 || (spec->steps > 0 && fn != TS_NL_FN_EXP)))
+        return TS_EINVAL;
+    if (m == TS_NL_ITER && (fn == TS_NL_FN_SILU || fn == TS_NL_FN_GELU || spec->steps < 0 ||
+                            spec->steps > 64 || spec->degree < 0 || spec->degree > 4096))
+        return TS_EINVAL;
+    if (m == TS_NL_ITER && fn == TS_NL_FN_EXP && spec->steps > 30)
+        return TS_EINVAL;
+    if ((unsigned)m > TS_NL_LUT)
+        return TS_EINVAL;
+
+    ts_nonlinear_approx_t *a = ts_calloc(1, sizeof(*a));
+    if (!a)
+        return TS_ENOMEM;
+    a->fn = fn;
+    a->spec = *spec;
+    ts_status_t st = TS_OK;
+    ts_nonlinear_fn_t f = fn;
+    switch (m) {
+    case TS_NL_EXACT:
+        break;
+    case TS_NL_POLY: {
+        double sc = ldexp(1.0, -spec->steps); /* exp by squaring: fit on [lo, hi] / 2^steps */
+        st = ts_nonlinear_cheb_init(&a->cheb, exact_cb, &f, spec->lo * sc, spec->hi * sc,
+                                    spec->degree);
+        a->has_cheb = st == TS_OK;
+        break;
+    }
+    case TS_NL_ITER:
+        if (fn == TS_NL_FN_RSQRT) {
+            st = ts_nonlinear_cheb_init(&a->cheb, exact_cb, &f, spec->lo, spec->hi, spec->degree);
+            a->has_cheb = st == TS_OK;
+        }
+        break;
+    case TS_NL_LUT:
+        st = ts_nonlinear_lut_init(&a->lut, exact_cb, &f, spec->lo, spec->hi, spec->n_seg,
+                                   spec->n_br, spec->bounds, spec->index_bits);
+        a->has_lut = st == TS_OK;
+        break;
+    }
+    if (st != TS_OK) {
+        ts_nonlinear_approx_free(a);
+        return st;
+    }
+    *out = a;
+    return TS_OK;
+}
+
+void ts_nonlinear_approx_free(ts_nonlinear_approx_t *a)
+{
+    if (!a)
+        return;
+    if (a->has_cheb)
+        ts_nonlinear_cheb_clear(&a->cheb);
+    if (a->has_lut)
+        ts_nonlinear_lut_clear(&a->lut);
+    ts_free(a);
+}
+
+double ts_nonlinear_approx_eval(const ts_nonlinear_approx_t *a, double x)
+{
+    const ts_nonlinear_spec_t *s = &a->spec;
+    switch (s->method) {
+    case TS_NL_EXACT:
+        return ts_nonlinear_exact(a->fn, x);
+    case TS_NL_POLY: {
+        if (s->steps == 0)
+            return ts_nonlinear_cheb_eval(&a->cheb, x);
+        double y = ts_nonlinear_cheb_eval(&a->cheb, ldexp(x, -s->steps));
+        for (int i = 0; i < s->steps; i++)
+            y *= y;
+        return y;
+    }
+    case TS_NL_ITER:
+        switch (a->fn) {
+        case TS_NL_FN_RECIP:
+            return ts_nonlinear_goldschmidt_recip(x, s->lo, s->hi, s->steps);
+        case TS_NL_FN_RSQRT:
+            return ts_nonlinear_newton_rsqrt(x, ts_nonlinear_cheb_eval(&a->cheb, x), s->steps);
+        case TS_NL_FN_EXP: {
+            double y = 1.0 + ldexp(x, -s->steps);
+            for (int i = 0; i < s->steps; i++)
+                y *= y;
+            return y;
+        }
+        default:
+            return NAN;
+        }
+    case TS_NL_LUT:
+        return ts_nonlinear_lut_eval(&a->lut, x);
+    }
+    return NAN;
+}
+
+ts_nonlinear_fn_t ts_nonlinear_approx_fn(const ts_nonlinear_approx_t *a)
+{
+    return a->fn;
+}
+
+const ts_nonlinear_spec_t *ts_nonlinear_approx_spec(const ts_nonlinear_approx_t *a)
+{
+    return &a->spec;
+}
+
+const ts_nonlinear_cheb_t *ts_nonlinear_approx_cheb(const ts_nonlinear_approx_t *a)
+{
+    return a && a->has_cheb ? &a->cheb : NULL;
+}
+
+const ts_nonlinear_lut_t *ts_nonlinear_approx_lut(const ts_nonlinear_approx_t *a)
+{
+    return a && a->has_lut ? &a->lut : NULL;
+}
+
+void ts_nonlinear_approx_error(const ts_nonlinear_approx_t *a, double lo, double hi, int samples,
+                               double *max_abs, double *mean_abs)
+{
+    double mx = 0.0, sum = 0.0;
+    int n = samples < 2 ? 2 : samples;
+    for (int i = 0; i < n; i++) {
+        double x = lo + (hi - lo) * i / (n - 1);
+        double e = fabs(ts_nonlinear_approx_eval(a, x) - ts_nonlinear_exact(a->fn, x));
+        if (!(e <= mx))
+            mx = e; /* NaN propagates as the max */
+        sum += e;
+    }
+    if (max_abs)
+        *max_abs = mx;
+    if (mean_abs)
+        *mean_abs = sum / n;
+}
+
+/* ------------------------------------------------------------ statistics */
+
+void ts_nonlinear_stats_add(ts_nonlinear_stats_t *st, ts_nonlinear_fn_t fn, double x, double y,
+                            double lo, double hi)
+{
+    double ex = ts_nonlinear_exact(fn, x);
+    double e = fabs(y - ex);
+    double r = e / fmax(fabs(ex), 1e-30);
+    if (st->count == 0) {
+        st->in_min = x;
+        st->in_max = x;
+    }
+    st->count++;
+    if (x < lo || x > hi)
+        st->out_of_range++;
+    if (!(e <= st->max_abs_err))
+        st->max_abs_err = e;
+    if (!(r <= st->max_rel_err))
+        st->max_rel_err = r;
+    st->sum_abs_err += e;
+    if (x < st->in_min)
+        st->in_min = x;
+    if (x > st->in_max)
+        st->in_max = x;
+}
+
+void ts_nonlinear_stats_merge(ts_nonlinear_stats_t *dst, const ts_nonlinear_stats_t *src)
+{
+    if (src->count == 0)
+        return;
+    if (dst->count == 0) {
+        *dst = *src;
+        return;
+    }
+    dst->count += src->count;
+    dst->out_of_range += src->out_of_range;
+    dst->sum_abs_err += src->sum_abs_err;
+    if (!(src->max_abs_err <= dst->max_abs_err))
+        dst->max_abs_err = src->max_abs_err;
+    if (!(src->max_rel_err <= dst->max_rel_err))
+        dst->max_rel_err = src->max_rel_err;
+    dst->in_min = fmin(dst->in_min, src->in_min);
+    dst->in_max = fmax(dst->in_max, src->in_max);
+}
+
+double ts_nonlinear_approx_eval_stats(const ts_nonlinear_approx_t *a, ts_nonlinear_fn_t fn,
+                                      double x, ts_nonlinear_stats_t *st)
+{
+    double y = a ? ts_nonlinear_approx_eval(a, x) : ts_nonlinear_exact(fn, x);
+    if (st) {
+        double lo = -INFINITY, hi = INFINITY;
+        if (a && a->spec.method != TS_NL_EXACT) {
+            lo = a->spec.lo;
+            hi = a->spec.hi;
+        }
+        ts_nonlinear_stats_add(st, fn, x, y, lo, hi);
+    }
+    return y;
+}
+
+/* ---------------------------------------------------------------- softmax */
+
+ts_status_t ts_nonlinear_softmax_maxfree_stats(const double *z, size_t n, int k,
+                                               const ts_nonlinear_approx_t *exp_a,
+                                               const ts_nonlinear_approx_t *recip_a, double *out,
+                                               ts_nonlinear_stats_t *exp_st,
+                                               ts_nonlinear_stats_t *recip_st)
+{
+    if (!z || !out || n == 0 || k < 0 || k > 30)
+        return TS_EINVAL;
+    double sc = ldexp(1.0, -k);
+    for (size_t i = 0; i < n; i++)
+        out[i] = ts_nonlinear_approx_eval_stats(exp_a, TS_NL_FN_EXP, z[i] * sc, exp_st);
+    if (k == 0) {
+        double s = 0.0;
+        for (size_t i = 0; i < n; i++)
+            s += out[i];
+        double r = ts_nonlinear_approx_eval_stats(recip_a, TS_NL_FN_RECIP, s, recip_st);
+        for (size_t i = 0; i < n; i++)
+            out[i] *= r;
+        return TS_OK;
+    }
+    for (int it = 0; it < k; it++) {
+        double s = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            out[i] *= out[i];
+            s += out[i];
+        }
+        double r = ts_nonlinear_approx_eval_stats(recip_a, TS_NL_FN_RECIP, s, recip_st);
+        for (size_t i = 0; i < n; i++)
+            out[i] *= r;
+    }
+    return TS_OK;
+}
+
+ts_status_t ts_nonlinear_softmax_maxfree(const double *z, size_t n, int k,
+                                         const ts_nonlinear_approx_t *exp_a,
+                                         const ts_nonlinear_approx_t *recip_a, double *out)
+{
+    return ts_nonlinear_softmax_maxfree_stats(z, n, k, exp_a, recip_a, out, NULL, NULL);
+}
+
+void ts_nonlinear_softmax_ref(const double *z, size_t n, double *out)
+{
+    if (n == 0)
+        return;
+    double mx = z[0];
+    for (size_t i = 1; i < n; i++)
+        if (z[i] > mx)
+            mx = z[i];
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = exp(z[i] - mx);
+        s += out[i];
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] /= s;
+}

@@ -1,0 +1,297 @@
+/*
+ * The adaptive segmented LUT of ROSETTA section 3.1, in plaintext: boundary
+ * placement (uniform, logarithmic, or automatic equal-error search), per
+ * interval linear pieces, and the three-step lookup with quantized indices.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/nonlinear/nonlinear.h"
+
+/* Sample points per interval when fitting the lines and when placing bounds. */
+#define FIT_SAMPLES   16
+#define PLACE_SAMPLES 8
+
+/*
+ * The line for f on [u, v]: secant slope a, offset b centring g = f - a x
+ * between its sampled extremes (minimax among lines of slope a; the minimax
+ * line outright when f is convex or concave on [u, v]). Returns the max
+ * error of that line on the samples, or NAN when f is not finite there.
+ */
+static double fit_line(ts_nonlinear_func_t f, void *ctx, double u, double v, int samples,
+                       double *a_out, double *b_out)
+{
+    double fu = f(u, ctx), fv = f(v, ctx);
+    if (!isfinite(fu) || !isfinite(fv))
+        return NAN;
+    double a = v > u ? (fv - fu) / (v - u) : 0.0;
+    double gmin = fu - a * u, gmax = gmin;
+    for (int k = 1; k <= samples; k++) {
+        double x = u + (v - u) * k / samples;
+        double fx = k == samples ? fv : f(x, ctx);
+        if (!isfinite(fx))
+            return NAN;
+        double g = fx - a * x;
+        if (g < gmin)
+            gmin = g;
+        if (g > gmax)
+            gmax = g;
+    }
+    if (a_out)
+        *a_out = a;
+    if (b_out)
+        *b_out = 0.5 * (gmin + gmax);
+    return 0.5 * (gmax - gmin);
+}
+
+/* Max error of a segment [u, v] split into n_br equal intervals (NAN if f fails). */
+static double segment_error(ts_nonlinear_func_t f, void *ctx, double u, double v, int n_br,
+                            int samples)
+{
+    double mx = 0.0;
+    for (int i = 0; i < n_br; i++) {
+        double a = u + (v - u) * i / n_br;
+        double b = i + 1 == n_br ? v : u + (v - u) * (i + 1) / n_br;
+        double e = fit_line(f, ctx, a, b, samples, NULL, NULL);
+        if (isnan(e))
+            return NAN;
+        if (e > mx)
+            mx = e;
+    }
+    return mx;
+}
+
+/*
+ * Greedy placement for a target error eps: each segment extends as far right
+ * as it can while its error stays <= eps (bisection on the right end). Fills
+ * t[0..n_seg] and returns the error of the last segment, which takes the rest.
+ */
+static double place_greedy(ts_nonlinear_func_t f, void *ctx, double lo, double hi, int n_seg,
+                           int n_br, int samples, double eps, double *t)
+{
+    t[0] = lo;
+    for (int s = 1; s < n_seg; s++) {
+        double left = t[s - 1];
+        double good = left, bad = hi;
+        if (segment_error(f, ctx, left, hi, n_br, samples) <= eps) {
+            good = hi;
+        } else {
+            for (int it = 0; it < 40; it++) {
+                double mid = 0.5 * (good + bad);
+                double e = segment_error(f, ctx, left, mid, n_br, samples);
+                if (e <= eps)
+                    good = mid;
+                else
+                    bad = mid;
+            }
+        }
+        /* Keep boundaries strictly increasing even when eps is too small. */
+        double min_w = (hi - lo) * 1e-9;
+        if (good < left + min_w)
+            good = left + min_w;
+        if (good > hi)
+            good = hi;
+        t[s] = good;
+    }
+    t[n_seg] = hi;
+    for (int s = 1; s <= n_seg; s++)
+        if (!(t[s] > t[s - 1]))
+            return INFINITY; /* squeezed: infeasible */
+    return segment_error(f, ctx, t[n_seg - 1], hi, n_br, samples);
+}
+
+static ts_status_t place_auto(ts_nonlinear_func_t f, void *ctx, double lo, double hi, int n_seg,
+                              int n_br, double *t)
+{
+    int samples = n_br > 1024 ? 2 : PLACE_SAMPLES;
+    /* Upper bound: the uniform placement's error. */
+    double hi_eps = 0.0;
+    for (int s = 0; s < n_seg; s++) {
+        double u = lo + (hi - lo) * s / n_seg, v = lo + (hi - lo) * (s + 1) / n_seg;
+        double e = segment_error(f, ctx, u, v, n_br, samples);
+        if (isnan(e))
+            return TS_ERANGE;
+        if (e > hi_eps)
+            hi_eps = e;
+    }
+    if (n_seg == 1 || hi_eps == 0.0) {
+        for (int s = 0; s <= n_seg; s++)
+            t[s] = lo + (hi - lo) * s / n_seg;
+        return TS_OK;
+    }
+    double *tmp = ts_malloc(sizeof(double) * (size_t)(n_seg + 1));
+    if (!tmp)
+        return TS_ENOMEM;
+    /* Bisection on eps in the log domain: feasible when the last segment fits. */
+    double lo_eps = hi_eps * 1e-12, best = INFINITY;
+    for (int s = 0; s <= n_seg; s++)
+        t[s] = lo + (hi - lo) * s / n_seg;
+    for (int it = 0; it < 48; it++) {
+        double eps = sqrt(lo_eps * hi_eps);
+        double last = place_greedy(f, ctx, lo, hi, n_seg, n_br, samples, eps, tmp);
+        if (last <= eps) {
+            hi_eps = eps;
+            best = eps;
+            memcpy(t, tmp, sizeof(double) * (size_t)(n_seg + 1));
+        } else {
+            lo_eps = eps;
+        }
+        if (hi_eps / lo_eps < 1.0 + 1e-4)
+            break;
+    }
+    (void)best;
+    ts_free(tmp);
+    return TS_OK;
+}
+
+void ts_nonlinear_lut_clear(ts_nonlinear_lut_t *lut)
+{
+    if (!lut)
+        return;
+    ts_free(lut->bounds);
+    ts_free(lut->slope);
+    ts_free(lut->offset);
+    memset(lut, 0, sizeof(*lut));
+}
+
+static bool lut_args_ok(int n_seg, int n_br, int index_bits)
+{
+    return n_seg >= 1 && n_seg <= TS_NL_LUT_MAX_SEG && n_br >= 1 && n_br <= TS_NL_LUT_MAX_BR &&
+           index_bits >= 0 && index_bits <= 30;
+}
+
+ts_status_t ts_nonlinear_lut_init_bounds(ts_nonlinear_lut_t *lut, ts_nonlinear_func_t f, void *ctx,
+                                         const double *bounds, int n_seg, int n_br, int index_bits)
+{
+    if (!lut)
+        return TS_EINVAL;
+    memset(lut, 0, sizeof(*lut));
+    if (!f || !bounds || !lut_args_ok(n_seg, n_br, index_bits))
+        return TS_EINVAL;
+    for (int s = 0; s <= n_seg; s++)
+        if (!isfinite(bounds[s]) || (s > 0 && !(bounds[s] > bounds[s - 1])))
+            return TS_EINVAL;
+    size_t m = (size_t)n_seg * (size_t)n_br;
+    lut->bounds = ts_malloc(sizeof(double) * (size_t)(n_seg + 1));
+    lut->slope = ts_malloc(sizeof(double) * m);
+    lut->offset = ts_malloc(sizeof(double) * m);
+    if (!lut->bounds || !lut->slope || !lut->offset) {
+        ts_nonlinear_lut_clear(lut);
+        return TS_ENOMEM;
+    }
+    memcpy(lut->bounds, bounds, sizeof(double) * (size_t)(n_seg + 1));
+    lut->n_seg = n_seg;
+    lut->n_br = n_br;
+    lut->index_bits = index_bits;
+    lut->lo = bounds[0];
+    lut->hi = bounds[n_seg];
+    int samples = n_br > 4096 ? 4 : FIT_SAMPLES;
+    for (int s = 0; s < n_seg; s++) {
+        double u = bounds[s], v = bounds[s + 1];
+        for (int i = 0; i < n_br; i++) {
+            double a = u + (v - u) * i / n_br;
+            double b = i + 1 == n_br ? v : u + (v - u) * (i + 1) / n_br;
+            size_t j = (size_t)s * (size_t)n_br + (size_t)i;
+            if (isnan(fit_line(f, ctx, a, b, samples, &lut->slope[j], &lut->offset[j]))) {
+                ts_nonlinear_lut_clear(lut);
+                return TS_ERANGE;
+            }
+        }
+    }
+    return TS_OK;
+}
+
+ts_status_t ts_nonlinear_lut_init(ts_nonlinear_lut_t *lut, ts_nonlinear_func_t f, void *ctx,
+                                  double lo, double hi, int n_seg, int n_br,
+                                  ts_nonlinear_bounds_t bounds, int index_bits)
+{
+    if (!lut)
+        return TS_EINVAL;
+    memset(lut, 0, sizeof(*lut));
+    if (!f || !isfinite(lo) || !isfinite(hi) || !(lo < hi) || !lut_args_ok(n_seg, n_br, index_bits))
+        return TS_EINVAL;
+    double t[TS_NL_LUT_MAX_SEG + 1];
+    switch (bounds) {
+    case TS_NL_BOUNDS_UNIFORM:
+        for (int s = 0; s <= n_seg; s++)
+            t[s] = lo + (hi - lo) * s / n_seg;
+        break;
+    case TS_NL_BOUNDS_LOG:
+        if (lo <= 0)
+            return TS_EINVAL;
+        for (int s = 0; s <= n_seg; s++)
+            t[s] = lo * pow(hi / lo, (double)s / n_seg);
+        break;
+    case TS_NL_BOUNDS_AUTO: {
+        ts_status_t st = place_auto(f, ctx, lo, hi, n_seg, n_br, t);
+        if (st != TS_OK)
+            return st;
+        break;
+    }
+    default:
+        return TS_EINVAL;
+    }
+    t[0] = lo;
+    t[n_seg] = hi;
+    return ts_nonlinear_lut_init_bounds(lut, f, ctx, t, n_seg, n_br, index_bits);
+}
+
+double ts_nonlinear_lut_quantize(const ts_nonlinear_lut_t *lut, double x)
+{
+    if (lut->index_bits == 0)
+        return x;
+    double step = ldexp(lut->hi - lut->lo, -lut->index_bits);
+    return lut->lo + nearbyint((x - lut->lo) / step) * step;
+}
+
+int ts_nonlinear_lut_segment(const ts_nonlinear_lut_t *lut, double x)
+{
+    int s = 0;
+    for (int j = 1; j < lut->n_seg; j++)
+        s += x >= lut->bounds[j];
+    return s;
+}
+
+int ts_nonlinear_lut_interval(const ts_nonlinear_lut_t *lut, int segment, double x)
+{
+    double u = lut->bounds[segment], v = lut->bounds[segment + 1];
+    double t = floor((x - u) / (v - u) * lut->n_br);
+    if (!(t >= 0.0))
+        return 0; /* also NaN */
+    if (t >= lut->n_br)
+        return lut->n_br - 1;
+    return (int)t;
+}
+
+double ts_nonlinear_lut_eval(const ts_nonlinear_lut_t *lut, double x)
+{
+    double xq = ts_nonlinear_lut_quantize(lut, x);
+    int s = ts_nonlinear_lut_segment(lut, xq);
+    int i = ts_nonlinear_lut_interval(lut, s, xq);
+    size_t j = (size_t)s * (size_t)lut->n_br + (size_t)i;
+    return lut->slope[j] * x + lut->offset[j];
+}
+
+double ts_nonlinear_lut_max_error(const ts_nonlinear_lut_t *lut, ts_nonlinear_func_t f, void *ctx,
+                                  int samples)
+{
+    double mx = 0.0;
+    int n = samples < 2 ? 2 : samples;
+    for (int s = 0; s < lut->n_seg; s++) {
+        double u = lut->bounds[s], v = lut->bounds[s + 1];
+        for (int i = 0; i < lut->n_br; i++) {
+            double a = u + (v - u) * i / lut->n_br;
+            double b = u + (v - u) * (i + 1) / lut->n_br;
+            for (int k = 0; k < n; k++) {
+                double x = a + (b - a) * k / (n - 1);
+                double fx = f(x, ctx);
+                if (!isfinite(fx))
+                    continue;
+                double e = fabs(ts_nonlinear_lut_eval(lut, x) - fx);
+                if (!(e <= mx))
+                    mx = e;
+            }
+        }
+    }
+    return mx;
+}

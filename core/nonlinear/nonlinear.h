@@ -1,0 +1,258 @@
+/*
+ * core/nonlinear — the approximations of the non-arithmetic primitives of an
+ * LLM decode step (exp, 1/x, 1/sqrt(x), SiLU, GELU) and of the composite
+ * layers built from them (max-free softmax), as plaintext functions.
+ *
+ * They are defined once, here, and used by two clients: the ciphertext-aligned
+ * simulator in core/llm (ROSETTA section 5.4), which runs a model in plaintext
+ * with each primitive replaced by exactly the approximation the encrypted engine
+ * evaluates, and the encrypted engine itself, which reads the same fitted
+ * objects (Chebyshev coefficients, LUT boundaries, slopes and offsets) to build
+ * its CKKS polynomials and TFHE look-up tables. All arithmetic is in double.
+ *
+ * Methods (ts_nonlinear_method_t), per primitive:
+ *   EXACT  the libm function (the reference).
+ *   POLY   Chebyshev interpolant of degree `degree` on [lo, hi] (fit at the
+ *          degree+1 Chebyshev nodes of the first kind, evaluated by Clenshaw).
+ *          For exp, `steps` > 0 means "exp by squaring": the polynomial
+ *          approximates exp on [lo/2^steps, hi/2^steps] and its value is squared
+ *          `steps` times, the way CKKS evaluates exp on wide ranges.
+ *   ITER   iterative methods. 1/x: Goldschmidt, after the optimal linear
+ *          scaling x' = 2x/(lo+hi) which maps [lo, hi] into (0, 2); relative
+ *          error (|1-x'|)^(2^steps). 1/sqrt(x): Newton y <- y(3 - x y^2)/2
+ *          from an initial guess that is the Chebyshev interpolant of degree
+ *          `degree` (>= 1) of 1/sqrt on [lo, hi]. exp: (1 + x/2^steps)^(2^steps).
+ *   LUT    the adaptive segmented LUT of ROSETTA section 3.1: N_seg segments
+ *          [tau_s, tau_{s+1}], each split into N_br equal intervals carrying the
+ *          linear function a_si x + b_si; see ts_nonlinear_lut_t.
+ *
+ * Inputs outside [lo, hi] are not clamped by POLY and ITER (a CKKS polynomial
+ * diverges there too); the LUT clamps its indices (segment 0 / last interval of
+ * the last segment) and extrapolates the linear piece, as the encrypted
+ * comparisons saturate. Callers learn about such inputs from the statistics the
+ * simulator keeps, not from an error.
+ */
+#ifndef TS_NONLINEAR_H
+#define TS_NONLINEAR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/base/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The non-arithmetic primitives (ROSETTA Table 2). */
+typedef enum {
+    TS_NL_FN_EXP = 0,
+    TS_NL_FN_RECIP = 1, /* 1/x */
+    TS_NL_FN_RSQRT = 2, /* 1/sqrt(x) */
+    TS_NL_FN_SILU = 3,  /* x * sigmoid(x) */
+    TS_NL_FN_GELU = 4,  /* GPT-2 tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    TS_NL_FN_COUNT = 5,
+} ts_nonlinear_fn_t;
+
+/* "exp", "recip", "rsqrt", "silu", "gelu" (never NULL; "?" for foreign values). */
+const char *ts_nonlinear_fn_name(ts_nonlinear_fn_t fn);
+/* The exact function in double. */
+double ts_nonlinear_exact(ts_nonlinear_fn_t fn, double x);
+
+/* A real function with a context, for fits of arbitrary functions. */
+typedef double (*ts_nonlinear_func_t)(double x, void *ctx);
+
+/* ------------------------------------------------------------ Chebyshev */
+
+/*
+ * p(x) = sum_{j=0}^{degree} c[j] T_j(t), t = (2x - lo - hi) / (hi - lo).
+ * The caller owns the struct; _init allocates coeffs, _clear frees them.
+ */
+typedef struct ts_nonlinear_cheb {
+    double lo, hi;
+    int degree;
+    double *coeffs; /* degree + 1 */
+} ts_nonlinear_cheb_t;
+
+/*
+ * Interpolate f at the degree+1 Chebyshev nodes of [lo, hi].
+ * [out] cheb: initialized on success (zeroed on failure).
+ * Errors: TS_EINVAL (lo >= hi, non-finite bounds, degree < 0 or > 4096),
+ * TS_ERANGE (f returned a non-finite value at a node), TS_ENOMEM.
+ */
+ts_status_t ts_nonlinear_cheb_init(ts_nonlinear_cheb_t *cheb, ts_nonlinear_func_t f, void *ctx,
+                                   double lo, double hi, int degree);
+void ts_nonlinear_cheb_clear(ts_nonlinear_cheb_t *cheb); /* accepts zeroed or NULL */
+/* Clenshaw evaluation (any real x; no clamping). */
+double ts_nonlinear_cheb_eval(const ts_nonlinear_cheb_t *cheb, double x);
+
+/* ------------------------------------------------------------ iterations */
+
+/* Goldschmidt 1/x for x in [lo, hi], 0 < lo < hi, after scaling by 2/(lo+hi). */
+double ts_nonlinear_goldschmidt_recip(double x, double lo, double hi, int steps);
+/* Newton 1/sqrt(x) from the initial guess y0: y <- y (3 - x y^2) / 2, `steps` times. */
+double ts_nonlinear_newton_rsqrt(double x, double y0, int steps);
+/* An upper bound on the relative error of ts_nonlinear_goldschmidt_recip on [lo, hi]. */
+double ts_nonlinear_goldschmidt_bound(double lo, double hi, int steps);
+
+/* ------------------------------------------------------------ segmented LUT */
+
+/* Placement of the segment boundaries tau_0 < ... < tau_{N_seg}. */
+typedef enum {
+    TS_NL_BOUNDS_UNIFORM = 0, /* equal widths (ROSETTA: SiLU, GELU) */
+    TS_NL_BOUNDS_LOG = 1,     /* geometric, needs lo > 0 (ROSETTA: 1/x, 1/sqrt(x)) */
+    TS_NL_BOUNDS_AUTO = 2,    /* minimize the max error over all segments (equal-error search) */
+} ts_nonlinear_bounds_t;
+
+/*
+ * The adaptive segmented LUT (ROSETTA section 3.1). Lookup of x:
+ *   1. segment S = #{ j in 1..N_seg-1 : xq >= tau_j }           (HomComp sum)
+ *   2. interval I = floor((xq - tau_S) / (tau_{S+1} - tau_S) * N_br),
+ *      clamped to [0, N_br - 1]                                  (ModSwitch rounding)
+ *   3. f(x) ~= slope[S*N_br + I] * x + offset[S*N_br + I]         (select by PBS)
+ * where xq is x quantized to the LWE input grid: with index_bits = b > 0,
+ * xq = lo + round((x - lo) / step) * step, step = (hi - lo) / 2^b (the
+ * comparisons and the interval index see only xq; the linear evaluation uses
+ * the RLWE copy of x at full precision). index_bits = 0 means no quantization.
+ * Each (S, I) line has the secant slope of f over its interval and the offset
+ * that centres the error (the minimax line for convex or concave pieces).
+ */
+typedef struct ts_nonlinear_lut {
+    double lo, hi; /* tau_0, tau_{N_seg} */
+    int n_seg, n_br;
+    int index_bits;
+    double *bounds; /* n_seg + 1 */
+    double *slope;  /* n_seg * n_br */
+    double *offset; /* n_seg * n_br */
+} ts_nonlinear_lut_t;
+
+#define TS_NL_LUT_MAX_SEG 64
+#define TS_NL_LUT_MAX_BR  65536
+
+/*
+ * Build a LUT for f on [lo, hi].
+ * [out] lut: initialized on success (zeroed on failure); free with _clear.
+ * Errors: TS_EINVAL (lo >= hi, n_seg not in [1, 64], n_br not in [1, 65536],
+ * index_bits not in [0, 30], LOG bounds with lo <= 0), TS_ERANGE (f non-finite
+ * somewhere on the domain), TS_ENOMEM.
+ */
+ts_status_t ts_nonlinear_lut_init(ts_nonlinear_lut_t *lut, ts_nonlinear_func_t f, void *ctx,
+                                  double lo, double hi, int n_seg, int n_br,
+                                  ts_nonlinear_bounds_t bounds, int index_bits);
+/* Build on caller-chosen boundaries (n_seg + 1 increasing values). Same errors. */
+ts_status_t ts_nonlinear_lut_init_bounds(ts_nonlinear_lut_t *lut, ts_nonlinear_func_t f, void *ctx,
+                                         const double *bounds, int n_seg, int n_br, int index_bits);
+void ts_nonlinear_lut_clear(ts_nonlinear_lut_t *lut); /* accepts zeroed or NULL */
+/* Step 1 and 2 of the lookup for x (after quantization). */
+int ts_nonlinear_lut_segment(const ts_nonlinear_lut_t *lut, double x);
+int ts_nonlinear_lut_interval(const ts_nonlinear_lut_t *lut, int segment, double x);
+/* The quantized input xq that the index steps see. */
+double ts_nonlinear_lut_quantize(const ts_nonlinear_lut_t *lut, double x);
+/* The whole lookup. */
+double ts_nonlinear_lut_eval(const ts_nonlinear_lut_t *lut, double x);
+/*
+ * Max absolute error of the LUT against f, over `samples` points per interval
+ * of every segment (both ends included). Non-finite f values are skipped.
+ */
+double ts_nonlinear_lut_max_error(const ts_nonlinear_lut_t *lut, ts_nonlinear_func_t f, void *ctx,
+                                  int samples);
+
+/* ------------------------------------------------------- one approximation */
+
+typedef enum {
+    TS_NL_EXACT = 0,
+    TS_NL_POLY = 1,
+    TS_NL_ITER = 2,
+    TS_NL_LUT = 3,
+} ts_nonlinear_method_t;
+
+/* "exact", "poly", "iter", "lut". */
+const char *ts_nonlinear_method_name(ts_nonlinear_method_t m);
+
+/* The documented parameters of one primitive's approximation (plain literal). */
+typedef struct ts_nonlinear_spec {
+    ts_nonlinear_method_t method;
+    double lo, hi;   /* input interval (POLY, ITER, LUT) */
+    int degree;      /* POLY: Chebyshev degree; ITER rsqrt: degree of the initial guess */
+    int steps;       /* ITER: iterations; POLY exp: squarings */
+    int n_seg, n_br; /* LUT */
+    ts_nonlinear_bounds_t bounds; /* LUT */
+    int index_bits;               /* LUT: input quantization of the index steps (0 = none) */
+} ts_nonlinear_spec_t;
+
+/*
+ * One fitted approximation of one primitive (opaque, one owner).
+ * Errors: TS_EINVAL for a spec that does not fit the method (see the module
+ * overview; ITER exists for exp, recip and rsqrt only; recip/rsqrt need lo > 0
+ * for ITER and LOG bounds), TS_ERANGE, TS_ENOMEM.
+ */
+typedef struct ts_nonlinear_approx ts_nonlinear_approx_t;
+
+ts_status_t ts_nonlinear_approx_new(ts_nonlinear_fn_t fn, const ts_nonlinear_spec_t *spec,
+                                    ts_nonlinear_approx_t **out);
+void ts_nonlinear_approx_free(ts_nonlinear_approx_t *a);
+double ts_nonlinear_approx_eval(const ts_nonlinear_approx_t *a, double x);
+ts_nonlinear_fn_t ts_nonlinear_approx_fn(const ts_nonlinear_approx_t *a);
+const ts_nonlinear_spec_t *ts_nonlinear_approx_spec(const ts_nonlinear_approx_t *a);
+/* The fitted objects the encrypted engine reads; NULL when the method has none. */
+const ts_nonlinear_cheb_t *ts_nonlinear_approx_cheb(const ts_nonlinear_approx_t *a);
+const ts_nonlinear_lut_t *ts_nonlinear_approx_lut(const ts_nonlinear_approx_t *a);
+/*
+ * Max and mean absolute error against the exact function on a uniform grid of
+ * `samples` (>= 2) points of [lo, hi] (both ends included).
+ */
+void ts_nonlinear_approx_error(const ts_nonlinear_approx_t *a, double lo, double hi, int samples,
+                               double *max_abs, double *mean_abs);
+
+/* ------------------------------------------------------------ statistics */
+
+/*
+ * Running error statistics of one primitive: every evaluation made through
+ * ts_nonlinear_approx_eval_stats() compares the approximation with the exact
+ * function on the same input. The caller owns the struct (zero it to start).
+ */
+typedef struct ts_nonlinear_stats {
+    uint64_t count;
+    uint64_t out_of_range; /* inputs outside the spec's [lo, hi] */
+    double max_abs_err, sum_abs_err;
+    double max_rel_err;    /* |approx - exact| / max(|exact|, 1e-30) */
+    double in_min, in_max; /* observed inputs (valid when count > 0) */
+} ts_nonlinear_stats_t;
+
+/* Record one evaluation (approx at x gave y; exact is recomputed). */
+void ts_nonlinear_stats_add(ts_nonlinear_stats_t *st, ts_nonlinear_fn_t fn, double x, double y,
+                            double lo, double hi);
+/* Merge src into dst. */
+void ts_nonlinear_stats_merge(ts_nonlinear_stats_t *dst, const ts_nonlinear_stats_t *src);
+/* Evaluate a (NULL = exact fn) and, when st != NULL, record the error. */
+double ts_nonlinear_approx_eval_stats(const ts_nonlinear_approx_t *a, ts_nonlinear_fn_t fn,
+                                      double x, ts_nonlinear_stats_t *st);
+
+/* ---------------------------------------------------------------- softmax */
+
+/*
+ * Max-free softmax by normalize-and-square (ROSETTA section 2.3):
+ *   y_i = exp(z_i / 2^k);  then k times:  y_i <- y_i^2 * recip(sum_j y_j^2)
+ * which equals softmax(z) exactly when exp and recip are exact (k >= 1).
+ * With k = 0 it is y_i = exp(z_i) * recip(sum_j exp(z_j)).
+ * exp_a / recip_a: the approximations to use (NULL = exact).
+ * [out] out: n values; may alias z. Errors: TS_EINVAL (n == 0, k < 0 or > 30).
+ */
+ts_status_t ts_nonlinear_softmax_maxfree(const double *z, size_t n, int k,
+                                         const ts_nonlinear_approx_t *exp_a,
+                                         const ts_nonlinear_approx_t *recip_a, double *out);
+/* The same, recording exp and recip errors into exp_st / recip_st (each may be NULL). */
+ts_status_t ts_nonlinear_softmax_maxfree_stats(const double *z, size_t n, int k,
+                                               const ts_nonlinear_approx_t *exp_a,
+                                               const ts_nonlinear_approx_t *recip_a, double *out,
+                                               ts_nonlinear_stats_t *exp_st,
+                                               ts_nonlinear_stats_t *recip_st);
+/* The reference softmax (max subtracted), in double. out may alias z. */
+void ts_nonlinear_softmax_ref(const double *z, size_t n, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TS_NONLINEAR_H */
