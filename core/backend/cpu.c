@@ -1,0 +1,616 @@
+/*
+ * The CPU backend: the reference implementation of struct ts_backend_i.
+ * Memory is host memory from ts_malloc; work is split into tasks of one
+ * (polynomial, limb) pair (or a coefficient range for basis conversion) and
+ * spread over the backend's thread pool. No allocation on the op paths.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/backend/backend_int.h"
+
+struct ts_bk_ring {
+    uint32_t n, logn, count;
+    ts_modulus_t *mods;
+    ts_ntt_table_t **ntt;
+    uint32_t *bitrev; /* bitrev over logn bits, for NTT-form automorphisms */
+};
+
+struct ts_bk_conv {
+    ts_rns_conv_t *conv;
+};
+
+typedef struct cpu_ctx {
+    ts_pool_t *pool;
+} cpu_ctx_t;
+
+static ts_pool_t *pool_of(ts_backend_t *be)
+{
+    return ((cpu_ctx_t *)be->ctx)->pool;
+}
+
+/* ------------------------------------------------------------- memory */
+
+static ts_status_t cpu_alloc(ts_backend_t *be, size_t bytes, void **out)
+{
+    (void)be;
+    *out = ts_malloc(bytes ? bytes : 1);
+    return *out ? TS_OK : TS_ENOMEM;
+}
+
+static void cpu_buf_free(ts_backend_t *be, void *p)
+{
+    (void)be;
+    ts_free(p);
+}
+
+static ts_status_t cpu_copy(ts_backend_t *be, void *dst, const void *src, size_t bytes)
+{
+    (void)be;
+    if (bytes && dst != src)
+        memmove(dst, src, bytes);
+    return TS_OK;
+}
+
+static ts_status_t cpu_zero(ts_backend_t *be, void *dst, size_t bytes)
+{
+    (void)be;
+    memset(dst, 0, bytes);
+    return TS_OK;
+}
+
+static ts_status_t cpu_sync(ts_backend_t *be)
+{
+    (void)be;
+    return TS_OK;
+}
+
+/* --------------------------------------------------------------- rings */
+
+static void cpu_ring_free(ts_backend_t *be, ts_bk_ring_t *r)
+{
+    (void)be;
+    if (!r)
+        return;
+    if (r->ntt)
+        for (uint32_t i = 0; i < r->count; i++)
+            ts_ntt_table_free(r->ntt[i]);
+    ts_free(r->ntt);
+    ts_free(r->mods);
+    ts_free(r->bitrev);
+    ts_free(r);
+}
+
+static ts_status_t cpu_ring_new(ts_backend_t *be, uint32_t n, const uint64_t *moduli,
+                                uint32_t count, ts_bk_ring_t **out)
+{
+    *out = NULL;
+    if (!moduli || count == 0)
+        return TS_EINVAL;
+    ts_bk_ring_t *r = ts_calloc(1, sizeof *r);
+    if (!r)
+        return TS_ENOMEM;
+    r->n = n;
+    r->count = count;
+    while ((1u << r->logn) < n)
+        r->logn++;
+    r->mods = ts_calloc(count, sizeof *r->mods);
+    r->ntt = ts_calloc(count, sizeof *r->ntt);
+    r->bitrev = ts_malloc((size_t)n * sizeof(uint32_t));
+    ts_status_t st = TS_ENOMEM;
+    if (!r->mods || !r->ntt || !r->bitrev)
+        goto out_free;
+    for (uint32_t i = 0; i < n; i++)
+        r->bitrev[i] = ts_bitrev(i, r->logn);
+    for (uint32_t i = 0; i < count; i++) {
+        st = ts_ntt_table_new(n, moduli[i], &r->ntt[i]);
+        if (st != TS_OK)
+            goto out_free;
+        r->mods[i] = r->ntt[i]->mod;
+    }
+    *out = r;
+    return TS_OK;
+out_free:
+    cpu_ring_free(be, r);
+    return st;
+}
+
+static ts_status_t cpu_conv_new(ts_backend_t *be, ts_bk_ring_t *r, const uint32_t *from_idx,
+                                uint32_t na, const uint32_t *to_idx, uint32_t nb,
+                                ts_bk_conv_t **out)
+{
+    (void)be;
+    *out = NULL;
+    if (na == 0 || nb == 0 || na > TS_RNS_MAX_MODULI || nb > TS_RNS_MAX_MODULI)
+        return TS_EINVAL;
+    uint64_t a[TS_RNS_MAX_MODULI], b[TS_RNS_MAX_MODULI];
+    for (uint32_t i = 0; i < na; i++) {
+        if (from_idx[i] >= r->count)
+            return TS_EINVAL;
+        a[i] = r->mods[from_idx[i]].q;
+    }
+    for (uint32_t j = 0; j < nb; j++) {
+        if (to_idx[j] >= r->count)
+            return TS_EINVAL;
+        b[j] = r->mods[to_idx[j]].q;
+    }
+    ts_bk_conv_t *c = ts_calloc(1, sizeof *c);
+    if (!c)
+        return TS_ENOMEM;
+    ts_status_t st = ts_rns_conv_new(a, na, b, nb, &c->conv);
+    if (st != TS_OK) {
+        ts_free(c);
+        return st;
+    }
+    *out = c;
+    return TS_OK;
+}
+
+static void cpu_conv_free(ts_backend_t *be, ts_bk_conv_t *c)
+{
+    (void)be;
+    if (!c)
+        return;
+    ts_rns_conv_free(c->conv);
+    ts_free(c);
+}
+
+/* -------------------------------------------------------- task plumbing */
+
+typedef struct job {
+    const ts_bk_ring_t *ring;
+    const ts_bk_batch_t *out, *a, *b, *c;
+    const uint64_t *s;
+    uint64_t k;
+    const ts_bk_conv_t *conv;
+    const uint32_t *key_limb;
+    size_t chunk;
+    int op;
+} job_t;
+
+static inline uint64_t *limb_ptr(const ts_bk_batch_t *x, uint32_t n, size_t p, size_t l)
+{
+    return x->data + p * x->poly_stride + l * (size_t)n;
+}
+
+static bool same_shape(const ts_bk_batch_t *x, const ts_bk_batch_t *y)
+{
+    if (x->npolys != y->npolys || x->nlimbs != y->nlimbs)
+        return false;
+    for (uint32_t l = 0; l < x->nlimbs; l++)
+        if (x->mod_idx[l] != y->mod_idx[l])
+            return false;
+    return true;
+}
+
+static bool valid(const ts_bk_ring_t *r, const ts_bk_batch_t *x)
+{
+    if (!x || !x->data || !x->mod_idx || x->npolys == 0 || x->nlimbs == 0 ||
+        x->poly_stride < (size_t)x->nlimbs * r->n)
+        return false;
+    for (uint32_t l = 0; l < x->nlimbs; l++)
+        if (x->mod_idx[l] >= r->count)
+            return false;
+    return true;
+}
+
+enum {
+    OP_NTT_FWD,
+    OP_NTT_INV,
+    OP_ADD,
+    OP_SUB,
+    OP_NEG,
+    OP_MUL,
+    OP_MUL_ADD,
+    OP_MUL_SHOUP,
+    OP_MUL_SCALAR,
+    OP_ADD_SCALAR,
+    OP_AUTO_NTT,
+    OP_AUTO_COEFF,
+};
+
+static void limb_task(void *vj, size_t t)
+{
+    const job_t *j = vj;
+    const ts_bk_ring_t *r = j->ring;
+    const uint32_t n = r->n;
+    const ts_bk_batch_t *shape = j->out ? j->out : j->a;
+    const size_t p = t / shape->nlimbs, l = t % shape->nlimbs;
+    const uint32_t mi = shape->mod_idx[l];
+    const ts_modulus_t *m = &r->mods[mi];
+    const uint64_t q = m->q;
+    uint64_t *o = j->out ? limb_ptr(j->out, n, p, l) : NULL;
+    const uint64_t *a = j->a ? limb_ptr(j->a, n, p, l) : NULL;
+    const uint64_t *b = j->b ? limb_ptr(j->b, n, p, l) : NULL;
+    switch (j->op) {
+    case OP_NTT_FWD:
+        ts_ntt_forward(r->ntt[mi], limb_ptr(j->a, n, p, l));
+        break;
+    case OP_NTT_INV:
+        ts_ntt_inverse(r->ntt[mi], limb_ptr(j->a, n, p, l));
+        break;
+    case OP_ADD:
+        for (uint32_t i = 0; i < n; i++)
+            o[i] = ts_mod_add(a[i], b[i], q);
+        break;
+    case OP_SUB:
+        for (uint32_t i = 0; i < n; i++)
+            o[i] = ts_mod_sub(a[i], b[i], q);
+        break;
+    case OP_NEG:
+        for (uint32_t i = 0; i < n; i++)
+            o[i] = ts_mod_neg(a[i], q);
+        break;
+    case OP_MUL:
+        for (uint32_t i = 0; i < n; i++)
+            o[i] = ts_mod_mul(a[i], b[i], m);
+        break;
+    case OP_MUL_ADD:
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t hi, lo;
+            ts_mul64(a[i], b[i], &hi, &lo);
+            ts_u128_t x = (((ts_u128_t)hi << 64) | lo) + o[i];
+            o[i] = ts_mod_reduce128((uint64_t)(x >> 64), (uint64_t)x, m);
+        }
+        break;
+    case OP_MUL_SHOUP: {
+        const uint64_t *wp = limb_ptr(j->c, n, p, l);
+        for (uint32_t i = 0; i < n; i++)
+            o[i] = ts_mod_mul_shoup(a[i], b[i], wp[i], q);
+        break;
+    }
+    case OP_MUL_SCALAR: {
+        const uint64_t s = j->s[l], sp = ts_shoup_precompute(s, q);
+        for (uint32_t i = 0; i < n; i++)
+            o[i] = ts_mod_mul_shoup(a[i], s, sp, q);
+        break;
+    }
+    case OP_ADD_SCALAR: {
+        const uint64_t s = j->s[l];
+        for (uint32_t i = 0; i < n; i++)
+            o[i] = ts_mod_add(a[i], s, q);
+        break;
+    }
+    case OP_AUTO_NTT: {
+        const uint64_t mask = 2 * (uint64_t)n - 1, k = j->k & mask;
+        const uint32_t *br = r->bitrev;
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t e = 2 * (uint64_t)br[i] + 1;
+            o[i] = a[br[((e * k) & mask) >> 1]];
+        }
+        break;
+    }
+    case OP_AUTO_COEFF: {
+        const uint64_t mask = 2 * (uint64_t)n - 1, k = j->k & mask;
+        uint64_t e = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            if (e < n)
+                o[e] = a[i];
+            else
+                o[e - n] = ts_mod_neg(a[i], q);
+            e = (e + k) & mask;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static ts_status_t run_limbs(ts_backend_t *be, const ts_bk_ring_t *r, int op,
+                             const ts_bk_batch_t *out, const ts_bk_batch_t *a,
+                             const ts_bk_batch_t *b, const ts_bk_batch_t *c, const uint64_t *s,
+                             uint64_t k)
+{
+    if (!be || !r || !a || !valid(r, a))
+        return TS_EINVAL;
+    if (out && (!valid(r, out) || !same_shape(out, a)))
+        return TS_EINVAL;
+    if (b && (!valid(r, b) || !same_shape(b, a)))
+        return TS_EINVAL;
+    if (c && (!valid(r, c) || !same_shape(c, a)))
+        return TS_EINVAL;
+    job_t j = {.ring = r, .out = out, .a = a, .b = b, .c = c, .s = s, .k = k, .op = op};
+    ts__pool_run(pool_of(be), (size_t)a->npolys * a->nlimbs, limb_task, &j);
+    return TS_OK;
+}
+
+static ts_status_t cpu_ntt_fwd(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *a)
+{
+    return run_limbs(be, r, OP_NTT_FWD, NULL, a, NULL, NULL, NULL, 0);
+}
+static ts_status_t cpu_ntt_inv(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *a)
+{
+    return run_limbs(be, r, OP_NTT_INV, NULL, a, NULL, NULL, NULL, 0);
+}
+static ts_status_t cpu_add(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
+                           const ts_bk_batch_t *a, const ts_bk_batch_t *b)
+{
+    return b ? run_limbs(be, r, OP_ADD, o, a, b, NULL, NULL, 0) : TS_EINVAL;
+}
+static ts_status_t cpu_sub(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
+                           const ts_bk_batch_t *a, const ts_bk_batch_t *b)
+{
+    return b ? run_limbs(be, r, OP_SUB, o, a, b, NULL, NULL, 0) : TS_EINVAL;
+}
+static ts_status_t cpu_neg(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
+                           const ts_bk_batch_t *a)
+{
+    return o ? run_limbs(be, r, OP_NEG, o, a, NULL, NULL, NULL, 0) : TS_EINVAL;
+}
+static ts_status_t cpu_mul(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
+                           const ts_bk_batch_t *a, const ts_bk_batch_t *b)
+{
+    return b && o ? run_limbs(be, r, OP_MUL, o, a, b, NULL, NULL, 0) : TS_EINVAL;
+}
+static ts_status_t cpu_mul_add(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
+                               const ts_bk_batch_t *a, const ts_bk_batch_t *b)
+{
+    return b && o ? run_limbs(be, r, OP_MUL_ADD, o, a, b, NULL, NULL, 0) : TS_EINVAL;
+}
+static ts_status_t cpu_mul_shoup(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
+                                 const ts_bk_batch_t *a, const ts_bk_batch_t *w,
+                                 const ts_bk_batch_t *wp)
+{
+    return w && wp && o ? run_limbs(be, r, OP_MUL_SHOUP, o, a, w, wp, NULL, 0) : TS_EINVAL;
+}
+static ts_status_t cpu_mul_scalar(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
+                                  const ts_bk_batch_t *a, const uint64_t *s)
+{
+    if (!s || !o || !a)
+        return TS_EINVAL;
+    for (uint32_t l = 0; r && l < a->nlimbs && a->mod_idx; l++)
+        if (a->mod_idx[l] >= r->count || s[l] >= r->mods[a->mod_idx[l]].q)
+            return TS_EINVAL;
+    return run_limbs(be, r, OP_MUL_SCALAR, o, a, NULL, NULL, s, 0);
+}
+static ts_status_t cpu_add_scalar(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
+                                  const ts_bk_batch_t *a, const uint64_t *s)
+{
+    if (!s || !o || !a)
+        return TS_EINVAL;
+    for (uint32_t l = 0; r && l < a->nlimbs && a->mod_idx; l++)
+        if (a->mod_idx[l] >= r->count || s[l] >= r->mods[a->mod_idx[l]].q)
+            return TS_EINVAL;
+    return run_limbs(be, r, OP_ADD_SCALAR, o, a, NULL, NULL, s, 0);
+}
+static bool overlaps(const ts_bk_batch_t *x, const ts_bk_batch_t *y, uint32_t n)
+{
+    const uint64_t *x0 = x->data,
+                   *x1 = x->data + (x->npolys - 1) * x->poly_stride + (size_t)x->nlimbs * n;
+    const uint64_t *y0 = y->data,
+                   *y1 = y->data + (y->npolys - 1) * y->poly_stride + (size_t)y->nlimbs * n;
+    return x0 < y1 && y0 < x1;
+}
+static ts_status_t cpu_auto_ntt(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
+                                const ts_bk_batch_t *a, uint64_t k)
+{
+    if (!o || !a || !r || !(k & 1) || overlaps(o, a, r->n))
+        return TS_EINVAL;
+    return run_limbs(be, r, OP_AUTO_NTT, o, a, NULL, NULL, NULL, k);
+}
+static ts_status_t cpu_auto_coeff(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
+                                  const ts_bk_batch_t *a, uint64_t k)
+{
+    if (!o || !a || !r || !(k & 1) || overlaps(o, a, r->n))
+        return TS_EINVAL;
+    return run_limbs(be, r, OP_AUTO_COEFF, o, a, NULL, NULL, NULL, k);
+}
+
+/* ------------------------------------------------ basis conversion tasks */
+
+#define CONV_CHUNK 512
+
+static void conv_task(void *vj, size_t t)
+{
+    const job_t *j = vj;
+    const uint32_t n = j->ring->n;
+    const size_t chunks = (n + j->chunk - 1) / j->chunk;
+    const size_t p = t / chunks, off = (t % chunks) * j->chunk;
+    const size_t cnt = n - off < j->chunk ? n - off : j->chunk;
+    const ts_rns_conv_t *c = j->conv->conv;
+    if (j->op == 0) {
+        ts_rns_conv_apply(c, limb_ptr(j->a, n, p, 0) + off, n, limb_ptr(j->out, n, p, 0) + off, n,
+                          cnt);
+    } else {
+        ts_rns_conv_moddown(c, limb_ptr(j->a, n, p, 0) + off, n, limb_ptr(j->b, n, p, 0) + off,
+                            limb_ptr(j->out, n, p, 0) + off, n, cnt);
+    }
+}
+
+static bool conv_matches(const ts_bk_conv_t *c, const ts_bk_ring_t *r, const ts_bk_batch_t *from,
+                         const ts_bk_batch_t *to)
+{
+    if (from->nlimbs != c->conv->na || to->nlimbs != c->conv->nb)
+        return false;
+    for (uint32_t i = 0; i < from->nlimbs; i++)
+        if (r->mods[from->mod_idx[i]].q != c->conv->from[i].q)
+            return false;
+    for (uint32_t i = 0; i < to->nlimbs; i++)
+        if (r->mods[to->mod_idx[i]].q != c->conv->to[i].q)
+            return false;
+    return true;
+}
+
+static ts_status_t cpu_basis_extend(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_conv_t *c,
+                                    const ts_bk_batch_t *o, const ts_bk_batch_t *in)
+{
+    if (!r || !c || !valid(r, o) || !valid(r, in) || o->npolys != in->npolys ||
+        !conv_matches(c, r, in, o) || overlaps(o, in, r->n))
+        return TS_EINVAL;
+    size_t chunk = r->n < CONV_CHUNK ? r->n : CONV_CHUNK;
+    job_t j = {.ring = r, .out = o, .a = in, .conv = c, .chunk = chunk, .op = 0};
+    ts__pool_run(pool_of(be), (size_t)in->npolys * ((r->n + chunk - 1) / chunk), conv_task, &j);
+    return TS_OK;
+}
+
+static ts_status_t cpu_basis_reduce(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_conv_t *c,
+                                    const ts_bk_batch_t *o, const ts_bk_batch_t *x_a,
+                                    const ts_bk_batch_t *x_b)
+{
+    if (!r || !c || !valid(r, o) || !valid(r, x_a) || !valid(r, x_b) || !same_shape(o, x_b) ||
+        x_a->npolys != o->npolys || !conv_matches(c, r, x_a, x_b) || overlaps(o, x_a, r->n))
+        return TS_EINVAL;
+    size_t chunk = r->n < CONV_CHUNK ? r->n : CONV_CHUNK;
+    job_t j = {.ring = r, .out = o, .a = x_a, .b = x_b, .conv = c, .chunk = chunk, .op = 1};
+    ts__pool_run(pool_of(be), (size_t)o->npolys * ((r->n + chunk - 1) / chunk), conv_task, &j);
+    return TS_OK;
+}
+
+/* ------------------------------------------------- key-switch inner product */
+
+#define KS_MAX_DIGITS 64
+
+static void ks_task(void *vj, size_t t)
+{
+    const job_t *j = vj;
+    const ts_bk_ring_t *r = j->ring;
+    const uint32_t n = r->n;
+    const ts_bk_batch_t *out = j->out, *dig = j->a, *key = j->b;
+    const size_t c = t / out->nlimbs, l = t % out->nlimbs;
+    const ts_modulus_t *m = &r->mods[out->mod_idx[l]];
+    const uint32_t nd = dig->npolys, nout = out->npolys;
+    const uint64_t *dp[KS_MAX_DIGITS], *kp[KS_MAX_DIGITS];
+    for (uint32_t d = 0; d < nd; d++) {
+        dp[d] = limb_ptr(dig, n, d, l);
+        kp[d] = limb_ptr(key, n, (size_t)d * nout + c, j->key_limb[l]);
+    }
+    uint64_t *o = limb_ptr(out, n, c, l);
+    for (uint32_t i = 0; i < n; i++) {
+        ts_u128_t acc = 0;
+        uint32_t terms = 0;
+        for (uint32_t d = 0; d < nd; d++) {
+            acc += (ts_u128_t)dp[d][i] * kp[d][i];
+            if (++terms == 15) {
+                acc = ts_mod_reduce128((uint64_t)(acc >> 64), (uint64_t)acc, m);
+                terms = 1;
+            }
+        }
+        o[i] = ts_mod_reduce128((uint64_t)(acc >> 64), (uint64_t)acc, m);
+    }
+}
+
+static ts_status_t cpu_keyswitch_inner(ts_backend_t *be, const ts_bk_ring_t *r,
+                                       const ts_bk_batch_t *out, const ts_bk_batch_t *digits,
+                                       const ts_bk_batch_t *key, const uint32_t *key_limb)
+{
+    if (!r || !valid(r, out) || !valid(r, digits) || !valid(r, key) || !key_limb ||
+        digits->nlimbs != out->nlimbs || digits->npolys > KS_MAX_DIGITS ||
+        key->npolys < digits->npolys * out->npolys || overlaps(out, digits, r->n) ||
+        overlaps(out, key, r->n))
+        return TS_EINVAL;
+    for (uint32_t l = 0; l < out->nlimbs; l++) {
+        if (digits->mod_idx[l] != out->mod_idx[l] || key_limb[l] >= key->nlimbs ||
+            key->mod_idx[key_limb[l]] != out->mod_idx[l])
+            return TS_EINVAL;
+    }
+    job_t j = {.ring = r, .out = out, .a = digits, .b = key, .key_limb = key_limb};
+    ts__pool_run(pool_of(be), (size_t)out->npolys * out->nlimbs, ks_task, &j);
+    return TS_OK;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static void cpu_free(ts_backend_t *be)
+{
+    if (!be)
+        return;
+    cpu_ctx_t *ctx = be->ctx;
+    if (ctx)
+        ts__pool_free(ctx->pool);
+    ts_free(ctx);
+    ts_free(be);
+}
+
+static const struct ts_backend_i cpu_iface = {
+    .name = "cpu",
+    .free = cpu_free,
+    .buf_alloc = cpu_alloc,
+    .buf_free = cpu_buf_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .copy = cpu_copy,
+    .zero = cpu_zero,
+    .synchronize = cpu_sync,
+    .ring_new = cpu_ring_new,
+    .ring_free = cpu_ring_free,
+    .conv_new = cpu_conv_new,
+    .conv_free = cpu_conv_free,
+    .ntt_forward = cpu_ntt_fwd,
+    .ntt_inverse = cpu_ntt_inv,
+    .add = cpu_add,
+    .sub = cpu_sub,
+    .neg = cpu_neg,
+    .mul = cpu_mul,
+    .mul_add = cpu_mul_add,
+    .mul_shoup = cpu_mul_shoup,
+    .mul_scalar = cpu_mul_scalar,
+    .add_scalar = cpu_add_scalar,
+    .automorphism_ntt = cpu_auto_ntt,
+    .automorphism_coeff = cpu_auto_coeff,
+    .basis_extend = cpu_basis_extend,
+    .basis_reduce = cpu_basis_reduce,
+    .keyswitch_inner = cpu_keyswitch_inner,
+    .external_product = NULL,
+};
+
+ts_status_t ts_backend_cpu_new(int threads, ts_backend_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (threads < 0)
+        return TS_EINVAL;
+    if (threads == 0)
+        threads = ts_cpu_count();
+    ts_backend_t *be = ts_calloc(1, sizeof *be);
+    cpu_ctx_t *ctx = ts_calloc(1, sizeof *ctx);
+    if (!be || !ctx) {
+        ts_free(be);
+        ts_free(ctx);
+        return TS_ENOMEM;
+    }
+    ts_status_t st = ts__pool_new(threads, &ctx->pool);
+    if (st != TS_OK) {
+        ts_free(be);
+        ts_free(ctx);
+        return st;
+    }
+    be->iface = &cpu_iface;
+    be->ctx = ctx;
+    be->host_memory = true;
+    be->threads = threads;
+    *out = be;
+    return TS_OK;
+}
+
+static ts_backend_t *default_backend;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+
+static void default_init(void)
+{
+    int threads = 0;
+    const char *env = getenv("TS_THREADS");
+    if (env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end == '\0' && v >= 1 && v <= 1024)
+            threads = (int)v;
+    }
+    if (ts_backend_cpu_new(threads, &default_backend) != TS_OK)
+        default_backend = NULL;
+}
+
+ts_backend_t *ts_backend_default(void)
+{
+    pthread_once(&default_once, default_init);
+    return default_backend;
+}
+
+void ts_backend_free(ts_backend_t *be)
+{
+    if (!be || be == default_backend)
+        return;
+    be->iface->free(be);
+}
