@@ -1,0 +1,309 @@
+/*
+ * core/ckks — the CKKS scheme (Cheon, Kim, Kim, Song, Asiacrypt 2017) in its
+ * full-RNS form (Cheon, Han, Kim, Kim, Song, SAC 2018) with hybrid key
+ * switching (Han, Ki, CT-RSA 2020).
+ *
+ * Parameters. A preset is a plain literal (ts_ckks_params_literal_t) filled
+ * from YAML (configs/params/NAME.yaml) and validated once into an immutable,
+ * reference-counted ts_ckks_params_t. Validation generates the primes that
+ * are given by bit size only, checks that every prime is NTT-friendly
+ * (q = 1 mod 2N) and distinct, and applies the security gate: log2(QP) must be
+ * at most the bound for the ring degree and the secret distribution at
+ * 128-bit classical security (see ts_ckks_security_max_logqp). Literals
+ * marked `insecure: true` are only admitted when the caller passes
+ * allow_insecure, and then the gate is skipped.
+ *
+ * Levels. The modulus chain is Q = q_0 * q_1 * ... * q_L. A ciphertext at
+ * level l lives modulo Q_l = q_0 * ... * q_l; rescaling divides by q_l and
+ * moves to level l - 1. q_0 is the base prime (kept to the end), q_1..q_L are
+ * the scale primes, dropped from the top. Level L (max_level) is the fresh
+ * level. Note: FHElium numbers levels the other way ("level 0" = all primes);
+ * its level k is our level L - k.
+ *
+ * Scale. Each plaintext and ciphertext carries its scale as a double (exact
+ * for powers of two, exact up to rounding of one multiplication after a
+ * rescale) and its log2; slot values are coefficients / scale.
+ */
+#ifndef TS_CKKS_H
+#define TS_CKKS_H
+
+#include <complex.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/base/base.h"
+#include "core/ring/ring.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ parameters */
+
+#define TS_CKKS_MAX_Q      64 /* primes in the Q chain */
+#define TS_CKKS_MAX_P      16 /* special (key-switching) primes */
+#define TS_CKKS_NAME_BYTES 64
+
+typedef enum {
+    TS_CKKS_SECRET_TERNARY = 0,        /* uniform over {-1, 0, 1} (dense) */
+    TS_CKKS_SECRET_SPARSE_TERNARY = 1, /* exactly h nonzero coefficients in {-1, 1} */
+} ts_ckks_secret_dist_t;
+
+/*
+ * A parameter literal: plain data, filled by hand or from YAML. Either the Q
+ * chain is given as explicit primes (q, q_count) or as bit sizes (logq,
+ * logq_count); likewise P. logq[0] / q[0] is the base prime.
+ */
+typedef struct ts_ckks_params_literal {
+    char name[TS_CKKS_NAME_BYTES];
+    int64_t log_n;                  /* ring degree N = 2^log_n, 3..17 */
+    int64_t logq[TS_CKKS_MAX_Q];    /* bit sizes of q_0..q_L (20..61) */
+    size_t logq_count;
+    int64_t q[TS_CKKS_MAX_Q];       /* or explicit primes */
+    size_t q_count;
+    int64_t logp[TS_CKKS_MAX_P];    /* bit sizes of the special primes */
+    size_t logp_count;
+    int64_t p[TS_CKKS_MAX_P];       /* or explicit primes */
+    size_t p_count;
+    int64_t dnum;                   /* key-switching digits; 0 = ceil(#Q / #P) */
+    double scale_log2;              /* default scale 2^scale_log2 */
+    int secret;                     /* ts_ckks_secret_dist_t */
+    int64_t hamming_weight;         /* sparse ternary only */
+    int64_t log_slots;              /* default slot count 2^log_slots; 0 = N/2 */
+    double sigma;                   /* error standard deviation; 0 = 3.19 */
+    bool insecure;                  /* test-only set: refused unless allowed */
+} ts_ckks_params_literal_t;
+
+/* Fill a literal with the defaults (everything zero, sigma 3.19, ternary). */
+void ts_ckks_params_literal_init(ts_ckks_params_literal_t *lit);
+
+/*
+ * Load a literal from a YAML preset. Keys: name, log_n, logq | q, logp | p,
+ * dnum, scale_log2, secret (ternary | sparse_ternary), hamming_weight,
+ * log_slots, sigma, insecure. Unknown or duplicate keys, wrong types and
+ * out-of-range values are TS_ECONFIG with the position in *err (optional).
+ * The literal is initialised first (ts_ckks_params_literal_init).
+ */
+ts_status_t ts_ckks_params_literal_load_file(const char *path, ts_ckks_params_literal_t *lit,
+                                             ts_cfg_error_t *err);
+ts_status_t ts_ckks_params_literal_load_string(const char *text, size_t size, const char *name,
+                                               ts_ckks_params_literal_t *lit,
+                                               ts_cfg_error_t *err);
+
+/*
+ * The security gate: the largest admissible log2(QP) for ring degree 2^log_n
+ * and the given secret at 128-bit classical security. Dense ternary: the lower
+ * of the HE Standard v1.1 (2018) and the 2024 Security Guidelines
+ * (ePrint 2024/463) tables. Sparse ternary: lattice-estimator results for the
+ * sparse sets published by libraries (SparseLWEkit); rows exist for h >= 192
+ * at N = 2^15..2^17, h >= 128 at N = 2^17 and h >= 32 at N = 2^16 only.
+ * Returns TS_ESECURITY for combinations no table covers.
+ */
+ts_status_t ts_ckks_security_max_logqp(int log_n, int secret, int64_t hamming_weight,
+                                       double *max_logqp);
+/* TS_OK when logqp <= the bound, TS_ESECURITY otherwise (or when unknown). */
+ts_status_t ts_ckks_security_check(int log_n, int secret, int64_t hamming_weight, double logqp);
+
+typedef struct ts_ckks_params ts_ckks_params_t;
+
+/*
+ * Validate a literal into a parameter object (refcount 1). Errors:
+ * TS_EPARAMS (malformed: not NTT-friendly, not prime, duplicates, bad sizes,
+ * scale not below the top primes, ...), TS_ESECURITY (the gate refuses it, or
+ * it is marked insecure and allow_insecure is false), TS_ENOMEM.
+ */
+ts_status_t ts_ckks_params_new(const ts_ckks_params_literal_t *lit, bool allow_insecure,
+                               ts_ckks_params_t **out);
+/* Load a YAML preset and validate it. */
+ts_status_t ts_ckks_params_load_file(const char *path, bool allow_insecure,
+                                     ts_ckks_params_t **out, ts_cfg_error_t *err);
+/* Take one more reference; returns params. */
+ts_ckks_params_t *ts_ckks_params_ref(ts_ckks_params_t *params);
+/* Drop one reference; frees at zero. Accepts NULL. */
+void ts_ckks_params_free(ts_ckks_params_t *params);
+
+const char *ts_ckks_params_name(const ts_ckks_params_t *params);
+int ts_ckks_params_log_n(const ts_ckks_params_t *params);
+size_t ts_ckks_params_n(const ts_ckks_params_t *params);
+/* Default slot count (a power of two, at most N/2) and its log2. */
+size_t ts_ckks_params_slots(const ts_ckks_params_t *params);
+int ts_ckks_params_log_slots(const ts_ckks_params_t *params);
+/* L: the top level (number of Q primes - 1). */
+int ts_ckks_params_max_level(const ts_ckks_params_t *params);
+size_t ts_ckks_params_q_count(const ts_ckks_params_t *params);
+size_t ts_ckks_params_p_count(const ts_ckks_params_t *params);
+uint64_t ts_ckks_params_q(const ts_ckks_params_t *params, size_t i);
+uint64_t ts_ckks_params_p(const ts_ckks_params_t *params, size_t i);
+int ts_ckks_params_dnum(const ts_ckks_params_t *params);
+double ts_ckks_params_scale(const ts_ckks_params_t *params);
+double ts_ckks_params_scale_log2(const ts_ckks_params_t *params);
+double ts_ckks_params_sigma(const ts_ckks_params_t *params);
+int ts_ckks_params_secret(const ts_ckks_params_t *params);
+int64_t ts_ckks_params_hamming_weight(const ts_ckks_params_t *params);
+bool ts_ckks_params_insecure(const ts_ckks_params_t *params);
+/* log2(Q_level) and log2(QP) (exact sums of log2 of the primes). */
+double ts_ckks_params_logq(const ts_ckks_params_t *params, int level);
+double ts_ckks_params_logqp(const ts_ckks_params_t *params);
+/*
+ * A 64-bit identifier of the parameter set: a hash of N, the primes, dnum,
+ * the secret distribution and sigma. Two sets with equal ids are
+ * interchangeable for every object in this module.
+ */
+uint64_t ts_ckks_params_id(const ts_ckks_params_t *params);
+/* True when a and b are the same object or have the same id. */
+bool ts_ckks_params_equal(const ts_ckks_params_t *a, const ts_ckks_params_t *b);
+
+/*
+ * The ring of a parameter set: N, the Q chain then the P primes, on the default
+ * backend. Borrowed (valid as long as params).
+ */
+ts_ring_t *ts_ckks_params_ring(const ts_ckks_params_t *params);
+
+/* ------------------------------------------------ plaintexts, ciphertexts */
+
+/*
+ * A plaintext is one RNS polynomial at a level with a scale and a slot count;
+ * a ciphertext is (c_0, c_1[, c_2]) with m ~ c_0 + c_1 s (+ c_2 s^2). Both
+ * keep the capacity of the top level, so operations never reallocate. Their
+ * polynomials are in NTT form between operations. One owner each; they hold a
+ * reference to their parameters.
+ */
+typedef struct ts_ckks_plaintext ts_ckks_plaintext_t;
+typedef struct ts_ckks_ciphertext ts_ckks_ciphertext_t;
+
+/* [out] a zero plaintext at `level` (0..L), scale 1, default slot count. */
+ts_status_t ts_ckks_plaintext_new(ts_ckks_params_t *params, int level, ts_ckks_plaintext_t **out);
+void ts_ckks_plaintext_free(ts_ckks_plaintext_t *pt); /* wipes; accepts NULL */
+int ts_ckks_plaintext_level(const ts_ckks_plaintext_t *pt);
+double ts_ckks_plaintext_scale(const ts_ckks_plaintext_t *pt);
+size_t ts_ckks_plaintext_slots(const ts_ckks_plaintext_t *pt);
+const ts_poly_t *ts_ckks_plaintext_poly(const ts_ckks_plaintext_t *pt);
+
+/* [out] a zero ciphertext of degree 1 at `level`, scale 1, default slots. */
+ts_status_t ts_ckks_ciphertext_new(ts_ckks_params_t *params, int level,
+                                   ts_ckks_ciphertext_t **out);
+void ts_ckks_ciphertext_free(ts_ckks_ciphertext_t *ct); /* accepts NULL */
+/* dst takes src's level, degree, scale, slots and values (same parameters). */
+ts_status_t ts_ckks_ciphertext_copy(ts_ckks_ciphertext_t *dst, const ts_ckks_ciphertext_t *src);
+int ts_ckks_ciphertext_level(const ts_ckks_ciphertext_t *ct);
+int ts_ckks_ciphertext_degree(const ts_ckks_ciphertext_t *ct); /* 1 or 2 */
+double ts_ckks_ciphertext_scale(const ts_ckks_ciphertext_t *ct);
+double ts_ckks_ciphertext_scale_log2(const ts_ckks_ciphertext_t *ct);
+size_t ts_ckks_ciphertext_slots(const ts_ckks_ciphertext_t *ct);
+ts_ckks_params_t *ts_ckks_ciphertext_params(const ts_ckks_ciphertext_t *ct);
+/* Polynomial i (0..degree) for serialization and conversions; borrowed. */
+ts_poly_t *ts_ckks_ciphertext_poly(ts_ckks_ciphertext_t *ct, int i);
+/* Set the metadata after filling the polynomials directly (deserialization):
+ * TS_ELEVEL / TS_EINVAL when out of range. */
+ts_status_t ts_ckks_ciphertext_set_meta(ts_ckks_ciphertext_t *ct, int level, int degree,
+                                        double scale, size_t slots);
+
+/* ---------------------------------------------------------------- encoder */
+
+/*
+ * The encoder owns scratch for one vector (not thread-safe; one per thread).
+ * Slot counts are powers of two up to N/2; `count` <= slots values are
+ * given, the rest are zero. Encoding rounds z * scale through the special
+ * inverse FFT and reduces each integer coefficient exactly mod q_0..q_level;
+ * decoding lifts each coefficient exactly (CRT over Q_level), divides by the
+ * plaintext's scale and applies the special FFT.
+ */
+typedef struct ts_ckks_encoder ts_ckks_encoder_t;
+
+ts_status_t ts_ckks_encoder_new(ts_ckks_params_t *params, ts_ckks_encoder_t **out);
+void ts_ckks_encoder_free(ts_ckks_encoder_t *enc); /* accepts NULL */
+/*
+ * [in] values: count complex (or real) values; [out] pt is overwritten: level
+ * `level`, the given scale and slot count (slots = 0: the default). Errors:
+ * TS_EINVAL (shape, non-finite input), TS_ELEVEL, TS_ESCALE (scale < 1),
+ * TS_ERANGE (|value| * scale does not fit below Q_level / 2), TS_EMISMATCH.
+ */
+ts_status_t ts_ckks_encode(ts_ckks_encoder_t *enc, const double complex *values, size_t count,
+                           size_t slots, int level, double scale, ts_ckks_plaintext_t *pt);
+ts_status_t ts_ckks_encode_real(ts_ckks_encoder_t *enc, const double *values, size_t count,
+                                size_t slots, int level, double scale, ts_ckks_plaintext_t *pt);
+/* [out] the first `count` slots (count <= slots of pt). pt is not modified. */
+ts_status_t ts_ckks_decode(ts_ckks_encoder_t *enc, const ts_ckks_plaintext_t *pt,
+                           double complex *values, size_t count);
+ts_status_t ts_ckks_decode_real(ts_ckks_encoder_t *enc, const ts_ckks_plaintext_t *pt,
+                                double *values, size_t count);
+
+/* -------------------------------------------------------------- evaluator */
+
+/*
+ * The evaluator: parameters, optional evaluation keys, and scratch sized at
+ * creation (operations do not allocate, except a ciphertext's third
+ * polynomial the first time it receives a degree-2 result). Not thread-safe:
+ * one per thread. Outputs may alias inputs everywhere.
+ *
+ * Rules checked by every operation (and the error returned):
+ *  - objects from other parameter sets: TS_EMISMATCH; different slot counts:
+ *    TS_EMISMATCH;
+ *  - binary operations need equal levels (TS_ELEVEL; drop the higher operand
+ *    with ts_ckks_drop_level first); a plaintext may sit at a higher level
+ *    than the ciphertext (its lower limbs are used);
+ *  - additions need equal scales up to a relative 2^-36 (TS_ESCALE);
+ *  - multiplications, rotations and rescaling need degree-1 inputs
+ *    (TS_EINVAL; relinearize first); rescale and drop need a level left
+ *    (TS_ELEVEL);
+ *  - operations needing a key the evaluator lacks: TS_ENOKEY.
+ */
+typedef struct ts_ckks_evaluator ts_ckks_evaluator_t;
+typedef struct ts_ckks_evalkeys ts_ckks_evalkeys_t;
+
+/* [in] keys: may be NULL (no relinearization/rotation); referenced, not copied. */
+ts_status_t ts_ckks_evaluator_new(ts_ckks_params_t *params, const ts_ckks_evalkeys_t *keys,
+                                  ts_ckks_evaluator_t **out);
+void ts_ckks_evaluator_free(ts_ckks_evaluator_t *ev); /* accepts NULL */
+
+ts_status_t ts_ckks_add(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                        const ts_ckks_ciphertext_t *b, ts_ckks_ciphertext_t *out);
+ts_status_t ts_ckks_sub(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                        const ts_ckks_ciphertext_t *b, ts_ckks_ciphertext_t *out);
+ts_status_t ts_ckks_neg(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                        ts_ckks_ciphertext_t *out);
+/* out = a + pt, a - pt (equal scales), a * pt (scale: product; rescale after). */
+ts_status_t ts_ckks_add_plain(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                              const ts_ckks_plaintext_t *pt, ts_ckks_ciphertext_t *out);
+ts_status_t ts_ckks_sub_plain(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                              const ts_ckks_plaintext_t *pt, ts_ckks_ciphertext_t *out);
+ts_status_t ts_ckks_mul_plain(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                              const ts_ckks_plaintext_t *pt, ts_ckks_ciphertext_t *out);
+/* out = a + c in every slot (c rounded at a's scale). */
+ts_status_t ts_ckks_add_const(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                              double complex c, ts_ckks_ciphertext_t *out);
+/* out = a * k for an integer k: exact, scale unchanged. */
+ts_status_t ts_ckks_mul_int(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a, int64_t k,
+                            ts_ckks_ciphertext_t *out);
+/*
+ * out = a * c: c is rounded at const_scale (0 = q_level, so that the next
+ * rescale returns exactly to a's scale); out's scale = a's scale * const_scale.
+ * A real c costs one scalar product; a complex c one more (times X^{N/2}).
+ */
+ts_status_t ts_ckks_mul_const(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                              double complex c, double const_scale, ts_ckks_ciphertext_t *out);
+/* out = a * b (degree 2, scale a.scale * b.scale). */
+ts_status_t ts_ckks_mul(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                        const ts_ckks_ciphertext_t *b, ts_ckks_ciphertext_t *out);
+/* Degree 2 -> 1 with the relinearization key (TS_ENOKEY without it). */
+ts_status_t ts_ckks_relinearize(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                                ts_ckks_ciphertext_t *out);
+/* mul then relinearize. */
+ts_status_t ts_ckks_mul_relin(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                              const ts_ckks_ciphertext_t *b, ts_ckks_ciphertext_t *out);
+/* Divide by q_level with rounding: level - 1, scale / q_level. */
+ts_status_t ts_ckks_rescale(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                            ts_ckks_ciphertext_t *out);
+/* Drop `levels` top primes without dividing (the modulus switch): scale unchanged. */
+ts_status_t ts_ckks_drop_level(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a, int levels,
+                               ts_ckks_ciphertext_t *out);
+/* Drop to `level` (<= a's level). */
+ts_status_t ts_ckks_drop_to_level(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                                  int level, ts_ckks_ciphertext_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TS_CKKS_H */

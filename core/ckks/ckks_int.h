@@ -1,0 +1,137 @@
+/*
+ * core/ckks internals shared by the files of this module only.
+ */
+#ifndef TS_CKKS_INT_H
+#define TS_CKKS_INT_H
+
+#include <complex.h>
+#include <stdatomic.h>
+
+#include "core/ckks/ckks.h"
+#include "core/math/math.h"
+#include "core/ring/ring.h"
+
+#define TS_CKKS_MIN_LOGN       3
+#define TS_CKKS_MAX_LOGN       17
+#define TS_CKKS_MAX_PRIME_BITS 61
+#define TS_CKKS_DEFAULT_SIGMA  3.19
+
+struct ts_ckks_params {
+    atomic_int refs;
+    char name[TS_CKKS_NAME_BYTES];
+    int log_n;
+    size_t n;
+    int log_slots;
+    size_t nq, np;
+    uint64_t q[TS_CKKS_MAX_Q];
+    uint64_t p[TS_CKKS_MAX_P];
+    int dnum;
+    double scale, scale_log2, sigma;
+    int secret;
+    int64_t h;
+    bool insecure;
+    double logq_prefix[TS_CKKS_MAX_Q]; /* log2(Q_l) */
+    double logqp;
+    uint64_t id;
+
+    /* built by ts__ckks_params_build */
+    uint64_t *rot_group;     /* 5^j mod 2N, j < N/2 */
+    double complex *ksi;     /* exp(2 pi i k / 2N), k <= 2N */
+    ts_modulus_t qmod[TS_CKKS_MAX_Q];
+    ts_ring_t *ring;         /* N, Q then P, default backend */
+    ts_poly_t *imag_ntt;     /* X^{N/2} (the slot-wise imaginary unit), NTT form, top level */
+    ts_bk_conv_t **rescale_conv; /* [l]: {q_l} -> {q_0..q_{l-1}}, l >= 1 */
+    uint64_t *rescale_qinv;      /* [l * nq + i] = q_l^{-1} mod q_i, i < l */
+};
+
+struct ts_ckks_plaintext {
+    ts_ckks_params_t *params; /* reference */
+    ts_poly_t *poly;          /* capacity: top level */
+    double scale;
+    int log_slots;
+};
+
+struct ts_ckks_ciphertext {
+    ts_ckks_params_t *params; /* reference */
+    ts_poly_t *c[3];          /* c[2] allocated on first use */
+    int degree;               /* 1 or 2 */
+    double scale;
+    int log_slots;
+};
+
+#define TS_CKKS_EV_TMP 4
+
+struct ts_ckks_evaluator {
+    ts_ckks_params_t *params;       /* reference */
+    const ts_ckks_evalkeys_t *keys; /* borrowed, may be NULL */
+    ts_backend_t *be;
+    ts_bk_ring_t *bk;
+    const uint32_t *idx;            /* global modulus index of Q limb l is idx[l] */
+    ts_poly_t *tmp[TS_CKKS_EV_TMP]; /* NTT form, top-level capacity */
+    ts_poly_t *rs_limb;             /* rescale: one limb in coefficient form */
+    ts_poly_t *rs_ext;              /* rescale: its extension */
+    uint64_t *scalars;              /* nq words */
+    void *ks;                       /* key-switching scratch (keys.c) */
+};
+
+/* A batch view of limbs [first, first + count) of p. */
+static inline ts_bk_batch_t ts__ckks_view(const ts_ckks_evaluator_t *ev, const ts_poly_t *p,
+                                          uint32_t first, uint32_t count)
+{
+    ts_bk_batch_t b = {.data = p->data + (size_t)first * ev->params->n,
+                       .npolys = 1,
+                       .nlimbs = count,
+                       .poly_stride = (size_t)count * ev->params->n,
+                       .mod_idx = ev->idx + first};
+    return b;
+}
+
+static inline int ts__ckks_level(const ts_poly_t *p)
+{
+    return (int)p->nq - 1;
+}
+
+/* Make sure ct->c[2] exists (capacity of the top level). */
+ts_status_t ts__ckks_ct_ensure_c2(ts_ckks_ciphertext_t *ct);
+/* Reshape every polynomial of ct to (level, degree), NTT form, values zero. */
+ts_status_t ts__ckks_ct_reshape(ts_ckks_ciphertext_t *ct, int level, int degree);
+
+/* Build the derived tables of a validated parameter object. */
+ts_status_t ts__ckks_params_build(ts_ckks_params_t *p);
+/* Free a parameter object regardless of its count (error paths and last unref). */
+void ts__ckks_params_destroy(ts_ckks_params_t *p);
+
+/*
+ * The special FFT of Cheon-Kim-Kim-Song on n slots (n a power of two, n <= N/2):
+ * ts__ckks_fft_inv maps slot values to the "coefficient" vector of the
+ * embedding (u_i with m_i = Re u_i, m_{i+n} = Im u_i at stride N/(2n)),
+ * ts__ckks_fft_fwd is its inverse. In place, no allocation.
+ */
+void ts__ckks_fft_inv(const ts_ckks_params_t *p, double complex *vals, size_t n);
+void ts__ckks_fft_fwd(const ts_ckks_params_t *p, double complex *vals, size_t n);
+
+/* x mod q for a double holding an integer (any magnitude below 2^1023). */
+uint64_t ts__ckks_double_mod(double x, const ts_modulus_t *m);
+
+/*
+ * Encode `count` values (vals complex, or reals when vals is NULL) into `slots`
+ * slots at `scale`, as limbs 0..level of a coefficient-form polynomial (limb l
+ * at limbs + l * limb_stride). scratch: `slots` complex values. Errors:
+ * TS_EINVAL (shape, non-finite values), TS_ESCALE, TS_ERANGE (a coefficient
+ * does not fit below Q_level / 2).
+ */
+ts_status_t ts__ckks_encode_limbs(const ts_ckks_params_t *p, const double complex *vals,
+                                  const double *reals, size_t count, size_t slots, double scale,
+                                  int level, uint64_t *limbs, size_t limb_stride,
+                                  double complex *scratch);
+/*
+ * Decode limbs 0..level (coefficient form) at `scale` into the first `count`
+ * of `slots` slots (out complex and/or out_real, either may be NULL).
+ * scratch: `slots` complex values; crt_scratch: 2 * words of Q_level words.
+ */
+ts_status_t ts__ckks_decode_limbs(const ts_ckks_params_t *p, const uint64_t *limbs,
+                                  size_t limb_stride, int level, double scale, size_t slots,
+                                  double complex *out, double *out_real, size_t count,
+                                  double complex *scratch, uint64_t *crt_scratch);
+
+#endif /* TS_CKKS_INT_H */

@@ -1,0 +1,245 @@
+/*
+ * Encoding slot vectors to RNS coefficient limbs and back.
+ *
+ * encode: z (n slots) -> u = special inverse FFT(z) -> m_{k g} = round(Re u_k * scale),
+ * m_{(k + n) g} = round(Im u_k * scale), g = N / (2n), every other coefficient 0;
+ * each integer coefficient is reduced modulo q_0..q_l exactly (ts__ckks_double_mod).
+ * decode: the exact centered CRT lift of each used coefficient over Q_l
+ * (core/math ts_rns_compose_ld), divided by the scale, then the special FFT.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/ckks/ckks_int.h"
+
+static bool pow2(size_t x)
+{
+    return x && !(x & (x - 1));
+}
+
+ts_status_t ts__ckks_encode_limbs(const ts_ckks_params_t *p, const double complex *vals,
+                                  const double *reals, size_t count, size_t slots, double scale,
+                                  int level, uint64_t *limbs, size_t limb_stride,
+                                  double complex *scratch)
+{
+    size_t n = p->n;
+    if (!pow2(slots) || slots > n / 2 || count > slots || level < 0 || (size_t)level >= p->nq)
+        return TS_EINVAL;
+    if (!(scale >= 1.0) || !isfinite(scale))
+        return TS_ESCALE;
+    for (size_t i = 0; i < count; i++) {
+        double complex v = vals ? vals[i] : reals[i];
+        if (!isfinite(creal(v)) || !isfinite(cimag(v)))
+            return TS_EINVAL;
+        scratch[i] = v;
+    }
+    for (size_t i = count; i < slots; i++)
+        scratch[i] = 0;
+    ts__ckks_fft_inv(p, scratch, slots);
+
+    /* |coefficient| must stay below Q_l / 2 to be representable */
+    double limit_log2 = p->logq_prefix[level] - 1.0;
+    for (size_t i = 0; i < slots; i++) {
+        double re = round(creal(scratch[i]) * scale), im = round(cimag(scratch[i]) * scale);
+        if (!isfinite(re) || !isfinite(im) || (re != 0 && log2(fabs(re)) >= limit_log2) ||
+            (im != 0 && log2(fabs(im)) >= limit_log2))
+            return TS_ERANGE;
+        scratch[i] = re + I * im;
+    }
+    size_t gap = n / (2 * slots);
+    for (int l = 0; l <= level; l++) {
+        uint64_t *dst = limbs + (size_t)l * limb_stride;
+        const ts_modulus_t *m = &p->qmod[l];
+        if (gap != 1)
+            memset(dst, 0, n * sizeof(uint64_t));
+        for (size_t i = 0; i < slots; i++) {
+            dst[i * gap] = ts__ckks_double_mod(creal(scratch[i]), m);
+            dst[(i + slots) * gap] = ts__ckks_double_mod(cimag(scratch[i]), m);
+        }
+    }
+    return TS_OK;
+}
+
+/* The centered value of coefficient j over Q_l divided by scale. */
+static long double lift(const ts_ckks_params_t *p, const uint64_t *limbs, size_t limb_stride,
+                        int level, size_t j, uint64_t *crt_scratch)
+{
+    if (level == 0) {
+        uint64_t q = p->q[0], r = limbs[j];
+        return r > q / 2 ? -(long double)(q - r) : (long double)r;
+    }
+    return ts_rns_compose_ld(ts_ring_basis_q(p->ring, (uint32_t)level + 1), limbs + j, limb_stride,
+                             0.0, crt_scratch);
+}
+
+ts_status_t ts__ckks_decode_limbs(const ts_ckks_params_t *p, const uint64_t *limbs,
+                                  size_t limb_stride, int level, double scale, size_t slots,
+                                  double complex *out, double *out_real, size_t count,
+                                  double complex *scratch, uint64_t *crt_scratch)
+{
+    size_t n = p->n;
+    if (!pow2(slots) || slots > n / 2 || level < 0 || (size_t)level >= p->nq)
+        return TS_EINVAL;
+    if (!(scale > 0) || !isfinite(scale))
+        return TS_ESCALE;
+    size_t gap = n / (2 * slots);
+    long double inv = 1.0L / (long double)scale;
+    for (size_t i = 0; i < slots; i++) {
+        long double re = lift(p, limbs, limb_stride, level, i * gap, crt_scratch) * inv;
+        long double im = lift(p, limbs, limb_stride, level, (i + slots) * gap, crt_scratch) * inv;
+        scratch[i] = (double)re + I * (double)im;
+    }
+    ts__ckks_fft_fwd(p, scratch, slots);
+    if (count > slots)
+        count = slots;
+    for (size_t i = 0; i < count; i++) {
+        if (out)
+            out[i] = scratch[i];
+        if (out_real)
+            out_real[i] = creal(scratch[i]);
+    }
+    return TS_OK;
+}
+
+/* ------------------------------------------------------- the encoder */
+
+struct ts_ckks_encoder {
+    ts_ckks_params_t *params;
+    double complex *vals;  /* N/2 */
+    uint64_t *host;        /* nq * N words: staging when the backend is not host memory */
+    uint64_t *crt;         /* 2 * words of Q */
+    ts_poly_t *tmp;        /* decode: a coefficient-form copy */
+};
+
+ts_status_t ts_ckks_encoder_new(ts_ckks_params_t *params, ts_ckks_encoder_t **out)
+{
+    if (!params || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    ts_ckks_encoder_t *e = ts_calloc(1, sizeof(*e));
+    if (!e)
+        return TS_ENOMEM;
+    e->params = ts_ckks_params_ref(params);
+    const ts_rns_basis_t *top = ts_ring_basis_q(params->ring, (uint32_t)params->nq);
+    size_t words = top ? top->words : params->nq + 1;
+    e->vals = ts_malloc(sizeof(double complex) * (params->n / 2));
+    e->host = ts_malloc(sizeof(uint64_t) * params->n * params->nq);
+    e->crt = ts_malloc(sizeof(uint64_t) * 2 * (words + 1));
+    ts_status_t st = (e->vals && e->host && e->crt) ? TS_OK : TS_ENOMEM;
+    if (st == TS_OK)
+        st = ts_poly_new(params->ring, (uint32_t)params->nq, 0, false, &e->tmp);
+    if (st != TS_OK) {
+        ts_ckks_encoder_free(e);
+        return st;
+    }
+    *out = e;
+    return TS_OK;
+}
+
+void ts_ckks_encoder_free(ts_ckks_encoder_t *e)
+{
+    if (!e)
+        return;
+    if (e->tmp)
+        ts_poly_reshape(e->tmp, e->tmp->cap_limbs, 0, false);
+    ts_poly_free(e->tmp);
+    if (e->vals)
+        ts_memzero(e->vals, sizeof(double complex) * (e->params->n / 2));
+    ts_free(e->vals);
+    ts_free_secret(e->host);
+    ts_free_secret(e->crt);
+    ts_ckks_params_free(e->params);
+    ts_free(e);
+}
+
+static int log2_slots(size_t slots)
+{
+    int l = 0;
+    while (((size_t)1 << l) < slots)
+        l++;
+    return l;
+}
+
+static ts_status_t encode_any(ts_ckks_encoder_t *e, const double complex *cv, const double *rv,
+                              size_t count, size_t slots, int level, double scale,
+                              ts_ckks_plaintext_t *pt)
+{
+    if (!e || !pt || (!cv && !rv && count))
+        return TS_EINVAL;
+    const ts_ckks_params_t *p = e->params;
+    if (!ts_ckks_params_equal(p, pt->params))
+        return TS_EMISMATCH;
+    if (level < 0 || (size_t)level >= p->nq)
+        return TS_ELEVEL;
+    if (slots == 0)
+        slots = (size_t)1 << p->log_slots;
+    ts_status_t st = ts_poly_reshape(pt->poly, (uint32_t)level + 1, 0, false);
+    if (st != TS_OK)
+        return st;
+    ts_backend_t *be = ts_ring_backend(p->ring);
+    uint64_t *dst = be->host_memory ? pt->poly->data : e->host;
+    st = ts__ckks_encode_limbs(p, cv, rv, count, slots, scale, level, dst, p->n, e->vals);
+    if (st == TS_OK && !be->host_memory)
+        st = ts_poly_upload(pt->poly, e->host);
+    if (st == TS_OK)
+        st = ts_poly_ntt(pt->poly);
+    if (st != TS_OK) {
+        ts_poly_reshape(pt->poly, (uint32_t)level + 1, 0, true);
+        return st;
+    }
+    pt->scale = scale;
+    pt->log_slots = log2_slots(slots);
+    return TS_OK;
+}
+
+ts_status_t ts_ckks_encode(ts_ckks_encoder_t *enc, const double complex *values, size_t count,
+                           size_t slots, int level, double scale, ts_ckks_plaintext_t *pt)
+{
+    return encode_any(enc, values, NULL, count, slots, level, scale, pt);
+}
+
+ts_status_t ts_ckks_encode_real(ts_ckks_encoder_t *enc, const double *values, size_t count,
+                                size_t slots, int level, double scale, ts_ckks_plaintext_t *pt)
+{
+    return encode_any(enc, NULL, values, count, slots, level, scale, pt);
+}
+
+static ts_status_t decode_any(ts_ckks_encoder_t *e, const ts_ckks_plaintext_t *pt,
+                              double complex *cv, double *rv, size_t count)
+{
+    if (!e || !pt || (!cv && !rv && count))
+        return TS_EINVAL;
+    const ts_ckks_params_t *p = e->params;
+    if (!ts_ckks_params_equal(p, pt->params))
+        return TS_EMISMATCH;
+    size_t slots = (size_t)1 << pt->log_slots;
+    if (count > slots)
+        return TS_EINVAL;
+    ts_status_t st = ts_poly_copy(e->tmp, pt->poly);
+    if (st == TS_OK)
+        st = ts_poly_intt(e->tmp);
+    if (st != TS_OK)
+        return st;
+    ts_backend_t *be = ts_ring_backend(p->ring);
+    const uint64_t *src = e->tmp->data;
+    if (!be->host_memory) {
+        st = ts_poly_download(e->tmp, e->host);
+        if (st != TS_OK)
+            return st;
+        src = e->host;
+    }
+    return ts__ckks_decode_limbs(p, src, p->n, ts__ckks_level(pt->poly), pt->scale, slots, cv, rv,
+                                 count, e->vals, e->crt);
+}
+
+ts_status_t ts_ckks_decode(ts_ckks_encoder_t *enc, const ts_ckks_plaintext_t *pt,
+                           double complex *values, size_t count)
+{
+    return decode_any(enc, pt, values, NULL, count);
+}
+
+ts_status_t ts_ckks_decode_real(ts_ckks_encoder_t *enc, const ts_ckks_plaintext_t *pt,
+                                double *values, size_t count)
+{
+    return decode_any(enc, pt, NULL, values, count);
+}
