@@ -302,6 +302,129 @@ ts_status_t ts_ckks_drop_level(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext
 ts_status_t ts_ckks_drop_to_level(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
                                   int level, ts_ckks_ciphertext_t *out);
 
+/* ------------------------------------------------------------------ keys */
+
+/*
+ * Keys wrap core/rlwe: the secret s (ternary or sparse ternary as the
+ * parameters say), the public key (-a s + e, a) with a regenerated from a
+ * 32-byte seed, and the evaluation keys (relinearization, Galois keys for
+ * rotations and conjugation) with hybrid key switching (dnum digits, the P
+ * primes). Randomness comes from the caller's prng (ts_prng_new_os for keys).
+ */
+typedef struct ts_ckks_secret_key ts_ckks_secret_key_t;
+typedef struct ts_ckks_public_key ts_ckks_public_key_t;
+
+ts_status_t ts_ckks_keygen_secret(ts_ckks_params_t *params, ts_prng_t *prng,
+                                  ts_ckks_secret_key_t **out);
+void ts_ckks_secret_key_free(ts_ckks_secret_key_t *sk); /* wipes; accepts NULL */
+/* seed: the public seed of "a" (NULL: drawn from prng). */
+ts_status_t ts_ckks_keygen_public(const ts_ckks_secret_key_t *sk, ts_prng_t *prng,
+                                  const uint8_t *seed, ts_ckks_public_key_t **out);
+void ts_ckks_public_key_free(ts_ckks_public_key_t *pk); /* accepts NULL */
+
+/* An empty set of evaluation keys for params; keys are added by the gen calls. */
+ts_status_t ts_ckks_evalkeys_new(ts_ckks_params_t *params, ts_ckks_evalkeys_t **out);
+void ts_ckks_evalkeys_free(ts_ckks_evalkeys_t *ek); /* accepts NULL */
+ts_status_t ts_ckks_evalkeys_gen_relin(ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk,
+                                       ts_prng_t *prng);
+/* Galois keys for rotations by each step (left rotation for step > 0, taken
+ * mod the slot count of the parameters; duplicates and 0 are skipped). */
+ts_status_t ts_ckks_evalkeys_gen_rotations(ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk,
+                                           const int64_t *steps, size_t count, ts_prng_t *prng);
+ts_status_t ts_ckks_evalkeys_gen_conjugate(ts_ckks_evalkeys_t *ek,
+                                           const ts_ckks_secret_key_t *sk, ts_prng_t *prng);
+bool ts_ckks_evalkeys_has_relin(const ts_ckks_evalkeys_t *ek);
+bool ts_ckks_evalkeys_has_rotation(const ts_ckks_evalkeys_t *ek, int64_t step);
+
+/* ------------------------------------------------------ encrypt, decrypt */
+
+/* Public-key encryption of pt: (v pk_0 + e_0 + m, v pk_1 + e_1), v ternary. */
+ts_status_t ts_ckks_encrypt_pk(const ts_ckks_public_key_t *pk, const ts_ckks_plaintext_t *pt,
+                               ts_prng_t *prng, ts_ckks_ciphertext_t *ct);
+/*
+ * Symmetric encryption (-a s + e + m, a) with a expanded from `seed` (NULL:
+ * drawn from prng). The seed is kept with the ciphertext (ts_ckks_ciphertext_seed)
+ * until an operation changes c_1, so serialization can send 32 bytes for c_1.
+ */
+ts_status_t ts_ckks_encrypt_sk(const ts_ckks_secret_key_t *sk, const ts_ckks_plaintext_t *pt,
+                               ts_prng_t *prng, const uint8_t *seed, ts_ckks_ciphertext_t *ct);
+/* True (and the seed copied) when c_1 is still the seeded uniform polynomial. */
+bool ts_ckks_ciphertext_seed(const ts_ckks_ciphertext_t *ct, uint8_t seed[TS_SEED_BYTES]);
+/* pt = c_0 + c_1 s (+ c_2 s^2), at the ciphertext's level and scale. */
+ts_status_t ts_ckks_decrypt(const ts_ckks_secret_key_t *sk, const ts_ckks_ciphertext_t *ct,
+                            ts_ckks_plaintext_t *pt);
+
+/* ------------------------------------------------------------- rotations */
+
+/* Rotate the slots left by step (right for step < 0): slot i gets slot i + step. */
+ts_status_t ts_ckks_rotate(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a, int64_t step,
+                           ts_ckks_ciphertext_t *out);
+/* Complex conjugation of every slot. */
+ts_status_t ts_ckks_conjugate(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                              ts_ckks_ciphertext_t *out);
+/*
+ * Hoisted rotations: one digit decomposition of a's c_1 (ModUp) shared by all
+ * steps; outs[i] receives a rotated by steps[i] (0 = a copy). outs must be
+ * distinct from a.
+ */
+ts_status_t ts_ckks_rotate_hoisted(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                                   const int64_t *steps, size_t count,
+                                   ts_ckks_ciphertext_t *const *outs);
+
+/* ------------------------------------------------------ linear transforms */
+
+/*
+ * y = M x on the slots, by the diagonal method with baby-step giant-step
+ * (Halevi-Shoup diagonals, BSGS as in Han-Ki / Bossuat et al.):
+ *     M x = sum_g rot_{g n1}( sum_b rot_{-g n1}(d_{g n1 + b}) . rot_b(x) ),
+ * d_i[j] = M[j][(j + i) mod n]. Only nonzero diagonals are kept; baby
+ * rotations are hoisted. The diagonals are encoded at the given level and
+ * scale (0 = q_level, so a rescale after the transform restores x's scale).
+ */
+typedef struct ts_ckks_lintrans ts_ckks_lintrans_t;
+
+/* [in] m: slots x slots, row-major. n1: baby steps (0 = about sqrt of the
+ * number of diagonals, a power of two). */
+ts_status_t ts_ckks_lintrans_new(ts_ckks_encoder_t *enc, const double complex *m, size_t slots,
+                                 int level, double scale, size_t n1, ts_ckks_lintrans_t **out);
+void ts_ckks_lintrans_free(ts_ckks_lintrans_t *lt); /* accepts NULL */
+/* [out] the rotation steps apply() needs (at most *count; *count set to the number). */
+ts_status_t ts_ckks_lintrans_steps(const ts_ckks_lintrans_t *lt, int64_t *steps, size_t *count);
+/* out = M a (scale a.scale * lt scale, not rescaled). a at lt's level. */
+ts_status_t ts_ckks_lintrans_apply(ts_ckks_evaluator_t *ev, const ts_ckks_lintrans_t *lt,
+                                   const ts_ckks_ciphertext_t *a, ts_ckks_ciphertext_t *out);
+
+/* ------------------------------------------------- polynomial evaluation */
+
+typedef enum {
+    TS_CKKS_POLY_AUTO = 0,     /* Paterson-Stockmeyer with k ~ sqrt(2 degree) */
+    TS_CKKS_POLY_HORNER = 1,   /* depth = degree, degree products */
+    TS_CKKS_POLY_BALANCED = 2, /* all powers by a balanced tree: depth ceil(log2 d) + 1 */
+    TS_CKKS_POLY_PS = 3,       /* Paterson-Stockmeyer with the given k */
+} ts_ckks_poly_method_t;
+
+/*
+ * out = p(a) = sum_i coeffs[i] a^i (power basis), coeffs[0..degree]. The
+ * result has scale target_scale (0 = the parameters' default scale) exactly
+ * and the lowest level the method allows. Needs the relinearization key.
+ * TS_ELEVEL when a has too few levels for the method's depth.
+ */
+ts_status_t ts_ckks_eval_poly(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                              const double *coeffs, size_t degree, ts_ckks_poly_method_t method,
+                              size_t ps_k, double target_scale, ts_ckks_ciphertext_t *out);
+/*
+ * out = sum_i coeffs[i] T_i(y), y = (2a - (lo + hi)) / (hi - lo): a Chebyshev
+ * series on [lo, hi], evaluated with baby-step giant-step (Paterson-
+ * Stockmeyer over T_i; T_{2n} = 2 T_n^2 - 1, T_{m+n} = 2 T_m T_n - T_{|m-n|}).
+ * The change of variable costs one level unless [lo, hi] = [-1, 1].
+ */
+ts_status_t ts_ckks_eval_chebyshev(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                                   const double *coeffs, size_t degree, double lo, double hi,
+                                   double target_scale, ts_ckks_ciphertext_t *out);
+/* Chebyshev interpolation of f on [lo, hi] at the degree + 1 Chebyshev nodes. */
+ts_status_t ts_ckks_chebyshev_fit(double (*f)(double x, void *ctx), void *ctx, double lo,
+                                  double hi, size_t degree, double *coeffs);
+
 #ifdef __cplusplus
 }
 #endif

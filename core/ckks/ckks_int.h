@@ -134,4 +134,9 @@ ts_status_t ts__ckks_decode_limbs(const ts_ckks_params_t *p, const uint64_t *lim
                                   double complex *out, double *out_real, size_t count,
                                   double complex *scratch, uint64_t *crt_scratch);
 
+/* The parameters of an encoder (borrowed). */
+ts_ckks_params_t *ts__ckks_encoder_params(const ts_ckks_encoder_t *enc);
+/* True when two scales agree up to the tolerance of additions. */
+bool ts__ckks_scales_match(double a, double b);
+
 #endif /* TS_CKKS_INT_H */

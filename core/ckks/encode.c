@@ -243,3 +243,8 @@ ts_status_t ts_ckks_decode_real(ts_ckks_encoder_t *enc, const ts_ckks_plaintext_
 {
     return decode_any(enc, pt, NULL, values, count);
 }
+
+ts_ckks_params_t *ts__ckks_encoder_params(const ts_ckks_encoder_t *enc)
+{
+    return enc->params;
+}

@@ -1,0 +1,255 @@
+/*
+ * Slot-wise linear transforms by the diagonal method with baby-step
+ * giant-step (Halevi-Shoup, "Algorithms in HElib", CRYPTO 2014, section 4;
+ * BSGS with pre-rotated diagonals as in Han-Ki, CT-RSA 2020, and Bossuat et
+ * al., Eurocrypt 2021):
+ *     M x = sum_g rot_{g n1}( sum_b d'_{g n1 + b} . rot_b(x) ),
+ *     d_i[j] = M[j][(j + i) mod n],  d'_i = rot_{-g n1}(d_i),
+ * with rot_k(v)[j] = v[(j + k) mod n]. Baby rotations are hoisted.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/ckks/ckks_int.h"
+
+typedef struct {
+    size_t index;              /* i = g n1 + b */
+    ts_ckks_plaintext_t *pt;   /* d'_i */
+} diag_t;
+
+struct ts_ckks_lintrans {
+    ts_ckks_params_t *params;
+    size_t slots, n1;
+    int level;
+    double scale;
+    size_t ndiag;
+    diag_t *diags;             /* sorted by index */
+};
+
+void ts_ckks_lintrans_free(ts_ckks_lintrans_t *lt)
+{
+    if (!lt)
+        return;
+    for (size_t i = 0; i < lt->ndiag; i++)
+        ts_ckks_plaintext_free(lt->diags[i].pt);
+    ts_free(lt->diags);
+    ts_ckks_params_free(lt->params);
+    ts_free(lt);
+}
+
+ts_status_t ts_ckks_lintrans_new(ts_ckks_encoder_t *enc, const double complex *m, size_t slots,
+                                 int level, double scale, size_t n1, ts_ckks_lintrans_t **out)
+{
+    if (!enc || !m || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    ts_ckks_params_t *p = ts__ckks_encoder_params(enc);
+    if (!slots || (slots & (slots - 1)) || slots > p->n / 2)
+        return TS_EINVAL;
+    if (level < 0 || (size_t)level >= p->nq)
+        return TS_ELEVEL;
+    if (scale == 0)
+        scale = (double)p->q[level];
+    if (!(scale >= 1.0) || !isfinite(scale))
+        return TS_ESCALE;
+    /* the nonzero diagonals */
+    size_t nd = 0;
+    bool *nz = ts_calloc(slots, sizeof(bool));
+    double complex *d = ts_malloc(sizeof(double complex) * slots);
+    ts_ckks_lintrans_t *lt = ts_calloc(1, sizeof(*lt));
+    ts_status_t st = (nz && d && lt) ? TS_OK : TS_ENOMEM;
+    if (st != TS_OK)
+        goto out_fail;
+    for (size_t i = 0; i < slots; i++)
+        for (size_t j = 0; j < slots && !nz[i]; j++) {
+            double complex v = m[j * slots + (j + i) % slots];
+            if (!isfinite(creal(v)) || !isfinite(cimag(v))) {
+                st = TS_EINVAL;
+                goto out_fail;
+            }
+            if (v != 0)
+                nz[i] = true;
+        }
+    for (size_t i = 0; i < slots; i++)
+        nd += nz[i];
+    if (n1 == 0) {
+        n1 = 1;
+        while (n1 * n1 < slots)
+            n1 *= 2;
+        if (nd < 4)
+            n1 = slots; /* a few diagonals: no giant steps */
+    }
+    if (n1 & (n1 - 1) || n1 > slots) {
+        st = TS_EINVAL;
+        goto out_fail;
+    }
+    lt->params = ts_ckks_params_ref(p);
+    lt->slots = slots;
+    lt->n1 = n1;
+    lt->level = level;
+    lt->scale = scale;
+    lt->diags = ts_calloc(nd ? nd : 1, sizeof(diag_t));
+    if (!lt->diags) {
+        st = TS_ENOMEM;
+        goto out_fail;
+    }
+    for (size_t i = 0; i < slots && st == TS_OK; i++) {
+        if (!nz[i])
+            continue;
+        size_t g = i / n1 * n1;
+        /* d'_i[j] = d_i[(j - g) mod n] */
+        for (size_t j = 0; j < slots; j++) {
+            size_t r = (j + slots - g) % slots;
+            d[j] = m[r * slots + (r + i) % slots];
+        }
+        diag_t *dg = &lt->diags[lt->ndiag];
+        dg->index = i;
+        st = ts_ckks_plaintext_new(p, level, &dg->pt);
+        if (st == TS_OK) {
+            lt->ndiag++;
+            st = ts_ckks_encode(enc, d, slots, slots, level, scale, dg->pt);
+        }
+    }
+    if (st != TS_OK)
+        goto out_fail;
+    ts_free(nz);
+    ts_free(d);
+    *out = lt;
+    return TS_OK;
+
+out_fail:
+    ts_free(nz);
+    ts_free(d);
+    ts_ckks_lintrans_free(lt);
+    return st;
+}
+
+/* Baby steps b in use (b = index mod n1) and giant offsets g n1 in use. */
+static size_t collect(const ts_ckks_lintrans_t *lt, int64_t *baby, size_t *nbaby, int64_t *giant)
+{
+    size_t nb = 0, ng = 0;
+    for (size_t i = 0; i < lt->ndiag; i++) {
+        int64_t b = (int64_t)(lt->diags[i].index % lt->n1);
+        int64_t g = (int64_t)(lt->diags[i].index - (size_t)b);
+        bool seen = false;
+        for (size_t j = 0; j < nb; j++)
+            seen |= baby[j] == b;
+        if (!seen)
+            baby[nb++] = b;
+        seen = false;
+        for (size_t j = 0; j < ng; j++)
+            seen |= giant[j] == g;
+        if (!seen)
+            giant[ng++] = g;
+    }
+    *nbaby = nb;
+    return ng;
+}
+
+ts_status_t ts_ckks_lintrans_steps(const ts_ckks_lintrans_t *lt, int64_t *steps, size_t *count)
+{
+    if (!lt || !count)
+        return TS_EINVAL;
+    int64_t *baby = ts_malloc(sizeof(int64_t) * (lt->ndiag + 1));
+    int64_t *giant = ts_malloc(sizeof(int64_t) * (lt->ndiag + 1));
+    if (!baby || !giant) {
+        ts_free(baby);
+        ts_free(giant);
+        return TS_ENOMEM;
+    }
+    size_t nb, ng = collect(lt, baby, &nb, giant), n = 0;
+    ts_status_t st = TS_OK;
+    for (size_t i = 0; i < nb + ng; i++) {
+        int64_t s = i < nb ? baby[i] : giant[i - nb];
+        if (s == 0)
+            continue;
+        if (steps && n >= *count) {
+            st = TS_ERANGE;
+            break;
+        }
+        if (steps)
+            steps[n] = s;
+        n++;
+    }
+    *count = n;
+    ts_free(baby);
+    ts_free(giant);
+    return st;
+}
+
+ts_status_t ts_ckks_lintrans_apply(ts_ckks_evaluator_t *ev, const ts_ckks_lintrans_t *lt,
+                                   const ts_ckks_ciphertext_t *a, ts_ckks_ciphertext_t *out)
+{
+    if (!ev || !lt || !a || !out)
+        return TS_EINVAL;
+    if (!ts_ckks_params_equal(ev->params, lt->params) ||
+        !ts_ckks_params_equal(ev->params, a->params) ||
+        !ts_ckks_params_equal(ev->params, out->params))
+        return TS_EMISMATCH;
+    if (ts_ckks_ciphertext_slots(a) != lt->slots)
+        return TS_EMISMATCH;
+    if (ts_ckks_ciphertext_level(a) != lt->level)
+        return TS_ELEVEL;
+    if (a->degree != 1)
+        return TS_EINVAL;
+    if (lt->ndiag == 0)
+        return TS_EINVAL;
+    size_t cap = lt->ndiag + 1;
+    int64_t *baby = ts_malloc(sizeof(int64_t) * cap);
+    int64_t *giant = ts_malloc(sizeof(int64_t) * cap);
+    ts_ckks_ciphertext_t **rot = ts_calloc(cap, sizeof(*rot));
+    ts_ckks_ciphertext_t *acc = NULL, *sum = NULL, *t = NULL;
+    ts_status_t st = (baby && giant && rot) ? TS_OK : TS_ENOMEM;
+    size_t nb = 0, ng = 0;
+    if (st == TS_OK)
+        ng = collect(lt, baby, &nb, giant);
+    int top = (int)ev->params->nq - 1;
+    for (size_t i = 0; i < nb && st == TS_OK; i++)
+        st = ts_ckks_ciphertext_new(ev->params, top, &rot[i]);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_new(ev->params, top, &acc);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_new(ev->params, top, &sum);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_new(ev->params, top, &t);
+    if (st == TS_OK)
+        st = ts_ckks_rotate_hoisted(ev, a, baby, nb, rot);
+    bool have_sum = false;
+    for (size_t gi = 0; gi < ng && st == TS_OK; gi++) {
+        bool have_acc = false;
+        for (size_t k = 0; k < lt->ndiag && st == TS_OK; k++) {
+            const diag_t *dg = &lt->diags[k];
+            int64_t b = (int64_t)(dg->index % lt->n1);
+            if ((int64_t)dg->index - b != giant[gi])
+                continue;
+            size_t bi = 0;
+            while (baby[bi] != b)
+                bi++;
+            if (!have_acc) {
+                st = ts_ckks_mul_plain(ev, rot[bi], dg->pt, acc);
+                have_acc = true;
+            } else {
+                st = ts_ckks_mul_plain(ev, rot[bi], dg->pt, t);
+                if (st == TS_OK)
+                    st = ts_ckks_add(ev, acc, t, acc);
+            }
+        }
+        if (st == TS_OK && giant[gi] != 0)
+            st = ts_ckks_rotate(ev, acc, giant[gi], acc);
+        if (st == TS_OK)
+            st = have_sum ? ts_ckks_add(ev, sum, acc, sum) : ts_ckks_ciphertext_copy(sum, acc);
+        have_sum = true;
+    }
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_copy(out, sum);
+    if (rot)
+        for (size_t i = 0; i < cap; i++)
+            ts_ckks_ciphertext_free(rot[i]);
+    ts_free(rot);
+    ts_ckks_ciphertext_free(acc);
+    ts_ckks_ciphertext_free(sum);
+    ts_ckks_ciphertext_free(t);
+    ts_free(baby);
+    ts_free(giant);
+    return st;
+}

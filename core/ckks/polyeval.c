@@ -1,0 +1,490 @@
+/*
+ * Polynomial evaluation on ciphertexts: power basis (Horner, balanced tree,
+ * Paterson-Stockmeyer) and Chebyshev basis (Paterson-Stockmeyer over T_i,
+ * i.e. baby-step giant-step), with exact scale management.
+ *
+ * Scale management (the approach of Lattigo's polynomial evaluator,
+ * Bossuat et al., Eurocrypt 2021, section 5): every node of the evaluation
+ * tree is asked for a result at a given (scale, level). A leaf
+ * sum_{i<k} c_i B_i is computed at level tl + 1 by scalar products whose
+ * constant scales are chosen as target * q_{tl+1} / scale(B_i), so that all
+ * terms share one scale and the final rescale lands exactly on the target.
+ * A split p = q * G + r asks q for target * q_{tl+1} / scale(G) at level
+ * tl + 1 and r for (target, tl). Additions therefore never see two scales.
+ *
+ * Splitting (Paterson-Stockmeyer, "On the number of nonscalar
+ * multiplications necessary to evaluate polynomials", 1973): baby basis
+ * B_1..B_k, giants G_m = B_{k 2^m}; p of degree d >= k is split at the
+ * largest K = k 2^m <= d. Power basis: p = q x^K + r with q_j = c_{K+j}.
+ * Chebyshev basis (d < 2K): from T_K T_j = (T_{K+j} + T_{K-j}) / 2,
+ * q_0 = c_K, q_j = 2 c_{K+j} and r_{K-j} = c_{K-j} - c_{K+j} (j >= 1).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/ckks/ckks_int.h"
+
+typedef struct {
+    ts_ckks_evaluator_t *ev;
+    bool cheb;
+    size_t k;                  /* baby steps: B[1..nb] computed, nb = min(k, degree) */
+    size_t nb;
+    ts_ckks_ciphertext_t **B;  /* B[0] unused */
+    size_t ng;                 /* giants G[0..ng) */
+    ts_ckks_ciphertext_t **G;
+} pe_t;
+
+static int lvl(const ts_ckks_ciphertext_t *ct)
+{
+    return ts_ckks_ciphertext_level(ct);
+}
+
+static ts_status_t new_ct(pe_t *s, ts_ckks_ciphertext_t **out)
+{
+    return ts_ckks_ciphertext_new(s->ev->params, (int)s->ev->params->nq - 1, out);
+}
+
+/*
+ * out = x * y without rescaling (relinearized), both brought to the lower
+ * level first. out must not alias x or y. t: scratch ciphertext.
+ */
+static ts_status_t prod_raw(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *x,
+                            const ts_ckks_ciphertext_t *y, ts_ckks_ciphertext_t *t,
+                            ts_ckks_ciphertext_t *out)
+{
+    int l = lvl(x) < lvl(y) ? lvl(x) : lvl(y);
+    ts_status_t st;
+    if (lvl(x) > l) {
+        st = ts_ckks_drop_to_level(ev, x, l, t);
+        if (st == TS_OK)
+            st = ts_ckks_mul_relin(ev, t, y, out);
+    } else if (lvl(y) > l) {
+        st = ts_ckks_drop_to_level(ev, y, l, t);
+        if (st == TS_OK)
+            st = ts_ckks_mul_relin(ev, x, t, out);
+    } else {
+        st = ts_ckks_mul_relin(ev, x, y, out);
+    }
+    return st;
+}
+
+/*
+ * The basis element of degree a + b from those of degree a >= b (d = a - b):
+ * power basis x^{a+b} = x^a x^b; Chebyshev T_{a+b} = 2 T_a T_b - T_d
+ * (T_0 = 1, so T_{2a} = 2 T_a^2 - 1).
+ */
+static ts_status_t combine(pe_t *s, const ts_ckks_ciphertext_t *xa, const ts_ckks_ciphertext_t *xb,
+                           const ts_ckks_ciphertext_t *xd, ts_ckks_ciphertext_t *t,
+                           ts_ckks_ciphertext_t *out)
+{
+    ts_ckks_evaluator_t *ev = s->ev;
+    ts_status_t st = prod_raw(ev, xa, xb, t, out);
+    if (st != TS_OK || !s->cheb)
+        goto rescale;
+    st = ts_ckks_mul_int(ev, out, 2, out);
+    if (st != TS_OK)
+        return st;
+    if (!xd) {
+        st = ts_ckks_add_const(ev, out, -1.0, out);
+    } else {
+        /* T_d at out's level and scale: one scalar product by round(scale ratio) */
+        st = ts_ckks_drop_to_level(ev, xd, lvl(out), t);
+        if (st == TS_OK)
+            st = ts_ckks_mul_const(ev, t, 1.0, out->scale / t->scale, t);
+        if (st == TS_OK) {
+            t->scale = out->scale; /* the rounding of the ratio is below 2^-36 relative */
+            st = ts_ckks_sub(ev, out, t, out);
+        }
+    }
+rescale:
+    if (st != TS_OK)
+        return st;
+    return ts_ckks_rescale(ev, out, out);
+}
+
+static void pe_clear(pe_t *s)
+{
+    if (s->B)
+        for (size_t i = 0; i <= s->nb; i++)
+            ts_ckks_ciphertext_free(s->B[i]);
+    if (s->G)
+        for (size_t i = 0; i < s->ng; i++)
+            ts_ckks_ciphertext_free(s->G[i]);
+    ts_free(s->B);
+    ts_free(s->G);
+}
+
+/* Baby basis B[1..nb] and giants G[0..ng) from x. */
+static ts_status_t pe_build(pe_t *s, const ts_ckks_ciphertext_t *x, size_t degree)
+{
+    s->nb = s->k < degree ? s->k : degree;
+    size_t ng = 0;
+    if (degree >= s->k)
+        for (size_t K = s->k; K <= degree; K <<= 1)
+            ng++;
+    s->ng = ng;
+    s->B = ts_calloc(s->nb + 1, sizeof(*s->B));
+    s->G = ts_calloc(ng ? ng : 1, sizeof(*s->G));
+    if (!s->B || !s->G)
+        return TS_ENOMEM;
+    ts_ckks_ciphertext_t *t = NULL;
+    ts_status_t st = new_ct(s, &t);
+    for (size_t i = 1; i <= s->nb && st == TS_OK; i++) {
+        st = new_ct(s, &s->B[i]);
+        if (st != TS_OK)
+            break;
+        if (i == 1) {
+            st = ts_ckks_ciphertext_copy(s->B[1], x);
+            continue;
+        }
+        size_t a = 1;
+        while (a * 2 < i)
+            a *= 2; /* largest power of two below i (i = a + b, 1 <= b <= a) */
+        size_t b = i - a;
+        st = combine(s, s->B[a], s->B[b], a == b ? NULL : s->B[a - b], t, s->B[i]);
+    }
+    for (size_t m = 0; m < ng && st == TS_OK; m++) {
+        st = new_ct(s, &s->G[m]);
+        if (st != TS_OK)
+            break;
+        if (m == 0 && s->k <= s->nb) {
+            st = ts_ckks_ciphertext_copy(s->G[0], s->B[s->k]);
+        } else if (m == 0) {
+            st = TS_EINTERNAL;
+        } else {
+            st = combine(s, s->G[m - 1], s->G[m - 1], NULL, t, s->G[m]);
+        }
+    }
+    ts_ckks_ciphertext_free(t);
+    return st;
+}
+
+static bool all_zero(const double *c, size_t from, size_t to)
+{
+    for (size_t i = from; i <= to; i++)
+        if (c[i] != 0.0)
+            return false;
+    return true;
+}
+
+/* Coefficients of q and r when p (degree d, d >= K) is split at K. */
+static void split(const pe_t *s, const double *c, size_t d, size_t K, double *q, double *r)
+{
+    for (size_t i = 0; i < K; i++)
+        r[i] = c[i];
+    for (size_t j = 0; j <= d - K; j++)
+        q[j] = c[K + j];
+    if (s->cheb) {
+        for (size_t j = 1; j <= d - K; j++) {
+            q[j] = 2.0 * c[K + j];
+            r[K - j] -= c[K + j];
+        }
+    }
+}
+
+static size_t giant_index(const pe_t *s, size_t d, size_t *K)
+{
+    size_t m = 0, k = s->k;
+    while (k * 2 <= d) {
+        k *= 2;
+        m++;
+    }
+    *K = k;
+    return m;
+}
+
+/* The highest level at which p (degree d) can be produced; negative if none. */
+static int plan(const pe_t *s, const double *c, size_t d, double *work)
+{
+    if (d < s->k) {
+        int best = 1 << 30;
+        bool any = false;
+        for (size_t i = 1; i <= d; i++)
+            if (c[i] != 0.0) {
+                int l = lvl(s->B[i]) - 1;
+                best = l < best ? l : best;
+                any = true;
+            }
+        if (!any)
+            best = lvl(s->B[1]) - 1;
+        return best;
+    }
+    size_t K;
+    size_t m = giant_index(s, d, &K);
+    double *q = work, *r = work + (d - K + 1), *next = r + K;
+    split(s, c, d, K, q, r);
+    int best = lvl(s->G[m]) - 1;
+    if (d - K >= 1 && !all_zero(q, 1, d - K)) {
+        int lq = plan(s, q, d - K, next) - 1;
+        best = lq < best ? lq : best;
+    }
+    size_t dr = K - 1;
+    while (dr > 0 && r[dr] == 0.0)
+        dr--;
+    if (dr >= 1) {
+        int lr = plan(s, r, dr, next);
+        best = lr < best ? lr : best;
+    }
+    return best;
+}
+
+/* out = p(x) at exactly (scale ts, level tl). */
+static ts_status_t eval_node(pe_t *s, const double *c, size_t d, double ts, int tl, double *work,
+                             ts_ckks_ciphertext_t *out)
+{
+    ts_ckks_evaluator_t *ev = s->ev;
+    const ts_ckks_params_t *p = ev->params;
+    ts_ckks_ciphertext_t *t = NULL, *u = NULL;
+    ts_status_t st = new_ct(s, &t);
+    if (st == TS_OK)
+        st = new_ct(s, &u);
+    if (st != TS_OK)
+        goto out_free;
+    double ql = (double)p->q[tl + 1];
+
+    if (d < s->k) {
+        /* leaf: sum_{i>=1} c_i B_i at scale ts * q_{tl+1}, plus c_0, then rescale */
+        bool first = true;
+        for (size_t i = 1; i <= d && st == TS_OK; i++) {
+            if (c[i] == 0.0 && !(i == 1 && all_zero(c, 1, d)))
+                continue;
+            st = ts_ckks_drop_to_level(ev, s->B[i], tl + 1, t);
+            if (st == TS_OK)
+                st = ts_ckks_mul_const(ev, t, c[i], ts * ql / t->scale, t);
+            if (st == TS_OK) {
+                t->scale = ts * ql;
+                st = first ? ts_ckks_ciphertext_copy(out, t) : ts_ckks_add(ev, out, t, out);
+                first = false;
+            }
+        }
+        if (st == TS_OK && c[0] != 0.0)
+            st = ts_ckks_add_const(ev, out, c[0], out);
+        if (st == TS_OK)
+            st = ts_ckks_rescale(ev, out, out);
+        if (st == TS_OK)
+            out->scale = ts;
+        goto out_free;
+    }
+
+    size_t K;
+    size_t m = giant_index(s, d, &K);
+    double *q = work, *r = work + (d - K + 1), *next = r + K;
+    split(s, c, d, K, q, r);
+    const ts_ckks_ciphertext_t *g = s->G[m];
+    st = ts_ckks_drop_to_level(ev, g, tl + 1, u);
+    if (st != TS_OK)
+        goto out_free;
+    double sq = ts * ql / u->scale;
+    if (d - K == 0 || all_zero(q, 1, d - K)) {
+        /* q is the constant q_0: one scalar product of the giant */
+        st = ts_ckks_mul_const(ev, u, q[0], sq, out);
+    } else {
+        st = eval_node(s, q, d - K, sq, tl + 1, next, t);
+        if (st == TS_OK)
+            st = ts_ckks_mul_relin(ev, t, u, out);
+    }
+    if (st == TS_OK)
+        st = ts_ckks_rescale(ev, out, out);
+    if (st != TS_OK)
+        goto out_free;
+    out->scale = ts;
+    size_t dr = K - 1;
+    while (dr > 0 && r[dr] == 0.0)
+        dr--;
+    if (dr >= 1) {
+        st = eval_node(s, r, dr, ts, tl, next, t);
+        if (st == TS_OK)
+            st = ts_ckks_add(ev, out, t, out);
+    } else if (r[0] != 0.0) {
+        st = ts_ckks_add_const(ev, out, r[0], out);
+    }
+
+out_free:
+    ts_ckks_ciphertext_free(t);
+    ts_ckks_ciphertext_free(u);
+    return st;
+}
+
+static size_t auto_k(size_t degree)
+{
+    size_t k = 2;
+    while (k * k < 2 * (degree + 1))
+        k *= 2;
+    return k;
+}
+
+static ts_status_t eval_ps(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *x,
+                           const double *coeffs, size_t degree, bool cheb, size_t k,
+                           double target, ts_ckks_ciphertext_t *out)
+{
+    pe_t s = {.ev = ev, .cheb = cheb, .k = k};
+    /* work space for the split coefficient vectors: a geometric series < 4 (d + 1) */
+    double *work = ts_malloc(sizeof(double) * (4 * (degree + 1) + 8 * k + 16));
+    double *c = ts_malloc(sizeof(double) * (degree + 1));
+    ts_status_t st = (work && c) ? TS_OK : TS_ENOMEM;
+    if (st == TS_OK) {
+        memcpy(c, coeffs, sizeof(double) * (degree + 1));
+        st = pe_build(&s, x, degree);
+    }
+    if (st == TS_OK) {
+        int tl = plan(&s, c, degree, work);
+        if (tl < 0)
+            st = TS_ELEVEL;
+        else
+            st = eval_node(&s, c, degree, target, tl, work, out);
+    }
+    pe_clear(&s);
+    ts_free(work);
+    ts_free(c);
+    return st;
+}
+
+/*
+ * Horner: acc = c_d x + c_{d-1}, then acc = acc x + c_i. The first constant's
+ * scale is chosen so that the result ends exactly on the target scale.
+ */
+static ts_status_t eval_horner(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *x,
+                               const double *c, size_t d, double target,
+                               ts_ckks_ciphertext_t *out)
+{
+    const ts_ckks_params_t *p = ev->params;
+    int l0 = lvl(x);
+    if ((size_t)l0 < d)
+        return TS_ELEVEL;
+    /* final = sx * cs / q_{l0} * prod_{j=1}^{d-1} sx / q_{l0 - j} */
+    double f = x->scale / (double)p->q[l0];
+    for (size_t j = 1; j < d; j++)
+        f *= x->scale / (double)p->q[l0 - (int)j];
+    double cs = target / f;
+    ts_ckks_ciphertext_t *t = NULL, *xc = NULL;
+    ts_status_t st = ts_ckks_ciphertext_new(ev->params, (int)p->nq - 1, &t);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_new(ev->params, (int)p->nq - 1, &xc);
+    if (st == TS_OK) /* out may alias x */
+        st = ts_ckks_ciphertext_copy(xc, x);
+    x = xc;
+    if (st == TS_OK)
+        st = ts_ckks_mul_const(ev, x, c[d], cs, out);
+    if (st == TS_OK)
+        st = ts_ckks_rescale(ev, out, out);
+    if (st == TS_OK)
+        st = ts_ckks_add_const(ev, out, c[d - 1], out);
+    for (size_t i = d - 1; i-- > 0 && st == TS_OK;) {
+        st = ts_ckks_drop_to_level(ev, x, lvl(out), t);
+        if (st == TS_OK)
+            st = ts_ckks_mul_relin(ev, out, t, out);
+        if (st == TS_OK)
+            st = ts_ckks_rescale(ev, out, out);
+        if (st == TS_OK)
+            st = ts_ckks_add_const(ev, out, c[i], out);
+    }
+    if (st == TS_OK)
+        out->scale = target;
+    ts_ckks_ciphertext_free(t);
+    ts_ckks_ciphertext_free(xc);
+    return st;
+}
+
+static ts_status_t check_args(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                              const double *coeffs, size_t degree, ts_ckks_ciphertext_t *out)
+{
+    if (!ev || !a || !coeffs || !out || degree == 0 || degree > (1u << 16))
+        return TS_EINVAL;
+    if (!ts_ckks_params_equal(ev->params, a->params) ||
+        !ts_ckks_params_equal(ev->params, out->params))
+        return TS_EMISMATCH;
+    if (a->degree != 1)
+        return TS_EINVAL;
+    for (size_t i = 0; i <= degree; i++)
+        if (!isfinite(coeffs[i]))
+            return TS_EINVAL;
+    if (!ts_ckks_evalkeys_has_relin(ev->keys) && degree > 1)
+        return TS_ENOKEY;
+    return TS_OK;
+}
+
+ts_status_t ts_ckks_eval_poly(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                              const double *coeffs, size_t degree, ts_ckks_poly_method_t method,
+                              size_t ps_k, double target_scale, ts_ckks_ciphertext_t *out)
+{
+    ts_status_t st = check_args(ev, a, coeffs, degree, out);
+    if (st != TS_OK)
+        return st;
+    double target = target_scale > 0 ? target_scale : ev->params->scale;
+    if (!isfinite(target) || target < 1.0)
+        return TS_ESCALE;
+    switch (method) {
+    case TS_CKKS_POLY_HORNER:
+        return eval_horner(ev, a, coeffs, degree, target, out);
+    case TS_CKKS_POLY_BALANCED: {
+        size_t k = 1;
+        while (k <= degree)
+            k *= 2;
+        return eval_ps(ev, a, coeffs, degree, false, k, target, out);
+    }
+    case TS_CKKS_POLY_PS:
+        if (ps_k < 2)
+            return TS_EINVAL;
+        return eval_ps(ev, a, coeffs, degree, false, ps_k, target, out);
+    case TS_CKKS_POLY_AUTO:
+        return eval_ps(ev, a, coeffs, degree, false, auto_k(degree), target, out);
+    }
+    return TS_EINVAL;
+}
+
+ts_status_t ts_ckks_eval_chebyshev(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                                   const double *coeffs, size_t degree, double lo, double hi,
+                                   double target_scale, ts_ckks_ciphertext_t *out)
+{
+    ts_status_t st = check_args(ev, a, coeffs, degree, out);
+    if (st != TS_OK)
+        return st;
+    if (!isfinite(lo) || !isfinite(hi) || !(hi > lo))
+        return TS_EINVAL;
+    double target = target_scale > 0 ? target_scale : ev->params->scale;
+    if (!isfinite(target) || target < 1.0)
+        return TS_ESCALE;
+    ts_ckks_ciphertext_t *y = NULL;
+    st = ts_ckks_ciphertext_new(ev->params, (int)ev->params->nq - 1, &y);
+    if (st != TS_OK)
+        return st;
+    if (lo == -1.0 && hi == 1.0) {
+        st = ts_ckks_ciphertext_copy(y, a);
+    } else {
+        /* y = alpha a + beta, at a's scale after the rescale */
+        double alpha = 2.0 / (hi - lo), beta = -(hi + lo) / (hi - lo);
+        st = ts_ckks_mul_const(ev, a, alpha, 0, y);
+        if (st == TS_OK)
+            st = ts_ckks_rescale(ev, y, y);
+        if (st == TS_OK)
+            st = ts_ckks_add_const(ev, y, beta, y);
+    }
+    if (st == TS_OK)
+        st = eval_ps(ev, y, coeffs, degree, true, auto_k(degree), target, out);
+    ts_ckks_ciphertext_free(y);
+    return st;
+}
+
+ts_status_t ts_ckks_chebyshev_fit(double (*f)(double x, void *ctx), void *ctx, double lo,
+                                  double hi, size_t degree, double *coeffs)
+{
+    if (!f || !coeffs || !(hi > lo) || degree > (1u << 16))
+        return TS_EINVAL;
+    size_t n = degree + 1;
+    double *fx = ts_malloc(sizeof(double) * n);
+    if (!fx)
+        return TS_ENOMEM;
+    const double pi = 3.14159265358979323846264338327950288;
+    for (size_t j = 0; j < n; j++) {
+        double t = cos(pi * ((double)j + 0.5) / (double)n);
+        fx[j] = f(0.5 * (hi - lo) * t + 0.5 * (hi + lo), ctx);
+    }
+    for (size_t i = 0; i < n; i++) {
+        double acc = 0;
+        for (size_t j = 0; j < n; j++)
+            acc += fx[j] * cos(pi * (double)i * ((double)j + 0.5) / (double)n);
+        coeffs[i] = (i == 0 ? 1.0 : 2.0) * acc / (double)n;
+    }
+    ts_free(fx);
+    return TS_OK;
+}
