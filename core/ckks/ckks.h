@@ -57,22 +57,22 @@ typedef enum {
  */
 typedef struct ts_ckks_params_literal {
     char name[TS_CKKS_NAME_BYTES];
-    int64_t log_n;                  /* ring degree N = 2^log_n, 3..17 */
-    int64_t logq[TS_CKKS_MAX_Q];    /* bit sizes of q_0..q_L (20..61) */
+    int64_t log_n;               /* ring degree N = 2^log_n, 3..17 */
+    int64_t logq[TS_CKKS_MAX_Q]; /* bit sizes of q_0..q_L (20..61) */
     size_t logq_count;
-    int64_t q[TS_CKKS_MAX_Q];       /* or explicit primes */
+    int64_t q[TS_CKKS_MAX_Q]; /* or explicit primes */
     size_t q_count;
-    int64_t logp[TS_CKKS_MAX_P];    /* bit sizes of the special primes */
+    int64_t logp[TS_CKKS_MAX_P]; /* bit sizes of the special primes */
     size_t logp_count;
-    int64_t p[TS_CKKS_MAX_P];       /* or explicit primes */
+    int64_t p[TS_CKKS_MAX_P]; /* or explicit primes */
     size_t p_count;
-    int64_t dnum;                   /* key-switching digits; 0 = ceil(#Q / #P) */
-    double scale_log2;              /* default scale 2^scale_log2 */
-    int secret;                     /* ts_ckks_secret_dist_t */
-    int64_t hamming_weight;         /* sparse ternary only */
-    int64_t log_slots;              /* default slot count 2^log_slots; 0 = N/2 */
-    double sigma;                   /* error standard deviation; 0 = 3.19 */
-    bool insecure;                  /* test-only set: refused unless allowed */
+    int64_t dnum;           /* key-switching digits; 0 = ceil(#Q / #P) */
+    double scale_log2;      /* default scale 2^scale_log2 */
+    int secret;             /* ts_ckks_secret_dist_t */
+    int64_t hamming_weight; /* sparse ternary only */
+    int64_t log_slots;      /* default slot count 2^log_slots; 0 = N/2 */
+    double sigma;           /* error standard deviation; 0 = 3.19 */
+    bool insecure;          /* test-only set: refused unless allowed */
 } ts_ckks_params_literal_t;
 
 /* Fill a literal with the defaults (everything zero, sigma 3.19, ternary). */
@@ -88,8 +88,7 @@ void ts_ckks_params_literal_init(ts_ckks_params_literal_t *lit);
 ts_status_t ts_ckks_params_literal_load_file(const char *path, ts_ckks_params_literal_t *lit,
                                              ts_cfg_error_t *err);
 ts_status_t ts_ckks_params_literal_load_string(const char *text, size_t size, const char *name,
-                                               ts_ckks_params_literal_t *lit,
-                                               ts_cfg_error_t *err);
+                                               ts_ckks_params_literal_t *lit, ts_cfg_error_t *err);
 
 /*
  * The security gate: the largest admissible log2(QP) for ring degree 2^log_n
@@ -116,8 +115,8 @@ typedef struct ts_ckks_params ts_ckks_params_t;
 ts_status_t ts_ckks_params_new(const ts_ckks_params_literal_t *lit, bool allow_insecure,
                                ts_ckks_params_t **out);
 /* Load a YAML preset and validate it. */
-ts_status_t ts_ckks_params_load_file(const char *path, bool allow_insecure,
-                                     ts_ckks_params_t **out, ts_cfg_error_t *err);
+ts_status_t ts_ckks_params_load_file(const char *path, bool allow_insecure, ts_ckks_params_t **out,
+                                     ts_cfg_error_t *err);
 /* Take one more reference; returns params. */
 ts_ckks_params_t *ts_ckks_params_ref(ts_ckks_params_t *params);
 /* Drop one reference; frees at zero. Accepts NULL. */
@@ -181,8 +180,7 @@ size_t ts_ckks_plaintext_slots(const ts_ckks_plaintext_t *pt);
 const ts_poly_t *ts_ckks_plaintext_poly(const ts_ckks_plaintext_t *pt);
 
 /* [out] a zero ciphertext of degree 1 at `level`, scale 1, default slots. */
-ts_status_t ts_ckks_ciphertext_new(ts_ckks_params_t *params, int level,
-                                   ts_ckks_ciphertext_t **out);
+ts_status_t ts_ckks_ciphertext_new(ts_ckks_params_t *params, int level, ts_ckks_ciphertext_t **out);
 void ts_ckks_ciphertext_free(ts_ckks_ciphertext_t *ct); /* accepts NULL */
 /* dst takes src's level, degree, scale, slots and values (same parameters). */
 ts_status_t ts_ckks_ciphertext_copy(ts_ckks_ciphertext_t *dst, const ts_ckks_ciphertext_t *src);
@@ -299,8 +297,8 @@ ts_status_t ts_ckks_rescale(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t 
 ts_status_t ts_ckks_drop_level(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a, int levels,
                                ts_ckks_ciphertext_t *out);
 /* Drop to `level` (<= a's level). */
-ts_status_t ts_ckks_drop_to_level(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
-                                  int level, ts_ckks_ciphertext_t *out);
+ts_status_t ts_ckks_drop_to_level(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a, int level,
+                                  ts_ckks_ciphertext_t *out);
 
 /* ------------------------------------------------------------------ keys */
 
@@ -331,8 +329,8 @@ ts_status_t ts_ckks_evalkeys_gen_relin(ts_ckks_evalkeys_t *ek, const ts_ckks_sec
  * mod the slot count of the parameters; duplicates and 0 are skipped). */
 ts_status_t ts_ckks_evalkeys_gen_rotations(ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk,
                                            const int64_t *steps, size_t count, ts_prng_t *prng);
-ts_status_t ts_ckks_evalkeys_gen_conjugate(ts_ckks_evalkeys_t *ek,
-                                           const ts_ckks_secret_key_t *sk, ts_prng_t *prng);
+ts_status_t ts_ckks_evalkeys_gen_conjugate(ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk,
+                                           ts_prng_t *prng);
 bool ts_ckks_evalkeys_has_relin(const ts_ckks_evalkeys_t *ek);
 bool ts_ckks_evalkeys_has_rotation(const ts_ckks_evalkeys_t *ek, int64_t step);
 
@@ -422,8 +420,8 @@ ts_status_t ts_ckks_eval_chebyshev(ts_ckks_evaluator_t *ev, const ts_ckks_cipher
                                    const double *coeffs, size_t degree, double lo, double hi,
                                    double target_scale, ts_ckks_ciphertext_t *out);
 /* Chebyshev interpolation of f on [lo, hi] at the degree + 1 Chebyshev nodes. */
-ts_status_t ts_ckks_chebyshev_fit(double (*f)(double x, void *ctx), void *ctx, double lo,
-                                  double hi, size_t degree, double *coeffs);
+ts_status_t ts_ckks_chebyshev_fit(double (*f)(double x, void *ctx), void *ctx, double lo, double hi,
+                                  size_t degree, double *coeffs);
 
 #ifdef __cplusplus
 }

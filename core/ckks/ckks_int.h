@@ -35,11 +35,11 @@ struct ts_ckks_params {
     uint64_t id;
 
     /* built by ts__ckks_params_build */
-    uint64_t *rot_group;     /* 5^j mod 2N, j < N/2 */
-    double complex *ksi;     /* exp(2 pi i k / 2N), k <= 2N */
+    uint64_t *rot_group; /* 5^j mod 2N, j < N/2 */
+    double complex *ksi; /* exp(2 pi i k / 2N), k <= 2N */
     ts_modulus_t qmod[TS_CKKS_MAX_Q];
-    ts_ring_t *ring;         /* N, Q then P, default backend */
-    ts_poly_t *imag_ntt;     /* X^{N/2} (the slot-wise imaginary unit), NTT form, top level */
+    ts_ring_t *ring;             /* N, Q then P, default backend */
+    ts_poly_t *imag_ntt;         /* X^{N/2} (the slot-wise imaginary unit), NTT form, top level */
     ts_bk_conv_t **rescale_conv; /* [l]: {q_l} -> {q_0..q_{l-1}}, l >= 1 */
     uint64_t *rescale_qinv;      /* [l * nq + i] = q_l^{-1} mod q_i, i < l */
 };

@@ -105,10 +105,10 @@ ts_status_t ts__ckks_decode_limbs(const ts_ckks_params_t *p, const uint64_t *lim
 
 struct ts_ckks_encoder {
     ts_ckks_params_t *params;
-    double complex *vals;  /* N/2 */
-    uint64_t *host;        /* nq * N words: staging when the backend is not host memory */
-    uint64_t *crt;         /* 2 * words of Q */
-    ts_poly_t *tmp;        /* decode: a coefficient-form copy */
+    double complex *vals; /* N/2 */
+    uint64_t *host;       /* nq * N words: staging when the backend is not host memory */
+    uint64_t *crt;        /* 2 * words of Q */
+    ts_poly_t *tmp;       /* decode: a coefficient-form copy */
 };
 
 ts_status_t ts_ckks_encoder_new(ts_ckks_params_t *params, ts_ckks_encoder_t **out)

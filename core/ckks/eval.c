@@ -518,8 +518,8 @@ ts_status_t ts_ckks_rescale(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t 
     return st;
 }
 
-ts_status_t ts_ckks_drop_to_level(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
-                                  int level, ts_ckks_ciphertext_t *out)
+ts_status_t ts_ckks_drop_to_level(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a, int level,
+                                  ts_ckks_ciphertext_t *out)
 {
     if (!ev)
         return TS_EINVAL;

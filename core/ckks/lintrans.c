@@ -13,8 +13,8 @@
 #include "core/ckks/ckks_int.h"
 
 typedef struct {
-    size_t index;              /* i = g n1 + b */
-    ts_ckks_plaintext_t *pt;   /* d'_i */
+    size_t index;            /* i = g n1 + b */
+    ts_ckks_plaintext_t *pt; /* d'_i */
 } diag_t;
 
 struct ts_ckks_lintrans {
@@ -23,7 +23,7 @@ struct ts_ckks_lintrans {
     int level;
     double scale;
     size_t ndiag;
-    diag_t *diags;             /* sorted by index */
+    diag_t *diags; /* sorted by index */
 };
 
 void ts_ckks_lintrans_free(ts_ckks_lintrans_t *lt)

@@ -91,8 +91,7 @@ ts_status_t ts_ckks_params_literal_load_file(const char *path, ts_ckks_params_li
 }
 
 ts_status_t ts_ckks_params_literal_load_string(const char *text, size_t size, const char *name,
-                                               ts_ckks_params_literal_t *lit,
-                                               ts_cfg_error_t *err)
+                                               ts_ckks_params_literal_t *lit, ts_cfg_error_t *err)
 {
     if (!text || !lit)
         return TS_EINVAL;
@@ -168,8 +167,7 @@ ts_status_t ts_ckks_security_max_logqp(int log_n, int secret, int64_t hamming_we
         return TS_ESECURITY;
     }
     if (secret == TS_CKKS_SECRET_SPARSE_TERNARY) {
-        if (log_n < 1 || log_n > 30 || hamming_weight < 1 ||
-            hamming_weight > (INT64_C(1) << log_n))
+        if (log_n < 1 || log_n > 30 || hamming_weight < 1 || hamming_weight > (INT64_C(1) << log_n))
             return TS_ESECURITY;
         double best = 0;
         for (size_t i = 0; i < sizeof(sparse_rows) / sizeof(sparse_rows[0]); i++)
@@ -253,8 +251,8 @@ static ts_status_t pick_primes(const char *name, uint64_t two_n, const int64_t *
         if (bits[i] < log_2n + 2 || bits[i] > TS_CKKS_MAX_PRIME_BITS)
             return param_error(name, "prime bit size out of range");
         uint64_t q;
-        ts_status_t st = ts_primes_ntt((uint32_t)bits[i], two_n, 1, TS_PRIMES_DESCENDING, chosen,
-                                       *n_chosen, &q);
+        ts_status_t st =
+            ts_primes_ntt((uint32_t)bits[i], two_n, 1, TS_PRIMES_DESCENDING, chosen, *n_chosen, &q);
         if (st != TS_OK)
             return param_error(name, "not enough NTT-friendly primes of that size");
         chosen[(*n_chosen)++] = q;
@@ -355,8 +353,8 @@ ts_status_t ts_ckks_params_new(const ts_ckks_params_literal_t *lit, bool allow_i
 
     if (p->insecure) {
         ts_log(TS_LOG_WARN, "ckks",
-               "INSECURE parameter set '%s' admitted (log2(QP) = %.1f, N = 2^%d): tests only",
-               name, p->logqp, p->log_n);
+               "INSECURE parameter set '%s' admitted (log2(QP) = %.1f, N = 2^%d): tests only", name,
+               p->logqp, p->log_n);
     } else {
         double bound = 0;
         st = ts_ckks_security_max_logqp(p->log_n, p->secret, p->h, &bound);
@@ -369,8 +367,8 @@ ts_status_t ts_ckks_params_new(const ts_ckks_params_literal_t *lit, bool allow_i
         }
         if (p->logqp > bound) {
             ts_log(TS_LOG_WARN, "ckks",
-                   "parameter set '%s' refused: log2(QP) = %.2f exceeds %.0f (128-bit bound)",
-                   name, p->logqp, bound);
+                   "parameter set '%s' refused: log2(QP) = %.2f exceeds %.0f (128-bit bound)", name,
+                   p->logqp, bound);
             st = TS_ESECURITY;
             goto out_free;
         }
@@ -400,8 +398,8 @@ out_free:
     return st;
 }
 
-ts_status_t ts_ckks_params_load_file(const char *path, bool allow_insecure,
-                                     ts_ckks_params_t **out, ts_cfg_error_t *err)
+ts_status_t ts_ckks_params_load_file(const char *path, bool allow_insecure, ts_ckks_params_t **out,
+                                     ts_cfg_error_t *err)
 {
     if (!out)
         return TS_EINVAL;

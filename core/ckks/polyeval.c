@@ -27,10 +27,10 @@
 typedef struct {
     ts_ckks_evaluator_t *ev;
     bool cheb;
-    size_t k;                  /* baby steps: B[1..nb] computed, nb = min(k, degree) */
+    size_t k; /* baby steps: B[1..nb] computed, nb = min(k, degree) */
     size_t nb;
-    ts_ckks_ciphertext_t **B;  /* B[0] unused */
-    size_t ng;                 /* giants G[0..ng) */
+    ts_ckks_ciphertext_t **B; /* B[0] unused */
+    size_t ng;                /* giants G[0..ng) */
     ts_ckks_ciphertext_t **G;
 } pe_t;
 
@@ -314,8 +314,8 @@ static size_t auto_k(size_t degree)
 }
 
 static ts_status_t eval_ps(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *x,
-                           const double *coeffs, size_t degree, bool cheb, size_t k,
-                           double target, ts_ckks_ciphertext_t *out)
+                           const double *coeffs, size_t degree, bool cheb, size_t k, double target,
+                           ts_ckks_ciphertext_t *out)
 {
     pe_t s = {.ev = ev, .cheb = cheb, .k = k};
     /* work space for the split coefficient vectors: a geometric series < 4 (d + 1) */
@@ -344,8 +344,7 @@ static ts_status_t eval_ps(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *
  * scale is chosen so that the result ends exactly on the target scale.
  */
 static ts_status_t eval_horner(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *x,
-                               const double *c, size_t d, double target,
-                               ts_ckks_ciphertext_t *out)
+                               const double *c, size_t d, double target, ts_ckks_ciphertext_t *out)
 {
     const ts_ckks_params_t *p = ev->params;
     int l0 = lvl(x);
@@ -465,8 +464,8 @@ ts_status_t ts_ckks_eval_chebyshev(ts_ckks_evaluator_t *ev, const ts_ckks_cipher
     return st;
 }
 
-ts_status_t ts_ckks_chebyshev_fit(double (*f)(double x, void *ctx), void *ctx, double lo,
-                                  double hi, size_t degree, double *coeffs)
+ts_status_t ts_ckks_chebyshev_fit(double (*f)(double x, void *ctx), void *ctx, double lo, double hi,
+                                  size_t degree, double *coeffs)
 {
     if (!f || !coeffs || !(hi > lo) || degree > (1u << 16))
         return TS_EINVAL;

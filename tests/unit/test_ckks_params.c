@@ -39,16 +39,12 @@ START_TEST(test_gate_dense_boundaries)
             TS_ESECURITY);
     }
     /* the quoted bounds, each as the lower of the two tables */
-    ck_assert_ts_status(ts_ckks_security_check(13, TS_CKKS_SECRET_TERNARY, 0, 215),
-                        TS_ESECURITY);
-    ck_assert_ts_status(ts_ckks_security_check(14, TS_CKKS_SECRET_TERNARY, 0, 432),
-                        TS_ESECURITY);
-    ck_assert_ts_status(ts_ckks_security_check(15, TS_CKKS_SECRET_TERNARY, 0, 869),
-                        TS_ESECURITY);
+    ck_assert_ts_status(ts_ckks_security_check(13, TS_CKKS_SECRET_TERNARY, 0, 215), TS_ESECURITY);
+    ck_assert_ts_status(ts_ckks_security_check(14, TS_CKKS_SECRET_TERNARY, 0, 432), TS_ESECURITY);
+    ck_assert_ts_status(ts_ckks_security_check(15, TS_CKKS_SECRET_TERNARY, 0, 869), TS_ESECURITY);
     /* unknown ring degrees are refused */
     double b;
-    ck_assert_ts_status(ts_ckks_security_max_logqp(9, TS_CKKS_SECRET_TERNARY, 0, &b),
-                        TS_ESECURITY);
+    ck_assert_ts_status(ts_ckks_security_max_logqp(9, TS_CKKS_SECRET_TERNARY, 0, &b), TS_ESECURITY);
     ck_assert_ts_status(ts_ckks_security_max_logqp(18, TS_CKKS_SECRET_TERNARY, 0, &b),
                         TS_ESECURITY);
     ck_assert_ts_status(ts_ckks_security_max_logqp(14, 7, 0, &b), TS_ESECURITY);
@@ -68,7 +64,8 @@ START_TEST(test_gate_sparse_boundaries)
         int64_t h = rows[i].h;
         ck_assert_ts_ok(
             ts_ckks_security_check(ln, TS_CKKS_SECRET_SPARSE_TERNARY, h, rows[i].bound - 1));
-        ck_assert_ts_ok(ts_ckks_security_check(ln, TS_CKKS_SECRET_SPARSE_TERNARY, h, rows[i].bound));
+        ck_assert_ts_ok(
+            ts_ckks_security_check(ln, TS_CKKS_SECRET_SPARSE_TERNARY, h, rows[i].bound));
         ck_assert_ts_status(
             ts_ckks_security_check(ln, TS_CKKS_SECRET_SPARSE_TERNARY, h, rows[i].bound + 1),
             TS_ESECURITY);
@@ -237,11 +234,9 @@ START_TEST(test_yaml_errors)
     /* missing required key */
     ck_assert_ts_status(load_str("logq: [40]\nscale_log2: 30\n", &p, &err), TS_ECONFIG);
     /* wrong type */
-    ck_assert_ts_status(load_str("log_n: ten\nscale_log2: 30\nlogq: [40]\n", &p, &err),
-                        TS_ECONFIG);
+    ck_assert_ts_status(load_str("log_n: ten\nscale_log2: 30\nlogq: [40]\n", &p, &err), TS_ECONFIG);
     /* out of range */
-    ck_assert_ts_status(load_str("log_n: 30\nscale_log2: 30\nlogq: [40]\n", &p, &err),
-                        TS_ECONFIG);
+    ck_assert_ts_status(load_str("log_n: 30\nscale_log2: 30\nlogq: [40]\n", &p, &err), TS_ECONFIG);
     ck_assert_ts_status(load_str("log_n: 10\nscale_log2: 30\nlogq: [40, 70]\n", &p, &err),
                         TS_ECONFIG);
     /* bad enum */
@@ -261,8 +256,7 @@ START_TEST(test_yaml_errors)
     /* not prime */
     ck_assert_ts_status(load_str("log_n: 10\nscale_log2: 30\nq: [12291]\n", &p, &err), TS_EPARAMS);
     /* prime but not 1 mod 2N (12289 = 1 mod 4096, not mod 2^12 * 2 for N = 2^12) */
-    ck_assert_ts_status(load_str("log_n: 12\nscale_log2: 10\nq: [12289]\n", &p, &err),
-                        TS_EPARAMS);
+    ck_assert_ts_status(load_str("log_n: 12\nscale_log2: 10\nq: [12289]\n", &p, &err), TS_EPARAMS);
     /* 12289 = 3 * 2^12 + 1 is fine for N = 2^10 */
     ck_assert_ts_ok(load_str("log_n: 10\nscale_log2: 10\nq: [12289]\n", &p, &err));
     ts_ckks_params_free(p);
@@ -276,8 +270,7 @@ START_TEST(test_yaml_errors)
         load_str("log_n: 10\nscale_log2: 30\nlogq: [40]\nlogp: [40]\ndnum: 2\n", &p, &err),
         TS_EPARAMS);
     /* scale larger than Q */
-    ck_assert_ts_status(load_str("log_n: 10\nscale_log2: 45\nlogq: [40]\n", &p, &err),
-                        TS_EPARAMS);
+    ck_assert_ts_status(load_str("log_n: 10\nscale_log2: 45\nlogq: [40]\n", &p, &err), TS_EPARAMS);
     /* sparse without weight, ternary with weight, slots too many */
     ck_assert_ts_status(
         load_str("log_n: 10\nscale_log2: 30\nlogq: [40]\nsecret: sparse_ternary\n", &p, &err),
@@ -285,11 +278,11 @@ START_TEST(test_yaml_errors)
     ck_assert_ts_status(
         load_str("log_n: 10\nscale_log2: 30\nlogq: [40]\nhamming_weight: 64\n", &p, &err),
         TS_EPARAMS);
-    ck_assert_ts_status(load_str("log_n: 10\nscale_log2: 30\nlogq: [40]\nlog_slots: 10\n", &p, &err),
-                        TS_EPARAMS);
+    ck_assert_ts_status(
+        load_str("log_n: 10\nscale_log2: 30\nlogq: [40]\nlog_slots: 10\n", &p, &err), TS_EPARAMS);
     /* the generated chain: distinct NTT-friendly primes of the asked sizes */
     ck_assert_ts_ok(load_str("log_n: 10\nscale_log2: 30\nlogq: [40, 30, 30, 30]\nlogp: [40]\n"
-                             "log_slots: 4\n",
+                             "log_slots: 4\ninsecure: true\n",
                              &p, &err));
     ck_assert_uint_eq(ts_ckks_params_slots(p), 16);
     ck_assert_int_eq(ts_ckks_params_dnum(p), 4);
