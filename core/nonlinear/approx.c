@@ -247,8 +247,10 @@ double ts_nonlinear_approx_eval(const ts_nonlinear_approx_t *a, double x)
         switch (a->fn) {
         case TS_NL_FN_RECIP:
             return ts_nonlinear_goldschmidt_recip(x, s->lo, s->hi, s->steps);
-        case TS_NL_FN_RSQRT:
-            return ts_nonlinear_newton_rsqrt(x, ts_nonlinear_cheb_eval(&a->cheb, x), s->steps);
+        case TS_NL_FN_RSQRT: {
+            double y0 = a->has_cheb ? ts_nonlinear_cheb_eval(&a->cheb, x) : 1.0 / sqrt(s->hi);
+            return ts_nonlinear_newton_rsqrt(x, y0, s->steps);
+        }
         case TS_NL_FN_EXP: {
             double y = 1.0 + ldexp(x, -s->steps);
             for (int i = 0; i < s->steps; i++)

@@ -85,6 +85,14 @@ static double place_greedy(ts_nonlinear_func_t f, void *ctx, double lo, double h
                     bad = mid;
             }
         }
+        if (good >= hi) {
+            /* Fewer segments suffice: split the rest evenly (only smaller
+             * errors), and report feasible. */
+            for (int j = s; j < n_seg; j++)
+                t[j] = left + (hi - left) * (j - s + 1) / (n_seg - s + 1);
+            t[n_seg] = hi;
+            return 0.0;
+        }
         /* Keep boundaries strictly increasing even when eps is too small. */
         double min_w = (hi - lo) * 1e-9;
         if (good < left + min_w)
@@ -236,14 +244,6 @@ ts_status_t ts_nonlinear_lut_init(ts_nonlinear_lut_t *lut, ts_nonlinear_func_t f
     return ts_nonlinear_lut_init_bounds(lut, f, ctx, t, n_seg, n_br, index_bits);
 }
 
-double ts_nonlinear_lut_quantize(const ts_nonlinear_lut_t *lut, double x)
-{
-    if (lut->index_bits == 0)
-        return x;
-    double step = ldexp(lut->hi - lut->lo, -lut->index_bits);
-    return lut->lo + nearbyint((x - lut->lo) / step) * step;
-}
-
 int ts_nonlinear_lut_segment(const ts_nonlinear_lut_t *lut, double x)
 {
     int s = 0;
@@ -255,7 +255,10 @@ int ts_nonlinear_lut_segment(const ts_nonlinear_lut_t *lut, double x)
 int ts_nonlinear_lut_interval(const ts_nonlinear_lut_t *lut, int segment, double x)
 {
     double u = lut->bounds[segment], v = lut->bounds[segment + 1];
-    double t = floor((x - u) / (v - u) * lut->n_br);
+    double t = (x - u) / (v - u);
+    if (lut->index_bits > 0)
+        t = ldexp(nearbyint(ldexp(t, lut->index_bits)), -lut->index_bits);
+    t = floor(t * lut->n_br);
     if (!(t >= 0.0))
         return 0; /* also NaN */
     if (t >= lut->n_br)
@@ -265,9 +268,8 @@ int ts_nonlinear_lut_interval(const ts_nonlinear_lut_t *lut, int segment, double
 
 double ts_nonlinear_lut_eval(const ts_nonlinear_lut_t *lut, double x)
 {
-    double xq = ts_nonlinear_lut_quantize(lut, x);
-    int s = ts_nonlinear_lut_segment(lut, xq);
-    int i = ts_nonlinear_lut_interval(lut, s, xq);
+    int s = ts_nonlinear_lut_segment(lut, x);
+    int i = ts_nonlinear_lut_interval(lut, s, x);
     size_t j = (size_t)s * (size_t)lut->n_br + (size_t)i;
     return lut->slope[j] * x + lut->offset[j];
 }

@@ -20,8 +20,11 @@
  *   ITER   iterative methods. 1/x: Goldschmidt, after the optimal linear
  *          scaling x' = 2x/(lo+hi) which maps [lo, hi] into (0, 2); relative
  *          error (|1-x'|)^(2^steps). 1/sqrt(x): Newton y <- y(3 - x y^2)/2
- *          from an initial guess that is the Chebyshev interpolant of degree
- *          `degree` (>= 1) of 1/sqrt on [lo, hi]. exp: (1 + x/2^steps)^(2^steps).
+ *          from the constant guess 1/sqrt(hi) when degree = 0 (converges on
+ *          all of (0, 3 hi), slowly for x << hi), or from the Chebyshev
+ *          interpolant of degree `degree` of 1/sqrt on [lo, hi], which must
+ *          satisfy 0 < x y0^2 < 3 there (checked: TS_EINVAL otherwise).
+ *          exp: (1 + x/2^steps)^(2^steps).
  *   LUT    the adaptive segmented LUT of ROSETTA section 3.1: N_seg segments
  *          [tau_s, tau_{s+1}], each split into N_br equal intervals carrying the
  *          linear function a_si x + b_si; see ts_nonlinear_lut_t.
@@ -107,16 +110,15 @@ typedef enum {
 
 /*
  * The adaptive segmented LUT (ROSETTA section 3.1). Lookup of x:
- *   1. segment S = #{ j in 1..N_seg-1 : xq >= tau_j }           (HomComp sum)
- *   2. interval I = floor((xq - tau_S) / (tau_{S+1} - tau_S) * N_br),
- *      clamped to [0, N_br - 1]                                  (ModSwitch rounding)
+ *   1. segment S = #{ j in 1..N_seg-1 : x >= tau_j }            (HomComp sum)
+ *   2. t = (x - tau_S) / (tau_{S+1} - tau_S), the position inside the segment
+ *      (a plaintext-ciphertext product), rounded to index_bits fractional bits
+ *      when index_bits > 0 (the precision left after ModSwitch), then
+ *      interval I = floor(t * N_br) clamped to [0, N_br - 1]   (quantized index)
  *   3. f(x) ~= slope[S*N_br + I] * x + offset[S*N_br + I]         (select by PBS)
- * where xq is x quantized to the LWE input grid: with index_bits = b > 0,
- * xq = lo + round((x - lo) / step) * step, step = (hi - lo) / 2^b (the
- * comparisons and the interval index see only xq; the linear evaluation uses
- * the RLWE copy of x at full precision). index_bits = 0 means no quantization.
- * Each (S, I) line has the secant slope of f over its interval and the offset
- * that centres the error (the minimax line for convex or concave pieces).
+ * The linear evaluation uses x at full precision (the RLWE copy). Each (S, I)
+ * line has the secant slope of f over its interval and the offset that
+ * centres the error (the minimax line for convex or concave pieces).
  */
 typedef struct ts_nonlinear_lut {
     double lo, hi; /* tau_0, tau_{N_seg} */
@@ -144,11 +146,9 @@ ts_status_t ts_nonlinear_lut_init(ts_nonlinear_lut_t *lut, ts_nonlinear_func_t f
 ts_status_t ts_nonlinear_lut_init_bounds(ts_nonlinear_lut_t *lut, ts_nonlinear_func_t f, void *ctx,
                                          const double *bounds, int n_seg, int n_br, int index_bits);
 void ts_nonlinear_lut_clear(ts_nonlinear_lut_t *lut); /* accepts zeroed or NULL */
-/* Step 1 and 2 of the lookup for x (after quantization). */
+/* Steps 1 and 2 of the lookup for x. */
 int ts_nonlinear_lut_segment(const ts_nonlinear_lut_t *lut, double x);
 int ts_nonlinear_lut_interval(const ts_nonlinear_lut_t *lut, int segment, double x);
-/* The quantized input xq that the index steps see. */
-double ts_nonlinear_lut_quantize(const ts_nonlinear_lut_t *lut, double x);
 /* The whole lookup. */
 double ts_nonlinear_lut_eval(const ts_nonlinear_lut_t *lut, double x);
 /*
@@ -178,7 +178,7 @@ typedef struct ts_nonlinear_spec {
     int steps;       /* ITER: iterations; POLY exp: squarings */
     int n_seg, n_br; /* LUT */
     ts_nonlinear_bounds_t bounds; /* LUT */
-    int index_bits;               /* LUT: input quantization of the index steps (0 = none) */
+    int index_bits;               /* LUT: fractional bits of the in-segment position (0 = exact) */
 } ts_nonlinear_spec_t;
 
 /*

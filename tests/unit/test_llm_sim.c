@@ -1,0 +1,183 @@
+/*
+ * The ciphertext-aligned simulator on the bundled model. Oracles: the exact
+ * forward pass (the all-exact configuration must match it bit for bit), the
+ * README's greedy ids, and monotonicity (errors shrink as the degree grows).
+ */
+#include "tests/unit/ts_test.h"
+
+#include "core/llm/llm.h"
+
+static const int seq[49] = {1,   303, 281, 269, 435, 447, 275, 429, 464, 448, 464, 464, 464,
+                            464, 464, 464, 448, 429, 468, 342, 358, 402, 327, 446, 299, 303,
+                            266, 437, 443, 434, 438, 451, 306, 443, 259, 430, 446, 299, 303,
+                            266, 437, 443, 434, 438, 451, 306, 443, 259, 430};
+
+static ts_llm_model_t *load_model(void)
+{
+    char path[512], err[256] = "";
+    snprintf(path, sizeof(path), "%s/aidreams260K.bin", ts_test_model_dir());
+    ts_llm_model_t *m = NULL;
+    ck_assert_msg(ts_llm_model_load(path, &m, err, sizeof(err)) == TS_OK, "%s", err);
+    return m;
+}
+
+START_TEST(test_sim_exact)
+{
+    ts_llm_model_t *m = load_model();
+    ts_llm_sim_config_t cfg;
+    ts_llm_sim_config_default(&cfg);
+    ts_llm_sim_report_t r;
+    ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 49, &r));
+    ck_assert_int_eq(r.positions, 49);
+    ck_assert_int_eq(r.agree, 49);
+    ck_assert(r.logits_max_err == 0.0); /* bit for bit */
+    for (int l = 0; l < r.n_layers; l++) {
+        ck_assert(r.layer_max_err[l] == 0.0);
+        ck_assert(r.layer_rms[l] > 0.0);
+    }
+    ck_assert(r.ppl_exact == r.ppl_approx);
+    ck_assert(r.ppl_exact > 1.0 && r.ppl_exact < 10.0);
+    for (int f = 0; f < TS_NL_FN_COUNT; f++)
+        ck_assert(r.prim[f].max_abs_err == 0.0);
+    /* Inputs seen by the primitives are recorded even when exact. */
+    ck_assert_int_gt(r.prim[TS_NL_FN_SILU].count, 0);
+    ck_assert_int_gt(r.prim[TS_NL_FN_RSQRT].count, 0);
+    ck_assert(r.prim[TS_NL_FN_RSQRT].in_min > 0.0);
+    ck_assert(r.score_min < r.score_max);
+    ts_llm_sim_report_clear(&r);
+    /* Free-running greedy with the exact configuration: the README ids. */
+    int out[49];
+    size_t n;
+    ck_assert_ts_ok(ts_llm_simulate_greedy(m, &cfg, seq, 7, 49, out, &n));
+    ck_assert_int_eq(n, 49);
+    ck_assert_int_eq(memcmp(out, seq, sizeof(seq)), 0);
+    ck_assert_ts_status(ts_llm_simulate(m, &cfg, seq, 0, &r), TS_EINVAL);
+    ts_llm_model_free(m);
+}
+END_TEST
+
+static const char rosetta_yaml[] = "softmax_k: 4\n"
+                                   "exp: {method: poly, lo: -4, hi: 2, degree: 12}\n"
+                                   "recip:\n"
+                                   "  method: lut\n"
+                                   "  lo: 0.0078125\n"
+                                   "  hi: 8192\n"
+                                   "  segments: 4\n"
+                                   "  entries: 256\n"
+                                   "  bounds: log\n"
+                                   "  index_bits: 16\n"
+                                   "rsqrt:\n"
+                                   "  method: lut\n"
+                                   "  lo: 0.001\n"
+                                   "  hi: 64\n"
+                                   "  segments: 4\n"
+                                   "  entries: 256\n"
+                                   "  bounds: log\n"
+                                   "silu:\n"
+                                   "  method: lut\n"
+                                   "  lo: -20\n"
+                                   "  hi: 20\n"
+                                   "  segments: 4\n"
+                                   "  entries: 256\n"
+                                   "  bounds: uniform\n";
+
+START_TEST(test_sim_approx)
+{
+    ts_llm_model_t *m = load_model();
+    ts_llm_sim_config_t cfg;
+    ts_llm_sim_config_default(&cfg);
+    char err[256] = "";
+    ck_assert_msg(ts_llm_sim_config_load_string(rosetta_yaml, strlen(rosetta_yaml), &cfg, err,
+                                                sizeof(err)) == TS_OK,
+                  "%s", err);
+    ck_assert_int_eq(cfg.softmax_k, 4);
+    ck_assert_int_eq(cfg.prim[TS_NL_FN_RECIP].method, TS_NL_LUT);
+    ck_assert_int_eq(cfg.prim[TS_NL_FN_RECIP].n_br, 256);
+    ck_assert_int_eq(cfg.prim[TS_NL_FN_RECIP].bounds, TS_NL_BOUNDS_LOG);
+    ck_assert_int_eq(cfg.prim[TS_NL_FN_GELU].method, TS_NL_EXACT);
+    ts_llm_sim_report_t r;
+    ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 49, &r));
+    ck_assert(r.logits_max_err > 0.0 && isfinite(r.logits_max_err));
+    ck_assert_msg(r.logits_max_err < 0.05, "logits error %g", r.logits_max_err);
+    ck_assert_msg(r.agree >= 47, "agreement %zu / 49", r.agree);
+    ck_assert_msg(fabs(r.ppl_approx / r.ppl_exact - 1.0) < 0.01, "ppl %g vs %g", r.ppl_approx,
+                  r.ppl_exact);
+    for (int l = 0; l < r.n_layers; l++)
+        ck_assert(r.layer_max_err[l] > 0.0 && isfinite(r.layer_max_err[l]));
+    ck_assert(r.softmax_count > 0 && r.softmax_max_err > 0.0 && r.softmax_max_err < 0.01);
+    ck_assert(r.prim[TS_NL_FN_RECIP].max_abs_err > 0.0);
+    ck_assert_int_eq(r.prim[TS_NL_FN_RECIP].count, 4 * r.softmax_count);
+    ts_llm_sim_report_clear(&r);
+
+    /* Errors shrink as the SiLU polynomial degree grows. */
+    double prev_logit = INFINITY, prev_silu = INFINITY;
+    for (int d = 4; d <= 32; d *= 2) {
+        ts_llm_sim_config_default(&cfg);
+        cfg.prim[TS_NL_FN_SILU] =
+            (ts_nonlinear_spec_t){.method = TS_NL_POLY, .lo = -8, .hi = 8, .degree = d};
+        ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 49, &r));
+        ck_assert_msg(r.prim[TS_NL_FN_SILU].max_abs_err < prev_silu, "degree %d", d);
+        ck_assert_msg(r.logits_max_err < prev_logit, "degree %d: %g vs %g", d, r.logits_max_err,
+                      prev_logit);
+        prev_silu = r.prim[TS_NL_FN_SILU].max_abs_err;
+        prev_logit = r.logits_max_err;
+        ts_llm_sim_report_clear(&r);
+    }
+    ts_llm_model_free(m);
+}
+END_TEST
+
+START_TEST(test_sim_noise_and_config)
+{
+    ts_llm_model_t *m = load_model();
+    ts_llm_sim_config_t cfg;
+    ts_llm_sim_config_default(&cfg);
+    cfg.noise_bits = 20;
+    cfg.seed = 7;
+    ts_llm_sim_report_t a, b;
+    ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 20, &a));
+    ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 20, &b));
+    ck_assert(a.logits_max_err > 0.0 && a.logits_max_err < 0.01);
+    ck_assert(a.logits_max_err == b.logits_max_err); /* same seed, same noise */
+    ts_llm_sim_report_clear(&b);
+    cfg.seed = 8;
+    ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 20, &b));
+    ck_assert(a.logits_max_err != b.logits_max_err);
+    ts_llm_sim_report_clear(&a);
+    ts_llm_sim_report_clear(&b);
+    /* More noise bits, less error. */
+    cfg.noise_bits = 30;
+    ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 20, &a));
+    cfg.noise_bits = 12;
+    ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 20, &b));
+    ck_assert(a.logits_max_err < b.logits_max_err);
+    ts_llm_sim_report_clear(&a);
+    ts_llm_sim_report_clear(&b);
+
+    /* Configuration errors are reported with a position or the primitive. */
+    char err[256] = "";
+    const char *bad1 = "softmax_k: 4\nbogus: 1\n";
+    ck_assert_ts_status(ts_llm_sim_config_load_string(bad1, strlen(bad1), &cfg, err, sizeof(err)),
+                        TS_ECONFIG);
+    ck_assert_msg(strstr(err, "bogus") != NULL, "message: %s", err);
+    const char *bad2 = "recip: {method: iter, lo: -1, hi: 1, steps: 4}\n";
+    ck_assert_ts_status(ts_llm_sim_config_load_string(bad2, strlen(bad2), &cfg, err, sizeof(err)),
+                        TS_ECONFIG);
+    ck_assert_msg(strstr(err, "recip") != NULL, "message: %s", err);
+    const char *bad3 = "silu: {method: cubic}\n";
+    ck_assert_ts_status(ts_llm_sim_config_load_string(bad3, strlen(bad3), &cfg, err, sizeof(err)),
+                        TS_ECONFIG);
+    ts_llm_model_free(m);
+}
+END_TEST
+
+TS_TEST_SUITE(llm_sim)
+{
+    Suite *s = suite_create("llm_sim");
+    TCase *tc = ts_tcase("sim", 0);
+    tcase_add_test(tc, test_sim_exact);
+    tcase_add_test(tc, test_sim_approx);
+    tcase_add_test(tc, test_sim_noise_and_config);
+    suite_add_tcase(s, tc);
+    return s;
+}
