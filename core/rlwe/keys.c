@@ -1,0 +1,381 @@
+/*
+ * Secret, public and key-switching keys (layout and formulas in rlwe.h).
+ */
+#include <string.h>
+
+#include "core/rlwe/rlwe_int.h"
+
+/* ----------------------------------------------------------- secret key */
+
+static ts_status_t sk_build(ts_ring_t *r, const int64_t *c, bool sparse, ts_rlwe_sk_t **out)
+{
+    const uint32_t n = ts_ring_n(r);
+    ts_rlwe_sk_t *sk = ts_calloc(1, sizeof *sk);
+    if (!sk)
+        return TS_ENOMEM;
+    ts_status_t st = TS_ENOMEM;
+    sk->coeffs = ts_malloc(n);
+    if (!sk->coeffs)
+        goto out_free;
+    for (uint32_t i = 0; i < n; i++) {
+        sk->coeffs[i] = (int8_t)c[i];
+        sk->hamming += c[i] != 0;
+    }
+    sk->sparse = sparse;
+    st = ts_poly_new(r, ts_ring_q_count(r), ts_ring_p_count(r), false, &sk->s);
+    if (st != TS_OK)
+        goto out_free;
+    st = ts_poly_set_i64(sk->s, c);
+    if (st == TS_OK)
+        st = ts_poly_ntt(sk->s);
+    if (st != TS_OK)
+        goto out_free;
+    sk->ring = ts_ring_ref(r);
+    *out = sk;
+    return TS_OK;
+out_free:
+    ts_rlwe_sk_free(sk);
+    return st;
+}
+
+ts_status_t ts_rlwe_sk_new(ts_ring_t *r, ts_prng_t *prng, uint32_t h, ts_rlwe_sk_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (!r || !prng || h > ts_ring_n(r))
+        return TS_EINVAL;
+    const uint32_t n = ts_ring_n(r);
+    int64_t *c = ts_malloc((size_t)n * sizeof(int64_t));
+    if (!c)
+        return TS_ENOMEM;
+    ts_status_t st =
+        h ? ts_ring_sample_sparse_ternary(prng, n, h, c) : ts_ring_sample_ternary(prng, n, c);
+    if (st == TS_OK)
+        st = sk_build(r, c, h != 0, out);
+    ts_free_secret(c);
+    return st;
+}
+
+ts_status_t ts_rlwe_sk_from_coeffs(ts_ring_t *r, const int8_t *coeffs, ts_rlwe_sk_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (!r || !coeffs)
+        return TS_EINVAL;
+    const uint32_t n = ts_ring_n(r);
+    for (uint32_t i = 0; i < n; i++)
+        if (coeffs[i] < -1 || coeffs[i] > 1)
+            return TS_EINVAL;
+    int64_t *c = ts_malloc((size_t)n * sizeof(int64_t));
+    if (!c)
+        return TS_ENOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        c[i] = coeffs[i];
+    ts_status_t st = sk_build(r, c, false, out);
+    ts_free_secret(c);
+    return st;
+}
+
+static void poly_free_secret(ts_poly_t *p)
+{
+    if (!p)
+        return;
+    ts_poly_zero(p);
+    ts_poly_free(p);
+}
+
+void ts_rlwe_sk_free(ts_rlwe_sk_t *sk)
+{
+    if (!sk)
+        return;
+    poly_free_secret(sk->s);
+    ts_free_secret(sk->coeffs);
+    ts_ring_free(sk->ring);
+    ts_memzero(sk, sizeof *sk);
+    ts_free(sk);
+}
+
+/* ------------------------------------------------------------ seeded a */
+
+ts_status_t ts_rlwe_expand_a(const uint8_t seed[TS_SEED_BYTES], uint64_t stream_id, ts_poly_t *p)
+{
+    if (!seed || !p)
+        return TS_EINVAL;
+    ts_prng_t *prng;
+    ts_status_t st = ts_prng_new_seeded(seed, stream_id, &prng);
+    if (st != TS_OK)
+        return st;
+    st = ts_poly_sample_uniform(p, prng);
+    p->is_ntt = true;
+    ts_prng_free(prng);
+    return st;
+}
+
+/* ------------------------------------------------------------ public key */
+
+void ts_rlwe_pk_free(ts_rlwe_pk_t *pk)
+{
+    if (!pk)
+        return;
+    ts_poly_free(pk->a);
+    ts_poly_free(pk->b);
+    ts_free(pk);
+}
+
+/* b = -a s + e over the limbs of b (a prefix of s's limbs, or all of them). */
+static ts_status_t rlwe_sample(const ts_rlwe_sk_t *sk, const ts_poly_t *s, ts_poly_t *b,
+                               const ts_poly_t *a, ts_prng_t *prng)
+{
+    ts_poly_t *e;
+    ts_status_t st = ts_poly_new(a->ring, a->nq, a->np, false, &e);
+    if (st != TS_OK)
+        return st;
+    (void)sk;
+    st = ts_poly_sample_gaussian(e, prng, TS_GAUSSIAN_SIGMA);
+    if (st == TS_OK)
+        st = ts_poly_ntt(e);
+    if (st == TS_OK)
+        st = ts_poly_mul(b, a, s);
+    if (st == TS_OK)
+        st = ts_poly_sub(b, e, b);
+    poly_free_secret(e);
+    return st;
+}
+
+ts_status_t ts_rlwe_pk_new(const ts_rlwe_sk_t *sk, ts_prng_t *prng, ts_rlwe_pk_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (!sk || !prng)
+        return TS_EINVAL;
+    ts_ring_t *r = sk->ring;
+    const uint32_t nq = ts_ring_q_count(r);
+    ts_rlwe_pk_t *pk = ts_calloc(1, sizeof *pk);
+    if (!pk)
+        return TS_ENOMEM;
+    ts_status_t st = ts_prng_bytes(prng, pk->seed, TS_SEED_BYTES);
+    if (st == TS_OK)
+        st = ts_poly_new(r, nq, 0, true, &pk->a);
+    if (st == TS_OK)
+        st = ts_poly_new(r, nq, 0, true, &pk->b);
+    if (st == TS_OK)
+        st = ts_rlwe_expand_a(pk->seed, 0, pk->a);
+    if (st == TS_OK) {
+        ts_poly_t s_q = ts__poly_view(r, sk->s->data, nq, 0, true);
+        st = rlwe_sample(sk, &s_q, pk->b, pk->a, prng);
+    }
+    if (st != TS_OK) {
+        ts_rlwe_pk_free(pk);
+        return st;
+    }
+    *out = pk;
+    return TS_OK;
+}
+
+/* ------------------------------------------------------ key switching keys */
+
+ts_status_t ts_rlwe_ksk_shape(const ts_ring_t *r, uint32_t dnum, uint32_t *alpha)
+{
+    if (!r || !alpha)
+        return TS_EINVAL;
+    const uint32_t lq = ts_ring_q_count(r);
+    if (dnum == 0 || dnum > lq || ts_ring_p_count(r) == 0)
+        return TS_EPARAMS;
+    uint32_t a = (lq + dnum - 1) / dnum;
+    if ((dnum - 1) * a >= lq) /* the last digit would be empty */
+        return TS_EPARAMS;
+    *alpha = a;
+    return TS_OK;
+}
+
+void ts_rlwe_ksk_free(ts_rlwe_ksk_t *k)
+{
+    if (!k)
+        return;
+    if (ts__atomic_dec(&k->refs) > 0)
+        return;
+    if (k->ring) {
+        ts_backend_buf_free(ts_ring_backend(k->ring), k->data);
+        ts_ring_free(k->ring);
+    }
+    ts_free(k);
+}
+
+ts_rlwe_ksk_t *ts_rlwe_ksk_ref(ts_rlwe_ksk_t *k)
+{
+    if (k)
+        ts__atomic_inc(&k->refs);
+    return k;
+}
+
+ts_status_t ts_rlwe_ksk_new(const ts_rlwe_sk_t *sk, const ts_poly_t *s_from, uint32_t dnum,
+                            ts_prng_t *prng, ts_rlwe_ksk_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (!sk || !s_from || !prng)
+        return TS_EINVAL;
+    ts_ring_t *r = sk->ring;
+    const uint32_t lq = ts_ring_q_count(r), kp = ts_ring_p_count(r), n = ts_ring_n(r);
+    if (s_from->ring != r || s_from->nq != lq || s_from->np != kp || !s_from->is_ntt)
+        return TS_EMISMATCH;
+    uint32_t alpha;
+    ts_status_t st = ts_rlwe_ksk_shape(r, dnum, &alpha);
+    if (st != TS_OK)
+        return st;
+    ts_rlwe_ksk_t *k = ts_calloc(1, sizeof *k);
+    if (!k)
+        return TS_ENOMEM;
+    k->refs = 1;
+    k->dnum = dnum;
+    k->alpha = alpha;
+    k->ring = ts_ring_ref(r);
+    const size_t poly_words = (size_t)(lq + kp) * n;
+    ts_poly_t *t = NULL;
+    st = ts_backend_alloc(ts_ring_backend(r), 2 * dnum * poly_words * sizeof(uint64_t),
+                          (void **)&k->data);
+    if (st != TS_OK)
+        goto out_free;
+    st = ts_prng_bytes(prng, k->seed, TS_SEED_BYTES);
+    if (st == TS_OK)
+        st = ts_poly_new(r, lq, kp, true, &t);
+    if (st != TS_OK)
+        goto out_free;
+    /* [P]_{q_i} for every Q prime */
+    uint64_t pmod[TS_RNS_MAX_MODULI], scal[TS_RNS_MAX_MODULI];
+    for (uint32_t i = 0; i < lq; i++) {
+        const ts_modulus_t *m = ts_ring_modulus(r, i);
+        uint64_t v = 1;
+        for (uint32_t j = 0; j < kp; j++)
+            v = ts_mod_mul(v, ts_ring_modulus(r, lq + j)->q, m);
+        pmod[i] = v;
+    }
+    for (uint32_t j = 0; j < dnum && st == TS_OK; j++) {
+        ts_poly_t b = ts__poly_view(r, k->data + 2 * j * poly_words, lq, kp, true);
+        ts_poly_t a = ts__poly_view(r, k->data + (2 * j + 1) * poly_words, lq, kp, true);
+        st = ts_rlwe_expand_a(k->seed, j + 1, &a);
+        if (st == TS_OK)
+            st = rlwe_sample(sk, sk->s, &b, &a, prng);
+        /* + [P]_{q_i} s_from on the primes of digit j */
+        for (uint32_t l = 0; l < lq + kp; l++)
+            scal[l] = (l < lq && l >= j * alpha && l < (j + 1) * alpha) ? pmod[l] : 0;
+        if (st == TS_OK)
+            st = ts_poly_mul_scalar(t, s_from, scal);
+        if (st == TS_OK)
+            st = ts_poly_add(&b, &b, t);
+    }
+    ts_memzero(scal, sizeof scal);
+    if (st != TS_OK)
+        goto out_free;
+    poly_free_secret(t);
+    *out = k;
+    return TS_OK;
+out_free:
+    poly_free_secret(t);
+    ts_rlwe_ksk_free(k);
+    return st;
+}
+
+ts_status_t ts_rlwe_relin_key_new(const ts_rlwe_sk_t *sk, uint32_t dnum, ts_prng_t *prng,
+                                  ts_rlwe_ksk_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (!sk)
+        return TS_EINVAL;
+    ts_poly_t *s2;
+    ts_status_t st = ts_poly_new(sk->ring, sk->s->nq, sk->s->np, true, &s2);
+    if (st != TS_OK)
+        return st;
+    st = ts_poly_mul(s2, sk->s, sk->s);
+    if (st == TS_OK)
+        st = ts_rlwe_ksk_new(sk, s2, dnum, prng, out);
+    poly_free_secret(s2);
+    return st;
+}
+
+ts_status_t ts_rlwe_galois_key_new(const ts_rlwe_sk_t *sk, uint64_t k, uint32_t dnum,
+                                   ts_prng_t *prng, ts_rlwe_ksk_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (!sk)
+        return TS_EINVAL;
+    const uint64_t mask = 2 * (uint64_t)ts_ring_n(sk->ring) - 1;
+    k &= mask;
+    if (!(k & 1))
+        return TS_EINVAL;
+    ts_poly_t *sk_k;
+    ts_status_t st = ts_poly_new(sk->ring, sk->s->nq, sk->s->np, true, &sk_k);
+    if (st != TS_OK)
+        return st;
+    st = ts_poly_automorphism(sk_k, sk->s, k);
+    if (st == TS_OK)
+        st = ts_rlwe_ksk_new(sk, sk_k, dnum, prng, out);
+    if (st == TS_OK)
+        (*out)->galois = k;
+    poly_free_secret(sk_k);
+    return st;
+}
+
+void ts_rlwe_galois_keys_free(ts_rlwe_galois_keys_t *g)
+{
+    if (!g)
+        return;
+    for (size_t i = 0; i < g->count; i++)
+        ts_rlwe_ksk_free(g->keys[i]);
+    ts_free(g->keys);
+    ts_free(g->elements);
+    ts_free(g);
+}
+
+ts_status_t ts_rlwe_galois_keys_new(const ts_rlwe_sk_t *sk, const int64_t *steps, size_t nsteps,
+                                    bool conjugate, uint32_t dnum, ts_prng_t *prng,
+                                    ts_rlwe_galois_keys_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (!sk || !prng || (nsteps && !steps))
+        return TS_EINVAL;
+    size_t cap = nsteps + (conjugate ? 1 : 0);
+    ts_rlwe_galois_keys_t *g = ts_calloc(1, sizeof *g);
+    if (!g)
+        return TS_ENOMEM;
+    g->elements = ts_calloc(cap ? cap : 1, sizeof(uint64_t));
+    g->keys = ts_calloc(cap ? cap : 1, sizeof(ts_rlwe_ksk_t *));
+    if (!g->elements || !g->keys) {
+        ts_rlwe_galois_keys_free(g);
+        return TS_ENOMEM;
+    }
+    for (size_t i = 0; i < cap; i++) {
+        uint64_t k = i < nsteps ? ts_ring_galois_rotate(sk->ring, steps[i])
+                                : ts_ring_galois_conjugate(sk->ring);
+        if (k == 1 || ts_rlwe_galois_keys_find(g, k))
+            continue;
+        ts_status_t st = ts_rlwe_galois_key_new(sk, k, dnum, prng, &g->keys[g->count]);
+        if (st != TS_OK) {
+            ts_rlwe_galois_keys_free(g);
+            return st;
+        }
+        g->elements[g->count++] = k;
+    }
+    *out = g;
+    return TS_OK;
+}
+
+const ts_rlwe_ksk_t *ts_rlwe_galois_keys_find(const ts_rlwe_galois_keys_t *g, uint64_t k)
+{
+    if (!g)
+        return NULL;
+    for (size_t i = 0; i < g->count; i++)
+        if (g->elements[i] == k)
+            return g->keys[i];
+    return NULL;
+}

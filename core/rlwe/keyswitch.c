@@ -1,0 +1,341 @@
+/*
+ * Hybrid key switching: decompose (digits of alpha primes), ModUp with the
+ * centered HPS conversion, inner product with the key over Q_l * P, ModDown.
+ * Every conversion of every level is prepared in ts_rlwe_ks_new; the switch
+ * itself only calls the backend on preallocated scratch.
+ */
+#include <string.h>
+
+#include "core/rlwe/rlwe_int.h"
+
+struct ts_rlwe_ks {
+    ts_ring_t *ring;
+    ts_backend_t *be;
+    uint32_t n, lq, kp, dnum, alpha;
+    /* up[(nq - 1) * dnum + j]: digit j's primes at level nq -> its complement in Q_nq * P */
+    ts_bk_conv_t **up;
+    uint32_t **up_to;    /* the complement's modulus indices, same indexing */
+    ts_bk_conv_t **down; /* [nq - 1]: P -> Q_nq */
+    uint32_t *p_idx;     /* P's modulus indices */
+    uint64_t *p_inv;     /* [P^{-1}]_{q_i}, lq entries */
+    uint32_t *key_limb;  /* scratch for key limb maps, lq + kp */
+    /* backend scratch */
+    uint64_t *ccoef;       /* lq limbs */
+    uint64_t *ext;         /* lq + kp limbs */
+    uint64_t *rot;         /* dnum polys of lq + kp limbs */
+    uint64_t *acc;         /* 2 polys of lq + kp limbs */
+    uint64_t *down_tmp;    /* 2 polys of lq limbs */
+    ts_rlwe_decomp_t *own; /* for ts_rlwe_keyswitch */
+};
+
+struct ts_rlwe_decomp {
+    const ts_rlwe_ks_t *ks;
+    uint64_t *data; /* dnum polys, stride (lq + kp) * N */
+    uint32_t nq;    /* level of the decomposed polynomial (limbs), 0 = empty */
+    uint32_t ndig;  /* digits present at that level */
+};
+
+static size_t qp_stride(const ts_rlwe_ks_t *ks)
+{
+    return (size_t)(ks->lq + ks->kp) * ks->n;
+}
+
+void ts_rlwe_ks_free(ts_rlwe_ks_t *ks)
+{
+    if (!ks)
+        return;
+    ts_backend_t *be = ks->be;
+    if (ks->up) {
+        for (uint32_t i = 0; i < ks->lq * ks->dnum; i++) {
+            be->iface->conv_free(be, ks->up[i]);
+            ts_free(ks->up_to[i]);
+        }
+    }
+    if (ks->down)
+        for (uint32_t i = 0; i < ks->lq; i++)
+            be->iface->conv_free(be, ks->down[i]);
+    ts_free(ks->up);
+    ts_free(ks->up_to);
+    ts_free(ks->down);
+    ts_free(ks->p_idx);
+    ts_free(ks->p_inv);
+    ts_free(ks->key_limb);
+    if (be) {
+        ts_backend_buf_free(be, ks->ccoef);
+        ts_backend_buf_free(be, ks->ext);
+        ts_backend_buf_free(be, ks->rot);
+        ts_backend_buf_free(be, ks->acc);
+        ts_backend_buf_free(be, ks->down_tmp);
+    }
+    ts_rlwe_decomp_free(ks->own);
+    ts_ring_free(ks->ring);
+    ts_free(ks);
+}
+
+ts_status_t ts_rlwe_ks_new(ts_ring_t *r, uint32_t dnum, ts_rlwe_ks_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (!r)
+        return TS_EINVAL;
+    uint32_t alpha;
+    ts_status_t st = ts_rlwe_ksk_shape(r, dnum, &alpha);
+    if (st != TS_OK)
+        return st;
+    ts_rlwe_ks_t *ks = ts_calloc(1, sizeof *ks);
+    if (!ks)
+        return TS_ENOMEM;
+    ks->ring = ts_ring_ref(r);
+    ks->be = ts_ring_backend(r);
+    ks->n = ts_ring_n(r);
+    ks->lq = ts_ring_q_count(r);
+    ks->kp = ts_ring_p_count(r);
+    ks->dnum = dnum;
+    ks->alpha = alpha;
+    ts_backend_t *be = ks->be;
+    ts_bk_ring_t *bk = ts_ring_bk(r);
+    const uint32_t lq = ks->lq, kp = ks->kp;
+    st = TS_ENOMEM;
+    ks->up = ts_calloc((size_t)lq * dnum, sizeof *ks->up);
+    ks->up_to = ts_calloc((size_t)lq * dnum, sizeof *ks->up_to);
+    ks->down = ts_calloc(lq, sizeof *ks->down);
+    ks->p_idx = ts_calloc(kp, sizeof(uint32_t));
+    ks->p_inv = ts_calloc(lq, sizeof(uint64_t));
+    ks->key_limb = ts_calloc((size_t)lq + kp, sizeof(uint32_t));
+    if (!ks->up || !ks->up_to || !ks->down || !ks->p_idx || !ks->p_inv || !ks->key_limb)
+        goto out_free;
+    for (uint32_t j = 0; j < kp; j++)
+        ks->p_idx[j] = lq + j;
+    for (uint32_t i = 0; i < lq; i++) {
+        const ts_modulus_t *m = ts_ring_modulus(r, i);
+        uint64_t v = 1;
+        for (uint32_t j = 0; j < kp; j++)
+            v = ts_mod_mul(v, ts_ring_modulus(r, lq + j)->q, m);
+        ks->p_inv[i] = ts_mod_inv(v, m->q);
+    }
+    uint32_t from[TS_RNS_MAX_MODULI];
+    for (uint32_t nq = 1; nq <= lq; nq++) {
+        for (uint32_t i = 0; i < nq; i++)
+            from[i] = i;
+        st = be->iface->conv_new(be, bk, ks->p_idx, kp, from, nq, &ks->down[nq - 1]);
+        if (st != TS_OK)
+            goto out_free;
+        const uint32_t ndig = (nq + alpha - 1) / alpha;
+        for (uint32_t j = 0; j < ndig; j++) {
+            const uint32_t lo = j * alpha, hi = (j + 1) * alpha < nq ? (j + 1) * alpha : nq;
+            const size_t slot = (size_t)(nq - 1) * dnum + j;
+            uint32_t *to = ts_calloc((size_t)nq + kp, sizeof(uint32_t));
+            if (!to) {
+                st = TS_ENOMEM;
+                goto out_free;
+            }
+            ks->up_to[slot] = to;
+            uint32_t nb = 0;
+            for (uint32_t i = 0; i < nq; i++)
+                if (i < lo || i >= hi)
+                    to[nb++] = i;
+            for (uint32_t i = 0; i < kp; i++)
+                to[nb++] = lq + i;
+            for (uint32_t i = lo; i < hi; i++)
+                from[i - lo] = i;
+            st = be->iface->conv_new(be, bk, from, hi - lo, to, nb, &ks->up[slot]);
+            if (st != TS_OK)
+                goto out_free;
+        }
+    }
+    const size_t n = ks->n, w = sizeof(uint64_t);
+    st = ts_backend_alloc(be, lq * n * w, (void **)&ks->ccoef);
+    if (st == TS_OK)
+        st = ts_backend_alloc(be, (lq + kp) * n * w, (void **)&ks->ext);
+    if (st == TS_OK)
+        st = ts_backend_alloc(be, dnum * qp_stride(ks) * w, (void **)&ks->rot);
+    if (st == TS_OK)
+        st = ts_backend_alloc(be, 2 * qp_stride(ks) * w, (void **)&ks->acc);
+    if (st == TS_OK)
+        st = ts_backend_alloc(be, 2 * lq * n * w, (void **)&ks->down_tmp);
+    if (st == TS_OK)
+        st = ts_rlwe_decomp_new(ks, &ks->own);
+    if (st != TS_OK)
+        goto out_free;
+    *out = ks;
+    return TS_OK;
+out_free:
+    ts_rlwe_ks_free(ks);
+    return st;
+}
+
+ts_status_t ts_rlwe_decomp_new(const ts_rlwe_ks_t *ks, ts_rlwe_decomp_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (!ks)
+        return TS_EINVAL;
+    ts_rlwe_decomp_t *d = ts_calloc(1, sizeof *d);
+    if (!d)
+        return TS_ENOMEM;
+    d->ks = ks;
+    ts_status_t st =
+        ts_backend_alloc(ks->be, ks->dnum * qp_stride(ks) * sizeof(uint64_t), (void **)&d->data);
+    if (st != TS_OK) {
+        ts_free(d);
+        return st;
+    }
+    *out = d;
+    return TS_OK;
+}
+
+void ts_rlwe_decomp_free(ts_rlwe_decomp_t *d)
+{
+    if (!d)
+        return;
+    ts_backend_buf_free(d->ks->be, d->data);
+    ts_free(d);
+}
+
+static ts_bk_batch_t batch(uint64_t *data, uint32_t npolys, uint32_t nlimbs, size_t stride,
+                           const uint32_t *idx)
+{
+    ts_bk_batch_t b = {
+        .data = data, .npolys = npolys, .nlimbs = nlimbs, .poly_stride = stride, .mod_idx = idx};
+    return b;
+}
+
+ts_status_t ts_rlwe_decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, ts_rlwe_decomp_t *d)
+{
+    if (!ks || !c || !d || d->ks != ks)
+        return TS_EINVAL;
+    if (c->ring != ks->ring)
+        return TS_EMISMATCH;
+    if (c->np != 0)
+        return TS_ELEVEL;
+    ts_backend_t *be = ks->be;
+    ts_bk_ring_t *bk = ts_ring_bk(ks->ring);
+    const uint32_t nq = c->nq, kp = ks->kp, alpha = ks->alpha;
+    const size_t n = ks->n, w = sizeof(uint64_t), stride = qp_stride(ks);
+    const uint32_t *qidx = ts_ring_limb_index(ks->ring, nq, 0);
+    const uint32_t *qp_idx = ts_ring_limb_index(ks->ring, nq, kp);
+    /* coefficient form of c */
+    ts_status_t st = ts_backend_copy(be, ks->ccoef, c->data, nq * n * w);
+    if (st != TS_OK)
+        return st;
+    if (c->is_ntt) {
+        ts_bk_batch_t cb = batch(ks->ccoef, 1, nq, nq * n, qidx);
+        st = ts_backend_ntt_inverse(be, bk, &cb);
+        if (st != TS_OK)
+            return st;
+    }
+    const uint32_t ndig = (nq + alpha - 1) / alpha;
+    for (uint32_t j = 0; j < ndig; j++) {
+        const uint32_t lo = j * alpha, hi = (j + 1) * alpha < nq ? (j + 1) * alpha : nq;
+        const size_t slot = (size_t)(nq - 1) * ks->dnum + j;
+        const uint32_t *to = ks->up_to[slot];
+        const uint32_t nb = nq - (hi - lo) + kp;
+        uint64_t *dj = d->data + j * stride;
+        /* ModUp: the digit's residues to every other prime of Q_nq * P, then NTT */
+        ts_bk_batch_t in = batch(ks->ccoef + lo * n, 1, hi - lo, (hi - lo) * n, qidx + lo);
+        ts_bk_batch_t ex = batch(ks->ext, 1, nb, nb * n, to);
+        st = ts_backend_basis_extend(be, bk, ks->up[slot], &ex, &in);
+        if (st == TS_OK)
+            st = ts_backend_ntt_forward(be, bk, &ex);
+        if (st != TS_OK)
+            return st;
+        /* place the converted limbs: Q below the digit, Q above, then P */
+        uint32_t e = 0;
+        for (uint32_t l = 0; l < nq + kp && st == TS_OK; l++) {
+            if (l >= lo && l < hi)
+                continue;
+            st = ts_backend_copy(be, dj + (size_t)l * n, ks->ext + (size_t)e * n, n * w);
+            e++;
+        }
+        /* the digit's own limbs are c's own residues, in NTT form */
+        if (st == TS_OK)
+            st = ts_backend_copy(be, dj + lo * n, (c->is_ntt ? c->data : ks->ccoef) + lo * n,
+                                 (hi - lo) * n * w);
+        if (st == TS_OK && !c->is_ntt) {
+            ts_bk_batch_t own = batch(dj + lo * n, 1, hi - lo, (hi - lo) * n, qp_idx + lo);
+            st = ts_backend_ntt_forward(be, bk, &own);
+        }
+        if (st != TS_OK)
+            return st;
+    }
+    d->nq = nq;
+    d->ndig = ndig;
+    return TS_OK;
+}
+
+ts_status_t ts_rlwe_keyswitch_hoisted(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d, uint64_t k,
+                                      const ts_rlwe_ksk_t *key, ts_poly_t *u0, ts_poly_t *u1)
+{
+    if (!ks || !d || !key || !u0 || !u1 || u0 == u1 || d->ks != ks || d->nq == 0)
+        return TS_EINVAL;
+    if (key->ring != ks->ring || key->dnum != ks->dnum || u0->ring != ks->ring ||
+        u1->ring != ks->ring)
+        return TS_EMISMATCH;
+    const uint64_t mask = 2 * (uint64_t)ks->n - 1;
+    k &= mask;
+    if (!(k & 1) || (key->galois ? key->galois != k : k != 1))
+        return TS_EINVAL;
+    const uint32_t nq = d->nq, kp = ks->kp, lq = ks->lq;
+    if (u0->cap_limbs < nq || u1->cap_limbs < nq)
+        return TS_ELEVEL;
+    ts_backend_t *be = ks->be;
+    ts_bk_ring_t *bk = ts_ring_bk(ks->ring);
+    const size_t n = ks->n, stride = qp_stride(ks);
+    const uint32_t *qp_idx = ts_ring_limb_index(ks->ring, nq, kp);
+    const uint32_t *qidx = ts_ring_limb_index(ks->ring, nq, 0);
+    const uint32_t *all_idx = ts_ring_limb_index(ks->ring, lq, 0); /* 0 .. lq + kp - 1 */
+    ts_status_t st;
+    ts_bk_batch_t digits = batch(d->data, d->ndig, nq + kp, stride, qp_idx);
+    if (k != 1) {
+        ts_bk_batch_t rot = batch(ks->rot, d->ndig, nq + kp, stride, qp_idx);
+        st = ts_backend_automorphism_ntt(be, bk, &rot, &digits, k);
+        if (st != TS_OK)
+            return st;
+        digits = rot;
+    }
+    for (uint32_t l = 0; l < nq; l++)
+        ks->key_limb[l] = l;
+    for (uint32_t l = 0; l < kp; l++)
+        ks->key_limb[nq + l] = lq + l;
+    ts_bk_batch_t kb = batch(key->data, 2 * key->dnum, lq + kp, stride, all_idx);
+    ts_bk_batch_t acc = batch(ks->acc, 2, nq + kp, stride, qp_idx);
+    st = ts_backend_keyswitch_inner(be, bk, &acc, &digits, &kb, ks->key_limb);
+    if (st != TS_OK)
+        return st;
+    /* ModDown in NTT form: u = (acc_Q - NTT(conv_{P->Q}(INTT(acc_P)))) * P^{-1} */
+    ts_bk_batch_t accp = batch(ks->acc + (size_t)nq * n, 2, kp, stride, ks->p_idx);
+    ts_bk_batch_t tmp = batch(ks->down_tmp, 2, nq, (size_t)nq * n, qidx);
+    st = ts_backend_ntt_inverse(be, bk, &accp);
+    if (st == TS_OK)
+        st = ts_backend_basis_extend(be, bk, ks->down[nq - 1], &tmp, &accp);
+    if (st == TS_OK)
+        st = ts_backend_ntt_forward(be, bk, &tmp);
+    if (st != TS_OK)
+        return st;
+    ts_poly_t *u[2] = {u0, u1};
+    for (int c = 0; c < 2 && st == TS_OK; c++) {
+        u[c]->nq = nq;
+        u[c]->np = 0;
+        u[c]->is_ntt = true;
+        ts_bk_batch_t ub = batch(u[c]->data, 1, nq, (size_t)nq * n, qidx);
+        ts_bk_batch_t aq = batch(ks->acc + c * stride, 1, nq, (size_t)nq * n, qidx);
+        ts_bk_batch_t tc = batch(ks->down_tmp + (size_t)c * nq * n, 1, nq, (size_t)nq * n, qidx);
+        st = ts_backend_sub(be, bk, &ub, &aq, &tc);
+        if (st == TS_OK)
+            st = ts_backend_mul_scalar(be, bk, &ub, &ub, ks->p_inv);
+    }
+    return st;
+}
+
+ts_status_t ts_rlwe_keyswitch(ts_rlwe_ks_t *ks, const ts_poly_t *c, uint64_t k,
+                              const ts_rlwe_ksk_t *key, ts_poly_t *u0, ts_poly_t *u1)
+{
+    if (!ks)
+        return TS_EINVAL;
+    ts_status_t st = ts_rlwe_decompose(ks, c, ks->own);
+    if (st != TS_OK)
+        return st;
+    return ts_rlwe_keyswitch_hoisted(ks, ks->own, k, key, u0, u1);
+}
