@@ -34,6 +34,7 @@
 
 #include "core/base/base.h"
 #include "core/ring/ring.h"
+#include "core/rlwe/rlwe.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -315,9 +316,12 @@ typedef struct ts_ckks_public_key ts_ckks_public_key_t;
 ts_status_t ts_ckks_keygen_secret(ts_ckks_params_t *params, ts_prng_t *prng,
                                   ts_ckks_secret_key_t **out);
 void ts_ckks_secret_key_free(ts_ckks_secret_key_t *sk); /* wipes; accepts NULL */
-/* seed: the public seed of "a" (NULL: drawn from prng). */
+/* The seed of "a" and the error come from prng. */
 ts_status_t ts_ckks_keygen_public(const ts_ckks_secret_key_t *sk, ts_prng_t *prng,
-                                  const uint8_t *seed, ts_ckks_public_key_t **out);
+                                  ts_ckks_public_key_t **out);
+/* The rlwe objects inside (borrowed), for serialization and conversions. */
+const ts_rlwe_sk_t *ts_ckks_secret_key_rlwe(const ts_ckks_secret_key_t *sk);
+const ts_rlwe_pk_t *ts_ckks_public_key_rlwe(const ts_ckks_public_key_t *pk);
 void ts_ckks_public_key_free(ts_ckks_public_key_t *pk); /* accepts NULL */
 
 /* An empty set of evaluation keys for params; keys are added by the gen calls. */
@@ -333,6 +337,10 @@ ts_status_t ts_ckks_evalkeys_gen_conjugate(ts_ckks_evalkeys_t *ek, const ts_ckks
                                            ts_prng_t *prng);
 bool ts_ckks_evalkeys_has_relin(const ts_ckks_evalkeys_t *ek);
 bool ts_ckks_evalkeys_has_rotation(const ts_ckks_evalkeys_t *ek, int64_t step);
+bool ts_ckks_evalkeys_has_conjugate(const ts_ckks_evalkeys_t *ek);
+/* The relinearization key and the Galois key of element k (NULL when absent). */
+const ts_rlwe_ksk_t *ts_ckks_evalkeys_relin(const ts_ckks_evalkeys_t *ek);
+const ts_rlwe_ksk_t *ts_ckks_evalkeys_galois(const ts_ckks_evalkeys_t *ek, uint64_t k);
 
 /* ------------------------------------------------------ encrypt, decrypt */
 

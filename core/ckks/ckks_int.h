@@ -57,7 +57,12 @@ struct ts_ckks_ciphertext {
     int degree;               /* 1 or 2 */
     double scale;
     int log_slots;
+    bool seeded; /* c[1] is expand_a(seed, TS_CKKS_SEED_STREAM) */
+    uint8_t seed[TS_SEED_BYTES];
 };
+
+/* The stream id of the "a" half of symmetric ciphertexts. */
+#define TS_CKKS_SEED_STREAM UINT64_C(0x636b6b732d637400)
 
 #define TS_CKKS_EV_TMP 4
 

@@ -135,6 +135,7 @@ static ts_status_t shape_out(ts_ckks_ciphertext_t *out, uint32_t nq, int degree)
             return st;
     }
     out->degree = degree;
+    out->seeded = false;
     return TS_OK;
 }
 
@@ -511,6 +512,7 @@ ts_status_t ts_ckks_rescale(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t 
     if (a->scale / q < 1.0)
         return TS_ESCALE;
     st = ts_ckks_ciphertext_copy(out, a);
+    out->seeded = false;
     for (int i = 0; i <= out->degree && st == TS_OK; i++)
         st = rescale_poly(ev, out->c[i], nq);
     if (st == TS_OK)
@@ -531,6 +533,8 @@ ts_status_t ts_ckks_drop_to_level(ts_ckks_evaluator_t *ev, const ts_ckks_ciphert
     if (level < 0 || level > ts__ckks_level(a->c[0]))
         return TS_ELEVEL;
     st = ts_ckks_ciphertext_copy(out, a);
+    if (level != ts__ckks_level(a->c[0]))
+        out->seeded = false;
     for (int i = 0; i <= out->degree && st == TS_OK; i++)
         st = ts_poly_drop_limbs(out->c[i], (uint32_t)level + 1);
     return st;

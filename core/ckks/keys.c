@@ -1,189 +1,639 @@
 /*
- * Keys, encryption, decryption and key switching (relinearization, rotations)
- * for CKKS, on top of core/rlwe. Until core/rlwe lands these entry points
- * return TS_ENOIMPL.
+ * CKKS keys, encryption, decryption and the key-switching operations
+ * (relinearization, rotations, conjugation, hoisted rotations), all on top of
+ * core/rlwe (keys, seeded "a", hybrid key switching with dnum digits).
  */
+#include <string.h>
+
 #include "core/ckks/ckks_int.h"
+
+struct ts_ckks_secret_key {
+    ts_ckks_params_t *params;
+    ts_rlwe_sk_t *sk;
+};
+
+struct ts_ckks_public_key {
+    ts_ckks_params_t *params;
+    ts_rlwe_pk_t *pk;
+};
+
+struct ts_ckks_evalkeys {
+    ts_ckks_params_t *params;
+    ts_rlwe_ksk_t *relin;
+    size_t ngal, capgal;
+    uint64_t *gal_el;
+    ts_rlwe_ksk_t **gal;
+};
+
+typedef struct {
+    ts_rlwe_ks_t *ks;
+    ts_rlwe_decomp_t *d;
+} ks_scratch_t;
+
+/* ------------------------------------------------------------ scratch */
 
 ts_status_t ts__ckks_ks_scratch_new(ts_ckks_evaluator_t *ev)
 {
-    (void)ev;
-    return TS_OK;
+    if (ev->params->np == 0)
+        return TS_OK; /* no key switching with this parameter set */
+    ks_scratch_t *s = ts_calloc(1, sizeof(*s));
+    if (!s)
+        return TS_ENOMEM;
+    ev->ks = s;
+    ts_status_t st = ts_rlwe_ks_new(ev->params->ring, (uint32_t)ev->params->dnum, &s->ks);
+    if (st == TS_OK)
+        st = ts_rlwe_decomp_new(s->ks, &s->d);
+    return st;
 }
 
 void ts__ckks_ks_scratch_free(ts_ckks_evaluator_t *ev)
 {
-    (void)ev;
+    ks_scratch_t *s = ev->ks;
+    if (!s)
+        return;
+    ts_rlwe_decomp_free(s->d);
+    ts_rlwe_ks_free(s->ks);
+    ts_free(s);
+    ev->ks = NULL;
 }
+
+/* --------------------------------------------------------------- keys */
 
 ts_status_t ts_ckks_keygen_secret(ts_ckks_params_t *params, ts_prng_t *prng,
                                   ts_ckks_secret_key_t **out)
 {
-    (void)params;
-    (void)prng;
-    if (out)
-        *out = NULL;
-    return TS_ENOIMPL;
+    if (!params || !prng || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    ts_ckks_secret_key_t *k = ts_calloc(1, sizeof(*k));
+    if (!k)
+        return TS_ENOMEM;
+    uint32_t h = params->secret == TS_CKKS_SECRET_SPARSE_TERNARY ? (uint32_t)params->h : 0;
+    ts_status_t st = ts_rlwe_sk_new(params->ring, prng, h, &k->sk);
+    if (st != TS_OK) {
+        ts_free(k);
+        return st;
+    }
+    k->params = ts_ckks_params_ref(params);
+    *out = k;
+    return TS_OK;
 }
 
 void ts_ckks_secret_key_free(ts_ckks_secret_key_t *sk)
 {
-    (void)sk;
+    if (!sk)
+        return;
+    ts_rlwe_sk_free(sk->sk);
+    ts_ckks_params_free(sk->params);
+    ts_free_secret(sk);
+}
+
+const ts_rlwe_sk_t *ts_ckks_secret_key_rlwe(const ts_ckks_secret_key_t *sk)
+{
+    return sk ? sk->sk : NULL;
 }
 
 ts_status_t ts_ckks_keygen_public(const ts_ckks_secret_key_t *sk, ts_prng_t *prng,
-                                  const uint8_t *seed, ts_ckks_public_key_t **out)
+                                  ts_ckks_public_key_t **out)
 {
-    (void)sk;
-    (void)prng;
-    (void)seed;
-    if (out)
-        *out = NULL;
-    return TS_ENOIMPL;
+    if (!sk || !prng || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    ts_ckks_public_key_t *k = ts_calloc(1, sizeof(*k));
+    if (!k)
+        return TS_ENOMEM;
+    ts_status_t st = ts_rlwe_pk_new(sk->sk, prng, &k->pk);
+    if (st != TS_OK) {
+        ts_free(k);
+        return st;
+    }
+    k->params = ts_ckks_params_ref(sk->params);
+    *out = k;
+    return TS_OK;
 }
 
 void ts_ckks_public_key_free(ts_ckks_public_key_t *pk)
 {
-    (void)pk;
+    if (!pk)
+        return;
+    ts_rlwe_pk_free(pk->pk);
+    ts_ckks_params_free(pk->params);
+    ts_free(pk);
+}
+
+const ts_rlwe_pk_t *ts_ckks_public_key_rlwe(const ts_ckks_public_key_t *pk)
+{
+    return pk ? pk->pk : NULL;
 }
 
 ts_status_t ts_ckks_evalkeys_new(ts_ckks_params_t *params, ts_ckks_evalkeys_t **out)
 {
-    (void)params;
-    if (out)
-        *out = NULL;
-    return TS_ENOIMPL;
+    if (!params || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    ts_ckks_evalkeys_t *ek = ts_calloc(1, sizeof(*ek));
+    if (!ek)
+        return TS_ENOMEM;
+    ek->params = ts_ckks_params_ref(params);
+    *out = ek;
+    return TS_OK;
 }
 
 void ts_ckks_evalkeys_free(ts_ckks_evalkeys_t *ek)
 {
-    (void)ek;
+    if (!ek)
+        return;
+    ts_rlwe_ksk_free(ek->relin);
+    for (size_t i = 0; i < ek->ngal; i++)
+        ts_rlwe_ksk_free(ek->gal[i]);
+    ts_free(ek->gal);
+    ts_free(ek->gal_el);
+    ts_ckks_params_free(ek->params);
+    ts_free(ek);
+}
+
+static ts_status_t check_keygen(const ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk,
+                                ts_prng_t *prng)
+{
+    if (!ek || !sk || !prng)
+        return TS_EINVAL;
+    if (!ts_ckks_params_equal(ek->params, sk->params))
+        return TS_EMISMATCH;
+    if (ek->params->np == 0)
+        return TS_ENOTSUP; /* no special primes: no key switching */
+    return TS_OK;
 }
 
 ts_status_t ts_ckks_evalkeys_gen_relin(ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk,
                                        ts_prng_t *prng)
 {
-    (void)ek;
-    (void)sk;
-    (void)prng;
-    return TS_ENOIMPL;
+    ts_status_t st = check_keygen(ek, sk, prng);
+    if (st != TS_OK)
+        return st;
+    ts_rlwe_ksk_t *k = NULL;
+    st = ts_rlwe_relin_key_new(sk->sk, (uint32_t)ek->params->dnum, prng, &k);
+    if (st != TS_OK)
+        return st;
+    ts_rlwe_ksk_free(ek->relin);
+    ek->relin = k;
+    return TS_OK;
+}
+
+static const ts_rlwe_ksk_t *find_galois(const ts_ckks_evalkeys_t *ek, uint64_t k)
+{
+    if (!ek)
+        return NULL;
+    for (size_t i = 0; i < ek->ngal; i++)
+        if (ek->gal_el[i] == k)
+            return ek->gal[i];
+    return NULL;
+}
+
+static ts_status_t add_galois(ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk, uint64_t k,
+                              ts_prng_t *prng)
+{
+    if (find_galois(ek, k))
+        return TS_OK;
+    if (ek->ngal == ek->capgal) {
+        size_t cap = ek->capgal ? 2 * ek->capgal : 8;
+        uint64_t *el = ts_realloc(ek->gal_el, sizeof(uint64_t) * cap);
+        if (!el)
+            return TS_ENOMEM;
+        ek->gal_el = el;
+        ts_rlwe_ksk_t **g = ts_realloc(ek->gal, sizeof(*g) * cap);
+        if (!g)
+            return TS_ENOMEM;
+        ek->gal = g;
+        ek->capgal = cap;
+    }
+    ts_rlwe_ksk_t *key = NULL;
+    ts_status_t st = ts_rlwe_galois_key_new(sk->sk, k, (uint32_t)ek->params->dnum, prng, &key);
+    if (st != TS_OK)
+        return st;
+    ek->gal_el[ek->ngal] = k;
+    ek->gal[ek->ngal] = key;
+    ek->ngal++;
+    return TS_OK;
+}
+
+/* The Galois element of a left rotation by step on `slots` slots. */
+static uint64_t rotation_element(const ts_ckks_params_t *p, int64_t step, size_t slots)
+{
+    int64_t s = step % (int64_t)slots;
+    if (s < 0)
+        s += (int64_t)slots;
+    return ts_ring_galois_rotate(p->ring, s);
 }
 
 ts_status_t ts_ckks_evalkeys_gen_rotations(ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk,
                                            const int64_t *steps, size_t count, ts_prng_t *prng)
 {
-    (void)ek;
-    (void)sk;
-    (void)steps;
-    (void)count;
-    (void)prng;
-    return TS_ENOIMPL;
+    ts_status_t st = check_keygen(ek, sk, prng);
+    if (st != TS_OK)
+        return st;
+    if (count && !steps)
+        return TS_EINVAL;
+    size_t slots = (size_t)1 << ek->params->log_slots;
+    for (size_t i = 0; i < count && st == TS_OK; i++) {
+        if (steps[i] % (int64_t)slots == 0)
+            continue;
+        st = add_galois(ek, sk, rotation_element(ek->params, steps[i], slots), prng);
+    }
+    return st;
 }
 
 ts_status_t ts_ckks_evalkeys_gen_conjugate(ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk,
                                            ts_prng_t *prng)
 {
-    (void)ek;
-    (void)sk;
-    (void)prng;
-    return TS_ENOIMPL;
+    ts_status_t st = check_keygen(ek, sk, prng);
+    if (st != TS_OK)
+        return st;
+    return add_galois(ek, sk, ts_ring_galois_conjugate(ek->params->ring), prng);
 }
 
 bool ts_ckks_evalkeys_has_relin(const ts_ckks_evalkeys_t *ek)
 {
-    (void)ek;
-    return false;
+    return ek && ek->relin;
 }
 
 bool ts_ckks_evalkeys_has_rotation(const ts_ckks_evalkeys_t *ek, int64_t step)
 {
-    (void)ek;
-    (void)step;
-    return false;
+    if (!ek)
+        return false;
+    size_t slots = (size_t)1 << ek->params->log_slots;
+    if (step % (int64_t)slots == 0)
+        return true;
+    return find_galois(ek, rotation_element(ek->params, step, slots)) != NULL;
+}
+
+bool ts_ckks_evalkeys_has_conjugate(const ts_ckks_evalkeys_t *ek)
+{
+    return ek && find_galois(ek, ts_ring_galois_conjugate(ek->params->ring));
+}
+
+const ts_rlwe_ksk_t *ts_ckks_evalkeys_relin(const ts_ckks_evalkeys_t *ek)
+{
+    return ek ? ek->relin : NULL;
+}
+
+const ts_rlwe_ksk_t *ts_ckks_evalkeys_galois(const ts_ckks_evalkeys_t *ek, uint64_t k)
+{
+    return find_galois(ek, k);
+}
+
+/* ------------------------------------------------- encrypt, decrypt */
+
+static ts_backend_t *backend(const ts_ckks_params_t *p)
+{
+    return ts_ring_backend(p->ring);
+}
+
+/* A batch view of the first nq limbs of p. */
+static ts_bk_batch_t view(const ts_ckks_params_t *p, const ts_poly_t *x, uint32_t nq)
+{
+    ts_bk_batch_t b = {.data = x->data,
+                       .npolys = 1,
+                       .nlimbs = nq,
+                       .poly_stride = (size_t)nq * p->n,
+                       .mod_idx = ts_ring_limb_index(p->ring, (uint32_t)p->nq, 0)};
+    return b;
+}
+
+static ts_status_t check_pt_ct(const ts_ckks_params_t *p, const ts_ckks_plaintext_t *pt,
+                               const ts_ckks_ciphertext_t *ct)
+{
+    if (!pt || !ct)
+        return TS_EINVAL;
+    if (!ts_ckks_params_equal(p, pt->params) || !ts_ckks_params_equal(p, ct->params))
+        return TS_EMISMATCH;
+    if (!pt->poly->is_ntt)
+        return TS_EINVAL;
+    return TS_OK;
 }
 
 ts_status_t ts_ckks_encrypt_pk(const ts_ckks_public_key_t *pk, const ts_ckks_plaintext_t *pt,
                                ts_prng_t *prng, ts_ckks_ciphertext_t *ct)
 {
-    (void)pk;
-    (void)pt;
-    (void)prng;
-    (void)ct;
-    return TS_ENOIMPL;
+    if (!pk || !prng)
+        return TS_EINVAL;
+    const ts_ckks_params_t *p = pk->params;
+    ts_status_t st = check_pt_ct(p, pt, ct);
+    if (st != TS_OK)
+        return st;
+    uint32_t nq = pt->poly->nq;
+    double scale = pt->scale;
+    int log_slots = pt->log_slots;
+    ts_poly_t *v = NULL, *e = NULL;
+    st = ts_poly_new(p->ring, nq, 0, false, &v);
+    if (st == TS_OK)
+        st = ts_poly_new(p->ring, nq, 0, false, &e);
+    if (st == TS_OK)
+        st = ts__ckks_ct_reshape(ct, (int)nq - 1, 1);
+    /* v ternary; c0 = v b + e0 + m, c1 = v a + e1 */
+    if (st == TS_OK)
+        st = ts_poly_sample_ternary(v, prng);
+    if (st == TS_OK)
+        st = ts_poly_ntt(v);
+    ts_backend_t *be = backend(p);
+    ts_bk_ring_t *bk = ts_ring_bk(p->ring);
+    ts_bk_batch_t vb = view(p, v, nq), eb = view(p, e, nq);
+    const ts_poly_t *pkp[2] = {pk->pk->b, pk->pk->a};
+    for (int i = 0; i < 2 && st == TS_OK; i++) {
+        ts_bk_batch_t kb = view(p, pkp[i], nq), cb = view(p, ct->c[i], nq);
+        st = ts_poly_reshape(e, nq, 0, false);
+        if (st == TS_OK)
+            st = ts_poly_sample_gaussian(e, prng, p->sigma);
+        if (st == TS_OK)
+            st = ts_poly_ntt(e);
+        if (st == TS_OK)
+            st = ts_backend_mul(be, bk, &cb, &vb, &kb);
+        if (st == TS_OK)
+            st = ts_backend_add(be, bk, &cb, &cb, &eb);
+    }
+    if (st == TS_OK) {
+        ts_bk_batch_t c0 = view(p, ct->c[0], nq), mb = view(p, pt->poly, nq);
+        st = ts_backend_add(be, bk, &c0, &c0, &mb);
+    }
+    if (v)
+        ts_poly_reshape(v, v->cap_limbs, 0, false); /* wipe the ephemeral secret */
+    if (e)
+        ts_poly_reshape(e, e->cap_limbs, 0, false);
+    ts_poly_free(v);
+    ts_poly_free(e);
+    if (st != TS_OK)
+        return st;
+    ct->scale = scale;
+    ct->log_slots = log_slots;
+    ct->seeded = false;
+    return TS_OK;
 }
 
 ts_status_t ts_ckks_encrypt_sk(const ts_ckks_secret_key_t *sk, const ts_ckks_plaintext_t *pt,
                                ts_prng_t *prng, const uint8_t *seed, ts_ckks_ciphertext_t *ct)
 {
-    (void)sk;
-    (void)pt;
-    (void)prng;
-    (void)seed;
-    (void)ct;
-    return TS_ENOIMPL;
+    if (!sk || !prng)
+        return TS_EINVAL;
+    const ts_ckks_params_t *p = sk->params;
+    ts_status_t st = check_pt_ct(p, pt, ct);
+    if (st != TS_OK)
+        return st;
+    uint8_t s[TS_SEED_BYTES];
+    if (seed)
+        memcpy(s, seed, sizeof(s));
+    else if ((st = ts_prng_bytes(prng, s, sizeof(s))) != TS_OK)
+        return st;
+    uint32_t nq = pt->poly->nq;
+    double scale = pt->scale;
+    int log_slots = pt->log_slots;
+    ts_backend_t *be = backend(p);
+    ts_bk_ring_t *bk = ts_ring_bk(p->ring);
+    /* c1 = a (seeded), c0 = -a s + e + m */
+    st = ts__ckks_ct_reshape(ct, (int)nq - 1, 1);
+    if (st == TS_OK)
+        st = ts_rlwe_expand_a(s, TS_CKKS_SEED_STREAM, ct->c[1]);
+    if (st == TS_OK)
+        st = ts_poly_sample_gaussian(ct->c[0], prng, p->sigma);
+    if (st == TS_OK)
+        st = ts_poly_ntt(ct->c[0]);
+    ts_bk_batch_t c0 = view(p, ct->c[0], nq), c1 = view(p, ct->c[1], nq);
+    ts_bk_batch_t sb = view(p, sk->sk->s, nq), mb = view(p, pt->poly, nq);
+    if (st == TS_OK)
+        st = ts_backend_add(be, bk, &c0, &c0, &mb);
+    /* c0 - a s: use the mul_add on the negation of a s */
+    ts_poly_t *t = NULL;
+    if (st == TS_OK)
+        st = ts_poly_new(p->ring, nq, 0, true, &t);
+    if (st == TS_OK) {
+        ts_bk_batch_t tb = view(p, t, nq);
+        st = ts_backend_mul(be, bk, &tb, &c1, &sb);
+        if (st == TS_OK)
+            st = ts_backend_sub(be, bk, &c0, &c0, &tb);
+        ts_poly_reshape(t, t->cap_limbs, 0, true);
+    }
+    ts_poly_free(t);
+    if (st != TS_OK)
+        return st;
+    ct->scale = scale;
+    ct->log_slots = log_slots;
+    ct->seeded = true;
+    memcpy(ct->seed, s, sizeof(s));
+    return TS_OK;
 }
 
 bool ts_ckks_ciphertext_seed(const ts_ckks_ciphertext_t *ct, uint8_t seed[TS_SEED_BYTES])
 {
-    (void)ct;
-    (void)seed;
-    return false;
+    if (!ct || !ct->seeded || ct->degree != 1)
+        return false;
+    if (seed)
+        memcpy(seed, ct->seed, TS_SEED_BYTES);
+    return true;
 }
 
 ts_status_t ts_ckks_decrypt(const ts_ckks_secret_key_t *sk, const ts_ckks_ciphertext_t *ct,
                             ts_ckks_plaintext_t *pt)
 {
-    (void)sk;
-    (void)ct;
-    (void)pt;
-    return TS_ENOIMPL;
+    if (!sk)
+        return TS_EINVAL;
+    const ts_ckks_params_t *p = sk->params;
+    if (!pt || !ct)
+        return TS_EINVAL;
+    if (!ts_ckks_params_equal(p, pt->params) || !ts_ckks_params_equal(p, ct->params))
+        return TS_EMISMATCH;
+    uint32_t nq = ct->c[0]->nq;
+    ts_status_t st = ts_poly_reshape(pt->poly, nq, 0, true);
+    if (st != TS_OK)
+        return st;
+    ts_backend_t *be = backend(p);
+    ts_bk_ring_t *bk = ts_ring_bk(p->ring);
+    ts_bk_batch_t m = view(p, pt->poly, nq), sb = view(p, sk->sk->s, nq);
+    ts_bk_batch_t c0 = view(p, ct->c[0], nq);
+    /* Horner in s: ((c2 s) + c1) s + c0 */
+    ts_bk_batch_t top = view(p, ct->c[ct->degree], nq);
+    st = ts_backend_mul(be, bk, &m, &top, &sb);
+    for (int i = ct->degree - 1; i >= 1 && st == TS_OK; i--) {
+        ts_bk_batch_t ci = view(p, ct->c[i], nq);
+        st = ts_backend_add(be, bk, &m, &m, &ci);
+        if (st == TS_OK)
+            st = ts_backend_mul(be, bk, &m, &m, &sb);
+    }
+    if (st == TS_OK)
+        st = ts_backend_add(be, bk, &m, &m, &c0);
+    if (st != TS_OK)
+        return st;
+    pt->scale = ct->scale;
+    pt->log_slots = ct->log_slots;
+    return TS_OK;
+}
+
+/* ------------------------------------------------------ key switching */
+
+static ts_status_t check_unary(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                               const ts_ckks_ciphertext_t *out)
+{
+    if (!ev || !a || !out)
+        return TS_EINVAL;
+    if (!ts_ckks_params_equal(ev->params, a->params) ||
+        !ts_ckks_params_equal(ev->params, out->params))
+        return TS_EMISMATCH;
+    if (!ev->ks)
+        return TS_ENOKEY;
+    return TS_OK;
 }
 
 ts_status_t ts_ckks_relinearize(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
                                 ts_ckks_ciphertext_t *out)
 {
-    (void)ev;
-    (void)a;
-    (void)out;
-    return TS_ENOIMPL;
+    ts_status_t st = check_unary(ev, a, out);
+    if (st != TS_OK)
+        return st;
+    if (a->degree == 1)
+        return ts_ckks_ciphertext_copy(out, a);
+    const ts_rlwe_ksk_t *key = ts_ckks_evalkeys_relin(ev->keys);
+    if (!key)
+        return TS_ENOKEY;
+    ks_scratch_t *s = ev->ks;
+    uint32_t nq = a->c[0]->nq;
+    ts_poly_t *u0 = ev->tmp[0], *u1 = ev->tmp[1];
+    st = ts_poly_reshape(u0, nq, 0, true);
+    if (st == TS_OK)
+        st = ts_poly_reshape(u1, nq, 0, true);
+    if (st == TS_OK)
+        st = ts_rlwe_keyswitch(s->ks, a->c[2], 1, key, u0, u1);
+    if (st != TS_OK)
+        return st;
+    if (out != a) {
+        st = ts_ckks_ciphertext_copy(out, a);
+        if (st != TS_OK)
+            return st;
+    }
+    ts_bk_batch_t o0 = ts__ckks_view(ev, out->c[0], 0, nq),
+                  o1 = ts__ckks_view(ev, out->c[1], 0, nq);
+    ts_bk_batch_t b0 = ts__ckks_view(ev, u0, 0, nq), b1 = ts__ckks_view(ev, u1, 0, nq);
+    st = ts_backend_add(ev->be, ev->bk, &o0, &o0, &b0);
+    if (st == TS_OK)
+        st = ts_backend_add(ev->be, ev->bk, &o1, &o1, &b1);
+    out->degree = 1;
+    out->seeded = false;
+    return st;
 }
 
 ts_status_t ts_ckks_mul_relin(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
                               const ts_ckks_ciphertext_t *b, ts_ckks_ciphertext_t *out)
 {
+    if (ev && !ts_ckks_evalkeys_relin(ev->keys))
+        return TS_ENOKEY;
     ts_status_t st = ts_ckks_mul(ev, a, b, out);
     if (st == TS_OK)
         st = ts_ckks_relinearize(ev, out, out);
     return st;
 }
 
+/* out = (sigma_k(c0) + u0, u1) with (u0, u1) from the decomposition in ev->ks. */
+static ts_status_t apply_galois(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a, uint64_t k,
+                                bool decomposed, ts_ckks_ciphertext_t *out)
+{
+    const ts_rlwe_ksk_t *key = ts_ckks_evalkeys_galois(ev->keys, k);
+    if (!key)
+        return TS_ENOKEY;
+    ks_scratch_t *s = ev->ks;
+    uint32_t nq = a->c[0]->nq;
+    ts_poly_t *u0 = ev->tmp[0], *u1 = ev->tmp[1], *r0 = ev->tmp[2];
+    ts_status_t st = ts_poly_reshape(u0, nq, 0, true);
+    if (st == TS_OK)
+        st = ts_poly_reshape(u1, nq, 0, true);
+    if (st == TS_OK)
+        st = decomposed ? ts_rlwe_keyswitch_hoisted(s->ks, s->d, k, key, u0, u1)
+                        : ts_rlwe_keyswitch(s->ks, a->c[1], k, key, u0, u1);
+    if (st == TS_OK)
+        st = ts_poly_reshape(r0, nq, 0, true);
+    if (st == TS_OK)
+        st = ts_poly_automorphism(r0, a->c[0], k);
+    if (st != TS_OK)
+        return st;
+    double scale = a->scale;
+    int log_slots = a->log_slots;
+    st = ts__ckks_ct_reshape(out, (int)nq - 1, 1);
+    ts_bk_batch_t o0 = ts__ckks_view(ev, out->c[0], 0, nq),
+                  o1 = ts__ckks_view(ev, out->c[1], 0, nq);
+    ts_bk_batch_t b0 = ts__ckks_view(ev, u0, 0, nq), b1 = ts__ckks_view(ev, u1, 0, nq);
+    ts_bk_batch_t rb = ts__ckks_view(ev, r0, 0, nq);
+    if (st == TS_OK)
+        st = ts_backend_add(ev->be, ev->bk, &o0, &rb, &b0);
+    if (st == TS_OK)
+        st = ts_backend_copy(ev->be, o1.data, b1.data, sizeof(uint64_t) * nq * ev->params->n);
+    out->scale = scale;
+    out->log_slots = log_slots;
+    out->seeded = false;
+    return st;
+}
+
+static ts_status_t check_rot(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                             const ts_ckks_ciphertext_t *out)
+{
+    ts_status_t st = check_unary(ev, a, out);
+    if (st != TS_OK)
+        return st;
+    if (a->degree != 1)
+        return TS_EINVAL;
+    return TS_OK;
+}
+
 ts_status_t ts_ckks_rotate(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a, int64_t step,
                            ts_ckks_ciphertext_t *out)
 {
-    (void)ev;
-    (void)a;
-    (void)step;
-    (void)out;
-    return TS_ENOIMPL;
+    ts_status_t st = check_rot(ev, a, out);
+    if (st != TS_OK)
+        return st;
+    size_t slots = (size_t)1 << a->log_slots;
+    if (step % (int64_t)slots == 0)
+        return ts_ckks_ciphertext_copy(out, a);
+    return apply_galois(ev, a, rotation_element(ev->params, step, slots), false, out);
 }
 
 ts_status_t ts_ckks_conjugate(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
                               ts_ckks_ciphertext_t *out)
 {
-    (void)ev;
-    (void)a;
-    (void)out;
-    return TS_ENOIMPL;
+    ts_status_t st = check_rot(ev, a, out);
+    if (st != TS_OK)
+        return st;
+    return apply_galois(ev, a, ts_ring_galois_conjugate(ev->params->ring), false, out);
 }
 
 ts_status_t ts_ckks_rotate_hoisted(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
                                    const int64_t *steps, size_t count,
                                    ts_ckks_ciphertext_t *const *outs)
 {
-    (void)ev;
-    (void)a;
-    (void)steps;
-    (void)count;
-    (void)outs;
-    return TS_ENOIMPL;
+    if (count && (!steps || !outs))
+        return TS_EINVAL;
+    ts_status_t st = check_unary(ev, a, a);
+    if (st != TS_OK)
+        return st;
+    if (a->degree != 1)
+        return TS_EINVAL;
+    size_t slots = (size_t)1 << a->log_slots;
+    for (size_t i = 0; i < count; i++) {
+        if (!outs[i] || outs[i] == a)
+            return TS_EINVAL;
+        if (!ts_ckks_params_equal(ev->params, outs[i]->params))
+            return TS_EMISMATCH;
+        if (steps[i] % (int64_t)slots != 0 &&
+            !ts_ckks_evalkeys_galois(ev->keys, rotation_element(ev->params, steps[i], slots)))
+            return TS_ENOKEY;
+    }
+    bool decomposed = false;
+    for (size_t i = 0; i < count && st == TS_OK; i++) {
+        if (steps[i] % (int64_t)slots == 0) {
+            st = ts_ckks_ciphertext_copy(outs[i], a);
+            continue;
+        }
+        if (!decomposed) {
+            st = ts_rlwe_decompose(((ks_scratch_t *)ev->ks)->ks, a->c[1],
+                                   ((ks_scratch_t *)ev->ks)->d);
+            decomposed = true;
+            if (st != TS_OK)
+                break;
+        }
+        st = apply_galois(ev, a, rotation_element(ev->params, steps[i], slots), true, outs[i]);
+    }
+    return st;
 }

@@ -3,6 +3,7 @@
  * capacity of the top level, plus level, scale and slot count.
  */
 #include <math.h>
+#include <string.h>
 
 #include "core/ckks/ckks_int.h"
 
@@ -142,6 +143,8 @@ ts_status_t ts_ckks_ciphertext_copy(ts_ckks_ciphertext_t *dst, const ts_ckks_cip
     dst->degree = src->degree;
     dst->scale = src->scale;
     dst->log_slots = src->log_slots;
+    dst->seeded = src->seeded;
+    memcpy(dst->seed, src->seed, TS_SEED_BYTES);
     return TS_OK;
 }
 
@@ -205,5 +208,6 @@ ts_status_t ts_ckks_ciphertext_set_meta(ts_ckks_ciphertext_t *ct, int level, int
     ct->degree = degree;
     ct->scale = scale;
     ct->log_slots = log_slots;
+    ct->seeded = false;
     return TS_OK;
 }
