@@ -22,7 +22,8 @@ typedef struct {
     int top;
 } fx_t;
 
-static const int64_t rot_steps[] = {1, 2, 3, 4, 5, 7, 8, 12, 16, 31, 64, 100, 255, 256, 511, -1, -3};
+static const int64_t rot_steps[] = {1,  2,  3,   4,   5,   7,   8,  12, 16,
+                                    31, 64, 100, 255, 256, 511, -1, -3};
 #define NSTEPS (sizeof(rot_steps) / sizeof(rot_steps[0]))
 
 static void fx_init(fx_t *f, const char *name)
@@ -84,8 +85,7 @@ static ts_ckks_ciphertext_t *enc_vec(fx_t *f, const double complex *z, size_t sl
     ts_ckks_ciphertext_t *ct = NULL;
     ck_assert_ts_ok(ts_ckks_plaintext_new(f->p, level, &pt));
     ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, level, &ct));
-    ck_assert_ts_ok(
-        ts_ckks_encode(f->enc, z, slots, slots, level, ts_ckks_params_scale(f->p), pt));
+    ck_assert_ts_ok(ts_ckks_encode(f->enc, z, slots, slots, level, ts_ckks_params_scale(f->p), pt));
     ck_assert_ts_ok(ts_ckks_encrypt_pk(f->pk, pt, f->prng, ct));
     ts_ckks_plaintext_free(pt);
     return ct;
@@ -113,6 +113,9 @@ static double precision(fx_t *f, const ts_ckks_ciphertext_t *ct, const double co
 #define CHECK_PREC(f, ct, want, slots, bound, what)                                                \
     do {                                                                                           \
         double ts__b = precision((f), (ct), (want), (slots));                                      \
+        if (getenv("TS_TEST_VERBOSE"))                                                             \
+            fprintf(stderr, "ckks_eval: %-40s %5.1f bits (bound %d)\n", (what), ts__b,             \
+                    (int)(bound));                                                                 \
         ck_assert_msg(ts__b >= (bound), "%s: precision %.1f bits, expected >= %.1f", (what),       \
                       ts__b, (double)(bound));                                                     \
     } while (0)
@@ -429,8 +432,8 @@ START_TEST(test_poly_power_basis)
         {c7, 7, TS_CKKS_POLY_HORNER, 0, 7, "horner deg 7"},
     };
     for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) {
-        ck_assert_ts_ok(ts_ckks_eval_poly(f.ev, a, cases[t].c, cases[t].d, cases[t].m, cases[t].k,
-                                          0, o));
+        ck_assert_ts_ok(
+            ts_ckks_eval_poly(f.ev, a, cases[t].c, cases[t].d, cases[t].m, cases[t].k, 0, o));
         for (size_t i = 0; i < n; i++)
             w[i] = poly_ref(cases[t].c, cases[t].d, x[i]);
         ck_assert_msg(ts_ckks_ciphertext_level(o) >= f.top - cases[t].depth,
@@ -443,8 +446,8 @@ START_TEST(test_poly_power_basis)
     ts_ckks_ciphertext_t *low = NULL;
     ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, f.top, &low));
     ck_assert_ts_ok(ts_ckks_drop_to_level(f.ev, a, 3, low));
-    ck_assert_ts_status(
-        ts_ckks_eval_poly(f.ev, low, c7, 7, TS_CKKS_POLY_HORNER, 0, 0, o), TS_ELEVEL);
+    ck_assert_ts_status(ts_ckks_eval_poly(f.ev, low, c7, 7, TS_CKKS_POLY_HORNER, 0, 0, o),
+                        TS_ELEVEL);
     ts_ckks_ciphertext_free(low);
     ts_ckks_ciphertext_free(a);
     ts_ckks_ciphertext_free(o);
