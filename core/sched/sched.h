@@ -37,14 +37,16 @@
  *
  * Level model. Levels count the remaining rescalings: a fresh ciphertext has
  * level costs->max_level, an operator of depth d at input level l leaves its
- * result at l - d, and needs l >= d. Dropping levels (ModSwitch down) is free,
- * so an operator may run at any level not above what its inputs have; running
- * lower is cheaper. Bootstrapping takes a ciphertext at any level to
- * costs->boot_output_level. Values produced now and consumed later than by the
- * next operator (residual stream, the other factor of a product) are kept at
- * one common level (the minimum of theirs: dropping is free); a bootstrap
- * inserted before an operator refreshes either only the running value or all
- * live values. See docs/ARCHITECTURE.md "Scheduler".
+ * result at l - d when l >= d; a deeper CKKS implementation bootstraps inside
+ * each time its levels run out (counted in the step). Dropping levels
+ * (ModSwitch down) is free, so an operator may run at any level not above
+ * what its inputs have; running lower is cheaper. Bootstrapping takes a
+ * ciphertext at any level to costs->boot_output_level. Values produced now
+ * and consumed later than by the next operator (residual stream, the other
+ * factor of a product) are kept at one common level (the minimum of theirs:
+ * dropping is free); a bootstrap inserted before an operator refreshes either
+ * only the running value or all live values. See docs/ARCHITECTURE.md
+ * "Scheduler".
  *
  * Nothing here touches ciphertexts: the graph describes, the plan prescribes,
  * core/llm executes.
@@ -358,10 +360,21 @@ ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path);
 /* The built-in estimate (same numbers as configs/costs/cpu-default.yaml). */
 void ts_sched_costs_default(ts_sched_costs_t *out);
 
-/* Latency of one segmented-LUT evaluation and of the conversion of `n`
- * values recovered to `level` (n split into batches of the largest size). */
+/* Latency of one segmented-LUT evaluation. */
 double ts_sched_costs_lut_ns(const ts_sched_costs_t *c);
-double ts_sched_costs_convert_ns(const ts_sched_costs_t *c, uint32_t n, int level);
+/*
+ * Latency of the conversion round trip of `n` values held in `n_ct`
+ * ciphertexts, recovered to `level`: batches = max(n_ct, ceil(n / largest
+ * batch size)), each batch one extraction (extract_ns interpolated linearly
+ * between listed batch sizes, extrapolated beyond them) and one recovery
+ * (recover_ns[level]). LUT evaluations are not included.
+ */
+double ts_sched_costs_convert_ns(const ts_sched_costs_t *c, uint32_t n, uint32_t n_ct, int level);
+/* Level-by-level latency of one ciphertext through `impl` at input level
+ * `level` (see the level model: bootstraps inside when levels run out).
+ * [out] *out_level, *n_boot (may be NULL). */
+double ts_sched_costs_impl_ns(const ts_sched_costs_t *c, const ts_sched_impl_t *impl, int level,
+                              int *out_level, uint32_t *n_boot);
 
 /* ----------------------------------------------------------------- plans */
 
@@ -388,12 +401,13 @@ typedef struct ts_sched_step {
     ts_sched_scheme_t scheme;
     int impl; /* CKKS implementation index; -1 for TFHE */
     ts_sched_boot_t boot;
-    uint32_t n_boot; /* ciphertexts bootstrapped before the operator */
-    int level_avail; /* min level of the inputs (after bootstraps) */
-    int level_in;    /* level the operator runs at (<= level_avail) */
-    int level_out;   /* level of its result (TFHE: the recovery level) */
-    double op_ns;    /* predicted latency of the operator itself */
-    double boot_ns;  /* of the bootstraps before it */
+    uint32_t n_boot;       /* ciphertexts bootstrapped before the operator */
+    uint32_t n_boot_inner; /* bootstraps inside a CKKS implementation deeper than the levels */
+    int level_avail;       /* min level of the inputs (after bootstraps) */
+    int level_in;          /* level the operator runs at (<= level_avail) */
+    int level_out;         /* level of its result (TFHE: the recovery level) */
+    double op_ns;          /* predicted latency of the operator itself */
+    double boot_ns;        /* of the bootstraps before it (inner ones are in op_ns) */
 } ts_sched_step_t;
 
 typedef struct ts_sched_plan {

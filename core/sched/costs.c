@@ -1,0 +1,451 @@
+/*
+ * core/sched/costs.c — the cost table: YAML (and JSON) load through the
+ * directive tables of core/base, cross-field validation with file:line,
+ * save, the built-in estimate, and the derived latencies the solver uses.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/sched/sched_int.h"
+
+#define OFF(f) offsetof(ts_sched_costs_t, f)
+#define LIST(key, f, nf, capn)                                                                     \
+    {                                                                                              \
+        .name = key, .type = TS_CFG_INTLIST, .offset = OFF(f), .required = true, .min = 0,         \
+        .max = INT64_MAX, .cap = capn, .count_offset = OFF(nf)                                     \
+    }
+#define INT(key, f, lo, hi, req)                                                                   \
+    {                                                                                              \
+        .name = key, .type = TS_CFG_INT, .offset = OFF(f), .required = req, .min = lo, .max = hi   \
+    }
+
+static const ts_cfg_directive_t ckks_table[] = {
+    INT("max_level", max_level, 1, TS_SCHED_MAX_LEVELS - 1, true),
+    INT("slots", slots, 1, INT64_C(1) << 20, false),
+    LIST("add_ns", add_ns, n_add, TS_SCHED_MAX_LEVELS),
+    LIST("pmul_ns", pmul_ns, n_pmul, TS_SCHED_MAX_LEVELS),
+    LIST("cmul_ns", cmul_ns, n_cmul, TS_SCHED_MAX_LEVELS),
+    LIST("rot_ns", rot_ns, n_rot, TS_SCHED_MAX_LEVELS),
+    LIST("rescale_ns", rescale_ns, n_rescale, TS_SCHED_MAX_LEVELS),
+    {.name = NULL},
+};
+
+static const ts_cfg_directive_t boot_table[] = {
+    INT("latency_ns", boot_ns, 0, INT64_MAX, true),
+    INT("output_level", boot_output_level, 1, TS_SCHED_MAX_LEVELS - 1, true),
+    {.name = NULL},
+};
+
+static const ts_cfg_directive_t convert_table[] = {
+    LIST("batch_sizes", batch_sizes, n_batch_sizes, TS_SCHED_MAX_BATCHES),
+    LIST("extract_ns", extract_ns, n_extract, TS_SCHED_MAX_BATCHES),
+    INT("extract_depth", extract_depth, 0, TS_SCHED_MAX_LEVELS - 1, true),
+    LIST("recover_ns", recover_ns, n_recover, TS_SCHED_MAX_LEVELS),
+    {.name = NULL},
+};
+
+static const ts_cfg_directive_t tfhe_table[] = {
+    INT("pbs_ns", pbs_ns, 0, INT64_MAX, true),
+    INT("homcomp_ns", homcomp_ns, 0, INT64_MAX, true),
+    INT("small_pmul_ns", small_pmul_ns, 0, INT64_MAX, true),
+    INT("trace_ns", trace_ns, 0, INT64_MAX, true),
+    INT("n_seg", n_seg, 1, 64, true),
+    {.name = NULL},
+};
+
+static const ts_cfg_directive_t costs_table[] = {
+    INT("format", format, 1, 1, true),
+    {.name = "name", .type = TS_CFG_STRING, .offset = OFF(name), .cap = 64},
+    {.name = "backend", .type = TS_CFG_STRING, .offset = OFF(backend), .cap = 16},
+    {.name = "params", .type = TS_CFG_STRING, .offset = OFF(params), .cap = 64},
+    {.name = "estimated", .type = TS_CFG_BOOL, .offset = OFF(estimated)},
+    {.name = "note", .type = TS_CFG_STRING, .offset = OFF(note), .cap = 512},
+    {.name = "ckks", .type = TS_CFG_SECTION, .offset = 0, .required = true, .sub = ckks_table},
+    {.name = "bootstrap", .type = TS_CFG_SECTION, .offset = 0, .required = true, .sub = boot_table},
+    {.name = "convert",
+     .type = TS_CFG_SECTION,
+     .offset = 0,
+     .required = true,
+     .sub = convert_table},
+    {.name = "tfhe", .type = TS_CFG_SECTION, .offset = 0, .required = true, .sub = tfhe_table},
+    {.name = NULL},
+};
+
+/* Cross-field rules; *key names the offending key for the file:line lookup. */
+static ts_status_t validate(const ts_sched_costs_t *c, char *msg, size_t size, const char **key)
+{
+    const char *k = NULL;
+    char buf[256] = "";
+    size_t want = (size_t)c->max_level + 1;
+    struct {
+        const char *name;
+        size_t n;
+    } lv[] = {{"add_ns", c->n_add}, {"pmul_ns", c->n_pmul},       {"cmul_ns", c->n_cmul},
+              {"rot_ns", c->n_rot}, {"rescale_ns", c->n_rescale}, {"recover_ns", c->n_recover}};
+    if (c->max_level < 1 || c->max_level >= TS_SCHED_MAX_LEVELS) {
+        k = "max_level";
+        snprintf(buf, sizeof buf, "max_level %lld is outside [1, %d]", (long long)c->max_level,
+                 TS_SCHED_MAX_LEVELS - 1);
+        goto fail;
+    }
+    for (size_t i = 0; i < sizeof lv / sizeof lv[0]; i++) {
+        if (lv[i].n != want) {
+            k = lv[i].name;
+            snprintf(buf, sizeof buf,
+                     "'%s' has %zu entries; max_level %lld needs %zu (levels 0..%lld)", k, lv[i].n,
+                     (long long)c->max_level, want, (long long)c->max_level);
+            goto fail;
+        }
+    }
+    if (c->boot_output_level < 1 || c->boot_output_level > c->max_level) {
+        k = "output_level";
+        snprintf(buf, sizeof buf, "bootstrap output_level %lld must be in [1, max_level %lld]",
+                 (long long)c->boot_output_level, (long long)c->max_level);
+        goto fail;
+    }
+    if (c->extract_depth > c->max_level) {
+        k = "extract_depth";
+        snprintf(buf, sizeof buf, "extract_depth %lld exceeds max_level %lld",
+                 (long long)c->extract_depth, (long long)c->max_level);
+        goto fail;
+    }
+    if (c->n_batch_sizes == 0) {
+        k = "batch_sizes";
+        snprintf(buf, sizeof buf, "batch_sizes must list at least one size");
+        goto fail;
+    }
+    for (size_t i = 0; i < c->n_batch_sizes; i++) {
+        if (c->batch_sizes[i] < 1 || (i && c->batch_sizes[i] <= c->batch_sizes[i - 1])) {
+            k = "batch_sizes";
+            snprintf(buf, sizeof buf, "batch_sizes must be positive and strictly increasing");
+            goto fail;
+        }
+    }
+    if (c->n_extract != c->n_batch_sizes) {
+        k = "extract_ns";
+        snprintf(buf, sizeof buf, "extract_ns has %zu entries, batch_sizes %zu", c->n_extract,
+                 c->n_batch_sizes);
+        goto fail;
+    }
+    if (c->n_seg < 1) {
+        k = "n_seg";
+        snprintf(buf, sizeof buf, "n_seg must be at least 1");
+        goto fail;
+    }
+    if (key)
+        *key = NULL;
+    return TS_OK;
+fail:
+    if (msg && size)
+        snprintf(msg, size, "%s", buf);
+    if (key)
+        *key = k;
+    return TS_ECONFIG;
+}
+
+ts_status_t ts_sched_costs_validate(const ts_sched_costs_t *c, char *msg, size_t msg_size)
+{
+    if (!c)
+        return TS_EINVAL;
+    return validate(c, msg, msg_size, NULL);
+}
+
+/* Line (1-based) of the first "key:" at the start of a line (after blanks or
+ * a JSON quote); 0 when absent. */
+static int find_key_line(const char *text, size_t size, const char *key, int *column)
+{
+    size_t klen = strlen(key);
+    int line = 1;
+    size_t i = 0;
+    while (i < size) {
+        size_t j = i;
+        while (j < size && (text[j] == ' ' || text[j] == '\t' || text[j] == '{' || text[j] == ','))
+            j++;
+        size_t q = j < size && text[j] == '"' ? j + 1 : j;
+        if (q + klen < size && memcmp(text + q, key, klen) == 0) {
+            size_t e = q + klen;
+            if (e < size && text[e] == '"')
+                e++;
+            if (e < size && text[e] == ':') {
+                *column = (int)(j - i) + 1;
+                return line;
+            }
+        }
+        while (i < size && text[i] != '\n')
+            i++;
+        i++;
+        line++;
+    }
+    return 0;
+}
+
+ts_status_t ts_sched_costs_load_string(const char *text, size_t size, const char *name,
+                                       ts_sched_costs_t *out, ts_cfg_error_t *err)
+{
+    if (!text || !out)
+        return TS_EINVAL;
+    ts_sched_costs_t c;
+    memset(&c, 0, sizeof c);
+    ts_status_t st = ts_config_load_string(text, size, name, costs_table, &c, NULL, err);
+    if (st != TS_OK)
+        return st;
+    const char *key = NULL;
+    char msg[256];
+    st = validate(&c, msg, sizeof msg, &key);
+    if (st != TS_OK) {
+        if (err) {
+            memset(err, 0, sizeof *err);
+            snprintf(err->file, sizeof err->file, "%s", name ? name : "<string>");
+            int col = 0;
+            err->line = key ? find_key_line(text, size, key, &col) : 0;
+            err->column = err->line ? col : 0;
+            snprintf(err->msg, sizeof err->msg, "%s", msg);
+        }
+        return st;
+    }
+    *out = c;
+    return TS_OK;
+}
+
+ts_status_t ts_sched_costs_load(const char *path, ts_sched_costs_t *out, ts_cfg_error_t *err)
+{
+    if (!path || !out)
+        return TS_EINVAL;
+    if (err)
+        memset(err, 0, sizeof *err);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (err) {
+            snprintf(err->file, sizeof err->file, "%s", path);
+            snprintf(err->msg, sizeof err->msg, "cannot open: %s", strerror(errno));
+        }
+        return TS_EIO;
+    }
+    size_t cap = 1u << 20, n = 0;
+    char *buf = ts_malloc(cap + 1);
+    ts_status_t st = TS_OK;
+    if (!buf) {
+        st = TS_ENOMEM;
+        goto out_close;
+    }
+    n = fread(buf, 1, cap + 1, f);
+    if (ferror(f)) {
+        st = TS_EIO;
+        if (err) {
+            snprintf(err->file, sizeof err->file, "%s", path);
+            snprintf(err->msg, sizeof err->msg, "read error");
+        }
+        goto out_free;
+    }
+    if (n > cap) {
+        st = TS_ECONFIG;
+        if (err) {
+            snprintf(err->file, sizeof err->file, "%s", path);
+            snprintf(err->msg, sizeof err->msg, "cost table larger than %zu bytes", cap);
+        }
+        goto out_free;
+    }
+    st = ts_sched_costs_load_string(buf, n, path, out, err);
+out_free:
+    ts_free(buf);
+out_close:
+    fclose(f);
+    return st;
+}
+
+/* YAML double-quoted string with escapes. */
+static void put_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", f);
+        else if (ch < 0x20 || ch == 0x7f)
+            fprintf(f, "\\x%02x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void put_list(FILE *f, const char *indent, const char *key, const int64_t *v, size_t n)
+{
+    fprintf(f, "%s%s: [", indent, key);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s%lld", i ? ", " : "", (long long)v[i]);
+    fputs("]\n", f);
+}
+
+ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path)
+{
+    if (!c || !path)
+        return TS_EINVAL;
+    ts_status_t st = ts_sched_costs_validate(c, NULL, 0);
+    if (st != TS_OK)
+        return TS_EINVAL;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return TS_EIO;
+    fputs("# tessera cost table (core/sched/sched.h documents every key). Latencies in ns;\n"
+          "# per-level lists are indexed by level 0..max_level.\n",
+          f);
+    fprintf(f, "format: %lld\nname: ", (long long)c->format ? (long long)c->format : 1LL);
+    put_str(f, c->name);
+    fputs("\nbackend: ", f);
+    put_str(f, c->backend);
+    fputs("\nparams: ", f);
+    put_str(f, c->params);
+    fprintf(f, "\nestimated: %s\nnote: ", c->estimated ? "true" : "false");
+    put_str(f, c->note);
+    fprintf(f, "\nckks:\n  max_level: %lld\n", (long long)c->max_level);
+    if (c->slots)
+        fprintf(f, "  slots: %lld\n", (long long)c->slots);
+    put_list(f, "  ", "add_ns", c->add_ns, c->n_add);
+    put_list(f, "  ", "pmul_ns", c->pmul_ns, c->n_pmul);
+    put_list(f, "  ", "cmul_ns", c->cmul_ns, c->n_cmul);
+    put_list(f, "  ", "rot_ns", c->rot_ns, c->n_rot);
+    put_list(f, "  ", "rescale_ns", c->rescale_ns, c->n_rescale);
+    fprintf(f, "bootstrap:\n  latency_ns: %lld\n  output_level: %lld\n", (long long)c->boot_ns,
+            (long long)c->boot_output_level);
+    fputs("convert:\n", f);
+    put_list(f, "  ", "batch_sizes", c->batch_sizes, c->n_batch_sizes);
+    put_list(f, "  ", "extract_ns", c->extract_ns, c->n_extract);
+    fprintf(f, "  extract_depth: %lld\n", (long long)c->extract_depth);
+    put_list(f, "  ", "recover_ns", c->recover_ns, c->n_recover);
+    fprintf(f,
+            "tfhe:\n  pbs_ns: %lld\n  homcomp_ns: %lld\n  small_pmul_ns: %lld\n  trace_ns: %lld\n"
+            "  n_seg: %lld\n",
+            (long long)c->pbs_ns, (long long)c->homcomp_ns, (long long)c->small_pmul_ns,
+            (long long)c->trace_ns, (long long)c->n_seg);
+    if (fflush(f) != 0 || ferror(f))
+        st = TS_EIO;
+    if (fclose(f) != 0)
+        st = TS_EIO;
+    return st;
+}
+
+/*
+ * The built-in estimate for N = 2^16, L = 13 (ROSETTA section 5.1 parameters)
+ * on one x86-64 core, scaled from published Lattigo/OpenFHE figures: limb-wise
+ * operations grow linearly with the limbs (level + 1), key switching adds a
+ * fixed part for the special primes. Measure with `tessera bench`.
+ */
+void ts_sched_costs_default(ts_sched_costs_t *c)
+{
+    memset(c, 0, sizeof *c);
+    c->format = 1;
+    snprintf(c->name, sizeof c->name, "cpu-default");
+    snprintf(c->backend, sizeof c->backend, "cpu");
+    snprintf(c->params, sizeof c->params, "ckks-n16-l13");
+    c->estimated = true;
+    snprintf(c->note, sizeof c->note,
+             "Estimated, not measured: scaled from published single-core figures for N=2^16, "
+             "L=13. Run `tessera bench` to measure this machine's table.");
+    c->max_level = 13;
+    c->slots = 32768;
+    size_t n = (size_t)c->max_level + 1;
+    for (size_t l = 0; l < n; l++) {
+        int64_t limbs = (int64_t)l + 1;
+        c->add_ns[l] = 30000 * limbs;
+        c->pmul_ns[l] = 80000 * limbs;
+        c->cmul_ns[l] = 12000000 * limbs + 10000000;
+        c->rot_ns[l] = 11000000 * limbs + 8000000;
+        c->rescale_ns[l] = 1500000 * limbs;
+        c->recover_ns[l] = INT64_C(16000000000) + INT64_C(300000000) * (int64_t)l;
+    }
+    c->n_add = c->n_pmul = c->n_cmul = c->n_rot = c->n_rescale = c->n_recover = n;
+    c->boot_ns = INT64_C(25000000000);
+    c->boot_output_level = 13;
+    static const int64_t sizes[] = {1, 4, 16, 64, 256};
+    c->n_batch_sizes = c->n_extract = sizeof sizes / sizeof sizes[0];
+    for (size_t i = 0; i < c->n_batch_sizes; i++) {
+        c->batch_sizes[i] = sizes[i];
+        c->extract_ns[i] = INT64_C(3000000000) + 12000000 * sizes[i];
+    }
+    c->extract_depth = 3;
+    c->pbs_ns = 40000000;
+    c->homcomp_ns = 150000000;
+    c->small_pmul_ns = 100000;
+    c->trace_ns = 11000000;
+    c->n_seg = 4;
+}
+
+double ts_sched_costs_lut_ns(const ts_sched_costs_t *c)
+{
+    double s = (double)c->n_seg;
+    return (s - 1) * (double)c->homcomp_ns + (s + 2) * (double)c->pbs_ns +
+           (s + 1) * ((double)c->small_pmul_ns + (double)c->trace_ns);
+}
+
+static double extract_for(const ts_sched_costs_t *c, double b)
+{
+    size_t n = c->n_batch_sizes;
+    if (n == 1)
+        return (double)c->extract_ns[0] *
+               (b / (double)c->batch_sizes[0] > 1 ? b / (double)c->batch_sizes[0] : 1);
+    size_t i = 0;
+    while (i + 2 < n && b > (double)c->batch_sizes[i + 1])
+        i++;
+    double x0 = (double)c->batch_sizes[i], x1 = (double)c->batch_sizes[i + 1];
+    double y0 = (double)c->extract_ns[i], y1 = (double)c->extract_ns[i + 1];
+    if (b <= x0)
+        return y0;
+    double y = y0 + (y1 - y0) * (b - x0) / (x1 - x0);
+    return y > 0 ? y : 0;
+}
+
+double ts_sched_costs_convert_ns(const ts_sched_costs_t *c, uint32_t n, uint32_t n_ct, int level)
+{
+    if (level < 0)
+        level = 0;
+    if (level > c->max_level)
+        level = (int)c->max_level;
+    double bmax = (double)c->batch_sizes[c->n_batch_sizes - 1];
+    double batches = ceil((double)n / bmax);
+    if (batches < (double)n_ct)
+        batches = (double)n_ct;
+    if (batches < 1)
+        batches = 1;
+    double per = ceil((double)n / batches);
+    return batches * (extract_for(c, per) + (double)c->recover_ns[level]);
+}
+
+double ts_sched_costs_impl_ns(const ts_sched_costs_t *c, const ts_sched_impl_t *im, int level,
+                              int *out_level, uint32_t *n_boot)
+{
+    uint32_t boots = 0;
+    int cur = level;
+    double ns = 0;
+    if (cur > c->max_level)
+        cur = (int)c->max_level;
+    if (im->depth == 0) {
+        int l = cur < 0 ? 0 : cur;
+        ns = im->n_add * (double)c->add_ns[l] + im->n_pmul * (double)c->pmul_ns[l] +
+             im->n_cmul * (double)c->cmul_ns[l] + im->n_rot * (double)c->rot_ns[l] +
+             im->n_rescale * (double)c->rescale_ns[l];
+    } else {
+        double d = im->depth;
+        for (int j = 0; j < im->depth; j++) {
+            if (cur <= 0) { /* levels ran out: bootstrap inside the implementation */
+                ns += (double)c->boot_ns;
+                boots++;
+                cur = (int)c->boot_output_level;
+            }
+            ns += (im->n_add * (double)c->add_ns[cur] + im->n_pmul * (double)c->pmul_ns[cur] +
+                   im->n_cmul * (double)c->cmul_ns[cur] + im->n_rot * (double)c->rot_ns[cur] +
+                   im->n_rescale * (double)c->rescale_ns[cur]) /
+                  d;
+            cur--;
+        }
+    }
+    if (out_level)
+        *out_level = cur;
+    if (n_boot)
+        *n_boot = boots;
+    return ns;
+}

@@ -1,0 +1,28 @@
+/*
+ * core/sched internals shared by its files (not part of the public face).
+ */
+#ifndef TS_SCHED_INT_H
+#define TS_SCHED_INT_H
+
+#include "core/sched/sched.h"
+
+struct ts_sched_graph {
+    ts_sched_op_t *ops;
+    size_t n_ops, cap_ops;
+    size_t *rot_off; /* per op: offset into rot, count in rot_n */
+    size_t *rot_n;
+    int32_t *rot;
+    size_t n_rot, cap_rot;
+};
+
+/* Per-op forced scheme for the solver: -1 free, TS_SCHEME_CKKS, TS_SCHEME_TFHE. */
+ts_status_t ts__sched_solve(const ts_sched_graph_t *g, const ts_sched_costs_t *c,
+                            ts_sched_policy_t policy, const int8_t *force, ts_sched_plan_t **out);
+
+/* For every non-arithmetic op i: the total of the best plan with op i forced to
+ * the scheme it does NOT have in `p` (INFINITY when impossible). alt[] has
+ * g->n_ops entries (NAN for arithmetic ops). */
+ts_status_t ts__sched_alternatives(const ts_sched_graph_t *g, const ts_sched_costs_t *c,
+                                   const ts_sched_plan_t *p, double *alt);
+
+#endif

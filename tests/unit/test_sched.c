@@ -1,0 +1,564 @@
+/*
+ * core/sched tests. Oracles:
+ *   - brute force: on small random graphs with random cost tables, the
+ *     shortest path equals the cheapest of all schedules (every bootstrap,
+ *     scheme, implementation, level and recovery-level choice), simulated by
+ *     an independent level tracker;
+ *   - ts_sched_plan_check re-simulates every plan (levels never run out,
+ *     costs add up, policy respected);
+ *   - policy laws: ckks never uses TFHE, tfhe always does for non-arithmetic
+ *     primitives, hybrid <= both baselines;
+ *   - op counts of the Llama / GPT-2 builder for the bundled model's dims;
+ *   - cost tables: round trip, the shipped default, errors with file:line.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/sched/sched.h"
+#include "tests/unit/ts_test.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static uint64_t rng_state;
+static uint32_t rnd(uint32_t bound)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)((rng_state >> 33) % bound);
+}
+
+static void random_costs(ts_sched_costs_t *c, int L)
+{
+    memset(c, 0, sizeof *c);
+    c->format = 1;
+    snprintf(c->name, sizeof c->name, "random");
+    c->max_level = L;
+    size_t n = (size_t)L + 1;
+    for (size_t l = 0; l < n; l++) {
+        c->add_ns[l] = 1 + rnd(50);
+        c->pmul_ns[l] = 1 + rnd(100);
+        c->cmul_ns[l] = 100 + rnd(1000) * (l + 1);
+        c->rot_ns[l] = 100 + rnd(800) * (l + 1);
+        c->rescale_ns[l] = 10 + rnd(100);
+        c->recover_ns[l] = 500 + rnd(3000) + 200 * (int64_t)l;
+    }
+    c->n_add = c->n_pmul = c->n_cmul = c->n_rot = c->n_rescale = c->n_recover = n;
+    c->boot_ns = 1000 + rnd(6000);
+    c->boot_output_level = 1 + rnd((uint32_t)L);
+    c->n_batch_sizes = c->n_extract = 2;
+    c->batch_sizes[0] = 1;
+    c->batch_sizes[1] = 4;
+    c->extract_ns[0] = 200 + rnd(1000);
+    c->extract_ns[1] = c->extract_ns[0] + rnd(1000);
+    c->extract_depth = rnd(2);
+    c->pbs_ns = 10 + rnd(200);
+    c->homcomp_ns = 10 + rnd(300);
+    c->small_pmul_ns = rnd(10);
+    c->trace_ns = rnd(50);
+    c->n_seg = 1 + rnd(4);
+}
+
+static ts_sched_graph_t *random_graph(int n_ops)
+{
+    ts_sched_graph_t *g;
+    ck_assert_ts_ok(ts_sched_graph_new(&g));
+    for (int k = 0; k < n_ops; k++) {
+        ts_sched_op_t op;
+        memset(&op, 0, sizeof op);
+        bool nonarith = rnd(2);
+        op.kind = nonarith ? (ts_op_kind_t)(TS_OP_EXP + rnd(6)) : (ts_op_kind_t)rnd(9);
+        snprintf(op.name, sizeof op.name, "op%d", k);
+        op.layer = 0;
+        op.in[0] = k == 0 ? TS_SCHED_FRESH : (rnd(4) ? k - 1 : (int)rnd((uint32_t)k));
+        op.in[1] = k >= 2 && rnd(2) ? (int)rnd((uint32_t)k) : TS_SCHED_NONE;
+        op.n_ct = 1 + rnd(2);
+        op.n_impl = 1 + (nonarith ? (int)rnd(2) : 0);
+        for (int j = 0; j < op.n_impl; j++) {
+            snprintf(op.impl[j].name, sizeof op.impl[j].name, "i%d", j);
+            op.impl[j].depth = (int)rnd(nonarith ? 5 : 2);
+            op.impl[j].n_add = rnd(5);
+            op.impl[j].n_pmul = rnd(5);
+            op.impl[j].n_cmul = rnd(4);
+            op.impl[j].n_rot = rnd(3);
+            op.impl[j].n_rescale = rnd(3);
+        }
+        if (nonarith) {
+            op.tfhe_ok = true;
+            op.n_values = 1 + rnd(6);
+            op.range_lo = 1;
+            op.range_hi = 2;
+        }
+        int32_t steps[2] = {1, (int32_t)(1 + rnd(8))};
+        ck_assert_ts_ok(ts_sched_graph_add_op(g, &op, steps, rnd(3), NULL));
+    }
+    return g;
+}
+
+/* Independent brute force: depth-first over every choice, exact level
+ * tracking per value, kept values sharing the minimum of their levels. */
+typedef struct bf {
+    const ts_sched_graph_t *g;
+    const ts_sched_costs_t *c;
+    ts_sched_policy_t policy;
+    int last[16];
+    double best;
+    long leaves;
+} bf_t;
+
+static void bf_rec(bf_t *B, size_t k, const int *lev_in, double cost)
+{
+    size_t n = ts_sched_graph_count(B->g);
+    if (cost >= B->best)
+        return;
+    if (k == n) {
+        B->best = cost;
+        B->leaves++;
+        return;
+    }
+    const ts_sched_op_t *op = ts_sched_graph_op(B->g, k);
+    const ts_sched_costs_t *c = B->c;
+    int L = (int)c->max_level, Bl = (int)c->boot_output_level;
+    int lev[16];
+    memcpy(lev, lev_in, sizeof lev);
+    int kept = L + 1;
+    for (size_t v = 0; v + 1 < k; v++)
+        if (B->last[v] >= (int)k && lev[v] < kept)
+            kept = lev[v];
+    for (size_t v = 0; v + 1 < k; v++)
+        if (B->last[v] >= (int)k)
+            lev[v] = kept;
+    bool mlive = k > 0 && B->last[k - 1] >= (int)k;
+    for (int boot = 0; boot < 3; boot++) {
+        int l2[16];
+        memcpy(l2, lev, sizeof l2);
+        double bc = 0;
+        if (boot == 1) {
+            if (!mlive)
+                continue;
+            l2[k - 1] = Bl;
+            bc = (double)c->boot_ns * ts_sched_graph_op(B->g, k - 1)->n_ct;
+        } else if (boot == 2) {
+            if (kept > L)
+                continue;
+            for (size_t v = 0; v < k; v++)
+                if (B->last[v] >= (int)k) {
+                    l2[v] = Bl;
+                    bc += (double)c->boot_ns * ts_sched_graph_op(B->g, v)->n_ct;
+                }
+        }
+        int avail = L;
+        for (int i = 0; i < 2; i++)
+            if (op->in[i] >= 0 && l2[op->in[i]] < avail)
+                avail = l2[op->in[i]];
+        bool ckks = !op->tfhe_ok || B->policy != TS_SCHED_TFHE;
+        bool tfhe = op->tfhe_ok && B->policy != TS_SCHED_CKKS;
+        if (ckks) {
+            for (int j = 0; j < op->n_impl; j++) {
+                for (int l = 0; l <= avail; l++) {
+                    int o;
+                    double ns = ts_sched_costs_impl_ns(c, &op->impl[j], l, &o, NULL) * op->n_ct;
+                    l2[k] = o;
+                    bf_rec(B, k + 1, l2, cost + bc + ns);
+                }
+            }
+        }
+        if (tfhe && avail >= c->extract_depth) {
+            for (int r = 0; r <= Bl; r++) {
+                double ns = ts_sched_costs_convert_ns(c, op->n_values, op->n_ct, r) +
+                            op->n_values * ts_sched_costs_lut_ns(c);
+                l2[k] = r;
+                bf_rec(B, k + 1, l2, cost + bc + ns);
+            }
+        }
+    }
+}
+
+static double brute_force(const ts_sched_graph_t *g, const ts_sched_costs_t *c,
+                          ts_sched_policy_t policy)
+{
+    bf_t B = {.g = g, .c = c, .policy = policy, .best = INFINITY};
+    size_t n = ts_sched_graph_count(g);
+    ck_assert(n <= 16);
+    for (size_t v = 0; v < n; v++)
+        B.last[v] = -1;
+    for (size_t k = 0; k < n; k++)
+        for (int i = 0; i < 2; i++)
+            if (ts_sched_graph_op(g, k)->in[i] >= 0)
+                B.last[ts_sched_graph_op(g, k)->in[i]] = (int)k;
+    int lev[16] = {0};
+    bf_rec(&B, 0, lev, 0);
+    return B.best;
+}
+
+static void assert_plan_sane(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
+                             const ts_sched_costs_t *c)
+{
+    char msg[256];
+    ts_status_t st = ts_sched_plan_check(p, g, c, msg, sizeof msg);
+    ck_assert_msg(st == TS_OK, "plan check: %s (%s)", msg, ts_status_name(st));
+    for (size_t k = 0; k < p->n_steps; k++) {
+        const ts_sched_step_t *s = &p->steps[k];
+        const ts_sched_op_t *op = ts_sched_graph_op(g, k);
+        ck_assert_int_ge(s->level_out, 0);
+        ck_assert_int_le(s->level_in, s->level_avail);
+        if (s->scheme == TS_SCHEME_CKKS && s->n_boot_inner == 0)
+            ck_assert_msg(s->level_in >= op->impl[s->impl].depth, "%s: level %d < depth %d",
+                          op->name, s->level_in, op->impl[s->impl].depth);
+        if (s->scheme == TS_SCHEME_TFHE)
+            ck_assert_int_ge(s->level_in, (int)c->extract_depth);
+        if (p->policy == TS_SCHED_CKKS)
+            ck_assert_int_eq(s->scheme, TS_SCHEME_CKKS);
+        if (p->policy == TS_SCHED_TFHE && op->tfhe_ok)
+            ck_assert_int_eq(s->scheme, TS_SCHEME_TFHE);
+        if (!ts_op_kind_is_nonarith(op->kind))
+            ck_assert_int_eq(s->scheme, TS_SCHEME_CKKS);
+    }
+}
+
+/* -------------------------------------------------------------- tests */
+
+START_TEST(test_sched_brute_force)
+{
+    rng_state = 0x5eed0001;
+    int trials = ts_test_quick() ? 40 : 150;
+    for (int t = 0; t < trials; t++) {
+        ts_sched_costs_t c;
+        random_costs(&c, 2 + (int)rnd(2));
+        ts_sched_graph_t *g = random_graph(2 + (int)rnd(3));
+        double tot[3];
+        for (int pol = 0; pol < 3; pol++) {
+            ts_sched_plan_t *p = NULL;
+            ck_assert_ts_ok(ts_sched_plan_new(g, &c, (ts_sched_policy_t)pol, &p));
+            assert_plan_sane(p, g, &c);
+            double bf = brute_force(g, &c, (ts_sched_policy_t)pol);
+            ck_assert_msg(fabs(bf - p->total_ns) <= 1e-9 * (bf + 1),
+                          "trial %d policy %s: shortest path %.3f, brute force %.3f", t,
+                          ts_sched_policy_name((ts_sched_policy_t)pol), p->total_ns, bf);
+            tot[pol] = p->total_ns;
+            ts_sched_plan_free(p);
+        }
+        ck_assert(tot[TS_SCHED_HYBRID] <= tot[TS_SCHED_CKKS] + 1e-9);
+        ck_assert(tot[TS_SCHED_HYBRID] <= tot[TS_SCHED_TFHE] + 1e-9);
+        ts_sched_graph_free(g);
+    }
+}
+END_TEST
+
+static const ts_sched_model_dims_t bundled = {
+    .dim = 64,
+    .hidden_dim = 172,
+    .n_layers = 4,
+    .n_heads = 4,
+    .n_kv_heads = 4,
+    .vocab = 512,
+    .seq_pos = 15,
+    .act = TS_ACT_SWIGLU,
+    .norm = TS_NORM_RMS,
+};
+
+START_TEST(test_sched_llama_counts)
+{
+    ts_sched_graph_t *g;
+    ck_assert_ts_ok(ts_sched_graph_build_decoder(&bundled, &g));
+    /* embed + 4 x (q k v o w1 w3 w2) + lm_head */
+    ck_assert_uint_eq(ts_sched_graph_count_kind(g, TS_OP_MATVEC), 1 + 4 * 7 + 1);
+    ck_assert_uint_eq(ts_sched_graph_count_kind(g, TS_OP_INVSQRT), 2 * 4 + 1);
+    ck_assert_uint_eq(ts_sched_graph_count_kind(g, TS_OP_SILU), 4);
+    ck_assert_uint_eq(ts_sched_graph_count_kind(g, TS_OP_GELU), 0);
+    ck_assert_uint_eq(ts_sched_graph_count_kind(g, TS_OP_EXP), 4);
+    /* softmax range 32: k = 5 normalize-and-square steps per layer */
+    ck_assert_uint_eq(ts_sched_graph_count_kind(g, TS_OP_INV), 4 * 5);
+    ck_assert_uint_eq(ts_sched_graph_count_kind(g, TS_OP_ROPE), 8);
+    ck_assert_uint_eq(ts_sched_graph_count_kind(g, TS_OP_ATTN_QK), 4);
+    ck_assert_uint_eq(ts_sched_graph_count_kind(g, TS_OP_ATTN_PV), 4);
+    /* residual adds: 2 per layer */
+    ck_assert_uint_eq(ts_sched_graph_count_kind(g, TS_OP_ADD_CC), 8);
+    /* Every op's inputs point backwards; the lm_head is last and vocab x dim. */
+    size_t n = ts_sched_graph_count(g);
+    const ts_sched_op_t *last = ts_sched_graph_op(g, n - 1);
+    ck_assert_str_eq(last->name, "lm_head");
+    ck_assert_uint_eq(last->rows, 512);
+    ck_assert_uint_eq(last->cols, 64);
+    for (size_t k = 0; k < n; k++) {
+        const ts_sched_op_t *op = ts_sched_graph_op(g, k);
+        ck_assert(op->in[0] == TS_SCHED_FRESH || (op->in[0] >= 0 && (size_t)op->in[0] < k));
+        ck_assert_int_eq(op->tfhe_ok, ts_op_kind_is_nonarith(op->kind));
+    }
+    /* Scores of 4 heads at context 16: 64 values for exp, 4 for each 1/x. */
+    for (size_t k = 0; k < n; k++) {
+        const ts_sched_op_t *op = ts_sched_graph_op(g, k);
+        if (op->kind == TS_OP_EXP)
+            ck_assert_uint_eq(op->n_values, 4 * 16);
+        if (op->kind == TS_OP_INV)
+            ck_assert_uint_eq(op->n_values, 4);
+        if (op->kind == TS_OP_SILU)
+            ck_assert_uint_eq(op->n_values, 172);
+    }
+    ts_sched_graph_free(g);
+
+    /* GPT-2 shape: 6 matvecs per layer, GELU, LayerNorm, no RoPE. */
+    ts_sched_model_dims_t d = bundled;
+    d.act = TS_ACT_GELU;
+    d.norm = TS_NORM_LAYER;
+    ck_assert_ts_ok(ts_sched_graph_build_decoder(&d, &g));
+    ck_assert_uint_eq(ts_sched_graph_count_kind(g, TS_OP_MATVEC), 1 + 4 * 6 + 1);
+    ck_assert_uint_eq(ts_sched_graph_count_kind(g, TS_OP_GELU), 4);
+    ck_assert_uint_eq(ts_sched_graph_count_kind(g, TS_OP_ROPE), 0);
+    ck_assert_uint_eq(ts_sched_graph_count_kind(g, TS_OP_INVSQRT), 9);
+    ts_sched_graph_free(g);
+
+    /* Grouped-query attention and bad dims. */
+    d = bundled;
+    d.n_kv_heads = 3;
+    ck_assert_ts_status(ts_sched_graph_build_decoder(&d, &g), TS_EINVAL);
+    d.n_kv_heads = 2;
+    ck_assert_ts_ok(ts_sched_graph_build_decoder(&d, &g));
+    ts_sched_graph_free(g);
+    d.dim = 0;
+    ck_assert_ts_status(ts_sched_graph_build_decoder(&d, &g), TS_EINVAL);
+}
+END_TEST
+
+START_TEST(test_sched_policies_llama)
+{
+    ts_sched_costs_t c;
+    ts_sched_costs_default(&c);
+    ts_sched_graph_t *g;
+    ck_assert_ts_ok(ts_sched_graph_build_decoder(&bundled, &g));
+    ts_sched_plan_t *p[3];
+    for (int pol = 0; pol < 3; pol++) {
+        ck_assert_ts_ok(ts_sched_plan_new(g, &c, (ts_sched_policy_t)pol, &p[pol]));
+        assert_plan_sane(p[pol], g, &c);
+    }
+    ck_assert_uint_eq(p[TS_SCHED_CKKS]->n_tfhe, 0);
+    ck_assert_uint_eq(p[TS_SCHED_TFHE]->n_tfhe, 4 + 20 + 9 + 4);
+    ck_assert(p[TS_SCHED_HYBRID]->total_ns <= p[TS_SCHED_CKKS]->total_ns);
+    ck_assert(p[TS_SCHED_HYBRID]->total_ns <= p[TS_SCHED_TFHE]->total_ns);
+    ck_assert_uint_gt(p[TS_SCHED_CKKS]->n_rot_steps, 0);
+
+    char *json = NULL, *text = NULL;
+    size_t jl = 0, tl = 0;
+    ck_assert_ts_ok(ts_sched_plan_to_json(p[TS_SCHED_HYBRID], g, &json, &jl));
+    ck_assert_uint_eq(strlen(json), jl);
+    ck_assert(json[0] == '{');
+    ck_assert_ptr_nonnull(strstr(json, "\"policy\":\"hybrid\""));
+    ck_assert_ptr_nonnull(strstr(json, "\"name\":\"lm_head\""));
+    ck_assert_ptr_nonnull(strstr(json, "\"rotations\":["));
+    long depth = 0;
+    for (size_t i = 0; i < jl; i++) {
+        depth += json[i] == '{' || json[i] == '[';
+        depth -= json[i] == '}' || json[i] == ']';
+        ck_assert(depth >= 0);
+    }
+    ck_assert_int_eq(depth, 0);
+    ck_assert_ts_ok(ts_sched_plan_explain(p[TS_SCHED_HYBRID], g, &c, &text, &tl));
+    ck_assert_ptr_nonnull(strstr(text, "predicted latency"));
+    ck_assert_ptr_nonnull(strstr(text, "L0.ffn_norm.invsqrt"));
+    printf("%s", text);
+    for (int pol = 0; pol < 3; pol++)
+        printf("policy %-6s %.1f s, %u bootstraps, %u in TFHE\n",
+               ts_sched_policy_name((ts_sched_policy_t)pol), p[pol]->total_ns / 1e9, p[pol]->n_boot,
+               p[pol]->n_tfhe);
+    ts_free(json);
+    ts_free(text);
+    for (int pol = 0; pol < 3; pol++)
+        ts_sched_plan_free(p[pol]);
+    ts_sched_graph_free(g);
+}
+END_TEST
+
+START_TEST(test_sched_explain_deltas)
+{
+    /* The delta of the explanation equals a full re-solve with one forced op:
+     * check through a 2-op graph where forcing is the only difference. */
+    rng_state = 0x5eed0002;
+    for (int t = 0; t < 30; t++) {
+        ts_sched_costs_t c;
+        random_costs(&c, 3);
+        ts_sched_graph_t *g = random_graph(3);
+        ts_sched_plan_t *p = NULL;
+        ck_assert_ts_ok(ts_sched_plan_new(g, &c, TS_SCHED_HYBRID, &p));
+        char *text = NULL;
+        ck_assert_ts_ok(ts_sched_plan_explain(p, g, &c, &text, NULL));
+        ck_assert_ptr_nonnull(strstr(text, "plan: policy hybrid"));
+        /* Under hybrid the plan is optimal, so no alternative is cheaper. */
+        ck_assert_ptr_null(strstr(text, "forced by policy"));
+        ts_free(text);
+        ts_sched_plan_free(p);
+        ts_sched_graph_free(g);
+    }
+}
+END_TEST
+
+START_TEST(test_sched_costs_files)
+{
+    ts_sched_costs_t def, c;
+    ts_sched_costs_default(&def);
+    char path[] = "/tmp/ts_sched_costsXXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_ts_ok(ts_sched_costs_save(&def, path));
+    ts_cfg_error_t err;
+    ck_assert_ts_ok(ts_sched_costs_load(path, &c, &err));
+    ck_assert_int_eq(memcmp(&c.add_ns, &def.add_ns, sizeof def.add_ns), 0);
+    ck_assert_int_eq(c.boot_ns, def.boot_ns);
+    ck_assert_str_eq(c.note, def.note);
+    ck_assert_int_eq(c.estimated, true);
+    unlink(path);
+
+    /* The shipped default equals the built-in one. */
+    ck_assert_ts_ok(ts_sched_costs_load("configs/costs/cpu-default.yaml", &c, &err));
+    ck_assert_int_eq(c.max_level, def.max_level);
+    for (int l = 0; l <= def.max_level; l++) {
+        ck_assert_int_eq(c.cmul_ns[l], def.cmul_ns[l]);
+        ck_assert_int_eq(c.rot_ns[l], def.rot_ns[l]);
+        ck_assert_int_eq(c.recover_ns[l], def.recover_ns[l]);
+    }
+    ck_assert_int_eq(c.extract_ns[2], def.extract_ns[2]);
+    ck_assert_int_eq(c.estimated, true);
+
+    /* Errors carry file:line. */
+    const char *bad_len =
+        "format: 1\n"
+        "ckks:\n"
+        "  max_level: 2\n"
+        "  add_ns: [1, 2, 3]\n"
+        "  pmul_ns: [1,  2]\n"
+        "  cmul_ns: [1, 2, 3]\n"
+        "  rot_ns: [1, 2, 3]\n"
+        "  rescale_ns: [1, 2, 3]\n"
+        "bootstrap: {latency_ns: 10, output_level: 2}\n"
+        "convert:\n"
+        "  batch_sizes: [1]\n"
+        "  extract_ns: [5]\n"
+        "  extract_depth: 1\n"
+        "  recover_ns: [1, 2, 3]\n"
+        "tfhe: {pbs_ns: 1, homcomp_ns: 1, small_pmul_ns: 1, trace_ns: 1, n_seg: 4}\n";
+    ck_assert_ts_status(ts_sched_costs_load_string(bad_len, strlen(bad_len), "t.yaml", &c, &err),
+                        TS_ECONFIG);
+    char line[512];
+    ts_cfg_error_format(&err, line, sizeof line);
+    ck_assert_msg(strncmp(line, "t.yaml:5:", 9) == 0, "got '%s'", line);
+    ck_assert_ptr_nonnull(strstr(line, "pmul_ns"));
+
+    /* The same table with the list fixed loads. */
+    char good[2048];
+    snprintf(good, sizeof good, "%s", bad_len);
+    char *pm = strstr(good, "pmul_ns: [1,  2]");
+    memcpy(pm, "pmul_ns: [1,2,3]", 16);
+    ck_assert_ts_ok(ts_sched_costs_load_string(good, strlen(good), "t.yaml", &c, &err));
+
+    const char *unknown = "format: 1\nckks:\n  max_level: 2\n  bogus: 3\n";
+    ck_assert_ts_status(ts_sched_costs_load_string(unknown, strlen(unknown), "u.yaml", &c, &err),
+                        TS_ECONFIG);
+    ck_assert_int_eq(err.line, 4);
+
+    const char *syntax = "format: 1\nckks: [\n";
+    ck_assert_int_ne(ts_sched_costs_load_string(syntax, strlen(syntax), "s.yaml", &c, &err), TS_OK);
+    ck_assert_int_gt(err.line, 0);
+
+    /* JSON is read too (YAML flow style). */
+    const char *json = "{\"format\": 1, \"ckks\": {\"max_level\": 1, \"add_ns\": [1, 2], "
+                       "\"pmul_ns\": [1, 2], \"cmul_ns\": [1, 2], \"rot_ns\": [1, 2], "
+                       "\"rescale_ns\": [1, 2]}, \"bootstrap\": {\"latency_ns\": 9, "
+                       "\"output_level\": 1}, \"convert\": {\"batch_sizes\": [1, 8], "
+                       "\"extract_ns\": [3, 4], \"extract_depth\": 0, \"recover_ns\": [5, 6]}, "
+                       "\"tfhe\": {\"pbs_ns\": 1, \"homcomp_ns\": 1, \"small_pmul_ns\": 1, "
+                       "\"trace_ns\": 1, \"n_seg\": 2}}";
+    ck_assert_ts_ok(ts_sched_costs_load_string(json, strlen(json), "j.json", &c, &err));
+    ck_assert_int_eq(c.recover_ns[1], 6);
+
+    ck_assert_ts_status(ts_sched_costs_load("/nonexistent/costs.yaml", &c, &err), TS_EIO);
+}
+END_TEST
+
+START_TEST(test_sched_graph_errors)
+{
+    ts_sched_graph_t *g;
+    ck_assert_ts_ok(ts_sched_graph_new(&g));
+    ts_sched_op_t op;
+    memset(&op, 0, sizeof op);
+    op.kind = TS_OP_ADD_CP;
+    op.in[0] = 3; /* no such value yet */
+    op.in[1] = TS_SCHED_NONE;
+    op.n_ct = 1;
+    op.n_impl = 1;
+    ck_assert_ts_status(ts_sched_graph_add_op(g, &op, NULL, 0, NULL), TS_EINVAL);
+    op.in[0] = TS_SCHED_FRESH;
+    op.tfhe_ok = true; /* TFHE on arithmetic */
+    ck_assert_ts_status(ts_sched_graph_add_op(g, &op, NULL, 0, NULL), TS_EINVAL);
+    op.tfhe_ok = false;
+    int id = -5;
+    ck_assert_ts_ok(ts_sched_graph_add_op(g, &op, NULL, 0, &id));
+    ck_assert_int_eq(id, 0);
+    ck_assert_ts_status(ts_sched_graph_add_nonarith(g, TS_OP_INV, "x", 0, 0, 1, 1, 0.0, 1.0, NULL),
+                        TS_EINVAL);
+    ck_assert_ts_status(ts_sched_graph_add_nonarith(g, TS_OP_MATVEC, "x", 0, 0, 1, 1, 1, 2, NULL),
+                        TS_EINVAL);
+    ts_sched_costs_t c;
+    ts_sched_costs_default(&c);
+    ts_sched_plan_t *p;
+    ck_assert_ts_ok(ts_sched_plan_new(g, &c, TS_SCHED_HYBRID, &p));
+    ts_sched_plan_free(p);
+    c.n_pmul = 3;
+    ck_assert_ts_status(ts_sched_plan_new(g, &c, TS_SCHED_HYBRID, &p), TS_EINVAL);
+    ts_sched_graph_free(g);
+    ts_sched_graph_free(NULL);
+    ts_sched_plan_free(NULL);
+
+    ts_sched_policy_t pol;
+    ck_assert_ts_ok(ts_sched_policy_parse("tfhe", &pol));
+    ck_assert_int_eq(pol, TS_SCHED_TFHE);
+    ck_assert_ts_status(ts_sched_policy_parse("mixed", &pol), TS_EINVAL);
+}
+END_TEST
+
+START_TEST(test_sched_alloc_failures)
+{
+    /* Every allocation failure along build + plan + json + explain is clean. */
+    ts_sched_costs_t c;
+    ts_sched_costs_default(&c);
+    ts_sched_model_dims_t d = bundled;
+    d.n_layers = 1;
+    for (uint64_t n = 1; n < 400; n++) {
+        int64_t live = ts_alloc_live();
+        ts_alloc_fail_after(n, false);
+        ts_sched_graph_t *g = NULL;
+        ts_sched_plan_t *p = NULL;
+        char *j = NULL, *t = NULL;
+        ts_status_t st = ts_sched_graph_build_decoder(&d, &g);
+        if (st == TS_OK)
+            st = ts_sched_plan_new(g, &c, TS_SCHED_HYBRID, &p);
+        if (st == TS_OK)
+            st = ts_sched_plan_to_json(p, g, &j, NULL);
+        if (st == TS_OK)
+            st = ts_sched_plan_explain(p, g, &c, &t, NULL);
+        ts_alloc_fail_after(0, false);
+        ck_assert(st == TS_OK || st == TS_ENOMEM);
+        ts_free(j);
+        ts_free(t);
+        ts_sched_plan_free(p);
+        ts_sched_graph_free(g);
+        ck_assert_int_eq(ts_alloc_live(), live);
+        if (st == TS_OK)
+            break;
+    }
+}
+END_TEST
+
+TS_TEST_SUITE(sched)
+{
+    Suite *s = suite_create("sched");
+    TCase *tc = ts_tcase("sched", 0);
+    tcase_add_test(tc, test_sched_brute_force);
+    tcase_add_test(tc, test_sched_llama_counts);
+    tcase_add_test(tc, test_sched_policies_llama);
+    tcase_add_test(tc, test_sched_explain_deltas);
+    tcase_add_test(tc, test_sched_costs_files);
+    tcase_add_test(tc, test_sched_graph_errors);
+    tcase_add_test(tc, test_sched_alloc_failures);
+    suite_add_tcase(s, tc);
+    return s;
+}
