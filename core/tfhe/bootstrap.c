@@ -449,23 +449,3 @@ ts_status_t ts_tfhe_pbs_multi(ts_tfhe_evaluator_t *ev, ts_tfhe_lwe_t *const *out
     }
     return TS_OK;
 }
-
-/* ------------------------------------------------------- serialization */
-
-ts_status_t ts_tfhe_evalkey_serialize(const ts_tfhe_evalkey_t *ek, uint8_t **buf, size_t *size)
-{
-    (void)ek;
-    (void)buf;
-    (void)size;
-    return TS_ENOIMPL;
-}
-
-ts_status_t ts_tfhe_evalkey_deserialize(const ts_tfhe_params_t *params, const uint8_t *buf,
-                                        size_t size, ts_tfhe_evalkey_t **out)
-{
-    (void)params;
-    (void)buf;
-    (void)size;
-    (void)out;
-    return TS_ENOIMPL;
-}

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/ring/ring.h"
 #include "core/tfhe/tfhe_int.h"
 
 /* ------------------------------------------------------------ encoding */
@@ -39,7 +40,14 @@ uint64_t ts_tfhe_delta(uint64_t q, uint64_t p)
 
 ts_status_t ts__tfhe_gauss(ts_prng_t *prng, double sigma, int64_t *out)
 {
-    /* Box-Muller; the discrete rounding is what TFHE-style noise uses. */
+    if (sigma == 0) {
+        *out = 0;
+        return TS_OK;
+    }
+    /* core/ring's table sampler (no data-dependent branch) covers sigma <= 64 */
+    if (sigma <= 64)
+        return ts_ring_sample_gaussian(prng, 1, sigma, out);
+    /* wider noise (tests and flooding only): rounded Box-Muller */
     double u1, u2;
     ts_status_t st = ts_prng_double(prng, &u1);
     if (st == TS_OK)
@@ -49,17 +57,6 @@ ts_status_t ts__tfhe_gauss(ts_prng_t *prng, double sigma, int64_t *out)
     u1 = 1.0 - u1; /* (0, 1] */
     double r = sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2);
     *out = (int64_t)llround(r * sigma);
-    return TS_OK;
-}
-
-/* A uniform secret coefficient. */
-static ts_status_t sample_secret(ts_prng_t *prng, ts_tfhe_secret_t dist, int32_t *out)
-{
-    uint64_t u;
-    ts_status_t st = ts_prng_uniform(prng, dist == TS_TFHE_SECRET_BINARY ? 2 : 3, &u);
-    if (st != TS_OK)
-        return st;
-    *out = dist == TS_TFHE_SECRET_BINARY ? (int32_t)u : (int32_t)u - 1;
     return TS_OK;
 }
 
@@ -92,12 +89,26 @@ ts_status_t ts_tfhe_lwe_key_new(uint32_t n, ts_tfhe_secret_t dist, ts_prng_t *pr
     ts_status_t st = lwe_key_alloc(n, dist, &k);
     if (st != TS_OK)
         return st;
-    for (uint32_t i = 0; i < n; i++) {
-        st = sample_secret(prng, dist, &k->s[i]);
-        if (st != TS_OK) {
-            ts_tfhe_lwe_key_free(k);
-            return st;
+    if (dist == TS_TFHE_SECRET_TERNARY) {
+        int64_t *t = ts_malloc((size_t)n * sizeof(int64_t));
+        st = t ? ts_ring_sample_ternary(prng, n, t) : TS_ENOMEM;
+        for (uint32_t i = 0; st == TS_OK && i < n; i++)
+            k->s[i] = (int32_t)t[i];
+        ts_free_secret(t);
+    } else {
+        /* uniform bits, 64 at a time */
+        uint64_t w = 0;
+        for (uint32_t i = 0; st == TS_OK && i < n; i++) {
+            if ((i & 63) == 0)
+                st = ts_prng_u64(prng, &w);
+            k->s[i] = (int32_t)(w & 1);
+            w >>= 1;
         }
+        ts_memzero(&w, sizeof(w));
+    }
+    if (st != TS_OK) {
+        ts_tfhe_lwe_key_free(k);
+        return st;
     }
     *out = k;
     return TS_OK;

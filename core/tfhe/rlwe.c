@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "core/ring/ring.h"
 #include "core/tfhe/tfhe_int.h"
 
 /* ------------------------------------------------------------ sampling */
@@ -37,13 +38,23 @@ ts_status_t ts__tfhe_uniform(ts_prng_t *prng, uint64_t q, uint64_t *out, size_t 
 
 static ts_status_t gauss_poly(ts_prng_t *prng, double sigma, uint64_t q, uint64_t *out, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        int64_t e;
-        ts_status_t st = ts__tfhe_gauss(prng, sigma, &e);
-        if (st != TS_OK)
-            return st;
-        out[i] = ts__tfhe_from_signed(e, q);
+    if (sigma > 64 || sigma == 0) {
+        for (size_t i = 0; i < n; i++) {
+            int64_t e;
+            ts_status_t st = ts__tfhe_gauss(prng, sigma, &e);
+            if (st != TS_OK)
+                return st;
+            out[i] = ts__tfhe_from_signed(e, q);
+        }
+        return TS_OK;
     }
+    /* the int64 samples are written over `out` in place, then reduced */
+    int64_t *e = (int64_t *)out;
+    ts_status_t st = ts_ring_sample_gaussian(prng, n, sigma, e);
+    if (st != TS_OK)
+        return st;
+    for (size_t i = 0; i < n; i++)
+        out[i] = ts__tfhe_from_signed(e[i], q);
     return TS_OK;
 }
 
@@ -340,11 +351,17 @@ ts_status_t ts__tfhe_rgsw_encrypt_raw(const ts_tfhe_rlwe_key_t *key, uint64_t *r
         ts_ntt_forward(p->ntt, b);
         for (uint32_t i = 0; i < n; i++)
             b[i] = ts_mod_add(b[i], ts_mod_mul(a[i], key->s_ntt[i], &p->mod_br), q);
-        /* m * g_j is a constant polynomial: the same value in every NTT slot */
+        /* m * g_j is a constant polynomial: the same value in every NTT slot.
+         * Row j < L has phase e - m g_j s: it is put into b (b -= m g_j s) so
+         * that every mask stays the pure seeded stream (seeded storage). */
         uint64_t add = ts_mod_mul(mq, p->gadget[r % L], &p->mod_br);
-        uint64_t *dst = r < L ? a : b;
-        for (uint32_t i = 0; i < n; i++)
-            dst[i] = ts_mod_add(dst[i], add, q);
+        if (r < L) {
+            for (uint32_t i = 0; i < n; i++)
+                b[i] = ts_mod_sub(b[i], ts_mod_mul(add, key->s_ntt[i], &p->mod_br), q);
+        } else {
+            for (uint32_t i = 0; i < n; i++)
+                b[i] = ts_mod_add(b[i], add, q);
+        }
     }
     return TS_OK;
 }

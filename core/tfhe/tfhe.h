@@ -318,10 +318,34 @@ ts_status_t ts_tfhe_evalkey_new(const ts_tfhe_params_t *params, const ts_tfhe_lw
 void ts_tfhe_evalkey_free(ts_tfhe_evalkey_t *ek);
 /* Bytes held by the key (bootstrapping + key-switching key, expanded). */
 size_t ts_tfhe_evalkey_bytes(const ts_tfhe_evalkey_t *ek);
-/* Serialization: TS_ENOIMPL until core/serial exists (see docs/parameters.md). */
+
+/* ---------------------------------------------------------- serialization */
+
+/* SHA-256 of the canonical encoding of the parameters (the envelope's parameter id). */
+ts_status_t ts_tfhe_params_id(const ts_tfhe_params_t *params, uint8_t id[32]);
+/*
+ * Evaluation key <-> core/serial envelope (TS_OBJ_TFHE_BOOTSTRAP_KEY, bound
+ * to the parameter id). Seeded: the seed plus the bodies of every RGSW and
+ * key-switching row (bit-packed); masks are regenerated on load. [out] *buf
+ * is ts_malloc'd. Deserialization checks the envelope, the parameter id, every
+ * count and every residue (TS_EFORMAT / TS_EMISMATCH) before use.
+ */
 ts_status_t ts_tfhe_evalkey_serialize(const ts_tfhe_evalkey_t *ek, uint8_t **buf, size_t *size);
 ts_status_t ts_tfhe_evalkey_deserialize(const ts_tfhe_params_t *params, const uint8_t *buf,
                                         size_t size, ts_tfhe_evalkey_t **out);
+/* An LWE ciphertext of either shape of the parameters (big or small). */
+ts_status_t ts_tfhe_lwe_serialize(const ts_tfhe_params_t *params, const ts_tfhe_lwe_t *ct,
+                                  uint8_t **buf, size_t *size);
+ts_status_t ts_tfhe_lwe_deserialize(const ts_tfhe_params_t *params, const uint8_t *buf, size_t size,
+                                    ts_tfhe_lwe_t **out);
+/* The two secret keys (TS_OBJ_TFHE_SECRET_KEY; free the buffer with ts_free_secret). */
+ts_status_t ts_tfhe_secret_serialize(const ts_tfhe_params_t *params,
+                                     const ts_tfhe_lwe_key_t *lwe_key,
+                                     const ts_tfhe_rlwe_key_t *rlwe_key, uint8_t **buf,
+                                     size_t *size);
+ts_status_t ts_tfhe_secret_deserialize(const ts_tfhe_params_t *params, const uint8_t *buf,
+                                       size_t size, ts_tfhe_lwe_key_t **lwe_key,
+                                       ts_tfhe_rlwe_key_t **rlwe_key);
 
 /* ------------------------------------------------------------ evaluator */
 

@@ -55,8 +55,9 @@ struct ts_tfhe_rlwe {
     uint64_t *a, *b; /* coefficient form, N words each (one block) */
 };
 
-/* 2 * levels rows, each (a, b) in NTT form: row j < levels carries m * g_j
- * on a, row levels + j on b, with g_j = round(Q / B^(j+1)). */
+/* 2 * levels rows, each (a, b) in NTT form: row j < levels has phase
+ * e - m g_j s (the gadget term folded into b, so masks stay seeded), row
+ * levels + j has phase e + m g_j, with g_j = round(Q / B^(j+1)). */
 struct ts_tfhe_rgsw {
     const ts_tfhe_params_t *params;
     uint64_t *rows; /* [2 * levels][2][N] */

@@ -495,6 +495,83 @@ START_TEST(test_tfhe_homcomp)
 }
 END_TEST
 
+/* Serialization round trips; corrupted or mismatched input is refused. */
+START_TEST(test_tfhe_serial)
+{
+    fx_t f;
+    fx_init(&f, "tfhe_test_tiny", true);
+    uint8_t *buf = NULL;
+    size_t size = 0;
+    /* evaluation key: seeded, then a PBS with the reloaded key */
+    ck_assert_ts_ok(ts_tfhe_evalkey_serialize(f.ek, &buf, &size));
+    ts_tfhe_evalkey_t *ek2 = NULL;
+    ck_assert_ts_ok(ts_tfhe_evalkey_deserialize(f.params, buf, size, &ek2));
+    fprintf(stderr, "tfhe evalkey (tiny): %zu bytes serialized, %zu bytes expanded\n", size,
+            ts_tfhe_evalkey_bytes(ek2));
+    ck_assert_uint_lt(size, ts_tfhe_evalkey_bytes(ek2));
+    ts_tfhe_evaluator_t *ev2;
+    ck_assert_ts_ok(ts_tfhe_evaluator_new(f.params, ek2, &ev2));
+    const uint64_t p = 4, delta = ts_tfhe_delta(f.Q, p);
+    ts_tfhe_lut_t *lut;
+    ck_assert_ts_ok(ts_tfhe_lut_new(f.params, p, f_identity, NULL, delta, &lut));
+    ts_tfhe_lwe_t *out;
+    ck_assert_ts_ok(ts_tfhe_lwe_new(f.N, f.Q, &out));
+    for (uint64_t m = 0; m < p; m++) {
+        ts_tfhe_lwe_t *ct = enc_big(&f, m, p);
+        ck_assert_ts_ok(ts_tfhe_pbs(ev2, out, ct, lut));
+        ck_assert_uint_eq(ts_tfhe_decode(f.Q, phase_big(&f, out), p), m);
+        ts_tfhe_lwe_free(ct);
+    }
+    /* a flipped byte anywhere is refused (digest), as is a truncation */
+    ts_tfhe_evalkey_t *bad = NULL;
+    buf[size / 2] ^= 0x40;
+    ck_assert_int_ne(ts_tfhe_evalkey_deserialize(f.params, buf, size, &bad), TS_OK);
+    buf[size / 2] ^= 0x40;
+    ck_assert_int_ne(ts_tfhe_evalkey_deserialize(f.params, buf, size - 9, &bad), TS_OK);
+    ck_assert_ptr_null(bad);
+    /* other parameters: refused */
+    ts_tfhe_params_lit_t lit;
+    ts_tfhe_params_t *other;
+    ck_assert_ts_ok(ts_tfhe_params_preset("tfhe_test_tiny", &lit));
+    lit.ks_levels = 4;
+    ck_assert_ts_ok(ts_tfhe_params_new(&lit, &other));
+    ck_assert_ts_status(ts_tfhe_evalkey_deserialize(other, buf, size, &bad), TS_EMISMATCH);
+    ts_free(buf);
+    /* LWE ciphertext */
+    ts_tfhe_lwe_t *ct = enc_big(&f, 3, p), *ct2 = NULL;
+    ck_assert_ts_ok(ts_tfhe_lwe_serialize(f.params, ct, &buf, &size));
+    ck_assert_ts_ok(ts_tfhe_lwe_deserialize(f.params, buf, size, &ct2));
+    ck_assert_uint_eq(phase_big(&f, ct2), phase_big(&f, ct));
+    ts_tfhe_lwe_free(ct2);
+    ct2 = NULL;
+    ck_assert_ts_status(ts_tfhe_lwe_deserialize(other, buf, size, &ct2), TS_EMISMATCH);
+    ts_free(buf);
+    ts_tfhe_lwe_free(ct);
+    /* secret keys */
+    ck_assert_ts_ok(ts_tfhe_secret_serialize(f.params, f.lwe_key, f.rlwe_key, &buf, &size));
+    ts_tfhe_lwe_key_t *lk = NULL;
+    ts_tfhe_rlwe_key_t *rk = NULL;
+    ck_assert_ts_ok(ts_tfhe_secret_deserialize(f.params, buf, size, &lk, &rk));
+    ts_tfhe_lwe_key_t *bk;
+    ck_assert_ts_ok(ts_tfhe_rlwe_key_lwe(rk, &bk));
+    ts_tfhe_lwe_t *c3 = enc_big(&f, 1, p);
+    uint64_t ph;
+    ck_assert_ts_ok(ts_tfhe_lwe_phase(bk, c3, &ph));
+    ck_assert_uint_eq(ph, phase_big(&f, c3));
+    ts_tfhe_lwe_free(c3);
+    ts_tfhe_lwe_key_free(bk);
+    ts_tfhe_lwe_key_free(lk);
+    ts_tfhe_rlwe_key_free(rk);
+    ts_free_secret(buf);
+    ts_tfhe_params_free(other);
+    ts_tfhe_lwe_free(out);
+    ts_tfhe_lut_free(lut);
+    ts_tfhe_evaluator_free(ev2);
+    ts_tfhe_evalkey_free(ek2);
+    fx_clear(&f);
+}
+END_TEST
+
 /* One PBS at the ROSETTA-size set (N_br = 2048, n = 1024, 53-bit Q). */
 START_TEST(test_tfhe_pbs_std128)
 {
@@ -536,6 +613,7 @@ TS_TEST_SUITE(tfhe)
     tcase_add_test(tc, test_tfhe_pbs_exhaustive);
     tcase_add_test(tc, test_tfhe_pbs_noise);
     tcase_add_test(tc, test_tfhe_homcomp);
+    tcase_add_test(tc, test_tfhe_serial);
     tcase_add_test(tc, test_tfhe_pbs_std128);
     suite_add_tcase(s, tc);
     return s;
