@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client/cmd_plan.h"
 #include "core/sched/sched.h"
 #include "tests/unit/ts_test.h"
 
@@ -548,6 +549,32 @@ START_TEST(test_sched_alloc_failures)
 }
 END_TEST
 
+START_TEST(test_sched_cmd_plan)
+{
+    /* `tessera plan` end to end (output discarded; this runs in a forked child). */
+    ck_assert_ptr_nonnull(freopen("/dev/null", "w", stdout));
+    char path[512];
+    snprintf(path, sizeof path, "%s/aidreams260K.bin", ts_test_model_dir());
+    char *a1[] = {"plan", "--model", path, "--policy", "all", NULL};
+    ck_assert_int_eq(ts_cmd_plan(5, a1), 0);
+    char *a2[] = {"plan",   "--dims",  "64,172,4,4,4,512",
+                  "--json", "--costs", "configs/costs/cpu-default.yaml",
+                  NULL};
+    ck_assert_int_eq(ts_cmd_plan(6, a2), 0);
+    char *a3[] = {"plan", "--dim",   "64",  "--hidden", "172",  "--layers", "2",    "--heads",
+                  "4",    "--vocab", "512", "--arch",   "gpt2", "--policy", "tfhe", NULL};
+    ck_assert_int_eq(ts_cmd_plan(15, a3), 0);
+    char *a4[] = {"plan", "--dims", "64,172,4", NULL};
+    ck_assert_int_eq(ts_cmd_plan(3, a4), 2);
+    char *a5[] = {"plan", "--dims", "64,172,4,4,4,512", "--costs", "/nonexistent.yaml", NULL};
+    ck_assert_int_eq(ts_cmd_plan(5, a5), 1);
+    char *a6[] = {"plan", "--dims", "64,172,4,3,3,512", NULL}; /* 64 % 3 != 0 */
+    ck_assert_int_eq(ts_cmd_plan(3, a6), 1);
+    char *a7[] = {"plan", "--policy", "mixed", "--dims", "64,172,4,4,4,512", NULL};
+    ck_assert_int_eq(ts_cmd_plan(5, a7), 2);
+}
+END_TEST
+
 TS_TEST_SUITE(sched)
 {
     Suite *s = suite_create("sched");
@@ -559,6 +586,7 @@ TS_TEST_SUITE(sched)
     tcase_add_test(tc, test_sched_costs_files);
     tcase_add_test(tc, test_sched_graph_errors);
     tcase_add_test(tc, test_sched_alloc_failures);
+    tcase_add_test(tc, test_sched_cmd_plan);
     suite_add_tcase(s, tc);
     return s;
 }

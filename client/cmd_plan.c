@@ -1,0 +1,290 @@
+/*
+ * client/cmd_plan.c — `tessera plan`: the scheduler's plan for a model's
+ * decode step, its predicted latency, and why each non-arithmetic primitive
+ * is in CKKS or TFHE (core/sched, ROSETTA section 4).
+ *
+ *   tessera plan (--model FILE | --dims D,H,L,NH,NKV,V | --dim D --hidden H
+ *                 --layers L --heads NH [--kv-heads NKV] --vocab V)
+ *                [--arch llama|gpt2] [--pos N] [--slots S] [--embed-public]
+ *                [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]
+ *
+ * Without --costs the built-in estimate (configs/costs/cpu-default.yaml) is
+ * used and the output says so. --policy all prints the three plans' totals
+ * side by side (with --json: one object holding the three plans).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/cmd_plan.h"
+#include "core/llm/llm.h"
+#include "core/sched/sched.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: tessera plan (--model FILE | --dims D,H,L,NH,NKV,V |\n"
+          "                     --dim D --hidden H --layers L --heads NH [--kv-heads NKV] "
+          "--vocab V)\n"
+          "                    [--arch llama|gpt2] [--pos N] [--slots S] [--embed-public]\n"
+          "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
+          "Prints the scheme-aware plan of one decode step: every operator with its scheme,\n"
+          "levels, bootstraps and rotation keys, the predicted latency, and the reason for\n"
+          "each TFHE/CKKS choice. Without --costs the estimated cpu-default table is used.\n",
+          f);
+}
+
+static int parse_u32(const char *s, uint32_t *out)
+{
+    if (!s || !*s)
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || *end || v > UINT32_MAX || s[0] == '-')
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int parse_dims_list(const char *s, ts_sched_model_dims_t *d)
+{
+    uint32_t v[6];
+    char buf[128];
+    if (strlen(s) >= sizeof buf)
+        return -1;
+    snprintf(buf, sizeof buf, "%s", s);
+    char *save = NULL, *tok = strtok_r(buf, ",", &save);
+    int n = 0;
+    while (tok && n < 6) {
+        if (parse_u32(tok, &v[n]) != 0)
+            return -1;
+        n++;
+        tok = strtok_r(NULL, ",", &save);
+    }
+    if (n != 6 || tok)
+        return -1;
+    d->dim = v[0];
+    d->hidden_dim = v[1];
+    d->n_layers = v[2];
+    d->n_heads = v[3];
+    d->n_kv_heads = v[4];
+    d->vocab = v[5];
+    return 0;
+}
+
+static int dims_from_model(const char *path, ts_sched_model_dims_t *d)
+{
+    ts_llm_model_t *m = NULL;
+    char err[256] = "";
+    ts_status_t st = ts_llm_model_load(path, &m, err, sizeof err);
+    if (st != TS_OK) {
+        fprintf(stderr, "tessera plan: %s: %s%s%s\n", path, ts_strerror(st), *err ? ": " : "", err);
+        return -1;
+    }
+    const ts_llm_config_t *c = ts_llm_model_config(m);
+    d->dim = (uint32_t)c->dim;
+    d->hidden_dim = (uint32_t)c->hidden_dim;
+    d->n_layers = (uint32_t)c->n_layers;
+    d->n_heads = (uint32_t)c->n_heads;
+    d->n_kv_heads = (uint32_t)c->n_kv_heads;
+    d->vocab = (uint32_t)c->vocab_size;
+    d->act = c->arch == TS_LLM_ARCH_GPT2 ? TS_ACT_GELU : TS_ACT_SWIGLU;
+    d->norm = c->arch == TS_LLM_ARCH_GPT2 ? TS_NORM_LAYER : TS_NORM_RMS;
+    ts_llm_model_free(m);
+    return 0;
+}
+
+static int print_plan(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
+                      const ts_sched_costs_t *c, bool json)
+{
+    char *out = NULL;
+    ts_status_t st =
+        json ? ts_sched_plan_to_json(p, g, &out, NULL) : ts_sched_plan_explain(p, g, c, &out, NULL);
+    if (st != TS_OK) {
+        fprintf(stderr, "tessera plan: %s\n", ts_strerror(st));
+        return -1;
+    }
+    fputs(out, stdout);
+    ts_free(out);
+    return 0;
+}
+
+int ts_cmd_plan(int argc, char **argv)
+{
+    ts_sched_model_dims_t d = {.act = TS_ACT_SWIGLU, .norm = TS_NORM_RMS};
+    const char *model = NULL, *costs_path = NULL, *policy_s = "hybrid", *arch = NULL;
+    bool json = false, have_dims = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint32_t *u = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            json = true;
+            continue;
+        } else if (!strcmp(a, "--embed-public")) {
+            d.embed_public = true;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "tessera plan: '%s' needs a value\n", a);
+            usage(stderr);
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "--model"))
+            model = v;
+        else if (!strcmp(a, "--costs"))
+            costs_path = v;
+        else if (!strcmp(a, "--policy"))
+            policy_s = v;
+        else if (!strcmp(a, "--arch"))
+            arch = v;
+        else if (!strcmp(a, "--dims")) {
+            if (parse_dims_list(v, &d) != 0) {
+                fprintf(stderr, "tessera plan: --dims wants D,H,L,NH,NKV,V (6 integers)\n");
+                return 2;
+            }
+            have_dims = true;
+        } else if (!strcmp(a, "--dim"))
+            u = &d.dim;
+        else if (!strcmp(a, "--hidden"))
+            u = &d.hidden_dim;
+        else if (!strcmp(a, "--layers"))
+            u = &d.n_layers;
+        else if (!strcmp(a, "--heads"))
+            u = &d.n_heads;
+        else if (!strcmp(a, "--kv-heads"))
+            u = &d.n_kv_heads;
+        else if (!strcmp(a, "--vocab"))
+            u = &d.vocab;
+        else if (!strcmp(a, "--pos"))
+            u = &d.seq_pos;
+        else if (!strcmp(a, "--slots"))
+            u = &d.slots;
+        else {
+            fprintf(stderr, "tessera plan: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (u) {
+            if (parse_u32(v, u) != 0) {
+                fprintf(stderr, "tessera plan: %s wants a non-negative integer, got '%s'\n", a, v);
+                return 2;
+            }
+            if (u != &d.seq_pos && u != &d.slots)
+                have_dims = true;
+        }
+    }
+    if (model && have_dims) {
+        fprintf(stderr, "tessera plan: give either --model or dimensions, not both\n");
+        return 2;
+    }
+    if (model && dims_from_model(model, &d) != 0)
+        return 1;
+    if (!model && !have_dims) {
+        usage(stderr);
+        return 2;
+    }
+    if (arch) {
+        if (!strcmp(arch, "llama")) {
+            d.act = TS_ACT_SWIGLU;
+            d.norm = TS_NORM_RMS;
+        } else if (!strcmp(arch, "gpt2")) {
+            d.act = TS_ACT_GELU;
+            d.norm = TS_NORM_LAYER;
+        } else {
+            fprintf(stderr, "tessera plan: --arch is llama or gpt2\n");
+            return 2;
+        }
+    }
+    bool all = !strcmp(policy_s, "all");
+    ts_sched_policy_t policy = TS_SCHED_HYBRID;
+    if (!all && ts_sched_policy_parse(policy_s, &policy) != TS_OK) {
+        fprintf(stderr, "tessera plan: --policy is hybrid, ckks, tfhe or all\n");
+        return 2;
+    }
+
+    ts_sched_costs_t costs;
+    if (costs_path) {
+        ts_cfg_error_t err;
+        ts_status_t st = ts_sched_costs_load(costs_path, &costs, &err);
+        if (st != TS_OK) {
+            char line[600];
+            ts_cfg_error_format(&err, line, sizeof line);
+            fprintf(stderr, "tessera plan: %s\n", line);
+            return 1;
+        }
+    } else {
+        ts_sched_costs_default(&costs);
+    }
+    if (!d.slots && costs.slots > 0)
+        d.slots = (uint32_t)costs.slots;
+
+    ts_sched_graph_t *g = NULL;
+    ts_status_t st = ts_sched_graph_build_decoder(&d, &g);
+    if (st != TS_OK) {
+        fprintf(stderr,
+                "tessera plan: invalid model dimensions (%s): dim %u hidden %u layers %u heads "
+                "%u kv-heads %u vocab %u\n",
+                ts_strerror(st), d.dim, d.hidden_dim, d.n_layers, d.n_heads, d.n_kv_heads, d.vocab);
+        return 1;
+    }
+    int rc = 0;
+    ts_sched_plan_t *p[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
+        if (!all && k != (int)policy)
+            continue;
+        st = ts_sched_plan_new(g, &costs, (ts_sched_policy_t)k, &p[k]);
+        if (st != TS_OK) {
+            fprintf(stderr, "tessera plan: policy %s: %s\n",
+                    ts_sched_policy_name((ts_sched_policy_t)k), ts_strerror(st));
+            rc = 1;
+            goto out;
+        }
+    }
+    if (!all) {
+        if (!json && costs.estimated)
+            printf("note: cost table '%s' is estimated; run `tessera bench` and pass --costs "
+                   "for measured numbers\n",
+                   costs.name);
+        rc = print_plan(p[policy], g, &costs, json) ? 1 : 0;
+        goto out;
+    }
+    if (json) {
+        fputs("{", stdout);
+        for (int k = 0; k < 3; k++) {
+            printf("%s\"%s\":", k ? "," : "", ts_sched_policy_name((ts_sched_policy_t)k));
+            if (print_plan(p[k], g, &costs, true)) {
+                rc = 1;
+                goto out;
+            }
+        }
+        fputs("}\n", stdout);
+        goto out;
+    }
+    printf("decode step: dim %u hidden %u layers %u heads %u kv-heads %u vocab %u position %u "
+           "(%s), %zu operators\ncost table: %s%s\n",
+           d.dim, d.hidden_dim, d.n_layers, d.n_heads, d.n_kv_heads ? d.n_kv_heads : d.n_heads,
+           d.vocab, d.seq_pos, d.act == TS_ACT_GELU ? "gpt2" : "llama", ts_sched_graph_count(g),
+           costs.name, costs.estimated ? " (estimated; `tessera bench` measures it)" : "");
+    printf("%-7s %12s %12s %12s %6s %6s %6s\n", "policy", "total s", "bootstrap s", "tfhe+conv s",
+           "boots", "tfhe", "rotkeys");
+    for (int k = 0; k < 3; k++)
+        printf("%-7s %12.2f %12.2f %12.2f %6u %6u %6zu\n",
+               ts_sched_policy_name((ts_sched_policy_t)k), p[k]->total_ns / 1e9,
+               p[k]->boot_ns / 1e9, p[k]->convert_ns / 1e9, p[k]->n_boot, p[k]->n_tfhe,
+               p[k]->n_rot_steps);
+    printf("hybrid speedup: %.2fx over ckks, %.2fx over tfhe\n\n",
+           p[TS_SCHED_CKKS]->total_ns / p[TS_SCHED_HYBRID]->total_ns,
+           p[TS_SCHED_TFHE]->total_ns / p[TS_SCHED_HYBRID]->total_ns);
+    rc = print_plan(p[TS_SCHED_HYBRID], g, &costs, false) ? 1 : 0;
+out:
+    for (int k = 0; k < 3; k++)
+        ts_sched_plan_free(p[k]);
+    ts_sched_graph_free(g);
+    return rc;
+}
