@@ -1,0 +1,28 @@
+/*
+ * client/llm_cli.h — helpers shared by the plaintext LLM commands
+ * (tessera run, tessera simulate).
+ */
+#ifndef TS_CLIENT_LLM_CLI_H
+#define TS_CLIENT_LLM_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "core/llm/llm.h"
+
+/* Exit codes, the same values as every tessera command (client/client.h). */
+enum { RUN_EXIT_OK = 0, RUN_EXIT_FAIL = 1, RUN_EXIT_USAGE = 2, RUN_EXIT_LOCAL = 4 };
+
+/* Load a model and its tokenizer (tok_path NULL: a GGUF model's own); on
+ * failure print why and return RUN_EXIT_LOCAL. */
+int ts_cli_llm_load(const char *prog, const char *model_path, const char *tok_path,
+                    ts_llm_model_t **m, ts_llm_tokenizer_t **t);
+/* A JSON string literal of s[0..n). */
+void ts_cli_llm_json_escape(FILE *f, const char *s, size_t n);
+/* A number in [lo, hi]; false when malformed or out of range. */
+bool ts_cli_llm_parse_num(const char *s, double lo, double hi, double *out);
+
+int ts_cmd_run(int argc, char **argv);
+int ts_cmd_simulate(int argc, char **argv);
+
+#endif

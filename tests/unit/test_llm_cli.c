@@ -1,0 +1,124 @@
+/*
+ * tessera run / tessera simulate, called in-process with stdout captured:
+ * the greedy text of models/README.md, valid JSON fields, seeded sampling
+ * reproducibility, the simulator's report on the all-exact configuration,
+ * and the usage errors.
+ */
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "tests/unit/ts_test.h"
+
+#include "client/llm_cli.h"
+
+/* Run fn(argc, argv) with stdout (and stderr) sent to a temp file; returns
+ * the exit code and a malloc'd copy of stdout. */
+static int capture(int (*fn)(int, char **), int argc, const char **argv, char **out)
+{
+    char path[] = "/tmp/ts_llm_cli_XXXXXX", epath[] = "/tmp/ts_llm_cli_err_XXXXXX";
+    int fd = mkstemp(path), efd = mkstemp(epath);
+    ck_assert(fd >= 0 && efd >= 0);
+    fflush(stdout);
+    fflush(stderr);
+    int saved = dup(1), esaved = dup(2);
+    dup2(fd, 1);
+    dup2(efd, 2);
+    int rc = fn(argc, (char **)argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved, 1);
+    dup2(esaved, 2);
+    close(saved);
+    close(esaved);
+    off_t n = lseek(fd, 0, SEEK_END);
+    *out = calloc(1, (size_t)n + 1);
+    ck_assert(pread(fd, *out, (size_t)n, 0) == n);
+    close(fd);
+    close(efd);
+    unlink(path);
+    unlink(epath);
+    return rc;
+}
+
+static char mpath[512], tpath[512], cpath[512];
+
+static void paths(void)
+{
+    snprintf(mpath, sizeof(mpath), "%s/aidreams260K.bin", ts_test_model_dir());
+    snprintf(tpath, sizeof(tpath), "%s/tok512.bin", ts_test_model_dir());
+    snprintf(cpath, sizeof(cpath), "configs/approx/rosetta_lut.yaml");
+}
+
+START_TEST(test_cli_run)
+{
+    paths();
+    char *out;
+    const char *a1[] = {"run",      "--model",    mpath,     "--tokenizer", tpath,
+                        "--prompt", "I dream of", "--steps", "49",          "--plaintext"};
+    ck_assert_int_eq(capture(ts_cmd_run, 10, a1, &out), 0);
+    const char *want = "I dream of 0.000000. Dimensions unfold, as I softly refine,";
+    ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "stdout: %s", out);
+    free(out);
+    const char *a2[] = {"run", "-m",  mpath, "-z", tpath,     "-p",   "I dream of", "-n", "40",
+                        "-t",  "0.9", "-k",  "20", "--top-p", "0.95", "--seed",     "5",  "--json"};
+    char *o2, *o3;
+    ck_assert_int_eq(capture(ts_cmd_run, 18, a2, &o2), 0);
+    ck_assert_int_eq(capture(ts_cmd_run, 18, a2, &o3), 0);
+    ck_assert_ptr_nonnull(strstr(o2, "\"mode\":\"plaintext\""));
+    ck_assert_ptr_nonnull(strstr(o2, "\"ids\":[1,303,281,269,435,447,275,"));
+    /* Same seed, same ids (timings differ, so compare up to "seconds"). */
+    char *c2 = strstr(o2, "\"seconds\""), *c3 = strstr(o3, "\"seconds\"");
+    ck_assert(c2 && c3 && c2 - o2 == c3 - o3);
+    ck_assert_int_eq(memcmp(o2, o3, (size_t)(c2 - o2)), 0);
+    free(o2);
+    free(o3);
+    const char *a3[] = {"run", "--model", mpath};
+    ck_assert_int_eq(capture(ts_cmd_run, 3, a3, &out), 2);
+    free(out);
+    const char *a4[] = {"run", "--model", "/nonexistent", "--prompt", "x"};
+    ck_assert_int_eq(capture(ts_cmd_run, 5, a4, &out), 4);
+    free(out);
+    const char *a5[] = {"run", "--model", mpath, "--prompt", "x", "--top-p", "2"};
+    ck_assert_int_eq(capture(ts_cmd_run, 7, a5, &out), 2);
+    free(out);
+    const char *a6[] = {"run", "--help"};
+    ck_assert_int_eq(capture(ts_cmd_run, 2, a6, &out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "PLAINTEXT"));
+    free(out);
+}
+END_TEST
+
+START_TEST(test_cli_simulate)
+{
+    paths();
+    char *out;
+    const char *a1[] = {"simulate", "--model", mpath, "--tokenizer",
+                        tpath,      "--steps", "32",  "--json"};
+    ck_assert_int_eq(capture(ts_cmd_simulate, 8, a1, &out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "\"argmax_agree\":32,"));
+    ck_assert_ptr_nonnull(strstr(out, "\"logits\":{\"max_abs_err\":0,"));
+    ck_assert_ptr_nonnull(strstr(out, "\"first_divergence\":-1"));
+    free(out);
+    const char *a2[] = {"simulate", "-m", mpath, "-z", tpath, "-n", "32", "--approx", cpath};
+    ck_assert_int_eq(capture(ts_cmd_simulate, 9, a2, &out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "lut 4x256 log"));
+    ck_assert_ptr_nonnull(strstr(out, "perplexity over 31 tokens"));
+    free(out);
+    const char *a3[] = {"simulate", "-m", mpath, "-z", tpath, "--config", "/nonexistent.yaml"};
+    ck_assert_int_eq(capture(ts_cmd_simulate, 7, a3, &out), 4);
+    free(out);
+    const char *a4[] = {"simulate", "--help"};
+    ck_assert_int_eq(capture(ts_cmd_simulate, 2, a4, &out), 0);
+    free(out);
+}
+END_TEST
+
+TS_TEST_SUITE(llm_cli)
+{
+    Suite *s = suite_create("llm_cli");
+    TCase *tc = ts_tcase("cli", 0);
+    tcase_add_test(tc, test_cli_run);
+    tcase_add_test(tc, test_cli_simulate);
+    suite_add_tcase(s, tc);
+    return s;
+}
