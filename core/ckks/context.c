@@ -36,6 +36,8 @@ ts_status_t ts__ckks_params_build(ts_ckks_params_t *p)
                            .p_count = (uint32_t)p->np,
                            .backend = NULL};
     ts_status_t st = ts_ring_new(&rp, &p->ring);
+    if (st == TS_OK && !p->ring)
+        st = TS_ENOMEM; /* ts_ring_new can report success without a ring on allocation failure */
     if (st != TS_OK)
         return st;
     /* X^{N/2}: multiplying by it multiplies every slot by i (w_j^{N/2 / g} = i) */

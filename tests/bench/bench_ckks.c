@@ -1,0 +1,543 @@
+/*
+ * CKKS benchmarks (JSON):
+ *  - fhelium: the single-operation suite of FHElium (shared/seeds/000) at its
+ *    preset (configs/params/fhelium-n14.yaml), every operation at each of the
+ *    7 public levels, with FHElium's semantic-error limits checked;
+ *  - client: the client path of shared/seeds/001 (N = 8192, six 30-bit
+ *    primes, scale 2^25): encode + symmetric encryption of 4096 real slots,
+ *    complete ciphertexts per second on one thread, with the split between
+ *    encoding (IFFT, scaling and rounding, RNS reduction, NTT) and encryption
+ *    (sampling, seeded a, NTT, assembly); input preparation excluded;
+ *  - large (only with --large): N = 2^16 at configs/params/n16-128.yaml:
+ *    NTT, mult+relin, rotate, rescale at the top level (keys of ~300 MB each).
+ *
+ * Usage: bench_ckks [--json PATH] [--quick] [--threads N] [--suite fhelium|client|all]
+ *                   [--large]
+ * FHElium level k is our level L - k (see core/ckks/ckks.h).
+ */
+#include <complex.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ckks/ckks.h"
+
+static bool quick;
+static FILE *js;
+static bool first_row = true;
+
+static double now_ms(void)
+{
+    return (double)ts_now_ns() / 1e6;
+}
+
+#define CHECK(expr)                                                                                \
+    do {                                                                                           \
+        ts_status_t st__ = (expr);                                                                 \
+        if (st__ != TS_OK) {                                                                       \
+            fprintf(stderr, "bench_ckks: %s failed: %s\n", #expr, ts_status_name(st__));           \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static ts_ckks_params_t *load(const char *name)
+{
+    char path[512];
+    const char *root = getenv("TS_SOURCE_DIR");
+    snprintf(path, sizeof(path), "%s%sconfigs/params/%s.yaml", root ? root : "", root ? "/" : "",
+             name);
+    ts_ckks_params_t *p = NULL;
+    ts_cfg_error_t err;
+    CHECK(ts_ckks_params_load_file(path, false, &p, &err));
+    return p;
+}
+
+/* Time fn(ctx) repeatedly: at least `min_reps` runs and ~budget_ms; returns ms per run. */
+typedef ts_status_t (*op_fn)(void *ctx);
+static double time_op(op_fn fn, void *ctx, int min_reps, double budget_ms)
+{
+    if (quick) {
+        min_reps = min_reps > 2 ? 2 : min_reps;
+        budget_ms /= 10;
+    }
+    CHECK(fn(ctx)); /* warm-up */
+    int reps = 0;
+    double t0 = now_ms(), t;
+    do {
+        CHECK(fn(ctx));
+        reps++;
+        t = now_ms();
+    } while (reps < min_reps || (t - t0 < budget_ms && reps < 10000));
+    return (t - t0) / reps;
+}
+
+/* ---------------------------------------------------------------- fhelium */
+
+typedef struct {
+    ts_ckks_params_t *p;
+    ts_ckks_encoder_t *enc;
+    ts_ckks_evaluator_t *ev;
+    ts_ckks_secret_key_t *sk;
+    ts_ckks_public_key_t *pk;
+    ts_prng_t *prng;
+    ts_ckks_plaintext_t *pt, *pt_mul, *dec;
+    ts_ckks_ciphertext_t *a, *b, *out, *d2;
+    int level;
+} fctx_t;
+
+static ts_status_t op_encrypt(void *c)
+{
+    fctx_t *f = c;
+    return ts_ckks_encrypt_pk(f->pk, f->pt, f->prng, f->out);
+}
+static ts_status_t op_decrypt(void *c)
+{
+    fctx_t *f = c;
+    return ts_ckks_decrypt(f->sk, f->a, f->dec);
+}
+static ts_status_t op_ntt(void *c)
+{
+    fctx_t *f = c;
+    ts_status_t st = TS_OK;
+    for (int i = 0; i < 2 && st == TS_OK; i++) {
+        ts_poly_t *x = ts_ckks_ciphertext_poly(f->out, i);
+        x->is_ntt = false; /* time the transform of the ciphertext's limbs */
+        st = ts_poly_ntt(x);
+    }
+    return st;
+}
+static ts_status_t op_intt(void *c)
+{
+    fctx_t *f = c;
+    ts_status_t st = TS_OK;
+    for (int i = 0; i < 2 && st == TS_OK; i++) {
+        ts_poly_t *x = ts_ckks_ciphertext_poly(f->out, i);
+        x->is_ntt = true;
+        st = ts_poly_intt(x);
+    }
+    return st;
+}
+static ts_status_t op_add(void *c)
+{
+    fctx_t *f = c;
+    return ts_ckks_add(f->ev, f->a, f->b, f->out);
+}
+static ts_status_t op_add_plain(void *c)
+{
+    fctx_t *f = c;
+    return ts_ckks_add_plain(f->ev, f->a, f->pt, f->out);
+}
+static ts_status_t op_mul_plain(void *c)
+{
+    fctx_t *f = c;
+    return ts_ckks_mul_plain(f->ev, f->a, f->pt_mul, f->out);
+}
+static ts_status_t op_mul(void *c)
+{
+    fctx_t *f = c;
+    return ts_ckks_mul(f->ev, f->a, f->b, f->d2);
+}
+static ts_status_t op_relin(void *c)
+{
+    fctx_t *f = c;
+    return ts_ckks_relinearize(f->ev, f->d2, f->out);
+}
+static ts_status_t op_rotate(void *c)
+{
+    fctx_t *f = c;
+    return ts_ckks_rotate(f->ev, f->a, 1, f->out);
+}
+static ts_status_t op_rescale(void *c)
+{
+    fctx_t *f = c;
+    return ts_ckks_rescale(f->ev, f->d2, f->out);
+}
+static ts_status_t op_modswitch(void *c)
+{
+    fctx_t *f = c;
+    return ts_ckks_drop_level(f->ev, f->a, 1, f->out);
+}
+
+static double err_of(fctx_t *f, const ts_ckks_ciphertext_t *ct, const double complex *want,
+                     size_t n)
+{
+    CHECK(ts_ckks_decrypt(f->sk, ct, f->dec));
+    double complex *got = malloc(sizeof(double complex) * n);
+    CHECK(ts_ckks_decode(f->enc, f->dec, got, n));
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fmax(m, cabs(got[i] - want[i]));
+    free(got);
+    return m;
+}
+
+static void row(const char *suite, const char *op, int level, int fhelium_level, double ms,
+                double err, double limit)
+{
+    bool ok = err <= limit;
+    printf("  %-16s L%-2d (FHElium %d)  %10.4f ms   err %.3e %s %.1e %s\n", op, level,
+           fhelium_level, ms, err, ok ? "<=" : ">", limit, ok ? "ok" : "FAIL");
+    if (js)
+        fprintf(js,
+                "%s    {\"suite\": \"%s\", \"op\": \"%s\", \"level\": %d, \"fhelium_level\": %d, "
+                "\"ms\": %.6f, \"abs_error\": %.4e, \"limit\": %.1e, \"pass\": %s}",
+                first_row ? "" : ",\n", suite, op, level, fhelium_level, ms, err, limit,
+                ok ? "true" : "false");
+    first_row = false;
+}
+
+static int bench_fhelium(void)
+{
+    fctx_t f = {0};
+    f.p = load("fhelium-n14");
+    int L = ts_ckks_params_max_level(f.p);
+    size_t slots = ts_ckks_params_slots(f.p);
+    CHECK(ts_prng_new_os(&f.prng));
+    CHECK(ts_ckks_keygen_secret(f.p, f.prng, &f.sk));
+    CHECK(ts_ckks_keygen_public(f.sk, f.prng, &f.pk));
+    ts_ckks_evalkeys_t *ek = NULL;
+    CHECK(ts_ckks_evalkeys_new(f.p, &ek));
+    CHECK(ts_ckks_evalkeys_gen_relin(ek, f.sk, f.prng));
+    int64_t one = 1;
+    CHECK(ts_ckks_evalkeys_gen_rotations(ek, f.sk, &one, 1, f.prng));
+    CHECK(ts_ckks_encoder_new(f.p, &f.enc));
+    CHECK(ts_ckks_evaluator_new(f.p, ek, &f.ev));
+    CHECK(ts_ckks_plaintext_new(f.p, L, &f.pt));
+    CHECK(ts_ckks_plaintext_new(f.p, L, &f.pt_mul));
+    CHECK(ts_ckks_plaintext_new(f.p, L, &f.dec));
+    CHECK(ts_ckks_ciphertext_new(f.p, L, &f.a));
+    CHECK(ts_ckks_ciphertext_new(f.p, L, &f.b));
+    CHECK(ts_ckks_ciphertext_new(f.p, L, &f.out));
+    CHECK(ts_ckks_ciphertext_new(f.p, L, &f.d2));
+    double complex *x = malloc(sizeof(double complex) * slots);
+    double complex *y = malloc(sizeof(double complex) * slots);
+    double complex *w = malloc(sizeof(double complex) * slots);
+    for (size_t i = 0; i < slots; i++) {
+        x[i] = 0.5 * sin(0.001 * (double)i) + 0.25 * I * cos(0.002 * (double)i);
+        y[i] = 0.5 * cos(0.003 * (double)i) - 0.25 * I * sin(0.001 * (double)i);
+    }
+    double scale = ts_ckks_params_scale(f.p);
+    int fails = 0;
+    printf("FHElium suite: N = 2^%d, %zu slots, scale 2^40, L = %d\n", ts_ckks_params_log_n(f.p),
+           slots, L);
+    /* FHElium's 7 public levels: their 0..6 = our L..1 */
+    for (int fl = 0; fl < 7; fl++) {
+        int l = L - fl;
+        f.level = l;
+        CHECK(ts_ckks_encode(f.enc, x, slots, 0, l, scale, f.pt));
+        CHECK(ts_ckks_encode(f.enc, y, slots, 0, l, (double)ts_ckks_params_q(f.p, l), f.pt_mul));
+        CHECK(ts_ckks_encrypt_pk(f.pk, f.pt, f.prng, f.a));
+        ts_ckks_plaintext_t *pty = NULL;
+        CHECK(ts_ckks_plaintext_new(f.p, l, &pty));
+        CHECK(ts_ckks_encode(f.enc, y, slots, 0, l, scale, pty));
+        CHECK(ts_ckks_encrypt_pk(f.pk, pty, f.prng, f.b));
+        ts_ckks_plaintext_free(pty);
+        double ms, e;
+
+        ms = time_op(op_encrypt, &f, 5, 300);
+        e = err_of(&f, f.out, x, slots);
+        fails += e > 1e-5;
+        row("fhelium", "encrypt", l, fl, ms, e, 1e-5);
+
+        ms = time_op(op_decrypt, &f, 5, 300);
+        e = err_of(&f, f.a, x, slots);
+        fails += e > 1e-5;
+        row("fhelium", "decrypt", l, fl, ms, e, 1e-5);
+
+        CHECK(ts_ckks_ciphertext_copy(f.out, f.a));
+        ms = time_op(op_intt, &f, 5, 300);
+        ts_ckks_ciphertext_poly(f.out, 0)->is_ntt = false;
+        ts_ckks_ciphertext_poly(f.out, 1)->is_ntt = false;
+        double ms2 = time_op(op_ntt, &f, 5, 300);
+        /* a round trip of the real ciphertext for the error check */
+        CHECK(ts_ckks_ciphertext_copy(f.out, f.a));
+        for (int i = 0; i < 2; i++) {
+            CHECK(ts_poly_intt(ts_ckks_ciphertext_poly(f.out, i)));
+            CHECK(ts_poly_ntt(ts_ckks_ciphertext_poly(f.out, i)));
+        }
+        e = err_of(&f, f.out, x, slots);
+        fails += e > 2e-5;
+        row("fhelium", "coeff_to_ntt", l, fl, ms2, e, 2e-5);
+        row("fhelium", "ntt_to_coeff", l, fl, ms, e, 2e-5);
+
+        ms = time_op(op_add, &f, 20, 200);
+        for (size_t i = 0; i < slots; i++)
+            w[i] = x[i] + y[i];
+        e = err_of(&f, f.out, w, slots);
+        fails += e > 2e-5;
+        row("fhelium", "add", l, fl, ms, e, 2e-5);
+
+        ms = time_op(op_add_plain, &f, 20, 200);
+        for (size_t i = 0; i < slots; i++)
+            w[i] = x[i] + x[i];
+        e = err_of(&f, f.out, w, slots);
+        fails += e > 2e-5;
+        row("fhelium", "add_plain", l, fl, ms, e, 2e-5);
+
+        ms = time_op(op_mul_plain, &f, 20, 200);
+        if (l > 0)
+            CHECK(ts_ckks_rescale(f.ev, f.out, f.out));
+        for (size_t i = 0; i < slots; i++)
+            w[i] = x[i] * y[i];
+        e = err_of(&f, f.out, w, slots);
+        fails += e > 3e-5;
+        row("fhelium", "pt_x_ct", l, fl, ms, e, 3e-5);
+
+        ms = time_op(op_mul, &f, 20, 200);
+        CHECK(ts_ckks_ciphertext_copy(f.out, f.d2));
+        if (l > 0)
+            CHECK(ts_ckks_rescale(f.ev, f.out, f.out));
+        e = err_of(&f, f.out, w, slots);
+        fails += e > 3e-5;
+        row("fhelium", "ct_x_ct", l, fl, ms, e, 3e-5);
+
+        ms = time_op(op_relin, &f, 5, 300);
+        if (l > 0)
+            CHECK(ts_ckks_rescale(f.ev, f.out, f.out));
+        e = err_of(&f, f.out, w, slots);
+        fails += e > 3e-5;
+        row("fhelium", "relinearize", l, fl, ms, e, 3e-5);
+
+        ms = time_op(op_rotate, &f, 5, 300);
+        for (size_t i = 0; i < slots; i++)
+            w[i] = x[(i + 1) % slots];
+        e = err_of(&f, f.out, w, slots);
+        fails += e > 2e-5;
+        row("fhelium", "rotate", l, fl, ms, e, 2e-5);
+
+        if (l > 1) { /* FHElium has no rescale / mod switch from its last level */
+            CHECK(ts_ckks_relinearize(f.ev, f.d2, f.d2));
+            ms = time_op(op_rescale, &f, 10, 200);
+            for (size_t i = 0; i < slots; i++)
+                w[i] = x[i] * y[i];
+            e = err_of(&f, f.out, w, slots);
+            fails += e > 3e-5;
+            row("fhelium", "rescale", l, fl, ms, e, 3e-5);
+
+            ms = time_op(op_modswitch, &f, 20, 200);
+            e = err_of(&f, f.out, x, slots);
+            fails += e > 2e-5;
+            row("fhelium", "mod_switch", l, fl, ms, e, 2e-5);
+        }
+    }
+    free(x);
+    free(y);
+    free(w);
+    ts_ckks_ciphertext_free(f.a);
+    ts_ckks_ciphertext_free(f.b);
+    ts_ckks_ciphertext_free(f.out);
+    ts_ckks_ciphertext_free(f.d2);
+    ts_ckks_plaintext_free(f.pt);
+    ts_ckks_plaintext_free(f.pt_mul);
+    ts_ckks_plaintext_free(f.dec);
+    ts_ckks_evaluator_free(f.ev);
+    ts_ckks_encoder_free(f.enc);
+    ts_ckks_evalkeys_free(ek);
+    ts_ckks_public_key_free(f.pk);
+    ts_ckks_secret_key_free(f.sk);
+    ts_prng_free(f.prng);
+    ts_ckks_params_free(f.p);
+    return fails;
+}
+
+/* ----------------------------------------------------------------- client */
+
+static int bench_client(void)
+{
+    ts_ckks_params_t *p = load("seed001-client-n13");
+    ts_prng_t *prng = NULL;
+    ts_ckks_secret_key_t *sk = NULL;
+    ts_ckks_encoder_t *enc = NULL;
+    ts_ckks_plaintext_t *pt = NULL, *dec = NULL;
+    ts_ckks_ciphertext_t *ct = NULL;
+    int L = ts_ckks_params_max_level(p);
+    size_t slots = ts_ckks_params_slots(p);
+    CHECK(ts_prng_new_os(&prng));
+    CHECK(ts_ckks_keygen_secret(p, prng, &sk));
+    CHECK(ts_ckks_encoder_new(p, &enc));
+    CHECK(ts_ckks_plaintext_new(p, L, &pt));
+    CHECK(ts_ckks_plaintext_new(p, L, &dec));
+    CHECK(ts_ckks_ciphertext_new(p, L, &ct));
+    /* 16 prepared real inputs (as in the paper's CPU reference), all 4096 slots */
+    double *in[16];
+    for (int v = 0; v < 16; v++) {
+        in[v] = malloc(sizeof(double) * slots);
+        for (size_t i = 0; i < slots; i++)
+            in[v][i] = sin(0.01 * (double)(i + 37 * v)) * 4.0;
+    }
+    double scale = ts_ckks_params_scale(p);
+    int reps = quick ? 50 : 1000;
+    double t_enc = 0, t_encr = 0;
+    double t0 = now_ms();
+    for (int r = 0; r < reps; r++) {
+        double a = now_ms();
+        CHECK(ts_ckks_encode_real(enc, in[r % 16], slots, 0, L, scale, pt));
+        double b = now_ms();
+        CHECK(ts_ckks_encrypt_sk(sk, pt, prng, NULL, ct));
+        double c = now_ms();
+        t_enc += b - a;
+        t_encr += c - b;
+    }
+    double total = now_ms() - t0;
+    double cts = reps / (total / 1000.0);
+    /* correctness of the last ciphertext, all slots */
+    CHECK(ts_ckks_decrypt(sk, ct, dec));
+    double *out = malloc(sizeof(double) * slots), err = 0;
+    CHECK(ts_ckks_decode_real(enc, dec, out, slots));
+    for (size_t i = 0; i < slots; i++)
+        err = fmax(err, fabs(out[i] - in[(reps - 1) % 16][i]));
+    printf("client (seed 001): N = 8192, 6 x 30-bit primes, scale 2^25, %zu real slots\n", slots);
+    printf("  encode+encrypt: %.1f ciphertexts/s (%.3f ms each: encode %.3f ms, encrypt %.3f ms)"
+           ", max abs error %.2e\n",
+           cts, total / reps, t_enc / reps, t_encr / reps, err);
+    if (js)
+        fprintf(js,
+                "%s    {\"suite\": \"client\", \"op\": \"encode_encrypt\", \"ciphertexts_per_s\": "
+                "%.2f, \"ms\": %.6f, \"encode_ms\": %.6f, \"encrypt_ms\": %.6f, \"reps\": %d, "
+                "\"abs_error\": %.4e, \"reference_seal_embedded_cts\": 113, "
+                "\"reference_fpga_cts\": 5143}",
+                first_row ? "" : ",\n", cts, total / reps, t_enc / reps, t_encr / reps, reps, err);
+    first_row = false;
+    for (int v = 0; v < 16; v++)
+        free(in[v]);
+    free(out);
+    ts_ckks_ciphertext_free(ct);
+    ts_ckks_plaintext_free(pt);
+    ts_ckks_plaintext_free(dec);
+    ts_ckks_encoder_free(enc);
+    ts_ckks_secret_key_free(sk);
+    ts_prng_free(prng);
+    ts_ckks_params_free(p);
+    return err > 1e-3;
+}
+
+/* ------------------------------------------------------------------ large */
+
+static int bench_large(void)
+{
+    fctx_t f = {0};
+    f.p = load("n16-128");
+    int L = ts_ckks_params_max_level(f.p);
+    size_t slots = ts_ckks_params_slots(f.p);
+    CHECK(ts_prng_new_os(&f.prng));
+    CHECK(ts_ckks_keygen_secret(f.p, f.prng, &f.sk));
+    CHECK(ts_ckks_keygen_public(f.sk, f.prng, &f.pk));
+    ts_ckks_evalkeys_t *ek = NULL;
+    CHECK(ts_ckks_evalkeys_new(f.p, &ek));
+    CHECK(ts_ckks_evalkeys_gen_relin(ek, f.sk, f.prng));
+    int64_t one = 1;
+    CHECK(ts_ckks_evalkeys_gen_rotations(ek, f.sk, &one, 1, f.prng));
+    CHECK(ts_ckks_encoder_new(f.p, &f.enc));
+    CHECK(ts_ckks_evaluator_new(f.p, ek, &f.ev));
+    CHECK(ts_ckks_plaintext_new(f.p, L, &f.pt));
+    CHECK(ts_ckks_plaintext_new(f.p, L, &f.dec));
+    CHECK(ts_ckks_ciphertext_new(f.p, L, &f.a));
+    CHECK(ts_ckks_ciphertext_new(f.p, L, &f.b));
+    CHECK(ts_ckks_ciphertext_new(f.p, L, &f.out));
+    CHECK(ts_ckks_ciphertext_new(f.p, L, &f.d2));
+    double complex *x = malloc(sizeof(double complex) * slots);
+    double complex *w = malloc(sizeof(double complex) * slots);
+    for (size_t i = 0; i < slots; i++)
+        x[i] = 0.5 * sin(0.001 * (double)i);
+    CHECK(ts_ckks_encode(f.enc, x, slots, 0, L, ts_ckks_params_scale(f.p), f.pt));
+    CHECK(ts_ckks_encrypt_pk(f.pk, f.pt, f.prng, f.a));
+    CHECK(ts_ckks_encrypt_pk(f.pk, f.pt, f.prng, f.b));
+    printf("large: N = 2^16, L = %d, log2(QP) = %.0f\n", L, ts_ckks_params_logqp(f.p));
+    int fails = 0;
+    CHECK(ts_ckks_ciphertext_copy(f.out, f.a));
+    double ms = time_op(op_intt, &f, 2, 500);
+    double ms2 = time_op(op_ntt, &f, 2, 500);
+    row("large", "ntt_ct", L, -1, ms2, 0, 0);
+    row("large", "intt_ct", L, -1, ms, 0, 0);
+    ms = time_op(op_mul, &f, 2, 500);
+    double ms_r = time_op(op_relin, &f, 2, 1000);
+    CHECK(ts_ckks_rescale(f.ev, f.out, f.out));
+    for (size_t i = 0; i < slots; i++)
+        w[i] = x[i] * x[i];
+    double e = err_of(&f, f.out, w, slots);
+    fails += e > 1e-5;
+    row("large", "mult_relin", L, -1, ms + ms_r, e, 1e-5);
+    ms = time_op(op_rotate, &f, 2, 1000);
+    for (size_t i = 0; i < slots; i++)
+        w[i] = x[(i + 1) % slots];
+    e = err_of(&f, f.out, w, slots);
+    fails += e > 1e-5;
+    row("large", "rotate", L, -1, ms, e, 1e-5);
+    CHECK(ts_ckks_relinearize(f.ev, f.d2, f.d2));
+    ms = time_op(op_rescale, &f, 2, 500);
+    row("large", "rescale", L, -1, ms, 0, 0);
+    free(x);
+    free(w);
+    ts_ckks_ciphertext_free(f.a);
+    ts_ckks_ciphertext_free(f.b);
+    ts_ckks_ciphertext_free(f.out);
+    ts_ckks_ciphertext_free(f.d2);
+    ts_ckks_plaintext_free(f.pt);
+    ts_ckks_plaintext_free(f.dec);
+    ts_ckks_evaluator_free(f.ev);
+    ts_ckks_encoder_free(f.enc);
+    ts_ckks_evalkeys_free(ek);
+    ts_ckks_public_key_free(f.pk);
+    ts_ckks_secret_key_free(f.sk);
+    ts_prng_free(f.prng);
+    ts_ckks_params_free(f.p);
+    return fails;
+}
+
+int main(int argc, char **argv)
+{
+    const char *json = NULL, *suite = "all";
+    int threads = 1;
+    bool large = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json") && i + 1 < argc)
+            json = argv[++i];
+        else if (!strcmp(argv[i], "--quick"))
+            quick = true;
+        else if (!strcmp(argv[i], "--large"))
+            large = true;
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--suite") && i + 1 < argc)
+            suite = argv[++i];
+        else {
+            fprintf(stderr,
+                    "usage: %s [--json PATH] [--quick] [--threads N] "
+                    "[--suite fhelium|client|all] [--large]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    if (getenv("TS_BENCH_QUICK"))
+        quick = true;
+    /* the default backend reads TS_THREADS on first use */
+    char tbuf[16];
+    snprintf(tbuf, sizeof(tbuf), "%d", threads > 0 ? threads : ts_cpu_count());
+    setenv("TS_THREADS", tbuf, 1);
+    ts_log_set_level(TS_LOG_WARN);
+    if (json) {
+        js = fopen(json, "w");
+        if (!js) {
+            perror(json);
+            return 1;
+        }
+        fprintf(js,
+                "{\n  \"benchmark\": \"bench_ckks\",\n  \"threads\": %s,\n  \"cpus\": %d,\n"
+                "  \"quick\": %s,\n  \"rows\": [\n",
+                tbuf, ts_cpu_count(), quick ? "true" : "false");
+    }
+    int fails = 0;
+    if (!strcmp(suite, "all") || !strcmp(suite, "fhelium"))
+        fails += bench_fhelium();
+    if (!strcmp(suite, "all") || !strcmp(suite, "client"))
+        fails += bench_client();
+    if (large)
+        fails += bench_large();
+    if (js) {
+        fprintf(js, "\n  ],\n  \"failures\": %d\n}\n", fails);
+        fclose(js);
+    }
+    printf("bench_ckks: %d correctness failures\n", fails);
+    return fails ? 1 : 0;
+}
