@@ -179,8 +179,10 @@ ts_status_t ts_backend_cpu_new(int threads, ts_backend_t **out);
 
 /*
  * The process-wide default CPU backend (threads from env TS_THREADS, else
- * one per core), created on first use, never freed by callers. NULL only when
- * creation failed (out of memory).
+ * one per core), created on first use, never freed by callers. Its
+ * bookkeeping comes from the C library, not ts_malloc, so it never appears in
+ * ts_alloc_live() nor consumes an injected allocation failure. NULL only when
+ * creation failed (retried on the next call).
  */
 ts_backend_t *ts_backend_default(void);
 

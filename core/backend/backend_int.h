@@ -13,7 +13,9 @@
 typedef struct ts_pool ts_pool_t;
 typedef void (*ts_pool_fn)(void *arg, size_t task);
 
-ts_status_t ts__pool_new(int threads, ts_pool_t **out);
+/* raw: allocate with the C library instead of ts_malloc (the process-wide
+ * default backend, which must not show up in allocation accounting). */
+ts_status_t ts__pool_new(int threads, bool raw, ts_pool_t **out);
 void ts__pool_free(ts_pool_t *pool);
 void ts__pool_run(ts_pool_t *pool, size_t ntasks, ts_pool_fn fn, void *arg);
 int ts__pool_threads(const ts_pool_t *pool);

@@ -23,6 +23,7 @@ struct ts_bk_conv {
 
 typedef struct cpu_ctx {
     ts_pool_t *pool;
+    bool raw; /* the default backend: allocated with calloc, see cpu_new */
 } cpu_ctx_t;
 
 static ts_pool_t *pool_of(ts_backend_t *be)
@@ -517,10 +518,16 @@ static void cpu_free(ts_backend_t *be)
     if (!be)
         return;
     cpu_ctx_t *ctx = be->ctx;
+    bool raw = ctx && ctx->raw;
     if (ctx)
         ts__pool_free(ctx->pool);
-    ts_free(ctx);
-    ts_free(be);
+    if (raw) {
+        free(ctx);
+        free(be);
+    } else {
+        ts_free(ctx);
+        ts_free(be);
+    }
 }
 
 static const struct ts_backend_i cpu_iface = {
@@ -555,7 +562,7 @@ static const struct ts_backend_i cpu_iface = {
     .external_product = NULL,
 };
 
-ts_status_t ts_backend_cpu_new(int threads, ts_backend_t **out)
+static ts_status_t cpu_new(int threads, bool raw, ts_backend_t **out)
 {
     if (!out)
         return TS_EINVAL;
@@ -564,19 +571,22 @@ ts_status_t ts_backend_cpu_new(int threads, ts_backend_t **out)
         return TS_EINVAL;
     if (threads == 0)
         threads = ts_cpu_count();
-    ts_backend_t *be = ts_calloc(1, sizeof *be);
-    cpu_ctx_t *ctx = ts_calloc(1, sizeof *ctx);
-    if (!be || !ctx) {
-        ts_free(be);
-        ts_free(ctx);
-        return TS_ENOMEM;
-    }
-    ts_status_t st = ts__pool_new(threads, &ctx->pool);
+    ts_backend_t *be = raw ? calloc(1, sizeof *be) : ts_calloc(1, sizeof *be);
+    cpu_ctx_t *ctx = raw ? calloc(1, sizeof *ctx) : ts_calloc(1, sizeof *ctx);
+    ts_status_t st = TS_ENOMEM;
+    if (be && ctx)
+        st = ts__pool_new(threads, raw, &ctx->pool);
     if (st != TS_OK) {
-        ts_free(be);
-        ts_free(ctx);
+        if (raw) {
+            free(be);
+            free(ctx);
+        } else {
+            ts_free(be);
+            ts_free(ctx);
+        }
         return st;
     }
+    ctx->raw = raw;
     be->iface = &cpu_iface;
     be->ctx = ctx;
     be->host_memory = true;
@@ -585,27 +595,41 @@ ts_status_t ts_backend_cpu_new(int threads, ts_backend_t **out)
     return TS_OK;
 }
 
-static ts_backend_t *default_backend;
-static pthread_once_t default_once = PTHREAD_ONCE_INIT;
-
-static void default_init(void)
+ts_status_t ts_backend_cpu_new(int threads, ts_backend_t **out)
 {
-    int threads = 0;
-    const char *env = getenv("TS_THREADS");
-    if (env) {
-        char *end;
-        long v = strtol(env, &end, 10);
-        if (*end == '\0' && v >= 1 && v <= 1024)
-            threads = (int)v;
-    }
-    if (ts_backend_cpu_new(threads, &default_backend) != TS_OK)
-        default_backend = NULL;
+    return cpu_new(threads, false, out);
 }
+
+/*
+ * The default backend lives for the whole process. Its few bookkeeping blocks
+ * come from the C library, not ts_malloc, so that creating it lazily inside a
+ * test does not show up in ts_alloc_live() or consume an injected allocation
+ * failure; a failed creation is retried on the next call.
+ */
+static ts_backend_t *default_backend;
+static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
 
 ts_backend_t *ts_backend_default(void)
 {
-    pthread_once(&default_once, default_init);
-    return default_backend;
+    ts_backend_t *be = __atomic_load_n(&default_backend, __ATOMIC_ACQUIRE);
+    if (be)
+        return be;
+    pthread_mutex_lock(&default_lock);
+    if (!default_backend) {
+        int threads = 0;
+        const char *env = getenv("TS_THREADS");
+        if (env) {
+            char *end;
+            long v = strtol(env, &end, 10);
+            if (*end == '\0' && v >= 1 && v <= 1024)
+                threads = (int)v;
+        }
+        if (cpu_new(threads, true, &be) == TS_OK)
+            __atomic_store_n(&default_backend, be, __ATOMIC_RELEASE);
+    }
+    be = default_backend;
+    pthread_mutex_unlock(&default_lock);
+    return be;
 }
 
 void ts_backend_free(ts_backend_t *be)

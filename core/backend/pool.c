@@ -5,11 +5,13 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "core/backend/backend_int.h"
 
 struct ts_pool {
     int threads; /* including the caller */
+    bool raw;    /* allocated with calloc/free */
     pthread_t *workers;
     int nworkers;
     pthread_mutex_t run_lock; /* one batch at a time */
@@ -58,22 +60,36 @@ static void *worker_main(void *vp)
     return NULL;
 }
 
-ts_status_t ts__pool_new(int threads, ts_pool_t **out)
+static void *pool_calloc(bool raw, size_t count, size_t size)
+{
+    return raw ? calloc(count, size) : ts_calloc(count, size);
+}
+
+static void pool_release(bool raw, void *ptr)
+{
+    if (raw)
+        free(ptr);
+    else
+        ts_free(ptr);
+}
+
+ts_status_t ts__pool_new(int threads, bool raw, ts_pool_t **out)
 {
     *out = NULL;
     if (threads < 1)
         return TS_EINVAL;
-    ts_pool_t *p = ts_calloc(1, sizeof *p);
+    ts_pool_t *p = pool_calloc(raw, 1, sizeof *p);
     if (!p)
         return TS_ENOMEM;
     p->threads = threads;
+    p->raw = raw;
     pthread_mutex_init(&p->run_lock, NULL);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
     atomic_init(&p->next, 0);
     if (threads > 1) {
-        p->workers = ts_calloc((size_t)threads - 1, sizeof(pthread_t));
+        p->workers = pool_calloc(raw, (size_t)threads - 1, sizeof(pthread_t));
         if (!p->workers) {
             ts__pool_free(p);
             return TS_ENOMEM;
@@ -100,12 +116,12 @@ void ts__pool_free(ts_pool_t *p)
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->nworkers; i++)
         pthread_join(p->workers[i], NULL);
-    ts_free(p->workers);
+    pool_release(p->raw, p->workers);
     pthread_mutex_destroy(&p->run_lock);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
     pthread_cond_destroy(&p->done);
-    ts_free(p);
+    pool_release(p->raw, p);
 }
 
 int ts__pool_threads(const ts_pool_t *p)

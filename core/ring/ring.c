@@ -79,8 +79,10 @@ ts_status_t ts_ring_new(const ts_ring_params_t *params, ts_ring_t **out)
     }
     for (uint32_t nq = 1; nq <= r->q_count; nq++) {
         r->idx_qp[nq] = ts_calloc((size_t)nq + r->p_count, sizeof(uint32_t));
-        if (!r->idx_qp[nq])
+        if (!r->idx_qp[nq]) {
+            st = TS_ENOMEM;
             goto out_free;
+        }
         for (uint32_t l = 0; l < nq; l++)
             r->idx_qp[nq][l] = l;
         for (uint32_t l = 0; l < r->p_count; l++)

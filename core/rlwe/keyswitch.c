@@ -45,11 +45,11 @@ void ts_rlwe_ks_free(ts_rlwe_ks_t *ks)
     if (!ks)
         return;
     ts_backend_t *be = ks->be;
-    if (ks->up) {
-        for (uint32_t i = 0; i < ks->lq * ks->dnum; i++) {
+    for (uint32_t i = 0; i < ks->lq * ks->dnum; i++) {
+        if (ks->up)
             be->iface->conv_free(be, ks->up[i]);
+        if (ks->up_to)
             ts_free(ks->up_to[i]);
-        }
     }
     if (ks->down)
         for (uint32_t i = 0; i < ks->lq; i++)

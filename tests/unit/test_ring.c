@@ -178,7 +178,9 @@ START_TEST(test_poly_arith)
     ck_assert_ts_ok(ts_poly_reshape(c, nq, 0, false));
     ck_assert_ts_ok(ts_poly_drop_limbs(c, 1));
     ck_assert_uint_eq(c->nq, 1);
-    ck_assert_ts_status(ts_poly_new(r, nq + 1, 0, false, &small), TS_ELEVEL);
+    ts_poly_t *none;
+    ck_assert_ts_status(ts_poly_new(r, nq + 1, 0, false, &none), TS_ELEVEL);
+    ck_assert_ptr_null(none);
     /* upload refuses unreduced residues */
     hc[0] = ts_ring_modulus(r, 0)->q;
     ck_assert_ts_status(ts_poly_upload(c, hc), TS_ERANGE);
@@ -529,6 +531,53 @@ START_TEST(test_sampling)
 }
 END_TEST
 
+/* Every allocation failure is reported as TS_ENOMEM and leaks nothing. */
+START_TEST(test_ring_alloc_failures)
+{
+    ck_assert_ptr_nonnull(ts_backend_default()); /* process-wide, outside the accounting */
+    uint64_t q[3], p[2];
+    ck_assert_ts_ok(ts_primes_ntt(40, 128, 3, 0, NULL, 0, q));
+    ck_assert_ts_ok(ts_primes_ntt(50, 128, 2, 0, NULL, 0, p));
+    ts_ring_params_t prm = {.n = 64, .q = q, .q_count = 3, .p = p, .p_count = 2};
+    ts_prng_t *prng = seeded(2);
+    for (int what = 0; what < 3; what++) {
+        bool done = false;
+        for (uint64_t n = 1; n < 400 && !done; n++) {
+            int64_t live = ts_alloc_live();
+            ts_ring_t *r = NULL;
+            ts_poly_t *x = NULL;
+            ts_backend_t *be = NULL;
+            ts_alloc_fail_after(n, true);
+            ts_status_t st;
+            if (what == 0) {
+                st = ts_ring_new(&prm, &r);
+            } else if (what == 1) {
+                st = ts_backend_cpu_new(2, &be);
+            } else {
+                st = ts_ring_new(&prm, &r);
+                if (st == TS_OK)
+                    st = ts_poly_new(r, 3, 2, false, &x);
+                if (st == TS_OK)
+                    st = ts_poly_sample_gaussian(x, prng, 3.2);
+            }
+            ts_alloc_fail_after(0, false);
+            if (st == TS_OK)
+                done = true;
+            else
+                ck_assert_msg(st == TS_ENOMEM, "case %d, failure %llu: %s", what,
+                              (unsigned long long)n, ts_status_name(st));
+            ts_poly_free(x);
+            ts_ring_free(r);
+            ts_backend_free(be);
+            ck_assert_msg(ts_alloc_live() == live, "case %d, failure %llu: leak", what,
+                          (unsigned long long)n);
+        }
+        ck_assert(done);
+    }
+    ts_prng_free(prng);
+}
+END_TEST
+
 TS_TEST_SUITE(ring)
 {
     Suite *s = suite_create("ring");
@@ -539,6 +588,7 @@ TS_TEST_SUITE(ring)
     tcase_add_test(tc, test_backend_threads);
     tcase_add_test(tc, test_backend_conv_ks);
     tcase_add_test(tc, test_sampling);
+    tcase_add_test(tc, test_ring_alloc_failures);
     suite_add_tcase(s, tc);
     return s;
 }

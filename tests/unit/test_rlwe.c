@@ -393,6 +393,73 @@ START_TEST(test_gadget)
 }
 END_TEST
 
+/* Allocation failures anywhere in key generation or switching: TS_ENOMEM, no leak. */
+START_TEST(test_rlwe_alloc_failures)
+{
+    ck_assert_ptr_nonnull(ts_backend_default());
+    uint64_t q[3], p[1];
+    ck_assert_ts_ok(ts_primes_ntt(40, 256, 3, 0, NULL, 0, q));
+    ck_assert_ts_ok(ts_primes_ntt(50, 256, 1, 0, NULL, 0, p));
+    ts_ring_params_t prm = {.n = 128, .q = q, .q_count = 3, .p = p, .p_count = 1};
+    ts_ring_t *r;
+    ck_assert_ts_ok(ts_ring_new(&prm, &r));
+    ts_prng_t *prng = seeded(8);
+    bool done = false;
+    for (uint64_t n = 1; n < 2000 && !done; n++) {
+        int64_t live = ts_alloc_live();
+        ts_rlwe_sk_t *sk = NULL;
+        ts_rlwe_pk_t *pk = NULL;
+        ts_rlwe_ksk_t *rk = NULL;
+        ts_rlwe_galois_keys_t *gk = NULL;
+        ts_rlwe_ks_t *ks = NULL;
+        ts_rlwe_decomp_t *d = NULL;
+        ts_poly_t *c = NULL, *u0 = NULL, *u1 = NULL;
+        const int64_t steps[] = {1, -1};
+        ts_alloc_fail_after(n, true);
+        ts_status_t st = ts_rlwe_sk_new(r, prng, 0, &sk);
+        if (st == TS_OK)
+            st = ts_rlwe_pk_new(sk, prng, &pk);
+        if (st == TS_OK)
+            st = ts_rlwe_relin_key_new(sk, 3, prng, &rk);
+        if (st == TS_OK)
+            st = ts_rlwe_galois_keys_new(sk, steps, 2, true, 3, prng, &gk);
+        if (st == TS_OK)
+            st = ts_rlwe_ks_new(r, 3, &ks);
+        if (st == TS_OK)
+            st = ts_rlwe_decomp_new(ks, &d);
+        if (st == TS_OK)
+            st = ts_poly_new(r, 3, 0, true, &c);
+        if (st == TS_OK)
+            st = ts_poly_new(r, 3, 0, true, &u0);
+        if (st == TS_OK)
+            st = ts_poly_new(r, 3, 0, true, &u1);
+        if (st == TS_OK)
+            st = ts_rlwe_decompose(ks, c, d);
+        if (st == TS_OK)
+            st = ts_rlwe_keyswitch_hoisted(ks, d, gk->elements[0], gk->keys[0], u0, u1);
+        ts_alloc_fail_after(0, false);
+        if (st == TS_OK)
+            done = true;
+        else
+            ck_assert_msg(st == TS_ENOMEM, "failure %llu: %s", (unsigned long long)n,
+                          ts_status_name(st));
+        ts_poly_free(c);
+        ts_poly_free(u0);
+        ts_poly_free(u1);
+        ts_rlwe_decomp_free(d);
+        ts_rlwe_ks_free(ks);
+        ts_rlwe_galois_keys_free(gk);
+        ts_rlwe_ksk_free(rk);
+        ts_rlwe_pk_free(pk);
+        ts_rlwe_sk_free(sk);
+        ck_assert_msg(ts_alloc_live() == live, "failure %llu: leak", (unsigned long long)n);
+    }
+    ck_assert(done);
+    ts_prng_free(prng);
+    ts_ring_free(r);
+}
+END_TEST
+
 TS_TEST_SUITE(rlwe)
 {
     Suite *s = suite_create("rlwe");
@@ -401,6 +468,7 @@ TS_TEST_SUITE(rlwe)
     tcase_add_test(tc, test_keyswitch_noise);
     tcase_add_test(tc, test_relin_galois);
     tcase_add_test(tc, test_gadget);
+    tcase_add_test(tc, test_rlwe_alloc_failures);
     suite_add_tcase(s, tc);
     return s;
 }
