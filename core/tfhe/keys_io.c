@@ -74,8 +74,10 @@ ts_status_t ts_tfhe_evalkey_serialize(const ts_tfhe_evalkey_t *ek, uint8_t **buf
     const ts_tfhe_ksk_t *k = ek->ksk;
     ts_put_u32(&w, k->n_in);
     ts_put_u32(&w, k->n_out);
-    for (size_t r = 0; r < (size_t)k->n_in * k->levels; r++)
-        ts_put_packed(&w, k->data + r * (k->n_out + 1) + k->n_out, 1, k->logq);
+    for (size_t r = 0; r < (size_t)k->n_in * k->levels; r++) {
+        uint64_t body = k->data[r * (k->n_out + 1) + k->n_out];
+        ts_put_packed(&w, &body, 1, k->logq);
+    }
     st = w.err;
     if (st == TS_OK)
         st = ts_serial_seal(&w, TS_OBJ_TFHE_BOOTSTRAP_KEY, id, 0, buf, size);
@@ -172,18 +174,18 @@ ts_status_t ts_tfhe_evalkey_deserialize(const ts_tfhe_params_t *params, const ui
         st = TS_EFORMAT;
         goto out_free_key;
     }
-    if (!(k->data = ts_malloc(rows * (n_out + 1) * sizeof(uint64_t)))) {
+    if (k->logq > 32 || !(k->data = ts_malloc(rows * (n_out + 1) * sizeof(uint32_t)))) {
         st = TS_ENOMEM;
         goto out_free_key;
     }
     if ((st = ts_prng_new_seeded(k->seed, 0x4b534b, &mask)) != TS_OK)
         goto out_free_key;
     for (size_t i = 0; i < rows && st == TS_OK; i++) {
-        uint64_t *row = k->data + i * (n_out + 1);
-        st = ts_prng_bytes(mask, row, (size_t)n_out * sizeof(uint64_t));
-        for (uint32_t t = 0; t < n_out; t++)
-            row[t] &= k->q - 1;
-        ts_get_packed(&r, row + n_out, 1, k->logq, k->q);
+        uint32_t *row = k->data + i * (n_out + 1);
+        st = ts__tfhe_ksk_mask_row(mask, row, n_out, k->q);
+        uint64_t body = 0;
+        ts_get_packed(&r, &body, 1, k->logq, k->q);
+        row[n_out] = (uint32_t)body;
     }
     ts_prng_free(mask);
     if (st == TS_OK)

@@ -332,7 +332,7 @@ ts_status_t ts_tfhe_ksk_new(const ts_tfhe_lwe_key_t *from, const ts_tfhe_lwe_key
                             uint32_t logq, uint32_t log_base, uint32_t levels, double sigma,
                             const uint8_t *seed, ts_prng_t *noise_prng, ts_tfhe_ksk_t **out)
 {
-    if (!from || !to || !noise_prng || !out || logq < 2 || logq > 62 || log_base == 0 ||
+    if (!from || !to || !noise_prng || !out || logq < 2 || logq > 32 || log_base == 0 ||
         levels == 0 || (uint64_t)log_base * levels > logq || sigma < 0)
         return TS_EINVAL;
     ts_status_t st;
@@ -351,7 +351,7 @@ ts_status_t ts_tfhe_ksk_new(const ts_tfhe_lwe_key_t *from, const ts_tfhe_lwe_key
         st = TS_ENOMEM;
         goto out_free_key;
     }
-    k->data = ts_malloc(words * sizeof(uint64_t));
+    k->data = ts_malloc(words * sizeof(uint32_t));
     if (!k->data) {
         st = TS_ENOMEM;
         goto out_free_key;
@@ -366,21 +366,19 @@ ts_status_t ts_tfhe_ksk_new(const ts_tfhe_lwe_key_t *from, const ts_tfhe_lwe_key
     uint64_t qmask = k->q - 1;
     for (uint32_t i = 0; i < from->n; i++) {
         for (uint32_t j = 0; j < levels; j++) {
-            uint64_t *row = k->data + ((size_t)i * levels + j) * (to->n + 1);
-            if ((st = ts_prng_bytes(mask, row, (size_t)to->n * sizeof(uint64_t))) != TS_OK)
+            uint32_t *row = k->data + ((size_t)i * levels + j) * (to->n + 1);
+            if ((st = ts__tfhe_ksk_mask_row(mask, row, to->n, k->q)) != TS_OK)
                 goto out_free_prng;
             uint64_t acc = 0;
-            for (uint32_t t = 0; t < to->n; t++) {
-                row[t] &= qmask;
-                acc += row[t] * (uint64_t)(int64_t)to->s[t];
-            }
+            for (uint32_t t = 0; t < to->n; t++)
+                acc += (uint64_t)row[t] * (uint64_t)(int64_t)to->s[t];
             int64_t e;
             if ((st = ts__tfhe_gauss(noise_prng, sigma, &e)) != TS_OK)
                 goto out_free_prng;
             /* gadget 2^(logq - (j+1) log_base): digit j is the (j+1)-th from the top */
             uint64_t g = 1ull << (logq - (j + 1) * log_base);
             acc += (uint64_t)(int64_t)from->s[i] * g + (uint64_t)e;
-            row[to->n] = acc & qmask;
+            row[to->n] = (uint32_t)(acc & qmask);
         }
     }
     ts_prng_free(mask);
@@ -406,6 +404,21 @@ const uint8_t *ts_tfhe_ksk_seed(const ts_tfhe_ksk_t *ksk)
     return ksk->seed;
 }
 
+ts_status_t ts__tfhe_ksk_mask_row(ts_prng_t *mask, uint32_t *row, uint32_t n_out, uint64_t q)
+{
+    ts_status_t st = ts_prng_bytes(mask, row, (size_t)n_out * sizeof(uint32_t));
+    uint32_t qmask = (uint32_t)(q - 1);
+    for (uint32_t t = 0; t < n_out; t++)
+        row[t] &= qmask;
+    return st;
+}
+
+void ts__tfhe_ks_row_sub(uint32_t *acc, const uint32_t *row, uint32_t m, size_t n)
+{
+    for (size_t t = 0; t < n; t++)
+        acc[t] -= m * row[t];
+}
+
 ts_status_t ts_tfhe_lwe_keyswitch(const ts_tfhe_ksk_t *ksk, ts_tfhe_lwe_t *out,
                                   const ts_tfhe_lwe_t *in)
 {
@@ -416,33 +429,36 @@ ts_status_t ts_tfhe_lwe_keyswitch(const ts_tfhe_ksk_t *ksk, ts_tfhe_lwe_t *out,
     const uint32_t n = ksk->n_out, L = ksk->levels, lb = ksk->log_base;
     const uint32_t kept = L * lb, drop = ksk->logq - kept;
     const uint64_t qmask = ksk->q - 1, bmask = (1ull << lb) - 1, half = 1ull << (lb - 1);
-    uint64_t *oa = out->a;
-    memset(oa, 0, (size_t)n * sizeof(uint64_t));
-    uint64_t ob = in->b;
+    /* half a digit in every position: digits come out offset by +B/2 */
+    uint64_t offset = 0;
+    for (uint32_t j = 0; j < L; j++)
+        offset |= half << (j * lb);
+    const uint64_t keep = (1ull << kept) - 1;
+    void (*row_sub)(uint32_t *, const uint32_t *, uint32_t, size_t) =
+        ts_cpu_has_avx2() ? ts__tfhe_ks_row_sub_avx2 : ts__tfhe_ks_row_sub;
+    /* accumulate in 32-bit words (the out mask is reused as scratch) */
+    uint32_t *acc = (uint32_t *)out->a;
+    memset(acc, 0, (size_t)n * sizeof(uint32_t));
+    uint32_t body = (uint32_t)in->b;
     for (uint32_t i = 0; i < ksk->n_in; i++) {
-        /* round to the kept top bits, then signed digits from the least significant */
+        /* round to the kept top bits, then balanced digits without branches */
         uint64_t x = drop ? ((in->a[i] + (1ull << (drop - 1))) >> drop) : in->a[i];
-        const uint64_t *rows = ksk->data + (size_t)i * L * (n + 1);
-        for (uint32_t jj = 0; jj < L; jj++) {
-            uint32_t j = L - 1 - jj; /* digit of gadget index j (j = 0 most significant) */
-            uint64_t d = x & bmask;
-            x >>= lb;
-            int64_t sd = (int64_t)d;
-            if (d >= half) {
-                sd -= (int64_t)(1ull << lb);
-                x += 1;
-            }
-            if (sd == 0)
+        x = (x + offset) & keep;
+        const uint32_t *rows = ksk->data + (size_t)i * L * (n + 1);
+        for (uint32_t j = 0; j < L; j++) {
+            /* digit of gadget index j (0 = most significant) */
+            int64_t d = (int64_t)((x >> ((L - 1 - j) * lb)) & bmask) - (int64_t)half;
+            if (d == 0)
                 continue;
-            const uint64_t *row = rows + (size_t)j * (n + 1);
-            uint64_t m = (uint64_t)sd;
-            for (uint32_t t = 0; t < n; t++)
-                oa[t] -= m * row[t];
-            ob -= m * row[n];
+            const uint32_t *row = rows + (size_t)j * (n + 1);
+            uint32_t m = (uint32_t)d;
+            row_sub(acc, row, m, n);
+            body -= m * row[n];
         }
     }
-    for (uint32_t t = 0; t < n; t++)
-        oa[t] &= qmask;
-    out->b = ob & qmask;
+    /* widen in place from the top so no word is overwritten before it is read */
+    for (uint32_t t = n; t-- > 0;)
+        out->a[t] = (uint64_t)acc[t] & qmask;
+    out->b = (uint64_t)body & qmask;
     return TS_OK;
 }

@@ -148,7 +148,7 @@ static const ts_cfg_directive_t yaml_table[] = {
     {.name = "name", .type = TS_CFG_STRING, .offset = offsetof(yaml_lit_t, name), .cap = 64},
     {.name = "insecure", .type = TS_CFG_BOOL, .offset = offsetof(yaml_lit_t, insecure)},
     Y_INT(lwe_n, 1, 1 << 16),
-    Y_INT(lwe_logq, 8, 62),
+    Y_INT(lwe_logq, 8, 32),
     Y_DBL(lwe_sigma, 0.0, 1e18),
     Y_ENUM(lwe_secret),
     Y_INT(log_n_br, 4, 14),
@@ -260,7 +260,7 @@ ts_status_t ts_tfhe_params_new(const ts_tfhe_params_lit_t *lit, ts_tfhe_params_t
     if (!lit || !out)
         return TS_EINVAL;
     const ts_tfhe_params_lit_t *l = lit;
-    if (l->lwe_n == 0 || l->lwe_n > (1u << 16) || l->lwe_logq < 8 || l->lwe_logq > 62 ||
+    if (l->lwe_n == 0 || l->lwe_n > (1u << 16) || l->lwe_logq < 8 || l->lwe_logq > 32 ||
         !(l->lwe_sigma >= 0) || l->log_n_br < 4 || l->log_n_br > 14 || !(l->rlwe_sigma >= 0) ||
         l->br_log_base == 0 || l->br_levels == 0 || l->ks_log_base == 0 || l->ks_levels == 0 ||
         (uint64_t)l->ks_log_base * l->ks_levels > l->lwe_logq ||

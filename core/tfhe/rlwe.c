@@ -100,22 +100,21 @@ void ts__tfhe_decompose(const ts_tfhe_params_t *params, const uint64_t *in, uint
     const uint32_t n = params->n_br, L = params->lit.br_levels, lb = params->lit.br_log_base;
     const uint64_t q = params->q_br, mul = params->dec_mul;
     const uint32_t sh = params->dec_shift;
-    const uint64_t keep = params->dec_bits >= 64 ? ~0ull : (1ull << params->dec_bits) - 1;
+    const uint64_t keep = (1ull << params->dec_bits) - 1;
     const uint64_t bmask = (1ull << lb) - 1, half = 1ull << (lb - 1);
     const ts_u128_t rnd = (ts_u128_t)1 << (sh - 1);
+    /* half a digit in every position: fields come out as digit + B/2, so the
+     * balanced digits need no carries or branches */
+    uint64_t offset = 0;
+    for (uint32_t j = 0; j < L; j++)
+        offset |= half << (j * lb);
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t x = (uint64_t)(((ts_u128_t)in[i] * mul + rnd) >> sh) & keep;
-        for (uint32_t k = 0; k < L; k++) {
-            uint64_t d = x & bmask;
-            x >>= lb;
-            uint64_t v;
-            if (d >= half) {
-                x += 1;
-                v = q - ((1ull << lb) - d); /* d - B, mod q */
-            } else {
-                v = d;
-            }
-            out[(size_t)(L - 1 - k) * n + i] = v;
+        uint64_t x = (uint64_t)(((ts_u128_t)in[i] * mul + rnd) >> sh);
+        x = (x + offset) & keep;
+        for (uint32_t j = 0; j < L; j++) {
+            int64_t d = (int64_t)((x >> ((L - 1 - j) * lb)) & bmask) - (int64_t)half;
+            /* d mod q without a branch */
+            out[(size_t)j * n + i] = (uint64_t)d + (q & (uint64_t)(d >> 63));
         }
     }
 }

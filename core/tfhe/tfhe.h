@@ -70,7 +70,7 @@ typedef struct ts_tfhe_params_lit {
     bool insecure; /* test-only set: no security check */
     /* small LWE */
     uint32_t lwe_n;              /* n */
-    uint32_t lwe_logq;           /* q_lwe = 2^lwe_logq, in [8, 62] */
+    uint32_t lwe_logq;           /* q_lwe = 2^lwe_logq, in [8, 32] */
     double lwe_sigma;            /* std of LWE / key-switching-key noise, q_lwe units */
     ts_tfhe_secret_t lwe_secret; /* binary or ternary; ternary uses two RGSW per coefficient */
     /* RLWE ring of the blind rotation */
@@ -239,7 +239,7 @@ typedef struct ts_tfhe_ksk ts_tfhe_ksk_t;
 
 /*
  * [out] out: key-switching key from `from` (dimension N) to `to` (dimension
- * n), modulo q = 2^logq, with gadget base 2^log_base and `levels` signed
+ * n), modulo q = 2^logq (logq <= 32), with gadget base 2^log_base and `levels` signed
  * digits taken from the top of the 2^logq word (log_base * levels <= logq; the
  * dropped low digits add rounding noise). Masks are expanded from the public
  * `seed` (32 bytes; NULL draws one from noise_prng) so the key can be stored

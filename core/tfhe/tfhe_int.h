@@ -40,8 +40,9 @@ struct ts_tfhe_ksk {
     uint64_t q;
     uint8_t seed[TS_SEED_BYTES];
     /* row (i, j) = LWE_to(s_from[i] * q / B^(j+1)): n_out mask words then the body,
-     * at data + ((size_t)i * levels + j) * (n_out + 1) */
-    uint64_t *data;
+     * at data + ((size_t)i * levels + j) * (n_out + 1); q <= 2^32, so 32-bit
+     * words with wrap-around arithmetic (2^32 is a multiple of q) */
+    uint32_t *data;
 };
 
 struct ts_tfhe_rlwe_key {
@@ -98,6 +99,11 @@ struct ts_tfhe_lut {
 
 /* ----------------------------------------------------------- helpers */
 
+/* acc[t] -= m * row[t] (mod 2^32) for t < n: the key-switching inner loop. */
+void ts__tfhe_ks_row_sub(uint32_t *acc, const uint32_t *row, uint32_t m, size_t n);
+void ts__tfhe_ks_row_sub_avx2(uint32_t *acc, const uint32_t *row, uint32_t m, size_t n);
+/* Masks of key-switching row `row` (n_out words, reduced) from the seeded stream. */
+ts_status_t ts__tfhe_ksk_mask_row(ts_prng_t *mask, uint32_t *row, uint32_t n_out, uint64_t q);
 /* log2 P(|X| >= t), X ~ N(0, var). */
 double ts__tfhe_log2_tail(double t, double var);
 /* n values uniform in [0, q) (rejection on masked 64-bit words). */
