@@ -24,12 +24,10 @@ typedef struct {
     uint32_t N, n;
 } fx_t;
 
-static void fx_init(fx_t *f, const char *preset, bool with_ek)
+static void fx_init_lit(fx_t *f, const ts_tfhe_params_lit_t *lit, bool with_ek)
 {
     memset(f, 0, sizeof(*f));
-    ts_tfhe_params_lit_t lit;
-    ck_assert_ts_ok(ts_tfhe_params_preset(preset, &lit));
-    ck_assert_ts_ok(ts_tfhe_params_new(&lit, &f->params));
+    ck_assert_ts_ok(ts_tfhe_params_new(lit, &f->params));
     uint8_t seed[TS_SEED_BYTES] = {7, 1, 2, 3};
     /* deterministic keys keep failures reproducible; production keys use ts_prng_new_os */
     ck_assert_ts_ok(ts_prng_new_seeded(seed, 99, &f->prng));
@@ -45,6 +43,13 @@ static void fx_init(fx_t *f, const char *preset, bool with_ek)
         ck_assert_ts_ok(
             ts_tfhe_evalkey_new(f->params, f->lwe_key, f->rlwe_key, NULL, f->prng, &f->ek));
     ck_assert_ts_ok(ts_tfhe_evaluator_new(f->params, f->ek, &f->ev));
+}
+
+static void fx_init(fx_t *f, const char *preset, bool with_ek)
+{
+    ts_tfhe_params_lit_t lit;
+    ck_assert_ts_ok(ts_tfhe_params_preset(preset, &lit));
+    fx_init_lit(f, &lit, with_ek);
 }
 
 static void fx_clear(fx_t *f)
@@ -161,6 +166,27 @@ START_TEST(test_tfhe_params_yaml)
     close(fd);
     ck_assert_int_ne(ts_tfhe_params_load_yaml(path, &lit, &err), TS_OK);
     unlink(path);
+    /* the committed YAML files describe exactly the presets */
+    const char *files[] = {"tfhe_std128", "tfhe_std128_ternary", "tfhe_test_small"};
+    for (size_t i = 0; i < 3; i++) {
+        char fpath[256];
+        snprintf(fpath, sizeof fpath, "configs/params/%s.yaml", files[i]);
+        ts_tfhe_params_lit_t want, got;
+        ck_assert_ts_ok(ts_tfhe_params_preset(files[i], &want));
+        ck_assert_ts_ok(ts_tfhe_params_preset("tfhe_test_tiny", &got));
+        ts_status_t st = ts_tfhe_params_load_yaml(fpath, &got, &err);
+        char msg[512];
+        ts_cfg_error_format(&err, msg, sizeof msg);
+        ck_assert_msg(st == TS_OK, "%s: %s", fpath, msg);
+        ck_assert_str_eq(want.name, got.name);
+        ck_assert(want.insecure == got.insecure && want.lwe_n == got.lwe_n &&
+                  want.lwe_logq == got.lwe_logq && want.lwe_sigma == got.lwe_sigma &&
+                  want.lwe_secret == got.lwe_secret && want.log_n_br == got.log_n_br &&
+                  want.log_q_br == got.log_q_br && want.q_br == got.q_br &&
+                  want.rlwe_sigma == got.rlwe_sigma && want.rlwe_secret == got.rlwe_secret &&
+                  want.br_log_base == got.br_log_base && want.br_levels == got.br_levels &&
+                  want.ks_log_base == got.ks_log_base && want.ks_levels == got.ks_levels);
+    }
 }
 END_TEST
 
@@ -407,6 +433,32 @@ START_TEST(test_tfhe_pbs_exhaustive)
 }
 END_TEST
 
+/* Ternary LWE key: blind rotation with two RGSW per coefficient. */
+START_TEST(test_tfhe_pbs_ternary)
+{
+    ts_tfhe_params_lit_t lit;
+    ck_assert_ts_ok(ts_tfhe_params_preset("tfhe_test_small", &lit));
+    lit.lwe_secret = TS_TFHE_SECRET_TERNARY;
+    fx_t f;
+    fx_init_lit(&f, &lit, true);
+    const uint64_t p = 8, delta = ts_tfhe_delta(f.Q, p);
+    uint64_t pp = p;
+    ts_tfhe_lut_t *lut;
+    ck_assert_ts_ok(ts_tfhe_lut_new(f.params, p, f_square, &pp, delta, &lut));
+    ts_tfhe_lwe_t *out;
+    ck_assert_ts_ok(ts_tfhe_lwe_new(f.N, f.Q, &out));
+    for (uint64_t m = 0; m < p; m++) {
+        ts_tfhe_lwe_t *ct = enc_big(&f, m, p);
+        ck_assert_ts_ok(ts_tfhe_pbs(f.ev, out, ct, lut));
+        ck_assert_uint_eq(ts_tfhe_decode(f.Q, phase_big(&f, out), p), (m * m) % p);
+        ts_tfhe_lwe_free(ct);
+    }
+    ts_tfhe_lwe_free(out);
+    ts_tfhe_lut_free(lut);
+    fx_clear(&f);
+}
+END_TEST
+
 /* Measured variance of PBS outputs against the analytic blind-rotation variance. */
 START_TEST(test_tfhe_pbs_noise)
 {
@@ -611,6 +663,7 @@ TS_TEST_SUITE(tfhe)
     tcase_add_test(tc, test_tfhe_keyswitch);
     tcase_add_test(tc, test_tfhe_rlwe_rgsw);
     tcase_add_test(tc, test_tfhe_pbs_exhaustive);
+    tcase_add_test(tc, test_tfhe_pbs_ternary);
     tcase_add_test(tc, test_tfhe_pbs_noise);
     tcase_add_test(tc, test_tfhe_homcomp);
     tcase_add_test(tc, test_tfhe_serial);
