@@ -611,6 +611,21 @@ ts_status_t ts__llm_load_gguf(const uint8_t *buf, size_t size, ts_llm_model_t **
     }
     c.vocab_size = (int)emb->ne[1];
     c.shared_classifier = find_tensor(&g, "output.weight") == NULL;
+    /* Every parameter comes from a tensor element of the file: refuse shapes
+     * the file cannot hold before allocating for them. */
+    size_t need;
+    uint64_t have = 0;
+    if ((st = ts__llm_config_floats(&c, &need, err, err_size)))
+        goto out;
+    for (size_t i = 0; i < g.n_tensors; i++)
+        have += g.tensors[i].n_elems; /* each <= 2^40, at most 65536 of them */
+    if ((uint64_t)need > have) {
+        st = ts__llm_errf(TS_EFORMAT, err, err_size,
+                          "GGUF: the metadata's shape needs %zu parameters, the file's tensors "
+                          "hold %llu",
+                          need, (unsigned long long)have);
+        goto out;
+    }
     if ((st = ts__llm_model_alloc(&c, &m, err, err_size)))
         goto out;
 

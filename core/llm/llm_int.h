@@ -29,8 +29,12 @@ struct ts_llm_model {
     ts__llm_layer_t *layers;
 };
 
-/* Validate cfg (sizes, caps, divisibility; message into err) and allocate a
- * model with every tensor carved from one zeroed block. */
+/* Validate cfg (sizes, caps, divisibility; message into err) and count the
+ * floats its tensors take (checked against the file before allocating). */
+ts_status_t ts__llm_config_floats(const ts_llm_config_t *cfg, size_t *n_floats, char *err,
+                                  size_t err_size);
+/* ts__llm_config_floats, then allocate a model with every tensor carved from
+ * one zeroed block. */
 ts_status_t ts__llm_model_alloc(const ts_llm_config_t *cfg, ts_llm_model_t **out, char *err,
                                 size_t err_size);
 

@@ -82,10 +82,10 @@ static bool add_tensor(size_t *total, size_t a, size_t b)
     return ts_size_mul(a, b, &n) && ts_size_add(*total, n, total);
 }
 
-ts_status_t ts__llm_model_alloc(const ts_llm_config_t *c, ts_llm_model_t **out, char *err,
-                                size_t err_size)
+ts_status_t ts__llm_config_floats(const ts_llm_config_t *c, size_t *n_floats, char *err,
+                                  size_t err_size)
 {
-    *out = NULL;
+    *n_floats = 0;
 #define CHECK_RANGE(v, lo, hi)                                                                     \
     if ((v) < (lo) || (v) > (hi))                                                                  \
         return ts__llm_errf(TS_EFORMAT, err, err_size, "model shape: %s = %d is outside [%d, %d]", \
@@ -135,7 +135,22 @@ ts_status_t ts__llm_model_alloc(const ts_llm_config_t *c, ts_llm_model_t **out, 
     size_t bytes;
     if (!ok || !ts_size_mul(total, sizeof(float), &bytes) || bytes > ((size_t)1 << 40))
         return ts__llm_errf(TS_EFORMAT, err, err_size, "model shape: parameter count overflows");
+    *n_floats = total;
+    return TS_OK;
+}
 
+ts_status_t ts__llm_model_alloc(const ts_llm_config_t *c, ts_llm_model_t **out, char *err,
+                                size_t err_size)
+{
+    *out = NULL;
+    size_t total;
+    ts_status_t st = ts__llm_config_floats(c, &total, err, err_size);
+    if (st != TS_OK)
+        return st;
+    bool gpt2 = c->arch == TS_LLM_ARCH_GPT2;
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, L = (size_t)c->n_layers;
+    size_t qd = (size_t)c->n_heads * (size_t)c->head_dim;
+    size_t kvd = (size_t)c->n_kv_heads * (size_t)c->head_dim;
     ts_llm_model_t *m = ts_calloc(1, sizeof(*m));
     if (!m)
         return TS_ENOMEM;
@@ -286,25 +301,24 @@ ts_status_t ts__llm_load_llama2c(const uint8_t *buf, size_t size, ts_llm_model_t
         return ts__llm_errf(TS_EFORMAT, err, err_size,
                             "llama2.c checkpoint: head size %d is odd (RoPE needs pairs)",
                             c.head_dim);
-    ts_llm_model_t *m = NULL;
-    ts_status_t st = ts__llm_model_alloc(&c, &m, err, err_size);
+    /* The file size the header's shape implies, checked before allocating. */
+    size_t need;
+    ts_status_t st = ts__llm_config_floats(&c, &need, err, err_size);
     if (st != TS_OK)
         return st;
-
-    /* Expected size first, so a short file fails before any copying. */
-    size_t dim = (size_t)c.dim, hid = (size_t)c.hidden_dim, L = (size_t)c.n_layers;
-    size_t kvd = (size_t)c.n_kv_heads * (size_t)c.head_dim, V = (size_t)c.vocab_size;
-    size_t need = m->n_floats; /* all tensors (wcls counted once when not shared) */
     if (version == 0)
         need += (size_t)c.seq_len * (size_t)c.head_dim; /* freq_cis real + imag */
-    size_t need_bytes = hdr + need * 4;                 /* cannot overflow: alloc checked */
-    if (size != need_bytes) {
-        ts_llm_model_free(m);
+    size_t need_bytes = hdr + need * 4;                 /* < 2^41: checked above */
+    if (size != need_bytes)
         return ts__llm_errf(TS_EFORMAT, err, err_size,
                             "llama2.c checkpoint (version %d): file has %zu bytes, the header's "
                             "shape needs exactly %zu",
                             version, size, need_bytes);
-    }
+    ts_llm_model_t *m = NULL;
+    if ((st = ts__llm_model_alloc(&c, &m, err, err_size)) != TS_OK)
+        return st;
+    size_t dim = (size_t)c.dim, hid = (size_t)c.hidden_dim, L = (size_t)c.n_layers;
+    size_t kvd = (size_t)c.n_kv_heads * (size_t)c.head_dim, V = (size_t)c.vocab_size;
     cursor_t cur = {buf + hdr, buf + size};
     bool ok = true;
     if (version == 0) {
