@@ -44,9 +44,10 @@
  * ciphertext at any level to costs->boot_output_level. Values produced now
  * and consumed later than by the next operator (residual stream, the other
  * factor of a product) are kept at one common level (the minimum of theirs:
- * dropping is free); a bootstrap inserted before an operator refreshes either
- * only the running value or all live values. See docs/ARCHITECTURE.md
- * "Scheduler".
+ * dropping is free; an engine may also keep them higher, since every
+ * operator drops its inputs to its planned level); a bootstrap inserted before
+ * an operator refreshes either only the running value or all live values. See
+ * docs/ARCHITECTURE.md "Scheduler".
  *
  * Nothing here touches ciphertexts: the graph describes, the plan prescribes,
  * core/llm executes.
@@ -434,6 +435,27 @@ typedef struct ts_sched_plan {
 ts_status_t ts_sched_plan_new(const ts_sched_graph_t *g, const ts_sched_costs_t *costs,
                               ts_sched_policy_t policy, ts_sched_plan_t **out);
 void ts_sched_plan_free(ts_sched_plan_t *p); /* accepts NULL */
+
+/*
+ * The same with some primitives pinned: force[i] (g's operator count
+ * entries; NULL = none) is -1 (policy decides), TS_SCHEME_CKKS or
+ * TS_SCHEME_TFHE; a pin overrides the policy for that operator. Pinning an
+ * operator without a TFHE alternative to TFHE is TS_EINVAL.
+ * ts_sched_plan_check rejects pins that contradict the policy.
+ */
+ts_status_t ts_sched_plan_new_pinned(const ts_sched_graph_t *g, const ts_sched_costs_t *costs,
+                                     ts_sched_policy_t policy, const int8_t *force,
+                                     ts_sched_plan_t **out);
+
+/*
+ * For every non-arithmetic operator i of plan p: the predicted total of the
+ * best plan (same policy and costs) in which operator i alone uses the scheme
+ * it does NOT use in p (INFINITY when no such plan exists); NAN for the other
+ * operators. One forward and one backward pass over the DAG, not one solve
+ * per operator. alt has ts_sched_graph_count(g) entries.
+ */
+ts_status_t ts_sched_plan_alternatives(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
+                                       const ts_sched_costs_t *costs, double *alt);
 
 /*
  * Check a plan against its graph and costs: every level in range and not

@@ -417,6 +417,27 @@ ts_status_t ts_sched_plan_new(const ts_sched_graph_t *g, const ts_sched_costs_t 
     return ts__sched_solve(g, costs, policy, NULL, out);
 }
 
+ts_status_t ts_sched_plan_new_pinned(const ts_sched_graph_t *g, const ts_sched_costs_t *costs,
+                                     ts_sched_policy_t policy, const int8_t *force,
+                                     ts_sched_plan_t **out)
+{
+    if (!g || !out)
+        return TS_EINVAL;
+    for (size_t k = 0; force && k < g->n_ops; k++) {
+        if (force[k] < -1 || force[k] > TS_SCHEME_TFHE)
+            return TS_EINVAL;
+        if (force[k] == TS_SCHEME_TFHE && !g->ops[k].tfhe_ok)
+            return TS_EINVAL;
+    }
+    return ts__sched_solve(g, costs, policy, force, out);
+}
+
+ts_status_t ts_sched_plan_alternatives(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
+                                       const ts_sched_costs_t *costs, double *alt)
+{
+    return ts__sched_alternatives(g, costs, p, alt);
+}
+
 void ts_sched_plan_free(ts_sched_plan_t *p)
 {
     if (!p)

@@ -371,22 +371,52 @@ END_TEST
 
 START_TEST(test_sched_explain_deltas)
 {
-    /* The delta of the explanation equals a full re-solve with one forced op:
-     * check through a 2-op graph where forcing is the only difference. */
+    /* The alternatives priced by the forward/backward passes equal full
+     * re-solves with that one primitive pinned to the other scheme; under
+     * hybrid none is cheaper than the plan. */
     rng_state = 0x5eed0002;
-    for (int t = 0; t < 30; t++) {
+    for (int t = 0; t < 40; t++) {
         ts_sched_costs_t c;
-        random_costs(&c, 3);
-        ts_sched_graph_t *g = random_graph(3);
-        ts_sched_plan_t *p = NULL;
-        ck_assert_ts_ok(ts_sched_plan_new(g, &c, TS_SCHED_HYBRID, &p));
-        char *text = NULL;
-        ck_assert_ts_ok(ts_sched_plan_explain(p, g, &c, &text, NULL));
-        ck_assert_ptr_nonnull(strstr(text, "plan: policy hybrid"));
-        /* Under hybrid the plan is optimal, so no alternative is cheaper. */
-        ck_assert_ptr_null(strstr(text, "forced by policy"));
-        ts_free(text);
-        ts_sched_plan_free(p);
+        random_costs(&c, 2 + (int)rnd(3));
+        ts_sched_graph_t *g = random_graph(3 + (int)rnd(4));
+        size_t n = ts_sched_graph_count(g);
+        for (int pol = 0; pol < 3; pol++) {
+            ts_sched_plan_t *p = NULL;
+            ck_assert_ts_ok(ts_sched_plan_new(g, &c, (ts_sched_policy_t)pol, &p));
+            double alt[16];
+            ck_assert_ts_ok(ts_sched_plan_alternatives(p, g, &c, alt));
+            for (size_t k = 0; k < n; k++) {
+                const ts_sched_op_t *op = ts_sched_graph_op(g, k);
+                if (!op->tfhe_ok) {
+                    ck_assert(isnan(alt[k]));
+                    continue;
+                }
+                int8_t force[16];
+                memset(force, -1, sizeof force);
+                force[k] = p->steps[k].scheme == TS_SCHEME_TFHE ? TS_SCHEME_CKKS : TS_SCHEME_TFHE;
+                ts_sched_plan_t *q = NULL;
+                ts_status_t st = ts_sched_plan_new_pinned(g, &c, (ts_sched_policy_t)pol, force, &q);
+                if (st == TS_ELEVEL) {
+                    ck_assert(isinf(alt[k]));
+                    continue;
+                }
+                ck_assert_ts_ok(st);
+                ck_assert_int_eq(q->steps[k].scheme, force[k]);
+                ck_assert_msg(fabs(q->total_ns - alt[k]) <= 1e-9 * (alt[k] + 1),
+                              "trial %d op %zu: alternative %.3f, re-solve %.3f", t, k, alt[k],
+                              q->total_ns);
+                if (pol == TS_SCHED_HYBRID)
+                    ck_assert(alt[k] >= p->total_ns - 1e-9);
+                ts_sched_plan_free(q);
+            }
+            char *text = NULL;
+            ck_assert_ts_ok(ts_sched_plan_explain(p, g, &c, &text, NULL));
+            ck_assert_ptr_nonnull(strstr(text, "plan: policy"));
+            if (pol == TS_SCHED_HYBRID)
+                ck_assert_ptr_null(strstr(text, "forced by policy"));
+            ts_free(text);
+            ts_sched_plan_free(p);
+        }
         ts_sched_graph_free(g);
     }
 }
