@@ -354,6 +354,20 @@ ts_status_t ts_ckks_encrypt_pk(const ts_ckks_public_key_t *pk, const ts_ckks_pla
  */
 ts_status_t ts_ckks_encrypt_sk(const ts_ckks_secret_key_t *sk, const ts_ckks_plaintext_t *pt,
                                ts_prng_t *prng, const uint8_t *seed, ts_ckks_ciphertext_t *ct);
+/*
+ * The client path in one call: encode `count` values into `slots` slots at
+ * (level, scale) and encrypt symmetrically as ts_ckks_encrypt_sk does. The
+ * message and the error are added in coefficient form, so each limb takes one
+ * NTT instead of two. Errors as ts_ckks_encode and ts_ckks_encrypt_sk.
+ */
+ts_status_t ts_ckks_encrypt_sk_values(ts_ckks_encoder_t *enc, const ts_ckks_secret_key_t *sk,
+                                      const double complex *values, size_t count, size_t slots,
+                                      int level, double scale, ts_prng_t *prng, const uint8_t *seed,
+                                      ts_ckks_ciphertext_t *ct);
+ts_status_t ts_ckks_encrypt_sk_real(ts_ckks_encoder_t *enc, const ts_ckks_secret_key_t *sk,
+                                    const double *values, size_t count, size_t slots, int level,
+                                    double scale, ts_prng_t *prng, const uint8_t *seed,
+                                    ts_ckks_ciphertext_t *ct);
 /* True (and the seed copied) when c_1 is still the seeded uniform polynomial. */
 bool ts_ckks_ciphertext_seed(const ts_ckks_ciphertext_t *ct, uint8_t seed[TS_SEED_BYTES]);
 /* pt = c_0 + c_1 s (+ c_2 s^2), at the ciphertext's level and scale. */

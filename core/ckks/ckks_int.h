@@ -139,6 +139,13 @@ ts_status_t ts__ckks_decode_limbs(const ts_ckks_params_t *p, const uint64_t *lim
                                   double complex *out, double *out_real, size_t count,
                                   double complex *scratch, uint64_t *crt_scratch);
 
+/*
+ * Encode into `out` in coefficient form at `level` (out reshaped; values and
+ * slots as ts_ckks_encode). *err_buf receives the encoder's N-word scratch.
+ */
+ts_status_t ts__ckks_encode_coeff(ts_ckks_encoder_t *e, const double complex *cv, const double *rv,
+                                  size_t count, size_t slots, int level, double scale,
+                                  ts_poly_t *out, int64_t **err_buf);
 /* The parameters of an encoder (borrowed). */
 ts_ckks_params_t *ts__ckks_encoder_params(const ts_ckks_encoder_t *enc);
 /* True when two scales agree up to the tolerance of additions. */

@@ -37,24 +37,34 @@ ts_status_t ts__ckks_encode_limbs(const ts_ckks_params_t *p, const double comple
         scratch[i] = 0;
     ts__ckks_fft_inv(p, scratch, slots);
 
-    /* |coefficient| must stay below Q_l / 2 to be representable */
+    /* |coefficient| must stay below Q_l / 2 to be representable (inf > any limit) */
     double limit_log2 = p->logq_prefix[level] - 1.0;
+    double limit = limit_log2 >= 1023 ? INFINITY : exp2(limit_log2);
     for (size_t i = 0; i < slots; i++) {
         double re = round(creal(scratch[i]) * scale), im = round(cimag(scratch[i]) * scale);
-        if (!isfinite(re) || !isfinite(im) || (re != 0 && log2(fabs(re)) >= limit_log2) ||
-            (im != 0 && log2(fabs(im)) >= limit_log2))
+        if (!(fabs(re) < limit) || !(fabs(im) < limit) || !isfinite(re) || !isfinite(im))
             return TS_ERANGE;
         scratch[i] = re + I * im;
     }
     size_t gap = n / (2 * slots);
-    for (int l = 0; l <= level; l++) {
-        uint64_t *dst = limbs + (size_t)l * limb_stride;
-        const ts_modulus_t *m = &p->qmod[l];
-        if (gap != 1)
-            memset(dst, 0, n * sizeof(uint64_t));
-        for (size_t i = 0; i < slots; i++) {
-            dst[i * gap] = ts__ckks_double_mod(creal(scratch[i]), m);
-            dst[(i + slots) * gap] = ts__ckks_double_mod(cimag(scratch[i]), m);
+    if (gap != 1)
+        for (int l = 0; l <= level; l++)
+            memset(limbs + (size_t)l * limb_stride, 0, n * sizeof(uint64_t));
+    for (size_t k = 0; k < 2 * slots; k++) {
+        double x = k < slots ? creal(scratch[k]) : cimag(scratch[k - slots]);
+        size_t j = k * gap;
+        if (fabs(x) < 0x1p63) {
+            /* one conversion, then a Barrett reduction per prime */
+            int64_t v = (int64_t)x;
+            uint64_t u = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
+            for (int l = 0; l <= level; l++) {
+                const ts_modulus_t *m = &p->qmod[l];
+                uint64_t r = ts_mod_reduce64(u, m);
+                limbs[(size_t)l * limb_stride + j] = v < 0 ? ts_mod_neg(r, m->q) : r;
+            }
+        } else {
+            for (int l = 0; l <= level; l++)
+                limbs[(size_t)l * limb_stride + j] = ts__ckks_double_mod(x, &p->qmod[l]);
         }
     }
     return TS_OK;
@@ -105,6 +115,7 @@ ts_status_t ts__ckks_decode_limbs(const ts_ckks_params_t *p, const uint64_t *lim
 
 struct ts_ckks_encoder {
     ts_ckks_params_t *params;
+    int64_t *err;         /* N: the error of the fused encode+encrypt */
     double complex *vals; /* N/2 */
     uint64_t *host;       /* nq * N words: staging when the backend is not host memory */
     uint64_t *crt;        /* 2 * words of Q */
@@ -123,9 +134,10 @@ ts_status_t ts_ckks_encoder_new(ts_ckks_params_t *params, ts_ckks_encoder_t **ou
     const ts_rns_basis_t *top = ts_ring_basis_q(params->ring, (uint32_t)params->nq);
     size_t words = top ? top->words : params->nq + 1;
     e->vals = ts_malloc(sizeof(double complex) * (params->n / 2));
+    e->err = ts_malloc(sizeof(int64_t) * params->n);
     e->host = ts_malloc(sizeof(uint64_t) * params->n * params->nq);
     e->crt = ts_malloc(sizeof(uint64_t) * 2 * (words + 1));
-    ts_status_t st = (e->vals && e->host && e->crt) ? TS_OK : TS_ENOMEM;
+    ts_status_t st = (e->vals && e->err && e->host && e->crt) ? TS_OK : TS_ENOMEM;
     if (st == TS_OK)
         st = ts_poly_new(params->ring, (uint32_t)params->nq, 0, false, &e->tmp);
     if (st != TS_OK) {
@@ -146,6 +158,7 @@ void ts_ckks_encoder_free(ts_ckks_encoder_t *e)
     if (e->vals)
         ts_memzero(e->vals, sizeof(double complex) * (e->params->n / 2));
     ts_free(e->vals);
+    ts_free_secret(e->err);
     ts_free_secret(e->host);
     ts_free_secret(e->crt);
     ts_ckks_params_free(e->params);
@@ -247,4 +260,25 @@ ts_status_t ts_ckks_decode_real(ts_ckks_encoder_t *enc, const ts_ckks_plaintext_
 ts_ckks_params_t *ts__ckks_encoder_params(const ts_ckks_encoder_t *enc)
 {
     return enc->params;
+}
+
+ts_status_t ts__ckks_encode_coeff(ts_ckks_encoder_t *e, const double complex *cv, const double *rv,
+                                  size_t count, size_t slots, int level, double scale,
+                                  ts_poly_t *out, int64_t **err_buf)
+{
+    const ts_ckks_params_t *p = e->params;
+    if (level < 0 || (size_t)level >= p->nq)
+        return TS_ELEVEL;
+    if (slots == 0)
+        slots = (size_t)1 << p->log_slots;
+    ts_status_t st = ts_poly_reshape(out, (uint32_t)level + 1, 0, false);
+    if (st != TS_OK)
+        return st;
+    ts_backend_t *be = ts_ring_backend(p->ring);
+    uint64_t *dst = be->host_memory ? out->data : e->host;
+    st = ts__ckks_encode_limbs(p, cv, rv, count, slots, scale, level, dst, p->n, e->vals);
+    if (st == TS_OK && !be->host_memory)
+        st = ts_poly_upload(out, e->host);
+    *err_buf = e->err;
+    return st;
 }

@@ -41,7 +41,7 @@ void ts__ckks_fft_fwd(const ts_ckks_params_t *p, double complex *vals, size_t n)
         size_t half = len >> 1, four_len = len << 2, step = m / four_len;
         for (size_t i = 0; i < n; i += len) {
             for (size_t j = 0; j < half; j++) {
-                size_t k = (size_t)(p->rot_group[j] % four_len) * step;
+                size_t k = (size_t)(p->rot_group[j] & (four_len - 1)) * step;
                 double complex u = vals[i + j];
                 double complex v = vals[i + j + half] * p->ksi[k];
                 vals[i + j] = u + v;
@@ -58,7 +58,7 @@ void ts__ckks_fft_inv(const ts_ckks_params_t *p, double complex *vals, size_t n)
         size_t half = len >> 1, four_len = len << 2, step = m / four_len;
         for (size_t i = 0; i < n; i += len) {
             for (size_t j = 0; j < half; j++) {
-                size_t k = (four_len - (size_t)(p->rot_group[j] % four_len)) * step;
+                size_t k = (four_len - (size_t)(p->rot_group[j] & (four_len - 1))) * step;
                 double complex u = vals[i + j] + vals[i + j + half];
                 double complex v = (vals[i + j] - vals[i + j + half]) * p->ksi[k];
                 vals[i + j] = u;

@@ -10,6 +10,7 @@
 struct ts_ckks_secret_key {
     ts_ckks_params_t *params;
     ts_rlwe_sk_t *sk;
+    ts_poly_t *neg_s; /* -s over the Q primes, NTT form: c0 = m + e + a (-s) in one pass */
 };
 
 struct ts_ckks_public_key {
@@ -70,7 +71,23 @@ ts_status_t ts_ckks_keygen_secret(ts_ckks_params_t *params, ts_prng_t *prng,
         return TS_ENOMEM;
     uint32_t h = params->secret == TS_CKKS_SECRET_SPARSE_TERNARY ? (uint32_t)params->h : 0;
     ts_status_t st = ts_rlwe_sk_new(params->ring, prng, h, &k->sk);
+    if (st == TS_OK)
+        st = ts_poly_new(params->ring, (uint32_t)params->nq, 0, true, &k->neg_s);
+    if (st == TS_OK) {
+        ts_bk_batch_t o = {.data = k->neg_s->data,
+                           .npolys = 1,
+                           .nlimbs = (uint32_t)params->nq,
+                           .poly_stride = params->nq * params->n,
+                           .mod_idx = ts_ring_limb_index(params->ring, (uint32_t)params->nq, 0)};
+        ts_bk_batch_t x = o;
+        x.data = k->sk->s->data; /* the Q limbs come first */
+        st = ts_backend_neg(ts_ring_backend(params->ring), ts_ring_bk(params->ring), &o, &x);
+    }
     if (st != TS_OK) {
+        if (k->neg_s)
+            ts_poly_reshape(k->neg_s, k->neg_s->cap_limbs, 0, true);
+        ts_poly_free(k->neg_s);
+        ts_rlwe_sk_free(k->sk);
         ts_free(k);
         return st;
     }
@@ -84,6 +101,9 @@ void ts_ckks_secret_key_free(ts_ckks_secret_key_t *sk)
     if (!sk)
         return;
     ts_rlwe_sk_free(sk->sk);
+    if (sk->neg_s)
+        ts_poly_reshape(sk->neg_s, sk->neg_s->cap_limbs, 0, true); /* zeroes */
+    ts_poly_free(sk->neg_s);
     ts_ckks_params_free(sk->params);
     ts_free_secret(sk);
 }
@@ -418,6 +438,102 @@ ts_status_t ts_ckks_encrypt_sk(const ts_ckks_secret_key_t *sk, const ts_ckks_pla
     ct->seeded = true;
     memcpy(ct->seed, s, sizeof(s));
     return TS_OK;
+}
+
+static ts_status_t encrypt_values(ts_ckks_encoder_t *enc, const ts_ckks_secret_key_t *sk,
+                                  const double complex *cv, const double *rv, size_t count,
+                                  size_t slots, int level, double scale, ts_prng_t *prng,
+                                  const uint8_t *seed, ts_ckks_ciphertext_t *ct)
+{
+    if (!enc || !sk || !prng || !ct || (!cv && !rv && count))
+        return TS_EINVAL;
+    const ts_ckks_params_t *p = sk->params;
+    if (!ts_ckks_params_equal(p, ts__ckks_encoder_params(enc)) ||
+        !ts_ckks_params_equal(p, ct->params))
+        return TS_EMISMATCH;
+    if (level < 0 || (size_t)level >= p->nq)
+        return TS_ELEVEL;
+    if (slots == 0)
+        slots = (size_t)1 << p->log_slots;
+    if (slots & (slots - 1) || slots > p->n / 2)
+        return TS_EINVAL;
+    uint8_t s[TS_SEED_BYTES];
+    ts_status_t st = TS_OK;
+    if (seed)
+        memcpy(s, seed, sizeof(s));
+    else if ((st = ts_prng_bytes(prng, s, sizeof(s))) != TS_OK)
+        return st;
+    int64_t *err = NULL;
+    /* c0 = m + e in coefficient form, one NTT per limb, then c0 - a s */
+    st = ts__ckks_ct_reshape(ct, level, 1);
+    if (st == TS_OK)
+        st = ts__ckks_encode_coeff(enc, cv, rv, count, slots, level, scale, ct->c[0], &err);
+    if (st == TS_OK)
+        st = ts_ring_sample_gaussian(prng, p->n, p->sigma, err);
+    if (st != TS_OK)
+        goto out;
+    uint32_t nq = (uint32_t)level + 1;
+    ts_backend_t *be = backend(p);
+    if (be->host_memory) {
+        for (uint32_t l = 0; l < nq; l++) {
+            uint64_t q = p->q[l], *c = ct->c[0]->data + (size_t)l * p->n;
+            for (size_t i = 0; i < p->n; i++) {
+                int64_t x = err[i];
+                uint64_t e = x < 0 ? q - (uint64_t)(-x) : (uint64_t)x;
+                uint64_t v = c[i] + e;
+                c[i] = v >= q ? v - q : v;
+            }
+        }
+    } else {
+        /* device memory: add the error as a polynomial */
+        ts_poly_t *t = NULL;
+        st = ts_poly_new(p->ring, nq, 0, false, &t);
+        if (st == TS_OK)
+            st = ts_poly_set_i64(t, err);
+        if (st == TS_OK)
+            st = ts_poly_add(ct->c[0], ct->c[0], t);
+        ts_poly_free(t);
+    }
+    if (st == TS_OK)
+        st = ts_poly_ntt(ct->c[0]);
+    if (st == TS_OK)
+        st = ts_rlwe_expand_a(s, TS_CKKS_SEED_STREAM, ct->c[1]);
+    if (st != TS_OK)
+        goto out;
+    /* c0 += a (-s) */
+    ts_bk_ring_t *bk = ts_ring_bk(p->ring);
+    ts_bk_batch_t c0 = view(p, ct->c[0], nq), c1 = view(p, ct->c[1], nq);
+    ts_bk_batch_t nsb = view(p, sk->neg_s, nq);
+    st = ts_backend_mul_add(be, bk, &c0, &c1, &nsb);
+    if (st != TS_OK)
+        goto out;
+    ct->scale = scale;
+    int ls = 0;
+    while (((size_t)1 << ls) < slots)
+        ls++;
+    ct->log_slots = ls;
+    ct->seeded = true;
+    memcpy(ct->seed, s, sizeof(s));
+out:
+    if (err)
+        ts_memzero(err, sizeof(int64_t) * p->n);
+    return st;
+}
+
+ts_status_t ts_ckks_encrypt_sk_values(ts_ckks_encoder_t *enc, const ts_ckks_secret_key_t *sk,
+                                      const double complex *values, size_t count, size_t slots,
+                                      int level, double scale, ts_prng_t *prng, const uint8_t *seed,
+                                      ts_ckks_ciphertext_t *ct)
+{
+    return encrypt_values(enc, sk, values, NULL, count, slots, level, scale, prng, seed, ct);
+}
+
+ts_status_t ts_ckks_encrypt_sk_real(ts_ckks_encoder_t *enc, const ts_ckks_secret_key_t *sk,
+                                    const double *values, size_t count, size_t slots, int level,
+                                    double scale, ts_prng_t *prng, const uint8_t *seed,
+                                    ts_ckks_ciphertext_t *ct)
+{
+    return encrypt_values(enc, sk, NULL, values, count, slots, level, scale, prng, seed, ct);
 }
 
 bool ts_ckks_ciphertext_seed(const ts_ckks_ciphertext_t *ct, uint8_t seed[TS_SEED_BYTES])

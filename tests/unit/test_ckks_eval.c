@@ -149,6 +149,37 @@ START_TEST(test_encrypt_decrypt)
         ts_ckks_plaintext_free(pt);
         ts_ckks_ciphertext_free(ct);
     }
+    /* the fused client path: encode + symmetric encryption with one NTT per limb */
+    {
+        ts_ckks_ciphertext_t *ct = NULL, *ct2 = NULL;
+        ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, f.top, &ct));
+        ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, f.top, &ct2));
+        uint8_t seed[TS_SEED_BYTES] = {1, 2, 3};
+        ck_assert_ts_ok(
+            ts_ckks_encrypt_sk_values(f.enc, f.sk, z, f.slots, 0, f.top, 0x1p40, f.prng, seed, ct));
+        CHECK_PREC(&f, ct, z, f.slots, 24, "fused encode+encrypt (complex)");
+        ck_assert(ts_ckks_ciphertext_seed(ct, NULL));
+        double *re = ts_malloc(sizeof(double) * f.slots);
+        double complex *zr = ts_malloc(sizeof(double complex) * f.slots);
+        for (size_t i = 0; i < f.slots; i++) {
+            re[i] = creal(z[i]);
+            zr[i] = re[i];
+        }
+        ck_assert_ts_ok(
+            ts_ckks_encrypt_sk_real(f.enc, f.sk, re, f.slots, 0, 2, 0x1p30, f.prng, seed, ct2));
+        ck_assert_int_eq(ts_ckks_ciphertext_level(ct2), 2);
+        CHECK_PREC(&f, ct2, zr, f.slots, 16, "fused encode+encrypt (real, scale 2^30)");
+        ck_assert_ts_status(ts_ckks_encrypt_sk_real(f.enc, f.sk, re, f.slots, 0, f.top + 1, 0x1p30,
+                                                    f.prng, seed, ct2),
+                            TS_ELEVEL);
+        ck_assert_ts_status(
+            ts_ckks_encrypt_sk_real(f.enc, f.sk, re, f.slots, 3, 0, 0x1p30, f.prng, seed, ct2),
+            TS_EINVAL);
+        ts_free(re);
+        ts_free(zr);
+        ts_ckks_ciphertext_free(ct);
+        ts_ckks_ciphertext_free(ct2);
+    }
     /* sparse slot counts */
     for (size_t slots = 1; slots < f.slots; slots *= 4) {
         ts_ckks_ciphertext_t *ct = enc_vec(&f, z, slots, f.top);
