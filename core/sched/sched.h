@@ -483,6 +483,33 @@ ts_status_t ts_sched_plan_to_json(const ts_sched_plan_t *p, const ts_sched_graph
 ts_status_t ts_sched_plan_explain(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
                                   const ts_sched_costs_t *costs, char **text, size_t *len);
 
+/* --------------------------------------------------------- wire format */
+
+/*
+ * SHA-256 of the canonical encoding of a graph (every operator field and its
+ * rotation steps). Two parties that build the graph from the same public
+ * model shape get the same digest.
+ */
+ts_status_t ts_sched_graph_digest(const ts_sched_graph_t *g, uint8_t out[32]);
+
+/*
+ * A plan and the cost table it was made with, in a core/serial envelope of
+ * type TS_OBJ_SCHED_PLAN whose parameter id is the graph digest.
+ * [out] *out (ts_free), *out_size.
+ */
+ts_status_t ts_sched_plan_serialize(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
+                                    const ts_sched_costs_t *costs, uint8_t **out, size_t *out_size);
+/*
+ * Open a serialized plan against the graph the receiver built itself:
+ * TS_EMISMATCH when it was made for another graph, TS_EFORMAT for anything
+ * malformed, an invalid cost table, or a plan that ts_sched_plan_check
+ * rejects (levels, schemes, policy, totals). Rotation steps and totals are
+ * recomputed from the graph, not taken from the bytes.
+ * [out] *out (ts_sched_plan_free); costs_out (may be NULL) gets the table.
+ */
+ts_status_t ts_sched_plan_deserialize(const void *data, size_t size, const ts_sched_graph_t *g,
+                                      ts_sched_plan_t **out, ts_sched_costs_t *costs_out);
+
 #ifdef __cplusplus
 }
 #endif

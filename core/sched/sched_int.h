@@ -25,4 +25,8 @@ ts_status_t ts__sched_solve(const ts_sched_graph_t *g, const ts_sched_costs_t *c
 ts_status_t ts__sched_alternatives(const ts_sched_graph_t *g, const ts_sched_costs_t *c,
                                    const ts_sched_plan_t *p, double *alt);
 
+/* Recompute a plan's totals and rotation-key set from its steps. */
+ts_status_t ts__sched_plan_finish(ts_sched_plan_t *p, const ts_sched_graph_t *g,
+                                  const ts_sched_costs_t *c);
+
 #endif

@@ -318,6 +318,47 @@ static int cmp_i32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Totals and the rotation-key set from the steps (shared with plan_io.c). */
+ts_status_t ts__sched_plan_finish(ts_sched_plan_t *p, const ts_sched_graph_t *g,
+                                  const ts_sched_costs_t *c)
+{
+    p->total_ns = p->boot_ns = p->convert_ns = 0;
+    p->n_boot = p->n_tfhe = 0;
+    ts_free(p->rot_steps);
+    p->rot_steps = NULL;
+    p->n_rot_steps = 0;
+    size_t nrot = 0;
+    for (size_t k = 0; k < p->n_steps; k++) {
+        ts_sched_step_t *s = &p->steps[k];
+        p->total_ns += s->op_ns + s->boot_ns;
+        p->boot_ns += s->boot_ns + (double)s->n_boot_inner * (double)c->boot_ns;
+        p->n_boot += s->n_boot + s->n_boot_inner;
+        if (s->scheme == TS_SCHEME_TFHE) {
+            p->n_tfhe++;
+            p->convert_ns += s->op_ns;
+        } else {
+            nrot += g->rot_n[k];
+        }
+    }
+    if (!nrot)
+        return TS_OK;
+    p->rot_steps = ts_malloc(nrot * sizeof *p->rot_steps);
+    if (!p->rot_steps)
+        return TS_ENOMEM;
+    size_t w = 0;
+    for (size_t k = 0; k < p->n_steps; k++)
+        if (p->steps[k].scheme == TS_SCHEME_CKKS)
+            for (size_t j = 0; j < g->rot_n[k]; j++)
+                p->rot_steps[w++] = g->rot[g->rot_off[k] + j];
+    qsort(p->rot_steps, w, sizeof *p->rot_steps, cmp_i32);
+    size_t u = 0;
+    for (size_t i = 0; i < w; i++)
+        if (u == 0 || p->rot_steps[u - 1] != p->rot_steps[i])
+            p->rot_steps[u++] = p->rot_steps[i];
+    p->n_rot_steps = u;
+    return TS_OK;
+}
+
 ts_status_t ts__sched_solve(const ts_sched_graph_t *g, const ts_sched_costs_t *c,
                             ts_sched_policy_t policy, const int8_t *force, ts_sched_plan_t **out)
 {
@@ -370,37 +411,9 @@ ts_status_t ts__sched_solve(const ts_sched_graph_t *g, const ts_sched_costs_t *c
         step_from_choice(&S, k, ch, &p->steps[k]);
         cur = ch->prev;
     }
-    size_t nrot = 0;
-    for (size_t k = 0; k < S.n; k++) {
-        ts_sched_step_t *s = &p->steps[k];
-        p->total_ns += s->op_ns + s->boot_ns;
-        p->boot_ns += s->boot_ns + (double)s->n_boot_inner * (double)c->boot_ns;
-        p->n_boot += s->n_boot + s->n_boot_inner;
-        if (s->scheme == TS_SCHEME_TFHE) {
-            p->n_tfhe++;
-            p->convert_ns += s->op_ns;
-        } else {
-            nrot += g->rot_n[k];
-        }
-    }
-    if (nrot) {
-        p->rot_steps = ts_malloc(nrot * sizeof *p->rot_steps);
-        if (!p->rot_steps) {
-            st = TS_ENOMEM;
-            goto out;
-        }
-        size_t w = 0;
-        for (size_t k = 0; k < S.n; k++)
-            if (p->steps[k].scheme == TS_SCHEME_CKKS)
-                for (size_t j = 0; j < g->rot_n[k]; j++)
-                    p->rot_steps[w++] = g->rot[g->rot_off[k] + j];
-        qsort(p->rot_steps, w, sizeof *p->rot_steps, cmp_i32);
-        size_t u = 0;
-        for (size_t i = 0; i < w; i++)
-            if (u == 0 || p->rot_steps[u - 1] != p->rot_steps[i])
-                p->rot_steps[u++] = p->rot_steps[i];
-        p->n_rot_steps = u;
-    }
+    st = ts__sched_plan_finish(p, g, c);
+    if (st != TS_OK)
+        goto out;
     *out = p;
     p = NULL;
 out:
@@ -602,6 +615,9 @@ ts_status_t ts_sched_plan_check(const ts_sched_plan_t *p, const ts_sched_graph_t
         if (nb != s->n_boot)
             FAIL(TS_EINVAL, "op %zu (%s): %u bootstraps claimed, %u needed", k, op->name, s->n_boot,
                  nb);
+        if (fabs((double)nb * (double)c->boot_ns - s->boot_ns) > 1e-6 * (s->boot_ns + 1))
+            FAIL(TS_EINVAL, "op %zu (%s): bootstrap cost %.0f ns, plan says %.0f", k, op->name,
+                 (double)nb * (double)c->boot_ns, s->boot_ns);
         int avail = L;
         for (int i = 0; i < 2; i++)
             if (op->in[i] >= 0 && lev[op->in[i]] < avail)

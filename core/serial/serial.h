@@ -57,6 +57,7 @@ typedef enum {
     TS_OBJ_RING_SWITCH_KEY = 12,
     TS_OBJ_BOOTSTRAP_KEYS = 13,
     TS_OBJ_TFHE_SECRET_KEY = 14,
+    TS_OBJ_SCHED_PLAN = 32, /* core/sched: a plan with its cost table (param id: graph digest) */
     TS_OBJ_USER_MIN = 1000, /* types >= this are free for tests and tools */
 } ts_serial_type_t;
 

@@ -605,6 +605,65 @@ START_TEST(test_sched_cmd_plan)
 }
 END_TEST
 
+START_TEST(test_sched_plan_wire)
+{
+    ts_sched_costs_t c, c2;
+    ts_sched_costs_default(&c);
+    ts_sched_graph_t *g, *g2;
+    ck_assert_ts_ok(ts_sched_graph_build_decoder(&bundled, &g));
+    ts_sched_plan_t *p, *q;
+    ck_assert_ts_ok(ts_sched_plan_new(g, &c, TS_SCHED_HYBRID, &p));
+    uint8_t *buf;
+    size_t len;
+    ck_assert_ts_ok(ts_sched_plan_serialize(p, g, &c, &buf, &len));
+    /* A receiver that built the same graph from the public shape opens it. */
+    ck_assert_ts_ok(ts_sched_graph_build_decoder(&bundled, &g2));
+    uint8_t d1[32], d2[32];
+    ck_assert_ts_ok(ts_sched_graph_digest(g, d1));
+    ck_assert_ts_ok(ts_sched_graph_digest(g2, d2));
+    ck_assert_int_eq(memcmp(d1, d2, 32), 0);
+    ck_assert_ts_ok(ts_sched_plan_deserialize(buf, len, g2, &q, &c2));
+    ck_assert_uint_eq(q->n_steps, p->n_steps);
+    ck_assert_int_eq(memcmp(q->steps, p->steps, p->n_steps * sizeof *p->steps), 0);
+    ck_assert_uint_eq(q->n_rot_steps, p->n_rot_steps);
+    ck_assert(fabs(q->total_ns - p->total_ns) < 1e-3);
+    ck_assert_int_eq(c2.boot_ns, c.boot_ns);
+    ck_assert_str_eq(c2.note, c.note);
+    ts_sched_plan_free(q);
+    ts_sched_graph_free(g2);
+
+    /* Another graph (one more token of context): TS_EMISMATCH. */
+    ts_sched_model_dims_t d = bundled;
+    d.seq_pos++;
+    ck_assert_ts_ok(ts_sched_graph_build_decoder(&d, &g2));
+    ck_assert_ts_status(ts_sched_plan_deserialize(buf, len, g2, &q, NULL), TS_EMISMATCH);
+    ts_sched_graph_free(g2);
+
+    /* Truncations and bit flips never crash and never yield a plan. */
+    for (size_t cut = 0; cut < len; cut += 1 + cut / 4) {
+        q = NULL;
+        ck_assert_int_ne(ts_sched_plan_deserialize(buf, cut, g, &q, NULL), TS_OK);
+        ck_assert_ptr_null(q);
+    }
+    for (size_t i = 0; i < len; i += 7) {
+        buf[i] ^= 0x10;
+        q = NULL;
+        ck_assert_int_ne(ts_sched_plan_deserialize(buf, len, g, &q, NULL), TS_OK);
+        ck_assert_ptr_null(q);
+        buf[i] ^= 0x10;
+    }
+    ts_free(buf);
+
+    /* A well-formed envelope with a tampered step is refused by the checker. */
+    p->steps[5].level_in = p->steps[5].level_avail + 1;
+    ck_assert_ts_ok(ts_sched_plan_serialize(p, g, &c, &buf, &len));
+    ck_assert_ts_status(ts_sched_plan_deserialize(buf, len, g, &q, NULL), TS_EFORMAT);
+    ts_free(buf);
+    ts_sched_plan_free(p);
+    ts_sched_graph_free(g);
+}
+END_TEST
+
 TS_TEST_SUITE(sched)
 {
     Suite *s = suite_create("sched");
@@ -616,6 +675,7 @@ TS_TEST_SUITE(sched)
     tcase_add_test(tc, test_sched_costs_files);
     tcase_add_test(tc, test_sched_graph_errors);
     tcase_add_test(tc, test_sched_alloc_failures);
+    tcase_add_test(tc, test_sched_plan_wire);
     tcase_add_test(tc, test_sched_cmd_plan);
     suite_add_tcase(s, tc);
     return s;
