@@ -408,6 +408,15 @@ typedef struct ts_ckks_lintrans ts_ckks_lintrans_t;
 ts_status_t ts_ckks_lintrans_new(ts_ckks_encoder_t *enc, const double complex *m, size_t slots,
                                  int level, double scale, size_t n1, ts_ckks_lintrans_t **out);
 void ts_ckks_lintrans_free(ts_ckks_lintrans_t *lt); /* accepts NULL */
+/*
+ * [in] the nonzero diagonals instead of a dense matrix: offsets[k] (mod slots,
+ * distinct) and diags[k * slots + j] = M[j][(j + offsets[k]) mod slots],
+ * k < ndiag. n1 = 0: about sqrt(ndiag) baby steps at the offsets' stride.
+ */
+ts_status_t ts_ckks_lintrans_new_diagonals(ts_ckks_encoder_t *enc, size_t slots, size_t ndiag,
+                                           const int64_t *offsets, const double complex *diags,
+                                           int level, double scale, size_t n1,
+                                           ts_ckks_lintrans_t **out);
 /* [out] the rotation steps apply() needs (at most *count; *count set to the number). */
 ts_status_t ts_ckks_lintrans_steps(const ts_ckks_lintrans_t *lt, int64_t *steps, size_t *count);
 /* out = M a (scale a.scale * lt scale, not rescaled). a at lt's level. */

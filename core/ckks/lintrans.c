@@ -253,3 +253,112 @@ ts_status_t ts_ckks_lintrans_apply(ts_ckks_evaluator_t *ev, const ts_ckks_lintra
     ts_free(giant);
     return st;
 }
+
+/*
+ * The same transform given by its nonzero diagonals (for structured matrices
+ * too large to write densely, e.g. the factors of the homomorphic DFT):
+ * diagonal k has offset offsets[k] (taken mod slots; offsets must be distinct
+ * mod slots) and values diags[k * slots + j] = M[j][(j + offsets[k]) mod slots].
+ */
+ts_status_t ts_ckks_lintrans_new_diagonals(ts_ckks_encoder_t *enc, size_t slots, size_t ndiag,
+                                           const int64_t *offsets, const double complex *diags,
+                                           int level, double scale, size_t n1,
+                                           ts_ckks_lintrans_t **out)
+{
+    if (!enc || !out || (ndiag && (!offsets || !diags)) || ndiag > slots)
+        return TS_EINVAL;
+    *out = NULL;
+    ts_ckks_params_t *p = ts__ckks_encoder_params(enc);
+    if (!slots || (slots & (slots - 1)) || slots > p->n / 2 || ndiag == 0)
+        return TS_EINVAL;
+    if (level < 0 || (size_t)level >= p->nq)
+        return TS_ELEVEL;
+    if (scale == 0)
+        scale = (double)p->q[level];
+    if (!(scale >= 1.0) || !isfinite(scale))
+        return TS_ESCALE;
+    if (n1 == 0) {
+        /* about sqrt(ndiag) baby steps at the stride of the offsets */
+        uint64_t stride = slots;
+        for (size_t k = 0; k < ndiag; k++) {
+            uint64_t o =
+                (uint64_t)(((offsets[k] % (int64_t)slots) + (int64_t)slots) % (int64_t)slots);
+            if (o && (o & (0 - o)) < stride)
+                stride = o & (0 - o);
+        }
+        size_t b = 1;
+        while (b * b < ndiag)
+            b *= 2;
+        n1 = (size_t)stride * b;
+        if (n1 > slots)
+            n1 = slots;
+    }
+    if (n1 & (n1 - 1) || n1 > slots)
+        return TS_EINVAL;
+    /* sorted indices in [0, slots) */
+    size_t *order = ts_malloc(sizeof(size_t) * ndiag);
+    size_t *idx = ts_malloc(sizeof(size_t) * ndiag);
+    double complex *d = ts_malloc(sizeof(double complex) * slots);
+    ts_ckks_lintrans_t *lt = ts_calloc(1, sizeof(*lt));
+    ts_status_t st = (order && idx && d && lt) ? TS_OK : TS_ENOMEM;
+    if (st != TS_OK)
+        goto out_fail;
+    for (size_t k = 0; k < ndiag; k++) {
+        idx[k] = (size_t)(((offsets[k] % (int64_t)slots) + (int64_t)slots) % (int64_t)slots);
+        order[k] = k;
+    }
+    for (size_t a = 1; a < ndiag; a++) /* insertion sort by index */
+        for (size_t b = a; b > 0 && idx[order[b - 1]] > idx[order[b]]; b--) {
+            size_t t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    for (size_t a = 1; a < ndiag; a++)
+        if (idx[order[a]] == idx[order[a - 1]]) {
+            st = TS_EINVAL;
+            goto out_fail;
+        }
+    lt->params = ts_ckks_params_ref(p);
+    lt->slots = slots;
+    lt->n1 = n1;
+    lt->level = level;
+    lt->scale = scale;
+    lt->diags = ts_calloc(ndiag, sizeof(diag_t));
+    if (!lt->diags) {
+        st = TS_ENOMEM;
+        goto out_fail;
+    }
+    for (size_t a = 0; a < ndiag && st == TS_OK; a++) {
+        size_t k = order[a], i = idx[k];
+        size_t g = i / n1 * n1;
+        const double complex *src = diags + k * slots;
+        /* d'_i[j] = d_i[(j - g) mod n] */
+        for (size_t j = 0; j < slots; j++) {
+            d[j] = src[(j + slots - g) % slots];
+            if (!isfinite(creal(d[j])) || !isfinite(cimag(d[j])))
+                st = TS_EINVAL;
+        }
+        diag_t *dg = &lt->diags[lt->ndiag];
+        dg->index = i;
+        if (st == TS_OK)
+            st = ts_ckks_plaintext_new(p, level, &dg->pt);
+        if (st == TS_OK) {
+            lt->ndiag++;
+            st = ts_ckks_encode(enc, d, slots, slots, level, scale, dg->pt);
+        }
+    }
+    if (st != TS_OK)
+        goto out_fail;
+    ts_free(order);
+    ts_free(idx);
+    ts_free(d);
+    *out = lt;
+    return TS_OK;
+
+out_fail:
+    ts_free(order);
+    ts_free(idx);
+    ts_free(d);
+    ts_ckks_lintrans_free(lt);
+    return st;
+}

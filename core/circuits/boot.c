@@ -1,0 +1,921 @@
+/*
+ * CKKS bootstrapping and ModRecover (see circuits.h for the math and the
+ * conventions). The plan of one configuration (the DFT factors in their
+ * working view, their levels, the EvalMod polynomial) is computed by the same
+ * code for the key list (client side, no keys) and for the bootstrapper.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/circuits/circuits_int.h"
+
+#define MAX_GROUPS 17
+static const double PI = 3.14159265358979323846264338327950288;
+
+/* ------------------------------------------------------------ config */
+
+/* sqrt((h + 1) / 12): the deviation of I after ModRaise (h = Hamming weight). */
+static double i_sigma(const ts_ckks_params_t *p)
+{
+    double h = ts_ckks_params_secret(p) == TS_CKKS_SECRET_SPARSE_TERNARY
+                   ? (double)ts_ckks_params_hamming_weight(p)
+                   : 2.0 * (double)ts_ckks_params_n(p) / 3.0;
+    return sqrt((h + 1.0) / 12.0);
+}
+
+typedef struct {
+    double k;
+    int r;
+} cosctx_t;
+
+/* cos(2 pi (K x - 1/4) / 2^r): r double angles later, sin(2 pi K x). */
+static double scaled_cos(double x, void *ctx)
+{
+    const cosctx_t *c = ctx;
+    return cos(2.0 * PI * (c->k * x - 0.25) / ldexp(1.0, c->r));
+}
+
+static double cheb_value(const double *c, size_t d, double x)
+{
+    double t0 = 1, t1 = x, acc = c[0] + (d >= 1 ? c[1] * x : 0);
+    for (size_t i = 2; i <= d; i++) {
+        double t2 = 2 * x * t1 - t0;
+        acc += c[i] * t2;
+        t0 = t1;
+        t1 = t2;
+    }
+    return acc;
+}
+
+/* Max |approx - sin(2 pi K x)| after the double angles, on a grid of [-1, 1]. */
+static double evalmod_error(const double *c, size_t d, double k, int r)
+{
+    double worst = 0;
+    for (int i = 0; i <= 4000; i++) {
+        double x = -1.0 + 2.0 * i / 4000.0;
+        double v = cheb_value(c, d, x);
+        for (int j = 0; j < r; j++)
+            v = 2 * v * v - 1;
+        double e = fabs(v - sin(2 * PI * k * x));
+        worst = e > worst ? e : worst;
+    }
+    return worst;
+}
+
+static int default_dft_levels(int log_slots)
+{
+    if (log_slots >= 12)
+        return 4;
+    if (log_slots >= 6)
+        return 3;
+    if (log_slots >= 2)
+        return 2;
+    return 1;
+}
+
+ts_status_t ts_boot_config_default(const ts_ckks_params_t *params, ts_boot_config_t *cfg)
+{
+    if (!params || !cfg)
+        return TS_EINVAL;
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->log_slots = ts_ckks_params_log_slots(params);
+    cfg->cts_levels = default_dft_levels(cfg->log_slots);
+    cfg->stc_levels = default_dft_levels(cfg->log_slots);
+    cfg->k = ceil(7.0 * i_sigma(params));
+    cfg->double_angle = 3;
+    cfg->order = TS_BOOT_CTS_FIRST;
+    cfg->log_message_ratio = 12;
+    /* the smallest degree with an EvalMod error below 2^-44 */
+    cosctx_t cc = {.k = cfg->k, .r = cfg->double_angle};
+    double c[256];
+    cfg->cheb_degree = 255;
+    for (int d = 15; d <= 255; d += 4) {
+        if (ts_ckks_chebyshev_fit(scaled_cos, &cc, -1, 1, (size_t)d, c) != TS_OK)
+            return TS_EINTERNAL;
+        if (evalmod_error(c, (size_t)d, cc.k, cc.r) < 0x1p-38) {
+            cfg->cheb_degree = d;
+            break;
+        }
+    }
+    return TS_OK;
+}
+
+/*
+ * The depth of ts_ckks_eval_chebyshev on [-1, 1] (Paterson-Stockmeyer with
+ * k = auto_k(d) in core/ckks/polyeval.c) when every coefficient is nonzero;
+ * a polynomial with zeros may end higher, never lower.
+ */
+static int ps_k(int d)
+{
+    int k = 2;
+    while (k * k < 2 * (d + 1))
+        k *= 2;
+    return k;
+}
+
+static int ceil_log2(int x)
+{
+    int l = 0;
+    while ((1 << l) < x)
+        l++;
+    return l;
+}
+
+static int ps_depth(int d, int k)
+{
+    if (d < k)
+        return ceil_log2(d) + 1;
+    int K = k, m = 0;
+    while (K * 2 <= d) {
+        K *= 2;
+        m++;
+    }
+    int best = ceil_log2(k) + m + 1;
+    if (d - K >= 1) {
+        int q = ps_depth(d - K, k) + 1;
+        best = q > best ? q : best;
+    }
+    int r = ps_depth(K - 1, k);
+    return r > best ? r : best;
+}
+
+static int cheb_depth(int d)
+{
+    return ps_depth(d, ps_k(d));
+}
+
+static ts_status_t check_config(const ts_ckks_params_t *p, const ts_boot_config_t *c)
+{
+    int log_n = ts_ckks_params_log_n(p);
+    if (c->log_slots < 1 || c->log_slots > log_n - 1)
+        return TS_EINVAL;
+    if (c->cts_levels < 1 || c->cts_levels > c->log_slots || c->cts_levels > MAX_GROUPS)
+        return TS_EINVAL;
+    if (c->stc_levels < 1 || c->stc_levels > c->log_slots || c->stc_levels > MAX_GROUPS)
+        return TS_EINVAL;
+    if (!(c->k >= 1.0) || c->k > 4096 || c->cheb_degree < 3 || c->cheb_degree > 255)
+        return TS_EINVAL;
+    if (c->double_angle < 0 || c->double_angle > 8)
+        return TS_EINVAL;
+    if (c->order != TS_BOOT_CTS_FIRST && c->order != TS_BOOT_STC_FIRST)
+        return TS_EINVAL;
+    if (!(c->log_message_ratio >= 0) || c->log_message_ratio > 60)
+        return TS_EINVAL;
+    if (c->order == TS_BOOT_CTS_FIRST && c->real_only)
+        return TS_EINVAL; /* the coefficients of a slot vector are complex */
+    return TS_OK;
+}
+
+ts_status_t ts_boot_depth(const ts_ckks_params_t *params, const ts_boot_config_t *cfg,
+                          int *cts_depth, int *evalmod_depth, int *stc_depth, int *levels_left)
+{
+    if (!params || !cfg)
+        return TS_EINVAL;
+    ts_status_t st = check_config(params, cfg);
+    if (st != TS_OK)
+        return st;
+    int em = cheb_depth(cfg->cheb_degree) + cfg->double_angle;
+    int L = ts_ckks_params_max_level(params);
+    bool sparse = cfg->log_slots < ts_ckks_params_log_n(params) - 1;
+    int left = L - cfg->cts_levels - em;
+    if (cfg->order == TS_BOOT_CTS_FIRST)
+        left -= cfg->stc_levels;
+    else if (sparse && !cfg->real_only)
+        left -= 1;
+    if (cts_depth)
+        *cts_depth = cfg->cts_levels;
+    if (evalmod_depth)
+        *evalmod_depth = em;
+    if (stc_depth)
+        *stc_depth = cfg->stc_levels;
+    if (levels_left)
+        *levels_left = left;
+    return TS_OK;
+}
+
+/* -------------------------------------------------------------- plan */
+
+/*
+ * The DFT factors of a configuration. n slots; the working view of the
+ * CoeffToSlot/EvalMod part is `view` slots (n for full slots and real-only,
+ * 2n for complex sparse slots).
+ */
+typedef struct {
+    int log_n, log_slots;
+    size_t n, view;
+    bool full, sparse_complex;
+    int ncts, nstc;
+    ts__dmat_t cts[MAX_GROUPS];  /* CoeffToSlot in `view`, application order */
+    ts__dmat_t stc[MAX_GROUPS];  /* CTS_FIRST: SlotToCoeff after EvalMod, in `view` */
+    ts__dmat_t stc1[MAX_GROUPS]; /* STC_FIRST: SlotToCoeff on n slots */
+    int nstc1;
+    ts__dmat_t combine; /* sparse complex ModRecover: (re, im) -> re + i im, 2n view */
+    bool has_combine;
+} plan_t;
+
+static void plan_clear(plan_t *pl)
+{
+    for (int i = 0; i < MAX_GROUPS; i++) {
+        ts__dmat_clear(&pl->cts[i]);
+        ts__dmat_clear(&pl->stc[i]);
+        ts__dmat_clear(&pl->stc1[i]);
+    }
+    ts__dmat_clear(&pl->combine);
+}
+
+/*
+ * The log2 n butterfly stages in application order, merged into `groups`
+ * consecutive products (the first groups take the extra stages).
+ * inverse: CoeffToSlot, S_n first; else SlotToCoeff, T_2 first.
+ */
+static ts_status_t dft_groups(int log_n, size_t n, int log_slots, bool inverse, int groups,
+                              ts__dmat_t *out)
+{
+    ts_status_t st = TS_OK;
+    int stage = 0;
+    for (int g = 0; g < groups && st == TS_OK; g++) {
+        int cnt = log_slots / groups + (g < log_slots % groups ? 1 : 0);
+        ts__dmat_t acc;
+        bool have = false;
+        for (int j = 0; j < cnt && st == TS_OK; j++, stage++) {
+            size_t len = inverse ? n >> stage : (size_t)2 << stage;
+            ts__dmat_t s, prod;
+            st = ts__dft_stage(log_n, n, len, inverse, &s);
+            if (st == TS_OK && have) {
+                /* acc = s * acc (s is applied after acc) */
+                st = ts__dmat_mul(&s, &acc, &prod);
+                ts__dmat_clear(&acc);
+                ts__dmat_clear(&s);
+                acc = prod;
+            } else if (st == TS_OK) {
+                acc = s;
+                have = true;
+            } else {
+                ts__dmat_clear(&s);
+            }
+        }
+        if (st == TS_OK) {
+            ts__dmat_prune(&acc, 1e-12);
+            out[g] = acc;
+        } else if (have) {
+            ts__dmat_clear(&acc);
+        }
+    }
+    return st;
+}
+
+/* out (2n) = the n-matrix m acting on replicated vectors (v, v); row r >= n
+ * is multiplied by c_hi. */
+static ts_status_t lift(const ts__dmat_t *m, double complex c_hi, ts__dmat_t *out)
+{
+    size_t n = m->dim;
+    ts_status_t st = ts__dmat_init(out, 2 * n);
+    for (size_t k = 0; k < m->count && st == TS_OK; k++) {
+        size_t o = (size_t)m->off[k];
+        for (size_t r = 0; r < 2 * n && st == TS_OK; r++) {
+            double complex v = m->v[k * n + (r % n)];
+            if (r >= n)
+                v *= c_hi;
+            if (v != 0)
+                st = ts__dmat_add(out, r, (r + o) % (2 * n), v);
+        }
+    }
+    return st;
+}
+
+/* The 2n-matrix (re, im) -> (re + i im, re + i im). */
+static ts_status_t combine_matrix(size_t n, ts__dmat_t *out)
+{
+    ts_status_t st = ts__dmat_init(out, 2 * n);
+    for (size_t r = 0; r < 2 * n && st == TS_OK; r++) {
+        size_t j = r % n;
+        st = ts__dmat_add(out, r, j, 1.0);
+        if (st == TS_OK)
+            st = ts__dmat_add(out, r, j + n, I);
+    }
+    return st;
+}
+
+static ts_status_t plan_build(const ts_ckks_params_t *p, const ts_boot_config_t *c, plan_t *pl)
+{
+    memset(pl, 0, sizeof(*pl));
+    pl->log_n = ts_ckks_params_log_n(p);
+    pl->log_slots = c->log_slots;
+    pl->n = (size_t)1 << c->log_slots;
+    pl->full = c->log_slots == pl->log_n - 1;
+    pl->sparse_complex = !pl->full && !c->real_only;
+    pl->view = pl->sparse_complex ? 2 * pl->n : pl->n;
+    size_t n = pl->n;
+    ts__dmat_t tmp[MAX_GROUPS];
+    memset(tmp, 0, sizeof(tmp));
+
+    /* CoeffToSlot: B V^-1 / 2K (the 1/n in the first group) */
+    pl->ncts = c->cts_levels;
+    ts_status_t st = dft_groups(pl->log_n, n, c->log_slots, true, c->cts_levels, tmp);
+    if (st == TS_OK)
+        ts__dmat_scale(&tmp[0], 1.0 / (2.0 * c->k * (double)n));
+    for (int g = 0; g < pl->ncts && st == TS_OK; g++) {
+        if (pl->sparse_complex)
+            st = lift(&tmp[g], g == pl->ncts - 1 ? -I : 1.0, &pl->cts[g]);
+        else {
+            pl->cts[g] = tmp[g];
+            memset(&tmp[g], 0, sizeof(tmp[g]));
+        }
+    }
+    for (int g = 0; g < MAX_GROUPS; g++)
+        ts__dmat_clear(&tmp[g]);
+
+    /* SlotToCoeff: V B, after EvalMod (CTS_FIRST) or first (STC_FIRST) */
+    if (st == TS_OK)
+        st = dft_groups(pl->log_n, n, c->log_slots, false, c->stc_levels, tmp);
+    if (st == TS_OK && c->order == TS_BOOT_CTS_FIRST) {
+        pl->nstc = c->stc_levels;
+        for (int g = 0; g < pl->nstc && st == TS_OK; g++) {
+            if (!pl->sparse_complex) {
+                pl->stc[g] = tmp[g];
+                memset(&tmp[g], 0, sizeof(tmp[g]));
+            } else if (g == 0) {
+                ts__dmat_t l, cm;
+                st = lift(&tmp[g], 1.0, &l);
+                if (st == TS_OK)
+                    st = combine_matrix(n, &cm);
+                if (st == TS_OK)
+                    st = ts__dmat_mul(&l, &cm, &pl->stc[g]);
+                ts__dmat_clear(&l);
+                ts__dmat_clear(&cm);
+            } else {
+                st = lift(&tmp[g], 1.0, &pl->stc[g]);
+            }
+        }
+    } else if (st == TS_OK) {
+        pl->nstc1 = c->stc_levels;
+        for (int g = 0; g < pl->nstc1; g++) {
+            pl->stc1[g] = tmp[g];
+            memset(&tmp[g], 0, sizeof(tmp[g]));
+        }
+    }
+    for (int g = 0; g < MAX_GROUPS; g++)
+        ts__dmat_clear(&tmp[g]);
+    if (st == TS_OK && pl->sparse_complex) {
+        st = combine_matrix(n, &pl->combine);
+        pl->has_combine = st == TS_OK;
+    }
+    if (st != TS_OK)
+        plan_clear(pl);
+    return st;
+}
+
+/* --------------------------------------------------------- key list */
+
+static void add_step(int64_t *steps, size_t cap, size_t *n, int64_t s)
+{
+    if (s == 0)
+        return;
+    for (size_t i = 0; i < *n && i < cap; i++)
+        if (steps && steps[i] == s)
+            return;
+    if (steps && *n < cap)
+        steps[*n] = s;
+    (*n)++;
+}
+
+/* The rotations ts_ckks_lintrans_apply makes for m with baby steps n1. */
+static void dmat_steps(const ts__dmat_t *m, int64_t *steps, size_t cap, size_t *n)
+{
+    size_t n1 = ts__dmat_n1(m);
+    for (size_t k = 0; k < m->count; k++) {
+        size_t o = (size_t)m->off[k];
+        add_step(steps, cap, n, (int64_t)(o % n1));
+        add_step(steps, cap, n, (int64_t)(o - o % n1));
+    }
+}
+
+/* Without a steps array, add_step cannot deduplicate: collect into scratch. */
+ts_status_t ts_boot_rotation_steps(const ts_ckks_params_t *params, const ts_boot_config_t *cfg,
+                                   int64_t *steps, size_t *count, bool *conjugate)
+{
+    if (!params || !cfg || !count)
+        return TS_EINVAL;
+    ts_status_t st = check_config(params, cfg);
+    if (st != TS_OK)
+        return st;
+    plan_t pl;
+    st = plan_build(params, cfg, &pl);
+    if (st != TS_OK)
+        return st;
+    size_t cap = 4096, n = 0;
+    int64_t *all = ts_malloc(sizeof(int64_t) * cap);
+    if (!all) {
+        plan_clear(&pl);
+        return TS_ENOMEM;
+    }
+    /* trace to the subring of n slots: rotations by n 2^j on N/2 slots */
+    if (!pl.full)
+        for (size_t s = pl.n; s < ((size_t)1 << (pl.log_n - 1)); s *= 2)
+            add_step(all, cap, &n, (int64_t)s);
+    for (int g = 0; g < pl.ncts; g++)
+        dmat_steps(&pl.cts[g], all, cap, &n);
+    for (int g = 0; g < pl.nstc; g++)
+        dmat_steps(&pl.stc[g], all, cap, &n);
+    for (int g = 0; g < pl.nstc1; g++)
+        dmat_steps(&pl.stc1[g], all, cap, &n);
+    if (pl.has_combine)
+        dmat_steps(&pl.combine, all, cap, &n);
+    plan_clear(&pl);
+    if (n > cap) {
+        ts_free(all);
+        return TS_ENOMEM;
+    }
+    if (conjugate)
+        *conjugate = true;
+    if (steps && n > *count) {
+        *count = n;
+        ts_free(all);
+        return TS_ERANGE;
+    }
+    if (steps)
+        memcpy(steps, all, sizeof(int64_t) * n);
+    *count = n;
+    ts_free(all);
+    return TS_OK;
+}
+
+ts_status_t ts_boot_keygen(const ts_ckks_params_t *params, const ts_boot_config_t *cfg,
+                           ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk, ts_prng_t *prng)
+{
+    if (!params || !cfg || !ek || !sk || !prng)
+        return TS_EINVAL;
+    size_t count = 0;
+    ts_status_t st = ts_boot_rotation_steps(params, cfg, NULL, &count, NULL);
+    if (st != TS_OK)
+        return st;
+    int64_t *steps = ts_malloc(sizeof(int64_t) * (count + 1));
+    if (!steps)
+        return TS_ENOMEM;
+    st = ts_boot_rotation_steps(params, cfg, steps, &count, NULL);
+    if (st == TS_OK && !ts_ckks_evalkeys_has_relin(ek))
+        st = ts_ckks_evalkeys_gen_relin(ek, sk, prng);
+    if (st == TS_OK && !ts_ckks_evalkeys_has_conjugate(ek))
+        st = ts_ckks_evalkeys_gen_conjugate(ek, sk, prng);
+    if (st == TS_OK)
+        st = ts_ckks_evalkeys_gen_rotations(ek, sk, steps, count, prng);
+    ts_free(steps);
+    return st;
+}
+
+/* ----------------------------------------------------- bootstrapper */
+
+struct ts_boot {
+    ts_ckks_params_t *params;
+    ts_boot_config_t cfg;
+    int log_n, L;
+    size_t n, view;
+    bool full, sparse_complex;
+    int em_in, cheb_out, em_out; /* levels: EvalMod input, after Chebyshev, after EvalMod */
+    double q0;
+    size_t ncts, nstc, nstc1;
+    ts_ckks_lintrans_t *cts[MAX_GROUPS];
+    ts_ckks_lintrans_t *stc[MAX_GROUPS];
+    ts_ckks_lintrans_t *stc1[MAX_GROUPS];
+    ts_ckks_lintrans_t *combine;
+    double *cheb;                 /* cheb_degree + 1 coefficients */
+    uint64_t ginv[TS_CKKS_MAX_Q]; /* (N / 2n)^-1 mod q_l */
+};
+
+void ts_boot_free(ts_boot_t *bt)
+{
+    if (!bt)
+        return;
+    for (int i = 0; i < MAX_GROUPS; i++) {
+        ts_ckks_lintrans_free(bt->cts[i]);
+        ts_ckks_lintrans_free(bt->stc[i]);
+        ts_ckks_lintrans_free(bt->stc1[i]);
+    }
+    ts_ckks_lintrans_free(bt->combine);
+    ts_free(bt->cheb);
+    ts_ckks_params_free(bt->params);
+    ts_free(bt);
+}
+
+static ts_status_t encode_dmat(ts_ckks_encoder_t *enc, const ts__dmat_t *m, int level, double scale,
+                               ts_ckks_lintrans_t **out)
+{
+    return ts_ckks_lintrans_new_diagonals(enc, m->dim, m->count, m->off, m->v, level, scale,
+                                          ts__dmat_n1(m), out);
+}
+
+ts_status_t ts_boot_new(ts_ckks_params_t *params, const ts_boot_config_t *cfg, ts_boot_t **out)
+{
+    if (!params || !cfg || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    ts_status_t st = check_config(params, cfg);
+    if (st != TS_OK)
+        return st;
+    if (ts_ckks_params_p_count(params) == 0 ||
+        ts_ckks_params_log_slots(params) != ts_ckks_params_log_n(params) - 1)
+        return TS_EPARAMS;
+    int left;
+    st = ts_boot_depth(params, cfg, NULL, NULL, NULL, &left);
+    if (st != TS_OK)
+        return st;
+    if (left < 0)
+        return TS_EPARAMS;
+    ts_boot_t *bt = ts_calloc(1, sizeof(*bt));
+    if (!bt)
+        return TS_ENOMEM;
+    bt->params = ts_ckks_params_ref(params);
+    bt->cfg = *cfg;
+    bt->log_n = ts_ckks_params_log_n(params);
+    bt->L = ts_ckks_params_max_level(params);
+    bt->n = (size_t)1 << cfg->log_slots;
+    bt->q0 = (double)ts_ckks_params_q(params, 0);
+    bt->em_in = bt->L - cfg->cts_levels;
+    bt->cheb_out = bt->em_in - cheb_depth(cfg->cheb_degree);
+    bt->em_out = bt->cheb_out - cfg->double_angle;
+
+    size_t g = ((size_t)1 << (bt->log_n - 1)) / bt->n;
+    for (size_t l = 0; l <= (size_t)bt->L; l++) {
+        uint64_t q = ts_ckks_params_q(params, l);
+        bt->ginv[l] = ts_mod_inv(g % q, q);
+    }
+    bt->cheb = ts_malloc(sizeof(double) * ((size_t)cfg->cheb_degree + 1));
+    if (!bt->cheb) {
+        ts_boot_free(bt);
+        return TS_ENOMEM;
+    }
+    cosctx_t cc = {.k = cfg->k, .r = cfg->double_angle};
+    st = ts_ckks_chebyshev_fit(scaled_cos, &cc, -1, 1, (size_t)cfg->cheb_degree, bt->cheb);
+
+    plan_t pl;
+    ts_ckks_encoder_t *enc = NULL;
+    if (st == TS_OK)
+        st = plan_build(params, cfg, &pl);
+    if (st != TS_OK) {
+        ts_boot_free(bt);
+        return st;
+    }
+    bt->full = pl.full;
+    bt->sparse_complex = pl.sparse_complex;
+    bt->view = pl.view;
+    st = ts_ckks_encoder_new(params, &enc);
+    for (int i = 0; i < pl.ncts && st == TS_OK; i++) {
+        st = encode_dmat(enc, &pl.cts[i], bt->L - i, 0, &bt->cts[i]);
+        bt->ncts += st == TS_OK;
+    }
+    for (int i = 0; i < pl.nstc && st == TS_OK; i++) {
+        st = encode_dmat(enc, &pl.stc[i], bt->em_out - i, 0, &bt->stc[i]);
+        bt->nstc += st == TS_OK;
+    }
+    for (int i = 0; i < pl.nstc1 && st == TS_OK; i++) {
+        st = encode_dmat(enc, &pl.stc1[i], cfg->stc_levels - i, 0, &bt->stc1[i]);
+        bt->nstc1 += st == TS_OK;
+    }
+    if (st == TS_OK && pl.has_combine)
+        st = encode_dmat(enc, &pl.combine, bt->em_out, 0, &bt->combine);
+    ts_ckks_encoder_free(enc);
+    plan_clear(&pl);
+    if (st != TS_OK) {
+        ts_boot_free(bt);
+        return st;
+    }
+    *out = bt;
+    return TS_OK;
+}
+
+const ts_boot_config_t *ts_boot_config(const ts_boot_t *bt)
+{
+    return bt ? &bt->cfg : NULL;
+}
+
+int ts_boot_levels_left(const ts_boot_t *bt)
+{
+    if (!bt)
+        return -1;
+    int left;
+    if (ts_boot_depth(bt->params, &bt->cfg, NULL, NULL, NULL, &left) != TS_OK)
+        return -1;
+    return left;
+}
+
+int ts_boot_mod_recover_level(const ts_boot_t *bt)
+{
+    if (!bt)
+        return -1;
+    return bt->sparse_complex ? bt->em_out - 1 : bt->em_out;
+}
+
+/* ------------------------------------------------------------ steps */
+
+static ts_status_t new_ct(const ts_boot_t *bt, ts_ckks_ciphertext_t **out)
+{
+    return ts_ckks_ciphertext_new(bt->params, bt->L, out);
+}
+
+/* Lift one level-0 polynomial (NTT form) to L + 1 limbs, centered. */
+static ts_status_t raise_poly(const ts_boot_t *bt, ts_poly_t *src, ts_poly_t *dst, int64_t *coef,
+                              uint64_t *raw)
+{
+    size_t N = (size_t)1 << bt->log_n;
+    uint64_t q0 = ts_ckks_params_q(bt->params, 0);
+    ts_status_t st = ts_poly_intt(src);
+    if (st == TS_OK)
+        st = ts_poly_download(src, raw);
+    if (st != TS_OK)
+        return st;
+    for (size_t j = 0; j < N; j++)
+        coef[j] = raw[j] > q0 / 2 ? -(int64_t)(q0 - raw[j]) : (int64_t)raw[j];
+    st = ts_poly_reshape(dst, (uint32_t)bt->L + 1, 0, false);
+    if (st == TS_OK)
+        st = ts_poly_set_i64(dst, coef);
+    if (st == TS_OK)
+        st = ts_poly_ntt(dst);
+    return st;
+}
+
+/* ModRaise (+ trace for sparse slots); out in the working view, scale q0. */
+static ts_status_t mod_raise(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                             const ts_ckks_ciphertext_t *in, size_t view, ts_ckks_ciphertext_t *out)
+{
+    if (ts_ckks_ciphertext_slots(in) != bt->n)
+        return TS_EMISMATCH;
+    if (ts_ckks_ciphertext_degree(in) != 1)
+        return TS_EINVAL;
+    size_t N = (size_t)1 << bt->log_n;
+    ts_ckks_ciphertext_t *t = NULL, *r = NULL;
+    int64_t *coef = ts_malloc(sizeof(int64_t) * N);
+    uint64_t *raw = ts_malloc(sizeof(uint64_t) * N);
+    ts_status_t st = (coef && raw) ? new_ct(bt, &t) : TS_ENOMEM;
+    if (st == TS_OK)
+        st = new_ct(bt, &r);
+    if (st == TS_OK)
+        st = ts_ckks_drop_to_level(ev, in, 0, t);
+    for (int i = 0; i < 2 && st == TS_OK; i++)
+        st = raise_poly(bt, ts_ckks_ciphertext_poly(t, i), ts_ckks_ciphertext_poly(out, i), coef,
+                        raw);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_set_meta(out, bt->L, 1, bt->q0, N / 2);
+    if (st == TS_OK && !bt->full) {
+        /* times g^-1 mod Q, then the trace to the subring: exactly t + q0 I on it */
+        for (int i = 0; i < 2 && st == TS_OK; i++) {
+            ts_poly_t *p = ts_ckks_ciphertext_poly(out, i);
+            st = ts_poly_mul_scalar(p, p, bt->ginv);
+        }
+        for (size_t s = bt->n; s < N / 2 && st == TS_OK; s *= 2) {
+            st = ts_ckks_rotate(ev, out, (int64_t)s, r);
+            if (st == TS_OK)
+                st = ts_ckks_add(ev, out, r, out);
+        }
+    }
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_set_meta(out, bt->L, 1, bt->q0, view);
+    ts_ckks_ciphertext_free(t);
+    ts_ckks_ciphertext_free(r);
+    ts_free(coef);
+    ts_free(raw);
+    return st;
+}
+
+ts_status_t ts_boot_mod_raise(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                              const ts_ckks_ciphertext_t *in, ts_ckks_ciphertext_t *out)
+{
+    if (!bt || !ev || !in || !out)
+        return TS_EINVAL;
+    ts_status_t st = mod_raise(bt, ev, in, bt->view, out);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_set_meta(out, bt->L, 1, bt->q0, bt->n);
+    return st;
+}
+
+/* Apply the factors lts[0..count) in order, one rescale each. */
+static ts_status_t apply_groups(ts_ckks_evaluator_t *ev, ts_ckks_lintrans_t *const *lts,
+                                size_t count, ts_ckks_ciphertext_t *ct, ts_ckks_ciphertext_t *t)
+{
+    ts_status_t st = TS_OK;
+    for (size_t i = 0; i < count && st == TS_OK; i++) {
+        st = ts_ckks_lintrans_apply(ev, lts[i], ct, t);
+        if (st == TS_OK)
+            st = ts_ckks_rescale(ev, t, ct);
+    }
+    return st;
+}
+
+/*
+ * EvalMod in place: x (values in [-1, 1], level em_in) -> sin(2 pi K x),
+ * declared at scale delta_out, under which the slots read t / delta_in
+ * (t: the coefficients ModRaise found, at scale delta_in).
+ */
+static ts_status_t eval_mod(const ts_boot_t *bt, ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *x,
+                            double delta_in, double delta_out, ts_ckks_ciphertext_t *t)
+{
+    const ts_boot_config_t *c = &bt->cfg;
+    ts_status_t st = TS_OK;
+    if (ts_ckks_ciphertext_level(x) > bt->em_in)
+        st = ts_ckks_drop_to_level(ev, x, bt->em_in, x);
+    if (st != TS_OK)
+        return st;
+    if (ts_ckks_ciphertext_level(x) != bt->em_in)
+        return TS_ELEVEL;
+    /* scales: S_r = q0 delta_out / (2 pi delta_in) so that S_r 2 pi delta_in / q0 = delta_out;
+     * backwards S_{j-1} = sqrt(S_j q) with q the prime the j-th double angle drops */
+    double s = bt->q0 * delta_out / (2.0 * PI * delta_in);
+    for (int j = c->double_angle; j >= 1; j--)
+        s = sqrt(s * (double)ts_ckks_params_q(bt->params, (size_t)(bt->cheb_out - (j - 1))));
+    st = ts_ckks_eval_chebyshev(ev, x, bt->cheb, (size_t)c->cheb_degree, -1.0, 1.0, s, t);
+    if (st != TS_OK)
+        return st;
+    if (ts_ckks_ciphertext_level(t) < bt->cheb_out)
+        return TS_EINTERNAL; /* the depth formula disagrees with core/ckks */
+    st = ts_ckks_drop_to_level(ev, t, bt->cheb_out, x);
+    for (int j = 0; j < c->double_angle && st == TS_OK; j++) {
+        st = ts_ckks_mul_relin(ev, x, x, x);
+        if (st == TS_OK)
+            st = ts_ckks_mul_int(ev, x, 2, x);
+        if (st == TS_OK)
+            st = ts_ckks_add_const(ev, x, -1.0, x);
+        if (st == TS_OK)
+            st = ts_ckks_rescale(ev, x, x);
+    }
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_set_meta(x, ts_ckks_ciphertext_level(x), 1,
+                                         ts_ckks_ciphertext_scale(x) * 2.0 * PI * delta_in / bt->q0,
+                                         ts_ckks_ciphertext_slots(x));
+    return st;
+}
+
+/* Snap a scale within 2^-30 of want to want (the difference is rounding). */
+static ts_status_t snap_scale(ts_ckks_ciphertext_t *ct, double want, size_t slots)
+{
+    double s = ts_ckks_ciphertext_scale(ct);
+    if (fabs(s / want - 1.0) < 0x1p-30)
+        s = want;
+    return ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct), 1, s, slots);
+}
+
+/*
+ * ModRaise, CoeffToSlot, EvalMod: out holds, in the working view, the real
+ * (and imaginary, in im, at full complex slots) parts of the coefficient
+ * vector in bit-reversed order, at level em_out and scale delta_out.
+ */
+static ts_status_t recover_core(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                                const ts_ckks_ciphertext_t *in, double delta_out,
+                                ts_ckks_ciphertext_t *out)
+{
+    double delta = ts_ckks_ciphertext_scale(in);
+    ts_ckks_ciphertext_t *w = NULL, *cj = NULL, *im = NULL, *t = NULL;
+    ts_status_t st = new_ct(bt, &w);
+    if (st == TS_OK)
+        st = new_ct(bt, &cj);
+    if (st == TS_OK)
+        st = new_ct(bt, &t);
+    if (st == TS_OK && bt->full && !bt->cfg.real_only)
+        st = new_ct(bt, &im);
+    if (st == TS_OK)
+        st = mod_raise(bt, ev, in, bt->view, w);
+    if (st == TS_OK)
+        st = apply_groups(ev, bt->cts, bt->ncts, w, t);
+    if (st == TS_OK)
+        st = ts_ckks_conjugate(ev, w, cj);
+    if (st == TS_OK && im) {
+        /* im = -i (w - conj w) = 2 Im w */
+        st = ts_ckks_sub(ev, w, cj, im);
+        if (st == TS_OK)
+            st = ts_ckks_mul_const(ev, im, -I, 1.0, im);
+    }
+    if (st == TS_OK)
+        st = ts_ckks_add(ev, w, cj, w);
+    if (st == TS_OK)
+        st = eval_mod(bt, ev, w, delta, delta_out, t);
+    if (st == TS_OK && im) {
+        st = eval_mod(bt, ev, im, delta, delta_out, t);
+        /* out = re + i im */
+        if (st == TS_OK)
+            st = ts_ckks_mul_const(ev, im, I, 1.0, im);
+        if (st == TS_OK)
+            st = ts_ckks_add(ev, w, im, w);
+    }
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_copy(out, w);
+    ts_ckks_ciphertext_free(w);
+    ts_ckks_ciphertext_free(cj);
+    ts_ckks_ciphertext_free(im);
+    ts_ckks_ciphertext_free(t);
+    return st;
+}
+
+static ts_status_t check_io(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                            const ts_ckks_ciphertext_t *in, ts_ckks_ciphertext_t *out)
+{
+    if (!bt || !ev || !in || !out)
+        return TS_EINVAL;
+    if (!ts_ckks_params_equal(bt->params, ts_ckks_ciphertext_params(in)) ||
+        !ts_ckks_params_equal(bt->params, ts_ckks_ciphertext_params(out)))
+        return TS_EMISMATCH;
+    if (ts_ckks_ciphertext_slots(in) != bt->n)
+        return TS_EMISMATCH;
+    if (ts_ckks_ciphertext_degree(in) != 1)
+        return TS_EINVAL;
+    return TS_OK;
+}
+
+ts_status_t ts_boot_mod_recover(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                                const ts_ckks_ciphertext_t *in, int level,
+                                ts_ckks_ciphertext_t *out)
+{
+    ts_status_t st = check_io(bt, ev, in, out);
+    if (st != TS_OK)
+        return st;
+    int top = ts_boot_mod_recover_level(bt);
+    if (level > top || level < -1)
+        return TS_ELEVEL;
+    double delta = ts_ckks_ciphertext_scale(in);
+    ts_ckks_ciphertext_t *x = NULL, *t = NULL;
+    st = new_ct(bt, &x);
+    if (st == TS_OK)
+        st = new_ct(bt, &t);
+    if (st == TS_OK)
+        st = recover_core(bt, ev, in, delta, x);
+    if (st == TS_OK && bt->sparse_complex)
+        st = apply_groups(ev, &bt->combine, 1, x, t);
+    if (st == TS_OK)
+        st = snap_scale(x, delta, bt->n);
+    if (st == TS_OK && level >= 0)
+        st = ts_ckks_drop_to_level(ev, x, level, x);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_copy(out, x);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(t);
+    return st;
+}
+
+ts_status_t ts_boot_slot_to_coeff(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                                  const ts_ckks_ciphertext_t *in, ts_ckks_ciphertext_t *out)
+{
+    ts_status_t st = check_io(bt, ev, in, out);
+    if (st != TS_OK)
+        return st;
+    if (bt->nstc1 == 0)
+        return TS_ENOTSUP; /* built for CTS_FIRST */
+    int s = bt->cfg.stc_levels;
+    if (ts_ckks_ciphertext_level(in) < s)
+        return TS_ELEVEL;
+    ts_ckks_ciphertext_t *x = NULL, *t = NULL;
+    st = new_ct(bt, &x);
+    if (st == TS_OK)
+        st = new_ct(bt, &t);
+    if (st == TS_OK)
+        st = ts_ckks_drop_to_level(ev, in, s, x);
+    if (st == TS_OK)
+        st = apply_groups(ev, bt->stc1, bt->nstc1, x, t);
+    if (st == TS_OK)
+        st = snap_scale(x, ts_ckks_ciphertext_scale(in), bt->n);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_copy(out, x);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(t);
+    return st;
+}
+
+ts_status_t ts_boot_bootstrap(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                              const ts_ckks_ciphertext_t *in, ts_ckks_ciphertext_t *out)
+{
+    ts_status_t st = check_io(bt, ev, in, out);
+    if (st != TS_OK)
+        return st;
+    if (bt->cfg.order == TS_BOOT_STC_FIRST) {
+        ts_ckks_ciphertext_t *c = NULL;
+        st = new_ct(bt, &c);
+        if (st == TS_OK)
+            st = ts_boot_slot_to_coeff(bt, ev, in, c);
+        if (st == TS_OK)
+            st = ts_boot_mod_recover(bt, ev, c, -1, out);
+        ts_ckks_ciphertext_free(c);
+        return st;
+    }
+    double delta = ts_ckks_ciphertext_scale(in);
+    ts_ckks_ciphertext_t *x = NULL, *t = NULL;
+    st = new_ct(bt, &x);
+    if (st == TS_OK)
+        st = new_ct(bt, &t);
+    if (st == TS_OK)
+        st = ts_ckks_drop_to_level(ev, in, 0, x);
+    /* lower the message ratio q0 / scale to 2^log_message_ratio (exact: times 2^a) */
+    double a = floor(log2(bt->q0 / delta) - bt->cfg.log_message_ratio);
+    if (st == TS_OK && bt->cfg.log_message_ratio > 0 && a >= 1) {
+        a = a > 30 ? 30 : a;
+        st = ts_ckks_mul_int(ev, x, (int64_t)1 << (int)a, x);
+        if (st == TS_OK)
+            st = ts_ckks_ciphertext_set_meta(x, 0, 1, ldexp(delta, (int)a), bt->n);
+    }
+    if (st == TS_OK)
+        st = recover_core(bt, ev, x, delta, x);
+    if (st == TS_OK)
+        st = apply_groups(ev, bt->stc, bt->nstc, x, t);
+    if (st == TS_OK)
+        st = snap_scale(x, delta, bt->n);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_copy(out, x);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(t);
+    return st;
+}

@@ -1,0 +1,180 @@
+/*
+ * core/circuits — circuits built on the CKKS evaluator: bootstrapping and its
+ * pieces (ModRaise, CoeffToSlot, EvalMod, SlotToCoeff) and ModRecover for
+ * the scheme conversion (ROSETTA section 3.3). Linear transforms and
+ * polynomial evaluation themselves live in core/ckks (ts_ckks_lintrans_*,
+ * ts_ckks_eval_chebyshev); this module composes them.
+ *
+ * Math (Cheon-Han-Kim-Kim-Song, "Bootstrapping for approximate homomorphic
+ * encryption", Eurocrypt 2018; Chen-Chillotti-Song, Eurocrypt 2019; Han-Ki,
+ * CT-RSA 2020; Bossuat et al., Eurocrypt 2021). With n slots (n a power of
+ * two, n <= N/2) and gap g = N / 2n, a message is m(X) = m'(X^g) and its
+ * slots are z = V u, u_k = m'_k + i m'_{k+n} (k < n), V_jk = w_j^k,
+ * w_j = exp(2 pi i 5^j / 4n) (core/ckks/fft.c). V = T_n ... T_2 B, B the
+ * bit-reversal permutation and T_len the radix-2 butterflies.
+ *  - ModRaise: a level-0 ciphertext (c0, c1) is lifted (centered) to the top
+ *    modulus: it now decrypts to t + q0 I, |I| <= K with high probability
+ *    (K ~ 7 sqrt((h + 1) / 12) for a secret of Hamming weight h). Its scale
+ *    is declared q0, so the slots read (t + q0 I) / q0. For sparse slots the
+ *    ciphertext is multiplied by g^-1 mod Q (exact) and traced to the
+ *    subring of X^g (log2 g rotations), which removes the off-subring part
+ *    of I exactly.
+ *  - CoeffToSlot: the slots z' = V u' become B u' / 2K (the 1/n of the
+ *    inverse DFT included) by the butterfly factors merged into `cts_levels`
+ *    groups, one level each, applied with BSGS and hoisted baby rotations;
+ *    then conjugation splits B u' into its real and imaginary parts
+ *    (two ciphertexts at full slots; one ciphertext at 2n slots, real parts
+ *    then imaginary parts, for sparse slots).
+ *  - EvalMod: x -> sin(2 pi K x) ~ 2 pi (t / q0) by a Chebyshev interpolant
+ *    of cos(2 pi (K x - 1/4) / 2^r) on [-1, 1] and r double-angle steps
+ *    cos 2a = 2 cos^2 a - 1. The result is declared at scale
+ *    S * 2 pi Delta_in / q0, so its slots read t / Delta_in.
+ *  - SlotToCoeff: slots B u -> V u = z by the butterflies in `stc_levels`
+ *    groups (the bit reversals of both transforms cancel).
+ *
+ * Coefficient order. SlotToCoeff leaves slot j's value in coefficient
+ * (rev(j), rev(j) + n) (real, imaginary parts; rev = bit reversal on log2 n
+ * bits, times the gap g), and ModRecover reads coefficients in the same
+ * order, so SlotToCoeff -> (anything coefficient-wise) -> ModRecover keeps
+ * every value in its slot.
+ *
+ * Levels: CoeffToSlot takes cts_levels, EvalMod depth(cheb_degree) +
+ * double_angle, SlotToCoeff stc_levels; ts_boot_levels_left() is what a
+ * bootstrapped ciphertext has left. The output scale equals the input's.
+ *
+ * Objects: a ts_boot_t owns its precomputed plaintext diagonals and an
+ * encoder; it is immutable after creation and may be shared by threads that
+ * each use their own ts_ckks_evaluator_t (which must hold the relinearization
+ * key, the conjugation key and the rotation keys of ts_boot_rotation_steps).
+ */
+#ifndef TS_CIRCUITS_H
+#define TS_CIRCUITS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/base/base.h"
+#include "core/ckks/ckks.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Which transform comes first in ts_boot_bootstrap. */
+typedef enum {
+    TS_BOOT_CTS_FIRST = 0, /* ModRaise, CoeffToSlot, EvalMod, SlotToCoeff (input at any level) */
+    TS_BOOT_STC_FIRST = 1, /* SlotToCoeff, ModRaise, CoeffToSlot, EvalMod (= ModRecover) */
+} ts_boot_order_t;
+
+/* A bootstrapping configuration: plain data (ts_boot_config_default fills it). */
+typedef struct ts_boot_config {
+    int log_slots;            /* slots n = 2^log_slots, 1..log_n - 1 (0: the parameters' default) */
+    int cts_levels;           /* CoeffToSlot level budget, 1..log_slots */
+    int stc_levels;           /* SlotToCoeff level budget, 1..log_slots */
+    double k;                 /* EvalMod interval: |I| <= k (in units of q0) */
+    int cheb_degree;          /* degree of the cosine interpolant, 3..255 */
+    int double_angle;         /* r: double-angle steps, 0..8 */
+    int order;                /* ts_boot_order_t */
+    bool real_only;           /* STC_FIRST / ModRecover: imaginary coefficients are ignored
+                               * (real values; saves one EvalMod at full slots) */
+    double log_message_ratio; /* CTS_FIRST: the level-0 input is multiplied by 2^a so that
+                               * q0 / (scale 2^a) ~ 2^log_message_ratio (0: as it comes) */
+} ts_boot_config_t;
+
+/*
+ * Defaults for params: the parameters' slot count, 3 + 3 levels for the
+ * DFTs (fewer for small slot counts), k from the secret (7 sigma of I,
+ * sigma = sqrt((h + 1) / 12)), r = 3 and the smallest degree (2^j - 1 form)
+ * that keeps the EvalMod error below 2^-38 on [-k, k]; CTS_FIRST with a
+ * message ratio of 2^12 (the coefficients of n random slots are ~ 1 / sqrt n
+ * of them, so a small ratio keeps the sine's cubic term below 2^-20 while
+ * the EvalMod noise, multiplied by the ratio, stays small).
+ */
+ts_status_t ts_boot_config_default(const ts_ckks_params_t *params, ts_boot_config_t *cfg);
+
+/*
+ * The levels the configuration consumes: CoeffToSlot, EvalMod, SlotToCoeff,
+ * and the levels left after a bootstrap (negative when the chain is too
+ * short). Any output pointer may be NULL. TS_EINVAL on a malformed config.
+ */
+ts_status_t ts_boot_depth(const ts_ckks_params_t *params, const ts_boot_config_t *cfg,
+                          int *cts_depth, int *evalmod_depth, int *stc_depth, int *levels_left);
+
+/*
+ * Exactly the rotation keys the configuration needs: the steps (left
+ * rotations, in [1, N/2)) for ts_ckks_evalkeys_gen_rotations, written to
+ * steps (capacity *count; steps NULL: only count), and whether the
+ * conjugation key is needed (always true). The relinearization key is needed
+ * too. TS_ERANGE when the capacity is too small (*count set to the need).
+ * The parameters' default slot count must be N/2 (keys are generated mod it).
+ */
+ts_status_t ts_boot_rotation_steps(const ts_ckks_params_t *params, const ts_boot_config_t *cfg,
+                                   int64_t *steps, size_t *count, bool *conjugate);
+
+/* Generate into ek everything the configuration needs (relin, conjugation, rotations). */
+ts_status_t ts_boot_keygen(const ts_ckks_params_t *params, const ts_boot_config_t *cfg,
+                           ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk, ts_prng_t *prng);
+
+typedef struct ts_boot ts_boot_t;
+
+/*
+ * [out] a bootstrapper: validates cfg against params (TS_EPARAMS when the
+ * chain is too short, the default slot count is not N/2, or there are no
+ * special primes) and encodes the DFT diagonals. Holds a params reference.
+ */
+ts_status_t ts_boot_new(ts_ckks_params_t *params, const ts_boot_config_t *cfg, ts_boot_t **out);
+void ts_boot_free(ts_boot_t *bt); /* accepts NULL */
+const ts_boot_config_t *ts_boot_config(const ts_boot_t *bt);
+/* Levels left after ts_boot_bootstrap with this bootstrapper's order. */
+int ts_boot_levels_left(const ts_boot_t *bt);
+
+/*
+ * Refresh a ciphertext of the configured slot count: out encrypts the same
+ * slots at level ts_boot_levels_left() and the input's scale. CTS_FIRST
+ * takes any input level (it is dropped to 0); STC_FIRST needs an input at
+ * level >= stc_levels. The input values must satisfy |value| * scale << q0
+ * (the message ratio). out may alias in. Errors: TS_EMISMATCH (slots,
+ * parameters), TS_ELEVEL, TS_ENOKEY, TS_EINVAL.
+ */
+ts_status_t ts_boot_bootstrap(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                              const ts_ckks_ciphertext_t *in, ts_ckks_ciphertext_t *out);
+
+/*
+ * ModRecover: in is a ciphertext at level 0 (higher levels are dropped)
+ * whose coefficients carry values at scale in.scale: coefficient rev(j) * g
+ * (and (rev(j) + n) * g for the imaginary part) holds value j. out: slot j
+ * holds value j (real part only when cfg.real_only), at `level` (<= the
+ * level EvalMod ends on; -1 = that level) and scale in.scale. In the sparse,
+ * complex case one more level is spent to pack the 2n real results into n
+ * complex slots. out may alias in.
+ */
+ts_status_t ts_boot_mod_recover(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                                const ts_ckks_ciphertext_t *in, int level,
+                                ts_ckks_ciphertext_t *out);
+/* The level ModRecover's output lands on before any requested drop. */
+int ts_boot_mod_recover_level(const ts_boot_t *bt);
+
+/* ------------------------------------------------ the steps on their own */
+
+/*
+ * ModRaise: in at level 0 (dropped there first) -> out at the top level,
+ * decrypting to t + q0 I; out's scale is declared q0 (slots read (t + q0 I)
+ * / q0). For sparse slots out is traced to the subring (exact, see overview).
+ */
+ts_status_t ts_boot_mod_raise(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                              const ts_ckks_ciphertext_t *in, ts_ckks_ciphertext_t *out);
+/*
+ * SlotToCoeff at level `level` (>= stc_levels): slots z -> a ciphertext whose
+ * coefficients hold z in the order of the overview, scale unchanged, level
+ * - stc_levels. Uses the diagonals of the STC_FIRST path (encoded at levels
+ * stc_levels..1), so in must be at level stc_levels (higher is dropped).
+ */
+ts_status_t ts_boot_slot_to_coeff(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                                  const ts_ckks_ciphertext_t *in, ts_ckks_ciphertext_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TS_CIRCUITS_H */
