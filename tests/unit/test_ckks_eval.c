@@ -597,6 +597,93 @@ START_TEST(test_linear_transform)
 }
 END_TEST
 
+START_TEST(test_sparse_secret)
+{
+    /* the sparse-secret path (h = 32): keys, encryption, product, rotation */
+    fx_t f;
+    fx_init(&f, "test-n11-sparse");
+    ck_assert_int_eq(ts_ckks_params_secret(f.p), TS_CKKS_SECRET_SPARSE_TERNARY);
+    size_t n = f.slots;
+    double complex *x = ts_malloc(sizeof(double complex) * n);
+    double complex *w = ts_malloc(sizeof(double complex) * n);
+    fill(x, n, 13);
+    ts_ckks_ciphertext_t *a = enc_vec(&f, x, n, f.top), *o = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, f.top, &o));
+    CHECK_PREC(&f, a, x, n, 22, "sparse secret: encryption");
+    ck_assert_ts_ok(ts_ckks_mul_relin(f.ev, a, a, o));
+    ck_assert_ts_ok(ts_ckks_rescale(f.ev, o, o));
+    for (size_t i = 0; i < n; i++)
+        w[i] = x[i] * x[i];
+    CHECK_PREC(&f, o, w, n, 21, "sparse secret: mul_relin + rescale");
+    ck_assert_ts_ok(ts_ckks_rotate(f.ev, a, 3, o));
+    for (size_t i = 0; i < n; i++)
+        w[i] = x[(i + 3) % n];
+    CHECK_PREC(&f, o, w, n, 21, "sparse secret: rotate 3");
+    ts_ckks_ciphertext_free(a);
+    ts_ckks_ciphertext_free(o);
+    ts_free(x);
+    ts_free(w);
+    fx_clear(&f);
+}
+END_TEST
+
+/* Every allocation of object creation may fail: TS_ENOMEM, NULL, nothing leaked. */
+START_TEST(test_alloc_failures)
+{
+    fx_t f;
+    fx_init(&f, "test-n10");
+    for (int what = 0; what < 4; what++) {
+        bool done = false;
+        for (uint64_t k = 1; k < 400 && !done; k++) {
+            int64_t live = ts_alloc_live();
+            void *obj = NULL;
+            ts_alloc_fail_after(k, true);
+            ts_status_t st;
+            switch (what) {
+            case 0:
+                st = ts_ckks_encoder_new(f.p, (ts_ckks_encoder_t **)&obj);
+                break;
+            case 1:
+                st = ts_ckks_evaluator_new(f.p, f.ek, (ts_ckks_evaluator_t **)&obj);
+                break;
+            case 2:
+                st = ts_ckks_ciphertext_new(f.p, f.top, (ts_ckks_ciphertext_t **)&obj);
+                break;
+            default:
+                st = ts_ckks_keygen_secret(f.p, f.prng, (ts_ckks_secret_key_t **)&obj);
+                break;
+            }
+            ts_alloc_fail_after(0, false);
+            if (st == TS_OK) {
+                switch (what) {
+                case 0:
+                    ts_ckks_encoder_free(obj);
+                    break;
+                case 1:
+                    ts_ckks_evaluator_free(obj);
+                    break;
+                case 2:
+                    ts_ckks_ciphertext_free(obj);
+                    break;
+                default:
+                    ts_ckks_secret_key_free(obj);
+                    break;
+                }
+                done = true;
+            } else {
+                ck_assert_msg(st == TS_ENOMEM, "object %d, failing allocation %llu: %s", what,
+                              (unsigned long long)k, ts_status_name(st));
+                ck_assert_ptr_null(obj);
+            }
+            ck_assert_msg(ts_alloc_live() == live, "object %d, failing allocation %llu: leak", what,
+                          (unsigned long long)k);
+        }
+        ck_assert(done);
+    }
+    fx_clear(&f);
+}
+END_TEST
+
 TS_TEST_SUITE(ckks_eval)
 {
     Suite *s = suite_create("ckks_eval");
@@ -609,6 +696,8 @@ TS_TEST_SUITE(ckks_eval)
     tcase_add_test(tc, test_poly_power_basis);
     tcase_add_test(tc, test_poly_chebyshev);
     tcase_add_test(tc, test_linear_transform);
+    tcase_add_test(tc, test_sparse_secret);
+    tcase_add_test(tc, test_alloc_failures);
     suite_add_tcase(s, tc);
     return s;
 }
