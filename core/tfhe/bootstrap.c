@@ -299,8 +299,9 @@ ts_status_t ts_tfhe_lut_new(const ts_tfhe_params_t *params, uint64_t p_in, ts_tf
     lut->delta_out = delta_out % q;
     lut->tv = ts_malloc(n * sizeof(uint64_t));
     lut->factor = ts_malloc(n * sizeof(uint64_t));
+    lut->factor_coef = ts_malloc(n * sizeof(uint64_t));
     vals = ts_malloc(p_in * sizeof(int64_t));
-    if (!lut->tv || !lut->factor || !vals)
+    if (!lut->tv || !lut->factor || !lut->factor_coef || !vals)
         goto out_free;
     for (uint64_t m = 0; m < p_in; m++)
         vals[m] = f(ctx, m);
@@ -323,6 +324,7 @@ ts_status_t ts_tfhe_lut_new(const ts_tfhe_params_t *params, uint64_t p_in, ts_tf
     lut->factor[0] = ts__tfhe_from_signed(first + prev, q);
     norm2 += (double)(first + prev) * (double)(first + prev);
     lut->factor_norm2 = norm2;
+    memcpy(lut->factor_coef, lut->factor, n * sizeof(uint64_t));
     ts_ntt_forward(params->ntt, lut->factor);
     ts_free(vals);
     *out = lut;
@@ -347,6 +349,7 @@ void ts_tfhe_lut_free(ts_tfhe_lut_t *lut)
         return;
     ts_free(lut->tv);
     ts_free(lut->factor);
+    ts_free(lut->factor_coef);
     ts_free(lut);
 }
 
@@ -428,14 +431,12 @@ ts_status_t ts_tfhe_pbs_multi(ts_tfhe_evaluator_t *ev, ts_tfhe_lwe_t *const *out
     uint64_t *a_ntt = ev->tmp2, *prod = ev->tmp;
     memcpy(a_ntt, acc->a, n * sizeof(uint64_t));
     ts_ntt_forward(p->ntt, a_ntt);
-    uint64_t *bv_coef = ev->acc; /* n words: v in coefficient form */
     for (size_t i = 0; i < count; i++) {
         const ts_tfhe_lut_t *lut = luts[i];
         for (uint32_t k = 0; k < n; k++)
             prod[k] = ts_mod_mul(a_ntt[k], lut->factor[k], &p->mod_br);
         ts_ntt_inverse(p->ntt, prod);
-        memcpy(bv_coef, lut->factor, n * sizeof(uint64_t));
-        ts_ntt_inverse(p->ntt, bv_coef);
+        const uint64_t *bv_coef = lut->factor_coef;
         /* (B v)_0 = B_0 v_0 - sum_{k >= 1} B_{N-k} v_k */
         uint64_t b0 = ts_mod_mul(acc->b[0], bv_coef[0], &p->mod_br);
         for (uint32_t k = 1; k < n; k++)

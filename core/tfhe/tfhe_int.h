@@ -92,9 +92,10 @@ struct ts_tfhe_lut {
     const ts_tfhe_params_t *params;
     uint64_t p_in;
     uint64_t delta_out;
-    uint64_t *tv;        /* test polynomial, N coefficients mod Q */
-    uint64_t *factor;    /* multi-value factor v(X) in NTT form */
-    double factor_norm2; /* ||v||^2 in message units */
+    uint64_t *tv;          /* test polynomial, N coefficients mod Q */
+    uint64_t *factor;      /* multi-value factor v(X) in NTT form */
+    uint64_t *factor_coef; /* the same in coefficient form (mod Q) */
+    double factor_norm2;   /* ||v||^2 in message units */
 };
 
 /* ----------------------------------------------------------- helpers */

@@ -376,6 +376,15 @@ static int64_t f_square(void *ctx, uint64_t m)
     return (int64_t)((m * m) % p);
 }
 
+/* 1/x on a grid: x = (m + 1) / p in (0, 1], output round(p_out / (p x)) = round(p_out / (m + 1))
+ * clamped to [0, p_out) (p_out = p here) */
+static int64_t f_inverse(void *ctx, uint64_t m)
+{
+    uint64_t p = *(const uint64_t *)ctx;
+    uint64_t v = (2 * p + (m + 1)) / (2 * (m + 1));
+    return (int64_t)(v >= p ? p - 1 : v);
+}
+
 /* sign of m seen as a signed value of Z_p: +1 / -1 (full-range output, no padding) */
 static int64_t f_sign(void *ctx, uint64_t m)
 {
@@ -393,18 +402,20 @@ START_TEST(test_tfhe_pbs_exhaustive)
     for (uint64_t m = 0; m < p; m++)
         table[m] = (int64_t)rnd(&f, p);
     const uint64_t delta = ts_tfhe_delta(f.Q, p);
-    ts_tfhe_lut_t *luts[4];
+    ts_tfhe_lut_t *luts[5];
     ck_assert_ts_ok(ts_tfhe_lut_new(f.params, p, f_identity, NULL, delta, &luts[0]));
     ck_assert_ts_ok(ts_tfhe_lut_new(f.params, p, f_square, &pp, delta, &luts[1]));
     ck_assert_ts_ok(ts_tfhe_lut_new(f.params, p, f_sign, &pp, delta, &luts[2]));
     ck_assert_ts_ok(ts_tfhe_lut_from_table(f.params, p, table, delta, &luts[3]));
-    ts_tfhe_lwe_t *out[4];
-    for (int k = 0; k < 4; k++)
+    ck_assert_ts_ok(ts_tfhe_lut_new(f.params, p, f_inverse, &pp, delta, &luts[4]));
+    ts_tfhe_lwe_t *out[5];
+    for (int k = 0; k < 5; k++)
         ck_assert_ts_ok(ts_tfhe_lwe_new(f.N, f.Q, &out[k]));
     for (uint64_t m = 0; m < p; m++) {
         ts_tfhe_lwe_t *ct = enc_big(&f, m, p);
-        int64_t want[4] = {(int64_t)m, (int64_t)((m * m) % p), m < p / 2 ? 1 : -1, table[m]};
-        for (int k = 0; k < 4; k++) {
+        int64_t want[5] = {(int64_t)m, (int64_t)((m * m) % p), m < p / 2 ? 1 : -1, table[m],
+                           f_inverse(&pp, m)};
+        for (int k = 0; k < 5; k++) {
             ck_assert_ts_ok(ts_tfhe_pbs(f.ev, out[k], ct, luts[k]));
             uint64_t ph = phase_big(&f, out[k]);
             uint64_t w = signed_encode(f.Q, want[k], delta);
@@ -415,9 +426,9 @@ START_TEST(test_tfhe_pbs_exhaustive)
         /* chained: the output is a valid input of the next PBS */
         ck_assert_ts_ok(ts_tfhe_pbs(f.ev, out[0], out[1], luts[0]));
         ck_assert_uint_eq(ts_tfhe_decode(f.Q, phase_big(&f, out[0]), p), (m * m) % p);
-        /* multi-value: the four LUTs from one blind rotation */
-        ck_assert_ts_ok(ts_tfhe_pbs_multi(f.ev, out, ct, (const ts_tfhe_lut_t *const *)luts, 4));
-        for (int k = 0; k < 4; k++) {
+        /* multi-value: the five LUTs from one blind rotation */
+        ck_assert_ts_ok(ts_tfhe_pbs_multi(f.ev, out, ct, (const ts_tfhe_lut_t *const *)luts, 5));
+        for (int k = 0; k < 5; k++) {
             uint64_t ph = phase_big(&f, out[k]);
             uint64_t w = signed_encode(f.Q, want[k], delta);
             ck_assert_msg(llabs(ts_tfhe_centered(ph - w + f.Q, f.Q)) < (int64_t)(delta / 4),
@@ -425,7 +436,7 @@ START_TEST(test_tfhe_pbs_exhaustive)
         }
         ts_tfhe_lwe_free(ct);
     }
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
         ts_tfhe_lwe_free(out[k]);
         ts_tfhe_lut_free(luts[k]);
     }
@@ -624,6 +635,70 @@ START_TEST(test_tfhe_serial)
 }
 END_TEST
 
+/* Every allocation failure inside key generation, the evaluator, LUTs and a
+ * PBS is reported as TS_ENOMEM and leaks nothing. */
+START_TEST(test_tfhe_alloc_failures)
+{
+    ts_tfhe_params_lit_t lit;
+    ck_assert_ts_ok(ts_tfhe_params_preset("tfhe_test_tiny", &lit));
+    uint8_t seed[TS_SEED_BYTES] = {3};
+    bool done = false;
+    for (uint64_t k = 1; k < 400 && !done; k++) {
+        int64_t live = ts_alloc_live();
+        ts_tfhe_params_t *params = NULL;
+        ts_prng_t *prng = NULL;
+        ts_tfhe_lwe_key_t *lk = NULL;
+        ts_tfhe_rlwe_key_t *rk = NULL;
+        ts_tfhe_evalkey_t *ek = NULL;
+        ts_tfhe_evaluator_t *ev = NULL;
+        ts_tfhe_lut_t *lut = NULL;
+        ts_tfhe_lwe_t *ct = NULL;
+        uint8_t *buf = NULL;
+        size_t size = 0;
+        ts_tfhe_evalkey_t *ek2 = NULL;
+        ck_assert_ts_ok(ts_prng_new_seeded(seed, 1, &prng));
+        ts_alloc_fail_after(k, true);
+        ts_status_t st = ts_tfhe_params_new(&lit, &params);
+        if (st == TS_OK)
+            st = ts_tfhe_lwe_key_new(lit.lwe_n, lit.lwe_secret, prng, &lk);
+        if (st == TS_OK)
+            st = ts_tfhe_rlwe_key_new(params, prng, &rk);
+        if (st == TS_OK)
+            st = ts_tfhe_evalkey_new(params, lk, rk, NULL, prng, &ek);
+        if (st == TS_OK)
+            st = ts_tfhe_evaluator_new(params, ek, &ev);
+        if (st == TS_OK)
+            st = ts_tfhe_lut_new(params, 4, f_identity, NULL, ts_tfhe_delta(1ull << 40, 4), &lut);
+        if (st == TS_OK)
+            st = ts_tfhe_lwe_new(ts_tfhe_params_n_br(params), ts_tfhe_params_q_br(params), &ct);
+        if (st == TS_OK)
+            st = ts_tfhe_pbs(ev, ct, ct, lut);
+        if (st == TS_OK)
+            st = ts_tfhe_evalkey_serialize(ek, &buf, &size);
+        if (st == TS_OK)
+            st = ts_tfhe_evalkey_deserialize(params, buf, size, &ek2);
+        ts_alloc_fail_after(0, false);
+        if (st == TS_OK)
+            done = true;
+        else
+            ck_assert_msg(st == TS_ENOMEM, "allocation %llu: %s", (unsigned long long)k,
+                          ts_status_name(st));
+        ts_tfhe_evalkey_free(ek2);
+        ts_free(buf);
+        ts_tfhe_lwe_free(ct);
+        ts_tfhe_lut_free(lut);
+        ts_tfhe_evaluator_free(ev);
+        ts_tfhe_evalkey_free(ek);
+        ts_tfhe_rlwe_key_free(rk);
+        ts_tfhe_lwe_key_free(lk);
+        ts_tfhe_params_free(params);
+        ts_prng_free(prng);
+        ck_assert_int_eq(ts_alloc_live(), live);
+    }
+    ck_assert(done);
+}
+END_TEST
+
 /* One PBS at the ROSETTA-size set (N_br = 2048, n = 1024, 53-bit Q). */
 START_TEST(test_tfhe_pbs_std128)
 {
@@ -667,6 +742,7 @@ TS_TEST_SUITE(tfhe)
     tcase_add_test(tc, test_tfhe_pbs_noise);
     tcase_add_test(tc, test_tfhe_homcomp);
     tcase_add_test(tc, test_tfhe_serial);
+    tcase_add_test(tc, test_tfhe_alloc_failures);
     tcase_add_test(tc, test_tfhe_pbs_std128);
     suite_add_tcase(s, tc);
     return s;
