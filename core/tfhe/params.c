@@ -287,11 +287,12 @@ ts_status_t ts_tfhe_params_new(const ts_tfhe_params_lit_t *lit, ts_tfhe_params_t
         ldexp(1.0, (int)(l->br_log_base * l->br_levels)) > 4.0 * (double)q)
         return TS_EPARAMS; /* more digits than the modulus has bits */
     if (!l->insecure) {
-        double m1, m2;
-        if (ts_tfhe_security_check(l->lwe_n, l->lwe_logq, l->lwe_sigma, l->lwe_secret, &m1) !=
-                TS_OK ||
-            ts_tfhe_security_check(n_br, log2((double)q), l->rlwe_sigma, l->rlwe_secret, &m2) !=
-                TS_OK) {
+        double m1 = 0, m2 = 0;
+        ts_status_t s1 =
+            ts_tfhe_security_check(l->lwe_n, l->lwe_logq, l->lwe_sigma, l->lwe_secret, &m1);
+        ts_status_t s2 =
+            ts_tfhe_security_check(n_br, log2((double)q), l->rlwe_sigma, l->rlwe_secret, &m2);
+        if (s1 != TS_OK || s2 != TS_OK) {
             ts_log(TS_LOG_WARN, "tfhe",
                    "parameter set %s refused: security margins %.2f (LWE) and %.2f (RLWE) bits",
                    l->name, m1, m2);
