@@ -49,9 +49,9 @@ static void describe(const ts_nonlinear_spec_t *s, char *buf, size_t n)
         snprintf(buf, n, "iter n=%d g=%d [%g,%g]", s->steps, s->degree, s->lo, s->hi);
         break;
     case TS_NL_LUT: {
-        static const char *const b[] = {"uniform", "log", "auto"};
+        static const char *const b[] = {"uniform", "log", "auto", "auto_rel"};
         snprintf(buf, n, "lut %dx%d %s b=%d [%g,%g]", s->n_seg, s->n_br,
-                 (unsigned)s->bounds < 3 ? b[s->bounds] : "?", s->index_bits, s->lo, s->hi);
+                 (unsigned)s->bounds < 4 ? b[s->bounds] : "?", s->index_bits, s->lo, s->hi);
         break;
     }
     default:
@@ -87,9 +87,14 @@ static char *read_text(const char *path, size_t *len)
     return b;
 }
 
-static double num(double x)
+/* A JSON number, or null when not finite (a diverging approximation). */
+static const char *json_num(char buf[32], double x)
 {
-    return isfinite(x) ? x : -1.0;
+    if (isfinite(x))
+        snprintf(buf, 32, "%.6g", x);
+    else
+        snprintf(buf, 32, "null");
+    return buf;
 }
 
 int ts_cmd_simulate(int argc, char **argv)
@@ -230,39 +235,44 @@ int ts_cmd_simulate(int argc, char **argv)
     double dppl = r.ppl_exact > 0 ? (r.ppl_approx / r.ppl_exact - 1.0) * 100.0 : 0.0;
 
     if (json) {
+        char b[8][32];
         printf("{\"mode\":\"plaintext-simulation\",\"model\":");
         ts_cli_llm_json_escape(stdout, model_path, strlen(model_path));
         printf(",\"config\":");
         ts_cli_llm_json_escape(stdout, cfg_path ? cfg_path : "(exact)",
                                strlen(cfg_path ? cfg_path : "(exact)"));
-        printf(",\"softmax_k\":%d,\"noise_bits\":%g,\"primitives\":{", cfg.softmax_k,
-               cfg.noise_bits);
+        printf(",\"softmax_k\":%d,\"noise_bits\":%s,\"primitives\":{", cfg.softmax_k,
+               json_num(b[0], cfg.noise_bits));
         for (int f = 0; f < TS_NL_FN_COUNT; f++) {
             const ts_nonlinear_stats_t *s = &r.prim[f];
             char d[128];
             describe(&cfg.prim[f], d, sizeof(d));
+            double cnt = s->count ? (double)s->count : 1.0;
             printf("%s\"%s\":{\"method\":\"%s\",\"calls\":%llu,\"out_of_range\":%llu,"
-                   "\"max_abs_err\":%.6g,\"mean_abs_err\":%.6g,\"max_rel_err\":%.6g,"
-                   "\"in_min\":%.6g,\"in_max\":%.6g}",
+                   "\"max_abs_err\":%s,\"mean_abs_err\":%s,\"max_rel_err\":%s,"
+                   "\"in_min\":%s,\"in_max\":%s}",
                    f ? "," : "", ts_nonlinear_fn_name((ts_nonlinear_fn_t)f), d,
                    (unsigned long long)s->count, (unsigned long long)s->out_of_range,
-                   num(s->max_abs_err), s->count ? num(s->sum_abs_err / s->count) : 0.0,
-                   num(s->max_rel_err), s->count ? s->in_min : 0.0, s->count ? s->in_max : 0.0);
+                   json_num(b[0], s->max_abs_err), json_num(b[1], s->sum_abs_err / cnt),
+                   json_num(b[2], s->max_rel_err), json_num(b[3], s->count ? s->in_min : 0.0),
+                   json_num(b[4], s->count ? s->in_max : 0.0));
         }
-        printf("},\"softmax\":{\"rows\":%llu,\"max_err\":%.6g,\"mean_err\":%.6g,"
-               "\"score_min\":%.6g,\"score_max\":%.6g},\"layers\":[",
-               (unsigned long long)r.softmax_count, num(r.softmax_max_err), num(r.softmax_mean_err),
-               r.score_min, r.score_max);
+        printf("},\"softmax\":{\"rows\":%llu,\"max_err\":%s,\"mean_err\":%s,"
+               "\"score_min\":%s,\"score_max\":%s},\"layers\":[",
+               (unsigned long long)r.softmax_count, json_num(b[0], r.softmax_max_err),
+               json_num(b[1], r.softmax_mean_err), json_num(b[2], r.score_min),
+               json_num(b[3], r.score_max));
         for (int l = 0; l < r.n_layers; l++)
-            printf("%s{\"max_abs_err\":%.6g,\"mean_abs_err\":%.6g,\"rms\":%.6g}", l ? "," : "",
-                   num(r.layer_max_err[l]), num(r.layer_mean_err[l]), r.layer_rms[l]);
-        printf("],\"logits\":{\"max_abs_err\":%.6g,\"mean_abs_err\":%.6g},"
-               "\"positions\":%zu,\"argmax_agree\":%zu,\"ppl_tokens\":%zu,\"ppl_exact\":%.6g,"
-               "\"ppl_approx\":%.6g,\"ppl_increase_percent\":%.4g,"
+            printf("%s{\"max_abs_err\":%s,\"mean_abs_err\":%s,\"rms\":%s}", l ? "," : "",
+                   json_num(b[0], r.layer_max_err[l]), json_num(b[1], r.layer_mean_err[l]),
+                   json_num(b[2], r.layer_rms[l]));
+        printf("],\"logits\":{\"max_abs_err\":%s,\"mean_abs_err\":%s},"
+               "\"positions\":%zu,\"argmax_agree\":%zu,\"ppl_tokens\":%zu,\"ppl_exact\":%s,"
+               "\"ppl_approx\":%s,\"ppl_increase_percent\":%s,"
                "\"greedy\":{\"generated\":%zu,\"identical\":%zu,\"first_divergence\":%lld}}\n",
-               num(r.logits_max_err), num(r.logits_mean_err), r.positions, r.agree, r.ppl_tokens,
-               num(r.ppl_exact), num(r.ppl_approx), num(dppl), gen, same,
-               diverged ? (long long)first_div : -1LL);
+               json_num(b[0], r.logits_max_err), json_num(b[1], r.logits_mean_err), r.positions,
+               r.agree, r.ppl_tokens, json_num(b[2], r.ppl_exact), json_num(b[3], r.ppl_approx),
+               json_num(b[4], dppl), gen, same, diverged ? (long long)first_div : -1LL);
     } else {
         printf("[plaintext simulation] %s, config %s\n", model_path,
                cfg_path ? cfg_path : "(all exact)");

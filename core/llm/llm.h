@@ -237,7 +237,7 @@ void ts_llm_sim_config_default(ts_llm_sim_config_t *cfg);
  *   softmax_k: 4          noise_bits: 0       seed: 1
  *   exp|recip|rsqrt|silu|gelu:
  *     method: exact|poly|iter|lut   lo: ..  hi: ..  degree: ..  steps: ..
- *     segments: ..  entries: ..  bounds: uniform|log|auto  index_bits: ..
+ *     segments: ..  entries: ..  bounds: uniform|log|auto|auto_rel  index_bits: ..
  * Keys not present keep the values already in cfg.
  * Errors: TS_ECONFIG, TS_EIO (message in err).
  */

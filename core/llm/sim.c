@@ -41,7 +41,7 @@ typedef struct {
 } ydoc_t;
 
 static const char *const method_choices[] = {"exact", "poly", "iter", "lut", NULL};
-static const char *const bounds_choices[] = {"uniform", "log", "auto", NULL};
+static const char *const bounds_choices[] = {"uniform", "log", "auto", "auto_rel", NULL};
 
 #define YP(field) offsetof(yprim_t, field)
 static const ts_cfg_directive_t prim_table[] = {

@@ -18,43 +18,106 @@
  * line outright when f is convex or concave on [u, v]). Returns the max
  * error of that line on the samples, or NAN when f is not finite there.
  */
+/* Refine an extremum of g(x) = f(x) - a x inside [lo, hi] by golden-section
+ * search (sign = +1 for a maximum, -1 for a minimum); returns the best g. */
+static double refine(ts_nonlinear_func_t f, void *ctx, double a, double lo, double hi, double sign,
+                     double best)
+{
+    const double r = 0.6180339887498949;
+    double x1 = hi - r * (hi - lo), x2 = lo + r * (hi - lo);
+    double g1 = sign * (f(x1, ctx) - a * x1), g2 = sign * (f(x2, ctx) - a * x2);
+    for (int it = 0; it < 40 && hi - lo > 1e-15 * (fabs(lo) + fabs(hi)); it++) {
+        if (g1 > g2) {
+            hi = x2;
+            x2 = x1;
+            g2 = g1;
+            x1 = hi - r * (hi - lo);
+            g1 = sign * (f(x1, ctx) - a * x1);
+        } else {
+            lo = x1;
+            x1 = x2;
+            g1 = g2;
+            x2 = lo + r * (hi - lo);
+            g2 = sign * (f(x2, ctx) - a * x2);
+        }
+    }
+    double g = g1 > g2 ? g1 : g2;
+    if (isfinite(g) && g > sign * best)
+        return sign * g;
+    return best;
+}
+
+/*
+ * The line for f on [u, v]: secant slope a, offset b centring g = f - a x
+ * between its extremes (minimax among lines of slope a; the minimax line
+ * outright when f is convex or concave on [u, v]). The extremes are found on
+ * a uniform grid (plus a geometric one when 0 < u << v, where 1/x-like
+ * functions bend), then refined by golden-section search around the best
+ * grid point. Returns the max error of that line, or NAN when f is not
+ * finite there.
+ */
 static double fit_line(ts_nonlinear_func_t f, void *ctx, double u, double v, int samples,
-                       double *a_out, double *b_out)
+                       double *a_out, double *b_out, double *fabs_min)
 {
     double fu = f(u, ctx), fv = f(v, ctx);
     if (!isfinite(fu) || !isfinite(fv))
         return NAN;
+    double fm = fmin(fabs(fu), fabs(fv));
     double a = v > u ? (fv - fu) / (v - u) : 0.0;
-    double gmin = fu - a * u, gmax = gmin;
-    for (int k = 1; k <= samples; k++) {
-        double x = u + (v - u) * k / samples;
-        double fx = k == samples ? fv : f(x, ctx);
+    double gmin = fu - a * u, gmax = gmin, xmin = u, xmax = u;
+    bool geo = u > 0 && v > 4 * u;
+    int n = geo ? 2 * samples : samples;
+    for (int k = 1; k <= n; k++) {
+        double x;
+        if (k <= samples)
+            x = k == samples ? v : u + (v - u) * k / samples;
+        else
+            x = u * pow(v / u, (double)(k - samples) / (samples + 1));
+        double fx = x == v ? fv : f(x, ctx);
         if (!isfinite(fx))
             return NAN;
+        fm = fmin(fm, fabs(fx));
         double g = fx - a * x;
-        if (g < gmin)
+        if (g < gmin) {
             gmin = g;
-        if (g > gmax)
+            xmin = x;
+        }
+        if (g > gmax) {
             gmax = g;
+            xmax = x;
+        }
+    }
+    if (v > u) {
+        /* Search each extreme within a neighbourhood of its grid point. */
+        double w = geo ? fmax(xmax - u, (v - u) / samples) : (v - u) / samples;
+        gmax = refine(f, ctx, a, fmax(u, xmax - w), fmin(v, xmax + w), 1.0, gmax);
+        w = geo ? fmax(xmin - u, (v - u) / samples) : (v - u) / samples;
+        gmin = refine(f, ctx, a, fmax(u, xmin - w), fmin(v, xmin + w), -1.0, gmin);
     }
     if (a_out)
         *a_out = a;
     if (b_out)
         *b_out = 0.5 * (gmin + gmax);
+    if (fabs_min)
+        *fabs_min = fm;
     return 0.5 * (gmax - gmin);
 }
 
-/* Max error of a segment [u, v] split into n_br equal intervals (NAN if f fails). */
+/* Max error of a segment [u, v] split into n_br equal intervals (NAN if f
+ * fails); relative to min |f| on each interval when `rel`. */
 static double segment_error(ts_nonlinear_func_t f, void *ctx, double u, double v, int n_br,
-                            int samples)
+                            int samples, bool rel)
 {
     double mx = 0.0;
     for (int i = 0; i < n_br; i++) {
         double a = u + (v - u) * i / n_br;
         double b = i + 1 == n_br ? v : u + (v - u) * (i + 1) / n_br;
-        double e = fit_line(f, ctx, a, b, samples, NULL, NULL);
+        double fm;
+        double e = fit_line(f, ctx, a, b, samples, NULL, NULL, &fm);
         if (isnan(e))
             return NAN;
+        if (rel)
+            e /= fmax(fm, 1e-300);
         if (e > mx)
             mx = e;
     }
@@ -67,18 +130,18 @@ static double segment_error(ts_nonlinear_func_t f, void *ctx, double u, double v
  * t[0..n_seg] and returns the error of the last segment, which takes the rest.
  */
 static double place_greedy(ts_nonlinear_func_t f, void *ctx, double lo, double hi, int n_seg,
-                           int n_br, int samples, double eps, double *t)
+                           int n_br, int samples, bool rel, double eps, double *t)
 {
     t[0] = lo;
     for (int s = 1; s < n_seg; s++) {
         double left = t[s - 1];
         double good = left, bad = hi;
-        if (segment_error(f, ctx, left, hi, n_br, samples) <= eps) {
+        if (segment_error(f, ctx, left, hi, n_br, samples, rel) <= eps) {
             good = hi;
         } else {
             for (int it = 0; it < 40; it++) {
                 double mid = 0.5 * (good + bad);
-                double e = segment_error(f, ctx, left, mid, n_br, samples);
+                double e = segment_error(f, ctx, left, mid, n_br, samples, rel);
                 if (e <= eps)
                     good = mid;
                 else
@@ -105,18 +168,18 @@ static double place_greedy(ts_nonlinear_func_t f, void *ctx, double lo, double h
     for (int s = 1; s <= n_seg; s++)
         if (!(t[s] > t[s - 1]))
             return INFINITY; /* squeezed: infeasible */
-    return segment_error(f, ctx, t[n_seg - 1], hi, n_br, samples);
+    return segment_error(f, ctx, t[n_seg - 1], hi, n_br, samples, rel);
 }
 
 static ts_status_t place_auto(ts_nonlinear_func_t f, void *ctx, double lo, double hi, int n_seg,
-                              int n_br, double *t)
+                              int n_br, bool rel, double *t)
 {
     int samples = n_br > 1024 ? 2 : PLACE_SAMPLES;
     /* Upper bound: the uniform placement's error. */
     double hi_eps = 0.0;
     for (int s = 0; s < n_seg; s++) {
         double u = lo + (hi - lo) * s / n_seg, v = lo + (hi - lo) * (s + 1) / n_seg;
-        double e = segment_error(f, ctx, u, v, n_br, samples);
+        double e = segment_error(f, ctx, u, v, n_br, samples, rel);
         if (isnan(e))
             return TS_ERANGE;
         if (e > hi_eps)
@@ -136,7 +199,7 @@ static ts_status_t place_auto(ts_nonlinear_func_t f, void *ctx, double lo, doubl
         t[s] = lo + (hi - lo) * s / n_seg;
     for (int it = 0; it < 48; it++) {
         double eps = sqrt(lo_eps * hi_eps);
-        double last = place_greedy(f, ctx, lo, hi, n_seg, n_br, samples, eps, tmp);
+        double last = place_greedy(f, ctx, lo, hi, n_seg, n_br, samples, rel, eps, tmp);
         if (last <= eps) {
             hi_eps = eps;
             best = eps;
@@ -200,7 +263,7 @@ ts_status_t ts_nonlinear_lut_init_bounds(ts_nonlinear_lut_t *lut, ts_nonlinear_f
             double a = u + (v - u) * i / n_br;
             double b = i + 1 == n_br ? v : u + (v - u) * (i + 1) / n_br;
             size_t j = (size_t)s * (size_t)n_br + (size_t)i;
-            if (isnan(fit_line(f, ctx, a, b, samples, &lut->slope[j], &lut->offset[j]))) {
+            if (isnan(fit_line(f, ctx, a, b, samples, &lut->slope[j], &lut->offset[j], NULL))) {
                 ts_nonlinear_lut_clear(lut);
                 return TS_ERANGE;
             }
@@ -230,8 +293,10 @@ ts_status_t ts_nonlinear_lut_init(ts_nonlinear_lut_t *lut, ts_nonlinear_func_t f
         for (int s = 0; s <= n_seg; s++)
             t[s] = lo * pow(hi / lo, (double)s / n_seg);
         break;
-    case TS_NL_BOUNDS_AUTO: {
-        ts_status_t st = place_auto(f, ctx, lo, hi, n_seg, n_br, t);
+    case TS_NL_BOUNDS_AUTO:
+    case TS_NL_BOUNDS_AUTO_REL: {
+        ts_status_t st =
+            place_auto(f, ctx, lo, hi, n_seg, n_br, bounds == TS_NL_BOUNDS_AUTO_REL, t);
         if (st != TS_OK)
             return st;
         break;

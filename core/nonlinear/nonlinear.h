@@ -103,9 +103,10 @@ double ts_nonlinear_goldschmidt_bound(double lo, double hi, int steps);
 
 /* Placement of the segment boundaries tau_0 < ... < tau_{N_seg}. */
 typedef enum {
-    TS_NL_BOUNDS_UNIFORM = 0, /* equal widths (ROSETTA: SiLU, GELU) */
-    TS_NL_BOUNDS_LOG = 1,     /* geometric, needs lo > 0 (ROSETTA: 1/x, 1/sqrt(x)) */
-    TS_NL_BOUNDS_AUTO = 2,    /* minimize the max error over all segments (equal-error search) */
+    TS_NL_BOUNDS_UNIFORM = 0,  /* equal widths (ROSETTA: SiLU, GELU) */
+    TS_NL_BOUNDS_LOG = 1,      /* geometric, needs lo > 0 (ROSETTA: 1/x, 1/sqrt(x)) */
+    TS_NL_BOUNDS_AUTO = 2,     /* minimize the max absolute error (equal-error search) */
+    TS_NL_BOUNDS_AUTO_REL = 3, /* minimize the max error relative to |f| (1/x, 1/sqrt(x)) */
 } ts_nonlinear_bounds_t;
 
 /*

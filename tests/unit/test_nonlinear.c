@@ -237,6 +237,14 @@ START_TEST(test_lut_rosetta_example)
     double eu = ts_nonlinear_lut_max_error(&lu, f_exact, &fn, 33);
     ck_assert_msg(ea <= el * 1.001 && el < eu, "auto %g log %g uniform %g", ea, el, eu);
     ts_nonlinear_lut_clear(&la);
+    /* Minimizing the relative error of 1/x recovers logarithmic boundaries
+     * (its relative interpolation error depends only on v/u). */
+    ck_assert_ts_ok(
+        ts_nonlinear_lut_init(&la, f_exact, &fn, 0.01, 100, 4, 16, TS_NL_BOUNDS_AUTO_REL, 0));
+    for (int s = 1; s < 4; s++)
+        ck_assert_msg(fabs(la.bounds[s] / ll.bounds[s] - 1.0) < 0.02, "boundary %d: %g vs %g", s,
+                      la.bounds[s], ll.bounds[s]);
+    ts_nonlinear_lut_clear(&la);
     ts_nonlinear_lut_clear(&ll);
     ts_nonlinear_lut_clear(&lu);
     /* Bad arguments. */
