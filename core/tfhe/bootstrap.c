@@ -275,6 +275,30 @@ ts_status_t ts_tfhe_blind_rotate(ts_tfhe_evaluator_t *ev, ts_tfhe_rlwe_t *acc,
     return TS_OK;
 }
 
+/* Half a box of the input, q / (4p), in the small modulus. */
+static uint64_t half_box(uint64_t q, uint64_t p)
+{
+    return (uint64_t)(((ts_u128_t)q + 2 * p) / (4 * p));
+}
+
+ts_status_t ts_tfhe_blind_rotate_index(ts_tfhe_evaluator_t *ev, ts_tfhe_rlwe_t *acc,
+                                       const ts_tfhe_lwe_t *in, uint64_t p_in)
+{
+    if (!ev || !acc || !in || p_in < 2)
+        return TS_EINVAL;
+    if (!ev->ek)
+        return TS_ENOKEY;
+    if (p_in > ev->params->n_br || acc->params->n_br != ev->params->n_br ||
+        acc->params->q_br != ev->params->q_br)
+        return TS_EMISMATCH;
+    ts_status_t st = ts_tfhe_keyswitch_to_small(ev, ev->small, in);
+    if (st != TS_OK)
+        return st;
+    small_phases(ev, ev->small, half_box(ev->small->q, p_in), ev->phase2n);
+    ts__tfhe_blind_rotate_raw(ev, acc, ev->phase2n);
+    return TS_OK;
+}
+
 /* ---------------------------------------------------------------- LUTs */
 
 static int64_t table_fn(void *ctx, uint64_t m)
@@ -364,12 +388,6 @@ double ts_tfhe_lut_factor_norm2(const ts_tfhe_lut_t *lut)
 }
 
 /* ----------------------------------------------------------------- PBS */
-
-/* Half a box of the input, q / (4p), in the small modulus. */
-static uint64_t half_box(uint64_t q, uint64_t p)
-{
-    return (uint64_t)(((ts_u128_t)q + 2 * p) / (4 * p));
-}
 
 ts_status_t ts_tfhe_pbs_small(ts_tfhe_evaluator_t *ev, ts_tfhe_lwe_t *out,
                               const ts_tfhe_lwe_t *in_small, const ts_tfhe_lut_t *lut)

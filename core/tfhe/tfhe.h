@@ -382,6 +382,18 @@ ts_status_t ts_tfhe_keyswitch_to_small(ts_tfhe_evaluator_t *ev, ts_tfhe_lwe_t *o
 ts_status_t ts_tfhe_blind_rotate(ts_tfhe_evaluator_t *ev, ts_tfhe_rlwe_t *acc,
                                  const ts_tfhe_lwe_t *in);
 
+/*
+ * [in,out] acc := acc * X^{-phase~} for the big LWE `in` that encodes an index
+ * m in [0, p_in) as ts_tfhe_encode(Q, m, p_in): key switching to the small
+ * key, half a box of offset, then the blind rotation. When acc holds a test
+ * polynomial (trivial or encrypted, e.g. candidate values built online as in
+ * ROSETTA's construct-then-select, section 3.2) whose coefficients
+ * [j N / p_in, (j + 1) N / p_in) all hold value j, coefficient 0 of the result
+ * holds value m. The result stays an RLWE ciphertext (for Trace/repacking).
+ */
+ts_status_t ts_tfhe_blind_rotate_index(ts_tfhe_evaluator_t *ev, ts_tfhe_rlwe_t *acc,
+                                       const ts_tfhe_lwe_t *in, uint64_t p_in);
+
 /* ------------------------------------------------------------------ LUTs */
 
 typedef struct ts_tfhe_lut ts_tfhe_lut_t;

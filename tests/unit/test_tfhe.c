@@ -470,6 +470,38 @@ START_TEST(test_tfhe_pbs_ternary)
 }
 END_TEST
 
+/* Select with an encrypted test polynomial (ROSETTA's construct-then-select):
+ * the candidates are encrypted, the index is an LWE; coefficient 0 of the
+ * rotated accumulator holds the selected candidate. */
+START_TEST(test_tfhe_select_encrypted)
+{
+    fx_t f;
+    fx_init(&f, "tfhe_test_small", true);
+    const uint64_t p = 8, scale = f.Q >> 12;
+    uint64_t cand[8], *tv = ts_malloc(f.N * 8), *ph = ts_malloc(f.N * 8);
+    for (uint64_t j = 0; j < p; j++)
+        cand[j] = 100 + 37 * j;
+    for (uint32_t k = 0; k < f.N; k++)
+        tv[k] = cand[(uint64_t)k * p / f.N] * scale % f.Q;
+    ts_tfhe_rlwe_t *acc;
+    ck_assert_ts_ok(ts_tfhe_rlwe_new(f.params, &acc));
+    for (uint64_t m = 0; m < p; m++) {
+        ck_assert_ts_ok(ts_tfhe_rlwe_encrypt(f.rlwe_key, acc, tv, f.prng));
+        ts_tfhe_lwe_t *idx = enc_big(&f, m, p);
+        ck_assert_ts_ok(ts_tfhe_blind_rotate_index(f.ev, acc, idx, p));
+        ck_assert_ts_ok(ts_tfhe_rlwe_phase(f.rlwe_key, acc, ph));
+        double got = (double)ts_tfhe_centered(ph[0], f.Q) / (double)scale;
+        ck_assert_msg(fabs(got - (double)cand[m]) < 0.5, "select %llu: got %.2f, want %llu",
+                      (unsigned long long)m, got, (unsigned long long)cand[m]);
+        ts_tfhe_lwe_free(idx);
+    }
+    ts_tfhe_rlwe_free(acc);
+    ts_free(tv);
+    ts_free(ph);
+    fx_clear(&f);
+}
+END_TEST
+
 /* Measured variance of PBS outputs against the analytic blind-rotation variance. */
 START_TEST(test_tfhe_pbs_noise)
 {
@@ -739,6 +771,7 @@ TS_TEST_SUITE(tfhe)
     tcase_add_test(tc, test_tfhe_rlwe_rgsw);
     tcase_add_test(tc, test_tfhe_pbs_exhaustive);
     tcase_add_test(tc, test_tfhe_pbs_ternary);
+    tcase_add_test(tc, test_tfhe_select_encrypted);
     tcase_add_test(tc, test_tfhe_pbs_noise);
     tcase_add_test(tc, test_tfhe_homcomp);
     tcase_add_test(tc, test_tfhe_serial);
