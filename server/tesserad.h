@@ -1,0 +1,180 @@
+/*
+ * server/tesserad.h — the daemon's internal pieces: configuration, key store,
+ * the server object and the services it runs. Used by server/main.c and by the
+ * unit tests (everything but main.c is linked into build/libtessera_net.a).
+ */
+#ifndef TS_SERVER_TESSERAD_H
+#define TS_SERVER_TESSERAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/base/base.h"
+#include "server/net.h"
+
+#define TS_SERVER_NAME "tesserad/0.1"
+
+/* ----------------------------------------------------------- configuration */
+
+typedef struct ts_srv_tls_cfg {
+    char cert[512];
+    char key[512];
+    char client_ca[512]; /* empty: no client certificates asked */
+    bool require_client_cert;
+} ts_srv_tls_cfg_t;
+
+typedef struct ts_srv_keystore_cfg {
+    char dir[512];
+    int64_t quota_bytes; /* per client namespace */
+    int64_t chunk_bytes;
+} ts_srv_keystore_cfg_t;
+
+typedef struct ts_srv_limits_cfg {
+    int64_t max_frame_bytes;
+    int64_t max_decompressed_bytes;
+    int64_t max_messages_per_connection; /* 0 = unlimited */
+    int64_t max_connections;
+    int64_t max_connections_per_client;
+    int64_t max_sessions_per_connection;
+    int64_t session_memory_bytes;
+    int64_t total_memory_bytes;
+    int64_t max_queued_jobs;
+    int64_t write_buffer_bytes; /* stop reading from a peer that does not read */
+    int64_t max_ciphertexts_per_job;
+} ts_srv_limits_cfg_t;
+
+typedef struct ts_srv_timeouts_cfg {
+    int64_t handshake_ms;
+    int64_t idle_ms;
+    int64_t request_ms;
+    int64_t shutdown_ms;
+    int64_t job_ms; /* an aggregation round not complete by then fails */
+} ts_srv_timeouts_cfg_t;
+
+typedef struct ts_srv_log_cfg {
+    char level[16];
+    bool json;
+} ts_srv_log_cfg_t;
+
+typedef struct ts_srv_config {
+    char listen[128];
+    int64_t port;         /* 0: any free port (see port_file) */
+    char port_file[512];  /* write the bound port here when set */
+    int64_t workers;
+    ts_srv_tls_cfg_t tls;
+    ts_srv_keystore_cfg_t keystore;
+    ts_srv_limits_cfg_t limits;
+    ts_srv_timeouts_cfg_t timeouts;
+    ts_srv_log_cfg_t log;
+    char params_dir[512]; /* parameter presets (YAML) */
+} ts_srv_config_t;
+
+/* Defaults for every field (a file then overrides what it names). */
+void ts_srv_config_defaults(ts_srv_config_t *cfg);
+/* Load and check a config file; err gets "file:line:column: reason". */
+ts_status_t ts_srv_config_load(const char *path, ts_srv_config_t *cfg, char *err,
+                               size_t err_size);
+
+/* ---------------------------------------------------------------- key store */
+
+/*
+ * Keys on disk, content-addressed by SHA-256, one directory per client
+ * namespace: <dir>/<ns>/<hex>.key (complete, verified), <hex>.part (the
+ * temporary file being uploaded) and <hex>.map (which chunks the .part holds).
+ * A key becomes visible only by rename after fsync, so a crash leaves it
+ * entirely absent or entirely present; files are mode 0600.
+ * All functions run on the event-loop thread except ts_keystore_finish, which
+ * is safe on a worker while the upload is marked finishing.
+ */
+typedef struct ts_keystore ts_keystore_t;
+
+typedef struct ts_key_status {
+    uint64_t size;
+    uint64_t chunk_bytes;
+    uint32_t chunk_count;
+    uint32_t received;
+    uint8_t *have; /* bitmap, (chunk_count+7)/8 bytes, owned by the store; NULL when complete */
+    bool complete;
+    bool known;
+    bool finishing;
+} ts_key_status_t;
+
+ts_status_t ts_keystore_open(const char *dir, uint64_t quota_bytes, uint64_t chunk_bytes,
+                             ts_keystore_t **out);
+void ts_keystore_free(ts_keystore_t *ks);
+void ts_keystore_set_quota(ts_keystore_t *ks, uint64_t quota_bytes);
+/* Start or resume an upload. TS_ELIMIT over quota. */
+ts_status_t ts_keystore_begin(ts_keystore_t *ks, const char *ns, const uint8_t sha[32],
+                              uint64_t size, ts_key_status_t *st);
+ts_status_t ts_keystore_query(ts_keystore_t *ks, const char *ns, const uint8_t sha[32],
+                              ts_key_status_t *st);
+/* Store chunk `index`; *all_in tells when every chunk is present. */
+ts_status_t ts_keystore_put_chunk(ts_keystore_t *ks, const char *ns, const uint8_t sha[32],
+                                  uint32_t index, const uint8_t *data, size_t n, bool *all_in);
+/* Mark the upload finishing (loop thread) before ts_keystore_finish runs. */
+ts_status_t ts_keystore_finish_begin(ts_keystore_t *ks, const char *ns, const uint8_t sha[32]);
+/* Verify the hash, fsync, rename, fsync the directory (any thread). */
+ts_status_t ts_keystore_finish(ts_keystore_t *ks, const char *ns, const uint8_t sha[32]);
+/* After finish (loop thread): drop the upload state; on failure forget the chunks. */
+void ts_keystore_finish_end(ts_keystore_t *ks, const char *ns, const uint8_t sha[32],
+                            ts_status_t result);
+bool ts_keystore_has(ts_keystore_t *ks, const char *ns, const uint8_t sha[32], uint64_t *size);
+/* Read a complete key, verifying its hash (TS_EFORMAT when the file is corrupt). */
+ts_status_t ts_keystore_load(ts_keystore_t *ks, const char *ns, const uint8_t sha[32],
+                             uint8_t **data, size_t *size);
+uint64_t ts_keystore_usage(ts_keystore_t *ks, const char *ns);
+uint64_t ts_keystore_count(const ts_keystore_t *ks);
+
+/* SHA-256 of a buffer. */
+void ts_sha256(const void *data, size_t n, uint8_t out[32]);
+
+/* ------------------------------------------------------------------ server */
+
+typedef struct ts_server ts_server_t;
+
+typedef struct ts_server_opts {
+    const char *config_path; /* reloaded on SIGHUP */
+    bool insecure_params;    /* accept presets marked insecure */
+    bool handle_signals;     /* SIGTERM/SIGINT drain, SIGHUP reload */
+} ts_server_opts_t;
+
+ts_status_t ts_server_new(const ts_srv_config_t *cfg, const ts_server_opts_t *opts,
+                          ts_server_t **out, char *err, size_t err_size);
+/* Run the loop until shutdown completes. */
+ts_status_t ts_server_run(ts_server_t *srv);
+/* Begin a graceful shutdown (thread-safe). */
+void ts_server_stop(ts_server_t *srv);
+int ts_server_port(const ts_server_t *srv);
+void ts_server_free(ts_server_t *srv);
+
+/* --------------------------------------------------------------- services */
+
+/*
+ * The encrypted weighted-average service (seed 002, Algorithm 1) as seen by
+ * the server: parameter ids it accepts, validation of one ciphertext, and the
+ * weighted sum of equally long contributions. The implementation lives in
+ * server/svc_aggregate.c; it runs on worker threads.
+ */
+typedef struct ts_agg_input {
+    uint64_t weight;
+    size_t count;                       /* ciphertexts */
+    const ProtobufCBinaryData *cts;     /* serialized by core/serial */
+} ts_agg_input_t;
+
+/* Whether `param_id` names a preset this service accepts; insecure ones only when allowed. */
+ts_status_t ts_agg_check_params(const char *params_dir, const char *param_id,
+                                bool allow_insecure, char *why, size_t why_size);
+/* Validate serialized ciphertexts against `param_id` (structure, residues, level). */
+ts_status_t ts_agg_validate(const char *params_dir, const char *param_id,
+                            const ProtobufCBinaryData *cts, size_t count, char *why,
+                            size_t why_size);
+/*
+ * out[j] = sum_i (w_i / sum w) * in_i[j], serialized; *out is an array of
+ * `count` ts_malloc'ed buffers (free with ts_agg_result_free).
+ */
+ts_status_t ts_agg_compute(const char *params_dir, const char *param_id,
+                           const ts_agg_input_t *inputs, size_t n_inputs, size_t count,
+                           ProtobufCBinaryData **out, char *why, size_t why_size);
+void ts_agg_result_free(ProtobufCBinaryData *out, size_t count);
+
+#endif
