@@ -104,6 +104,10 @@ $(BUILD)/gen/proto/%.pb-c.c $(BUILD)/gen/proto/%.pb-c.h: proto/%.proto
 	@mkdir -p $(BUILD)/gen/proto
 	protoc-c --proto_path=proto --c_out=$(BUILD)/gen/proto $<
 
+# Generated sources are kept (not deleted as intermediates): later builds,
+# the fuzz targets and editors include the headers.
+.SECONDARY: $(PROTO_GEN_C) $(PROTO_GEN_H)
+
 $(BUILD)/gen/proto/%.pb-c.o: $(BUILD)/gen/proto/%.pb-c.c
 	$(CC) $(CPPFLAGS) -std=c11 -O2 -g -MMD -MP $(SAN) -I$(BUILD)/gen/proto -c $< -o $@
 

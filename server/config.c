@@ -42,12 +42,19 @@ void ts_srv_config_defaults(ts_srv_config_t *cfg)
     snprintf(cfg->params_dir, sizeof cfg->params_dir, "configs/params");
 }
 
-#define INT(key, st, field, lo, hi)                                                               \
-    {.name = key, .type = TS_CFG_INT, .offset = offsetof(st, field), .min = (lo), .max = (hi)}
-#define STR(key, st, field)                                                                       \
-    {.name = key, .type = TS_CFG_STRING, .offset = offsetof(st, field),                           \
-     .cap = sizeof(((st *)0)->field)}
-#define BOOL(key, st, field) {.name = key, .type = TS_CFG_BOOL, .offset = offsetof(st, field)}
+#define INT(key, st, field, lo, hi)                                                                \
+    {                                                                                              \
+        .name = key, .type = TS_CFG_INT, .offset = offsetof(st, field), .min = (lo), .max = (hi)   \
+    }
+#define STR(key, st, field)                                                                        \
+    {                                                                                              \
+        .name = key, .type = TS_CFG_STRING, .offset = offsetof(st, field),                         \
+        .cap = sizeof(((st *)0)->field)                                                            \
+    }
+#define BOOL(key, st, field)                                                                       \
+    {                                                                                              \
+        .name = key, .type = TS_CFG_BOOL, .offset = offsetof(st, field)                            \
+    }
 
 static const ts_cfg_directive_t tls_table[] = {
     STR("cert", ts_srv_tls_cfg_t, cert),
@@ -70,8 +77,7 @@ static const ts_cfg_directive_t limits_table[] = {
     INT("max_messages_per_connection", ts_srv_limits_cfg_t, max_messages_per_connection, 0,
         INT64_MAX),
     INT("max_connections", ts_srv_limits_cfg_t, max_connections, 1, 1000000),
-    INT("max_connections_per_client", ts_srv_limits_cfg_t, max_connections_per_client, 1,
-        1000000),
+    INT("max_connections_per_client", ts_srv_limits_cfg_t, max_connections_per_client, 1, 1000000),
     INT("max_sessions_per_connection", ts_srv_limits_cfg_t, max_sessions_per_connection, 1, 4096),
     INT("session_memory_bytes", ts_srv_limits_cfg_t, session_memory_bytes, 1 * KiB, INT64_MAX),
     INT("total_memory_bytes", ts_srv_limits_cfg_t, total_memory_bytes, 1 * MiB, INT64_MAX),
@@ -96,8 +102,11 @@ static const ts_cfg_directive_t log_table[] = {
     {.name = NULL},
 };
 
-#define SECTION(key, field, table)                                                                \
-    {.name = key, .type = TS_CFG_SECTION, .offset = offsetof(ts_srv_config_t, field), .sub = table}
+#define SECTION(key, field, table)                                                                 \
+    {                                                                                              \
+        .name = key, .type = TS_CFG_SECTION, .offset = offsetof(ts_srv_config_t, field),           \
+        .sub = table                                                                               \
+    }
 
 static const ts_cfg_directive_t top_table[] = {
     STR("listen", ts_srv_config_t, listen),
@@ -113,8 +122,7 @@ static const ts_cfg_directive_t top_table[] = {
     {.name = NULL},
 };
 
-ts_status_t ts_srv_config_load(const char *path, ts_srv_config_t *cfg, char *err,
-                               size_t err_size)
+ts_status_t ts_srv_config_load(const char *path, ts_srv_config_t *cfg, char *err, size_t err_size)
 {
     ts_cfg_error_t e;
     memset(&e, 0, sizeof e);

@@ -21,7 +21,7 @@
 
 #include "server/tesserad.h"
 
-#define MAP_MAGIC "TSKMAP01"
+#define MAP_MAGIC  "TSKMAP01"
 #define MAP_HEADER 24
 
 typedef struct upload {
@@ -199,8 +199,8 @@ static ns_usage_t *usage_of(ts_keystore_t *ks, const char *ns)
             struct dirent *e;
             while ((e = readdir(d)) != NULL) {
                 size_t l = strlen(e->d_name);
-                if (l != 68 || (strcmp(e->d_name + 64, ".key") != 0 &&
-                                strcmp(e->d_name + 64, ".part") != 0))
+                if (l != 68 ||
+                    (strcmp(e->d_name + 64, ".key") != 0 && strcmp(e->d_name + 64, ".part") != 0))
                     continue;
                 char p[700];
                 struct stat sb;

@@ -28,9 +28,9 @@
 #include "proto/tessera.pb-c.h"
 
 #define TS_NET_PROTOCOL_VERSION 1
-#define TS_NET_HEADER_BYTES 5
-#define TS_NET_FLAG_ZSTD 0x01u
-#define TS_NET_FLAGS_KNOWN TS_NET_FLAG_ZSTD
+#define TS_NET_HEADER_BYTES     5
+#define TS_NET_FLAG_ZSTD        0x01u
+#define TS_NET_FLAGS_KNOWN      TS_NET_FLAG_ZSTD
 /* zstd window accepted from a peer: 2^23 = 8 MiB (the decoder's memory). */
 #define TS_NET_ZSTD_WINDOW_LOG_MAX 23
 
@@ -116,9 +116,8 @@ ts_status_t ts_tls_ctx_new_server(const char *cert_file, const char *key_file,
  * Client context: the server certificate must chain to ca_file. cert/key
  * (both or neither) present a client certificate for mutual TLS.
  */
-ts_status_t ts_tls_ctx_new_client(const char *ca_file, const char *cert_file,
-                                  const char *key_file, SSL_CTX **out, char *err,
-                                  size_t err_size);
+ts_status_t ts_tls_ctx_new_client(const char *ca_file, const char *cert_file, const char *key_file,
+                                  SSL_CTX **out, char *err, size_t err_size);
 
 typedef struct ts_tls {
     SSL *ssl;

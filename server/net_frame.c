@@ -203,8 +203,8 @@ ts_status_t ts_net_envelope_pack(const Tessera__Envelope *env, const ts_net_limi
             ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
             ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, 20);
             ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 1);
-            zn = ZSTD_compress2(c, z + TS_NET_HEADER_BYTES, bound, raw + TS_NET_HEADER_BYTES,
-                                raw_n);
+            zn =
+                ZSTD_compress2(c, z + TS_NET_HEADER_BYTES, bound, raw + TS_NET_HEADER_BYTES, raw_n);
             ZSTD_freeCCtx(c);
         }
         if (c && !ZSTD_isError(zn) && zn < raw_n && zn <= limits->max_frame_bytes) {

@@ -105,9 +105,8 @@ out_free_ctx:
     return TS_ECRYPTO;
 }
 
-ts_status_t ts_tls_ctx_new_client(const char *ca_file, const char *cert_file,
-                                  const char *key_file, SSL_CTX **out, char *err,
-                                  size_t err_size)
+ts_status_t ts_tls_ctx_new_client(const char *ca_file, const char *cert_file, const char *key_file,
+                                  SSL_CTX **out, char *err, size_t err_size)
 {
     *out = NULL;
     if (!ca_file || !*ca_file) {

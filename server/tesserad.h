@@ -58,8 +58,8 @@ typedef struct ts_srv_log_cfg {
 
 typedef struct ts_srv_config {
     char listen[128];
-    int64_t port;         /* 0: any free port (see port_file) */
-    char port_file[512];  /* write the bound port here when set */
+    int64_t port;        /* 0: any free port (see port_file) */
+    char port_file[512]; /* write the bound port here when set */
     int64_t workers;
     ts_srv_tls_cfg_t tls;
     ts_srv_keystore_cfg_t keystore;
@@ -72,8 +72,7 @@ typedef struct ts_srv_config {
 /* Defaults for every field (a file then overrides what it names). */
 void ts_srv_config_defaults(ts_srv_config_t *cfg);
 /* Load and check a config file; err gets "file:line:column: reason". */
-ts_status_t ts_srv_config_load(const char *path, ts_srv_config_t *cfg, char *err,
-                               size_t err_size);
+ts_status_t ts_srv_config_load(const char *path, ts_srv_config_t *cfg, char *err, size_t err_size);
 
 /* ---------------------------------------------------------------- key store */
 
@@ -157,13 +156,13 @@ void ts_server_free(ts_server_t *srv);
  */
 typedef struct ts_agg_input {
     uint64_t weight;
-    size_t count;                       /* ciphertexts */
-    const ProtobufCBinaryData *cts;     /* serialized by core/serial */
+    size_t count;                   /* ciphertexts */
+    const ProtobufCBinaryData *cts; /* serialized by core/serial */
 } ts_agg_input_t;
 
 /* Whether `param_id` names a preset this service accepts; insecure ones only when allowed. */
-ts_status_t ts_agg_check_params(const char *params_dir, const char *param_id,
-                                bool allow_insecure, char *why, size_t why_size);
+ts_status_t ts_agg_check_params(const char *params_dir, const char *param_id, bool allow_insecure,
+                                char *why, size_t why_size);
 /* Validate serialized ciphertexts against `param_id` (structure, residues, level). */
 ts_status_t ts_agg_validate(const char *params_dir, const char *param_id,
                             const ProtobufCBinaryData *cts, size_t count, char *why,

@@ -1,0 +1,138 @@
+/*
+ * client/client.h — the tessera side of the wire: a blocking TLS 1.3
+ * connection to tesserad (one request at a time, replies matched by id) and
+ * the helpers every subcommand shares (connection options, JSON output,
+ * exit codes). See docs/PROTOCOL.md.
+ */
+#ifndef TS_CLIENT_CLIENT_H
+#define TS_CLIENT_CLIENT_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "server/net.h"
+
+/* Exit codes of every tessera command (documented in --help). */
+enum {
+    TS_EXIT_OK = 0,      /* success */
+    TS_EXIT_FAIL = 1,    /* the server refused or the operation failed */
+    TS_EXIT_USAGE = 2,   /* bad command line */
+    TS_EXIT_CONNECT = 3, /* cannot connect, TLS failure, version mismatch */
+    TS_EXIT_LOCAL = 4,   /* local file or data error */
+};
+
+typedef struct ts_client_opts {
+    const char *host;
+    int port;
+    const char *ca_file;
+    const char *cert_file; /* mutual TLS (optional) */
+    const char *key_file;
+    const char *servername; /* name the server certificate must carry; default host */
+    int timeout_ms;         /* per I/O wait */
+    const char *client_name;
+} ts_client_opts_t;
+
+typedef struct ts_client {
+    int fd;
+    SSL_CTX *ctx;
+    ts_tls_t tls;
+    uint8_t *in;
+    size_t in_len, in_cap;
+    ts_net_limits_t limits;
+    uint64_t next_rid;
+    int timeout_ms;
+    /* From the hello reply. */
+    uint32_t version;
+    char server_name[64];
+    char identity[96];
+    bool insecure_params;
+    uint64_t key_chunk_bytes;
+    uint64_t bytes_sent, bytes_received;
+    char err[512]; /* reason of the last failure */
+} ts_client_t;
+
+/* Connect, handshake TLS 1.3 (server verified against ca_file), exchange hello. */
+ts_status_t ts_client_connect(const ts_client_opts_t *o, ts_client_t **out, char *err,
+                              size_t err_size);
+/* TCP + TLS only, no hello (for tests of the hello rules). */
+ts_status_t ts_client_connect_raw(const ts_client_opts_t *o, ts_client_t **out, char *err,
+                                  size_t err_size);
+void ts_client_close(ts_client_t *c);
+
+/*
+ * Send `req` (its request_id is assigned) and wait for the reply with the same
+ * id. An error reply becomes its status (c->err holds the server's message)
+ * and *reply is still set; a reply of another body than `want` is TS_EPROTO.
+ */
+ts_status_t ts_client_call(ts_client_t *c, Tessera__Envelope *req, Tessera__Envelope__BodyCase want,
+                           Tessera__Envelope **reply);
+ts_status_t ts_client_send(ts_client_t *c, Tessera__Envelope *req);
+ts_status_t ts_client_recv(ts_client_t *c, Tessera__Envelope **reply);
+/* Send raw bytes inside TLS (tests send hostile frames with it). */
+ts_status_t ts_client_send_bytes(ts_client_t *c, const void *data, size_t n);
+
+/* -------------------------------------------------- command-line helpers */
+
+typedef struct ts_cli_conn {
+    char host[256];
+    int port;
+    const char *ca, *cert, *key, *servername;
+    int timeout_ms;
+    bool json;
+} ts_cli_conn_t;
+
+/* Long options every networked command accepts (ids 0x100..0x10f, 'j', 'h', 's'). */
+#define TS_CLI_CONN_LONGOPTS                                                                       \
+    {"server", required_argument, NULL, 's'}, {"ca", required_argument, NULL, 0x101},              \
+        {"cert", required_argument, NULL, 0x102}, {"key", required_argument, NULL, 0x103},         \
+        {"servername", required_argument, NULL, 0x104},                                            \
+        {"timeout", required_argument, NULL, 0x105}, {"json", no_argument, NULL, 'j'},             \
+    {                                                                                              \
+        "help", no_argument, NULL, 'h'                                                             \
+    }
+#define TS_CLI_CONN_SHORTOPTS "s:jh"
+extern const char ts_cli_conn_help[];
+extern const char ts_cli_exit_help[];
+
+/* Defaults from the environment (TESSERA_SERVER, TESSERA_CA, TESSERA_CERT, TESSERA_KEY). */
+void ts_cli_conn_init(ts_cli_conn_t *cc);
+/* Handle one of the shared options: 1 handled, 0 not ours, -1 bad value (message printed). */
+int ts_cli_conn_opt(ts_cli_conn_t *cc, int ch, const char *arg, const char *prog);
+/* Connect as configured; on failure print why and return the exit code (else TS_EXIT_OK). */
+int ts_cli_connect(const ts_cli_conn_t *cc, const char *prog, ts_client_t **out);
+/* Exit code for a failed call (prints the reason). */
+int ts_cli_fail(const char *prog, ts_client_t *c, ts_status_t st, bool json);
+
+/* JSON helpers: a quoted, escaped string. */
+void ts_cli_json_str(FILE *f, const char *s);
+
+#endif
+
+/* ------------------------------------------------------------ key upload */
+
+typedef struct ts_upload_report {
+    uint8_t sha256[32];
+    uint64_t size;
+    uint32_t chunk_count;
+    uint32_t chunks_sent;    /* this run */
+    uint32_t chunks_skipped; /* already on the server */
+    bool complete;
+} ts_upload_report_t;
+
+/*
+ * Upload a key blob in the server's chunk size, skipping chunks the server
+ * already holds (resumable). max_chunks > 0 stops after that many chunks
+ * (tests interrupt uploads with it). progress: draw a bar on stderr.
+ */
+ts_status_t ts_client_key_upload(ts_client_t *c, const uint8_t *data, size_t size, const char *kind,
+                                 const char *param_id, uint32_t max_chunks, bool progress,
+                                 ts_upload_report_t *rep);
+/* Ask the server what it holds of key `sha`. *known false when never seen. */
+ts_status_t ts_client_key_query(ts_client_t *c, const uint8_t sha[32], ts_upload_report_t *rep,
+                                bool *known);
+/* Map a whole file read-only ( *size 0 for empty). Unmap with ts_file_unmap. */
+ts_status_t ts_file_map(const char *path, const uint8_t **data, size_t *size, char *err,
+                        size_t err_size);
+void ts_file_unmap(const uint8_t *data, size_t size);

@@ -1,0 +1,56 @@
+/*
+ * tessera — the client CLI. One subcommand per client/cmd_<name>.c, each
+ * defining `int ts_cmd_<name>(int argc, char **argv)` (argv[0] is the
+ * subcommand's name) with its own --help.
+ *
+ * To add a command: write client/cmd_<name>.c and add ONE line to
+ * TS_COMMANDS below (name, one-line summary).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "client/client.h"
+
+#define TS_COMMANDS(X)                                                                             \
+    X(ping, "check that tesserad answers; prints version, identity and round-trip time")           \
+    X(stats, "print the daemon's counters (connections, queue, memory, latencies)")                \
+    X(keys, "upload keys in resumable chunks, or ask which chunks the server holds")
+
+#define TS_CMD_DECLARE(name, summary) int ts_cmd_##name(int argc, char **argv);
+TS_COMMANDS(TS_CMD_DECLARE)
+
+typedef struct ts_cli_command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+} ts_cli_command_t;
+
+#define TS_CMD_ENTRY(name, summary) {#name, summary, ts_cmd_##name},
+static const ts_cli_command_t commands[] = {TS_COMMANDS(TS_CMD_ENTRY)};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tessera COMMAND [options]   (tessera COMMAND --help for each)\n\n"
+               "Commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n%s", ts_cli_exit_help);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return TS_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return TS_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "tessera: unknown command \"%s\"\n\n", argv[1]);
+    usage(stderr);
+    return TS_EXIT_USAGE;
+}
