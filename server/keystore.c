@@ -50,12 +50,6 @@ struct ts_keystore {
     pthread_mutex_t mu;
 };
 
-void ts_sha256(const void *data, size_t n, uint8_t out[32])
-{
-    unsigned int len = 32;
-    EVP_Digest(data, n, out, &len, EVP_sha256(), NULL);
-}
-
 static bool ns_ok(const char *ns)
 {
     size_t n = strlen(ns);

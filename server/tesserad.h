@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/base/base.h"
+#include "core/serial/serial.h"
 #include "server/net.h"
 
 #define TS_SERVER_NAME "tesserad/0.1"
@@ -124,8 +125,7 @@ ts_status_t ts_keystore_load(ts_keystore_t *ks, const char *ns, const uint8_t sh
 uint64_t ts_keystore_usage(ts_keystore_t *ks, const char *ns);
 uint64_t ts_keystore_count(const ts_keystore_t *ks);
 
-/* SHA-256 of a buffer. */
-void ts_sha256(const void *data, size_t n, uint8_t out[32]);
+/* SHA-256 of a buffer: ts_sha256() of core/serial. */
 
 /* ------------------------------------------------------------------ server */
 
