@@ -136,3 +136,30 @@ ts_status_t ts_client_key_query(ts_client_t *c, const uint8_t sha[32], ts_upload
 ts_status_t ts_file_map(const char *path, const uint8_t **data, size_t *size, char *err,
                         size_t err_size);
 void ts_file_unmap(const uint8_t *data, size_t size);
+
+/* ------------------------------------------------- CKKS on the client side */
+
+#include "core/ckks/ckks.h"
+
+/* The key material of `tessera keygen`: a secret seed and the preset it is for. */
+typedef struct ts_cli_keys {
+    char params_name[64];
+    ts_ckks_params_t *params;
+    uint8_t params_id[32];
+    ts_ckks_secret_key_t *sk;
+    ts_ckks_public_key_t *pk;
+} ts_cli_keys_t;
+
+/* Write DIR/secret.key (mode 0600, the 32-byte seed) and DIR/public.key. */
+ts_status_t ts_cli_keygen(const char *dir, const char *params_dir, const char *preset,
+                          bool allow_insecure, char *pk_sha_hex, char *err, size_t err_size);
+/* Regenerate the keys from DIR/secret.key. */
+ts_status_t ts_cli_keys_load(const char *dir, const char *params_dir, bool allow_insecure,
+                             ts_cli_keys_t *keys, char *err, size_t err_size);
+void ts_cli_keys_clear(ts_cli_keys_t *keys);
+
+/* Vectors: csv (numbers separated by commas/whitespace), json (array), f32 (raw LE). */
+ts_status_t ts_cli_vector_read(const char *path, const char *format, double **values, size_t *count,
+                               char *err, size_t err_size);
+ts_status_t ts_cli_vector_write(const char *path, const char *format, const double *values,
+                                size_t count, char *err, size_t err_size);

@@ -14,7 +14,9 @@
 #define TS_COMMANDS(X)                                                                             \
     X(ping, "check that tesserad answers; prints version, identity and round-trip time")           \
     X(stats, "print the daemon's counters (connections, queue, memory, latencies)")                \
-    X(keys, "upload keys in resumable chunks, or ask which chunks the server holds")
+    X(keys, "upload keys in resumable chunks, or ask which chunks the server holds")               \
+    X(keygen, "make CKKS keys for a parameter preset (secret key mode 0600)")                      \
+    X(aggregate, "one round of encrypted weighted averaging (seed 002, Algorithm 1)")
 
 #define TS_CMD_DECLARE(name, summary) int ts_cmd_##name(int argc, char **argv);
 TS_COMMANDS(TS_CMD_DECLARE)

@@ -250,8 +250,9 @@ Tessera__ErrorCode ts_net_error_code(ts_status_t st)
 {
     switch (st) {
     case TS_EPROTO:
-    case TS_EFORMAT:
         return TESSERA__ERROR_CODE__ERROR_PROTOCOL;
+    case TS_EFORMAT:
+        return TESSERA__ERROR_CODE__ERROR_MALFORMED;
     case TS_ELIMIT:
     case TS_ENOMEM:
         return TESSERA__ERROR_CODE__ERROR_LIMIT;
@@ -310,6 +311,8 @@ ts_status_t ts_net_error_status(Tessera__ErrorCode code)
         return TS_ENOTSUP;
     case TESSERA__ERROR_CODE__ERROR_MISMATCH:
         return TS_EMISMATCH;
+    case TESSERA__ERROR_CODE__ERROR_MALFORMED:
+        return TS_EFORMAT;
     default:
         return TS_EINTERNAL;
     }

@@ -52,8 +52,9 @@ typedef struct job {
 typedef struct contrib {
     uint64_t weight;
     uint64_t session_id;
-    ProtobufCBinaryData *cts;
-    size_t count;
+    uint64_t job_id;
+    ProtobufCBinaryData *cts; /* `count` slots, the first `received` filled */
+    size_t count, received;
     size_t bytes;
 } contrib_t;
 
@@ -68,7 +69,8 @@ struct round {
     uint64_t length;
     size_t ct_count;
     contrib_t *contribs;
-    size_t n;
+    size_t n;    /* contributors with a slot */
+    size_t done; /* contributions complete */
     enum round_state state;
     ProtobufCBinaryData *result;
     size_t result_bytes;
@@ -731,7 +733,7 @@ static void round_release_inputs(ts_server_t *s, round_t *r)
         if (x)
             x->mem = x->mem > k->bytes ? x->mem - k->bytes : 0;
         s->mem_used -= k->bytes;
-        free_cts(k->cts, k->count);
+        free_cts(k->cts, k->received);
     }
     ts_free(r->contribs);
     r->contribs = NULL;
@@ -752,8 +754,9 @@ static void round_work(uv_work_t *w)
         in[i].count = r->contribs[i].count;
         in[i].cts = r->contribs[i].cts;
     }
-    r->work_status = ts_agg_compute(r->srv->cfg.params_dir, r->param_id, in, r->n, r->ct_count,
-                                    &r->result, r->detail, sizeof r->detail);
+    r->work_status =
+        ts_agg_compute(r->srv->cfg.params_dir, r->param_id, r->srv->opts.insecure_params, in, r->n,
+                       r->ct_count, &r->result, r->detail, sizeof r->detail);
     ts_free(in);
     r->compute_ns = ts_now_ns() - t0;
 }
@@ -870,28 +873,27 @@ static void handle_job_submit(conn_t *c, uint64_t rid, const Tessera__JobSubmit 
         return;
     }
     const Tessera__AggregateContribution *a = js->aggregate;
+    size_t n_cts = a->n_ciphertexts;
+    size_t total = a->total ? a->total : n_cts;
     if (!printable(a->round, 127)) {
         send_error(c, rid, TS_EINVAL, false, "round name must be 1..127 printable characters");
         return;
     }
     if (a->participants < 1 || a->participants > 1024 || a->weight < 1 ||
-        a->weight > ((uint64_t)1 << 40) || a->length < 1 || a->n_ciphertexts < 1 ||
-        a->n_ciphertexts > (size_t)s->cfg.limits.max_ciphertexts_per_job) {
+        a->weight > ((uint64_t)1 << 40) || a->length < 1 || n_cts < 1 ||
+        total > (size_t)s->cfg.limits.max_ciphertexts_per_job || a->first > total ||
+        n_cts > total - a->first) {
         send_error(c, rid, TS_EINVAL, false,
                    "contribution out of range: participants 1..1024, weight 1..2^40, length >= 1, "
-                   "1..%lld ciphertexts",
+                   "1..%lld ciphertexts, parts within the total",
                    (long long)s->cfg.limits.max_ciphertexts_per_job);
         return;
     }
-    if (count_jobs(s) >= (size_t)s->cfg.limits.max_queued_jobs) {
-        send_error(c, rid, TS_EBUSY, false, "job queue full (%lld jobs); retry later",
-                   (long long)s->cfg.limits.max_queued_jobs);
-        return;
-    }
     size_t bytes = 0;
-    for (size_t i = 0; i < a->n_ciphertexts; i++)
+    for (size_t i = 0; i < n_cts; i++)
         bytes += a->ciphertexts[i].len;
     if (x->mem + bytes > (uint64_t)s->cfg.limits.session_memory_bytes) {
+        s->rejected++;
         send_error(c, rid, TS_ELIMIT, false,
                    "session memory limit: %llu bytes held, %zu more would pass %lld",
                    (unsigned long long)x->mem, bytes,
@@ -902,13 +904,6 @@ static void handle_job_submit(conn_t *c, uint64_t rid, const Tessera__JobSubmit 
         send_error(c, rid, TS_EBUSY, false, "server memory limit reached; retry later");
         return;
     }
-    char why[256] = "";
-    ts_status_t st = ts_agg_validate(s->cfg.params_dir, x->param_id, a->ciphertexts,
-                                     a->n_ciphertexts, why, sizeof why);
-    if (st != TS_OK) {
-        send_error(c, rid, st, false, "ciphertext rejected: %s", why[0] ? why : ts_strerror(st));
-        return;
-    }
     round_t *r = NULL;
     for (round_t *q = s->rounds; q; q = q->next)
         if (q->state == ROUND_COLLECTING && strcmp(q->name, a->round) == 0) {
@@ -916,7 +911,7 @@ static void handle_job_submit(conn_t *c, uint64_t rid, const Tessera__JobSubmit 
             break;
         }
     if (r && (strcmp(r->param_id, x->param_id) || r->participants != a->participants ||
-              r->length != a->length || r->ct_count != a->n_ciphertexts)) {
+              r->length != a->length || r->ct_count != total)) {
         send_error(c, rid, TS_EMISMATCH, false,
                    "round \"%s\" was opened with params %s, %u participants, length %llu, %zu "
                    "ciphertexts; this contribution differs",
@@ -924,7 +919,43 @@ static void handle_job_submit(conn_t *c, uint64_t rid, const Tessera__JobSubmit 
                    r->ct_count);
         return;
     }
+    contrib_t *k = NULL;
+    for (size_t i = 0; r && i < r->n; i++)
+        if (r->contribs[i].session_id == x->id)
+            k = &r->contribs[i];
+    if (k && (k->received == k->count || k->weight != a->weight || a->first != k->received)) {
+        send_error(c, rid, TS_EINVAL, false,
+                   "this session's contribution to the round %s (expected the part starting at "
+                   "%zu with weight %llu)",
+                   k->received == k->count ? "is already complete" : "continues differently",
+                   k->received, (unsigned long long)k->weight);
+        return;
+    }
+    if (!k && a->first != 0) {
+        send_error(c, rid, TS_EINVAL, false, "the first part of a contribution starts at 0");
+        return;
+    }
+    if (!k && r && r->n == r->participants) {
+        send_error(c, rid, TS_ELIMIT, false, "round \"%s\" already has its %u participants",
+                   r->name, r->participants);
+        return;
+    }
+    if (!k && count_jobs(s) >= (size_t)s->cfg.limits.max_queued_jobs) {
+        send_error(c, rid, TS_EBUSY, false, "job queue full (%lld jobs); retry later",
+                   (long long)s->cfg.limits.max_queued_jobs);
+        return;
+    }
+    /* Every ciphertext is validated before it is kept. */
+    char why[256] = "";
+    ts_status_t st = ts_agg_validate(s->cfg.params_dir, x->param_id, s->opts.insecure_params,
+                                     a->ciphertexts, n_cts, why, sizeof why);
+    if (st != TS_OK) {
+        s->rejected++;
+        send_error(c, rid, st, false, "ciphertext rejected: %s", why[0] ? why : ts_strerror(st));
+        return;
+    }
     bool created = false;
+    job_t *j = NULL;
     if (!r) {
         r = ts_calloc(1, sizeof *r);
         if (!r)
@@ -939,49 +970,71 @@ static void handle_job_submit(conn_t *c, uint64_t rid, const Tessera__JobSubmit 
         snprintf(r->param_id, sizeof r->param_id, "%s", x->param_id);
         r->participants = a->participants;
         r->length = a->length;
-        r->ct_count = a->n_ciphertexts;
+        r->ct_count = total;
         r->created_ns = now_ms();
         r->work.data = r;
         created = true;
     }
-    job_t *j = ts_calloc(1, sizeof *j);
-    ProtobufCBinaryData *cts = ts_calloc(a->n_ciphertexts, sizeof *cts);
-    if (!j || !cts)
-        goto oom_free;
-    for (size_t i = 0; i < a->n_ciphertexts; i++) {
-        cts[i].len = a->ciphertexts[i].len;
-        cts[i].data = ts_malloc(cts[i].len ? cts[i].len : 1);
-        if (!cts[i].data) {
-            free_cts(cts, i);
-            cts = NULL;
-            goto oom_free;
+    ProtobufCBinaryData *cts = k ? k->cts : ts_calloc(total, sizeof *cts);
+    if (!k) {
+        j = ts_calloc(1, sizeof *j);
+        if (!j || !cts) {
+            ts_free(j);
+            ts_free(cts);
+            goto oom_round;
         }
-        memcpy(cts[i].data, a->ciphertexts[i].data, cts[i].len);
+    }
+    size_t base = k ? k->received : 0;
+    for (size_t i = 0; i < n_cts; i++) {
+        ProtobufCBinaryData *dst = &cts[base + i];
+        dst->len = a->ciphertexts[i].len;
+        dst->data = ts_malloc(dst->len ? dst->len : 1);
+        if (!dst->data) {
+            for (size_t q = 0; q < i; q++) {
+                ts_free(cts[base + q].data);
+                cts[base + q].data = NULL;
+            }
+            if (!k) {
+                ts_free(cts);
+                ts_free(j);
+            }
+            goto oom_round;
+        }
+        memcpy(dst->data, a->ciphertexts[i].data, dst->len);
     }
     if (created) {
         r->next = s->rounds;
         s->rounds = r;
     }
-    contrib_t *k = &r->contribs[r->n++];
-    k->weight = a->weight;
-    k->session_id = x->id;
-    k->cts = cts;
-    k->count = a->n_ciphertexts;
-    k->bytes = bytes;
+    if (!k) {
+        k = &r->contribs[r->n++];
+        k->weight = a->weight;
+        k->session_id = x->id;
+        k->cts = cts;
+        k->count = total;
+        j->id = new_id(s);
+        k->job_id = j->id;
+        snprintf(j->ns, sizeof j->ns, "%s", c->ns);
+        j->round = r;
+        j->session_id = x->id;
+        r->jobs++;
+        j->next = s->jobs;
+        s->jobs = j;
+    }
+    k->received += n_cts;
+    k->bytes += bytes;
     x->mem += bytes;
     s->mem_used += bytes;
-    j->id = new_id(s);
-    snprintf(j->ns, sizeof j->ns, "%s", c->ns);
-    j->round = r;
-    j->session_id = x->id;
-    r->jobs++;
-    j->next = s->jobs;
-    s->jobs = j;
+    if (k->received == k->count)
+        r->done++;
     char name[128];
     clean(name, sizeof name, r->name);
-    ts_log(TS_LOG_INFO, MOD, "event=contribution ns=%s round=%s have=%zu/%u weight=%llu bytes=%zu",
-           c->ns, name, r->n, r->participants, (unsigned long long)a->weight, bytes);
-    if (r->n == r->participants) {
+    ts_log(TS_LOG_INFO, MOD,
+           "event=contribution ns=%s round=%s part=%zu..%zu/%zu complete=%zu/%u weight=%llu "
+           "bytes=%zu",
+           c->ns, name, base, base + n_cts, total, r->done, r->participants,
+           (unsigned long long)a->weight, bytes);
+    if (r->done == r->participants) {
         r->state = ROUND_RUNNING;
         s->in_flight++;
         if (uv_queue_work(&s->loop, &r->work, round_work, round_after) != 0) {
@@ -990,12 +1043,10 @@ static void handle_job_submit(conn_t *c, uint64_t rid, const Tessera__JobSubmit 
         }
     }
     Tessera__JobAccepted acc = TESSERA__JOB_ACCEPTED__INIT;
-    acc.job_id = j->id;
+    acc.job_id = k->job_id;
     reply(c, rid, TESSERA__ENVELOPE__BODY_JOB_ACCEPTED, &acc);
     return;
-oom_free:
-    ts_free(j);
-    ts_free(cts);
+oom_round:
     if (created) {
         ts_free(r->contribs);
         ts_free(r);
@@ -1031,7 +1082,7 @@ static void handle_job_status(conn_t *c, uint64_t rid, const Tessera__JobStatusR
     r.state = job_state(j);
     char detail[256];
     if (j->round->state == ROUND_COLLECTING) {
-        r.waiting_for = j->round->participants - (uint32_t)j->round->n;
+        r.waiting_for = j->round->participants - (uint32_t)j->round->done;
         snprintf(detail, sizeof detail, "waiting for %u of %u contributions", r.waiting_for,
                  j->round->participants);
     } else {
@@ -1526,7 +1577,7 @@ static void on_tick(uv_timer_t *t)
     for (round_t *r = s->rounds; r; r = r->next)
         if (r->state == ROUND_COLLECTING && now - r->created_ns > (uint64_t)to->job_ms) {
             char why[160];
-            snprintf(why, sizeof why, "round timed out with %zu of %u contributions", r->n,
+            snprintf(why, sizeof why, "round timed out with %zu of %u contributions", r->done,
                      r->participants);
             round_fail(s, r, TS_ETIMEDOUT, why);
         }

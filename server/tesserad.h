@@ -164,14 +164,14 @@ typedef struct ts_agg_input {
 ts_status_t ts_agg_check_params(const char *params_dir, const char *param_id, bool allow_insecure,
                                 char *why, size_t why_size);
 /* Validate serialized ciphertexts against `param_id` (structure, residues, level). */
-ts_status_t ts_agg_validate(const char *params_dir, const char *param_id,
+ts_status_t ts_agg_validate(const char *params_dir, const char *param_id, bool allow_insecure,
                             const ProtobufCBinaryData *cts, size_t count, char *why,
                             size_t why_size);
 /*
  * out[j] = sum_i (w_i / sum w) * in_i[j], serialized; *out is an array of
  * `count` ts_malloc'ed buffers (free with ts_agg_result_free).
  */
-ts_status_t ts_agg_compute(const char *params_dir, const char *param_id,
+ts_status_t ts_agg_compute(const char *params_dir, const char *param_id, bool allow_insecure,
                            const ts_agg_input_t *inputs, size_t n_inputs, size_t count,
                            ProtobufCBinaryData **out, char *why, size_t why_size);
 void ts_agg_result_free(ProtobufCBinaryData *out, size_t count);

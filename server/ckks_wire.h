@@ -1,0 +1,41 @@
+/*
+ * server/ckks_wire.h — CKKS objects on tessera's wire, shared by tesserad and
+ * tessera: parameter presets by name (cached, security-gated), the 32-byte
+ * parameter id, and the ciphertext codec inside a core/serial envelope
+ * (type TS_OBJ_CKKS_CIPHERTEXT, residues bit-packed at the width of their
+ * prime, optional zstd). Decoding validates level, degree, domain, scale,
+ * slot count and every residue before a ciphertext exists.
+ *
+ * Until core/ckks has its own object serializers this codec is the format;
+ * it uses only the public ckks/ring/serial headers.
+ */
+#ifndef TS_SERVER_CKKS_WIRE_H
+#define TS_SERVER_CKKS_WIRE_H
+
+#include "core/ckks/ckks.h"
+#include "core/serial/serial.h"
+
+/*
+ * A preset by name from dir/<name>.yaml (names: [a-z0-9_.-], no paths),
+ * cached per process. Refuses presets marked insecure unless allow_insecure,
+ * with a reason in why. [out] *out: a new reference (ts_ckks_params_free).
+ */
+ts_status_t ts_wire_params_get(const char *dir, const char *name, bool allow_insecure,
+                               ts_ckks_params_t **out, uint8_t id[TS_SHA256_BYTES], char *why,
+                               size_t why_size);
+/* SHA-256 of the canonical description (N, primes, dnum, secret, sigma, scale). */
+void ts_wire_params_id(const ts_ckks_params_t *params, uint8_t id[TS_SHA256_BYTES]);
+
+/* Serialize a degree-1 or 2 ciphertext. [out] *out ts_malloc'ed. */
+ts_status_t ts_wire_ct_encode(const ts_ckks_ciphertext_t *ct, const uint8_t id[TS_SHA256_BYTES],
+                              int zstd_level, uint8_t **out, size_t *size);
+/*
+ * Parse and validate. max_degree: 1 to refuse unrelinearized inputs.
+ * Errors: TS_EFORMAT (structure, residue at or above its modulus, bad scale),
+ * TS_EMISMATCH (other parameter id), TS_ELEVEL, TS_ELIMIT (size caps).
+ */
+ts_status_t ts_wire_ct_decode(ts_ckks_params_t *params, const uint8_t id[TS_SHA256_BYTES],
+                              const void *data, size_t size, int max_degree,
+                              ts_ckks_ciphertext_t **out, char *why, size_t why_size);
+
+#endif
