@@ -485,6 +485,51 @@ START_TEST(test_sigterm_graceful)
 }
 END_TEST
 
+START_TEST(test_sighup_reload)
+{
+    daemon_t d;
+    daemon_start(&d, NULL, NULL, NULL, NULL, false);
+    char out[4096], cfg[700];
+    ck_assert_int_eq(cli(&d, out, sizeof out, "ping --count 5 --json"), 0);
+    /* A broken file is logged and ignored: the daemon keeps its configuration. */
+    snprintf(cfg, sizeof cfg, "%s/tesserad.yaml", d.dir);
+    FILE *f = fopen(cfg, "a");
+    fputs("limits: [this is not a mapping\n", f);
+    fclose(f);
+    kill(d.pid, SIGHUP);
+    usleep(300000);
+    ck_assert_int_eq(cli(&d, out, sizeof out, "ping --count 5 --json"), 0);
+    /* A good file takes effect for new connections. */
+    f = fopen(cfg, "r");
+    char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    char *cut = strstr(text, "limits: [");
+    ck_assert_ptr_nonnull(cut);
+    *cut = '\0';
+    f = fopen(cfg, "w");
+    fprintf(f, "%slimits:\n  max_messages_per_connection: 3\n", text);
+    fclose(f);
+    kill(d.pid, SIGHUP);
+    usleep(300000);
+    int rc = cli(&d, out, sizeof out, "ping --count 5 --json");
+    ck_assert_msg(rc == TS_EXIT_FAIL && strstr(out, "message limit"), "exit %d: %s", rc, out);
+    char logp[700], line[4096];
+    snprintf(logp, sizeof logp, "%s/tesserad.log", d.dir);
+    f = fopen(logp, "r");
+    bool failed = false, reloaded = false;
+    while (fgets(line, sizeof line, f)) {
+        failed |= strstr(line, "event=reload_failed") != NULL;
+        reloaded |= strstr(line, "event=reloaded") != NULL;
+    }
+    fclose(f);
+    ck_assert(failed && reloaded);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    daemon_cleanup(&d);
+}
+END_TEST
+
 START_TEST(test_daemon_command_line)
 {
     char out[4096], cmd[1024];
@@ -525,6 +570,7 @@ TS_TEST_SUITE(net_daemon)
     tcase_add_test(tc, test_mutual_tls_required);
     tcase_add_test(tc, test_concurrent_clients);
     tcase_add_test(tc, test_sigterm_graceful);
+    tcase_add_test(tc, test_sighup_reload);
     suite_add_tcase(s, tc);
     return s;
 }
