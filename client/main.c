@@ -16,7 +16,8 @@
     X(stats, "print the daemon's counters (connections, queue, memory, latencies)")                \
     X(keys, "upload keys in resumable chunks, or ask which chunks the server holds")               \
     X(keygen, "make CKKS keys for a parameter preset (secret key mode 0600)")                      \
-    X(aggregate, "one round of encrypted weighted averaging (seed 002, Algorithm 1)")
+    X(aggregate, "one round of encrypted weighted averaging (seed 002, Algorithm 1)")            \
+    X(params, "list parameter presets (security, sizes); suggest primes for aggregation")
 
 #define TS_CMD_DECLARE(name, summary) int ts_cmd_##name(int argc, char **argv);
 TS_COMMANDS(TS_CMD_DECLARE)
