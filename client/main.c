@@ -16,8 +16,11 @@
     X(stats, "print the daemon's counters (connections, queue, memory, latencies)")                \
     X(keys, "upload keys in resumable chunks, or ask which chunks the server holds")               \
     X(keygen, "make CKKS keys for a parameter preset (secret key mode 0600)")                      \
-    X(aggregate, "one round of encrypted weighted averaging (seed 002, Algorithm 1)")            \
-    X(params, "list parameter presets (security, sizes); suggest primes for aggregation")
+    X(aggregate, "one round of encrypted weighted averaging (seed 002, Algorithm 1)")              \
+    X(params, "list parameter presets (security, sizes); suggest primes for aggregation")          \
+    X(run, "generate text with a model in plaintext (the reference the encrypted path matches)")   \
+    X(simulate, "plaintext decode with simulated encryption error, per layer and on the logits")   \
+    X(plan, "the scheduler's plan for a model: scheme and level of every operator")
 
 #define TS_CMD_DECLARE(name, summary) int ts_cmd_##name(int argc, char **argv);
 TS_COMMANDS(TS_CMD_DECLARE)
