@@ -5,6 +5,20 @@
  * the .cu files of gpu/ implement these functions; otherwise gpu/gpu_stub.c does, and every
  * call reports TS_ENOGPU ("no GPU support built"). Either way the binaries run
  * on machines without a GPU.
+ *
+ * The GPU backend implements every member of struct ts_backend_i
+ * (core/backend/backend.h) and agrees with the CPU backend bit for bit: every
+ * op has a unique reduced result, and the one floating-point step (the HPS
+ * correction v of basis conversion) is evaluated with the same IEEE double
+ * operations in the same order, without contraction into FMA.
+ *
+ * Memory: device memory from a caching pool with an explicit cap (no managed
+ * memory); env TS_GPU_POOL_MB sets the cap (default: 90% of the device).
+ * Work is queued on one non-blocking stream per backend; ops are
+ * stream-ordered, `download` and `synchronize` wait. A CUDA error is
+ * translated once into TS_EDEVICE, logged, and marks the backend unhealthy:
+ * from then on every entry point returns TS_EDEVICE (the process keeps
+ * running; callers fall back to the CPU backend or refuse work).
  */
 #ifndef TS_GPU_H
 #define TS_GPU_H
@@ -12,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/backend/backend.h"
 #include "core/base/base.h"
 
 #ifdef __cplusplus
@@ -32,6 +47,30 @@ bool ts_gpu_built(void);
  * reason in `why` (no CUDA in this build, no driver, no device).
  */
 ts_status_t ts_gpu_probe(ts_gpu_info_t *info, char *why, size_t why_size);
+
+/*
+ * [out] a GPU backend on CUDA device `device` (0-based), freed with
+ * ts_backend_free. TS_ENOGPU when this build has no CUDA or the device is
+ * missing (the reason is logged), TS_EDEVICE when the device fails during
+ * setup, TS_EINVAL for a bad index, TS_ENOMEM.
+ */
+ts_status_t ts_gpu_backend_new(int device, ts_backend_t **out);
+
+/* True when `be` is a GPU backend that has not seen a device error. */
+bool ts_gpu_backend_healthy(const ts_backend_t *be);
+
+/*
+ * Pick a backend by name: "cpu" (a new CPU backend, threads from TS_THREADS or
+ * one per core), "gpu" (GPU 0, or env TS_GPU_DEVICE; TS_ENOGPU when there is
+ * none, with the reason logged), "auto" (the GPU when present and working,
+ * else the CPU backend; the reason for the fallback is logged at info level).
+ * NULL or "" means "auto". [out] *out, freed with ts_backend_free.
+ * TS_EINVAL for an unknown name.
+ */
+ts_status_t ts_backend_select(const char *name, ts_backend_t **out);
+/* The same, also writing the reason for a refusal or fallback into `why`
+ * ("" when the requested backend was made). */
+ts_status_t ts_backend_select_why(const char *name, ts_backend_t **out, char *why, size_t why_size);
 
 #ifdef __cplusplus
 }

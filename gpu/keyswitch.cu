@@ -1,0 +1,38 @@
+/*
+ * Key-switch inner product in NTT form: out poly c, limb l, word i =
+ * sum_d digits[d][l][i] * key[d * nout + c][key_limb[l]][i] mod q_l, one thread
+ * per output word, a 128-bit accumulator reduced every 15 terms
+ * (tsg_ks_elem). Reads of digit d are coalesced across the warp.
+ */
+#include "gpu/gpu_cuda.cuh"
+
+#define KS_THREADS 256
+
+__global__ void __launch_bounds__(KS_THREADS)
+    ks_kernel(tsg_limbs_t lm, uint32_t logn, tsg_arg_t out, tsg_arg_t dig, uint32_t nd,
+              tsg_arg_t key, tsg_limbs_t klm, const tsg_mod_t *mods)
+{
+    const uint32_t nout = lm.npolys;
+    const size_t total = ((size_t)nout * lm.nlimbs) << logn;
+    const size_t nmask = ((size_t)1 << logn) - 1;
+    for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        const size_t t = idx >> logn, i = idx & nmask;
+        const uint32_t c = (uint32_t)(t / lm.nlimbs), l = (uint32_t)(t - (size_t)c * lm.nlimbs);
+        const uint64_t *dp = dig.data + ((size_t)l << logn) + i;
+        const uint64_t *kp = key.data + (size_t)c * key.stride + ((size_t)klm.mi[l] << logn) + i;
+        out.data[(size_t)c * out.stride + ((size_t)l << logn) + i] =
+            tsg_ks_elem(nd, dp, dig.stride, kp, (size_t)nout * key.stride, &mods[lm.mi[l]]);
+    }
+}
+
+extern "C" ts_status_t ts__gpu_keyswitch(tsg_dev_t *dev, const ts_bk_ring_t *r,
+                                         const tsg_limbs_t *lm, tsg_arg_t out, tsg_arg_t digits,
+                                         uint32_t nd, tsg_arg_t key, const tsg_limbs_t *key_limb)
+{
+    const size_t total = ((size_t)lm->npolys * lm->nlimbs) << r->logn;
+    const unsigned blocks = tsg_blocks(total, KS_THREADS);
+    ks_kernel<<<blocks, KS_THREADS, 0, tsg_stream(dev)>>>(*lm, r->logn, out, digits, nd, key,
+                                                          *key_limb, r->d_mods);
+    return tsg_check_launch(dev, "keyswitch_inner");
+}
