@@ -10,27 +10,13 @@
 
 template <bool NTT>
 __global__ void __launch_bounds__(AUTO_THREADS)
-    auto_kernel(tsg_limbs_t lm, uint32_t logn, tsg_arg_t out, tsg_arg_t a, uint64_t k,
+    auto_kernel(const tsg_limbs_t lm, uint32_t logn, tsg_arg_t out, tsg_arg_t a, uint64_t k,
                 const tsg_mod_t *mods)
 {
-    const size_t total = ((size_t)lm.npolys * lm.nlimbs) << logn;
-    const size_t nmask = ((size_t)1 << logn) - 1;
+    const size_t total = tsg_total(&lm, logn);
     for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
-         idx += (size_t)gridDim.x * blockDim.x) {
-        const size_t t = idx >> logn;
-        const uint32_t i = (uint32_t)(idx & nmask);
-        const uint32_t p = (uint32_t)(t / lm.nlimbs), l = (uint32_t)(t - (size_t)p * lm.nlimbs);
-        uint64_t *o = out.data + (size_t)p * out.stride + ((size_t)l << logn);
-        const uint64_t *x = a.data + (size_t)p * a.stride + ((size_t)l << logn);
-        if (NTT) {
-            o[i] = x[tsg_auto_ntt_src(i, logn, k)];
-        } else {
-            int neg;
-            const uint32_t d = tsg_auto_coeff_dst(i, logn, k, &neg);
-            const uint64_t v = x[i];
-            o[d] = neg ? tsg_neg(v, mods[lm.mi[l]].q) : v;
-        }
-    }
+         idx += (size_t)gridDim.x * blockDim.x)
+        tsg_auto_thread(NTT ? 1 : 0, idx, &lm, logn, out, a, k, mods);
 }
 
 extern "C" ts_status_t ts__gpu_automorphism(tsg_dev_t *dev, const ts_bk_ring_t *r, bool ntt_form,

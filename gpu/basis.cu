@@ -12,30 +12,14 @@
 #define BASIS_THREADS 128
 
 __global__ void __launch_bounds__(BASIS_THREADS)
-    basis_kernel(tsg_conv_t c, uint32_t logn, tsg_arg_t out, tsg_arg_t in, tsg_arg_t xb,
+    basis_kernel(const tsg_conv_t c, uint32_t logn, tsg_arg_t out, tsg_arg_t in, tsg_arg_t xb,
                  int moddown)
 {
     extern __shared__ uint64_t ys[]; /* na x blockDim.x */
-    const uint32_t n = 1u << logn;
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    const uint32_t p = blockIdx.y;
-    if (i >= n)
-        return; /* no barrier below: each thread reads only its own column */
-    const uint64_t *x = in.data + (size_t)p * in.stride + i;
-    uint64_t *y = ys + threadIdx.x;
-    double s = 0.5; /* round(sum) = floor(sum + 1/2) */
-    for (uint32_t a = 0; a < c.na; a++) {
-        const uint64_t t = tsg_conv_y(&c, a, x[(size_t)a << logn]);
-        y[(size_t)a * blockDim.x] = t;
-        s = tsg_f64_mul_add(s, t, c.a_inv_d[a]);
-    }
-    const uint64_t v = tsg_f64_to_u64(s);
-    uint64_t *o = out.data + (size_t)p * out.stride + i;
-    const uint64_t *b = moddown ? xb.data + (size_t)p * xb.stride + i : NULL;
-    for (uint32_t j = 0; j < c.nb; j++) {
-        const uint64_t xbv = moddown ? b[(size_t)j << logn] : 0;
-        o[(size_t)j << logn] = tsg_conv_out(&c, j, y, blockDim.x, v, moddown, xbv);
-    }
+    if (i >= (1u << logn))
+        return; /* no barrier in this kernel: a thread reads only its own column */
+    tsg_conv_thread(&c, logn, blockIdx.y, i, out, in, xb, moddown, ys + threadIdx.x, blockDim.x);
 }
 
 extern "C" ts_status_t ts__gpu_conv(tsg_dev_t *dev, const ts_bk_ring_t *r, const ts_bk_conv_t *c,

@@ -11,43 +11,25 @@
 
 template <int OP>
 __global__ void __launch_bounds__(EW_THREADS)
-    ew_kernel(tsg_limbs_t lm, uint32_t logn, tsg_arg_t out, tsg_arg_t a, tsg_arg_t b, tsg_arg_t c,
-              const tsg_mod_t *mods)
+    ew_kernel(const tsg_limbs_t lm, uint32_t logn, tsg_arg_t out, tsg_arg_t a, tsg_arg_t b,
+              tsg_arg_t c, const tsg_mod_t *mods)
 {
-    const size_t total = ((size_t)lm.npolys * lm.nlimbs) << logn;
-    const size_t nmask = ((size_t)1 << logn) - 1;
+    const size_t total = tsg_total(&lm, logn);
     for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
-         idx += (size_t)gridDim.x * blockDim.x) {
-        const size_t t = idx >> logn, i = idx & nmask;
-        const uint32_t p = (uint32_t)(t / lm.nlimbs), l = (uint32_t)(t - (size_t)p * lm.nlimbs);
-        const size_t lo = ((size_t)l << logn) + i;
-        const tsg_mod_t *m = &mods[lm.mi[l]];
-        uint64_t *o = out.data + (size_t)p * out.stride + lo;
-        const uint64_t av = a.data[(size_t)p * a.stride + lo];
-        const uint64_t ov = OP == TSG_OP_MUL_ADD ? *o : 0;
-        const uint64_t bv = b.data ? b.data[(size_t)p * b.stride + lo] : 0;
-        const uint64_t cv = c.data ? c.data[(size_t)p * c.stride + lo] : 0;
-        *o = tsg_ew(OP, ov, av, bv, cv, m);
-    }
+         idx += (size_t)gridDim.x * blockDim.x)
+        tsg_ew_thread(OP, idx, &lm, logn, out, a, b, c, mods);
 }
 
 /* Scalar ops: the limb's scalar (and Shoup constant) from the parameter block. */
 template <int OP>
 __global__ void __launch_bounds__(EW_THREADS)
-    ew_scalar_kernel(tsg_limbs_t lm, uint32_t logn, tsg_arg_t out, tsg_arg_t a, tsg_scalars_t s,
-                     const tsg_mod_t *mods)
+    ew_scalar_kernel(const tsg_limbs_t lm, uint32_t logn, tsg_arg_t out, tsg_arg_t a,
+                     const tsg_scalars_t s, const tsg_mod_t *mods)
 {
-    const size_t total = ((size_t)lm.npolys * lm.nlimbs) << logn;
-    const size_t nmask = ((size_t)1 << logn) - 1;
+    const size_t total = tsg_total(&lm, logn);
     for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
-         idx += (size_t)gridDim.x * blockDim.x) {
-        const size_t t = idx >> logn, i = idx & nmask;
-        const uint32_t p = (uint32_t)(t / lm.nlimbs), l = (uint32_t)(t - (size_t)p * lm.nlimbs);
-        const size_t lo = ((size_t)l << logn) + i;
-        const tsg_mod_t *m = &mods[lm.mi[l]];
-        const uint64_t av = a.data[(size_t)p * a.stride + lo];
-        out.data[(size_t)p * out.stride + lo] = tsg_ew(OP, 0, av, s.v[l], s.vp[l], m);
-    }
+         idx += (size_t)gridDim.x * blockDim.x)
+        tsg_ew_scalar_thread(OP, idx, &lm, logn, out, a, &s, mods);
 }
 
 extern "C" ts_status_t ts__gpu_ew(tsg_dev_t *dev, const ts_bk_ring_t *r, int op,

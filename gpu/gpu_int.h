@@ -37,23 +37,6 @@ struct ts_bk_conv {
     tsg_conv_t view; /* pointers into d_blob */
 };
 
-/* Per-limb modulus indices of a batch, passed by value to kernels. */
-typedef struct tsg_limbs {
-    uint32_t nlimbs, npolys;
-    uint16_t mi[TSG_MAX_LIMBS];
-} tsg_limbs_t;
-
-/* Per-limb scalars and their Shoup constants (mul_scalar, add_scalar). */
-typedef struct tsg_scalars {
-    uint64_t v[TSG_MAX_LIMBS], vp[TSG_MAX_LIMBS];
-} tsg_scalars_t;
-
-/* An operand: device words and the stride between polynomials. */
-typedef struct tsg_arg {
-    uint64_t *data;
-    size_t stride;
-} tsg_arg_t;
-
 /* --- runtime (gpu/runtime.cu) */
 ts_status_t ts__gpu_dev_new(int device, tsg_dev_t **out, char *why, size_t why_size);
 void ts__gpu_dev_free(tsg_dev_t *dev);

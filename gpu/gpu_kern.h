@@ -25,7 +25,7 @@
 #include "core/math/math.h"
 
 #ifdef __CUDACC__
-#define TSG_FN static inline __host__ __device__
+#define TSG_FN static __forceinline__ __host__ __device__
 #else
 #define TSG_FN static inline
 #endif
@@ -46,6 +46,24 @@ typedef struct tsg_mod {
     uint64_t q, bhi, blo;
     uint64_t n_inv, n_inv_sh, n_inv_w, n_inv_w_sh;
 } tsg_mod_t;
+
+/* Per-limb modulus indices of a batch (npolys x nlimbs), passed by value to kernels. */
+typedef struct tsg_limbs {
+    uint32_t nlimbs, npolys;
+    uint16_t mi[TSG_MAX_LIMBS];
+} tsg_limbs_t;
+
+/* Per-limb scalars and their Shoup constants (mul_scalar, add_scalar). */
+typedef struct tsg_scalars {
+    uint64_t v[TSG_MAX_LIMBS], vp[TSG_MAX_LIMBS];
+} tsg_scalars_t;
+
+/* An operand: words (limb l of poly p at data + p * stride + l * N) and the
+ * stride between polynomials. */
+typedef struct tsg_arg {
+    uint64_t *data;
+    size_t stride;
+} tsg_arg_t;
 
 /* ------------------------------------------------------------ words */
 
@@ -443,6 +461,101 @@ TSG_FN uint64_t tsg_reduce_4q(uint64_t u, uint64_t q)
 TSG_FN uint64_t tsg_reduce_4q_2q(uint64_t u, uint64_t q)
 {
     return u - ((u >= 2 * q) ? 2 * q : 0);
+}
+
+/* ------------------------------------------- one thread of each kernel
+ *
+ * The kernels are grid-stride loops over idx in [0, total) calling these; the
+ * host emulation calls them for every idx. idx = (t << logn) + i with
+ * t = p * nlimbs + l (poly p, limb l, word i).
+ */
+
+/* Total threads of the limb-parallel kernels. */
+TSG_FN size_t tsg_total(const tsg_limbs_t *lm, uint32_t logn)
+{
+    return ((size_t)lm->npolys * lm->nlimbs) << logn;
+}
+
+TSG_FN void tsg_ew_thread(int op, size_t idx, const tsg_limbs_t *lm, uint32_t logn, tsg_arg_t out,
+                          tsg_arg_t a, tsg_arg_t b, tsg_arg_t c, const tsg_mod_t *mods)
+{
+    const size_t t = idx >> logn, i = idx & (((size_t)1 << logn) - 1);
+    const uint32_t p = (uint32_t)(t / lm->nlimbs), l = (uint32_t)(t - (size_t)p * lm->nlimbs);
+    const size_t lo = ((size_t)l << logn) + i;
+    uint64_t *o = out.data + (size_t)p * out.stride + lo;
+    const uint64_t av = a.data[(size_t)p * a.stride + lo];
+    const uint64_t ov = op == TSG_OP_MUL_ADD ? *o : 0;
+    const uint64_t bv = b.data ? b.data[(size_t)p * b.stride + lo] : 0;
+    const uint64_t cv = c.data ? c.data[(size_t)p * c.stride + lo] : 0;
+    *o = tsg_ew(op, ov, av, bv, cv, &mods[lm->mi[l]]);
+}
+
+TSG_FN void tsg_ew_scalar_thread(int op, size_t idx, const tsg_limbs_t *lm, uint32_t logn,
+                                 tsg_arg_t out, tsg_arg_t a, const tsg_scalars_t *s,
+                                 const tsg_mod_t *mods)
+{
+    const size_t t = idx >> logn, i = idx & (((size_t)1 << logn) - 1);
+    const uint32_t p = (uint32_t)(t / lm->nlimbs), l = (uint32_t)(t - (size_t)p * lm->nlimbs);
+    const size_t lo = ((size_t)l << logn) + i;
+    const uint64_t av = a.data[(size_t)p * a.stride + lo];
+    out.data[(size_t)p * out.stride + lo] = tsg_ew(op, 0, av, s->v[l], s->vp[l], &mods[lm->mi[l]]);
+}
+
+/* Automorphism: NTT form gathers out[i] = a[src(i)]; coefficient form scatters
+ * a[i] to out[dst(i)] with a sign. out must not alias a. */
+TSG_FN void tsg_auto_thread(int ntt_form, size_t idx, const tsg_limbs_t *lm, uint32_t logn,
+                            tsg_arg_t out, tsg_arg_t a, uint64_t k, const tsg_mod_t *mods)
+{
+    const size_t t = idx >> logn;
+    const uint32_t i = (uint32_t)(idx & (((size_t)1 << logn) - 1));
+    const uint32_t p = (uint32_t)(t / lm->nlimbs), l = (uint32_t)(t - (size_t)p * lm->nlimbs);
+    uint64_t *o = out.data + (size_t)p * out.stride + ((size_t)l << logn);
+    const uint64_t *x = a.data + (size_t)p * a.stride + ((size_t)l << logn);
+    if (ntt_form) {
+        o[i] = x[tsg_auto_ntt_src(i, logn, k)];
+    } else {
+        int neg;
+        const uint32_t d = tsg_auto_coeff_dst(i, logn, k, &neg);
+        const uint64_t v = x[i];
+        o[d] = neg ? tsg_neg(v, mods[lm->mi[l]].q) : v;
+    }
+}
+
+/* Key-switch inner product: lm describes out (npolys = components), klm.mi[l]
+ * is the key limb of out limb l; digit d of limb l at dig.data + d * dig.stride. */
+TSG_FN void tsg_ks_thread(size_t idx, const tsg_limbs_t *lm, uint32_t logn, tsg_arg_t out,
+                          tsg_arg_t dig, uint32_t nd, tsg_arg_t key, const tsg_limbs_t *klm,
+                          const tsg_mod_t *mods)
+{
+    const uint32_t nout = lm->npolys;
+    const size_t t = idx >> logn, i = idx & (((size_t)1 << logn) - 1);
+    const uint32_t c = (uint32_t)(t / lm->nlimbs), l = (uint32_t)(t - (size_t)c * lm->nlimbs);
+    const uint64_t *dp = dig.data + ((size_t)l << logn) + i;
+    const uint64_t *kp = key.data + (size_t)c * key.stride + ((size_t)klm->mi[l] << logn) + i;
+    out.data[(size_t)c * out.stride + ((size_t)l << logn) + i] =
+        tsg_ks_elem(nd, dp, dig.stride, kp, (size_t)nout * key.stride, &mods[lm->mi[l]]);
+}
+
+/* Basis conversion of coefficient i of poly p: y (the thread's column, stride
+ * ystride) receives the na values y_a; then every output limb. */
+TSG_FN void tsg_conv_thread(const tsg_conv_t *c, uint32_t logn, uint32_t p, uint32_t i,
+                            tsg_arg_t out, tsg_arg_t in, tsg_arg_t xb, int moddown, uint64_t *y,
+                            size_t ystride)
+{
+    const uint64_t *x = in.data + (size_t)p * in.stride + i;
+    double s = 0.5; /* round(sum) = floor(sum + 1/2) */
+    for (uint32_t a = 0; a < c->na; a++) {
+        const uint64_t t = tsg_conv_y(c, a, x[(size_t)a << logn]);
+        y[(size_t)a * ystride] = t;
+        s = tsg_f64_mul_add(s, t, c->a_inv_d[a]);
+    }
+    const uint64_t v = tsg_f64_to_u64(s);
+    uint64_t *o = out.data + (size_t)p * out.stride + i;
+    const uint64_t *b = moddown ? xb.data + (size_t)p * xb.stride + i : 0;
+    for (uint32_t j = 0; j < c->nb; j++) {
+        const uint64_t xbv = moddown ? b[(size_t)j << logn] : 0;
+        o[(size_t)j << logn] = tsg_conv_out(c, j, y, ystride, v, moddown, xbv);
+    }
 }
 
 /* ------------------------------------------------- host-side packing */

@@ -9,21 +9,13 @@
 #define KS_THREADS 256
 
 __global__ void __launch_bounds__(KS_THREADS)
-    ks_kernel(tsg_limbs_t lm, uint32_t logn, tsg_arg_t out, tsg_arg_t dig, uint32_t nd,
-              tsg_arg_t key, tsg_limbs_t klm, const tsg_mod_t *mods)
+    ks_kernel(const tsg_limbs_t lm, uint32_t logn, tsg_arg_t out, tsg_arg_t dig, uint32_t nd,
+              tsg_arg_t key, const tsg_limbs_t klm, const tsg_mod_t *mods)
 {
-    const uint32_t nout = lm.npolys;
-    const size_t total = ((size_t)nout * lm.nlimbs) << logn;
-    const size_t nmask = ((size_t)1 << logn) - 1;
+    const size_t total = tsg_total(&lm, logn);
     for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
-         idx += (size_t)gridDim.x * blockDim.x) {
-        const size_t t = idx >> logn, i = idx & nmask;
-        const uint32_t c = (uint32_t)(t / lm.nlimbs), l = (uint32_t)(t - (size_t)c * lm.nlimbs);
-        const uint64_t *dp = dig.data + ((size_t)l << logn) + i;
-        const uint64_t *kp = key.data + (size_t)c * key.stride + ((size_t)klm.mi[l] << logn) + i;
-        out.data[(size_t)c * out.stride + ((size_t)l << logn) + i] =
-            tsg_ks_elem(nd, dp, dig.stride, kp, (size_t)nout * key.stride, &mods[lm.mi[l]]);
-    }
+         idx += (size_t)gridDim.x * blockDim.x)
+        tsg_ks_thread(idx, &lm, logn, out, dig, nd, key, &klm, mods);
 }
 
 extern "C" ts_status_t ts__gpu_keyswitch(tsg_dev_t *dev, const ts_bk_ring_t *r,
