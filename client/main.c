@@ -16,6 +16,8 @@
     X(stats, "print the daemon's counters (connections, queue, memory, latencies)")                \
     X(keys, "upload keys in resumable chunks, or ask which chunks the server holds")               \
     X(keygen, "make CKKS keys for a parameter preset (secret key mode 0600)")                      \
+    X(encrypt, "encrypt a vector (csv, json, float32) into a ciphertext file")                     \
+    X(decrypt, "decrypt a ciphertext file into a vector")                                          \
     X(aggregate, "one round of encrypted weighted averaging (seed 002, Algorithm 1)")              \
     X(params, "list parameter presets (security, sizes); suggest primes for aggregation")          \
     X(run, "generate text with a model in plaintext (the reference the encrypted path matches)")   \

@@ -10,6 +10,7 @@
  * plaintext average (observed max ~1.3e-3, mean ~1.6e-4).
  */
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "client/client.h"
@@ -334,6 +335,54 @@ START_TEST(test_insecure_preset_with_flag)
 }
 END_TEST
 
+START_TEST(test_encrypt_decrypt_files)
+{
+    char dir[512], cmd[4096], path[700], err[300];
+    net_tmpdir(dir, sizeof dir, "crypt");
+    const char *b = ts_test_build_dir();
+    snprintf(cmd, sizeof cmd, "%s/tessera keygen --params pfedckks-n13 --out %s/k >/dev/null", b,
+             dir);
+    ck_assert_int_eq(system(cmd), 0);
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/k/secret.key", dir);
+    ck_assert_int_eq(stat(path, &sb), 0);
+    ck_assert_int_eq(sb.st_mode & 0777, 0600);
+    /* A second keygen never overwrites the secret key. */
+    snprintf(cmd, sizeof cmd, "%s/tessera keygen --params pfedckks-n13 --out %s/k 2>/dev/null", b,
+             dir);
+    ck_assert_int_ne(system(cmd), 0);
+    enum { LEN = 5000 };
+    static double v[LEN];
+    for (size_t i = 0; i < LEN; i++)
+        v[i] = sin((double)i) * 0.9;
+    snprintf(path, sizeof path, "%s/v.csv", dir);
+    write_vec(path, v, LEN);
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera encrypt -k %s/k -i %s -o %s/v.ct && %s/tessera decrypt -k %s/k -i %s/v.ct "
+             "-o %s/back.json",
+             b, dir, path, dir, b, dir, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/back.json", dir);
+    double *back = NULL;
+    size_t n = 0;
+    ck_assert_ts_ok(ts_cli_vector_read(path, NULL, &back, &n, err, sizeof err));
+    ck_assert_uint_eq(n, LEN);
+    double max = 0;
+    for (size_t i = 0; i < LEN; i++)
+        max = fmax(max, fabs(back[i] - v[i]));
+    free(back);
+    ck_assert_msg(max < 1e-2 && max > 0, "max error %g", max);
+    /* A truncated ciphertext file is refused with the local-data exit code. */
+    snprintf(cmd, sizeof cmd,
+             "head -c 50000 %s/v.ct > %s/cut.ct && %s/tessera decrypt -k %s/k -i %s/cut.ct -o "
+             "%s/x.csv 2>/dev/null",
+             dir, dir, b, dir, dir, dir);
+    int st = system(cmd);
+    ck_assert_int_eq(WEXITSTATUS(st), TS_EXIT_LOCAL);
+    net_rm_rf(dir);
+}
+END_TEST
+
 TS_TEST_SUITE(net_aggregate)
 {
     Suite *s = suite_create("net_aggregate");
@@ -342,6 +391,7 @@ TS_TEST_SUITE(net_aggregate)
     tcase_add_test(tc, test_three_clients_weighted_average);
     tcase_add_test(tc, test_hostile_contributions);
     tcase_add_test(tc, test_insecure_preset_with_flag);
+    tcase_add_test(tc, test_encrypt_decrypt_files);
     suite_add_tcase(s, tc);
     return s;
 }
