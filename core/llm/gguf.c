@@ -791,6 +791,9 @@ ts_status_t ts__llm_tokenizer_from_gguf(const uint8_t *buf, size_t size, int voc
         eos = -1;
     if ((st = ts__llm_tokenizer_finish(t, (int)bos, (int)eos, kind == TS_LLM_TOK_SPM)))
         goto out;
+    kv = find_kv(&g, "tokenizer.ggml.add_space_prefix");
+    if (kv && kv->type == GG_BOOL)
+        ts__llm_tokenizer_set_space_prefix(t, kv->val[0] != 0);
     if (kind == TS_LLM_TOK_GPT2) {
         const gg_kv_t *merges = find_kv(&g, "tokenizer.ggml.merges");
         if (!merges || merges->type != GG_ARRAY || merges->arr_type != GG_STRING ||

@@ -79,6 +79,8 @@ ts_status_t ts__llm_tokenizer_alloc(ts_llm_tok_kind_t kind, int vocab_size,
 /* Set piece `id` (bytes copied) and its score. */
 ts_status_t ts__llm_tokenizer_set(ts_llm_tokenizer_t *tok, int id, const char *piece, size_t len,
                                   float score);
+/* SPM dummy prefix on (default) or off (GGUF tokenizer.ggml.add_space_prefix). */
+void ts__llm_tokenizer_set_space_prefix(ts_llm_tokenizer_t *tok, bool on);
 /* Mark a token as control (decodes to nothing). */
 void ts__llm_tokenizer_set_control(ts_llm_tokenizer_t *tok, int id);
 /* GPT-2 merges: "left right" strings in rank order. */

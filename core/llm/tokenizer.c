@@ -25,6 +25,7 @@ struct ts_llm_tokenizer {
     uint8_t *control; /* decodes to nothing */
     int bos, eos;
     bool spm_gguf;
+    bool no_prefix; /* GGUF tokenizer.ggml.add_space_prefix = false */
     size_t max_piece;
     int byte_id[256];     /* SPM: <0xAB> piece; GPT-2: the byte's character; -1 when absent */
     int16_t cp_byte[512]; /* GPT-2: character code point -> byte, -1 when none */
@@ -127,6 +128,11 @@ ts_status_t ts__llm_tokenizer_set(ts_llm_tokenizer_t *t, int id, const char *pie
     if (len > t->max_piece)
         t->max_piece = len;
     return TS_OK;
+}
+
+void ts__llm_tokenizer_set_space_prefix(ts_llm_tokenizer_t *t, bool on)
+{
+    t->no_prefix = !on;
 }
 
 void ts__llm_tokenizer_set_control(ts_llm_tokenizer_t *t, int id)
@@ -461,7 +467,9 @@ static ts_status_t spm_encode(const ts_llm_tokenizer_t *t, const char *text, siz
     if (len == 0)
         return TS_OK;
     /* The dummy prefix and, for GGUF vocabularies, U+2581 for every space. */
-    if (t->spm_gguf)
+    if (t->no_prefix)
+        st = TS_OK;
+    else if (t->spm_gguf)
         st = spm_symbol(t, SPACE_U2581, 3, a);
     else
         st = spm_symbol(t, " ", 1, a);
@@ -665,7 +673,7 @@ ts_status_t ts_llm_tokenizer_decode(const ts_llm_tokenizer_t *t, int prev, int i
             p = tmp;
             len = 1;
         } else {
-            bool first = prev < 0 || prev == t->bos;
+            bool first = !t->no_prefix && (prev < 0 || prev == t->bos);
             if (first && len >= 1 && p[0] == ' ') {
                 p++;
                 len--;

@@ -675,6 +675,40 @@ START_TEST(test_gguf_tokenizer_spm)
     ck_assert_str_eq(out, "ac\n");
     ck_assert_ts_ok(ts_llm_tokenizer_encode(t, "z", 1, false, false, ids, 32, &n));
     ck_assert_int_eq(ids[n - 1], 0);
+    ts_llm_tokenizer_free(t);
+    /* add_space_prefix = false: no dummy prefix, so "ab" stays "ab". */
+    {
+        wb_t m = {0};
+        static const char *const toks[] = {"<unk>",
+                                           "<s>",
+                                           "</s>",
+                                           "\xe2\x96\x81",
+                                           "a",
+                                           "b",
+                                           "\xe2\x96\x81"
+                                           "a",
+                                           "ab",
+                                           "\xe2\x96\x81"
+                                           "ab"};
+        static const float scores[] = {0, 0, 0, -5, -6, -7, -1, -2, -0.5f};
+        kv_str(&m, "tokenizer.ggml.model", "llama");
+        kv_strs(&m, "tokenizer.ggml.tokens", toks, 9);
+        kv_f32s(&m, "tokenizer.ggml.scores", scores, 9);
+        w_str(&m, "tokenizer.ggml.add_space_prefix");
+        w_u32(&m, 7);
+        uint8_t no = 0;
+        w_bytes(&m, &no, 1);
+        size_t sz;
+        uint8_t *g2 = gguf_build(&m, 4, NULL, 0, &sz);
+        ck_assert_ts_ok(ts_llm_tokenizer_load_buffer(g2, sz, 0, &t, err, sizeof(err)));
+        ck_assert_ts_ok(ts_llm_tokenizer_encode(t, "ab", 2, false, false, ids, 32, &n));
+        ck_assert_int_eq(n, 1);
+        ck_assert_int_eq(ids[0], 7);
+        decode_all(t, ids, n, out);
+        ck_assert_str_eq(out, "ab");
+        free(g2);
+        free(m.b);
+    }
     /* The model's vocab size must agree. */
     ts_llm_tokenizer_free(t);
     ck_assert_ts_status(ts_llm_tokenizer_load_buffer(g, size, 12, &t, err, sizeof(err)),
