@@ -102,6 +102,11 @@ static const ts_cfg_directive_t log_table[] = {
     {.name = NULL},
 };
 
+static const ts_cfg_directive_t sanitize_table[] = {
+    INT("flood_bits", ts_srv_sanitize_cfg_t, flood_bits, 0, 50),
+    {.name = NULL},
+};
+
 #define SECTION(key, field, table)                                                                 \
     {                                                                                              \
         .name = key, .type = TS_CFG_SECTION, .offset = offsetof(ts_srv_config_t, field),           \
@@ -119,6 +124,7 @@ static const ts_cfg_directive_t top_table[] = {
     SECTION("limits", limits, limits_table),
     SECTION("timeouts", timeouts, timeouts_table),
     SECTION("log", log, log_table),
+    SECTION("sanitize", sanitize, sanitize_table),
     {.name = NULL},
 };
 

@@ -755,8 +755,9 @@ static void round_work(uv_work_t *w)
         in[i].cts = r->contribs[i].cts;
     }
     r->work_status =
-        ts_agg_compute(r->srv->cfg.params_dir, r->param_id, r->srv->opts.insecure_params, in, r->n,
-                       r->ct_count, &r->result, r->detail, sizeof r->detail);
+        ts_agg_compute(r->srv->cfg.params_dir, r->param_id, r->srv->opts.insecure_params,
+                       (int)r->srv->cfg.sanitize.flood_bits, in, r->n, r->ct_count, &r->result,
+                       r->detail, sizeof r->detail);
     ts_free(in);
     r->compute_ns = ts_now_ns() - t0;
 }

@@ -52,6 +52,10 @@ typedef struct ts_srv_timeouts_cfg {
     int64_t job_ms; /* an aggregation round not complete by then fails */
 } ts_srv_timeouts_cfg_t;
 
+typedef struct ts_srv_sanitize_cfg {
+    int64_t flood_bits; /* 0: results carry no extra noise */
+} ts_srv_sanitize_cfg_t;
+
 typedef struct ts_srv_log_cfg {
     char level[16];
     bool json;
@@ -67,6 +71,7 @@ typedef struct ts_srv_config {
     ts_srv_limits_cfg_t limits;
     ts_srv_timeouts_cfg_t timeouts;
     ts_srv_log_cfg_t log;
+    ts_srv_sanitize_cfg_t sanitize;
     char params_dir[512]; /* parameter presets (YAML) */
 } ts_srv_config_t;
 
@@ -169,11 +174,15 @@ ts_status_t ts_agg_validate(const char *params_dir, const char *param_id, bool a
                             size_t why_size);
 /*
  * out[j] = sum_i (w_i / sum w) * in_i[j], serialized; *out is an array of
- * `count` ts_malloc'ed buffers (free with ts_agg_result_free).
+ * `count` ts_malloc'ed buffers (free with ts_agg_result_free). Every result
+ * leaves at the same level (one below the inputs'). flood_bits > 0 adds
+ * flooding noise to each result: coefficients uniform in [-2^flood_bits,
+ * 2^flood_bits] added to c_0 (the decrypted message carries it), hiding the
+ * noise the computation left; it costs precision (see docs/PROTOCOL.md).
  */
 ts_status_t ts_agg_compute(const char *params_dir, const char *param_id, bool allow_insecure,
-                           const ts_agg_input_t *inputs, size_t n_inputs, size_t count,
-                           ProtobufCBinaryData **out, char *why, size_t why_size);
+                           int flood_bits, const ts_agg_input_t *inputs, size_t n_inputs,
+                           size_t count, ProtobufCBinaryData **out, char *why, size_t why_size);
 void ts_agg_result_free(ProtobufCBinaryData *out, size_t count);
 
 #endif

@@ -127,7 +127,7 @@ static void run_one(int outer, int inner, size_t len, result_t *r)
     ProtobufCBinaryData *res = NULL;
     char why[256] = "";
     t0 = ts_now_ns();
-    ts_status_t st = ts_agg_compute(dir, lit.name, false, in, K, n_ct, &res, why, sizeof why);
+    ts_status_t st = ts_agg_compute(dir, lit.name, false, 0, in, K, n_ct, &res, why, sizeof why);
     r->agg_ms = ms(t0);
     if (st != TS_OK) {
         r->status = "aggregation failed";

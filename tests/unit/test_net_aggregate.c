@@ -15,6 +15,7 @@
 
 #include "client/client.h"
 #include "server/ckks_wire.h"
+#include "server/tesserad.h"
 #include "tests/unit/net_test_util.h"
 
 static char certs[512];
@@ -383,6 +384,73 @@ START_TEST(test_encrypt_decrypt_files)
 }
 END_TEST
 
+/*
+ * Flooding noise on results: with coefficients uniform in [-B, B] added to c_0,
+ * each real slot carries noise of standard deviation sqrt(N / 6) * B / scale
+ * (variance B^2/3 per coefficient, half of it in the real part after decoding).
+ */
+START_TEST(test_flooding_noise_matches_formula)
+{
+    ts_ckks_params_t *p = NULL;
+    uint8_t id[32];
+    char why[300];
+    ck_assert_ts_ok(
+        ts_wire_params_get("configs/params", "pfedckks-n13", false, &p, id, why, sizeof why));
+    ts_prng_t *rng;
+    ck_assert_ts_ok(ts_prng_new_os(&rng));
+    ts_ckks_secret_key_t *sk;
+    ts_ckks_encoder_t *enc;
+    ts_ckks_plaintext_t *pt;
+    ts_ckks_ciphertext_t *ct;
+    int top = ts_ckks_params_max_level(p);
+    size_t slots = ts_ckks_params_slots(p), n = ts_ckks_params_n(p);
+    ck_assert_ts_ok(ts_ckks_keygen_secret(p, rng, &sk));
+    ck_assert_ts_ok(ts_ckks_encoder_new(p, &enc));
+    ck_assert_ts_ok(ts_ckks_plaintext_new(p, top, &pt));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(p, top, &ct));
+    double *zero = calloc(slots, sizeof *zero), *out = calloc(slots, sizeof *out);
+    ck_assert_ts_ok(ts_ckks_encode_real(enc, zero, slots, 0, top, ts_ckks_params_scale(p), pt));
+    ck_assert_ts_ok(ts_ckks_encrypt_sk(sk, pt, rng, NULL, ct));
+    ProtobufCBinaryData in = {0, NULL};
+    ck_assert_ts_ok(ts_wire_ct_encode(ct, id, 0, &in.data, &in.len));
+    ts_agg_input_t input = {.weight = 1, .count = 1, .cts = &in};
+    double sd[2];
+    for (int flood = 0; flood < 2; flood++) {
+        ProtobufCBinaryData *res = NULL;
+        ck_assert_ts_ok(ts_agg_compute("configs/params", "pfedckks-n13", false, flood ? 16 : 0,
+                                       &input, 1, 1, &res, why, sizeof why));
+        ts_ckks_ciphertext_t *rc = NULL;
+        ts_ckks_plaintext_t *rp = NULL;
+        ck_assert_ts_ok(ts_wire_ct_decode(p, id, res[0].data, res[0].len, 1, &rc, why, sizeof why));
+        ck_assert_int_eq(ts_ckks_ciphertext_level(rc), top - 1);
+        ck_assert_ts_ok(ts_ckks_plaintext_new(p, top - 1, &rp));
+        ck_assert_ts_ok(ts_ckks_decrypt(sk, rc, rp));
+        ck_assert_ts_ok(ts_ckks_decode_real(enc, rp, out, slots));
+        double var = 0;
+        for (size_t i = 0; i < slots; i++)
+            var += out[i] * out[i] / (double)slots;
+        sd[flood] = sqrt(var);
+        ts_ckks_plaintext_free(rp);
+        ts_ckks_ciphertext_free(rc);
+        ts_agg_result_free(res, 1);
+    }
+    double want = sqrt((double)n / 6.0) * 65536.0 / ts_ckks_params_scale(p);
+    fprintf(stderr, "flooding 2^16: slot noise sd %.4g (formula %.4g), without %.3g\n", sd[1], want,
+            sd[0]);
+    ck_assert_msg(sd[1] > 0.8 * want && sd[1] < 1.25 * want, "sd %g vs formula %g", sd[1], want);
+    ck_assert_msg(sd[0] < want / 8, "unflooded noise %g should be far below %g", sd[0], want);
+    ts_free(in.data);
+    free(zero);
+    free(out);
+    ts_ckks_ciphertext_free(ct);
+    ts_ckks_plaintext_free(pt);
+    ts_ckks_encoder_free(enc);
+    ts_ckks_secret_key_free(sk);
+    ts_prng_free(rng);
+    ts_ckks_params_free(p);
+}
+END_TEST
+
 TS_TEST_SUITE(net_aggregate)
 {
     Suite *s = suite_create("net_aggregate");
@@ -392,6 +460,7 @@ TS_TEST_SUITE(net_aggregate)
     tcase_add_test(tc, test_hostile_contributions);
     tcase_add_test(tc, test_insecure_preset_with_flag);
     tcase_add_test(tc, test_encrypt_decrypt_files);
+    tcase_add_test(tc, test_flooding_noise_matches_formula);
     suite_add_tcase(s, tc);
     return s;
 }
