@@ -128,6 +128,8 @@ static const ts_cfg_directive_t top_table[] = {
     {.name = NULL},
 };
 
+static ts_status_t check(const char *path, ts_srv_config_t *cfg, char *err, size_t err_size);
+
 ts_status_t ts_srv_config_load(const char *path, ts_srv_config_t *cfg, char *err, size_t err_size)
 {
     ts_cfg_error_t e;
@@ -137,6 +139,25 @@ ts_status_t ts_srv_config_load(const char *path, ts_srv_config_t *cfg, char *err
         ts_cfg_error_format(&e, err, err_size);
         return st;
     }
+    return check(path, cfg, err, err_size);
+}
+
+ts_status_t ts_srv_config_load_string(const char *text, size_t size, const char *name,
+                                      ts_srv_config_t *cfg, char *err, size_t err_size)
+{
+    ts_cfg_error_t e;
+    memset(&e, 0, sizeof e);
+    ts_status_t st = ts_config_load_string(text, size, name, top_table, cfg, NULL, &e);
+    if (st != TS_OK) {
+        ts_cfg_error_format(&e, err, err_size);
+        return st;
+    }
+    return check(name, cfg, err, err_size);
+}
+
+/* Cross-field checks the directive table cannot express. */
+static ts_status_t check(const char *path, ts_srv_config_t *cfg, char *err, size_t err_size)
+{
     ts_log_level_t lvl;
     if (ts_log_level_parse(cfg->log.level, &lvl) != TS_OK) {
         snprintf(err, err_size, "%s: log.level \"%s\" is not one of error|warn|info|debug|trace",

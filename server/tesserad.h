@@ -79,6 +79,9 @@ typedef struct ts_srv_config {
 void ts_srv_config_defaults(ts_srv_config_t *cfg);
 /* Load and check a config file; err gets "file:line:column: reason". */
 ts_status_t ts_srv_config_load(const char *path, ts_srv_config_t *cfg, char *err, size_t err_size);
+/* The same from a string (name is used in messages). */
+ts_status_t ts_srv_config_load_string(const char *text, size_t size, const char *name,
+                                      ts_srv_config_t *cfg, char *err, size_t err_size);
 
 /* ---------------------------------------------------------------- key store */
 

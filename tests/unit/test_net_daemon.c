@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <openssl/ssl.h>
 #include <zstd.h>
 
 #include "client/client.h"
@@ -339,6 +340,17 @@ START_TEST(test_hostile_frames)
     while ((n = read(fd, buf, sizeof buf)) > 0)
         ;
     ck_assert_int_le(n, 0); /* closed */
+    close(fd);
+    /* 6: a TLS 1.2-only client is refused in the handshake. */
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    SSL_CTX *old = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_max_proto_version(old, TLS1_2_VERSION);
+    SSL *ssl = SSL_new(old);
+    SSL_set_fd(ssl, fd);
+    ck_assert_int_ne(SSL_connect(ssl), 1);
+    SSL_free(ssl);
+    SSL_CTX_free(old);
     close(fd);
     /* The daemon still serves everyone else. */
     assert_ping_ok(&d);
