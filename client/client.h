@@ -158,6 +158,9 @@ ts_status_t ts_cli_keys_load(const char *dir, const char *params_dir, bool allow
                              ts_cli_keys_t *keys, char *err, size_t err_size);
 void ts_cli_keys_clear(ts_cli_keys_t *keys);
 
+/* `tessera bench aggregate` (client/cmd_bench.c); argv[0] is ignored. Returns an exit code. */
+int ts_bench_aggregate(int argc, char **argv);
+
 /* Vectors: csv (numbers separated by commas/whitespace), json (array), f32 (raw LE). */
 ts_status_t ts_cli_vector_read(const char *path, const char *format, double **values, size_t *count,
                                char *err, size_t err_size);

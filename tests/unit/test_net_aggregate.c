@@ -451,6 +451,44 @@ START_TEST(test_flooding_noise_matches_formula)
 }
 END_TEST
 
+/*
+ * `tessera bench aggregate --quick`: every grid point works, and the bytes a
+ * client sends are exactly header + 2 N (outer + inner) / 8 per ciphertext:
+ * residues bit-packed at their prime's width, no byte-alignment step.
+ */
+START_TEST(test_bench_bytes_exact)
+{
+    char dir[512], cmd[2048], path[700], line[1024];
+    net_tmpdir(dir, sizeof dir, "bench");
+    snprintf(path, sizeof path, "%s/agg.json", dir);
+    snprintf(cmd, sizeof cmd, "%s/tessera bench aggregate --quick --json %s 2>/dev/null",
+             ts_test_build_dir(), path);
+    ck_assert_int_eq(system(cmd), 0);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    int rows = 0;
+    while (fgets(line, sizeof line, f)) {
+        int outer, inner;
+        size_t params, cts, sent;
+        if (sscanf(line, "{\"outer_bits\":%d,\"inner_bits\":%d,\"parameters\":%zu,", &outer, &inner,
+                   &params) != 3)
+            continue;
+        ck_assert_msg(strstr(line, "\"status\":\"ok\"") != NULL, "%s", line);
+        const char *c = strstr(line, "\"ciphertexts\":"),
+                   *b = strstr(line, "\"bytes_sent_per_client\":");
+        ck_assert(c && b);
+        sscanf(c, "\"ciphertexts\":%zu", &cts);
+        sscanf(b, "\"bytes_sent_per_client\":%zu", &sent);
+        size_t want = cts * (TS_SERIAL_HEADER_BYTES + 12 + 2 * 8192 * (size_t)(outer + inner) / 8);
+        ck_assert_msg(sent == want, "%d/%d: %zu bytes, expected %zu", outer, inner, sent, want);
+        rows++;
+    }
+    fclose(f);
+    ck_assert_int_ge(rows, 6);
+    net_rm_rf(dir);
+}
+END_TEST
+
 TS_TEST_SUITE(net_aggregate)
 {
     Suite *s = suite_create("net_aggregate");
@@ -461,6 +499,7 @@ TS_TEST_SUITE(net_aggregate)
     tcase_add_test(tc, test_insecure_preset_with_flag);
     tcase_add_test(tc, test_encrypt_decrypt_files);
     tcase_add_test(tc, test_flooding_noise_matches_formula);
+    tcase_add_test(tc, test_bench_bytes_exact);
     suite_add_tcase(s, tc);
     return s;
 }
