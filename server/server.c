@@ -79,6 +79,10 @@ struct round {
     uint64_t created_ns;
     uint64_t compute_ns;
     int jobs; /* live jobs referring to it */
+    /* Settings captured when the round is queued (SIGHUP may change the config). */
+    char params_dir[512];
+    bool insecure;
+    int flood_bits;
     uv_work_t work;
 };
 
@@ -754,10 +758,8 @@ static void round_work(uv_work_t *w)
         in[i].count = r->contribs[i].count;
         in[i].cts = r->contribs[i].cts;
     }
-    r->work_status =
-        ts_agg_compute(r->srv->cfg.params_dir, r->param_id, r->srv->opts.insecure_params,
-                       (int)r->srv->cfg.sanitize.flood_bits, in, r->n, r->ct_count, &r->result,
-                       r->detail, sizeof r->detail);
+    r->work_status = ts_agg_compute(r->params_dir, r->param_id, r->insecure, r->flood_bits, in,
+                                    r->n, r->ct_count, &r->result, r->detail, sizeof r->detail);
     ts_free(in);
     r->compute_ns = ts_now_ns() - t0;
 }
@@ -857,28 +859,92 @@ static bool printable(const char *str, size_t max)
     return true;
 }
 
-static void handle_job_submit(conn_t *c, uint64_t rid, const Tessera__JobSubmit *js)
+/* Ciphertext validation of a submission, on a worker (decoding checks every residue). */
+typedef struct submit_work {
+    uv_work_t work;
+    conn_t *c;
+    Tessera__Envelope *env; /* owned until the submission is committed */
+    char params_dir[512];
+    char param_id[64];
+    bool insecure;
+    ts_status_t st;
+    char why[256];
+    uint64_t t0;
+} submit_work_t;
+
+static bool handle_job_submit(conn_t *c, uint64_t rid, Tessera__Envelope *e, bool validated,
+                              uint64_t t0);
+
+static void submit_validate_work(uv_work_t *w)
 {
+    submit_work_t *v = w->data;
+    const Tessera__AggregateContribution *a = v->env->job_submit->aggregate;
+    v->st = ts_agg_validate(v->params_dir, v->param_id, v->insecure, a->ciphertexts,
+                            a->n_ciphertexts, v->why, sizeof v->why);
+}
+
+static void submit_validate_after(uv_work_t *w, int status)
+{
+    submit_work_t *v = w->data;
+    conn_t *c = v->c;
+    ts_server_t *s = c->srv;
+    s->in_flight--;
+    c->busy--;
+    if (status == UV_ECANCELED)
+        v->st = TS_ECANCELED;
+    uint64_t rid = v->env->request_id;
+    if (!c->closing) {
+        if (v->st != TS_OK) {
+            s->rejected++;
+            send_error(c, rid, v->st, false, "ciphertext rejected: %s",
+                       v->why[0] ? v->why : ts_strerror(v->st));
+        } else {
+            /* Everything is checked again: the round may have moved meanwhile. */
+            handle_job_submit(c, rid, v->env, true, v->t0);
+        }
+    }
+    op_done(s, TESSERA__ENVELOPE__BODY_JOB_SUBMIT, v->t0, v->st != TS_OK);
+    ts_net_envelope_free(v->env);
+    ts_free(v);
+    if (c->drain_close && !c->busy && !c->closing)
+        send_error(c, 0, TS_ECANCELED, true, "server is shutting down");
+    if (!c->closing) {
+        conn_update_reading(c);
+        conn_pump(c);
+    }
+    conn_unref(c);
+    server_maybe_finish(s);
+}
+
+/*
+ * A contribution part. The first pass (validated = false) checks the request
+ * and hands the ciphertexts to a worker for validation, taking ownership of e
+ * (returns true: deferred); the second pass, after validation, commits it.
+ */
+static bool handle_job_submit(conn_t *c, uint64_t rid, Tessera__Envelope *e, bool validated,
+                              uint64_t t0)
+{
+    const Tessera__JobSubmit *js = e->job_submit;
     ts_server_t *s = c->srv;
     session_t *x = find_session(s, js->session_id);
     if (!x || x->owner != c) {
         send_error(c, rid, TS_ENOENT, false, "no such session on this connection");
-        return;
+        return false;
     }
     if (s->draining) {
         send_error(c, rid, TS_ECANCELED, false, "server is shutting down");
-        return;
+        return false;
     }
     if (js->work_case != TESSERA__JOB_SUBMIT__WORK_AGGREGATE || strcmp(x->service, "aggregate")) {
         send_error(c, rid, TS_ENOTSUP, false, "this session's service does not take that job");
-        return;
+        return false;
     }
     const Tessera__AggregateContribution *a = js->aggregate;
     size_t n_cts = a->n_ciphertexts;
     size_t total = a->total ? a->total : n_cts;
     if (!printable(a->round, 127)) {
         send_error(c, rid, TS_EINVAL, false, "round name must be 1..127 printable characters");
-        return;
+        return false;
     }
     if (a->participants < 1 || a->participants > 1024 || a->weight < 1 ||
         a->weight > ((uint64_t)1 << 40) || a->length < 1 || n_cts < 1 ||
@@ -888,7 +954,7 @@ static void handle_job_submit(conn_t *c, uint64_t rid, const Tessera__JobSubmit 
                    "contribution out of range: participants 1..1024, weight 1..2^40, length >= 1, "
                    "1..%lld ciphertexts, parts within the total",
                    (long long)s->cfg.limits.max_ciphertexts_per_job);
-        return;
+        return false;
     }
     size_t bytes = 0;
     for (size_t i = 0; i < n_cts; i++)
@@ -899,11 +965,11 @@ static void handle_job_submit(conn_t *c, uint64_t rid, const Tessera__JobSubmit 
                    "session memory limit: %llu bytes held, %zu more would pass %lld",
                    (unsigned long long)x->mem, bytes,
                    (long long)s->cfg.limits.session_memory_bytes);
-        return;
+        return false;
     }
     if (s->mem_used + bytes > (uint64_t)s->cfg.limits.total_memory_bytes) {
         send_error(c, rid, TS_EBUSY, false, "server memory limit reached; retry later");
-        return;
+        return false;
     }
     round_t *r = NULL;
     for (round_t *q = s->rounds; q; q = q->next)
@@ -918,7 +984,7 @@ static void handle_job_submit(conn_t *c, uint64_t rid, const Tessera__JobSubmit 
                    "ciphertexts; this contribution differs",
                    r->name, r->param_id, r->participants, (unsigned long long)r->length,
                    r->ct_count);
-        return;
+        return false;
     }
     contrib_t *k = NULL;
     for (size_t i = 0; r && i < r->n; i++)
@@ -930,30 +996,49 @@ static void handle_job_submit(conn_t *c, uint64_t rid, const Tessera__JobSubmit 
                    "%zu with weight %llu)",
                    k->received == k->count ? "is already complete" : "continues differently",
                    k->received, (unsigned long long)k->weight);
-        return;
+        return false;
     }
     if (!k && a->first != 0) {
         send_error(c, rid, TS_EINVAL, false, "the first part of a contribution starts at 0");
-        return;
+        return false;
     }
     if (!k && r && r->n == r->participants) {
         send_error(c, rid, TS_ELIMIT, false, "round \"%s\" already has its %u participants",
                    r->name, r->participants);
-        return;
+        return false;
     }
     if (!k && count_jobs(s) >= (size_t)s->cfg.limits.max_queued_jobs) {
         send_error(c, rid, TS_EBUSY, false, "job queue full (%lld jobs); retry later",
                    (long long)s->cfg.limits.max_queued_jobs);
-        return;
+        return false;
     }
-    /* Every ciphertext is validated before it is kept. */
-    char why[256] = "";
-    ts_status_t st = ts_agg_validate(s->cfg.params_dir, x->param_id, s->opts.insecure_params,
-                                     a->ciphertexts, n_cts, why, sizeof why);
-    if (st != TS_OK) {
-        s->rejected++;
-        send_error(c, rid, st, false, "ciphertext rejected: %s", why[0] ? why : ts_strerror(st));
-        return;
+    /* Every ciphertext is validated, off the loop, before it is kept. */
+    if (!validated) {
+        submit_work_t *v = ts_calloc(1, sizeof *v);
+        if (!v) {
+            send_error(c, rid, TS_ENOMEM, false, "out of memory");
+            return false;
+        }
+        v->c = c;
+        v->env = e;
+        snprintf(v->params_dir, sizeof v->params_dir, "%s", s->cfg.params_dir);
+        snprintf(v->param_id, sizeof v->param_id, "%s", x->param_id);
+        v->insecure = s->opts.insecure_params;
+        v->t0 = t0;
+        v->work.data = v;
+        c->busy++;
+        c->refs++;
+        s->in_flight++;
+        if (uv_queue_work(&s->loop, &v->work, submit_validate_work, submit_validate_after) != 0) {
+            c->busy--;
+            c->refs--;
+            s->in_flight--;
+            ts_free(v);
+            send_error(c, rid, TS_EINTERNAL, false, "cannot queue the validation");
+            return false;
+        }
+        conn_update_reading(c);
+        return true;
     }
     bool created = false;
     job_t *j = NULL;
@@ -1037,6 +1122,9 @@ static void handle_job_submit(conn_t *c, uint64_t rid, const Tessera__JobSubmit 
            (unsigned long long)a->weight, bytes);
     if (r->done == r->participants) {
         r->state = ROUND_RUNNING;
+        snprintf(r->params_dir, sizeof r->params_dir, "%s", s->cfg.params_dir);
+        r->insecure = s->opts.insecure_params;
+        r->flood_bits = (int)s->cfg.sanitize.flood_bits;
         s->in_flight++;
         if (uv_queue_work(&s->loop, &r->work, round_work, round_after) != 0) {
             s->in_flight--;
@@ -1046,7 +1134,7 @@ static void handle_job_submit(conn_t *c, uint64_t rid, const Tessera__JobSubmit 
     Tessera__JobAccepted acc = TESSERA__JOB_ACCEPTED__INIT;
     acc.job_id = k->job_id;
     reply(c, rid, TESSERA__ENVELOPE__BODY_JOB_ACCEPTED, &acc);
-    return;
+    return false;
 oom_round:
     if (created) {
         ts_free(r->contribs);
@@ -1054,6 +1142,7 @@ oom_round:
     }
 oom:
     send_error(c, rid, TS_ENOMEM, false, "out of memory");
+    return false;
 }
 
 static Tessera__JobState job_state(const job_t *j)
@@ -1250,7 +1339,8 @@ static void handle_frame(conn_t *c, const ts_net_frame_t *f)
         handle_session_close(c, rid, e->session_close);
         break;
     case TESSERA__ENVELOPE__BODY_JOB_SUBMIT:
-        handle_job_submit(c, rid, e->job_submit);
+        if (handle_job_submit(c, rid, e, false, t0))
+            return; /* e and the latency now belong to the validation work */
         break;
     case TESSERA__ENVELOPE__BODY_JOB_STATUS_REQUEST:
         handle_job_status(c, rid, e->job_status_request);
