@@ -21,12 +21,12 @@
 /* Refine an extremum of g(x) = f(x) - a x inside [lo, hi] by golden-section
  * search (sign = +1 for a maximum, -1 for a minimum); returns the best g. */
 static double refine(ts_nonlinear_func_t f, void *ctx, double a, double lo, double hi, double sign,
-                     double best)
+                     double best, int iters)
 {
     const double r = 0.6180339887498949;
     double x1 = hi - r * (hi - lo), x2 = lo + r * (hi - lo);
     double g1 = sign * (f(x1, ctx) - a * x1), g2 = sign * (f(x2, ctx) - a * x2);
-    for (int it = 0; it < 40 && hi - lo > 1e-15 * (fabs(lo) + fabs(hi)); it++) {
+    for (int it = 0; it < iters && hi - lo > 1e-15 * (fabs(lo) + fabs(hi)); it++) {
         if (g1 > g2) {
             hi = x2;
             x2 = x1;
@@ -90,9 +90,10 @@ static double fit_line(ts_nonlinear_func_t f, void *ctx, double u, double v, int
     if (v > u) {
         /* Search each extreme within a neighbourhood of its grid point. */
         double w = geo ? fmax(xmax - u, (v - u) / samples) : (v - u) / samples;
-        gmax = refine(f, ctx, a, fmax(u, xmax - w), fmin(v, xmax + w), 1.0, gmax);
+        int iters = samples >= FIT_SAMPLES ? 40 : 16; /* placement searches use fewer */
+        gmax = refine(f, ctx, a, fmax(u, xmax - w), fmin(v, xmax + w), 1.0, gmax, iters);
         w = geo ? fmax(xmin - u, (v - u) / samples) : (v - u) / samples;
-        gmin = refine(f, ctx, a, fmax(u, xmin - w), fmin(v, xmin + w), -1.0, gmin);
+        gmin = refine(f, ctx, a, fmax(u, xmin - w), fmin(v, xmin + w), -1.0, gmin, iters);
     }
     if (a_out)
         *a_out = a;
@@ -139,7 +140,7 @@ static double place_greedy(ts_nonlinear_func_t f, void *ctx, double lo, double h
         if (segment_error(f, ctx, left, hi, n_br, samples, rel) <= eps) {
             good = hi;
         } else {
-            for (int it = 0; it < 40; it++) {
+            for (int it = 0; it < 30; it++) {
                 double mid = 0.5 * (good + bad);
                 double e = segment_error(f, ctx, left, mid, n_br, samples, rel);
                 if (e <= eps)
@@ -174,7 +175,12 @@ static double place_greedy(ts_nonlinear_func_t f, void *ctx, double lo, double h
 static ts_status_t place_auto(ts_nonlinear_func_t f, void *ctx, double lo, double hi, int n_seg,
                               int n_br, bool rel, double *t)
 {
-    int samples = n_br > 1024 ? 2 : PLACE_SAMPLES;
+    /* Placement with up to 64 intervals per segment: the interpolation error
+     * scales as h^2 in every segment alike, so the equal-error boundaries
+     * barely move with more entries, and the search stays cheap. */
+    if (n_br > 64)
+        n_br = 64;
+    int samples = PLACE_SAMPLES;
     /* Upper bound: the uniform placement's error. */
     double hi_eps = 0.0;
     for (int s = 0; s < n_seg; s++) {
@@ -197,7 +203,7 @@ static ts_status_t place_auto(ts_nonlinear_func_t f, void *ctx, double lo, doubl
     double lo_eps = hi_eps * 1e-12, best = INFINITY;
     for (int s = 0; s <= n_seg; s++)
         t[s] = lo + (hi - lo) * s / n_seg;
-    for (int it = 0; it < 48; it++) {
+    for (int it = 0; it < 40; it++) {
         double eps = sqrt(lo_eps * hi_eps);
         double last = place_greedy(f, ctx, lo, hi, n_seg, n_br, samples, rel, eps, tmp);
         if (last <= eps) {
@@ -228,7 +234,7 @@ void ts_nonlinear_lut_clear(ts_nonlinear_lut_t *lut)
 static bool lut_args_ok(int n_seg, int n_br, int index_bits)
 {
     return n_seg >= 1 && n_seg <= TS_NL_LUT_MAX_SEG && n_br >= 1 && n_br <= TS_NL_LUT_MAX_BR &&
-           index_bits >= 0 && index_bits <= 30;
+           (long)n_seg * n_br <= TS_NL_LUT_MAX_ENTRIES && index_bits >= 0 && index_bits <= 30;
 }
 
 ts_status_t ts_nonlinear_lut_init_bounds(ts_nonlinear_lut_t *lut, ts_nonlinear_func_t f, void *ctx,

@@ -130,14 +130,16 @@ typedef struct ts_nonlinear_lut {
     double *offset; /* n_seg * n_br */
 } ts_nonlinear_lut_t;
 
-#define TS_NL_LUT_MAX_SEG 64
-#define TS_NL_LUT_MAX_BR  65536
+#define TS_NL_LUT_MAX_SEG     64
+#define TS_NL_LUT_MAX_BR      65536
+#define TS_NL_LUT_MAX_ENTRIES (1 << 20) /* n_seg * n_br */
 
 /*
  * Build a LUT for f on [lo, hi].
  * [out] lut: initialized on success (zeroed on failure); free with _clear.
  * Errors: TS_EINVAL (lo >= hi, n_seg not in [1, 64], n_br not in [1, 65536],
- * index_bits not in [0, 30], LOG bounds with lo <= 0), TS_ERANGE (f non-finite
+ * n_seg * n_br > 2^20, index_bits not in [0, 30], LOG bounds with lo <= 0),
+ * TS_ERANGE (f non-finite
  * somewhere on the domain), TS_ENOMEM.
  */
 ts_status_t ts_nonlinear_lut_init(ts_nonlinear_lut_t *lut, ts_nonlinear_func_t f, void *ctx,
