@@ -193,10 +193,11 @@ static ns_usage_t *usage_of(ts_keystore_t *ks, const char *ns)
             struct dirent *e;
             while ((e = readdir(d)) != NULL) {
                 size_t l = strlen(e->d_name);
-                if (l != 68 ||
-                    (strcmp(e->d_name + 64, ".key") != 0 && strcmp(e->d_name + 64, ".part") != 0))
+                bool key = l == 68 && strcmp(e->d_name + 64, ".key") == 0;
+                bool part = l == 69 && strcmp(e->d_name + 64, ".part") == 0;
+                if (!key && !part)
                     continue;
-                char p[700];
+                char p[1024];
                 struct stat sb;
                 snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
                 if (stat(p, &sb) == 0)

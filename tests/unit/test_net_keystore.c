@@ -162,6 +162,11 @@ START_TEST(test_quota_and_names)
     ck_assert_ts_ok(ts_keystore_begin(ks, "other", b, 6000, &st)); /* per namespace */
     /* Same hash, other size: refused. */
     ck_assert_ts_status(ts_keystore_begin(ks, "q", a, 6001, &st), TS_EMISMATCH);
+    /* After a restart the reservation of the unfinished upload still counts. */
+    ts_keystore_free(ks);
+    ck_assert_ts_ok(ts_keystore_open(dir, 10000, CHUNK, &ks));
+    ck_assert_uint_eq(ts_keystore_usage(ks, "q"), 6000);
+    ck_assert_ts_status(ts_keystore_begin(ks, "q", b, 6000, &st), TS_ELIMIT);
     /* Namespaces are plain names: no paths. */
     ck_assert_ts_status(ts_keystore_begin(ks, "../x", b, 10, &st), TS_EINVAL);
     ck_assert_ts_status(ts_keystore_begin(ks, "", b, 10, &st), TS_EINVAL);
