@@ -292,7 +292,9 @@ static ts_status_t conn_send(conn_t *c, Tessera__Envelope *env)
     ts_net_limits_t l = limits_of(c->srv);
     uint8_t *frame = NULL;
     size_t n = 0;
-    ts_status_t st = ts_net_envelope_pack(env, &l, COMPRESS_MIN, 3, &frame, &n);
+    /* Ciphertext residues are uniformly random: compressing them only costs time. */
+    size_t cmin = env->body_case == TESSERA__ENVELOPE__BODY_JOB_RESULT ? 0 : COMPRESS_MIN;
+    ts_status_t st = ts_net_envelope_pack(env, &l, cmin, 3, &frame, &n);
     if (st != TS_OK)
         return st;
     st = ts_tls_write(&c->tls, frame, n);
