@@ -22,11 +22,12 @@
 
 #include "server/tesserad.h"
 
-#define MOD             "tesserad"
-#define READ_CHUNK      (64 * 1024)
-#define COMPRESS_MIN    1024
-#define ERR_FRAME_SLACK 4096 /* room for the fields around bulk bytes in one frame */
-#define N_OPS           32
+#define MOD               "tesserad"
+#define READ_CHUNK        (64 * 1024)
+#define COMPRESS_MIN      1024
+#define ERR_FRAME_SLACK   4096 /* room for the fields around bulk bytes in one frame */
+#define N_OPS             32
+#define RESULT_PAGE_BYTES (4u << 20)
 
 typedef struct conn conn_t;
 typedef struct round round_t;
@@ -1210,7 +1211,10 @@ static void handle_job_result(conn_t *c, uint64_t rid, const Tessera__JobResultR
                    rd->ct_count);
         return;
     }
+    /* Pages of at most 4 MiB keep the loop's TLS work per request short. */
     size_t budget = (size_t)s->cfg.limits.max_frame_bytes - ERR_FRAME_SLACK;
+    if (budget > RESULT_PAGE_BYTES)
+        budget = RESULT_PAGE_BYTES;
     size_t n = 0, bytes = 0;
     for (size_t i = q->first; i < rd->ct_count; i++) {
         if (q->max_count && n == q->max_count)
