@@ -13,13 +13,19 @@
 
 struct ts_llm_state {
     int next_pos;
+    int n_ctx; /* positions this state holds (<= seq_len) */
     int qd, kvd;
     float *x, *xb, *xb2, *hb, *hb2, *q, *k, *v, *att, *logits;
-    float *key_cache, *value_cache; /* [layer][seq_len][kv_dim] */
-    double *sm;                     /* softmax scratch: 3 * seq_len */
+    float *key_cache, *value_cache; /* [layer][n_ctx][kv_dim] */
+    double *sm;                     /* softmax scratch: 3 * n_ctx */
 };
 
 ts_status_t ts_llm_state_new(const ts_llm_model_t *m, ts_llm_state_t **out)
+{
+    return ts_llm_state_new_ctx(m, 0, out);
+}
+
+ts_status_t ts_llm_state_new_ctx(const ts_llm_model_t *m, int n_ctx, ts_llm_state_t **out)
 {
     if (!out)
         return TS_EINVAL;
@@ -30,11 +36,12 @@ ts_status_t ts_llm_state_new(const ts_llm_model_t *m, ts_llm_state_t **out)
     ts_llm_state_t *s = ts_calloc(1, sizeof(*s));
     if (!s)
         return TS_ENOMEM;
+    s->n_ctx = n_ctx > 0 && n_ctx < c->seq_len ? n_ctx : c->seq_len;
     s->qd = c->n_heads * c->head_dim;
     s->kvd = c->n_kv_heads * c->head_dim;
     size_t xbw = (size_t)(s->qd > c->dim ? s->qd : c->dim);
     size_t cache;
-    bool ok = ts_size_mul((size_t)c->n_layers * (size_t)c->seq_len, (size_t)s->kvd, &cache);
+    bool ok = ts_size_mul((size_t)c->n_layers * (size_t)s->n_ctx, (size_t)s->kvd, &cache);
     s->x = ts_calloc((size_t)c->dim, sizeof(float));
     s->xb = ts_calloc(xbw, sizeof(float));
     s->xb2 = ts_calloc((size_t)c->dim, sizeof(float));
@@ -43,11 +50,11 @@ ts_status_t ts_llm_state_new(const ts_llm_model_t *m, ts_llm_state_t **out)
     s->q = ts_calloc((size_t)s->qd, sizeof(float));
     s->k = ts_calloc((size_t)s->kvd, sizeof(float));
     s->v = ts_calloc((size_t)s->kvd, sizeof(float));
-    s->att = ts_calloc((size_t)c->n_heads * (size_t)c->seq_len, sizeof(float));
+    s->att = ts_calloc((size_t)c->n_heads * (size_t)s->n_ctx, sizeof(float));
     s->logits = ts_calloc((size_t)c->vocab_size, sizeof(float));
     s->key_cache = ok ? ts_calloc(cache, sizeof(float)) : NULL;
     s->value_cache = ok ? ts_calloc(cache, sizeof(float)) : NULL;
-    s->sm = ts_calloc(3 * (size_t)c->seq_len, sizeof(double));
+    s->sm = ts_calloc(3 * (size_t)s->n_ctx, sizeof(double));
     if (!s->x || !s->xb || !s->xb2 || !s->hb || !s->hb2 || !s->q || !s->k || !s->v || !s->att ||
         !s->logits || !s->key_cache || !s->value_cache || !s->sm) {
         ts_llm_state_free(s);
@@ -238,7 +245,7 @@ ts_status_t ts__llm_forward_ex(const ts_llm_model_t *m, ts_llm_state_t *s, int t
     const ts_llm_config_t *c = &m->cfg;
     if (token < 0 || token >= c->vocab_size)
         return TS_EINVAL;
-    if (pos < 0 || pos >= c->seq_len || pos > s->next_pos)
+    if (pos < 0 || pos >= s->n_ctx || pos > s->next_pos)
         return TS_ERANGE;
     bool gpt2 = c->arch == TS_LLM_ARCH_GPT2;
     int dim = c->dim, hd = c->head_dim, hid = c->hidden_dim;
@@ -259,7 +266,7 @@ ts_status_t ts__llm_forward_ex(const ts_llm_model_t *m, ts_llm_state_t *s, int t
         else
             rmsnorm(s->xb, x, ly->attn_norm, dim, c->norm_eps, p);
 
-        size_t loff = (size_t)l * (size_t)c->seq_len * (size_t)kvd;
+        size_t loff = (size_t)l * (size_t)s->n_ctx * (size_t)kvd;
         float *kc = s->key_cache + loff + (size_t)pos * (size_t)kvd;
         float *vc = s->value_cache + loff + (size_t)pos * (size_t)kvd;
         matmul(s->q, s->xb, ly->wq, ly->bq, dim, qd);
@@ -291,7 +298,7 @@ ts_status_t ts__llm_forward_ex(const ts_llm_model_t *m, ts_llm_state_t *s, int t
 
         for (int h = 0; h < c->n_heads; h++) {
             const float *q = s->q + (size_t)h * (size_t)hd;
-            float *att = s->att + (size_t)h * (size_t)c->seq_len;
+            float *att = s->att + (size_t)h * (size_t)s->n_ctx;
             for (int t = 0; t <= pos; t++) {
                 const float *k = s->key_cache + loff + (size_t)t * (size_t)kvd +
                                  (size_t)(h / kv_mul) * (size_t)hd;

@@ -155,10 +155,13 @@ ts_status_t ts_llm_tokenizer_decode(const ts_llm_tokenizer_t *tok, int prev, int
 typedef struct ts_llm_state ts_llm_state_t;
 
 ts_status_t ts_llm_state_new(const ts_llm_model_t *model, ts_llm_state_t **out);
+/* A state for the first n_ctx positions only (n_ctx <= 0 or >= seq_len: all),
+ * so long-context models need not reserve their whole KV cache. */
+ts_status_t ts_llm_state_new_ctx(const ts_llm_model_t *model, int n_ctx, ts_llm_state_t **out);
 void ts_llm_state_free(ts_llm_state_t *state);
 
 /*
- * Run token `token` at position `pos` (0 <= pos < seq_len; positions before
+ * Run token `token` at position `pos` (0 <= pos < the state's context; positions before
  * pos must have been run with this state, pos may rewind to recompute).
  * [out] logits: vocab_size floats owned by the state, valid until the next call.
  * Errors: TS_EINVAL (token out of range), TS_ERANGE (pos out of range or

@@ -195,7 +195,7 @@ ts_status_t ts_llm_generate(const ts_llm_model_t *m, ts_llm_sampler_t *sampler, 
         out[i] = prompt[i];
     }
     ts_llm_state_t *s;
-    ts_status_t st = ts_llm_state_new(m, &s);
+    ts_status_t st = ts_llm_state_new_ctx(m, (int)n_total, &s);
     if (st != TS_OK)
         return st;
     size_t n = n_prompt;

@@ -270,7 +270,7 @@ ts_status_t ts_llm_simulate(const ts_llm_model_t *m, const ts_llm_sim_config_t *
         st = TS_ENOMEM;
         goto out;
     }
-    if ((st = ts_llm_state_new(m, &se)) || (st = ts_llm_state_new(m, &sa)))
+    if ((st = ts_llm_state_new_ctx(m, (int)n, &se)) || (st = ts_llm_state_new_ctx(m, (int)n, &sa)))
         goto out;
     rep->score_min = INFINITY;
     rep->score_max = -INFINITY;
@@ -354,7 +354,7 @@ ts_status_t ts_llm_simulate_greedy(const ts_llm_model_t *m, const ts_llm_sim_con
     if (st != TS_OK)
         return st;
     ts_llm_state_t *s = NULL;
-    if ((st = ts_llm_state_new(m, &s)))
+    if ((st = ts_llm_state_new_ctx(m, (int)n_total, &s)))
         goto out;
     size_t n = n_prompt;
     for (size_t pos = 0; pos + 1 < n_total; pos++) {

@@ -111,6 +111,13 @@ START_TEST(test_forward_positions)
     ck_assert_int_eq(memcmp(first, lg, sizeof(first)), 0);
     ck_assert_ts_status(ts_llm_forward(m, s, 1, 128, &lg), TS_ERANGE);
     ts_llm_state_free(s);
+    /* A short-context state: same logits, positions beyond it refused. */
+    ck_assert_ts_ok(ts_llm_state_new_ctx(m, 2, &s));
+    ck_assert_ts_ok(ts_llm_forward(m, s, 1, 0, &lg));
+    ck_assert_int_eq(memcmp(first, lg, sizeof(first)), 0);
+    ck_assert_ts_ok(ts_llm_forward(m, s, 303, 1, &lg));
+    ck_assert_ts_status(ts_llm_forward(m, s, 281, 2, &lg), TS_ERANGE);
+    ts_llm_state_free(s);
     ts_llm_model_free(m);
 }
 END_TEST
