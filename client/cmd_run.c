@@ -251,6 +251,7 @@ int ts_cmd_run(int argc, char **argv)
                secs > 0 ? (double)(n_out - n_prompt) / secs : 0.0);
     } else {
         printf("\n");
+        fflush(stdout); /* the status line on stderr comes after the text */
         fprintf(stderr, "[plaintext] %zu new tokens in %.3f s (%.1f tok/s)\n", n_out - n_prompt,
                 secs, secs > 0 ? (double)(n_out - n_prompt) / secs : 0.0);
     }

@@ -25,7 +25,7 @@ cleanup() {
 trap cleanup EXIT
 
 say "1. plaintext reference decode of $model (NOT encrypted: the oracle)"
-"$tessera" run --model "$model" --tokenizer "$tok" --prompt "I dream of" --steps 45 ||
+"$tessera" run --model "$model" --tokenizer "$tok" --prompt "I dream of" --steps 48 ||
     fail "tessera run"
 ran+=("plaintext reference decode of the bundled model")
 
