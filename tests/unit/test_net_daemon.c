@@ -547,6 +547,43 @@ START_TEST(test_sighup_reload)
 }
 END_TEST
 
+/*
+ * Backpressure: a client that sends requests and never reads the replies ends
+ * up blocked (the daemon stops reading it once write_buffer_bytes of replies
+ * are queued), instead of making the daemon buffer without bound; everyone
+ * else is still served.
+ */
+START_TEST(test_backpressure)
+{
+    daemon_t d;
+    daemon_start(&d, NULL, "limits:\n  write_buffer_bytes: 65536\n", NULL, NULL, false);
+    ts_client_t *c = lib_connect(&d, true, NULL);
+    c->timeout_ms = 1500;
+    static uint8_t payload[1024];
+    Tessera__Ping p = TESSERA__PING__INIT;
+    p.payload.data = payload;
+    p.payload.len = sizeof payload;
+    Tessera__Envelope req = TESSERA__ENVELOPE__INIT;
+    req.body_case = TESSERA__ENVELOPE__BODY_PING;
+    req.ping = &p;
+    uint8_t *frame = NULL;
+    size_t fn = 0;
+    ck_assert_ts_ok(ts_net_envelope_pack(&req, &c->limits, 0, 0, &frame, &fn));
+    ts_status_t st = TS_OK;
+    long sent = 0;
+    for (; sent < 400000 && st == TS_OK; sent++)
+        st = ts_client_send_bytes(c, frame, fn);
+    ts_free(frame);
+    ck_assert_msg(st == TS_ETIMEDOUT, "sent %ld pings without being stopped (%s)", sent,
+                  ts_status_name(st));
+    /* Another client is served meanwhile. */
+    assert_ping_ok(&d);
+    ts_client_close(c);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    daemon_cleanup(&d);
+}
+END_TEST
+
 START_TEST(test_daemon_command_line)
 {
     char out[4096], cmd[1024];
@@ -588,6 +625,7 @@ TS_TEST_SUITE(net_daemon)
     tcase_add_test(tc, test_concurrent_clients);
     tcase_add_test(tc, test_sigterm_graceful);
     tcase_add_test(tc, test_sighup_reload);
+    tcase_add_test(tc, test_backpressure);
     suite_add_tcase(s, tc);
     return s;
 }
