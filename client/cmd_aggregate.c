@@ -196,6 +196,7 @@ int ts_cmd_aggregate(int argc, char **argv)
     /* Send the contribution in parts that fit the server's frames (line 22). */
     uint64_t t_send = ts_now_ns();
     size_t budget = c->limits.max_frame_bytes - 4096;
+    bool progress = !cc.json && isatty(2) && n_ct > 1;
     uint64_t job = 0;
     for (size_t first = 0; first < n_ct;) {
         size_t k = 0, bytes = 0;
@@ -227,6 +228,9 @@ int ts_cmd_aggregate(int argc, char **argv)
         job = rep->job_accepted->job_id;
         ts_net_envelope_free(rep);
         first += k;
+        if (progress)
+            fprintf(stderr, "\r%s: sent %zu/%zu ciphertexts%s", prog, first, n_ct,
+                    first == n_ct ? "\n" : "");
     }
     double send_ms = ms_since(t_send);
     /* Wait for the round. */
