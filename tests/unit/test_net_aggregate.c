@@ -31,59 +31,20 @@ static void teardown(void)
     net_rm_rf(certs);
 }
 
-typedef struct {
-    char dir[512];
-    pid_t pid;
-    int port;
-} daemon_t;
+typedef net_daemon_t daemon_t;
 
 static void start(daemon_t *d, bool insecure)
 {
-    net_tmpdir(d->dir, sizeof d->dir, "agg");
-    char cfg[700], bin[600], log[700], pf[700];
-    snprintf(cfg, sizeof cfg, "%s/tesserad.yaml", d->dir);
-    FILE *f = fopen(cfg, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f,
-            "listen: 127.0.0.1\nport: 0\nport_file: %s/port\nworkers: 2\n"
-            "params_dir: configs/params\n"
-            "tls:\n  cert: %s/server.crt\n  key: %s/server.key\n"
-            "keystore:\n  dir: %s/keys\n  chunk_bytes: 65536\n"
-            "limits:\n  max_frame_bytes: 262144\n  max_decompressed_bytes: 262144\n"
-            "log:\n  level: info\n",
-            d->dir, certs, certs, d->dir);
-    fclose(f);
-    snprintf(bin, sizeof bin, "%s/tesserad", ts_test_build_dir());
-    snprintf(log, sizeof log, "%s/tesserad.log", d->dir);
-    d->pid = fork();
-    if (d->pid == 0) {
-        if (!freopen(log, "w", stderr))
-            _exit(126);
-        execl(bin, bin, "--config", cfg, insecure ? "--insecure-params" : (char *)NULL,
-              (char *)NULL);
-        _exit(127);
-    }
-    snprintf(pf, sizeof pf, "%s/port", d->dir);
-    d->port = 0;
-    for (int i = 0; i < 200 && !d->port; i++) {
-        FILE *p = fopen(pf, "r");
-        if (p) {
-            if (fscanf(p, "%d", &d->port) != 1)
-                d->port = 0;
-            fclose(p);
-        }
-        if (!d->port)
-            usleep(50000);
-    }
-    ck_assert_msg(d->port > 0, "tesserad did not start (see %s)", log);
+    /* Small frames: an update of several ciphertexts travels in several parts. */
+    net_daemon_start(d, certs, NULL, "  chunk_bytes: 65536\n",
+                     "limits:\n  max_frame_bytes: 262144\n  max_decompressed_bytes: 262144\n",
+                     insecure);
 }
 
 static void stop(daemon_t *d)
 {
-    int st = 0;
-    kill(d->pid, SIGTERM);
-    waitpid(d->pid, &st, 0);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tesserad exit status %d", st);
+    int st = net_daemon_stop(d);
+    ck_assert_msg(st == 0, "tesserad exit status %d (see %s)", st, d->dir);
     net_rm_rf(d->dir);
 }
 

@@ -31,90 +31,26 @@ static void suite_teardown(void)
     net_rm_rf(certs);
 }
 
-typedef struct daemon {
-    char dir[512];
-    pid_t pid;
-    int port;
-} daemon_t;
+typedef net_daemon_t daemon_t;
 
-/* Start tesserad with extra top-level YAML sections (limits:, timeouts:, tls extras). */
+/* Start tesserad with extra YAML: lines in tls: and keystore:, limits: and timeouts: sections. */
 static void daemon_start(daemon_t *d, const char *tls_extra, const char *limits,
                          const char *timeouts, const char *keystore_extra, bool insecure)
 {
-    net_tmpdir(d->dir, sizeof d->dir, "daemon");
-    char cfg[700];
-    snprintf(cfg, sizeof cfg, "%s/tesserad.yaml", d->dir);
-    FILE *f = fopen(cfg, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f,
-            "listen: 127.0.0.1\nport: 0\nport_file: %s/port\nworkers: 2\n"
-            "tls:\n  cert: %s/server.crt\n  key: %s/server.key\n%s"
-            "keystore:\n  dir: %s/keys\n  chunk_bytes: 4096\n%s"
-            "%s%s"
-            "log:\n  level: debug\n",
-            d->dir, certs, certs, tls_extra ? tls_extra : "", d->dir,
-            keystore_extra ? keystore_extra : "", limits ? limits : "", timeouts ? timeouts : "");
-    fclose(f);
-    char bin[600], log[700];
-    snprintf(bin, sizeof bin, "%s/tesserad", ts_test_build_dir());
-    snprintf(log, sizeof log, "%s/tesserad.log", d->dir);
-    d->pid = fork();
-    ck_assert_int_ge(d->pid, 0);
-    if (d->pid == 0) {
-        FILE *lf = freopen(log, "w", stderr);
-        (void)lf;
-        if (insecure)
-            execl(bin, bin, "--config", cfg, "--insecure-params", (char *)NULL);
-        else
-            execl(bin, bin, "--config", cfg, (char *)NULL);
-        _exit(127);
-    }
-    char pf[700];
-    snprintf(pf, sizeof pf, "%s/port", d->dir);
-    d->port = 0;
-    for (int i = 0; i < 200 && d->port == 0; i++) {
-        FILE *p = fopen(pf, "r");
-        if (p) {
-            if (fscanf(p, "%d", &d->port) != 1)
-                d->port = 0;
-            fclose(p);
-        }
-        if (!d->port) {
-            int st;
-            ck_assert_msg(waitpid(d->pid, &st, WNOHANG) == 0, "tesserad exited early (see %s)",
-                          log);
-            usleep(50000);
-        }
-    }
-    ck_assert_msg(d->port > 0, "tesserad did not write its port (see %s)", log);
+    char sections[1024], ks[256];
+    snprintf(sections, sizeof sections, "%s%s", limits ? limits : "", timeouts ? timeouts : "");
+    snprintf(ks, sizeof ks, "  chunk_bytes: 4096\n%s", keystore_extra ? keystore_extra : "");
+    net_daemon_start(d, certs, tls_extra, ks, sections, insecure);
 }
 
-/* SIGTERM and wait; returns the exit status (or -1 after a timeout). */
 static int daemon_stop(daemon_t *d)
 {
-    if (d->pid <= 0)
-        return -1;
-    kill(d->pid, SIGTERM);
-    int st = 0;
-    for (int i = 0; i < 200; i++) {
-        pid_t r = waitpid(d->pid, &st, WNOHANG);
-        if (r == d->pid) {
-            d->pid = 0;
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        }
-        usleep(50000);
-    }
-    kill(d->pid, SIGKILL);
-    waitpid(d->pid, &st, 0);
-    d->pid = 0;
-    return -1;
+    return net_daemon_stop(d);
 }
 
 static void daemon_cleanup(daemon_t *d)
 {
-    if (d->pid > 0)
-        daemon_stop(d);
-    net_rm_rf(d->dir);
+    net_daemon_cleanup(d);
 }
 
 /* Run build/tessera with arguments; stdout into out. Returns the exit code. */
