@@ -7,6 +7,7 @@
  * error the backend answers TS_EDEVICE and never touches the device again.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu/gpu_int.h"
@@ -506,8 +507,8 @@ static void g_free(ts_backend_t *be)
     gpu_ctx_t *ctx = be->ctx;
     if (ctx)
         ts__gpu_dev_free(ctx->dev);
-    ts_free(ctx);
-    ts_free(be);
+    free(ctx);
+    free(be);
 }
 
 static const struct ts_backend_i gpu_iface = {
@@ -556,11 +557,12 @@ ts_status_t ts_gpu_backend_new(int device, ts_backend_t **out)
         ts_log(TS_LOG_INFO, "gpu", "GPU backend unavailable: %s", why[0] ? why : ts_strerror(st));
         return st;
     }
-    ts_backend_t *be = ts_calloc(1, sizeof *be);
-    gpu_ctx_t *ctx = ts_calloc(1, sizeof *ctx);
+    /* bookkeeping from the C library (see gpu.h) */
+    ts_backend_t *be = calloc(1, sizeof *be);
+    gpu_ctx_t *ctx = calloc(1, sizeof *ctx);
     if (!be || !ctx) {
-        ts_free(be);
-        ts_free(ctx);
+        free(be);
+        free(ctx);
         ts__gpu_dev_free(dev);
         return TS_ENOMEM;
     }

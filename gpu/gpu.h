@@ -19,6 +19,9 @@
  * translated once into TS_EDEVICE, logged, and marks the backend unhealthy:
  * from then on every entry point returns TS_EDEVICE (the process keeps
  * running; callers fall back to the CPU backend or refuse work).
+ * The backend object's own few bookkeeping blocks come from the C library
+ * (not ts_malloc), like the default CPU backend's, so a lazily made default
+ * backend does not show in ts_alloc_live().
  */
 #ifndef TS_GPU_H
 #define TS_GPU_H
@@ -71,6 +74,16 @@ ts_status_t ts_backend_select(const char *name, ts_backend_t **out);
 /* The same, also writing the reason for a refusal or fallback into `why`
  * ("" when the requested backend was made). */
 ts_status_t ts_backend_select_why(const char *name, ts_backend_t **out, char *why, size_t why_size);
+
+/*
+ * Make `name` ("cpu", "gpu", "auto"; NULL means "auto") the default backend of
+ * the process: every ring created afterwards with backend NULL (CKKS and RLWE
+ * contexts, ...) runs on it. The backend is made lazily, on the first
+ * ts_backend_default() call (so a process may fork before touching CUDA); if
+ * that fails the CPU backend is used and the reason is logged. Call before
+ * any context exists: TS_EBUSY otherwise; TS_EINVAL for an unknown name.
+ */
+ts_status_t ts_backend_use_default(const char *name);
 
 #ifdef __cplusplus
 }

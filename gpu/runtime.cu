@@ -122,7 +122,7 @@ extern "C" ts_status_t ts__gpu_dev_new(int device, tsg_dev_t **out, char *why, s
         snprintf(why, why_size, "GPU %d requested, %d present", device, count);
         return TS_ENOGPU;
     }
-    tsg_dev_t *dev = (tsg_dev_t *)ts_calloc(1, sizeof *dev);
+    tsg_dev_t *dev = (tsg_dev_t *)calloc(1, sizeof *dev); /* C library: see gpu.h */
     if (!dev)
         return TS_ENOMEM;
     dev->device = device;
@@ -182,7 +182,7 @@ extern "C" void ts__gpu_dev_free(tsg_dev_t *dev)
     delete dev->live;
     delete dev->cache;
     pthread_mutex_destroy(&dev->mu);
-    ts_free(dev);
+    free(dev);
 }
 
 extern "C" ts_status_t ts__gpu_alloc(tsg_dev_t *dev, size_t bytes, void **out)

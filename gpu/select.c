@@ -10,3 +10,8 @@ ts_status_t ts_backend_select_why(const char *name, ts_backend_t **out, char *wh
 {
     return select_backend(name, out, why, why_size);
 }
+
+ts_status_t ts_backend_use_default(const char *name)
+{
+    return use_default(name);
+}

@@ -86,4 +86,30 @@ static ts_status_t select_backend(const char *name, ts_backend_t **out, char *wh
     return ts_backend_cpu_new(threads, out);
 }
 
+static char default_name[16] = "auto";
+
+static ts_backend_t *default_maker(void)
+{
+    ts_backend_t *be = NULL;
+    char why[320];
+    if (select_backend(default_name, &be, why, sizeof why) != TS_OK) {
+        ts_log(TS_LOG_WARN, "gpu", "default backend \"%s\" unavailable (%s); using the CPU",
+               default_name, why);
+        return NULL;
+    }
+    return be;
+}
+
+static ts_status_t use_default(const char *name)
+{
+    if (!name || !*name)
+        name = "auto";
+    if (strcmp(name, "cpu") != 0 && strcmp(name, "gpu") != 0 && strcmp(name, "auto") != 0)
+        return TS_EINVAL;
+    if (strcmp(name, "cpu") == 0)
+        return ts_backend_set_default_maker(NULL);
+    snprintf(default_name, sizeof default_name, "%s", name);
+    return ts_backend_set_default_maker(default_maker);
+}
+
 #endif

@@ -186,6 +186,16 @@ ts_status_t ts_backend_cpu_new(int threads, ts_backend_t **out);
  */
 ts_backend_t *ts_backend_default(void);
 
+/*
+ * Install a maker for the default backend: the first ts_backend_default() call
+ * then uses make() instead of creating the CPU backend (and still creates the
+ * CPU backend when make() returns NULL). This lets an outer layer (gpu/, the
+ * daemon, a test runner) put every ring made with backend NULL (CKKS, RLWE,
+ * ...) on another backend without core/ knowing it; the made backend lives
+ * for the process. NULL removes the maker. TS_EBUSY once the default exists.
+ */
+ts_status_t ts_backend_set_default_maker(ts_backend_t *(*make)(void));
+
 /* Release a backend made by *_new (not the default one). Accepts NULL. */
 void ts_backend_free(ts_backend_t *be);
 

@@ -607,7 +607,20 @@ ts_status_t ts_backend_cpu_new(int threads, ts_backend_t **out)
  * failure; a failed creation is retried on the next call.
  */
 static ts_backend_t *default_backend;
+static ts_backend_t *(*default_maker)(void);
 static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
+
+ts_status_t ts_backend_set_default_maker(ts_backend_t *(*make)(void))
+{
+    ts_status_t st = TS_OK;
+    pthread_mutex_lock(&default_lock);
+    if (default_backend)
+        st = TS_EBUSY;
+    else
+        default_maker = make;
+    pthread_mutex_unlock(&default_lock);
+    return st;
+}
 
 ts_backend_t *ts_backend_default(void)
 {
@@ -615,6 +628,11 @@ ts_backend_t *ts_backend_default(void)
     if (be)
         return be;
     pthread_mutex_lock(&default_lock);
+    if (!default_backend && default_maker) {
+        be = default_maker();
+        if (be)
+            __atomic_store_n(&default_backend, be, __ATOMIC_RELEASE);
+    }
     if (!default_backend) {
         int threads = 0;
         const char *env = getenv("TS_THREADS");

@@ -13,9 +13,14 @@
  *    gap and use the twiddle of core/math/ntt.c.
  *  - device (needs a GPU): the same ops through the GPU backend. Without a
  *    GPU (or in a build without CUDA) these print a skip message and pass.
- * The ring layer is also run on the GPU backend (ts_ring_params_t.backend);
- * the CKKS context has no backend hook yet (it always uses the default CPU
- * backend), so the CKKS evaluator suite cannot be pointed at the GPU here.
+ * The ring layer is also run on the GPU backend (ts_ring_params_t.backend).
+ *
+ * Any other suite runs on the GPU with TS_TEST_BACKEND=gpu (or auto), e.g.
+ *     TS_TEST_BACKEND=gpu CK_RUN_SUITE=ckks_eval build/tests/unit_tests
+ * (tests/gpu/run_all.sh does): the constructor below makes that backend the
+ * process default (ts_backend_use_default), which every ring created with
+ * backend NULL, hence every CKKS and RLWE context, uses. The backend is made
+ * lazily in each forked test process (a CUDA context does not survive fork).
  */
 #include "tests/unit/ts_test.h"
 
@@ -32,6 +37,19 @@
         if (!(cond))                                                                               \
             ck_abort_msg("%s:%d: %s failed", __FILE__, __LINE__, #cond);                           \
     } while (0)
+
+/* The one compiler-specific construct of this file: run before main(). */
+#define TS_TEST_CONSTRUCTOR __attribute__((constructor))
+
+TS_TEST_CONSTRUCTOR static void test_backend_from_env(void)
+{
+    const char *name = getenv("TS_TEST_BACKEND");
+    if (!name || !*name)
+        return;
+    ts_status_t st = ts_backend_use_default(name);
+    fprintf(stderr, "unit_tests: TS_TEST_BACKEND=%s: %s\n", name,
+            st == TS_OK ? "default backend installed (made on first use)" : ts_strerror(st));
+}
 
 /* ------------------------------------------------------------ fixtures */
 
@@ -888,6 +906,7 @@ START_TEST(test_select)
     ck_assert_ptr_null(be);
     ck_assert(strstr(why, "tpu") != NULL);
     ck_assert(!ts_gpu_backend_healthy(NULL));
+    ck_assert_ts_status(ts_backend_use_default("tpu"), TS_EINVAL);
 }
 END_TEST
 
