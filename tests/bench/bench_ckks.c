@@ -12,7 +12,9 @@
  *    NTT, mult+relin, rotate, rescale at the top level (keys of ~300 MB each).
  *
  * Usage: bench_ckks [--json PATH] [--quick] [--threads N] [--suite fhelium|client|all]
- *                   [--large]
+ *                   [--large] [--backend cpu|gpu|auto]
+ * --backend puts every context on that compute backend (gpu/gpu.h,
+ * ts_backend_use_default); the default is the CPU.
  * FHElium level k is our level L - k (see core/ckks/ckks.h).
  */
 #include <complex.h>
@@ -24,6 +26,7 @@
 #include <time.h>
 
 #include "core/ckks/ckks.h"
+#include "gpu/gpu.h"
 
 static bool quick;
 static FILE *js;
@@ -633,7 +636,7 @@ static int bench_large(void)
 
 int main(int argc, char **argv)
 {
-    const char *json = NULL, *suite = "all";
+    const char *json = NULL, *suite = "all", *backend = NULL;
     int threads = 1;
     bool large = false;
     for (int i = 1; i < argc; i++) {
@@ -647,10 +650,12 @@ int main(int argc, char **argv)
             threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--suite") && i + 1 < argc)
             suite = argv[++i];
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            backend = argv[++i];
         else {
             fprintf(stderr,
                     "usage: %s [--json PATH] [--quick] [--threads N] "
-                    "[--suite fhelium|client|all] [--large]\n",
+                    "[--suite fhelium|client|all] [--large] [--backend cpu|gpu|auto]\n",
                     argv[0]);
             return 2;
         }
@@ -662,6 +667,10 @@ int main(int argc, char **argv)
     snprintf(tbuf, sizeof(tbuf), "%d", threads > 0 ? threads : ts_cpu_count());
     setenv("TS_THREADS", tbuf, 1);
     ts_log_set_level(TS_LOG_WARN);
+    if (backend && ts_backend_use_default(backend) != TS_OK) {
+        fprintf(stderr, "bench_ckks: unknown backend \"%s\"\n", backend);
+        return 2;
+    }
     if (json) {
         js = fopen(json, "w");
         if (!js) {
