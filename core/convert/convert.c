@@ -1,0 +1,571 @@
+/*
+ * The CKKS <-> TFHE conversion steps (see convert.h for the math).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/convert/convert.h"
+#include "core/math/math.h"
+#include "core/ring/ring.h"
+#include "core/rlwe/rlwe.h"
+
+struct ts_convert {
+    ts_ckks_params_t *ckks;
+    ts_ring_t *big;   /* borrowed from ckks */
+    ts_ring_t *small; /* (N_br, {q0}, P) */
+    uint32_t n, n_br, g, log_n_br;
+    uint64_t q;
+    ts_modulus_t qm;
+    ts_tfhe_params_t *tp;
+    ts_tfhe_rlwe_key_t *rlwe_key;
+    ts_tfhe_lwe_key_t *lwe_key;   /* extracted key, dimension N_br */
+    ts_tfhe_lwe_key_t *small_key; /* TFHE small LWE key */
+    ts_tfhe_evalkey_t *ek;
+    ts_tfhe_evaluator_t *tev;
+    ts_rlwe_ksk_t *ksk_down, *ksk_up;
+    ts_rlwe_ksk_t **gal; /* log_n_br keys, element 2^k + 1 for k = 1..log_n_br */
+    ts_rlwe_ks_t *ks_big, *ks_small;
+    /* scratch */
+    ts_poly_t *b0, *b1, *bu0, *bu1;             /* big ring, 1 limb */
+    ts_poly_t *s0, *s1, *su0, *su1, *sr0, *sr1; /* small ring, 1 limb */
+    uint64_t *host;                             /* N words */
+    ts_tfhe_rlwe_t *tmp, *acc;
+    size_t key_bytes;
+};
+
+static ts_status_t poly1(ts_ring_t *r, ts_poly_t **p)
+{
+    return ts_poly_new(r, 1, 0, false, p);
+}
+
+void ts_convert_free(ts_convert_t *cv)
+{
+    if (!cv)
+        return;
+    ts_poly_free(cv->b0);
+    ts_poly_free(cv->b1);
+    ts_poly_free(cv->bu0);
+    ts_poly_free(cv->bu1);
+    ts_poly_free(cv->s0);
+    ts_poly_free(cv->s1);
+    ts_poly_free(cv->su0);
+    ts_poly_free(cv->su1);
+    ts_poly_free(cv->sr0);
+    ts_poly_free(cv->sr1);
+    ts_free(cv->host);
+    ts_tfhe_rlwe_free(cv->tmp);
+    ts_tfhe_rlwe_free(cv->acc);
+    ts_rlwe_ks_free(cv->ks_big);
+    ts_rlwe_ks_free(cv->ks_small);
+    if (cv->gal)
+        for (uint32_t k = 0; k < cv->log_n_br; k++)
+            ts_rlwe_ksk_free(cv->gal[k]);
+    ts_free(cv->gal);
+    ts_rlwe_ksk_free(cv->ksk_down);
+    ts_rlwe_ksk_free(cv->ksk_up);
+    ts_tfhe_evaluator_free(cv->tev);
+    ts_tfhe_evalkey_free(cv->ek);
+    ts_tfhe_lwe_key_free(cv->small_key);
+    ts_tfhe_lwe_key_free(cv->lwe_key);
+    ts_tfhe_rlwe_key_free(cv->rlwe_key);
+    ts_tfhe_params_free(cv->tp);
+    ts_ring_free(cv->small);
+    ts_ckks_params_free(cv->ckks);
+    ts_free(cv);
+}
+
+static size_t ksk_bytes(const ts_rlwe_ksk_t *k)
+{
+    return (size_t)2 * k->dnum * (ts_ring_q_count(k->ring) + ts_ring_p_count(k->ring)) *
+           ts_ring_n(k->ring) * 8;
+}
+
+ts_status_t ts_convert_keygen(ts_ckks_params_t *ckks, const ts_ckks_secret_key_t *sk,
+                              const ts_tfhe_params_lit_t *tlit, ts_prng_t *prng, ts_convert_t **out)
+{
+    if (!ckks || !sk || !tlit || !prng || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    int log_n = ts_ckks_params_log_n(ckks);
+    if (tlit->log_n_br < 4 || (int)tlit->log_n_br > log_n)
+        return TS_EINVAL;
+    size_t np = ts_ckks_params_p_count(ckks);
+    if (np == 0)
+        return TS_EPARAMS;
+    ts_status_t st = TS_ENOMEM;
+    int8_t *sc = NULL, *sbig = NULL;
+    int32_t *s32 = NULL;
+    int64_t *tmp = NULL;
+    ts_rlwe_sk_t *sk_br = NULL, *sk_sub = NULL;
+    ts_convert_t *cv = ts_calloc(1, sizeof(*cv));
+    if (!cv)
+        return TS_ENOMEM;
+    cv->ckks = ts_ckks_params_ref(ckks);
+    cv->big = ts_ckks_params_ring(ckks);
+    cv->n = (uint32_t)ts_ckks_params_n(ckks);
+    cv->log_n_br = tlit->log_n_br;
+    cv->n_br = 1u << tlit->log_n_br;
+    cv->g = cv->n / cv->n_br;
+    cv->q = ts_ckks_params_q(ckks, 0);
+    if ((st = ts_modulus_init(&cv->qm, cv->q)) != TS_OK)
+        goto fail;
+    /* small ring (N_br, {q0}, P) */
+    {
+        uint64_t q0 = cv->q, pp[TS_CKKS_MAX_P];
+        for (size_t i = 0; i < np; i++)
+            pp[i] = ts_ckks_params_p(ckks, i);
+        ts_ring_params_t rp = {.n = cv->n_br,
+                               .q = &q0,
+                               .q_count = 1,
+                               .p = pp,
+                               .p_count = (uint32_t)np,
+                               .backend = ts_ring_backend(cv->big)};
+        if ((st = ts_ring_new(&rp, &cv->small)) != TS_OK)
+            goto fail;
+    }
+    /* TFHE parameters on Q = q0 */
+    {
+        ts_tfhe_params_lit_t l = *tlit;
+        l.q_br = cv->q;
+        if ((st = ts_tfhe_params_new(&l, &cv->tp)) != TS_OK)
+            goto fail;
+    }
+    /* s_br: ternary */
+    st = TS_ENOMEM;
+    sc = ts_calloc(cv->n_br, 1);
+    sbig = ts_calloc(cv->n, 1);
+    s32 = ts_calloc(cv->n_br, sizeof(int32_t));
+    tmp = ts_calloc(cv->n_br, sizeof(int64_t));
+    if (!sc || !sbig || !s32 || !tmp)
+        goto fail;
+    if ((st = ts_ring_sample_ternary(prng, cv->n_br, tmp)) != TS_OK)
+        goto fail;
+    for (uint32_t i = 0; i < cv->n_br; i++) {
+        sc[i] = (int8_t)tmp[i];
+        s32[i] = (int32_t)tmp[i];
+        sbig[(size_t)i * cv->g] = (int8_t)tmp[i];
+    }
+    if ((st = ts_rlwe_sk_from_coeffs(cv->small, sc, &sk_br)) != TS_OK ||
+        (st = ts_rlwe_sk_from_coeffs(cv->big, sbig, &sk_sub)) != TS_OK)
+        goto fail;
+    if ((st = ts_tfhe_rlwe_key_from_coeffs(cv->tp, s32, &cv->rlwe_key)) != TS_OK ||
+        (st = ts_tfhe_rlwe_key_lwe(cv->rlwe_key, &cv->lwe_key)) != TS_OK)
+        goto fail;
+    const ts_tfhe_params_lit_t *tl = ts_tfhe_params_literal(cv->tp);
+    if ((st = ts_tfhe_lwe_key_new(tl->lwe_n, tl->lwe_secret, prng, &cv->small_key)) != TS_OK ||
+        (st = ts_tfhe_evalkey_new(cv->tp, cv->small_key, cv->rlwe_key, NULL, prng, &cv->ek)) !=
+            TS_OK ||
+        (st = ts_tfhe_evaluator_new(cv->tp, cv->ek, &cv->tev)) != TS_OK)
+        goto fail;
+    /* ring-switching keys */
+    const ts_rlwe_sk_t *s = ts_ckks_secret_key_rlwe(sk);
+    uint32_t dnum = (uint32_t)ts_ckks_params_dnum(ckks);
+    if ((st = ts_rlwe_ksk_new(sk_sub, s->s, dnum, prng, &cv->ksk_down)) != TS_OK ||
+        (st = ts_rlwe_ksk_new(s, sk_sub->s, dnum, prng, &cv->ksk_up)) != TS_OK ||
+        (st = ts_rlwe_ks_new(cv->big, dnum, &cv->ks_big)) != TS_OK ||
+        (st = ts_rlwe_ks_new(cv->small, 1, &cv->ks_small)) != TS_OK)
+        goto fail;
+    cv->key_bytes = ksk_bytes(cv->ksk_down) + ksk_bytes(cv->ksk_up) + ts_tfhe_evalkey_bytes(cv->ek);
+    /* Galois keys of the trace */
+    st = TS_ENOMEM;
+    cv->gal = ts_calloc(cv->log_n_br, sizeof(*cv->gal));
+    if (!cv->gal)
+        goto fail;
+    for (uint32_t k = 1; k <= cv->log_n_br; k++) {
+        if ((st = ts_rlwe_galois_key_new(sk_br, (1ull << k) + 1, 1, prng, &cv->gal[k - 1])) !=
+            TS_OK)
+            goto fail;
+        cv->key_bytes += ksk_bytes(cv->gal[k - 1]);
+    }
+    /* scratch */
+    st = TS_ENOMEM;
+    cv->host = ts_malloc((size_t)cv->n * 8);
+    if (!cv->host)
+        goto fail;
+    if ((st = poly1(cv->big, &cv->b0)) != TS_OK || (st = poly1(cv->big, &cv->b1)) != TS_OK ||
+        (st = poly1(cv->big, &cv->bu0)) != TS_OK || (st = poly1(cv->big, &cv->bu1)) != TS_OK ||
+        (st = poly1(cv->small, &cv->s0)) != TS_OK || (st = poly1(cv->small, &cv->s1)) != TS_OK ||
+        (st = poly1(cv->small, &cv->su0)) != TS_OK || (st = poly1(cv->small, &cv->su1)) != TS_OK ||
+        (st = poly1(cv->small, &cv->sr0)) != TS_OK || (st = poly1(cv->small, &cv->sr1)) != TS_OK ||
+        (st = ts_tfhe_rlwe_new(cv->tp, &cv->tmp)) != TS_OK ||
+        (st = ts_tfhe_rlwe_new(cv->tp, &cv->acc)) != TS_OK)
+        goto fail;
+    st = TS_OK;
+    *out = cv;
+    cv = NULL;
+fail:
+    ts_rlwe_sk_free(sk_br);
+    ts_rlwe_sk_free(sk_sub);
+    ts_free_secret(sc);
+    ts_free_secret(sbig);
+    ts_free_secret(s32);
+    ts_free_secret(tmp);
+    ts_convert_free(cv);
+    return st;
+}
+
+const ts_tfhe_params_t *ts_convert_tfhe_params(const ts_convert_t *cv)
+{
+    return cv ? cv->tp : NULL;
+}
+ts_tfhe_evaluator_t *ts_convert_tfhe_evaluator(ts_convert_t *cv)
+{
+    return cv ? cv->tev : NULL;
+}
+const ts_tfhe_rlwe_key_t *ts_convert_rlwe_key(const ts_convert_t *cv)
+{
+    return cv ? cv->rlwe_key : NULL;
+}
+const ts_tfhe_lwe_key_t *ts_convert_lwe_key(const ts_convert_t *cv)
+{
+    return cv ? cv->lwe_key : NULL;
+}
+size_t ts_convert_keys_bytes(const ts_convert_t *cv)
+{
+    return cv ? cv->key_bytes : 0;
+}
+uint32_t ts_convert_n_br(const ts_convert_t *cv)
+{
+    return cv ? cv->n_br : 0;
+}
+uint64_t ts_convert_q(const ts_convert_t *cv)
+{
+    return cv ? cv->q : 0;
+}
+
+static size_t bitrev(size_t x, int bits)
+{
+    size_t r = 0;
+    for (int i = 0; i < bits; i++)
+        r |= ((x >> i) & 1u) << (bits - 1 - i);
+    return r;
+}
+
+int64_t ts_convert_slot_coeff(int log_n, int log_slots, uint32_t n_br, size_t j, bool imag)
+{
+    if (log_slots < 0 || log_slots >= log_n || j >= ((size_t)1 << log_slots) || n_br == 0)
+        return -1;
+    size_t n = (size_t)1 << log_n, slots = (size_t)1 << log_slots;
+    size_t gc = n / (2 * slots), g = n / n_br;
+    size_t big = (bitrev(j, log_slots) + (imag ? slots : 0)) * gc;
+    if (g == 0 || big % g)
+        return -1;
+    return (int64_t)(big / g);
+}
+
+/* ------------------------------------------------------------ the steps */
+
+ts_status_t ts_convert_slot_to_coeff(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                                     const ts_ckks_ciphertext_t *in, ts_ckks_ciphertext_t *out)
+{
+    ts_status_t st = ts_boot_slot_to_coeff(bt, ev, in, out);
+    if (st != TS_OK)
+        return st;
+    return ts_ckks_drop_to_level(ev, out, 0, out);
+}
+
+/* small tfhe ct (a, b) -> (c0, c1) = (b, -a) in NTT form on the small ring */
+static ts_status_t small_from_tfhe(ts_convert_t *cv, const ts_tfhe_rlwe_t *in, ts_poly_t *c0,
+                                   ts_poly_t *c1)
+{
+    const uint64_t *a = ts_tfhe_rlwe_poly((ts_tfhe_rlwe_t *)in, 0);
+    const uint64_t *b = ts_tfhe_rlwe_poly((ts_tfhe_rlwe_t *)in, 1);
+    ts_status_t st;
+    if ((st = ts_poly_reshape(c0, 1, 0, false)) != TS_OK ||
+        (st = ts_poly_reshape(c1, 1, 0, false)) != TS_OK)
+        return st;
+    if ((st = ts_poly_upload(c0, b)) != TS_OK)
+        return st;
+    for (uint32_t i = 0; i < cv->n_br; i++)
+        cv->host[i] = ts_mod_neg(a[i], cv->q);
+    if ((st = ts_poly_upload(c1, cv->host)) != TS_OK)
+        return st;
+    if ((st = ts_poly_ntt(c0)) != TS_OK)
+        return st;
+    return ts_poly_ntt(c1);
+}
+
+static ts_status_t small_to_tfhe(ts_convert_t *cv, ts_poly_t *c0, ts_poly_t *c1,
+                                 ts_tfhe_rlwe_t *out)
+{
+    ts_status_t st;
+    if (c0->is_ntt && (st = ts_poly_intt(c0)) != TS_OK)
+        return st;
+    if (c1->is_ntt && (st = ts_poly_intt(c1)) != TS_OK)
+        return st;
+    uint64_t *a = ts_tfhe_rlwe_poly(out, 0), *b = ts_tfhe_rlwe_poly(out, 1);
+    if ((st = ts_poly_download(c0, b)) != TS_OK || (st = ts_poly_download(c1, cv->host)) != TS_OK)
+        return st;
+    for (uint32_t i = 0; i < cv->n_br; i++)
+        a[i] = ts_mod_neg(cv->host[i], cv->q);
+    return TS_OK;
+}
+
+ts_status_t ts_convert_ring_down(ts_convert_t *cv, const ts_ckks_ciphertext_t *in,
+                                 ts_tfhe_rlwe_t *out)
+{
+    if (!cv || !in || !out)
+        return TS_EINVAL;
+    if (!ts_ckks_params_equal(ts_ckks_ciphertext_params(in), cv->ckks))
+        return TS_EMISMATCH;
+    if (ts_ckks_ciphertext_degree(in) != 1)
+        return TS_EINVAL;
+    ts_status_t st;
+    ts_poly_t *c0 = ts_ckks_ciphertext_poly((ts_ckks_ciphertext_t *)in, 0);
+    ts_poly_t *c1 = ts_ckks_ciphertext_poly((ts_ckks_ciphertext_t *)in, 1);
+    /* limb 0 of each (the level-0 part), NTT form */
+    if ((st = ts_poly_reshape(cv->b0, 1, 0, c0->is_ntt)) != TS_OK ||
+        (st = ts_poly_reshape(cv->b1, 1, 0, c1->is_ntt)) != TS_OK)
+        return st;
+    size_t bytes = (size_t)cv->n * 8;
+    uint64_t *h = ts_malloc(bytes * (c0->nq > c1->nq ? c0->nq : c1->nq));
+    if (!h)
+        return TS_ENOMEM;
+    if ((st = ts_poly_download(c0, h)) == TS_OK)
+        st = ts_poly_upload(cv->b0, h);
+    if (st == TS_OK && (st = ts_poly_download(c1, h)) == TS_OK)
+        st = ts_poly_upload(cv->b1, h);
+    ts_free(h);
+    if (st != TS_OK)
+        return st;
+    if (!cv->b0->is_ntt && (st = ts_poly_ntt(cv->b0)) != TS_OK)
+        return st;
+    if (!cv->b1->is_ntt && (st = ts_poly_ntt(cv->b1)) != TS_OK)
+        return st;
+    if ((st = ts_poly_reshape(cv->bu0, 1, 0, true)) != TS_OK ||
+        (st = ts_poly_reshape(cv->bu1, 1, 0, true)) != TS_OK)
+        return st;
+    /* u0 + u1 s_sub = c1 s */
+    if ((st = ts_rlwe_keyswitch(cv->ks_big, cv->b1, 1, cv->ksk_down, cv->bu0, cv->bu1)) != TS_OK)
+        return st;
+    if ((st = ts_poly_add(cv->bu0, cv->bu0, cv->b0)) != TS_OK)
+        return st;
+    if ((st = ts_poly_intt(cv->bu0)) != TS_OK || (st = ts_poly_intt(cv->bu1)) != TS_OK)
+        return st;
+    uint64_t *a = ts_tfhe_rlwe_poly(out, 0), *b = ts_tfhe_rlwe_poly(out, 1);
+    if ((st = ts_poly_download(cv->bu0, cv->host)) != TS_OK)
+        return st;
+    for (uint32_t i = 0; i < cv->n_br; i++)
+        b[i] = cv->host[(size_t)i * cv->g];
+    if ((st = ts_poly_download(cv->bu1, cv->host)) != TS_OK)
+        return st;
+    for (uint32_t i = 0; i < cv->n_br; i++)
+        a[i] = ts_mod_neg(cv->host[(size_t)i * cv->g], cv->q);
+    return TS_OK;
+}
+
+ts_status_t ts_convert_ring_up(ts_convert_t *cv, const ts_tfhe_rlwe_t *in, double scale,
+                               size_t slots, ts_ckks_ciphertext_t *out)
+{
+    if (!cv || !in || !out)
+        return TS_EINVAL;
+    if (!ts_ckks_params_equal(ts_ckks_ciphertext_params(out), cv->ckks))
+        return TS_EMISMATCH;
+    ts_status_t st;
+    const uint64_t *a = ts_tfhe_rlwe_poly((ts_tfhe_rlwe_t *)in, 0);
+    const uint64_t *b = ts_tfhe_rlwe_poly((ts_tfhe_rlwe_t *)in, 1);
+    if ((st = ts_poly_reshape(cv->b0, 1, 0, false)) != TS_OK ||
+        (st = ts_poly_reshape(cv->b1, 1, 0, false)) != TS_OK)
+        return st;
+    memset(cv->host, 0, (size_t)cv->n * 8);
+    for (uint32_t i = 0; i < cv->n_br; i++)
+        cv->host[(size_t)i * cv->g] = b[i];
+    if ((st = ts_poly_upload(cv->b0, cv->host)) != TS_OK)
+        return st;
+    for (uint32_t i = 0; i < cv->n_br; i++)
+        cv->host[(size_t)i * cv->g] = ts_mod_neg(a[i], cv->q);
+    if ((st = ts_poly_upload(cv->b1, cv->host)) != TS_OK)
+        return st;
+    if ((st = ts_poly_ntt(cv->b0)) != TS_OK || (st = ts_poly_ntt(cv->b1)) != TS_OK)
+        return st;
+    ts_poly_t *o0 = ts_ckks_ciphertext_poly(out, 0), *o1 = ts_ckks_ciphertext_poly(out, 1);
+    if ((st = ts_poly_reshape(o0, 1, 0, true)) != TS_OK ||
+        (st = ts_poly_reshape(o1, 1, 0, true)) != TS_OK)
+        return st;
+    if ((st = ts_rlwe_keyswitch(cv->ks_big, cv->b1, 1, cv->ksk_up, o0, o1)) != TS_OK)
+        return st;
+    if ((st = ts_poly_add(o0, o0, cv->b0)) != TS_OK)
+        return st;
+    return ts_ckks_ciphertext_set_meta(out, 0, 1, scale, slots);
+}
+
+ts_status_t ts_convert_extract(const ts_tfhe_rlwe_t *in, uint32_t idx, ts_tfhe_lwe_t *out)
+{
+    return ts_tfhe_rlwe_sample_extract(in, idx, out);
+}
+
+ts_status_t ts_convert_modswitch(ts_tfhe_lwe_t *out, const ts_tfhe_lwe_t *in)
+{
+    return ts_tfhe_lwe_modswitch(out, in);
+}
+
+/* out[i] = in[i] * X^e negacyclically, one polynomial of n words mod q */
+static void mono(uint64_t *p, uint64_t *tmp, uint32_t n, int64_t e, uint64_t q)
+{
+    int64_t m = e % (2 * (int64_t)n);
+    if (m < 0)
+        m += 2 * (int64_t)n;
+    if (m == 0)
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t j = (int64_t)i + m;
+        bool neg = false;
+        while (j >= (int64_t)n) {
+            j -= n;
+            neg = !neg;
+        }
+        tmp[j] = neg ? ts_mod_neg(p[i], q) : p[i];
+    }
+    memcpy(p, tmp, (size_t)n * 8);
+}
+
+void ts_convert_monomial_mul(ts_convert_t *cv, ts_tfhe_rlwe_t *ct, int64_t e)
+{
+    mono(ts_tfhe_rlwe_poly(ct, 0), cv->host, cv->n_br, e, cv->q);
+    mono(ts_tfhe_rlwe_poly(ct, 1), cv->host, cv->n_br, e, cv->q);
+}
+
+ts_status_t ts_convert_trace(ts_convert_t *cv, ts_tfhe_rlwe_t *ct)
+{
+    if (!cv || !ct)
+        return TS_EINVAL;
+    ts_status_t st;
+    /* times N_br^{-1} mod Q */
+    uint64_t inv = ts_mod_inv(cv->n_br % cv->q, cv->q);
+    for (int i = 0; i < 2; i++) {
+        uint64_t *p = ts_tfhe_rlwe_poly(ct, i);
+        for (uint32_t j = 0; j < cv->n_br; j++)
+            p[j] = ts_mod_mul(p[j], inv, &cv->qm);
+    }
+    if ((st = small_from_tfhe(cv, ct, cv->s0, cv->s1)) != TS_OK)
+        return st;
+    for (uint32_t k = cv->log_n_br; k >= 1; k--) {
+        uint64_t el = (1ull << k) + 1;
+        if ((st = ts_poly_reshape(cv->su0, 1, 0, true)) != TS_OK ||
+            (st = ts_poly_reshape(cv->su1, 1, 0, true)) != TS_OK ||
+            (st = ts_poly_reshape(cv->sr0, 1, 0, true)) != TS_OK)
+            return st;
+        /* sigma(c0) + ks(sigma(c1)) */
+        if ((st = ts_rlwe_keyswitch(cv->ks_small, cv->s1, el, cv->gal[k - 1], cv->su0, cv->su1)) !=
+            TS_OK)
+            return st;
+        if ((st = ts_poly_automorphism(cv->sr0, cv->s0, el)) != TS_OK)
+            return st;
+        if ((st = ts_poly_add(cv->su0, cv->su0, cv->sr0)) != TS_OK ||
+            (st = ts_poly_add(cv->s0, cv->s0, cv->su0)) != TS_OK ||
+            (st = ts_poly_add(cv->s1, cv->s1, cv->su1)) != TS_OK)
+            return st;
+    }
+    return small_to_tfhe(cv, cv->s0, cv->s1, ct);
+}
+
+ts_status_t ts_convert_lwe_to_rlwe(ts_convert_t *cv, const ts_tfhe_lwe_t *in, ts_tfhe_rlwe_t *out)
+{
+    if (!cv || !in || !out)
+        return TS_EINVAL;
+    if (ts_tfhe_lwe_dim(in) != cv->n_br || ts_tfhe_lwe_modulus(in) != cv->q)
+        return TS_EMISMATCH;
+    const uint64_t *a = ts_tfhe_lwe_mask_const(in);
+    uint64_t *A = ts_tfhe_rlwe_poly(out, 0), *B = ts_tfhe_rlwe_poly(out, 1);
+    memset(B, 0, (size_t)cv->n_br * 8);
+    B[0] = ts_tfhe_lwe_body_get(in);
+    /* constant coefficient of A s = sum_i a_i s_i: A = a_0 - sum_{i>0} a_i Y^{N-i} */
+    A[0] = a[0];
+    for (uint32_t i = 1; i < cv->n_br; i++)
+        A[cv->n_br - i] = ts_mod_neg(a[i], cv->q);
+    return ts_convert_trace(cv, out);
+}
+
+static void rlwe_add(ts_convert_t *cv, ts_tfhe_rlwe_t *acc, const ts_tfhe_rlwe_t *x)
+{
+    for (int i = 0; i < 2; i++) {
+        uint64_t *p = ts_tfhe_rlwe_poly(acc, i);
+        const uint64_t *q = ts_tfhe_rlwe_poly((ts_tfhe_rlwe_t *)x, i);
+        for (uint32_t j = 0; j < cv->n_br; j++)
+            p[j] = ts_mod_add(p[j], q[j], cv->q);
+    }
+}
+
+ts_status_t ts_convert_repack(ts_convert_t *cv, const ts_tfhe_lwe_t *const *in, const uint32_t *pos,
+                              size_t count, ts_tfhe_rlwe_t *out)
+{
+    if (!cv || (!in && count) || (!pos && count) || !out)
+        return TS_EINVAL;
+    ts_tfhe_rlwe_trivial(out, NULL);
+    for (size_t i = 0; i < count; i++) {
+        if (pos[i] >= cv->n_br)
+            return TS_ERANGE;
+        ts_status_t st = ts_convert_lwe_to_rlwe(cv, in[i], cv->tmp);
+        if (st != TS_OK)
+            return st;
+        ts_convert_monomial_mul(cv, cv->tmp, pos[i]);
+        rlwe_add(cv, out, cv->tmp);
+    }
+    return TS_OK;
+}
+
+ts_status_t ts_convert_mod_recover(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                                   const ts_ckks_ciphertext_t *in, int level,
+                                   ts_ckks_ciphertext_t *out)
+{
+    return ts_boot_mod_recover(bt, ev, in, level, out);
+}
+
+/* ------------------------------------------------ multi-value batching */
+
+ts_status_t ts_convert_split(ts_convert_t *cv, const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                             const ts_ckks_ciphertext_t *in, const uint32_t *pos, size_t count,
+                             ts_tfhe_rlwe_t *const *out, ts_tfhe_lwe_t *const *lwe)
+{
+    if (!cv || !in || (count && (!pos || !out)))
+        return TS_EINVAL;
+    ts_status_t st;
+    ts_ckks_ciphertext_t *c = NULL;
+    if ((st = ts_ckks_ciphertext_new(cv->ckks, ts_ckks_ciphertext_level(in), &c)) != TS_OK)
+        return st;
+    if (bt)
+        st = ts_convert_slot_to_coeff(bt, ev, in, c);
+    else
+        st = ts_ckks_ciphertext_copy(c, in);
+    if (st == TS_OK)
+        st = ts_convert_ring_down(cv, c, cv->acc);
+    ts_ckks_ciphertext_free(c);
+    for (size_t i = 0; st == TS_OK && i < count; i++) {
+        if (pos[i] >= cv->n_br) {
+            st = TS_ERANGE;
+            break;
+        }
+        if ((st = ts_tfhe_rlwe_copy(out[i], cv->acc)) != TS_OK)
+            break;
+        ts_convert_monomial_mul(cv, out[i], -(int64_t)pos[i]);
+        if ((st = ts_convert_trace(cv, out[i])) != TS_OK)
+            break;
+        if (lwe && lwe[i])
+            st = ts_convert_extract(out[i], 0, lwe[i]);
+    }
+    return st;
+}
+
+ts_status_t ts_convert_merge(ts_convert_t *cv, const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                             const ts_tfhe_rlwe_t *const *results, const uint32_t *pos,
+                             size_t count, double scale, int level, ts_ckks_ciphertext_t *out)
+{
+    if (!cv || !out || (count && (!results || !pos)))
+        return TS_EINVAL;
+    ts_status_t st;
+    ts_tfhe_rlwe_trivial(cv->acc, NULL);
+    for (size_t i = 0; i < count; i++) {
+        if (pos[i] >= cv->n_br)
+            return TS_ERANGE;
+        if ((st = ts_tfhe_rlwe_copy(cv->tmp, results[i])) != TS_OK)
+            return st;
+        ts_convert_monomial_mul(cv, cv->tmp, pos[i]);
+        rlwe_add(cv, cv->acc, cv->tmp);
+    }
+    size_t slots = bt ? ((size_t)1 << ts_boot_config(bt)->log_slots) : 0;
+    if ((st = ts_convert_ring_up(cv, cv->acc, scale, slots, out)) != TS_OK)
+        return st;
+    if (!bt)
+        return TS_OK;
+    return ts_convert_mod_recover(bt, ev, out, level, out);
+}
