@@ -14,24 +14,28 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: tessera aggregate --keys DIR --round NAME --participants N --weight W\n"
-            "                         --input FILE [--output FILE] [options]\n\n"
-            "Encrypts the vector in FILE (csv, json or raw float32 by extension or --format)\n"
-            "under the keys of DIR (tessera keygen), sends it with its weight (the sample\n"
-            "count |D_i|) to round NAME, waits until all N participants have sent theirs,\n"
-            "and writes the decrypted weighted average sum_i w_i x_i / sum_i w_i.\n\n"
-            "  -k, --keys DIR          keys from tessera keygen (same keys for every participant)\n"
-            "  -r, --round NAME        round name shared by the participants\n"
-            "  -n, --participants N    contributions that close the round\n"
-            "  -w, --weight W          this client's sample count (positive integer)\n"
-            "  -i, --input FILE        this client's update\n"
-            "  -o, --output FILE       the average (default: stdout as csv; '-' = stdout)\n"
-            "      --format F          csv | json | f32 for input and output\n"
-            "      --wait-ms MS        how long to wait for the round (default 600000)\n"
-            "      --params-dir D      preset folder (default configs/params)\n"
-            "      --insecure-params   allow presets marked insecure (tests only)\n\n%s\n%s",
-            ts_cli_conn_help, ts_cli_exit_help);
+    fprintf(
+        f,
+        "usage: tessera aggregate --keys DIR --round NAME --participants N --weight W\n"
+        "                         --input FILE [--output FILE] [options]\n\n"
+        "Encrypts the vector in FILE (csv, json or raw float32 by extension or --format)\n"
+        "under the keys of DIR (tessera keygen), sends it with its weight (the sample\n"
+        "count |D_i|) to round NAME, waits until all N participants have sent theirs,\n"
+        "and writes the decrypted weighted average sum_i w_i x_i / sum_i w_i.\n\n"
+        "  -k, --keys DIR          keys from tessera keygen (same keys for every participant)\n"
+        "  -r, --round NAME        round name shared by the participants\n"
+        "  -n, --participants N    contributions that close the round\n"
+        "  -w, --weight W          this client's sample count (positive integer)\n"
+        "  -i, --input FILE        this client's update\n"
+        "  -o, --output FILE       the average (default: stdout as csv; '-' = stdout)\n"
+        "      --format F          csv | json | f32 for input and output\n"
+        "      --wait-ms MS        how long to wait for the round (default 600000)\n"
+        "      --params-dir D      preset folder (default configs/params)\n"
+        "      --insecure-params   allow presets marked insecure (tests only)\n"
+        "      --symmetric         encrypt with the secret key instead of the public key\n"
+        "                          (Algorithm 1 uses pk; every participant holds sk): c_1\n"
+        "                          then travels as a 32-byte seed, about half the upload\n\n%s\n%s",
+        ts_cli_conn_help, ts_cli_exit_help);
 }
 
 static double ms_since(uint64_t t0)
@@ -58,6 +62,7 @@ int ts_cmd_aggregate(int argc, char **argv)
                                          {"wait-ms", required_argument, NULL, 'W'},
                                          {"params-dir", required_argument, NULL, 'D'},
                                          {"insecure-params", no_argument, NULL, 'I'},
+                                         {"symmetric", no_argument, NULL, 'S'},
                                          {NULL, 0, NULL, 0}};
     const char *prog = "tessera aggregate";
     ts_cli_conn_t cc;
@@ -66,7 +71,7 @@ int ts_cmd_aggregate(int argc, char **argv)
     const char *pdir = "configs/params";
     long participants = 0, wait_ms = 600000;
     long long weight = 0;
-    bool insecure = false;
+    bool insecure = false, symmetric = false;
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, TS_CLI_CONN_SHORTOPTS "k:r:n:w:i:o:", opts, NULL)) != -1) {
@@ -108,6 +113,9 @@ int ts_cmd_aggregate(int argc, char **argv)
             break;
         case 'I':
             insecure = true;
+            break;
+        case 'S':
+            symmetric = true;
             break;
         default:
             usage(stderr);
@@ -162,7 +170,8 @@ int ts_cmd_aggregate(int argc, char **argv)
         size_t m = len - i * slots < slots ? len - i * slots : slots;
         st = ts_ckks_encode_real(enc, x + i * slots, m, 0, top, ts_ckks_params_scale(p), pt);
         if (st == TS_OK)
-            st = ts_ckks_encrypt_pk(keys.pk, pt, prng, ct);
+            st = symmetric ? ts_ckks_encrypt_sk(keys.sk, pt, prng, NULL, ct)
+                           : ts_ckks_encrypt_pk(keys.pk, pt, prng, ct);
         if (st == TS_OK)
             st = ts_wire_ct_encode(ct, keys.params_id, 0, &cts[i].data, &cts[i].len);
         if (st != TS_OK) {

@@ -26,6 +26,7 @@ static void usage(FILE *f, const char *cmd)
         "      --format F          csv | json | f32 for the vector side\n"
         "      --params-dir D      preset folder (default configs/params)\n"
         "      --insecure-params   allow presets marked insecure (tests only)\n"
+        "      --symmetric         encrypt with the secret key (c_1 stored as a 32-byte seed)\n"
         "  -h, --help              this text\n\n%s",
         cmd, ts_cli_exit_help);
 }
@@ -53,11 +54,12 @@ static int run(int argc, char **argv, bool encrypt)
                                          {"format", required_argument, NULL, 'F'},
                                          {"params-dir", required_argument, NULL, 'D'},
                                          {"insecure-params", no_argument, NULL, 'I'},
+                                         {"symmetric", no_argument, NULL, 'S'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *keys_dir = NULL, *input = NULL, *output = NULL, *format = NULL;
     const char *pdir = "configs/params";
-    bool insecure = false;
+    bool insecure = false, symmetric = false;
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "k:i:o:h", opts, NULL)) != -1) {
@@ -79,6 +81,9 @@ static int run(int argc, char **argv, bool encrypt)
             break;
         case 'I':
             insecure = true;
+            break;
+        case 'S':
+            symmetric = true;
             break;
         case 'h':
             usage(stdout, cmd);
@@ -136,7 +141,8 @@ static int run(int argc, char **argv, bool encrypt)
             ts_status_t st =
                 ts_ckks_encode_real(enc, v + c * slots, m, 0, top, ts_ckks_params_scale(p), pt);
             if (st == TS_OK)
-                st = ts_ckks_encrypt_pk(keys.pk, pt, prng, ct);
+                st = symmetric ? ts_ckks_encrypt_sk(keys.sk, pt, prng, NULL, ct)
+                               : ts_ckks_encrypt_pk(keys.pk, pt, prng, ct);
             if (st == TS_OK)
                 st = ts_wire_ct_encode(ct, keys.params_id, 0, &b, &bn);
             if (st != TS_OK) {

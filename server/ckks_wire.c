@@ -6,7 +6,8 @@
 
 #include "server/ckks_wire.h"
 
-#define CT_VERSION 1
+#define CT_VERSION        1 /* c_0 .. c_degree, all residues */
+#define CT_VERSION_SEEDED 2 /* c_0 residues, then the 32-byte seed of c_1 */
 
 void ts_wire_params_id(const ts_ckks_params_t *p, uint8_t id[TS_SHA256_BYTES])
 {
@@ -140,14 +141,16 @@ ts_status_t ts_wire_ct_encode(const ts_ckks_ciphertext_t *ct, const uint8_t id[T
     int log_slots = 0;
     while (((size_t)1 << log_slots) < slots)
         log_slots++;
+    uint8_t seed[TS_SEED_BYTES];
+    bool seeded = ts_ckks_ciphertext_seed(c, seed); /* c_1 travels as its seed */
     ts_writer_t w;
     ts_writer_init(&w);
-    ts_put_u8(&w, CT_VERSION);
+    ts_put_u8(&w, seeded ? CT_VERSION_SEEDED : CT_VERSION);
     ts_put_u8(&w, (uint8_t)level);
     ts_put_u8(&w, (uint8_t)degree);
     ts_put_u8(&w, (uint8_t)log_slots);
     ts_put_f64(&w, ts_ckks_ciphertext_scale(c));
-    for (int i = 0; i <= degree; i++) {
+    for (int i = 0; i <= (seeded ? 0 : degree); i++) {
         const ts_poly_t *poly = ts_ckks_ciphertext_poly(c, i);
         if (!poly->is_ntt || (int)poly->nq != level + 1) {
             ts_writer_clear(&w);
@@ -157,6 +160,8 @@ ts_status_t ts_wire_ct_encode(const ts_ckks_ciphertext_t *ct, const uint8_t id[T
             ts_put_packed(&w, poly->data + (size_t)j * n, n,
                           ts_serial_width(ts_ckks_params_q(p, (size_t)j)));
     }
+    if (seeded)
+        ts_put_bytes(&w, seed, TS_SEED_BYTES);
     ts_status_t st = w.err;
     if (st == TS_OK)
         st = ts_serial_seal(&w, TS_OBJ_CKKS_CIPHERTEXT, id, zstd_level, out, size);
@@ -191,7 +196,9 @@ ts_status_t ts_wire_ct_decode(ts_ckks_params_t *p, const uint8_t id[TS_SHA256_BY
     int level = ts_get_u8(&r), degree = ts_get_u8(&r), log_slots = ts_get_u8(&r);
     double scale = ts_get_f64(&r);
     ts_ckks_ciphertext_t *ct = NULL;
-    if (r.err != TS_OK || version != CT_VERSION) {
+    bool seeded = version == CT_VERSION_SEEDED;
+    uint8_t seed[TS_SEED_BYTES];
+    if (r.err != TS_OK || (version != CT_VERSION && !seeded)) {
         snprintf(why, why_size, "unknown ciphertext version");
         st = TS_EFORMAT;
         goto out_free;
@@ -201,7 +208,8 @@ ts_status_t ts_wire_ct_decode(ts_ckks_params_t *p, const uint8_t id[TS_SHA256_BY
         st = TS_ELEVEL;
         goto out_free;
     }
-    if (degree < 1 || degree > max_degree || log_slots < 0 || ((size_t)1 << log_slots) > n / 2) {
+    if (degree < 1 || degree > max_degree || (seeded && degree != 1) || log_slots < 0 ||
+        ((size_t)1 << log_slots) > n / 2) {
         snprintf(why, why_size, "degree %d or slot count 2^%d out of range", degree, log_slots);
         st = TS_EFORMAT;
         goto out_free;
@@ -219,7 +227,7 @@ ts_status_t ts_wire_ct_decode(ts_ckks_params_t *p, const uint8_t id[TS_SHA256_BY
         if (st != TS_OK)
             goto out_free;
     }
-    for (int i = 0; i <= degree && r.err == TS_OK; i++) {
+    for (int i = 0; i <= (seeded ? 0 : degree) && r.err == TS_OK; i++) {
         ts_poly_t *poly = ts_ckks_ciphertext_poly(ct, i);
         if (!poly || (int)poly->nq != level + 1) {
             st = TS_EINTERNAL;
@@ -231,6 +239,8 @@ ts_status_t ts_wire_ct_decode(ts_ckks_params_t *p, const uint8_t id[TS_SHA256_BY
             ts_get_packed(&r, poly->data + (size_t)j * n, n, ts_serial_width(q), q);
         }
     }
+    if (seeded)
+        ts_get_bytes(&r, seed, TS_SEED_BYTES);
     st = ts_reader_finish(&r);
     if (st != TS_OK) {
         snprintf(why, why_size,
@@ -239,6 +249,8 @@ ts_status_t ts_wire_ct_decode(ts_ckks_params_t *p, const uint8_t id[TS_SHA256_BY
         goto out_free;
     }
     st = ts_ckks_ciphertext_set_meta(ct, level, degree, scale, (size_t)1 << log_slots);
+    if (st == TS_OK && seeded)
+        st = ts_ckks_ciphertext_set_seeded_c1(ct, seed); /* after set_meta, which unseeds */
     if (st != TS_OK) {
         snprintf(why, why_size, "ciphertext metadata refused");
         goto out_free;

@@ -3,7 +3,8 @@
  * tessera: parameter presets by name (cached, security-gated), the 32-byte
  * parameter id, and the ciphertext codec inside a core/serial envelope
  * (type TS_OBJ_CKKS_CIPHERTEXT, residues bit-packed at the width of their
- * prime, optional zstd). Decoding validates level, degree, domain, scale,
+ * prime, optional zstd). A symmetric ciphertext whose c_1 is still its seeded
+ * uniform polynomial travels as c_0 and the 32-byte seed (about half the bytes). Decoding validates level, degree, domain, scale,
  * slot count and every residue before a ciphertext exists.
  *
  * Until core/ckks has its own object serializers this codec is the format;

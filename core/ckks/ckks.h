@@ -370,6 +370,14 @@ ts_status_t ts_ckks_encrypt_sk_real(ts_ckks_encoder_t *enc, const ts_ckks_secret
                                     ts_ckks_ciphertext_t *ct);
 /* True (and the seed copied) when c_1 is still the seeded uniform polynomial. */
 bool ts_ckks_ciphertext_seed(const ts_ckks_ciphertext_t *ct, uint8_t seed[TS_SEED_BYTES]);
+/*
+ * Deserialization of a seeded ciphertext: set c_1 (at ct's level, degree 1) to
+ * the uniform polynomial expanded from `seed`, exactly the c_1 that
+ * ts_ckks_encrypt_sk produced with that seed; the ciphertext is seeded again.
+ * TS_EINVAL for degree 2.
+ */
+ts_status_t ts_ckks_ciphertext_set_seeded_c1(ts_ckks_ciphertext_t *ct,
+                                             const uint8_t seed[TS_SEED_BYTES]);
 /* pt = c_0 + c_1 s (+ c_2 s^2), at the ciphertext's level and scale. */
 ts_status_t ts_ckks_decrypt(const ts_ckks_secret_key_t *sk, const ts_ckks_ciphertext_t *ct,
                             ts_ckks_plaintext_t *pt);

@@ -1,7 +1,8 @@
 /*
  * The encrypted weighted-average service end to end (seed 002, Algorithm 1):
  * the real tesserad, three real `tessera aggregate` clients with different
- * weights, the decrypted result compared with the plaintext weighted average;
+ * weights (two encrypting with the public key, one with the secret key and a
+ * seeded c_1), the decrypted result compared with the plaintext weighted average;
  * and hostile contributions (wrong parameter id, residue at the modulus,
  * garbage, refused presets) rejected while the daemon keeps serving.
  *
@@ -93,10 +94,11 @@ START_TEST(test_three_clients_weighted_average)
         write_vec(in, x[i], LEN);
         snprintf(cmd, sizeof cmd,
                  "%s/tessera aggregate --server 127.0.0.1:%d --ca %s/ca.crt --keys %s --round r1 "
-                 "--participants %d --weight %ld --input %s --output %s/out%d.csv --json "
+                 "--participants %d --weight %ld --input %s --output %s/out%d.csv --json %s"
                  "> %s/agg%d.json 2> %s/agg%d.err",
-                 ts_test_build_dir(), d.port, certs, keys, K, w[i], in, d.dir, i, d.dir, i, d.dir,
-                 i);
+                 ts_test_build_dir(), d.port, certs, keys, K, w[i], in, d.dir, i,
+                 /* one participant encrypts with the secret key: seeded c_1 on the wire */
+                 i == 1 ? "--symmetric " : "", d.dir, i, d.dir, i);
         kids[i] = fork();
         if (kids[i] == 0) {
             int rc = system(cmd);
@@ -334,6 +336,27 @@ START_TEST(test_encrypt_decrypt_files)
         max = fmax(max, fabs(back[i] - v[i]));
     free(back);
     ck_assert_msg(max < 1e-2 && max > 0, "max error %g", max);
+    /* Symmetric encryption: c_1 travels as its seed, about half the bytes. */
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera encrypt --symmetric -k %s/k -i %s/v.csv -o %s/s.ct && %s/tessera decrypt "
+             "-k %s/k -i %s/s.ct -o %s/back2.csv",
+             b, dir, dir, dir, b, dir, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    struct stat full, half;
+    snprintf(path, sizeof path, "%s/v.ct", dir);
+    ck_assert_int_eq(stat(path, &full), 0);
+    snprintf(path, sizeof path, "%s/s.ct", dir);
+    ck_assert_int_eq(stat(path, &half), 0);
+    ck_assert_msg(half.st_size * 2 < full.st_size + 4096 && half.st_size * 2 > full.st_size - 4096,
+                  "seeded %lld bytes vs %lld", (long long)half.st_size, (long long)full.st_size);
+    snprintf(path, sizeof path, "%s/back2.csv", dir);
+    ck_assert_ts_ok(ts_cli_vector_read(path, NULL, &back, &n, err, sizeof err));
+    ck_assert_uint_eq(n, LEN);
+    max = 0;
+    for (size_t i = 0; i < LEN; i++)
+        max = fmax(max, fabs(back[i] - v[i]));
+    free(back);
+    ck_assert_msg(max < 1e-2 && max > 0, "max error %g (symmetric)", max);
     /* A truncated ciphertext file is refused with the local-data exit code. */
     snprintf(cmd, sizeof cmd,
              "head -c 50000 %s/v.ct > %s/cut.ct && %s/tessera decrypt -k %s/k -i %s/cut.ct -o "
