@@ -4,8 +4,8 @@
  * parameter id, and the ciphertext codec inside a core/serial envelope
  * (type TS_OBJ_CKKS_CIPHERTEXT, residues bit-packed at the width of their
  * prime, optional zstd). A symmetric ciphertext whose c_1 is still its seeded
- * uniform polynomial travels as c_0 and the 32-byte seed (about half the bytes). Decoding validates level, degree, domain, scale,
- * slot count and every residue before a ciphertext exists.
+ * uniform polynomial travels as c_0 and the 32-byte seed (about half the bytes). Decoding validates
+ * level, degree, domain, scale, slot count and every residue before a ciphertext exists.
  *
  * Until core/ckks has its own object serializers this codec is the format;
  * it uses only the public ckks/ring/serial headers.
