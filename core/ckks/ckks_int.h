@@ -148,6 +148,9 @@ ts_status_t ts__ckks_encode_coeff(ts_ckks_encoder_t *e, const double complex *cv
                                   ts_poly_t *out, int64_t **err_buf);
 /* The parameters of an encoder (borrowed). */
 ts_ckks_params_t *ts__ckks_encoder_params(const ts_ckks_encoder_t *enc);
+/* ct belongs to ev's parameters and keeps the invariants (NTT form, Q limbs
+ * only, equal limb counts): TS_EMISMATCH / TS_EINVAL otherwise. */
+ts_status_t ts__ckks_check_ct(const ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *ct);
 /* True when two scales agree up to the tolerance of additions. */
 bool ts__ckks_scales_match(double a, double b);
 

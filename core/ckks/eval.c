@@ -78,7 +78,21 @@ ts_status_t ts__ckks_check_ct(const ts_ckks_evaluator_t *ev, const ts_ckks_ciphe
         return TS_EINVAL;
     if (!ts_ckks_params_equal(ev->params, ct->params))
         return TS_EMISMATCH;
+    /* the domain and shape invariants (a deserialized object may break them) */
+    if (ct->degree < 1 || ct->degree > 2)
+        return TS_EINVAL;
+    for (int i = 0; i <= ct->degree; i++)
+        if (!ct->c[i] || !ct->c[i]->is_ntt || ct->c[i]->np != 0 || ct->c[i]->nq != ct->c[0]->nq)
+            return TS_EINVAL;
     return TS_OK;
+}
+
+/* Outputs only need to belong to the parameters; they are overwritten. */
+static ts_status_t check_out(const ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *out)
+{
+    if (!out)
+        return TS_EINVAL;
+    return ts_ckks_params_equal(ev->params, out->params) ? TS_OK : TS_EMISMATCH;
 }
 
 static ts_status_t check_pair(const ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
@@ -88,7 +102,7 @@ static ts_status_t check_pair(const ts_ckks_evaluator_t *ev, const ts_ckks_ciphe
     if (st == TS_OK)
         st = ts__ckks_check_ct(ev, b);
     if (st == TS_OK)
-        st = ts__ckks_check_ct(ev, out);
+        st = check_out(ev, out);
     if (st != TS_OK)
         return st;
     if (a->log_slots != b->log_slots)
@@ -103,7 +117,7 @@ static ts_status_t check_plain(const ts_ckks_evaluator_t *ev, const ts_ckks_ciph
 {
     ts_status_t st = ts__ckks_check_ct(ev, a);
     if (st == TS_OK)
-        st = ts__ckks_check_ct(ev, out);
+        st = check_out(ev, out);
     if (st != TS_OK)
         return st;
     if (!pt)
@@ -201,7 +215,7 @@ ts_status_t ts_ckks_neg(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
         return TS_EINVAL;
     ts_status_t st = ts__ckks_check_ct(ev, a);
     if (st == TS_OK)
-        st = ts__ckks_check_ct(ev, out);
+        st = check_out(ev, out);
     if (st != TS_OK)
         return st;
     uint32_t nq = a->c[0]->nq;
@@ -309,7 +323,7 @@ ts_status_t ts_ckks_add_const(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_
         return TS_EINVAL;
     ts_status_t st = ts__ckks_check_ct(ev, a);
     if (st == TS_OK)
-        st = ts__ckks_check_ct(ev, out);
+        st = check_out(ev, out);
     if (st != TS_OK)
         return st;
     double re = round(creal(c) * a->scale), im = round(cimag(c) * a->scale);
@@ -352,7 +366,7 @@ ts_status_t ts_ckks_mul_int(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t 
         return TS_EINVAL;
     ts_status_t st = ts__ckks_check_ct(ev, a);
     if (st == TS_OK)
-        st = ts__ckks_check_ct(ev, out);
+        st = check_out(ev, out);
     if (st != TS_OK)
         return st;
     uint32_t nq = a->c[0]->nq;
@@ -383,7 +397,7 @@ ts_status_t ts_ckks_mul_const(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_
         return TS_EINVAL;
     ts_status_t st = ts__ckks_check_ct(ev, a);
     if (st == TS_OK)
-        st = ts__ckks_check_ct(ev, out);
+        st = check_out(ev, out);
     if (st != TS_OK)
         return st;
     uint32_t nq = a->c[0]->nq;
@@ -521,7 +535,7 @@ ts_status_t ts_ckks_rescale(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t 
         return TS_EINVAL;
     ts_status_t st = ts__ckks_check_ct(ev, a);
     if (st == TS_OK)
-        st = ts__ckks_check_ct(ev, out);
+        st = check_out(ev, out);
     if (st != TS_OK)
         return st;
     uint32_t nq = a->c[0]->nq;
@@ -546,7 +560,7 @@ ts_status_t ts_ckks_drop_to_level(ts_ckks_evaluator_t *ev, const ts_ckks_ciphert
         return TS_EINVAL;
     ts_status_t st = ts__ckks_check_ct(ev, a);
     if (st == TS_OK)
-        st = ts__ckks_check_ct(ev, out);
+        st = check_out(ev, out);
     if (st != TS_OK)
         return st;
     if (level < 0 || level > ts__ckks_level(a->c[0]))

@@ -555,6 +555,11 @@ ts_status_t ts_ckks_decrypt(const ts_ckks_secret_key_t *sk, const ts_ckks_cipher
         return TS_EINVAL;
     if (!ts_ckks_params_equal(p, pt->params) || !ts_ckks_params_equal(p, ct->params))
         return TS_EMISMATCH;
+    if (ct->degree < 1 || ct->degree > 2)
+        return TS_EINVAL;
+    for (int i = 0; i <= ct->degree; i++)
+        if (!ct->c[i] || !ct->c[i]->is_ntt || ct->c[i]->np != 0 || ct->c[i]->nq != ct->c[0]->nq)
+            return TS_EINVAL;
     uint32_t nq = ct->c[0]->nq;
     ts_status_t st = ts_poly_reshape(pt->poly, nq, 0, true);
     if (st != TS_OK)
@@ -588,9 +593,11 @@ static ts_status_t check_unary(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext
 {
     if (!ev || !a || !out)
         return TS_EINVAL;
-    if (!ts_ckks_params_equal(ev->params, a->params) ||
-        !ts_ckks_params_equal(ev->params, out->params))
+    if (!ts_ckks_params_equal(ev->params, out->params))
         return TS_EMISMATCH;
+    ts_status_t st = ts__ckks_check_ct(ev, a);
+    if (st != TS_OK)
+        return st;
     if (!ev->ks)
         return TS_ENOKEY;
     return TS_OK;

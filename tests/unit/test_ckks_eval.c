@@ -400,6 +400,14 @@ START_TEST(test_checks)
     ck_assert_ts_ok(ts_ckks_plaintext_new(f.p, 0, &pt));
     ck_assert_ts_ok(ts_ckks_encode(f.enc, x, n, 0, 0, 0x1p40, pt));
     ck_assert_ts_status(ts_ckks_mul_plain(f.ev, a, pt, o), TS_ELEVEL);
+    /* a ciphertext whose polynomial is in coefficient form (e.g. a bad decoding) */
+    ts_poly_t *c0 = ts_ckks_ciphertext_poly(b, 0);
+    c0->is_ntt = false;
+    ck_assert_ts_status(ts_ckks_add(f.ev, b, b, o), TS_EINVAL);
+    ck_assert_ts_status(ts_ckks_rescale(f.ev, b, o), TS_EINVAL);
+    ck_assert_ts_status(ts_ckks_rotate(f.ev, b, 1, o), TS_EINVAL);
+    ck_assert_ts_status(ts_ckks_decrypt(f.sk, b, pt), TS_EINVAL);
+    c0->is_ntt = true;
     /* another parameter set */
     fx_t g;
     fx_init(&g, "test-n11");
