@@ -205,6 +205,8 @@ static void free_cts(ProtobufCBinaryData *cts, size_t count)
 
 static void conn_pump(conn_t *c);
 static void conn_close(conn_t *c, const char *why);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 static void server_maybe_finish(ts_server_t *s);
 
 static void conn_unref(conn_t *c)
@@ -224,9 +226,7 @@ static void conn_update_reading(conn_t *c)
     if (want == c->reading)
         return;
     if (want) {
-        extern void ts__srv_alloc_cb(uv_handle_t *, size_t, uv_buf_t *);
-        extern void ts__srv_read_cb(uv_stream_t *, ssize_t, const uv_buf_t *);
-        if (uv_read_start((uv_stream_t *)&c->tcp, ts__srv_alloc_cb, ts__srv_read_cb) == 0)
+        if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
             c->reading = true;
     } else {
         uv_read_stop((uv_stream_t *)&c->tcp);
@@ -1441,7 +1441,7 @@ static void conn_pump(conn_t *c)
     conn_flush(c);
 }
 
-void ts__srv_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     conn_t *c = (conn_t *)h;
@@ -1479,7 +1479,7 @@ static void conn_on_established(conn_t *c)
            SSL_get_cipher_name(c->tls.ssl));
 }
 
-void ts__srv_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     conn_t *c = (conn_t *)stream;
     ts_server_t *s = c->srv;
