@@ -344,14 +344,18 @@ int ts_cmd_aggregate(int argc, char **argv)
             goto out;
         }
     }
-    if (cc.json)
-        printf("{\"ok\":true,\"round\":\"%s\",\"params\":\"%s\",\"length\":%zu,\"ciphertexts\":%zu,"
-               "\"ciphertext_bytes\":%zu,\"bytes_sent\":%llu,\"bytes_received\":%llu,"
-               "\"encrypt_ms\":%.2f,\"send_ms\":%.2f,\"wait_ms\":%.2f,\"fetch_ms\":%.2f,"
-               "\"decrypt_ms\":%.2f}\n",
-               round, keys.params_name, len, n_ct, bytes_ct, (unsigned long long)c->bytes_sent,
+    if (cc.json) {
+        printf("{\"ok\":true,\"round\":");
+        ts_cli_json_str(stdout, round);
+        printf(",\"params\":");
+        ts_cli_json_str(stdout, keys.params_name);
+        printf(",\"length\":%zu,\"ciphertexts\":%zu,\"ciphertext_bytes\":%zu,\"bytes_sent\":%llu,"
+               "\"bytes_received\":%llu,\"encrypt_ms\":%.2f,\"send_ms\":%.2f,\"wait_ms\":%.2f,"
+               "\"fetch_ms\":%.2f,\"decrypt_ms\":%.2f}\n",
+               len, n_ct, bytes_ct, (unsigned long long)c->bytes_sent,
                (unsigned long long)c->bytes_received, enc_ms, send_ms, wait_total_ms, fetch_ms,
                dec_ms);
+    }
     rc = TS_EXIT_OK;
 out:
     ts_client_close(c);
