@@ -80,7 +80,8 @@ ts_status_t ts_boot_config_default(const ts_ckks_params_t *params, ts_boot_confi
     memset(cfg, 0, sizeof(*cfg));
     cfg->log_slots = ts_ckks_params_log_slots(params);
     cfg->cts_levels = default_dft_levels(cfg->log_slots);
-    cfg->stc_levels = default_dft_levels(cfg->log_slots);
+    /* SlotToCoeff runs on fewer limbs, so it takes one level less at large n */
+    cfg->stc_levels = cfg->log_slots >= 12 ? 3 : default_dft_levels(cfg->log_slots);
     cfg->k = ceil(7.0 * i_sigma(params));
     cfg->double_angle = 3;
     cfg->order = TS_BOOT_CTS_FIRST;
@@ -309,11 +310,14 @@ static ts_status_t plan_build(const ts_ckks_params_t *p, const ts_boot_config_t 
     ts__dmat_t tmp[MAX_GROUPS];
     memset(tmp, 0, sizeof(tmp));
 
-    /* CoeffToSlot: B V^-1 / 2K (the 1/n in the first group) */
+    /*
+     * CoeffToSlot: n B V^-1 (entries of magnitude 1); the factor 1 / 2Kn that
+     * makes it B V^-1 / 2K is not put into the diagonals, whose rounding at
+     * the plaintext scale would then cost log2(2Kn) bits, but into the
+     * plaintext scales (see ts_boot_new) and the ciphertext's scale.
+     */
     pl->ncts = c->cts_levels;
     ts_status_t st = dft_groups(pl->log_n, n, c->log_slots, true, c->cts_levels, tmp);
-    if (st == TS_OK)
-        ts__dmat_scale(&tmp[0], 1.0 / (2.0 * c->k * (double)n));
     for (int g = 0; g < pl->ncts && st == TS_OK; g++) {
         if (pl->sparse_complex)
             st = lift(&tmp[g], g == pl->ncts - 1 ? -I : 1.0, &pl->cts[g]);
@@ -559,8 +563,11 @@ ts_status_t ts_boot_new(ts_ckks_params_t *params, const ts_boot_config_t *cfg, t
     bt->sparse_complex = pl.sparse_complex;
     bt->view = pl.view;
     st = ts_ckks_encoder_new(params, &enc);
+    /* plaintext scales q_l (2Kn)^(-1/cts_levels): their product divides by 2Kn */
+    double f = pow(2.0 * cfg->k * (double)bt->n, -1.0 / (double)pl.ncts);
     for (int i = 0; i < pl.ncts && st == TS_OK; i++) {
-        st = encode_dmat(enc, &pl.cts[i], bt->L - i, 0, &bt->cts[i]);
+        double q = (double)ts_ckks_params_q(params, (size_t)(bt->L - i));
+        st = encode_dmat(enc, &pl.cts[i], bt->L - i, q * f, &bt->cts[i]);
         bt->ncts += st == TS_OK;
     }
     for (int i = 0; i < pl.nstc && st == TS_OK; i++) {
@@ -774,6 +781,12 @@ static ts_status_t recover_core(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
         st = mod_raise(bt, ev, in, bt->view, w);
     if (st == TS_OK)
         st = apply_groups(ev, bt->cts, bt->ncts, w, t);
+    /* the slots hold 2Kn w at scale ~ q0 / 2Kn: read them as w at ~ q0 */
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_set_meta(w, ts_ckks_ciphertext_level(w), 1,
+                                         ts_ckks_ciphertext_scale(w) * 2.0 * bt->cfg.k *
+                                             (double)bt->n,
+                                         ts_ckks_ciphertext_slots(w));
     if (st == TS_OK)
         st = ts_ckks_conjugate(ev, w, cj);
     if (st == TS_OK && im) {

@@ -83,13 +83,13 @@ typedef struct ts_boot_config {
 } ts_boot_config_t;
 
 /*
- * Defaults for params: the parameters' slot count, 3 + 3 levels for the
- * DFTs (fewer for small slot counts), k from the secret (7 sigma of I,
- * sigma = sqrt((h + 1) / 12)), r = 3 and the smallest degree (2^j - 1 form)
- * that keeps the EvalMod error below 2^-38 on [-k, k]; CTS_FIRST with a
- * message ratio of 2^12 (the coefficients of n random slots are ~ 1 / sqrt n
- * of them, so a small ratio keeps the sine's cubic term below 2^-20 while
- * the EvalMod noise, multiplied by the ratio, stays small).
+ * Defaults for params: the parameters' slot count, 4 + 3 levels for the
+ * DFTs at 2^12 slots and more (3 + 3 from 2^6, 2 + 2 from 2^2, else 1 + 1),
+ * k from the secret (7 sigma of I, sigma = sqrt((h + 1) / 12)), r = 3 and
+ * the smallest degree (15 + 4j) that keeps the EvalMod error below 2^-38 on [-k, k]; CTS_FIRST with
+ * a message ratio of 2^12 (the coefficients of n random slots are ~ 1 / sqrt n of them, so a small
+ * ratio keeps the sine's cubic term below 2^-20 while the EvalMod noise, multiplied by the ratio,
+ * stays small).
  */
 ts_status_t ts_boot_config_default(const ts_ckks_params_t *params, ts_boot_config_t *cfg);
 
