@@ -9,7 +9,8 @@
 #   make format-check / check-layers / clean
 #
 # Sources are found by wildcard: every core/<module>/*.c goes into the library
-# (files named *_avx2.c are compiled with -mavx2 -mfma and chosen at run time),
+# (files named *_avx2.c are compiled with -mavx2 -mfma, *_avx512.c with the
+# AVX-512 F/DQ/VL/IFMA flags; both are chosen at run time),
 # every tests/unit/*.c into build/tests/unit_tests. gpu/*.cu is compiled when
 # nvcc is on PATH (NO_CUDA=1 forces the stub backend).
 
@@ -95,6 +96,10 @@ $(BUILD)/%.o: %.c $(CONFIG_STAMP) | $(PROTO_GEN_H)
 $(BUILD)/%_avx2.o: %_avx2.c $(CONFIG_STAMP) | $(PROTO_GEN_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -mavx2 -mfma -c $< -o $@
+
+$(BUILD)/%_avx512.o: %_avx512.c $(CONFIG_STAMP) | $(PROTO_GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -mavx2 -mfma -mavx512f -mavx512dq -mavx512vl -mavx512ifma -c $< -o $@
 
 $(BUILD)/%.cu.o: %.cu $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)

@@ -25,9 +25,11 @@
  *    the negacyclic product. Cooley-Tukey forward / Gentleman-Sande inverse with
  *    Harvey's lazy butterflies (values kept in [0, 4q) resp. [0, 2q)) and
  *    precomputed Shoup twiddles; one final reduction pass.
- *  - An AVX2 implementation (math/ntt_avx2.c) is chosen at run time when the CPU
- *    has AVX2; it is bit-exact with the portable one (both return the unique
- *    reduced result). ts_ntt_forward_impl lets tests and benchmarks force one.
+ *  - An AVX2 implementation (math/ntt_avx2.c) and an AVX-512 one
+ *    (math/ntt_avx512.c, 52-bit IFMA products for q < 2^50) are chosen at run
+ *    time from the CPU's features (ts_ntt_auto_impl); all are bit-exact with
+ *    the portable one (each returns the unique reduced result).
+ *    ts_ntt_forward_impl lets tests and benchmarks force one.
  *  - The automorphism X -> X^k (k odd) in this order is a permutation of slots:
  *    see ts_ntt_automorphism_index.
  *
@@ -212,6 +214,10 @@ typedef struct ts_ntt_table {
     uint64_t n_inv, n_inv_shoup; /* N^{-1} mod q */
     /* N^{-1} * inv[1] for the merged last inverse stage (see ntt.c) */
     uint64_t n_inv_w, n_inv_w_shoup;
+    /* 52-bit Shoup constants floor(w 2^52 / q) for the AVX512-IFMA kernels,
+     * present only when q < 2^50 (NULL / 0 otherwise) */
+    uint64_t *fwd_shoup52, *inv_shoup52;
+    uint64_t n_inv_shoup52, n_inv_w_shoup52;
 } ts_ntt_table_t;
 
 /* [out] tables for N = 2^logn (1 <= logn <= 17) and prime q = 1 mod 2N, q < 2^62. */
@@ -222,10 +228,15 @@ typedef enum {
     TS_NTT_IMPL_AUTO = 0,     /* the best available (AVX2 when the CPU has it) */
     TS_NTT_IMPL_PORTABLE = 1, /* plain C, 64-bit words */
     TS_NTT_IMPL_AVX2 = 2,     /* TS_ENOTSUP when the CPU lacks AVX2 */
+    TS_NTT_IMPL_AVX512 = 3,   /* AVX-512 F/DQ/VL/IFMA; TS_ENOTSUP when absent */
 } ts_ntt_impl_t;
 
 /* True when the running CPU supports AVX2 (named wrapper over the builtin). */
 bool ts_cpu_has_avx2(void);
+/* True when it supports AVX-512 F, DQ, VL and IFMA (and the build has the kernels). */
+bool ts_cpu_has_avx512(void);
+/* The implementation TS_NTT_IMPL_AUTO uses for table t on this CPU. */
+ts_ntt_impl_t ts_ntt_auto_impl(const ts_ntt_table_t *t);
 
 /* [in,out] a: N words, in [0, 4q) on entry, [0, q) in bit-reversed order on exit. */
 void ts_ntt_forward(const ts_ntt_table_t *t, uint64_t *a);

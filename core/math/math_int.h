@@ -7,6 +7,16 @@
 /* AVX2 NTT kernels (math/ntt_avx2.c, compiled with -mavx2). */
 void ts__ntt_forward_avx2(const ts_ntt_table_t *t, uint64_t *a);
 void ts__ntt_inverse_avx2(const ts_ntt_table_t *t, uint64_t *a);
+/* Pieces reused by the AVX-512 kernels (n >= 16): the forward stages of
+ * distance 4, 2, 1 with the final reduction; the inverse stages of distance
+ * 1, 2, 4; the last inverse stage with 1/N. */
+void ts__ntt_forward_avx2_tail(const ts_ntt_table_t *t, uint64_t *a);
+void ts__ntt_inverse_avx2_head(const ts_ntt_table_t *t, uint64_t *a);
+void ts__ntt_inverse_avx2_last(const ts_ntt_table_t *t, uint64_t *a);
+
+/* AVX-512 kernels (math/ntt_avx512.c, n >= 16; smaller n go to AVX2). */
+void ts__ntt_forward_avx512(const ts_ntt_table_t *t, uint64_t *a);
+void ts__ntt_inverse_avx512(const ts_ntt_table_t *t, uint64_t *a);
 
 /* Portable kernels (math/ntt.c). */
 void ts__ntt_forward_portable(const ts_ntt_table_t *t, uint64_t *a);

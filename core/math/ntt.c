@@ -8,6 +8,12 @@
  */
 #include "core/math/math_int.h"
 
+/* floor(w * 2^52 / q), the Shoup constant of the 52-bit IFMA kernels */
+static uint64_t shoup52(uint64_t w, uint64_t q)
+{
+    return (uint64_t)(((ts_u128_t)w << 52) / q);
+}
+
 ts_status_t ts_ntt_table_new(uint32_t n, uint64_t q, ts_ntt_table_t **out)
 {
     if (!out)
@@ -57,6 +63,20 @@ ts_status_t ts_ntt_table_new(uint32_t n, uint64_t q, ts_ntt_table_t **out)
     t->n_inv_shoup = ts_shoup_precompute(t->n_inv, q);
     t->n_inv_w = ts_mod_mul(t->n_inv, t->inv[1], &mod);
     t->n_inv_w_shoup = ts_shoup_precompute(t->n_inv_w, q);
+    if (q < (1ULL << 50)) {
+        t->fwd_shoup52 = ts_malloc(bytes);
+        t->inv_shoup52 = ts_malloc(bytes);
+        if (!t->fwd_shoup52 || !t->inv_shoup52) {
+            ts_ntt_table_free(t);
+            return TS_ENOMEM;
+        }
+        for (uint32_t j = 0; j < n; j++) {
+            t->fwd_shoup52[j] = shoup52(t->fwd[j], q);
+            t->inv_shoup52[j] = shoup52(t->inv[j], q);
+        }
+        t->n_inv_shoup52 = shoup52(t->n_inv, q);
+        t->n_inv_w_shoup52 = shoup52(t->n_inv_w, q);
+    }
     *out = t;
     return TS_OK;
 }
@@ -69,6 +89,8 @@ void ts_ntt_table_free(ts_ntt_table_t *t)
     ts_free(t->fwd_shoup);
     ts_free(t->inv);
     ts_free(t->inv_shoup);
+    ts_free(t->fwd_shoup52);
+    ts_free(t->inv_shoup52);
     ts_free(t);
 }
 
@@ -148,20 +170,61 @@ bool ts_cpu_has_avx2(void)
 #endif
 }
 
+bool ts_cpu_has_avx512(void)
+{
+#if defined(__x86_64__)
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512ifma") &&
+                 __builtin_cpu_supports("avx2");
+    }
+    return cached == 1;
+#else
+    return false;
+#endif
+}
+
+ts_ntt_impl_t ts_ntt_auto_impl(const ts_ntt_table_t *t)
+{
+    /* measured with tests/bench/bench_ntt (see docs): AVX-512 wins with IFMA
+     * (q < 2^50) and with the 64-bit product; AVX2 beats portable everywhere */
+    if (t->n >= 16 && ts_cpu_has_avx512())
+        return TS_NTT_IMPL_AVX512;
+    if (ts_cpu_has_avx2())
+        return TS_NTT_IMPL_AVX2;
+    return TS_NTT_IMPL_PORTABLE;
+}
+
 void ts_ntt_forward(const ts_ntt_table_t *t, uint64_t *a)
 {
-    if (ts_cpu_has_avx2())
+    switch (ts_ntt_auto_impl(t)) {
+    case TS_NTT_IMPL_AVX512:
+        ts__ntt_forward_avx512(t, a);
+        break;
+    case TS_NTT_IMPL_AVX2:
         ts__ntt_forward_avx2(t, a);
-    else
+        break;
+    default:
         ts__ntt_forward_portable(t, a);
+        break;
+    }
 }
 
 void ts_ntt_inverse(const ts_ntt_table_t *t, uint64_t *a)
 {
-    if (ts_cpu_has_avx2())
+    switch (ts_ntt_auto_impl(t)) {
+    case TS_NTT_IMPL_AVX512:
+        ts__ntt_inverse_avx512(t, a);
+        break;
+    case TS_NTT_IMPL_AVX2:
         ts__ntt_inverse_avx2(t, a);
-    else
+        break;
+    default:
         ts__ntt_inverse_portable(t, a);
+        break;
+    }
 }
 
 ts_status_t ts_ntt_forward_impl(const ts_ntt_table_t *t, uint64_t *a, ts_ntt_impl_t impl)
@@ -177,6 +240,11 @@ ts_status_t ts_ntt_forward_impl(const ts_ntt_table_t *t, uint64_t *a, ts_ntt_imp
         if (!ts_cpu_has_avx2())
             return TS_ENOTSUP;
         ts__ntt_forward_avx2(t, a);
+        return TS_OK;
+    case TS_NTT_IMPL_AVX512:
+        if (!ts_cpu_has_avx512())
+            return TS_ENOTSUP;
+        ts__ntt_forward_avx512(t, a);
         return TS_OK;
     }
     return TS_EINVAL;
@@ -195,6 +263,11 @@ ts_status_t ts_ntt_inverse_impl(const ts_ntt_table_t *t, uint64_t *a, ts_ntt_imp
         if (!ts_cpu_has_avx2())
             return TS_ENOTSUP;
         ts__ntt_inverse_avx2(t, a);
+        return TS_OK;
+    case TS_NTT_IMPL_AVX512:
+        if (!ts_cpu_has_avx512())
+            return TS_ENOTSUP;
+        ts__ntt_inverse_avx512(t, a);
         return TS_OK;
     }
     return TS_EINVAL;

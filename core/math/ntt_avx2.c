@@ -82,7 +82,6 @@ void ts__ntt_forward_avx2(const ts_ntt_table_t *t, uint64_t *a)
     const uint64_t qs = t->mod.q;
     const v4 q = SET1(qs), q_hi = SET1(qs >> 32), q2 = SET1(2 * qs);
     const v4 q2m1s = SET1((2 * qs - 1) ^ 0x8000000000000000ULL);
-    const v4 qm1s = SET1((qs - 1) ^ 0x8000000000000000ULL);
     uint32_t gap = n, m = 1;
     for (; gap > 8; m <<= 1) {
         gap >>= 1;
@@ -100,6 +99,17 @@ void ts__ntt_forward_avx2(const ts_ntt_table_t *t, uint64_t *a)
         }
     }
     (void)m;
+    ts__ntt_forward_avx2_tail(t, a);
+}
+
+/* Forward stages of distance 4, 2 and 1 and the final reduction (n >= 8). */
+void ts__ntt_forward_avx2_tail(const ts_ntt_table_t *t, uint64_t *a)
+{
+    const uint32_t n = t->n;
+    const uint64_t qs = t->mod.q;
+    const v4 q = SET1(qs), q_hi = SET1(qs >> 32), q2 = SET1(2 * qs);
+    const v4 q2m1s = SET1((2 * qs - 1) ^ 0x8000000000000000ULL);
+    const v4 qm1s = SET1((qs - 1) ^ 0x8000000000000000ULL);
     /* the stages of distance 4, 2 and 1 (the last two with lane shuffles) */
     {
         const uint32_t mm = n / 8; /* groups at gap 4 */
@@ -156,17 +166,35 @@ void ts__ntt_forward_avx2(const ts_ntt_table_t *t, uint64_t *a)
     }
 }
 
-void ts__ntt_inverse_avx2(const ts_ntt_table_t *t, uint64_t *a)
+/* One inverse stage of m groups at distance gap >= 4 (values in [0, 2q)). */
+static void inv_stage(const ts_ntt_table_t *t, uint64_t *a, uint32_t m, uint32_t gap)
 {
-    const uint32_t n = t->n;
-    if (n < 8) {
-        ts__ntt_inverse_portable(t, a);
-        return;
-    }
     const uint64_t qs = t->mod.q;
     const v4 q = SET1(qs), q_hi = SET1(qs >> 32), q2 = SET1(2 * qs);
     const v4 q2m1s = SET1((2 * qs - 1) ^ 0x8000000000000000ULL);
-    const v4 qm1s = SET1((qs - 1) ^ 0x8000000000000000ULL);
+    for (uint32_t i = 0; i < m; i++) {
+        const uint64_t ws = t->inv[m + i], wps = t->inv_shoup[m + i];
+        const v4 w = SET1(ws), w_hi = SET1(ws >> 32), wp = SET1(wps), wp_hi = SET1(wps >> 32);
+        uint64_t *xp = a + 2 * (size_t)i * gap, *yp = xp + gap;
+        for (uint32_t j = 0; j < gap; j += 4) {
+            v4 x = LD(xp + j), y = LD(yp + j);
+            v4 s = csub(_mm256_add_epi64(x, y), q2, q2m1s);
+            v4 d =
+                mulshoup(_mm256_sub_epi64(_mm256_add_epi64(x, q2), y), w, w_hi, wp, wp_hi, q, q_hi);
+            ST(xp + j, s);
+            ST(yp + j, d);
+        }
+    }
+}
+
+/* Inverse stages of distance 1 and 2 (inputs in [0, 4q)), and 4 unless that is
+ * the last stage (n >= 8). */
+void ts__ntt_inverse_avx2_head(const ts_ntt_table_t *t, uint64_t *a)
+{
+    const uint32_t n = t->n;
+    const uint64_t qs = t->mod.q;
+    const v4 q = SET1(qs), q_hi = SET1(qs >> 32), q2 = SET1(2 * qs);
+    const v4 q2m1s = SET1((2 * qs - 1) ^ 0x8000000000000000ULL);
     {
         const uint32_t mm = n / 2; /* gap 1, inputs in [0, 4q) */
         for (uint32_t i = 0; i < mm; i += 4) {
@@ -205,24 +233,33 @@ void ts__ntt_inverse_avx2(const ts_ntt_table_t *t, uint64_t *a)
             }
         }
     }
-    uint32_t gap = 4;
-    for (uint32_t m = n / 8; m > 1; m >>= 1) {
-        for (uint32_t i = 0; i < m; i++) {
-            const uint64_t ws = t->inv[m + i], wps = t->inv_shoup[m + i];
-            const v4 w = SET1(ws), w_hi = SET1(ws >> 32), wp = SET1(wps), wp_hi = SET1(wps >> 32);
-            uint64_t *xp = a + 2 * (size_t)i * gap, *yp = xp + gap;
-            for (uint32_t j = 0; j < gap; j += 4) {
-                v4 x = LD(xp + j), y = LD(yp + j);
-                v4 s = csub(_mm256_add_epi64(x, y), q2, q2m1s);
-                v4 d = mulshoup(_mm256_sub_epi64(_mm256_add_epi64(x, q2), y), w, w_hi, wp, wp_hi, q,
-                                q_hi);
-                ST(xp + j, s);
-                ST(yp + j, d);
-            }
-        }
+    if (n / 8 > 1)
+        inv_stage(t, a, n / 8, 4);
+}
+
+void ts__ntt_inverse_avx2(const ts_ntt_table_t *t, uint64_t *a)
+{
+    const uint32_t n = t->n;
+    if (n < 8) {
+        ts__ntt_inverse_portable(t, a);
+        return;
+    }
+    ts__ntt_inverse_avx2_head(t, a);
+    uint32_t gap = n / 8 > 1 ? 8 : 4;
+    for (uint32_t m = n / (2 * gap); m > 1; m >>= 1) {
+        inv_stage(t, a, m, gap);
         gap <<= 1;
     }
-    /* last stage, one group of distance gap = n/2, with 1/N merged in */
+    ts__ntt_inverse_avx2_last(t, a);
+}
+
+/* The last inverse stage (one group at distance n/2) with 1/N merged in. */
+void ts__ntt_inverse_avx2_last(const ts_ntt_table_t *t, uint64_t *a)
+{
+    const uint32_t gap = t->n / 2;
+    const uint64_t qs = t->mod.q;
+    const v4 q = SET1(qs), q_hi = SET1(qs >> 32), q2 = SET1(2 * qs);
+    const v4 qm1s = SET1((qs - 1) ^ 0x8000000000000000ULL);
     {
         const v4 ni = SET1(t->n_inv), ni_hi = SET1(t->n_inv >> 32);
         const v4 nip = SET1(t->n_inv_shoup), nip_hi = SET1(t->n_inv_shoup >> 32);

@@ -60,9 +60,11 @@ int main(int argc, char **argv)
     const uint32_t logns[] = {12, 14, 15, 16};
     const uint32_t bits[] = {60, 50};
     const int rounds = quick ? 3 : 11;
-    const bool avx2 = ts_cpu_has_avx2();
-    fprintf(out, "{\n  \"benchmark\": \"ntt\",\n  \"threads\": 1,\n  \"cpu_avx2\": %s,\n",
-            avx2 ? "true" : "false");
+    const bool avx2 = ts_cpu_has_avx2(), avx512 = ts_cpu_has_avx512();
+    fprintf(out,
+            "{\n  \"benchmark\": \"ntt\",\n  \"threads\": 1,\n  \"cpu_avx2\": %s,\n"
+            "  \"cpu_avx512\": %s,\n",
+            avx2 ? "true" : "false", avx512 ? "true" : "false");
     fprintf(out, "  \"unit\": \"ns per call (median of %d rounds)\",\n  \"results\": [\n", rounds);
     printf("%-7s %-5s %-9s %-8s %12s\n", "N", "bits", "impl", "dir", "ns/call");
     int first = 1;
@@ -80,12 +82,14 @@ int main(int argc, char **argv)
             for (uint32_t i = 0; i < n; i++)
                 a[i] = (i * 0x9e3779b97f4a7c15ULL) % q;
             const int iters = (int)((quick ? 1u << 19 : 1u << 22) / n) + 1;
-            for (int impl = TS_NTT_IMPL_PORTABLE; impl <= TS_NTT_IMPL_AVX2; impl++) {
-                if (impl == TS_NTT_IMPL_AVX2 && !avx2)
+            for (int impl = TS_NTT_IMPL_PORTABLE; impl <= TS_NTT_IMPL_AVX512; impl++) {
+                if ((impl == TS_NTT_IMPL_AVX2 && !avx2) || (impl == TS_NTT_IMPL_AVX512 && !avx512))
                     continue;
                 for (int inv = 0; inv < 2; inv++) {
                     double ns = time_ntt(t, a, inv, (ts_ntt_impl_t)impl, rounds, iters);
-                    const char *iname = impl == TS_NTT_IMPL_AVX2 ? "avx2" : "portable";
+                    const char *iname = impl == TS_NTT_IMPL_AVX512 ? "avx512"
+                                        : impl == TS_NTT_IMPL_AVX2 ? "avx2"
+                                                                   : "portable";
                     const char *dir = inv ? "inverse" : "forward";
                     printf("%-7u %-5u %-9s %-8s %12.0f\n", n, bits[bi], iname, dir, ns);
                     fprintf(out,

@@ -195,9 +195,10 @@ static void check_ntt_size(uint32_t logn, size_t b, bool full)
     }
     if (full)
         schoolbook(a, bb, c, n, m);
-    const bool have_avx2 = ts_cpu_has_avx2();
-    for (int impl = TS_NTT_IMPL_PORTABLE; impl <= TS_NTT_IMPL_AVX2; impl++) {
-        if (impl == TS_NTT_IMPL_AVX2 && !have_avx2)
+    const bool have_avx2 = ts_cpu_has_avx2(), have_avx512 = ts_cpu_has_avx512();
+    for (int impl = TS_NTT_IMPL_PORTABLE; impl <= TS_NTT_IMPL_AVX512; impl++) {
+        if ((impl == TS_NTT_IMPL_AVX2 && !have_avx2) ||
+            (impl == TS_NTT_IMPL_AVX512 && !have_avx512))
             continue;
         memcpy(x, a, n * 8);
         memcpy(y, bb, n * 8);
