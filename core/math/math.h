@@ -314,7 +314,8 @@ typedef struct ts_rns_conv {
     uint64_t *a_mod_b;     /* A mod b_j, nb */
     uint64_t *a_inv_mod_b; /* A^{-1} mod b_j, nb (the P^{-1} of ModDown) */
     uint64_t *a_inv_mod_b_sh;
-    double *a_inv_d; /* 1.0 / a_i, na */
+    double *a_inv_d;    /* 1.0 / a_i, na */
+    uint64_t *va_mod_b; /* (v * A) mod b_j at [v * nb + j], v = 0..na */
 } ts_rns_conv_t;
 
 ts_status_t ts_rns_conv_new(const uint64_t *from, uint32_t na, const uint64_t *to, uint32_t nb,

@@ -2,8 +2,8 @@
  * AVX-512 kernels of the negacyclic NTT (compiled with -mavx512f -mavx512dq
  * -mavx512vl -mavx512ifma; called only when ts_cpu_has_avx512() says so).
  * Same algorithm and value ranges as ntt.c, eight butterflies per instruction
- * for the stages of distance >= 8; the stages of distance 4, 2, 1 reuse the
- * AVX2 kernels (ntt_avx2.c), which keep the same [0, 4q) / [0, 2q) invariants.
+ * for every stage (those of distance 4, 2, 1 gather their halves with lane
+ * permutations across two vectors).
  *
  * Two Shoup products:
  *  - q < 2^50 with AVX512-IFMA: 52-bit Shoup (w' = floor(w 2^52 / q)); every
@@ -115,6 +115,91 @@ static inline v8 mulshoup64(v8 a, v8 w, v8 wp, v8 q)
         }                                                                                          \
     } while (0)
 
+/*
+ * Stages of distance g = 4, 2, 1 on blocks of 16 words (two vectors): lane
+ * permutations gather the x and y halves of 8/g groups, the twiddles of those
+ * groups are loaded together and spread over their lanes.
+ */
+static inline void small_idx(uint32_t g, v8 *ix, v8 *iy, v8 *o0, v8 *o1, v8 *itw)
+{
+    if (g == 4) {
+        *ix = _mm512_set_epi64(11, 10, 9, 8, 3, 2, 1, 0);
+        *iy = _mm512_set_epi64(15, 14, 13, 12, 7, 6, 5, 4);
+        *o0 = _mm512_set_epi64(11, 10, 9, 8, 3, 2, 1, 0);
+        *o1 = _mm512_set_epi64(15, 14, 13, 12, 7, 6, 5, 4);
+        *itw = _mm512_set_epi64(1, 1, 1, 1, 0, 0, 0, 0);
+    } else if (g == 2) {
+        *ix = _mm512_set_epi64(13, 12, 9, 8, 5, 4, 1, 0);
+        *iy = _mm512_set_epi64(15, 14, 11, 10, 7, 6, 3, 2);
+        *o0 = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+        *o1 = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+        *itw = _mm512_set_epi64(3, 3, 2, 2, 1, 1, 0, 0);
+    } else {
+        *ix = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
+        *iy = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
+        *o0 = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0);
+        *o1 = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
+        *itw = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    }
+}
+
+/* Forward (CT) stages 4, 2, 1 and the final reduction to [0, q). */
+#define FORWARD_TAIL(MUL, TWP)                                                                     \
+    do {                                                                                           \
+        for (uint32_t g = 4; g >= 1; g >>= 1) {                                                    \
+            v8 ix, iy, o0, o1, itw;                                                                \
+            small_idx(g, &ix, &iy, &o0, &o1, &itw);                                                \
+            const uint32_t m = n / (2 * g), per = 8 / g;                                           \
+            const __mmask8 lm = (__mmask8)((1u << per) - 1);                                       \
+            for (uint32_t b = 0; b < n; b += 16) {                                                 \
+                const uint32_t grp = m + b / (2 * g);                                              \
+                v8 w = _mm512_permutexvar_epi64(itw, _mm512_maskz_loadu_epi64(lm, t->fwd + grp));  \
+                v8 wp = _mm512_permutexvar_epi64(itw, _mm512_maskz_loadu_epi64(lm, (TWP) + grp));  \
+                v8 v0 = LD(a + b), v1 = LD(a + b + 8);                                             \
+                v8 x = csub(_mm512_permutex2var_epi64(v0, ix, v1), q2);                            \
+                v8 y = _mm512_permutex2var_epi64(v0, iy, v1);                                      \
+                v8 tt = MUL(y, w, wp, q);                                                          \
+                v8 nx = _mm512_add_epi64(x, tt);                                                   \
+                v8 ny = _mm512_sub_epi64(_mm512_add_epi64(x, q2), tt);                             \
+                if (g == 1) {                                                                      \
+                    nx = csub(csub(nx, q2), q);                                                    \
+                    ny = csub(csub(ny, q2), q);                                                    \
+                }                                                                                  \
+                ST(a + b, _mm512_permutex2var_epi64(nx, o0, ny));                                  \
+                ST(a + b + 8, _mm512_permutex2var_epi64(nx, o1, ny));                              \
+            }                                                                                      \
+            if (g == 1)                                                                            \
+                break;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+/* Inverse (GS) stages 1, 2, 4; inputs of the first in [0, 4q). */
+#define INVERSE_HEAD(MUL, TWP)                                                                     \
+    do {                                                                                           \
+        for (uint32_t g = 1; g <= 4; g <<= 1) {                                                    \
+            v8 ix, iy, o0, o1, itw;                                                                \
+            small_idx(g, &ix, &iy, &o0, &o1, &itw);                                                \
+            const uint32_t m = n / (2 * g), per = 8 / g;                                           \
+            const __mmask8 lm = (__mmask8)((1u << per) - 1);                                       \
+            for (uint32_t b = 0; b < n; b += 16) {                                                 \
+                const uint32_t grp = m + b / (2 * g);                                              \
+                v8 w = _mm512_permutexvar_epi64(itw, _mm512_maskz_loadu_epi64(lm, t->inv + grp));  \
+                v8 wp = _mm512_permutexvar_epi64(itw, _mm512_maskz_loadu_epi64(lm, (TWP) + grp));  \
+                v8 v0 = LD(a + b), v1 = LD(a + b + 8);                                             \
+                v8 x = _mm512_permutex2var_epi64(v0, ix, v1);                                      \
+                v8 y = _mm512_permutex2var_epi64(v0, iy, v1);                                      \
+                if (g == 1) {                                                                      \
+                    x = csub(x, q2);                                                               \
+                    y = csub(y, q2);                                                               \
+                }                                                                                  \
+                v8 s = csub(_mm512_add_epi64(x, y), q2);                                           \
+                v8 d = MUL(_mm512_sub_epi64(_mm512_add_epi64(x, q2), y), w, wp, q);                \
+                ST(a + b, _mm512_permutex2var_epi64(s, o0, d));                                    \
+                ST(a + b + 8, _mm512_permutex2var_epi64(s, o1, d));                                \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
 void ts__ntt_forward_avx512(const ts_ntt_table_t *t, uint64_t *a)
 {
     const uint32_t n = t->n;
@@ -123,11 +208,13 @@ void ts__ntt_forward_avx512(const ts_ntt_table_t *t, uint64_t *a)
         return;
     }
     const v8 q = SET1(t->mod.q), q2 = SET1(2 * t->mod.q);
-    if (t->fwd_shoup52)
+    if (t->fwd_shoup52) {
         FORWARD_HEAD(mulshoup52, t->fwd_shoup52);
-    else
+        FORWARD_TAIL(mulshoup52, t->fwd_shoup52);
+    } else {
         FORWARD_HEAD(mulshoup64, t->fwd_shoup);
-    ts__ntt_forward_avx2_tail(t, a);
+        FORWARD_TAIL(mulshoup64, t->fwd_shoup);
+    }
 }
 
 void ts__ntt_inverse_avx512(const ts_ntt_table_t *t, uint64_t *a)
@@ -137,12 +224,14 @@ void ts__ntt_inverse_avx512(const ts_ntt_table_t *t, uint64_t *a)
         ts__ntt_inverse_avx2(t, a);
         return;
     }
-    ts__ntt_inverse_avx2_head(t, a);
     const v8 q = SET1(t->mod.q), q2 = SET1(2 * t->mod.q);
-    if (t->inv_shoup52)
+    if (t->inv_shoup52) {
+        INVERSE_HEAD(mulshoup52, t->inv_shoup52);
         INVERSE_BODY(mulshoup52, t->inv_shoup52, t->n_inv_shoup52, t->n_inv_w_shoup52);
-    else
+    } else {
+        INVERSE_HEAD(mulshoup64, t->inv_shoup);
         INVERSE_BODY(mulshoup64, t->inv_shoup, t->n_inv_shoup, t->n_inv_w_shoup);
+    }
 }
 
 #else /* the compiler cannot target AVX-512: the AVX2 kernels */

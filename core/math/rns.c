@@ -197,6 +197,7 @@ void ts_rns_conv_free(ts_rns_conv_t *c)
     ts_free(c->a_inv_mod_b);
     ts_free(c->a_inv_mod_b_sh);
     ts_free(c->a_inv_d);
+    ts_free(c->va_mod_b);
     ts_free(c);
 }
 
@@ -227,8 +228,9 @@ ts_status_t ts_rns_conv_new(const uint64_t *from, uint32_t na, const uint64_t *t
     c->a_inv_mod_b = ts_calloc(nb, sizeof(uint64_t));
     c->a_inv_mod_b_sh = ts_calloc(nb, sizeof(uint64_t));
     c->a_inv_d = ts_calloc(na, sizeof(double));
+    c->va_mod_b = ts_calloc(((size_t)na + 1) * nb, sizeof(uint64_t));
     if (!c->from || !c->to || !c->ahat_inv || !c->ahat_inv_sh || !c->ahat_mod_b || !c->a_mod_b ||
-        !c->a_inv_mod_b || !c->a_inv_mod_b_sh || !c->a_inv_d) {
+        !c->a_inv_mod_b || !c->a_inv_mod_b_sh || !c->a_inv_d || !c->va_mod_b) {
         ts_rns_conv_free(c);
         return TS_ENOMEM;
     }
@@ -259,6 +261,8 @@ ts_status_t ts_rns_conv_new(const uint64_t *from, uint32_t na, const uint64_t *t
         c->a_mod_b[j] = a;
         c->a_inv_mod_b[j] = ts_mod_inv(a, to[j]);
         c->a_inv_mod_b_sh[j] = ts_shoup_precompute(c->a_inv_mod_b[j], to[j]);
+        for (uint32_t v = 0; v <= na; v++)
+            c->va_mod_b[(size_t)v * nb + j] = ts_mod_mul(v, a, &c->to[j]);
     }
     *out = c;
     return TS_OK;
@@ -266,16 +270,60 @@ ts_status_t ts_rns_conv_new(const uint64_t *from, uint32_t na, const uint64_t *t
 
 #define CONV_BLOCK 16
 
+/* The ModDown tail: out = (x_b - r) * A^{-1} mod b. */
+static inline uint64_t moddown_one(const ts_rns_conv_t *c, uint32_t j, uint64_t xb, uint64_t r)
+{
+    const uint64_t qb = c->to[j].q;
+    return ts_mod_mul_shoup(ts_mod_sub(xb, r, qb), c->a_inv_mod_b[j], c->a_inv_mod_b_sh[j], qb);
+}
+
 /*
- * One block of up to CONV_BLOCK coefficients: y[i][c] and v[c], then for each
- * target prime the 128-bit dot product reduced once per 15 terms.
+ * One source prime (A = a): y = x, v = [x > a/2], so the conversion is the
+ * centered lift of x reduced mod b_j: x mod b_j, minus a mod b_j when x > a/2.
+ */
+static void conv_single(const ts_rns_conv_t *c, const uint64_t *in, uint64_t *out,
+                        size_t out_stride, size_t off, size_t cnt, bool moddown,
+                        const uint64_t *x_b)
+{
+    const uint64_t a = c->from[0].q, half = a >> 1;
+    const uint64_t *src = in + off;
+    for (uint32_t j = 0; j < c->nb; j++) {
+        const ts_modulus_t *mb = &c->to[j];
+        const uint64_t qb = mb->q, am = c->a_mod_b[j];
+        uint64_t *dst = out + j * out_stride + off;
+        const uint64_t *xb = moddown ? x_b + j * out_stride + off : NULL;
+        if (a <= qb) { /* x < a <= b: no reduction of x needed */
+            for (size_t k = 0; k < cnt; k++) {
+                uint64_t x = src[k];
+                uint64_t r = x > half ? ts_mod_sub(x, am, qb) : x;
+                dst[k] = moddown ? moddown_one(c, j, xb[k], r) : r;
+            }
+        } else {
+            for (size_t k = 0; k < cnt; k++) {
+                uint64_t x = src[k];
+                uint64_t r = ts_mod_reduce64(x, mb);
+                r = x > half ? ts_mod_sub(r, am, qb) : r;
+                dst[k] = moddown ? moddown_one(c, j, xb[k], r) : r;
+            }
+        }
+    }
+}
+
+/*
+ * One block of up to CONV_BLOCK coefficients: y[i][k] and v[k], then for each
+ * target prime the 128-bit dot products of the block, reduced once per 15 terms.
  */
 static void conv_block(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride, uint64_t *out,
                        size_t out_stride, size_t off, size_t cnt, bool moddown, const uint64_t *x_b)
 {
+    if (c->na == 1) {
+        conv_single(c, in, out, out_stride, off, cnt, moddown, x_b);
+        return;
+    }
     uint64_t y[TS_RNS_MAX_MODULI][CONV_BLOCK];
-    uint64_t v[CONV_BLOCK];
+    uint32_t v[CONV_BLOCK];
     double s[CONV_BLOCK];
+    ts_u128_t acc[CONV_BLOCK];
     for (size_t k = 0; k < cnt; k++)
         s[k] = 0.5; /* round(sum) = floor(sum + 1/2) */
     for (uint32_t i = 0; i < c->na; i++) {
@@ -289,33 +337,29 @@ static void conv_block(const ts_rns_conv_t *c, const uint64_t *in, size_t in_str
         }
     }
     for (size_t k = 0; k < cnt; k++)
-        v[k] = (uint64_t)s[k];
+        v[k] = (uint32_t)s[k]; /* 0 <= v <= na */
     for (uint32_t j = 0; j < c->nb; j++) {
         const ts_modulus_t *mb = &c->to[j];
         const uint64_t qb = mb->q;
-        const uint64_t am = c->a_mod_b[j];
+        const uint64_t *va = c->va_mod_b + j;
         uint64_t *dst = out + j * out_stride + off;
+        for (size_t k = 0; k < cnt; k++)
+            acc[k] = 0;
+        uint32_t terms = 0;
+        for (uint32_t i = 0; i < c->na; i++) {
+            const uint64_t h = c->ahat_mod_b[(size_t)i * c->nb + j];
+            for (size_t k = 0; k < cnt; k++)
+                acc[k] += (ts_u128_t)y[i][k] * h;
+            if (++terms == 15 && i + 1 < c->na) {
+                for (size_t k = 0; k < cnt; k++)
+                    acc[k] = ts_mod_reduce128((uint64_t)(acc[k] >> 64), (uint64_t)acc[k], mb);
+                terms = 1;
+            }
+        }
         for (size_t k = 0; k < cnt; k++) {
-            ts_u128_t acc = 0;
-            uint64_t red = 0;
-            uint32_t terms = 0;
-            for (uint32_t i = 0; i < c->na; i++) {
-                acc += (ts_u128_t)y[i][k] * c->ahat_mod_b[(size_t)i * c->nb + j];
-                if (++terms == 15) {
-                    acc = ts_mod_reduce128((uint64_t)(acc >> 64), (uint64_t)acc, mb);
-                    terms = 1;
-                }
-            }
-            red = ts_mod_reduce128((uint64_t)(acc >> 64), (uint64_t)acc, mb);
-            /* subtract v * A mod b (v <= na) */
-            uint64_t corr = ts_mod_mul(v[k], am, mb);
-            red = ts_mod_sub(red, corr, qb);
-            if (moddown) {
-                uint64_t xb = x_b[j * out_stride + off + k];
-                uint64_t d = ts_mod_sub(xb, red, qb);
-                red = ts_mod_mul_shoup(d, c->a_inv_mod_b[j], c->a_inv_mod_b_sh[j], qb);
-            }
-            dst[k] = red;
+            uint64_t red = ts_mod_reduce128((uint64_t)(acc[k] >> 64), (uint64_t)acc[k], mb);
+            red = ts_mod_sub(red, va[(size_t)v[k] * c->nb], qb); /* - v A mod b */
+            dst[k] = moddown ? moddown_one(c, j, x_b[j * out_stride + off + k], red) : red;
         }
     }
 }

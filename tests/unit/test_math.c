@@ -418,6 +418,22 @@ START_TEST(test_rns)
         ts_rns_conv_free(conv);
         ts_rns_basis_free(ba);
     }
+    /* one large source prime to smaller targets (the reducing single-prime path) */
+    {
+        ts_rns_conv_t *c1;
+        ck_assert_ts_ok(ts_rns_conv_new(ps, 1, qs, 12, &c1));
+        uint64_t x[64], o[12 * 64];
+        for (int k = 0; k < 64; k++)
+            x[k] = k < 2 ? (k ? ps[0] / 2 : ps[0] / 2 + 1) : rnd() % ps[0];
+        ts_rns_conv_apply(c1, x, 64, o, 64, 64);
+        for (int k = 0; k < 64; k++) {
+            bool neg = x[k] > ps[0] / 2;
+            uint64_t mag = neg ? ps[0] - x[k] : x[k];
+            for (int j = 0; j < 12; j++)
+                ck_assert_uint_eq(o[j * 64 + k], mp_mod(&mag, neg && mag, 1, qs[j]));
+        }
+        ts_rns_conv_free(c1);
+    }
     ts_rns_basis_t *bad;
     uint64_t dup[2] = {qs[1], qs[1]};
     ck_assert_ts_status(ts_rns_basis_new(dup, 2, &bad), TS_EINVAL);
