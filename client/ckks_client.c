@@ -35,35 +35,6 @@ static ts_status_t keys_from_seed(ts_ckks_params_t *p, const uint8_t seed[TS_SEE
     return st;
 }
 
-static ts_status_t pk_encode(const ts_ckks_public_key_t *pk, const uint8_t id[32], uint8_t **out,
-                             size_t *size)
-{
-    const ts_rlwe_pk_t *r = ts_ckks_public_key_rlwe(pk);
-    const ts_poly_t *b = r->b;
-    const ts_ring_t *ring = b->ring;
-    size_t n = ts_ring_n(ring);
-    ts_writer_t w;
-    ts_writer_init(&w);
-    ts_put_u32(&w, b->nq);
-    ts_put_u32(&w, b->np);
-    ts_put_u8(&w, b->is_ntt);
-    for (uint32_t j = 0; j < b->nq + b->np; j++) {
-        const ts_modulus_t *m =
-            ts_ring_modulus(ring, j < b->nq ? j : ts_ring_q_count(ring) + (j - b->nq));
-        if (!m) {
-            ts_writer_clear(&w);
-            return TS_EINTERNAL;
-        }
-        ts_put_packed(&w, b->data + (size_t)j * n, n, ts_serial_width(m->q));
-    }
-    ts_put_bytes(&w, r->seed, TS_SEED_BYTES);
-    ts_status_t st = w.err;
-    if (st == TS_OK)
-        st = ts_serial_seal(&w, TS_OBJ_PUBLIC_KEY, id, 0, out, size);
-    ts_writer_clear(&w);
-    return st;
-}
-
 static ts_status_t write_file(const char *path, const void *data, size_t n, mode_t mode, char *err,
                               size_t err_size)
 {
@@ -120,7 +91,7 @@ ts_status_t ts_cli_keygen(const char *dir, const char *params_dir, const char *p
     if (st == TS_OK)
         st = keys_from_seed(p, seed, &sk, &pk);
     if (st == TS_OK)
-        st = pk_encode(pk, id, &pkb, &pkn);
+        st = ts_wire_pk_encode(pk, id, &pkb, &pkn);
     if (st != TS_OK) {
         snprintf(err, err_size, "key generation failed: %s", ts_strerror(st));
         goto out;

@@ -263,3 +263,84 @@ out_free:
     ts_free(payload);
     return st;
 }
+
+/* -------------------------------------------------------------- public keys */
+
+ts_status_t ts_wire_pk_encode(const ts_ckks_public_key_t *pk, const uint8_t id[TS_SHA256_BYTES],
+                              uint8_t **out, size_t *size)
+{
+    const ts_rlwe_pk_t *r = ts_ckks_public_key_rlwe(pk);
+    const ts_poly_t *b = r->b;
+    const ts_ring_t *ring = b->ring;
+    size_t n = ts_ring_n(ring);
+    ts_writer_t w;
+    ts_writer_init(&w);
+    ts_put_u32(&w, b->nq);
+    ts_put_u32(&w, b->np);
+    ts_put_u8(&w, b->is_ntt);
+    for (uint32_t j = 0; j < b->nq + b->np; j++) {
+        const ts_modulus_t *m =
+            ts_ring_modulus(ring, j < b->nq ? j : ts_ring_q_count(ring) + (j - b->nq));
+        if (!m) {
+            ts_writer_clear(&w);
+            return TS_EINTERNAL;
+        }
+        ts_put_packed(&w, b->data + (size_t)j * n, n, ts_serial_width(m->q));
+    }
+    ts_put_bytes(&w, r->seed, TS_SEED_BYTES);
+    ts_status_t st = w.err;
+    if (st == TS_OK)
+        st = ts_serial_seal(&w, TS_OBJ_PUBLIC_KEY, id, 0, out, size);
+    ts_writer_clear(&w);
+    return st;
+}
+
+ts_status_t ts_wire_pk_check(ts_ckks_params_t *p, const uint8_t id[TS_SHA256_BYTES],
+                             const void *data, size_t size, char *why, size_t why_size)
+{
+    size_t n = ts_ckks_params_n(p), nq_max = ts_ckks_params_q_count(p);
+    size_t np_all = ts_ckks_params_p_count(p);
+    ts_serial_limits_t lim = {.max_raw_bytes = 64 + (uint64_t)(nq_max + np_all) * n * 8,
+                              .max_window_log = 23};
+    ts_serial_header_t hdr;
+    uint8_t *payload = NULL;
+    size_t psize = 0;
+    ts_status_t st =
+        ts_serial_open(data, size, TS_OBJ_PUBLIC_KEY, id, &lim, &hdr, &payload, &psize);
+    if (st != TS_OK) {
+        snprintf(why, why_size, "%s",
+                 st == TS_EMISMATCH ? "public key of another parameter set"
+                                    : "not a well-formed public key envelope");
+        return st;
+    }
+    ts_reader_t r;
+    ts_reader_init(&r, payload, psize);
+    uint32_t nq = ts_get_u32(&r), np = ts_get_u32(&r);
+    unsigned is_ntt = ts_get_u8(&r);
+    uint64_t *limb = NULL;
+    if (r.err != TS_OK || nq < 1 || nq > nq_max || (np != 0 && np != np_all) || is_ntt > 1) {
+        snprintf(why, why_size, "public key shape does not fit the parameter set");
+        st = TS_EFORMAT;
+        goto out;
+    }
+    limb = ts_malloc(n * sizeof *limb);
+    if (!limb) {
+        st = TS_ENOMEM;
+        goto out;
+    }
+    for (uint32_t j = 0; j < nq + np && r.err == TS_OK; j++) {
+        uint64_t q = j < nq ? ts_ckks_params_q(p, j) : ts_ckks_params_p(p, j - nq);
+        ts_get_packed(&r, limb, n, ts_serial_width(q), q);
+    }
+    uint8_t seed[TS_SEED_BYTES];
+    ts_get_bytes(&r, seed, sizeof seed);
+    st = ts_reader_finish(&r);
+    if (st != TS_OK)
+        snprintf(why, why_size,
+                 "public key body malformed (a residue at or above its modulus, "
+                 "or wrong length)");
+out:
+    ts_free(limb);
+    ts_free(payload);
+    return st;
+}

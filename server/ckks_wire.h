@@ -39,4 +39,15 @@ ts_status_t ts_wire_ct_decode(ts_ckks_params_t *params, const uint8_t id[TS_SHA2
                               const void *data, size_t size, int max_degree,
                               ts_ckks_ciphertext_t **out, char *why, size_t why_size);
 
+/*
+ * Public keys (TS_OBJ_PUBLIC_KEY): u32 nq, u32 np, u8 is_ntt, the residues of b
+ * over its Q then P limbs bit-packed at each prime's width, then the 32-byte
+ * seed of a. ts_wire_pk_check validates an uploaded key against a preset
+ * (envelope, parameter id, shape, every residue below its modulus).
+ */
+ts_status_t ts_wire_pk_encode(const ts_ckks_public_key_t *pk, const uint8_t id[TS_SHA256_BYTES],
+                              uint8_t **out, size_t *size);
+ts_status_t ts_wire_pk_check(ts_ckks_params_t *params, const uint8_t id[TS_SHA256_BYTES],
+                             const void *data, size_t size, char *why, size_t why_size);
+
 #endif

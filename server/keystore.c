@@ -501,6 +501,36 @@ ts_status_t ts_keystore_finish_begin(ts_keystore_t *ks, const char *ns, const ui
     return ret;
 }
 
+ts_status_t ts_keystore_part_load(ts_keystore_t *ks, const char *ns, const uint8_t sha[32],
+                                  uint8_t **data, size_t *size)
+{
+    *data = NULL;
+    *size = 0;
+    pthread_mutex_lock(&ks->mu);
+    upload_t *u = find_upload(ks, ns, sha);
+    int fd = u && u->finishing ? u->fd : -1;
+    uint64_t n = u ? u->size : 0;
+    pthread_mutex_unlock(&ks->mu);
+    if (fd < 0)
+        return TS_ENOENT;
+    if (n > ((uint64_t)1 << 32))
+        return TS_ELIMIT;
+    uint8_t *buf = ts_malloc((size_t)n);
+    if (!buf)
+        return TS_ENOMEM;
+    for (size_t off = 0; off < n;) {
+        ssize_t r = pread(fd, buf + off, (size_t)n - off, (off_t)off);
+        if (r <= 0) {
+            ts_free(buf);
+            return TS_EIO;
+        }
+        off += (size_t)r;
+    }
+    *data = buf;
+    *size = (size_t)n;
+    return TS_OK;
+}
+
 static ts_status_t fsync_dir(const char *dir)
 {
     int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -20,6 +20,7 @@
 
 #include <uv.h>
 
+#include "server/ckks_wire.h"
 #include "server/tesserad.h"
 
 #define MOD               "tesserad"
@@ -109,6 +110,13 @@ struct conn {
     int refs;
     uv_shutdown_t shutdown_req;
     int sessions;
+    /* What the last KeyUploadBegins announced (kind, preset), for the final check. */
+    struct {
+        uint8_t sha[32];
+        char kind[16];
+        char param_id[64];
+    } announced[4];
+    unsigned n_announced;
 };
 
 typedef struct op_stat {
@@ -514,6 +522,11 @@ static void handle_key_begin(conn_t *c, uint64_t rid, const Tessera__KeyUploadBe
         send_error(c, rid, r, false, "cannot start key upload: %s", ts_strerror(r));
         return;
     }
+    unsigned slot = c->n_announced++ % 4;
+    memcpy(c->announced[slot].sha, b->sha256.data, 32);
+    snprintf(c->announced[slot].kind, sizeof c->announced[slot].kind, "%s", b->kind ? b->kind : "");
+    snprintf(c->announced[slot].param_id, sizeof c->announced[slot].param_id, "%s",
+             b->param_id ? b->param_id : "");
     char hex[65], kind[32];
     ts_net_hex(b->sha256.data, 32, hex);
     clean(kind, sizeof kind, b->kind);
@@ -544,14 +557,40 @@ typedef struct key_finish {
     uint32_t index, received;
     uint8_t sha[32];
     char ns[80];
+    char kind[16], param_id[64], params_dir[512];
+    bool insecure;
     ts_status_t result;
+    char why[256];
     uint64_t t0;
 } key_finish_t;
+
+/* A key announced as `public` for a preset is parsed before it is stored. */
+static ts_status_t check_public_key(key_finish_t *k)
+{
+    ts_ckks_params_t *p = NULL;
+    uint8_t id[TS_SHA256_BYTES];
+    ts_status_t st =
+        ts_wire_params_get(k->params_dir, k->param_id, k->insecure, &p, id, k->why, sizeof k->why);
+    if (st != TS_OK)
+        return st;
+    uint8_t *data = NULL;
+    size_t n = 0;
+    st = ts_keystore_part_load(k->c->srv->ks, k->ns, k->sha, &data, &n);
+    if (st == TS_OK)
+        st = ts_wire_pk_check(p, id, data, n, k->why, sizeof k->why);
+    ts_free(data);
+    ts_ckks_params_free(p);
+    return st;
+}
 
 static void key_finish_work(uv_work_t *w)
 {
     key_finish_t *k = w->data;
-    k->result = ts_keystore_finish(k->c->srv->ks, k->ns, k->sha);
+    k->result = TS_OK;
+    if (!strcmp(k->kind, "public") && k->param_id[0])
+        k->result = check_public_key(k);
+    if (k->result == TS_OK)
+        k->result = ts_keystore_finish(k->c->srv->ks, k->ns, k->sha);
 }
 
 static void key_finish_after(uv_work_t *w, int status)
@@ -575,6 +614,8 @@ static void key_finish_after(uv_work_t *w, int status)
             a.received = k->received;
             a.complete = true;
             reply(c, k->rid, TESSERA__ENVELOPE__BODY_KEY_CHUNK_ACK, &a);
+        } else if (k->why[0]) {
+            send_error(c, k->rid, k->result, false, "key refused, upload discarded: %s", k->why);
         } else if (k->result == TS_EFORMAT) {
             send_error(c, k->rid, TS_EFORMAT, false,
                        "uploaded bytes do not hash to the announced SHA-256; upload discarded");
@@ -640,6 +681,13 @@ static bool handle_key_chunk(conn_t *c, uint64_t rid, const Tessera__KeyChunk *k
     f->received = st.received;
     memcpy(f->sha, k->sha256.data, 32);
     snprintf(f->ns, sizeof f->ns, "%s", c->ns);
+    for (unsigned i = 0; i < 4 && i < c->n_announced; i++)
+        if (!memcmp(c->announced[i].sha, f->sha, 32)) {
+            memcpy(f->kind, c->announced[i].kind, sizeof f->kind);
+            memcpy(f->param_id, c->announced[i].param_id, sizeof f->param_id);
+        }
+    snprintf(f->params_dir, sizeof f->params_dir, "%s", s->cfg.params_dir);
+    f->insecure = s->opts.insecure_params;
     f->t0 = t0;
     f->work.data = f;
     c->refs++;

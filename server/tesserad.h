@@ -121,6 +121,9 @@ ts_status_t ts_keystore_put_chunk(ts_keystore_t *ks, const char *ns, const uint8
                                   uint32_t index, const uint8_t *data, size_t n, bool *all_in);
 /* Mark the upload finishing (loop thread) before ts_keystore_finish runs. */
 ts_status_t ts_keystore_finish_begin(ts_keystore_t *ks, const char *ns, const uint8_t sha[32]);
+/* The bytes of an upload marked finishing (any thread), for content checks. */
+ts_status_t ts_keystore_part_load(ts_keystore_t *ks, const char *ns, const uint8_t sha[32],
+                                  uint8_t **data, size_t *size);
 /* Verify the hash, fsync, rename, fsync the directory (any thread). */
 ts_status_t ts_keystore_finish(ts_keystore_t *ks, const char *ns, const uint8_t sha[32]);
 /* After finish (loop thread): drop the upload state; on failure forget the chunks. */

@@ -473,6 +473,62 @@ START_TEST(test_bench_bytes_exact)
 }
 END_TEST
 
+/*
+ * Public keys announced as such are parsed against their preset before they are
+ * stored: a good one is stored, a corrupted one or one declared for another
+ * preset is refused and discarded, and the daemon keeps serving.
+ */
+START_TEST(test_public_key_upload_checked)
+{
+    daemon_t d;
+    start(&d, false);
+    char cmd[4096], out[4096];
+    const char *b = ts_test_build_dir();
+    snprintf(cmd, sizeof cmd, "%s/tessera keygen --params pfedckks-n13 --out %s/k >/dev/null", b,
+             d.dir);
+    ck_assert_int_eq(system(cmd), 0);
+    /* A key of another preset, to be declared as pfedckks-n13. */
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera keygen --params seed001-client-n13 --out %s/k2 >/dev/null", b, d.dir);
+    ck_assert_int_eq(system(cmd), 0);
+    /* A corrupted copy: one residue byte flipped (the envelope digest no longer matches). */
+    snprintf(cmd, sizeof cmd,
+             "cp %s/k/public.key %s/bad.key && printf '\\377' | dd of=%s/bad.key bs=1 seek=5000 "
+             "conv=notrunc 2>/dev/null",
+             d.dir, d.dir, d.dir);
+    ck_assert_int_eq(system(cmd), 0);
+    const char *cases[3][2] = {{"k/public.key", "pfedckks-n13"},
+                               {"bad.key", "pfedckks-n13"},
+                               {"k2/public.key", "pfedckks-n13"}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "%s/tessera keys upload %s/%s --kind public --param-id %s --json --server "
+                 "127.0.0.1:%d --ca %s/ca.crt 2>/dev/null",
+                 b, d.dir, cases[i][0], cases[i][1], d.port, certs);
+        FILE *p = popen(cmd, "r");
+        size_t n = fread(out, 1, sizeof out - 1, p);
+        out[n] = '\0';
+        int st = pclose(p);
+        if (i == 0) {
+            ck_assert_msg(WEXITSTATUS(st) == 0 && strstr(out, "\"complete\":true"), "%s", out);
+        } else {
+            ck_assert_msg(WEXITSTATUS(st) == TS_EXIT_FAIL, "case %d accepted: %s", i, out);
+            ck_assert_msg(strstr(out, "key refused") != NULL, "case %d: %s", i, out);
+        }
+    }
+    /* Refused uploads leave nothing behind: asking again starts from zero. */
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera keys status %s/bad.key --json --server 127.0.0.1:%d --ca %s/ca.crt", b,
+             d.dir, d.port, certs);
+    FILE *p = popen(cmd, "r");
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    pclose(p);
+    ck_assert_msg(strstr(out, "\"known\":false") != NULL, "%s", out);
+    stop(&d);
+}
+END_TEST
+
 TS_TEST_SUITE(net_aggregate)
 {
     Suite *s = suite_create("net_aggregate");
@@ -484,6 +540,7 @@ TS_TEST_SUITE(net_aggregate)
     tcase_add_test(tc, test_encrypt_decrypt_files);
     tcase_add_test(tc, test_flooding_noise_matches_formula);
     tcase_add_test(tc, test_bench_bytes_exact);
+    tcase_add_test(tc, test_public_key_upload_checked);
     suite_add_tcase(s, tc);
     return s;
 }
