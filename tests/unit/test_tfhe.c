@@ -513,10 +513,17 @@ START_TEST(test_tfhe_pbs_noise)
     ts_tfhe_lwe_t *out;
     ck_assert_ts_ok(ts_tfhe_lwe_new(f.N, f.Q, &out));
     const int samples = ts_test_quick() ? 24 : 96;
-    double sum2 = 0;
+    double sum2 = 0, sum2m = 0;
+    ts_tfhe_lwe_t *mout;
+    ck_assert_ts_ok(ts_tfhe_lwe_new(f.N, f.Q, &mout));
     for (int i = 0; i < samples; i++) {
         uint64_t m = rnd(&f, p);
         ts_tfhe_lwe_t *ct = enc_big(&f, m, p);
+        /* multi-value output: noise times ||v||^2, plus |T| from 2c = delta - 1 */
+        ck_assert_ts_ok(ts_tfhe_pbs_multi(f.ev, &mout, ct, (const ts_tfhe_lut_t *const *)&lut, 1));
+        double em = (double)ts_tfhe_centered(
+            phase_big(&f, mout) - signed_encode(f.Q, (int64_t)m, delta) + f.Q, f.Q);
+        sum2m += em * em;
         ck_assert_ts_ok(ts_tfhe_pbs(f.ev, out, ct, lut));
         double e = (double)ts_tfhe_centered(
             phase_big(&f, out) - signed_encode(f.Q, (int64_t)m, delta) + f.Q, f.Q);
@@ -532,6 +539,13 @@ START_TEST(test_tfhe_pbs_noise)
     /* the formula is an average-case estimate; allow a factor 3 either way */
     ck_assert_msg(var < 3 * nz.var_br && var > nz.var_br / 3, "PBS variance %.4g vs formula %.4g",
                   var, nz.var_br);
+    double varm = sum2m / samples, predm = nz.var_br * ts_tfhe_lut_factor_norm2(lut);
+    fprintf(stderr,
+            "tfhe multi-value PBS noise: measured var 2^%.2f, formula 2^%.2f (ratio %.2f)\n",
+            log2(varm), log2(predm), varm / predm);
+    ck_assert_msg(varm < 3 * predm && varm > predm / 3, "multi-value variance %.4g vs %.4g", varm,
+                  predm);
+    ts_tfhe_lwe_free(mout);
     ts_tfhe_lwe_free(out);
     ts_tfhe_lut_free(lut);
     fx_clear(&f);
@@ -577,6 +591,11 @@ START_TEST(test_tfhe_homcomp)
         homcomp_check(&f, bits, 0, tau, out);
         homcomp_check(&f, bits, top - 1, tau, out);
     }
+    /* every input of a 5-bit range against two thresholds */
+    const uint64_t taus5[] = {13, 31};
+    for (size_t t = 0; t < 2 && !ts_test_quick(); t++)
+        for (uint64_t x = 0; x < 32; x++)
+            homcomp_check(&f, 5, x, taus5[t], out);
     /* random pairs */
     const int pairs = ts_test_quick() ? 4 : 16;
     for (int i = 0; i < pairs; i++)
