@@ -27,9 +27,9 @@ extern "C" ts_status_t ts__gpu_automorphism(tsg_dev_t *dev, const ts_bk_ring_t *
     const unsigned blocks = tsg_blocks(total, AUTO_THREADS);
     if (ntt_form)
         auto_kernel<true>
-            <<<blocks, AUTO_THREADS, 0, tsg_stream(dev)>>>(*lm, r->logn, out, a, k, r->d_mods);
+            <<<blocks, AUTO_THREADS, 0, tsg_stream(dev)>>>(*lm, r->logn, out, a, k, r->d.mods);
     else
         auto_kernel<false>
-            <<<blocks, AUTO_THREADS, 0, tsg_stream(dev)>>>(*lm, r->logn, out, a, k, r->d_mods);
+            <<<blocks, AUTO_THREADS, 0, tsg_stream(dev)>>>(*lm, r->logn, out, a, k, r->d.mods);
     return tsg_check_launch(dev, "automorphism");
 }

@@ -102,9 +102,7 @@ static ts_status_t g_ring_new(ts_backend_t *be, uint32_t n, const uint64_t *modu
     while (r->logn < 31 && (1u << r->logn) < n)
         r->logn++;
     r->mods = ts_calloc(count, sizeof *r->mods);
-    const size_t mod_words = sizeof(tsg_mod_t) / 8 * (size_t)count;
-    const size_t tab_words = (size_t)count * n;
-    const size_t words = mod_words + 4 * tab_words;
+    const size_t words = tsg_ring_blob_words(count, n);
     uint64_t *host = ts_malloc(words * sizeof(uint64_t));
     st = TS_ENOMEM;
     if (!r->mods || !host)
@@ -115,13 +113,7 @@ static ts_status_t g_ring_new(ts_backend_t *be, uint32_t n, const uint64_t *modu
         if (st != TS_OK)
             goto out_free;
         r->mods[i] = t->mod;
-        tsg_mod_t m = tsg_mod_from_table(t);
-        memcpy(host + sizeof(tsg_mod_t) / 8 * i, &m, sizeof m);
-        const size_t off = mod_words + (size_t)i * n, bytes = (size_t)n * sizeof(uint64_t);
-        memcpy(host + off, t->fwd, bytes);
-        memcpy(host + off + tab_words, t->fwd_shoup, bytes);
-        memcpy(host + off + 2 * tab_words, t->inv, bytes);
-        memcpy(host + off + 3 * tab_words, t->inv_shoup, bytes);
+        tsg_ring_pack(t, i, count, host);
         ts_ntt_table_free(t);
     }
     st = ts__gpu_alloc(dev, words * sizeof(uint64_t), &r->d_blob);
@@ -132,14 +124,7 @@ static ts_status_t g_ring_new(ts_backend_t *be, uint32_t n, const uint64_t *modu
         st = ts__gpu_sync(dev);
     if (st != TS_OK)
         goto out_free;
-    {
-        const uint64_t *base = r->d_blob;
-        r->d_mods = (const tsg_mod_t *)(const void *)base;
-        r->d_fwd = base + mod_words;
-        r->d_fwd_sh = r->d_fwd + tab_words;
-        r->d_inv = r->d_fwd_sh + tab_words;
-        r->d_inv_sh = r->d_inv + tab_words;
-    }
+    r->d = tsg_ring_view((uintptr_t)r->d_blob, count, n);
     ts_free(host);
     *out = r;
     return TS_OK;

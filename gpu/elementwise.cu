@@ -42,32 +42,32 @@ extern "C" ts_status_t ts__gpu_ew(tsg_dev_t *dev, const ts_bk_ring_t *r, int op,
     const uint32_t logn = r->logn;
     switch (op) {
     case TSG_OP_ADD:
-        ew_kernel<TSG_OP_ADD><<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, b, c, r->d_mods);
+        ew_kernel<TSG_OP_ADD><<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, b, c, r->d.mods);
         break;
     case TSG_OP_SUB:
-        ew_kernel<TSG_OP_SUB><<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, b, c, r->d_mods);
+        ew_kernel<TSG_OP_SUB><<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, b, c, r->d.mods);
         break;
     case TSG_OP_NEG:
-        ew_kernel<TSG_OP_NEG><<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, b, c, r->d_mods);
+        ew_kernel<TSG_OP_NEG><<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, b, c, r->d.mods);
         break;
     case TSG_OP_MUL:
-        ew_kernel<TSG_OP_MUL><<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, b, c, r->d_mods);
+        ew_kernel<TSG_OP_MUL><<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, b, c, r->d.mods);
         break;
     case TSG_OP_MUL_ADD:
         ew_kernel<TSG_OP_MUL_ADD>
-            <<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, b, c, r->d_mods);
+            <<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, b, c, r->d.mods);
         break;
     case TSG_OP_MUL_SHOUP:
         ew_kernel<TSG_OP_MUL_SHOUP>
-            <<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, b, c, r->d_mods);
+            <<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, b, c, r->d.mods);
         break;
     case TSG_OP_MUL_SCALAR:
         ew_scalar_kernel<TSG_OP_MUL_SCALAR>
-            <<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, *s, r->d_mods);
+            <<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, *s, r->d.mods);
         break;
     case TSG_OP_ADD_SCALAR:
         ew_scalar_kernel<TSG_OP_ADD_SCALAR>
-            <<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, *s, r->d_mods);
+            <<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, *s, r->d.mods);
         break;
     default:
         return TS_EINVAL;

@@ -26,8 +26,7 @@ struct ts_bk_ring {
     /* device tables, one allocation: mods[count], then fwd, fwd_sh, inv, inv_sh
      * (count x N words each, table of modulus i at i * N) */
     void *d_blob;
-    const tsg_mod_t *d_mods;
-    const uint64_t *d_fwd, *d_fwd_sh, *d_inv, *d_inv_sh;
+    tsg_ring_tables_t d; /* pointers into d_blob (tsg_ring_view) */
 };
 
 struct ts_bk_conv {

@@ -574,6 +574,50 @@ static inline tsg_mod_t tsg_mod_from_table(const ts_ntt_table_t *t)
     return m;
 }
 
+/*
+ * The device tables of a ring in one blob: count tsg_mod_t records, then the
+ * fwd, fwd_shoup, inv and inv_shoup tables of core/math (count x N words
+ * each, modulus i's table at i * N). The kernels index them as
+ * table + (mi << logn).
+ */
+typedef struct tsg_ring_tables {
+    const tsg_mod_t *mods;
+    const uint64_t *fwd, *fwd_sh, *inv, *inv_sh;
+} tsg_ring_tables_t;
+
+static inline size_t tsg_ring_blob_words(uint32_t count, uint32_t n)
+{
+    return (sizeof(tsg_mod_t) / 8) * (size_t)count + 4 * (size_t)count * n;
+}
+
+/* Pointers into the copy of the blob at address base. */
+static inline tsg_ring_tables_t tsg_ring_view(uintptr_t base, uint32_t count, uint32_t n)
+{
+    tsg_ring_tables_t t;
+    const size_t mod_words = (sizeof(tsg_mod_t) / 8) * (size_t)count, tab = (size_t)count * n;
+    t.mods = (const tsg_mod_t *)base;
+    t.fwd = (const uint64_t *)(base + 8 * mod_words);
+    t.fwd_sh = t.fwd + tab;
+    t.inv = t.fwd_sh + tab;
+    t.inv_sh = t.inv + tab;
+    return t;
+}
+
+/* Write table i (of count) into the blob (host memory). */
+static inline void tsg_ring_pack(const ts_ntt_table_t *t, uint32_t i, uint32_t count,
+                                 uint64_t *blob)
+{
+    const uint32_t n = t->n;
+    const size_t mod_words = (sizeof(tsg_mod_t) / 8) * (size_t)count, tab = (size_t)count * n;
+    const tsg_mod_t m = tsg_mod_from_table(t);
+    memcpy(blob + (sizeof(tsg_mod_t) / 8) * i, &m, sizeof m);
+    const size_t off = mod_words + (size_t)i * n, bytes = (size_t)n * sizeof(uint64_t);
+    memcpy(blob + off, t->fwd, bytes);
+    memcpy(blob + off + tab, t->fwd_shoup, bytes);
+    memcpy(blob + off + 2 * tab, t->inv, bytes);
+    memcpy(blob + off + 3 * tab, t->inv_shoup, bytes);
+}
+
 /* Words of the blob of a conversion from na to nb moduli. */
 static inline size_t tsg_conv_blob_words(uint32_t na, uint32_t nb)
 {

@@ -79,8 +79,8 @@ extern "C" ts_status_t ts__gpu_ntt(tsg_dev_t *dev, const ts_bk_ring_t *r, tsg_ar
 {
     tsg_ntt_pass_t passes[TSG_NTT_MAX_PASSES];
     const uint32_t np = tsg_ntt_plan(r->logn, passes);
-    ntt_tables tab = {r->d_mods, inverse ? r->d_inv : r->d_fwd,
-                      inverse ? r->d_inv_sh : r->d_fwd_sh};
+    ntt_tables tab = {r->d.mods, inverse ? r->d.inv : r->d.fwd,
+                      inverse ? r->d.inv_sh : r->d.fwd_sh};
     const uint32_t pairs = lm->npolys * lm->nlimbs;
     cudaStream_t st = tsg_stream(dev);
     for (uint32_t k = 0; k < np; k++) {

@@ -81,6 +81,8 @@ typedef struct fix {
     uint64_t mods[16];
     ts_ntt_table_t *tab[16];
     tsg_mod_t dmods[16];
+    uint64_t *blob;       /* the GPU ring tables as backend.c packs them */
+    tsg_ring_tables_t rt; /* and the kernels' view of them */
     ts_backend_t *cpu;
     ts_bk_ring_t *cring;
 } fix_t;
@@ -101,6 +103,11 @@ static void fix_init(fix_t *f, const pset_t *ps)
         ck_assert_ts_ok(ts_ntt_table_new(f->n, f->mods[i], &f->tab[i]));
         f->dmods[i] = tsg_mod_from_table(f->tab[i]);
     }
+    f->blob = ts_malloc(tsg_ring_blob_words(f->count, f->n) * 8);
+    ck_assert_ptr_nonnull(f->blob);
+    for (uint32_t i = 0; i < f->count; i++)
+        tsg_ring_pack(f->tab[i], i, f->count, f->blob);
+    f->rt = tsg_ring_view((uintptr_t)f->blob, f->count, f->n);
     ck_assert_ts_ok(ts_backend_cpu_new(1, &f->cpu));
     ck_assert_ts_ok(f->cpu->iface->ring_new(f->cpu, f->n, f->mods, f->count, &f->cring));
 }
@@ -109,6 +116,7 @@ static void fix_clear(fix_t *f)
 {
     f->cpu->iface->ring_free(f->cpu, f->cring);
     ts_backend_free(f->cpu);
+    ts_free(f->blob);
     for (uint32_t i = 0; i < f->count; i++)
         ts_ntt_table_free(f->tab[i]);
 }
@@ -208,9 +216,10 @@ END_TEST
 static void emul_ntt(const fix_t *f, uint32_t mi, uint64_t *x, bool inverse)
 {
     const uint32_t n = f->n, logn = f->logn;
-    const ts_ntt_table_t *t = f->tab[mi];
-    const uint64_t *tw = inverse ? t->inv : t->fwd, *tw_sh = inverse ? t->inv_shoup : t->fwd_shoup;
-    const tsg_mod_t m = f->dmods[mi];
+    /* the tables as ntt.cu addresses them in the packed ring blob */
+    const uint64_t *tw = (inverse ? f->rt.inv : f->rt.fwd) + ((size_t)mi << logn);
+    const uint64_t *tw_sh = (inverse ? f->rt.inv_sh : f->rt.fwd_sh) + ((size_t)mi << logn);
+    const tsg_mod_t m = f->rt.mods[mi];
     tsg_ntt_pass_t passes[TSG_NTT_MAX_PASSES];
     const uint32_t np = tsg_ntt_plan(logn, passes);
     HOT_CHECK((np) >= (1));
@@ -385,7 +394,7 @@ static void emul_ops_one(const pset_t *ps)
         ck_assert_ts_ok(st);
         for (size_t t = 0; t < total; t++)
             tsg_ew_thread(ops[k], t, &lm, logn, ge, ga, ops[k] == TSG_OP_NEG ? none : gb,
-                          ops[k] == TSG_OP_MUL_SHOUP ? gbp : none, f.dmods);
+                          ops[k] == TSG_OP_MUL_SHOUP ? gbp : none, f.rt.mods);
         expect_same(names[k], ps, oc, oe, words);
     }
     /* scalar ops */
@@ -404,7 +413,7 @@ static void emul_ops_one(const pset_t *ps)
                           : ts_backend_mul_scalar(f.cpu, f.cring, &OC, &A, s));
         for (size_t t = 0; t < total; t++)
             tsg_ew_scalar_thread(k ? TSG_OP_ADD_SCALAR : TSG_OP_MUL_SCALAR, t, &lm, logn, ge, ga,
-                                 &sc, f.dmods);
+                                 &sc, f.rt.mods);
         expect_same(k ? "add_scalar" : "mul_scalar", ps, oc, oe, words);
     }
     /* automorphisms, both forms, several k (with k >= 2N to check the masking) */
@@ -417,7 +426,7 @@ static void emul_ops_one(const pset_t *ps)
             ck_assert_ts_ok(form ? ts_backend_automorphism_ntt(f.cpu, f.cring, &OC, &A, ks[ki])
                                  : ts_backend_automorphism_coeff(f.cpu, f.cring, &OC, &A, ks[ki]));
             for (size_t t = 0; t < total; t++)
-                tsg_auto_thread(form, t, &lm, logn, ge, ga, ks[ki], f.dmods);
+                tsg_auto_thread(form, t, &lm, logn, ge, ga, ks[ki], f.rt.mods);
             expect_same(form ? "automorphism_ntt" : "automorphism_coeff", ps, oc, oe, words);
         }
     }
@@ -441,7 +450,7 @@ static void emul_ops_one(const pset_t *ps)
         tsg_limbs_t olm = limbs_of(nout, nl, idx);
         tsg_arg_t gd = {dig, stride}, gk = {key, kstride};
         for (size_t t = 0; t < tsg_total(&olm, logn); t++)
-            tsg_ks_thread(t, &olm, logn, ge, gd, nd, gk, &klm, f.dmods);
+            tsg_ks_thread(t, &olm, logn, ge, gd, nd, gk, &klm, f.rt.mods);
         expect_same("keyswitch_inner", ps, oc, oe, words);
         ts_free(dig);
         ts_free(key);
