@@ -885,6 +885,41 @@ START_TEST(test_device_ring)
 }
 END_TEST
 
+/*
+ * A device error marks the backend unhealthy: a copy to a bogus device
+ * address fails (at the call or at the next synchronization) with
+ * TS_EDEVICE, and from then on every entry point answers TS_EDEVICE without
+ * touching the device. Such an error may poison the process's CUDA context,
+ * so this runs only in a forked test process (the Check default).
+ */
+START_TEST(test_device_health)
+{
+    const char *fork = getenv("CK_FORK");
+    if (fork && !strcmp(fork, "no")) {
+        fprintf(stderr, "test_gpu_ops: device_health: SKIPPED (needs CK_FORK=yes)\n");
+        return;
+    }
+    ts_backend_t *g = gpu_or_skip("device_health");
+    if (!g)
+        return;
+    ck_assert(ts_gpu_backend_healthy(g));
+    uint64_t host[64] = {0};
+    ts_status_t st1 = ts_backend_upload(g, (void *)(uintptr_t)0x1000, host, sizeof host);
+    ts_status_t st2 = ts_backend_sync(g);
+    ck_assert_msg(st1 == TS_EDEVICE || st2 == TS_EDEVICE, "upload %s, sync %s", ts_status_name(st1),
+                  ts_status_name(st2));
+    ck_assert(!ts_gpu_backend_healthy(g));
+    void *p = NULL;
+    ck_assert_ts_status(ts_backend_alloc(g, 64, &p), TS_EDEVICE);
+    ck_assert_ts_status(ts_backend_sync(g), TS_EDEVICE);
+    uint64_t q;
+    ck_assert_ts_ok(ts_primes_ntt(40, 2 * 1024, 1, TS_PRIMES_DESCENDING, NULL, 0, &q));
+    ts_bk_ring_t *r = NULL;
+    ck_assert_ts_status(g->iface->ring_new(g, 1024, &q, 1, &r), TS_EDEVICE);
+    ts_backend_free(g);
+}
+END_TEST
+
 /* Backend selection: cpu always works, auto always yields a backend, gpu
  * either works or says why; unknown names are refused. */
 START_TEST(test_select)
@@ -931,6 +966,7 @@ TS_TEST_SUITE(gpu_ops)
     tcase_add_test(tc, test_device_ops);
     tcase_add_test(tc, test_device_ring);
     tcase_add_test(tc, test_select);
+    tcase_add_test(tc, test_device_health);
     suite_add_tcase(s, tc);
     return s;
 }
