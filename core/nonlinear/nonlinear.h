@@ -43,6 +43,7 @@
 #include <stdint.h>
 
 #include "core/base/base.h"
+#include "core/convert/convert.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -253,6 +254,68 @@ ts_status_t ts_nonlinear_softmax_maxfree_stats(const double *z, size_t n, int k,
                                                ts_nonlinear_stats_t *recip_st);
 /* The reference softmax (max subtracted), in double. out may alias z. */
 void ts_nonlinear_softmax_ref(const double *z, size_t n, double *out);
+
+/* ------------------------------------------- encrypted lookup (TFHE side) */
+
+/*
+ * The three-step cryptographic lookup of ROSETTA section 3.2 on the small
+ * ring of a ts_convert_t (degree N_br, modulus Q), for a cleartext LUT `lut`
+ * whose tables it reads unchanged.
+ *
+ * Input: an RLWE ciphertext [[x]] whose constant coefficient holds
+ * u Delta_u, u = (x - lo) / step, step = (hi - lo) / 2^in_bits,
+ * Delta_u = Q / 2^(in_bits + 1 + frac_bits), the other coefficients 0
+ * (ts_convert_split or ts_convert_lwe_to_rlwe produce this shape).
+ *  1. Segment: [[S]] = sum_j HomComp(u >= tau_j), tau_j the smallest integer
+ *     u with lo + u step >= bounds[j] (so on the input grid x_q(u) =
+ *     lo + u step the comparison is the cleartext one exactly); the LWE of
+ *     ExtractLWE([[x]], 0) times 2^frac_bits is HomComp's input.
+ *  2. Interval: the accumulator A2(Y) [[x]] + B2(Y) holds in box s (of
+ *     n_seg boxes) the value V_s = t_s 2^k + 2^(k-1), t_s = (x - tau_s) /
+ *     (tau_{s+1} - tau_s), k = lut->index_bits, at scale Q / 2^(k+2); one
+ *     blind rotation by [[S]] selects V_S and ExtractLWE gives [[V]]. Its
+ *     ModSwitch to 2 N_br inside the next blind rotations is the rounding
+ *     T = round(t 2^k) of the cleartext; boxes of width N_br / 2^(k+1).
+ *  3. Linear evaluation, two rounds of selection: per segment s the
+ *     accumulator A3_s(Y) [[x]] + B3_s(Y) holds in box j (T = j - 2^(k-1))
+ *     the candidate slope[s, I] x + offset[s, I], I = clamp(floor(T / 2^(k -
+ *     log2 n_br))), blind rotation by [[V]], Trace; then sum_s Box_s(Y)
+ *     Tr(res_s) is rotated by [[S]], Trace. Output: RLWE with y = f(x) at
+ *     scale Delta_y = Q / (4 out_max) in the constant coefficient.
+ * Cost: n_seg - 1 HomComp, n_seg + 1 plaintext products, n_seg + 2 blind
+ * rotations, n_seg + 1 traces (the paper's count).
+ *
+ * Requirements (TS_EINVAL otherwise): n_br a power of two, index_bits >=
+ * log2 n_br, box widths N_br / 2^(index_bits+1) and N_br / n_seg at least
+ * 8 coefficients, in_bits <= ts_tfhe_homcomp_max_bits, in_bits + frac_bits
+ * + 1 < log2 Q - 8. The encrypted (S, I) equals the cleartext
+ * ts_nonlinear_lut_segment / _interval at x_q(u) except where t 2^k is
+ * within the blind-rotation noise of a rounding tie (k + 1 fractional
+ * bits: never at segment or interval boundaries, which sit on exact
+ * multiples).
+ */
+typedef struct ts_nonlinear_lut_he ts_nonlinear_lut_he_t;
+
+ts_status_t ts_nonlinear_lut_he_new(ts_convert_t *cv, const ts_nonlinear_lut_t *lut, int in_bits,
+                                    int frac_bits, double out_max, ts_nonlinear_lut_he_t **out);
+void ts_nonlinear_lut_he_free(ts_nonlinear_lut_he_t *he);
+/* The input grid x_q(u) = lo + u step, and the two scales. */
+double ts_nonlinear_lut_he_grid(const ts_nonlinear_lut_he_t *he, double u);
+double ts_nonlinear_lut_he_in_scale(const ts_nonlinear_lut_he_t *he);
+double ts_nonlinear_lut_he_out_scale(const ts_nonlinear_lut_he_t *he);
+/* Client helper: [[x]] for a real x (u = (x - lo) / step, not rounded). */
+ts_status_t ts_nonlinear_lut_he_encrypt(const ts_nonlinear_lut_he_t *he,
+                                        const ts_tfhe_rlwe_key_t *key, double x, ts_prng_t *prng,
+                                        ts_tfhe_rlwe_t *out);
+/*
+ * y = LUT(x). seg / val (optional, big LWEs of the convert's TFHE params)
+ * receive [[S]] (encoded as ts_tfhe_encode(Q, S, n_seg)) and [[V]] (V at
+ * scale Q / 2^(k+2)), for tests and statistics.
+ */
+ts_status_t ts_nonlinear_lut_he_eval(ts_nonlinear_lut_he_t *he, const ts_tfhe_rlwe_t *x,
+                                     ts_tfhe_rlwe_t *y, ts_tfhe_lwe_t *seg, ts_tfhe_lwe_t *val);
+/* Decode a constant coefficient phase (centered) at the output scale. */
+double ts_nonlinear_lut_he_decode(const ts_nonlinear_lut_he_t *he, uint64_t phase);
 
 #ifdef __cplusplus
 }
