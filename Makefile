@@ -173,8 +173,8 @@ asan:
 	@scripts/deps.sh
 	@$(MAKE) --no-print-directory BUILD=build-asan NO_CUDA=1 OPT=-O1 \
 	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	    build-asan/tests/unit_tests
-	@CK_FORK=no ASAN_OPTIONS=detect_leaks=1 TS_TEST_QUICK=1 scripts/run_tests.sh build-asan unit-only
+	    build-asan/tests/unit_tests build-asan/tesserad build-asan/tessera
+	@ASAN_OPTIONS=detect_leaks=1 TS_TEST_QUICK=1 scripts/run_tests.sh build-asan
 
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' '*.cu' 2>/dev/null)
 format:
