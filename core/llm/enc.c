@@ -1,0 +1,965 @@
+/*
+ * core/llm encrypted decode engine (pure-CKKS policy): packing, matrix-vector
+ * products by periodic diagonals with baby-step giant-step, RMSNorm, RoPE,
+ * attention over an encrypted KV cache with the max-free softmax, SwiGLU, LM
+ * head. See the overview in core/llm/llm.h.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/llm/llm_int.h"
+
+#define ENC_MAX_N1 64
+
+typedef ts_ckks_ciphertext_t ct_t;
+
+struct ts_llm_enc {
+    const ts_llm_model_t *m;
+    ts_ckks_params_t *params;
+    ts_llm_enc_config_t cfg;
+    const ts_boot_t *boot;
+    int slots, pd, ph, pv;
+    int dim, hid, vocab, nh, hd, nl;
+    int max_pos;
+    double delta;
+    ts_nonlinear_approx_t *a_exp, *a_recip, *a_rsqrt, *a_silu;
+};
+
+struct ts_llm_enc_session {
+    const ts_llm_enc_t *e;
+    ts_ckks_evaluator_t *ev;
+    ts_ckks_encoder_t *ecd;
+    ts_ckks_plaintext_t *pt;
+    double *buf;
+    ct_t **kc, **vc;
+    int next_pos;
+    uint64_t nboot;
+};
+
+static int pow2_at_least(int n)
+{
+    int p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+static int baby_steps(int pin)
+{
+    int n1 = 1;
+    while (n1 * n1 < pin)
+        n1 <<= 1;
+    return n1 > ENC_MAX_N1 ? ENC_MAX_N1 : n1;
+}
+
+static void spec_poly(ts_nonlinear_spec_t *s, double lo, double hi, int degree)
+{
+    memset(s, 0, sizeof(*s));
+    s->method = TS_NL_POLY;
+    s->lo = lo;
+    s->hi = hi;
+    s->degree = degree;
+}
+
+static void spec_iter(ts_nonlinear_spec_t *s, double lo, double hi, int degree, int steps)
+{
+    memset(s, 0, sizeof(*s));
+    s->method = TS_NL_ITER;
+    s->lo = lo;
+    s->hi = hi;
+    s->degree = degree;
+    s->steps = steps;
+}
+
+void ts_llm_enc_config_default(ts_llm_enc_config_t *cfg)
+{
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof(*cfg));
+    /* Ranges from `tessera simulate` on aidreams260K (scores / 8 in [-2.7, 2.0],
+     * softmax sums in [0.024, 91], mean squares in [0.012, 0.54], SiLU inputs in
+     * [-4.4, 3.6]) with margin. */
+    cfg->softmax_k = 3;
+    spec_poly(&cfg->exp, -3.5, 2.5, 12);
+    spec_iter(&cfg->recip, 0.02, 256.0, 0, 14);
+    spec_iter(&cfg->rsqrt, 0.005, 1.0, 7, 2);
+    spec_poly(&cfg->silu, -8.0, 8.0, 15);
+}
+
+void ts_llm_enc_config_to_sim(const ts_llm_enc_config_t *cfg, ts_llm_sim_config_t *sim)
+{
+    if (!cfg || !sim)
+        return;
+    ts_llm_sim_config_default(sim);
+    sim->softmax_k = cfg->softmax_k;
+    sim->prim[TS_NL_FN_EXP] = cfg->exp;
+    sim->prim[TS_NL_FN_RECIP] = cfg->recip;
+    sim->prim[TS_NL_FN_RSQRT] = cfg->rsqrt;
+    sim->prim[TS_NL_FN_SILU] = cfg->silu;
+}
+
+void ts_llm_enc_free(ts_llm_enc_t *e)
+{
+    if (!e)
+        return;
+    ts_nonlinear_approx_free(e->a_exp);
+    ts_nonlinear_approx_free(e->a_recip);
+    ts_nonlinear_approx_free(e->a_rsqrt);
+    ts_nonlinear_approx_free(e->a_silu);
+    ts_ckks_params_free(e->params);
+    ts_free(e);
+}
+
+ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params,
+                           const ts_llm_enc_config_t *cfg, const ts_boot_t *boot,
+                           ts_llm_enc_t **out)
+{
+    if (!model || !params || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    const ts_llm_config_t *c = &model->cfg;
+    if (c->arch != TS_LLM_ARCH_LLAMA || c->n_kv_heads != c->n_heads ||
+        c->n_heads * c->head_dim != c->dim)
+        return TS_ENOTSUP;
+    ts_llm_enc_config_t def;
+    if (!cfg) {
+        ts_llm_enc_config_default(&def);
+        cfg = &def;
+    }
+    if (cfg->softmax_k < 0 || cfg->softmax_k > 8 || cfg->exp.method != TS_NL_POLY ||
+        cfg->exp.steps != 0 || cfg->recip.method != TS_NL_ITER || cfg->rsqrt.method != TS_NL_ITER ||
+        cfg->rsqrt.degree < 1 || cfg->silu.method != TS_NL_POLY)
+        return TS_EINVAL;
+    ts_llm_enc_t *e = ts_malloc(sizeof(*e));
+    if (!e)
+        return TS_ENOMEM;
+    memset(e, 0, sizeof(*e));
+    e->m = model;
+    e->params = ts_ckks_params_ref(params);
+    e->cfg = *cfg;
+    e->boot = boot;
+    e->slots = (int)ts_ckks_params_slots(params);
+    e->dim = c->dim;
+    e->hid = c->hidden_dim;
+    e->vocab = c->vocab_size;
+    e->nh = c->n_heads;
+    e->hd = c->head_dim;
+    e->nl = c->n_layers;
+    e->pd = pow2_at_least(c->dim);
+    e->ph = pow2_at_least(c->hidden_dim);
+    e->pv = pow2_at_least(c->vocab_size);
+    e->delta = ts_ckks_params_scale(params);
+    ts_status_t st = TS_ENOTSUP;
+    if (e->slots % e->pd || e->slots % e->ph || e->slots % e->pv || (e->hd & (e->hd - 1)))
+        goto fail;
+    e->max_pos = e->slots / e->pd;
+    if (e->max_pos > c->seq_len)
+        e->max_pos = c->seq_len;
+    if ((st = ts_nonlinear_approx_new(TS_NL_FN_EXP, &cfg->exp, &e->a_exp)) != TS_OK ||
+        (st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip, &e->a_recip)) != TS_OK ||
+        (st = ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &cfg->rsqrt, &e->a_rsqrt)) != TS_OK ||
+        (st = ts_nonlinear_approx_new(TS_NL_FN_SILU, &cfg->silu, &e->a_silu)) != TS_OK)
+        goto fail;
+    *out = e;
+    return TS_OK;
+fail:
+    ts_llm_enc_free(e);
+    return st;
+}
+
+int ts_llm_enc_max_positions(const ts_llm_enc_t *e)
+{
+    return e ? e->max_pos : 0;
+}
+
+static void add_step(int64_t *steps, size_t cap, size_t *n, int64_t step, int slots)
+{
+    step %= slots;
+    if (step < 0)
+        step += slots;
+    if (step == 0)
+        return;
+    for (size_t i = 0; i < *n && i < cap; i++)
+        if (steps && steps[i] == step)
+            return;
+    if (!steps) {
+        /* counting: duplicates are only removed when writing; count an upper bound */
+        (*n)++;
+        return;
+    }
+    if (*n < cap)
+        steps[*n] = step;
+    (*n)++;
+}
+
+static void mv_steps(int pin, int slots, int64_t *steps, size_t cap, size_t *n)
+{
+    int n1 = baby_steps(pin);
+    for (int b = 1; b < n1; b++)
+        add_step(steps, cap, n, b, slots);
+    for (int g = 1; g * n1 < pin; g++)
+        add_step(steps, cap, n, (int64_t)g * n1, slots);
+}
+
+ts_status_t ts_llm_enc_rotation_steps(const ts_llm_enc_t *e, int64_t *steps, size_t *count)
+{
+    if (!e || !count)
+        return TS_EINVAL;
+    size_t cap = steps ? *count : 0, n = 0;
+    mv_steps(e->pd, e->slots, steps, cap, &n);
+    mv_steps(e->ph, e->slots, steps, cap, &n);
+    for (int r = 1; r < e->pd; r <<= 1)
+        add_step(steps, cap, &n, r, e->slots); /* norm sums */
+    for (int r = 1; r < e->hd; r <<= 1)
+        add_step(steps, cap, &n, -r, e->slots); /* head replication */
+    for (int r = e->pd; r < e->slots; r <<= 1) {
+        add_step(steps, cap, &n, r, e->slots);  /* block sums */
+        add_step(steps, cap, &n, -r, e->slots); /* cache placement */
+    }
+    add_step(steps, cap, &n, -1, e->slots); /* RoPE */
+    bool fits = !steps || n <= cap;
+    *count = n;
+    return fits ? TS_OK : TS_ERANGE;
+}
+
+/* ------------------------------------------------------------ client side */
+
+ts_status_t ts_llm_enc_encrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
+                                   ts_prng_t *prng, const float *v, int w, int level,
+                                   ts_ckks_ciphertext_t *ct)
+{
+    if (!ecd || !sk || !v || w <= 0 || !ct)
+        return TS_EINVAL;
+    ts_ckks_params_t *p = ts_ckks_ciphertext_params(ct);
+    int slots = (int)ts_ckks_params_slots(p), per = pow2_at_least(w);
+    if (slots % per)
+        return TS_ENOTSUP;
+    double *buf = ts_malloc((size_t)slots * sizeof(double));
+    if (!buf)
+        return TS_ENOMEM;
+    for (int j = 0; j < slots; j++) {
+        int i = j % per;
+        buf[j] = i < w ? (double)v[i] : 0.0;
+    }
+    ts_status_t st = ts_ckks_encrypt_sk_real(ecd, sk, buf, (size_t)slots, (size_t)slots, level,
+                                             ts_ckks_params_scale(p), prng, NULL, ct);
+    ts_free(buf);
+    return st;
+}
+
+ts_status_t ts_llm_enc_encrypt_token(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
+                                     const ts_ckks_secret_key_t *sk, ts_prng_t *prng, int token,
+                                     ts_ckks_ciphertext_t *ct)
+{
+    if (!e || token < 0 || token >= e->vocab)
+        return TS_EINVAL;
+    return ts_llm_enc_encrypt_vec(ecd, sk, prng, e->m->tok_emb + (size_t)token * (size_t)e->dim,
+                                  e->dim, ts_ckks_params_max_level(e->params), ct);
+}
+
+ts_status_t ts_llm_enc_decrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
+                                   const ts_ckks_ciphertext_t *ct, float *v, int w)
+{
+    if (!ecd || !sk || !ct || !v || w <= 0 || (size_t)w > ts_ckks_ciphertext_slots(ct))
+        return TS_EINVAL;
+    ts_ckks_params_t *p = ts_ckks_ciphertext_params(ct);
+    ts_ckks_plaintext_t *pt = NULL;
+    double *buf = ts_malloc((size_t)w * sizeof(double));
+    ts_status_t st = buf ? ts_ckks_plaintext_new(p, ts_ckks_ciphertext_level(ct), &pt) : TS_ENOMEM;
+    if (st == TS_OK)
+        st = ts_ckks_decrypt(sk, ct, pt);
+    if (st == TS_OK)
+        st = ts_ckks_decode_real(ecd, pt, buf, (size_t)w);
+    if (st == TS_OK)
+        for (int i = 0; i < w; i++)
+            v[i] = (float)buf[i];
+    ts_ckks_plaintext_free(pt);
+    ts_free(buf);
+    return st;
+}
+
+/* ---------------------------------------------------------------- session */
+
+void ts_llm_enc_session_free(ts_llm_enc_session_t *s)
+{
+    if (!s)
+        return;
+    if (s->kc)
+        for (int l = 0; l < s->e->nl; l++) {
+            ts_ckks_ciphertext_free(s->kc[l]);
+            ts_ckks_ciphertext_free(s->vc[l]);
+        }
+    ts_free(s->kc);
+    ts_free(s->vc);
+    ts_free(s->buf);
+    ts_ckks_plaintext_free(s->pt);
+    ts_ckks_encoder_free(s->ecd);
+    ts_free(s);
+}
+
+ts_status_t ts_llm_enc_session_new(const ts_llm_enc_t *e, ts_ckks_evaluator_t *ev,
+                                   ts_llm_enc_session_t **out)
+{
+    if (!e || !ev || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    ts_llm_enc_session_t *s = ts_malloc(sizeof(*s));
+    if (!s)
+        return TS_ENOMEM;
+    memset(s, 0, sizeof(*s));
+    s->e = e;
+    s->ev = ev;
+    ts_status_t st = ts_ckks_encoder_new(e->params, &s->ecd);
+    if (st == TS_OK)
+        st = ts_ckks_plaintext_new(e->params, ts_ckks_params_max_level(e->params), &s->pt);
+    if (st == TS_OK) {
+        s->buf = ts_malloc((size_t)e->slots * sizeof(double));
+        s->kc = ts_malloc((size_t)e->nl * sizeof(ct_t *));
+        s->vc = ts_malloc((size_t)e->nl * sizeof(ct_t *));
+        if (!s->buf || !s->kc || !s->vc)
+            st = TS_ENOMEM;
+        else {
+            memset(s->kc, 0, (size_t)e->nl * sizeof(ct_t *));
+            memset(s->vc, 0, (size_t)e->nl * sizeof(ct_t *));
+        }
+    }
+    if (st != TS_OK) {
+        ts_llm_enc_session_free(s);
+        return st;
+    }
+    *out = s;
+    return TS_OK;
+}
+
+uint64_t ts_llm_enc_session_bootstraps(const ts_llm_enc_session_t *s)
+{
+    return s ? s->nboot : 0;
+}
+
+/* --------------------------------------------------------------- helpers */
+
+#define TRY(x)                                                                                     \
+    do {                                                                                           \
+        if ((st = (x)) != TS_OK)                                                                   \
+            goto done;                                                                             \
+    } while (0)
+
+static ts_status_t ct_new(ts_llm_enc_session_t *s, ct_t **out)
+{
+    return ts_ckks_ciphertext_new(s->e->params, 0, out);
+}
+
+/* Values are divided by this (declared scale) during a bootstrap, so that
+ * softmax sums up to a few hundred stay in the sine's linear range. */
+#define ENC_BOOT_SHRINK 64.0
+
+/* Make sure ct has at least lv levels, bootstrapping in place when allowed. */
+static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
+{
+    if (ts_ckks_ciphertext_level(ct) >= lv)
+        return TS_OK;
+    if (!s->e->boot)
+        return TS_ELEVEL;
+    double sc = ts_ckks_ciphertext_scale(ct);
+    int deg = ts_ckks_ciphertext_degree(ct);
+    size_t sl = ts_ckks_ciphertext_slots(ct);
+    ts_status_t st = ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct), deg,
+                                                 sc * ENC_BOOT_SHRINK, sl);
+    if (st == TS_OK)
+        st = ts_boot_bootstrap(s->e->boot, s->ev, ct, ct);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct), deg, sc, sl);
+    s->nboot++;
+    if (st == TS_OK && ts_ckks_ciphertext_level(ct) < lv)
+        st = TS_ELEVEL;
+    return st;
+}
+
+/* Snap the scale back to Delta after a ciphertext-ciphertext product. */
+static ts_status_t snap(ts_llm_enc_session_t *s, ct_t *ct)
+{
+    return ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct),
+                                       ts_ckks_ciphertext_degree(ct), s->e->delta,
+                                       ts_ckks_ciphertext_slots(ct));
+}
+
+/* Bring a and b to the same level (drops the higher one in place). */
+static ts_status_t align(ts_llm_enc_session_t *s, ct_t *a, ct_t *b)
+{
+    int la = ts_ckks_ciphertext_level(a), lb = ts_ckks_ciphertext_level(b);
+    if (la > lb)
+        return ts_ckks_drop_to_level(s->ev, a, lb, a);
+    if (lb > la)
+        return ts_ckks_drop_to_level(s->ev, b, la, b);
+    return TS_OK;
+}
+
+/* out = a * b, relinearized, rescaled, scale Delta. a, b may be bootstrapped/dropped. */
+static ts_status_t mul_cc(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, ct_t *out)
+{
+    ts_status_t st;
+    if ((st = need(s, a, 1)) != TS_OK || (st = need(s, b, 1)) != TS_OK)
+        return st;
+    if ((st = align(s, a, b)) != TS_OK)
+        return st;
+    if ((st = ts_ckks_mul_relin(s->ev, a, b, out)) != TS_OK)
+        return st;
+    if ((st = ts_ckks_rescale(s->ev, out, out)) != TS_OK)
+        return st;
+    return snap(s, out);
+}
+
+/* out = a + b (levels aligned first; both at scale Delta). */
+static ts_status_t add_cc(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, ct_t *out)
+{
+    ts_status_t st = align(s, a, b);
+    return st == TS_OK ? ts_ckks_add(s->ev, a, b, out) : st;
+}
+
+/* out = a * c for a real constant (exact scale, one level). */
+static ts_status_t mul_k(ts_llm_enc_session_t *s, ct_t *a, double c, ct_t *out)
+{
+    ts_status_t st = need(s, a, 1);
+    if (st == TS_OK)
+        st = ts_ckks_mul_const(s->ev, a, c, 0.0, out);
+    if (st == TS_OK)
+        st = ts_ckks_rescale(s->ev, out, out);
+    return st;
+}
+
+/* Encode s->buf at a's level with scale q_level into s->pt. */
+static ts_status_t encode_buf(ts_llm_enc_session_t *s, int level)
+{
+    double sc = (double)ts_ckks_params_q(s->e->params, (size_t)level);
+    return ts_ckks_encode_real(s->ecd, s->buf, (size_t)s->e->slots, (size_t)s->e->slots, level, sc,
+                               s->pt);
+}
+
+/* out = a (.) s->buf, rescaled (exact scale, one level). */
+static ts_status_t mul_buf(ts_llm_enc_session_t *s, ct_t *a, ct_t *out)
+{
+    ts_status_t st = need(s, a, 1);
+    if (st == TS_OK)
+        st = encode_buf(s, ts_ckks_ciphertext_level(a));
+    if (st == TS_OK)
+        st = ts_ckks_mul_plain(s->ev, a, s->pt, out);
+    if (st == TS_OK)
+        st = ts_ckks_rescale(s->ev, out, out);
+    return st;
+}
+
+/* x += rot(x, r) for r = first, first*2, ... while |r| < lim (signs as given). */
+static ts_status_t rot_sum(ts_llm_enc_session_t *s, ct_t *x, int first, int lim)
+{
+    ct_t *t = NULL;
+    ts_status_t st;
+    TRY(ct_new(s, &t));
+    for (int r = first; (r < 0 ? -r : r) < lim; r *= 2) {
+        TRY(ts_ckks_rotate(s->ev, x, r, t));
+        TRY(ts_ckks_add(s->ev, x, t, x));
+    }
+done:
+    ts_ckks_ciphertext_free(t);
+    return st;
+}
+
+/* Chebyshev series of an approximation's fitted object (retries after a bootstrap). */
+static ts_status_t cheb(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, ct_t *x, ct_t *out)
+{
+    ts_status_t st = ts_ckks_eval_chebyshev(s->ev, x, cb->coeffs, (size_t)cb->degree, cb->lo,
+                                            cb->hi, s->e->delta, out);
+    if (st == TS_ELEVEL && s->e->boot) {
+        int lv = ts_ckks_params_max_level(s->e->params);
+        if ((st = need(s, x, lv + 1)) != TS_ELEVEL && st != TS_OK)
+            return st;
+        st = ts_ckks_eval_chebyshev(s->ev, x, cb->coeffs, (size_t)cb->degree, cb->lo, cb->hi,
+                                    s->e->delta, out);
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------ matvec */
+
+/*
+ * out = W x, W rows x cols row-major (float), x periodic with period pin >= cols,
+ * out periodic with period pout >= rows. Periodic diagonals with BSGS; the
+ * diagonals are encoded on the fly at x's level (scale q_level: exact).
+ */
+static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, int rows, int cols, int pin,
+                          int pout, ct_t *x, ct_t *out)
+{
+    const ts_llm_enc_t *e = s->e;
+    int slots = e->slots, n1 = baby_steps(pin), n2 = pin / n1;
+    ct_t *rot[ENC_MAX_N1] = {0};
+    ct_t *acc = NULL, *tot = NULL, *t = NULL;
+    int64_t steps[ENC_MAX_N1];
+    ts_status_t st;
+    TRY(need(s, x, 1));
+    int lv = ts_ckks_ciphertext_level(x);
+    for (int b = 0; b < n1; b++) {
+        TRY(ct_new(s, &rot[b]));
+        steps[b] = b;
+    }
+    TRY(ct_new(s, &acc));
+    TRY(ct_new(s, &tot));
+    TRY(ct_new(s, &t));
+    TRY(ts_ckks_rotate_hoisted(s->ev, x, steps, (size_t)n1, rot));
+    bool have_tot = false;
+    for (int g = 0; g < n2; g++) {
+        bool have_acc = false;
+        for (int b = 0; b < n1; b++) {
+            int r = g * n1 + b;
+            bool nz = false;
+            for (int j = 0; j < slots; j++) {
+                /* u[j] = d_r[(j - g n1) mod slots] */
+                int jj = ((j - g * n1) % slots + slots) % slots;
+                int row = jj % pout, col = (jj + r) % pin;
+                double v = row < rows && col < cols ? (double)w[(size_t)row * cols + col] : 0.0;
+                s->buf[j] = v;
+                nz |= v != 0.0;
+            }
+            if (!nz)
+                continue;
+            TRY(encode_buf(s, lv));
+            if (!have_acc) {
+                TRY(ts_ckks_mul_plain(s->ev, rot[b], s->pt, acc));
+                have_acc = true;
+            } else {
+                TRY(ts_ckks_mul_plain(s->ev, rot[b], s->pt, t));
+                TRY(ts_ckks_add(s->ev, acc, t, acc));
+            }
+        }
+        if (!have_acc)
+            continue;
+        if (g > 0)
+            TRY(ts_ckks_rotate(s->ev, acc, (int64_t)g * n1, acc));
+        if (!have_tot) {
+            TRY(ts_ckks_ciphertext_copy(tot, acc));
+            have_tot = true;
+        } else {
+            TRY(ts_ckks_add(s->ev, tot, acc, tot));
+        }
+    }
+    if (!have_tot) {
+        st = TS_EINVAL;
+        goto done;
+    }
+    TRY(ts_ckks_rescale(s->ev, tot, out));
+done:
+    for (int b = 0; b < n1; b++)
+        ts_ckks_ciphertext_free(rot[b]);
+    ts_ckks_ciphertext_free(acc);
+    ts_ckks_ciphertext_free(tot);
+    ts_ckks_ciphertext_free(t);
+    return st;
+}
+
+static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, ct_t *x, ct_t *out)
+{
+    const ts_llm_enc_t *e = s->e;
+    if (which == 7)
+        return matvec(s, e->m->wcls, e->vocab, e->dim, e->pd, e->pv, x, out);
+    if (layer < 0 || layer >= e->nl || which < 0 || which > 7)
+        return TS_EINVAL;
+    const ts__llm_layer_t *ly = &e->m->layers[layer];
+    switch (which) {
+    case 0:
+        return matvec(s, ly->wq, e->dim, e->dim, e->pd, e->pd, x, out);
+    case 1:
+        return matvec(s, ly->wk, e->dim, e->dim, e->pd, e->pd, x, out);
+    case 2:
+        return matvec(s, ly->wv, e->dim, e->dim, e->pd, e->pd, x, out);
+    case 3:
+        return matvec(s, ly->wo, e->dim, e->dim, e->pd, e->pd, x, out);
+    case 4:
+        return matvec(s, ly->w1, e->hid, e->dim, e->pd, e->ph, x, out);
+    case 5:
+        return matvec(s, ly->w3, e->hid, e->dim, e->pd, e->ph, x, out);
+    default:
+        return matvec(s, ly->w2, e->dim, e->hid, e->ph, e->pd, x, out);
+    }
+}
+
+ts_status_t ts_llm_enc_matvec(ts_llm_enc_session_t *s, int layer, int which,
+                              const ts_ckks_ciphertext_t *x, ts_ckks_ciphertext_t *out)
+{
+    if (!s || !x || !out)
+        return TS_EINVAL;
+    ct_t *t = NULL;
+    ts_status_t st;
+    TRY(ct_new(s, &t));
+    TRY(ts_ckks_ciphertext_copy(t, x));
+    TRY(matvec_which(s, layer, which, t, out));
+done:
+    ts_ckks_ciphertext_free(t);
+    return st;
+}
+
+/* ------------------------------------------------------------ nonlinear */
+
+/* out = 1/sqrt(x) by Newton from the Chebyshev guess (ts_nonlinear ITER rsqrt). */
+static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
+{
+    const ts_nonlinear_cheb_t *cb = ts_nonlinear_approx_cheb(s->e->a_rsqrt);
+    ct_t *y = NULL, *xh = NULL, *y2 = NULL, *a = NULL, *y15 = NULL;
+    ts_status_t st;
+    TRY(ct_new(s, &y));
+    TRY(ct_new(s, &xh));
+    TRY(ct_new(s, &y2));
+    TRY(ct_new(s, &a));
+    TRY(ct_new(s, &y15));
+    TRY(cheb(s, cb, x, y));
+    TRY(mul_k(s, x, -0.5, xh));
+    for (int i = 0; i < s->e->cfg.rsqrt.steps; i++) {
+        /* y <- 1.5 y + (-0.5 x y) y^2 */
+        TRY(need(s, y, 2));
+        TRY(ts_ckks_ciphertext_copy(a, y));
+        TRY(ts_ckks_ciphertext_copy(y2, y));
+        TRY(mul_cc(s, y2, y, y2));
+        TRY(mul_cc(s, xh, a, a));
+        TRY(mul_cc(s, a, y2, a));
+        TRY(mul_k(s, y, 1.5, y15));
+        TRY(add_cc(s, a, y15, y));
+    }
+    TRY(ts_ckks_ciphertext_copy(out, y));
+done:
+    ts_ckks_ciphertext_free(y);
+    ts_ckks_ciphertext_free(xh);
+    ts_ckks_ciphertext_free(y2);
+    ts_ckks_ciphertext_free(a);
+    ts_ckks_ciphertext_free(y15);
+    return st;
+}
+
+/* out = 1/x by Goldschmidt (ts_nonlinear ITER recip). */
+static ts_status_t recip(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
+{
+    const ts_nonlinear_spec_t *sp = &s->e->cfg.recip;
+    double sc = 2.0 / (sp->lo + sp->hi);
+    ct_t *a = NULL, *b = NULL, *f = NULL;
+    ts_status_t st;
+    TRY(ct_new(s, &a));
+    TRY(ct_new(s, &b));
+    TRY(ct_new(s, &f));
+    TRY(mul_k(s, x, sc, a));
+    if (sp->steps == 0) {
+        TRY(mul_k(s, x, 0.0, out));
+        TRY(ts_ckks_add_const(s->ev, out, sc, out));
+        goto done;
+    }
+    for (int i = 0; i < sp->steps; i++) {
+        TRY(ts_ckks_neg(s->ev, a, f));
+        TRY(ts_ckks_add_const(s->ev, f, 2.0, f));
+        if (i == 0) {
+            TRY(mul_k(s, f, sc, b));
+        } else {
+            ct_t *f2 = NULL;
+            TRY(ct_new(s, &f2));
+            st = ts_ckks_ciphertext_copy(f2, f);
+            if (st == TS_OK)
+                st = mul_cc(s, b, f2, b);
+            ts_ckks_ciphertext_free(f2);
+            if (st != TS_OK)
+                goto done;
+        }
+        if (i + 1 < sp->steps)
+            TRY(mul_cc(s, a, f, a));
+    }
+    TRY(ts_ckks_ciphertext_copy(out, b));
+done:
+    ts_ckks_ciphertext_free(a);
+    ts_ckks_ciphertext_free(b);
+    ts_ckks_ciphertext_free(f);
+    return st;
+}
+
+/* ------------------------------------------------------------ RMSNorm */
+
+static ts_status_t rmsnorm(ts_llm_enc_session_t *s, const float *w, ct_t *x, ct_t *out)
+{
+    const ts_llm_enc_t *e = s->e;
+    ct_t *sq = NULL, *r = NULL, *xw = NULL;
+    ts_status_t st;
+    TRY(ct_new(s, &sq));
+    TRY(ct_new(s, &r));
+    TRY(ct_new(s, &xw));
+    TRY(need(s, x, 3));
+    TRY(ts_ckks_ciphertext_copy(sq, x));
+    TRY(mul_cc(s, sq, x, sq));
+    TRY(rot_sum(s, sq, 1, e->pd));
+    TRY(mul_k(s, sq, 1.0 / e->dim, sq));
+    TRY(ts_ckks_add_const(s->ev, sq, (double)e->m->cfg.norm_eps, sq));
+    TRY(rsqrt(s, sq, r));
+    for (int j = 0; j < e->slots; j++) {
+        int i = j % e->pd;
+        s->buf[j] = i < e->dim ? (double)w[i] : 0.0;
+    }
+    TRY(mul_buf(s, x, xw));
+    TRY(mul_cc(s, xw, r, out));
+done:
+    ts_ckks_ciphertext_free(sq);
+    ts_ckks_ciphertext_free(r);
+    ts_ckks_ciphertext_free(xw);
+    return st;
+}
+
+ts_status_t ts_llm_enc_rmsnorm(ts_llm_enc_session_t *s, int layer, int which,
+                               const ts_ckks_ciphertext_t *x, ts_ckks_ciphertext_t *out)
+{
+    if (!s || !x || !out || which < 0 || which > 2)
+        return TS_EINVAL;
+    if (which < 2 && (layer < 0 || layer >= s->e->nl))
+        return TS_EINVAL;
+    const float *w = which == 2   ? s->e->m->final_norm
+                     : which == 0 ? s->e->m->layers[layer].attn_norm
+                                  : s->e->m->layers[layer].ffn_norm;
+    ct_t *t = NULL;
+    ts_status_t st;
+    TRY(ct_new(s, &t));
+    TRY(ts_ckks_ciphertext_copy(t, x));
+    TRY(rmsnorm(s, w, t, out));
+done:
+    ts_ckks_ciphertext_free(t);
+    return st;
+}
+
+/* ------------------------------------------------------------ attention */
+
+/* RoPE at pos: out = x.C + rot(x,1).S1 + rot(x,-1).S2 (one level). */
+static ts_status_t rope(ts_llm_enc_session_t *s, ct_t *x, int pos, ct_t *out)
+{
+    const ts_llm_enc_t *e = s->e;
+    const ts_llm_config_t *c = &e->m->cfg;
+    ct_t *r1 = NULL, *r2 = NULL, *acc = NULL;
+    ts_status_t st;
+    TRY(need(s, x, 1));
+    int lv = ts_ckks_ciphertext_level(x);
+    TRY(ct_new(s, &r1));
+    TRY(ct_new(s, &r2));
+    TRY(ct_new(s, &acc));
+    int64_t steps[2] = {1, -1};
+    ct_t *outs[2] = {r1, r2};
+    TRY(ts_ckks_rotate_hoisted(s->ev, x, steps, 2, outs));
+    for (int pass = 0; pass < 3; pass++) {
+        for (int j = 0; j < e->slots; j++) {
+            int i = j % e->pd;
+            double v = 0.0;
+            if (i < e->dim) {
+                int ie = i & ~1, hdim = ie % e->hd;
+                float cr = 1.0f, ci = 0.0f;
+                if (hdim < c->rope_dim) {
+                    float freq = 1.0f / powf(c->rope_theta, hdim / (float)c->rope_dim);
+                    float val = pos * freq;
+                    cr = cosf(val);
+                    ci = sinf(val);
+                }
+                bool odd = i & 1;
+                v = pass == 0 ? cr : pass == 1 ? (odd ? 0.0 : -ci) : (odd ? ci : 0.0);
+            }
+            s->buf[j] = v;
+        }
+        TRY(encode_buf(s, lv));
+        ct_t *src = pass == 0 ? x : pass == 1 ? r1 : r2;
+        if (pass == 0) {
+            TRY(ts_ckks_mul_plain(s->ev, src, s->pt, acc));
+        } else {
+            TRY(ts_ckks_mul_plain(s->ev, src, s->pt, src));
+            TRY(ts_ckks_add(s->ev, acc, src, acc));
+        }
+    }
+    TRY(ts_ckks_rescale(s->ev, acc, out));
+done:
+    ts_ckks_ciphertext_free(r1);
+    ts_ckks_ciphertext_free(r2);
+    ts_ckks_ciphertext_free(acc);
+    return st;
+}
+
+/* Put x's first block into block pos and add it to the cache. */
+static ts_status_t cache_put(ts_llm_enc_session_t *s, ct_t **cache, ct_t *x, int pos)
+{
+    const ts_llm_enc_t *e = s->e;
+    ct_t *b = NULL;
+    ts_status_t st;
+    TRY(ct_new(s, &b));
+    for (int j = 0; j < e->slots; j++)
+        s->buf[j] = j < e->pd ? 1.0 : 0.0;
+    TRY(mul_buf(s, x, b));
+    for (int bit = 0; (1 << bit) <= pos; bit++)
+        if (pos & (1 << bit))
+            TRY(ts_ckks_rotate(s->ev, b, -(int64_t)e->pd << bit, b));
+    if (!*cache) {
+        *cache = b;
+        b = NULL;
+    } else {
+        TRY(add_cc(s, *cache, b, *cache));
+    }
+done:
+    ts_ckks_ciphertext_free(b);
+    return st;
+}
+
+static ts_status_t attention(ts_llm_enc_session_t *s, int layer, ct_t *xb, int pos, ct_t *out)
+{
+    const ts_llm_enc_t *e = s->e;
+    int k = e->cfg.softmax_k;
+    ct_t *q = NULL, *kk = NULL, *v = NULL, *z = NULL, *y = NULL, *sq = NULL, *sum = NULL, *r = NULL,
+         *vc = NULL;
+    ts_status_t st;
+    TRY(ct_new(s, &q));
+    TRY(ct_new(s, &kk));
+    TRY(ct_new(s, &v));
+    TRY(ct_new(s, &z));
+    TRY(ct_new(s, &y));
+    TRY(ct_new(s, &sq));
+    TRY(ct_new(s, &sum));
+    TRY(ct_new(s, &r));
+    TRY(ct_new(s, &vc));
+    TRY(need(s, xb, 3));
+    TRY(matvec_which(s, layer, 0, xb, q));
+    TRY(matvec_which(s, layer, 1, xb, kk));
+    TRY(matvec_which(s, layer, 2, xb, v));
+    TRY(rope(s, q, pos, q));
+    TRY(rope(s, kk, pos, kk));
+    TRY(cache_put(s, &s->kc[layer], kk, pos));
+    TRY(cache_put(s, &s->vc[layer], v, pos));
+    /* scores: q (.) K, summed inside each head, masked and scaled, replicated */
+    TRY(ts_ckks_ciphertext_copy(z, s->kc[layer]));
+    TRY(mul_cc(s, z, q, z));
+    TRY(rot_sum(s, z, 1, e->hd));
+    double zs = 1.0 / sqrt((double)e->hd) / ldexp(1.0, k);
+    for (int j = 0; j < e->slots; j++) {
+        int t = j / e->pd, i = j % e->pd;
+        s->buf[j] = t <= pos && i % e->hd == 0 && i < e->dim ? zs : 0.0;
+    }
+    TRY(mul_buf(s, z, z));
+    TRY(rot_sum(s, z, -1, e->hd));
+    /* y = exp(z); blocks after pos hold exp(0) = 1: subtract it */
+    TRY(cheb(s, ts_nonlinear_approx_cheb(e->a_exp), z, y));
+    {
+        double c0 = ts_nonlinear_approx_eval(e->a_exp, 0.0);
+        int lv = ts_ckks_ciphertext_level(y);
+        for (int j = 0; j < e->slots; j++)
+            s->buf[j] = j / e->pd > pos ? c0 : 0.0;
+        TRY(ts_ckks_encode_real(s->ecd, s->buf, (size_t)e->slots, (size_t)e->slots, lv,
+                                ts_ckks_ciphertext_scale(y), s->pt));
+        TRY(ts_ckks_sub_plain(s->ev, y, s->pt, y));
+    }
+    for (int round = 0; round < (k > 0 ? k : 1); round++) {
+        if (k > 0) {
+            TRY(ts_ckks_ciphertext_copy(sq, y));
+            TRY(mul_cc(s, sq, y, sq));
+        } else {
+            TRY(ts_ckks_ciphertext_copy(sq, y));
+        }
+        TRY(ts_ckks_ciphertext_copy(sum, sq));
+        TRY(rot_sum(s, sum, e->pd, e->slots));
+        TRY(recip(s, sum, r));
+        TRY(mul_cc(s, sq, r, y));
+    }
+    TRY(ts_ckks_ciphertext_copy(vc, s->vc[layer]));
+    TRY(mul_cc(s, y, vc, out));
+    TRY(rot_sum(s, out, e->pd, e->slots));
+done:
+    ts_ckks_ciphertext_free(q);
+    ts_ckks_ciphertext_free(kk);
+    ts_ckks_ciphertext_free(v);
+    ts_ckks_ciphertext_free(z);
+    ts_ckks_ciphertext_free(y);
+    ts_ckks_ciphertext_free(sq);
+    ts_ckks_ciphertext_free(sum);
+    ts_ckks_ciphertext_free(r);
+    ts_ckks_ciphertext_free(vc);
+    return st;
+}
+
+ts_status_t ts_llm_enc_attention(ts_llm_enc_session_t *s, int layer, const ts_ckks_ciphertext_t *xb,
+                                 int pos, ts_ckks_ciphertext_t *out)
+{
+    if (!s || !xb || !out || layer < 0 || layer >= s->e->nl)
+        return TS_EINVAL;
+    if (pos < 0 || pos >= s->e->max_pos)
+        return TS_ERANGE;
+    ct_t *t = NULL;
+    ts_status_t st;
+    TRY(ct_new(s, &t));
+    TRY(ts_ckks_ciphertext_copy(t, xb));
+    TRY(attention(s, layer, t, pos, out));
+done:
+    ts_ckks_ciphertext_free(t);
+    return st;
+}
+
+/* ------------------------------------------------------------ FFN */
+
+static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, ct_t *xb, ct_t *out)
+{
+    const ts_llm_enc_t *e = s->e;
+    ct_t *h1 = NULL, *h3 = NULL, *g = NULL;
+    ts_status_t st;
+    TRY(ct_new(s, &h1));
+    TRY(ct_new(s, &h3));
+    TRY(ct_new(s, &g));
+    TRY(need(s, xb, 2));
+    TRY(matvec_which(s, layer, 4, xb, h1));
+    TRY(matvec_which(s, layer, 5, xb, h3));
+    TRY(cheb(s, ts_nonlinear_approx_cheb(e->a_silu), h1, g));
+    TRY(mul_cc(s, g, h3, g));
+    TRY(matvec_which(s, layer, 6, g, out));
+done:
+    ts_ckks_ciphertext_free(h1);
+    ts_ckks_ciphertext_free(h3);
+    ts_ckks_ciphertext_free(g);
+    return st;
+}
+
+ts_status_t ts_llm_enc_ffn(ts_llm_enc_session_t *s, int layer, const ts_ckks_ciphertext_t *xb,
+                           ts_ckks_ciphertext_t *out)
+{
+    if (!s || !xb || !out || layer < 0 || layer >= s->e->nl)
+        return TS_EINVAL;
+    ct_t *t = NULL;
+    ts_status_t st;
+    TRY(ct_new(s, &t));
+    TRY(ts_ckks_ciphertext_copy(t, xb));
+    TRY(ffn(s, layer, t, out));
+done:
+    ts_ckks_ciphertext_free(t);
+    return st;
+}
+
+/* ------------------------------------------------------------ step */
+
+ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos,
+                            ts_ckks_ciphertext_t *logits)
+{
+    if (!s || !x || !logits)
+        return TS_EINVAL;
+    const ts_llm_enc_t *e = s->e;
+    if (pos < 0 || pos >= e->max_pos || pos != s->next_pos)
+        return TS_ERANGE;
+    ct_t *xx = NULL, *xb = NULL, *o = NULL;
+    ts_status_t st;
+    TRY(ct_new(s, &xx));
+    TRY(ct_new(s, &xb));
+    TRY(ct_new(s, &o));
+    TRY(ts_ckks_ciphertext_copy(xx, x));
+    for (int l = 0; l < e->nl; l++) {
+        const ts__llm_layer_t *ly = &e->m->layers[l];
+        TRY(rmsnorm(s, ly->attn_norm, xx, xb));
+        TRY(attention(s, l, xb, pos, o));
+        TRY(matvec_which(s, l, 3, o, o));
+        TRY(add_cc(s, xx, o, xx));
+        TRY(rmsnorm(s, ly->ffn_norm, xx, xb));
+        TRY(ffn(s, l, xb, o));
+        TRY(add_cc(s, xx, o, xx));
+    }
+    TRY(rmsnorm(s, e->m->final_norm, xx, xb));
+    TRY(matvec_which(s, 0, 7, xb, logits));
+    s->next_pos = pos + 1;
+done:
+    ts_ckks_ciphertext_free(xx);
+    ts_ckks_ciphertext_free(xb);
+    ts_ckks_ciphertext_free(o);
+    return st;
+}

@@ -1,0 +1,417 @@
+/*
+ * Encrypted decode blocks (core/llm/enc.c) against the float reference, at
+ * the insecure preset test-llm-n10 (no bootstrapping). Oracles: matrix-vector
+ * products, RMSNorm, the SwiGLU FFN and layer-0 attention over positions
+ * 0..2 (encrypted KV cache) recomputed in double from the model's weights.
+ * Tolerances (absolute, on outputs of magnitude ~1): 1e-4 for exact blocks,
+ * and for blocks with approximations the approximation's own error plus 1e-3.
+ * TS_SLOW_TESTS=1 adds a full encrypted decode at test-boot-n12 with
+ * bootstrapping, compared with the plaintext greedy ids of models/README.md.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/llm/llm.h"
+#include "core/llm/llm_int.h"
+#include "tests/unit/ts_test.h"
+
+#define printf(...) (printf(__VA_ARGS__), fflush(stdout))
+
+typedef struct {
+    ts_llm_model_t *m;
+    ts_ckks_params_t *p;
+    ts_ckks_secret_key_t *sk;
+    ts_ckks_evalkeys_t *ek;
+    ts_ckks_evaluator_t *ev;
+    ts_ckks_encoder_t *ecd;
+    ts_prng_t *prng;
+    ts_llm_enc_t *enc;
+    ts_llm_enc_session_t *s;
+    ts_boot_t *boot;
+} fx_t;
+
+static void fx_open(fx_t *f, const char *preset, const ts_llm_enc_config_t *cfg, bool boot)
+{
+    char path[512];
+    memset(f, 0, sizeof(*f));
+    snprintf(path, sizeof(path), "%s/aidreams260K.bin", ts_test_model_dir());
+    ck_assert_ts_ok(ts_llm_model_load(path, &f->m, NULL, 0));
+    snprintf(path, sizeof(path), "configs/params/%s.yaml", preset);
+    ck_assert_ts_ok(ts_ckks_params_load_file(path, true, &f->p, NULL));
+    uint8_t seed[TS_SEED_BYTES] = {7};
+    ck_assert_ts_ok(ts_prng_new_seeded(seed, 1, &f->prng));
+    ck_assert_ts_ok(ts_ckks_keygen_secret(f->p, f->prng, &f->sk));
+    ck_assert_ts_ok(ts_ckks_evalkeys_new(f->p, &f->ek));
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(f->ek, f->sk, f->prng));
+    if (boot) {
+        ts_boot_config_t bc;
+        ck_assert_ts_ok(ts_boot_config_default(f->p, &bc));
+        ck_assert_ts_ok(ts_boot_keygen(f->p, &bc, f->ek, f->sk, f->prng));
+        ck_assert_ts_ok(ts_boot_new(f->p, &bc, &f->boot));
+    }
+    ck_assert_ts_ok(ts_llm_enc_new(f->m, f->p, cfg, f->boot, &f->enc));
+    size_t n = 0;
+    ck_assert_ts_ok(ts_llm_enc_rotation_steps(f->enc, NULL, &n));
+    int64_t *steps = malloc(n * sizeof(int64_t));
+    ck_assert_ptr_nonnull(steps);
+    ck_assert_ts_ok(ts_llm_enc_rotation_steps(f->enc, steps, &n));
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations(f->ek, f->sk, steps, n, f->prng));
+    free(steps);
+    ck_assert_ts_ok(ts_ckks_evaluator_new(f->p, f->ek, &f->ev));
+    ck_assert_ts_ok(ts_ckks_encoder_new(f->p, &f->ecd));
+    ck_assert_ts_ok(ts_llm_enc_session_new(f->enc, f->ev, &f->s));
+}
+
+static void fx_close(fx_t *f)
+{
+    ts_llm_enc_session_free(f->s);
+    ts_llm_enc_free(f->enc);
+    ts_boot_free(f->boot);
+    ts_ckks_encoder_free(f->ecd);
+    ts_ckks_evaluator_free(f->ev);
+    ts_ckks_evalkeys_free(f->ek);
+    ts_ckks_secret_key_free(f->sk);
+    ts_prng_free(f->prng);
+    ts_ckks_params_free(f->p);
+    ts_llm_model_free(f->m);
+}
+
+static ts_ckks_ciphertext_t *fx_enc(fx_t *f, const float *v, int w)
+{
+    ts_ckks_ciphertext_t *ct = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, 0, &ct));
+    ck_assert_ts_ok(
+        ts_llm_enc_encrypt_vec(f->ecd, f->sk, f->prng, v, w, ts_ckks_params_max_level(f->p), ct));
+    return ct;
+}
+
+static double fx_err(fx_t *f, const ts_ckks_ciphertext_t *ct, const double *want, int w)
+{
+    float *got = malloc((size_t)w * sizeof(float));
+    ck_assert_ptr_nonnull(got);
+    ck_assert_ts_ok(ts_llm_enc_decrypt_vec(f->ecd, f->sk, ct, got, w));
+    double mx = 0;
+    for (int i = 0; i < w; i++) {
+        double d = fabs(got[i] - want[i]);
+        if (!(d <= mx))
+            mx = d;
+    }
+    free(got);
+    return mx;
+}
+
+static void ref_matvec(const float *w, const double *x, int rows, int cols, double *y)
+{
+    for (int i = 0; i < rows; i++) {
+        double a = 0;
+        for (int j = 0; j < cols; j++)
+            a += (double)w[(size_t)i * cols + j] * x[j];
+        y[i] = a;
+    }
+}
+
+static void ref_rmsnorm(const float *w, const double *x, int n, double eps, double *y)
+{
+    double ss = 0;
+    for (int i = 0; i < n; i++)
+        ss += x[i] * x[i];
+    double r = 1.0 / sqrt(ss / n + eps);
+    for (int i = 0; i < n; i++)
+        y[i] = w[i] * x[i] * r;
+}
+
+/* The layer-0 attention input at position t: RMSNorm of the token's embedding. */
+static void emb(const ts_llm_model_t *m, int tok, double *x)
+{
+    int d = m->cfg.dim;
+    for (int i = 0; i < d; i++)
+        x[i] = m->tok_emb[(size_t)tok * d + i];
+}
+
+static void to_float(const double *x, float *y, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = (float)x[i];
+}
+
+START_TEST(test_enc_matvec)
+{
+    fx_t f;
+    fx_open(&f, "test-llm-n10", NULL, false);
+    const ts_llm_model_t *m = f.m;
+    int d = m->cfg.dim, h = m->cfg.hidden_dim, V = m->cfg.vocab_size;
+    double x[64] = {0}, xh[256] = {0}, y[512] = {0};
+    float xf[256] = {0};
+    emb(m, 303, x);
+    to_float(x, xf, d);
+    ts_ckks_ciphertext_t *ct = fx_enc(&f, xf, d), *out = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &out));
+    /* wq: 64 -> 64 */
+    ck_assert_ts_ok(ts_llm_enc_matvec(f.s, 1, 0, ct, out));
+    ref_matvec(m->layers[1].wq, x, d, d, y);
+    double e1 = fx_err(&f, out, y, d);
+    /* w1: 64 -> 172 (period 256) */
+    ck_assert_ts_ok(ts_llm_enc_matvec(f.s, 0, 4, ct, out));
+    ref_matvec(m->layers[0].w1, x, h, d, y);
+    double e2 = fx_err(&f, out, y, h);
+    /* wcls: 64 -> 512 */
+    ck_assert_ts_ok(ts_llm_enc_matvec(f.s, 0, 7, ct, out));
+    ref_matvec(m->wcls, x, V, d, y);
+    double e3 = fx_err(&f, out, y, V);
+    /* w2: 172 -> 64 on a hidden-sized input */
+    for (int i = 0; i < h; i++)
+        xh[i] = sin(0.37 * i);
+    to_float(xh, xf, h);
+    for (int i = 0; i < h; i++)
+        xh[i] = xf[i];
+    ts_ckks_ciphertext_t *cth = fx_enc(&f, xf, h);
+    ck_assert_ts_ok(ts_llm_enc_matvec(f.s, 2, 6, cth, out));
+    ref_matvec(m->layers[2].w2, xh, d, h, y);
+    double e4 = fx_err(&f, out, y, d);
+    printf("enc matvec max abs err: wq %.2e w1 %.2e wcls %.2e w2 %.2e\n", e1, e2, e3, e4);
+    ck_assert(e1 < 1e-4 && e2 < 1e-4 && e3 < 1e-4 && e4 < 1e-4);
+    ts_ckks_ciphertext_free(ct);
+    ts_ckks_ciphertext_free(cth);
+    ts_ckks_ciphertext_free(out);
+    fx_close(&f);
+}
+END_TEST
+
+START_TEST(test_enc_rmsnorm)
+{
+    fx_t f;
+    fx_open(&f, "test-llm-n10", NULL, false);
+    const ts_llm_model_t *m = f.m;
+    int d = m->cfg.dim;
+    double x[64] = {0}, y[64] = {0}, ya[64] = {0};
+    float xf[64] = {0};
+    emb(m, 281, x);
+    to_float(x, xf, d);
+    ts_ckks_ciphertext_t *ct = fx_enc(&f, xf, d), *out = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &out));
+    ck_assert_ts_ok(ts_llm_enc_rmsnorm(f.s, 0, 0, ct, out));
+    ref_rmsnorm(m->layers[0].attn_norm, x, d, m->cfg.norm_eps, y);
+    /* the ciphertext-aligned oracle: 1/sqrt by the same Newton iteration */
+    ts_llm_enc_config_t cfg;
+    ts_llm_enc_config_default(&cfg);
+    ts_nonlinear_approx_t *a = NULL;
+    ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &cfg.rsqrt, &a));
+    double ss = 0;
+    for (int i = 0; i < d; i++)
+        ss += x[i] * x[i];
+    double r = ts_nonlinear_approx_eval(a, ss / d + m->cfg.norm_eps);
+    for (int i = 0; i < d; i++)
+        ya[i] = m->layers[0].attn_norm[i] * x[i] * r;
+    double ea = fx_err(&f, out, ya, d), ee = fx_err(&f, out, y, d);
+    printf("enc rmsnorm (level %d left): vs aligned %.2e, vs exact %.2e\n",
+           ts_ckks_ciphertext_level(out), ea, ee);
+    ck_assert(ea < 1e-3);
+    ck_assert(ee < 2e-2);
+    ts_nonlinear_approx_free(a);
+    ts_ckks_ciphertext_free(ct);
+    ts_ckks_ciphertext_free(out);
+    fx_close(&f);
+}
+END_TEST
+
+START_TEST(test_enc_ffn)
+{
+    fx_t f;
+    fx_open(&f, "test-llm-n10", NULL, false);
+    const ts_llm_model_t *m = f.m;
+    int d = m->cfg.dim, h = m->cfg.hidden_dim;
+    double x[64] = {0}, xb[64] = {0}, h1[256] = {0}, h2[256] = {0}, h3[256] = {0}, y[64] = {0},
+           ya[64] = {0};
+    float xf[64] = {0};
+    emb(m, 269, x);
+    ref_rmsnorm(m->layers[1].ffn_norm, x, d, m->cfg.norm_eps, xb);
+    to_float(xb, xf, d);
+    for (int i = 0; i < d; i++)
+        xb[i] = xf[i];
+    ts_ckks_ciphertext_t *ct = fx_enc(&f, xf, d), *out = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &out));
+    ck_assert_ts_ok(ts_llm_enc_ffn(f.s, 1, ct, out));
+    ref_matvec(m->layers[1].w1, xb, h, d, h1);
+    ref_matvec(m->layers[1].w3, xb, h, d, h3);
+    /* exact SiLU, and the ciphertext-aligned oracle with the same Chebyshev SiLU */
+    ts_llm_enc_config_t cfg;
+    ts_llm_enc_config_default(&cfg);
+    ts_nonlinear_approx_t *a = NULL;
+    ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_SILU, &cfg.silu, &a));
+    for (int i = 0; i < h; i++) {
+        h2[i] = ts_nonlinear_approx_eval(a, h1[i]) * h3[i];
+        h1[i] = h1[i] / (1.0 + exp(-h1[i])) * h3[i];
+    }
+    ts_nonlinear_approx_free(a);
+    ref_matvec(m->layers[1].w2, h1, d, h, y);
+    ref_matvec(m->layers[1].w2, h2, d, h, ya);
+    double e = fx_err(&f, out, y, d), ea = fx_err(&f, out, ya, d), mx = 0;
+    for (int i = 0; i < d; i++)
+        mx = fmax(mx, fabs(y[i]));
+    printf("enc ffn (level %d left): max abs err vs aligned %.2e, vs exact %.2e (outputs up to "
+           "%.2f)\n",
+           ts_ckks_ciphertext_level(out), ea, e, mx);
+    ck_assert(ea < 1e-4);
+    ck_assert(e < 2e-2);
+    ts_ckks_ciphertext_free(ct);
+    ts_ckks_ciphertext_free(out);
+    fx_close(&f);
+}
+END_TEST
+
+/* Layer-0 attention over tokens BOS, " I", " d" at positions 0..2. */
+START_TEST(test_enc_attention)
+{
+    static const int toks[3] = {1, 303, 281};
+    /* A shallow config for a chain without bootstrapping: softmax_k = 0
+     * (exp(z) * recip(sum exp(z))), exp on the scores' range and 1/x by
+     * Goldschmidt on the sums' range [1.2, 63] (both printed below). */
+    ts_llm_enc_config_t cfg;
+    ts_llm_enc_config_default(&cfg);
+    cfg.softmax_k = 0;
+    cfg.exp.lo = -3;
+    cfg.exp.hi = 5;
+    cfg.exp.degree = 12;
+    cfg.recip.lo = 1;
+    cfg.recip.hi = 64;
+    cfg.recip.steps = 8;
+    fx_t f;
+    fx_open(&f, "test-llm-n10", &cfg, false);
+    const ts_llm_model_t *m = f.m;
+    const ts_llm_config_t *c = &m->cfg;
+    int d = c->dim, hd = c->head_dim;
+    double kc[3][64] = {0}, vc[3][64] = {0};
+    ts_ckks_ciphertext_t *out = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &out));
+    double worst = 0;
+    for (int pos = 0; pos < 3; pos++) {
+        double x[64] = {0}, xb[64] = {0}, q[64] = {0}, o[64] = {0};
+        float xf[64] = {0};
+        emb(m, toks[pos], x);
+        ref_rmsnorm(m->layers[0].attn_norm, x, d, c->norm_eps, xb);
+        to_float(xb, xf, d);
+        for (int i = 0; i < d; i++)
+            xb[i] = xf[i];
+        ts_ckks_ciphertext_t *ct = fx_enc(&f, xf, d);
+        ck_assert_ts_ok(ts_llm_enc_attention(f.s, 0, ct, pos, out));
+        ts_ckks_ciphertext_free(ct);
+        ref_matvec(m->layers[0].wq, xb, d, d, q);
+        ref_matvec(m->layers[0].wk, xb, d, d, kc[pos]);
+        ref_matvec(m->layers[0].wv, xb, d, d, vc[pos]);
+        for (int i = 0; i < d; i += 2) {
+            int hdim = i % hd;
+            double fr = 1.0 / pow(c->rope_theta, hdim / (double)c->rope_dim), a = pos * fr;
+            double cr = cos(a), ci = sin(a);
+            double q0 = q[i], q1 = q[i + 1], k0 = kc[pos][i], k1 = kc[pos][i + 1];
+            q[i] = q0 * cr - q1 * ci;
+            q[i + 1] = q0 * ci + q1 * cr;
+            kc[pos][i] = k0 * cr - k1 * ci;
+            kc[pos][i + 1] = k0 * ci + k1 * cr;
+        }
+        for (int h = 0; h < c->n_heads; h++) {
+            double z[3] = {0}, sm[3] = {0};
+            for (int t = 0; t <= pos; t++) {
+                double sc = 0;
+                for (int i = 0; i < hd; i++)
+                    sc += q[h * hd + i] * kc[t][h * hd + i];
+                z[t] = sc / sqrt((double)hd);
+            }
+            ts_nonlinear_softmax_ref(z, (size_t)pos + 1, sm);
+            double sum = 0, zmin = 1e9, zmax = -1e9;
+            for (int t = 0; t <= pos; t++) {
+                sum += exp(z[t]);
+                zmin = fmin(zmin, z[t]);
+                zmax = fmax(zmax, z[t]);
+            }
+            printf("  head %d: scores in [%.3f, %.3f], sum of exp %.3f\n", h, zmin, zmax, sum);
+            for (int i = 0; i < hd; i++) {
+                double a = 0;
+                for (int t = 0; t <= pos; t++)
+                    a += sm[t] * vc[t][h * hd + i];
+                o[h * hd + i] = a;
+            }
+        }
+        double e = fx_err(&f, out, o, d);
+        printf("enc attention pos %d (level %d left): max abs err %.2e\n", pos,
+               ts_ckks_ciphertext_level(out), e);
+        worst = fmax(worst, e);
+    }
+    ck_assert(worst < 1e-3);
+    ts_ckks_ciphertext_free(out);
+    fx_close(&f);
+}
+END_TEST
+
+/* TS_SLOW_TESTS=1: full encrypted greedy decode with bootstrapping. */
+START_TEST(test_enc_decode_slow)
+{
+    if (!getenv("TS_SLOW_TESTS"))
+        return;
+    static const int prompt[7] = {1, 303, 281, 269, 435, 447, 275};
+    static const int want_next[3] = {429, 464, 448};
+    int n_gen = getenv("TS_ENC_TOKENS") ? atoi(getenv("TS_ENC_TOKENS")) : 1;
+    if (n_gen < 1 || n_gen > 3)
+        n_gen = 1;
+    fx_t f;
+    fx_open(&f, "test-boot-n12", NULL, true);
+    ts_llm_state_t *st = NULL;
+    ck_assert_ts_ok(ts_llm_state_new(f.m, &st));
+    int V = f.m->cfg.vocab_size, tok = prompt[0], agree = 0;
+    float *lg = malloc((size_t)V * sizeof(float));
+    ck_assert_ptr_nonnull(lg);
+    ts_ckks_ciphertext_t *x = NULL, *out = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &x));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &out));
+    for (int pos = 0; pos < 7 + n_gen - 1; pos++) {
+        tok = pos < 7 ? prompt[pos] : tok;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        ck_assert_ts_ok(ts_llm_enc_encrypt_token(f.enc, f.ecd, f.sk, f.prng, tok, x));
+        ck_assert_ts_ok(ts_llm_enc_step(f.s, x, pos, out));
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        ck_assert_ts_ok(ts_llm_enc_decrypt_vec(f.ecd, f.sk, out, lg, V));
+        const float *ref = NULL;
+        ck_assert_ts_ok(ts_llm_forward(f.m, st, tok, pos, &ref));
+        double mx = 0, ra = 0;
+        for (int i = 0; i < V; i++) {
+            mx = fmax(mx, fabs((double)lg[i] - ref[i]));
+            ra = fmax(ra, fabs(ref[i]));
+        }
+        int a = ts_llm_argmax(lg, V), b = ts_llm_argmax(ref, V);
+        agree += a == b;
+        printf("enc decode pos %d token %d: %.1f s, %llu bootstraps so far, logits max err %.3e "
+               "(%.1f bits below max |logit| %.2f), argmax enc %d plain %d\n",
+               pos, tok, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+               (unsigned long long)ts_llm_enc_session_bootstraps(f.s), mx, log2(ra / mx), ra, a, b);
+        fflush(stdout);
+        if (pos >= 6) {
+            ck_assert_int_eq(b, want_next[pos - 6]);
+            tok = a;
+        }
+    }
+    printf("enc decode: argmax agreement %d / %d\n", agree, 7 + n_gen - 1);
+    free(lg);
+    ts_llm_state_free(st);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(out);
+    fx_close(&f);
+}
+END_TEST
+
+TS_TEST_SUITE(llm_enc)
+{
+    Suite *s = suite_create("llm_enc");
+    TCase *tc = ts_tcase("blocks", 0);
+    tcase_add_test(tc, test_enc_matvec);
+    tcase_add_test(tc, test_enc_rmsnorm);
+    tcase_add_test(tc, test_enc_ffn);
+    tcase_add_test(tc, test_enc_attention);
+    suite_add_tcase(s, tc);
+    TCase *slow = ts_tcase("decode_slow", 36000);
+    tcase_add_test(slow, test_enc_decode_slow);
+    suite_add_tcase(s, slow);
+    return s;
+}
