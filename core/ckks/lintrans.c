@@ -229,9 +229,15 @@ ts_status_t ts_ckks_lintrans_apply(ts_ckks_evaluator_t *ev, const ts_ckks_lintra
                 st = ts_ckks_mul_plain(ev, rot[bi], dg->pt, acc);
                 have_acc = true;
             } else {
-                st = ts_ckks_mul_plain(ev, rot[bi], dg->pt, t);
-                if (st == TS_OK)
-                    st = ts_ckks_add(ev, acc, t, acc);
+                /* acc += rot_b(x) . d': one fused pass per polynomial (same
+                 * level, slots and scale as the first product, by construction) */
+                uint32_t nq = acc->c[0]->nq;
+                ts_bk_batch_t y = ts__ckks_view(ev, dg->pt->poly, 0, nq);
+                for (int c = 0; c < 2 && st == TS_OK; c++) {
+                    ts_bk_batch_t o = ts__ckks_view(ev, acc->c[c], 0, nq);
+                    ts_bk_batch_t x = ts__ckks_view(ev, rot[bi]->c[c], 0, nq);
+                    st = ts_backend_mul_add(ev->be, ev->bk, &o, &x, &y);
+                }
             }
         }
         if (st == TS_OK && giant[gi] != 0)
