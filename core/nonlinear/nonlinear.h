@@ -317,6 +317,45 @@ ts_status_t ts_nonlinear_lut_he_eval(ts_nonlinear_lut_he_t *he, const ts_tfhe_rl
 /* Decode a constant coefficient phase (centered) at the output scale. */
 double ts_nonlinear_lut_he_decode(const ts_nonlinear_lut_he_t *he, uint64_t phase);
 
+/* ------------------------------------------ the CKKS and all-TFHE baselines */
+
+/*
+ * Evaluate the approximation `a` on a CKKS ciphertext, slot-wise, exactly as
+ * ts_nonlinear_approx_eval defines it: POLY by ts_ckks_eval_chebyshev on the
+ * same coefficients (exp: then `steps` squarings); ITER recip by Goldschmidt
+ * (x' = 2x/(lo+hi), f = 2 - a, a *= f, b *= f; result b * 2/(lo+hi)); ITER
+ * rsqrt by Newton y <- y (1.5 - (x/2) y^2) from the approximation's
+ * Chebyshev guess (or 1/sqrt(hi)); ITER exp by (1 + x/2^steps)^(2^steps).
+ * LUT and EXACT are refused (TS_EINVAL). When a step finds fewer than 3
+ * levels left and bt != NULL, the running ciphertexts are bootstrapped
+ * (ts_boot_bootstrap); without bt that is TS_ELEVEL. The evaluator needs
+ * the relinearization key (and the bootstrapping keys when bt is given).
+ * out may alias in.
+ */
+ts_status_t ts_nonlinear_ckks_eval(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
+                                   const ts_nonlinear_approx_t *a, const ts_ckks_ciphertext_t *in,
+                                   ts_ckks_ciphertext_t *out);
+
+/*
+ * The all-TFHE baseline (one plain PBS per element, PEGASUS-style single
+ * LUT): the input is a big LWE encoding u = floor((x - lo) / (hi - lo) p) in
+ * [0, p) as ts_tfhe_encode(Q, u, p); the output encodes f at the midpoint of
+ * interval u, at scale Q / (4 out_max) (decode with ts_nonlinear_pbs_decode).
+ */
+typedef struct ts_nonlinear_pbs ts_nonlinear_pbs_t;
+
+ts_status_t ts_nonlinear_pbs_new(const ts_tfhe_params_t *tp, ts_nonlinear_fn_t fn, double lo,
+                                 double hi, uint64_t p, double out_max, ts_nonlinear_pbs_t **out);
+void ts_nonlinear_pbs_free(ts_nonlinear_pbs_t *pb);
+/* Client helper: the input LWE for x under the extracted key (big LWE). */
+ts_status_t ts_nonlinear_pbs_encrypt(const ts_nonlinear_pbs_t *pb, const ts_tfhe_lwe_key_t *key,
+                                     double x, double sigma, ts_prng_t *prng, ts_tfhe_lwe_t *out);
+ts_status_t ts_nonlinear_pbs_eval(ts_nonlinear_pbs_t *pb, ts_tfhe_evaluator_t *ev,
+                                  const ts_tfhe_lwe_t *in, ts_tfhe_lwe_t *out);
+double ts_nonlinear_pbs_decode(const ts_nonlinear_pbs_t *pb, uint64_t phase);
+/* The cleartext value of the baseline at x (for error statistics). */
+double ts_nonlinear_pbs_ref(const ts_nonlinear_pbs_t *pb, double x);
+
 #ifdef __cplusplus
 }
 #endif

@@ -203,12 +203,136 @@ START_TEST(test_nonlinear_he_silu)
 }
 END_TEST
 
+/* The pure-CKKS path: slot values equal ts_nonlinear_approx_eval within the CKKS noise. */
+static void ckks_case(ts_ckks_params_t *p, ts_ckks_secret_key_t *sk, ts_ckks_encoder_t *enc,
+                      ts_ckks_evaluator_t *ev, ts_prng_t *prng, ts_nonlinear_fn_t fn,
+                      const ts_nonlinear_spec_t *spec, double tol)
+{
+    ts_nonlinear_approx_t *a;
+    ck_assert_ts_ok(ts_nonlinear_approx_new(fn, spec, &a));
+    size_t n = ts_ckks_params_slots(p);
+    double *x = malloc(n * sizeof(double)), *y = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++)
+        x[i] = spec->lo + (spec->hi - spec->lo) * (double)i / (double)(n - 1);
+    ts_ckks_ciphertext_t *ct;
+    int L = ts_ckks_params_max_level(p);
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(p, L, &ct));
+    ck_assert_ts_ok(
+        ts_ckks_encrypt_sk_real(enc, sk, x, n, n, L, ts_ckks_params_scale(p), prng, NULL, ct));
+    ck_assert_ts_ok(ts_nonlinear_ckks_eval(ev, NULL, a, ct, ct));
+    ts_ckks_plaintext_t *pt;
+    ck_assert_ts_ok(ts_ckks_plaintext_new(p, L, &pt));
+    ck_assert_ts_ok(ts_ckks_decrypt(sk, ct, pt));
+    ck_assert_ts_ok(ts_ckks_decode_real(enc, pt, y, n));
+    double mx = 0, mref = 0;
+    for (size_t i = 0; i < n; i++) {
+        mx = fmax(mx, fabs(y[i] - ts_nonlinear_approx_eval(a, x[i])));
+        mref = fmax(mref, fabs(y[i] - ts_nonlinear_exact(fn, x[i])));
+    }
+    fprintf(stderr,
+            "nonlinear_ckks %s %s [%g, %g]: level left %d, max |enc - plaintext approx| %.3g, "
+            "max |enc - exact| %.3g\n",
+            ts_nonlinear_fn_name(fn), ts_nonlinear_method_name(spec->method), spec->lo, spec->hi,
+            ts_ckks_ciphertext_level(ct), mx, mref);
+    ck_assert_msg(mx < tol, "%s: CKKS %.3g from the plaintext approximation (tol %.3g)",
+                  ts_nonlinear_fn_name(fn), mx, tol);
+    ts_ckks_plaintext_free(pt);
+    ts_ckks_ciphertext_free(ct);
+    free(x);
+    free(y);
+    ts_nonlinear_approx_free(a);
+}
+
+START_TEST(test_nonlinear_he_ckks)
+{
+    ts_ckks_params_literal_t lit;
+    ts_ckks_params_literal_init(&lit);
+    snprintf(lit.name, sizeof(lit.name), "test-nl-n10");
+    lit.log_n = 10;
+    lit.logq[0] = 55;
+    for (int i = 1; i <= 14; i++)
+        lit.logq[i] = 40;
+    lit.logq_count = 15;
+    lit.logp[0] = lit.logp[1] = 56;
+    lit.logp_count = 2;
+    lit.scale_log2 = 40;
+    lit.insecure = true;
+    ts_ckks_params_t *p;
+    ck_assert_ts_ok(ts_ckks_params_new(&lit, true, &p));
+    uint8_t seed[TS_SEED_BYTES] = {5, 5, 5};
+    ts_prng_t *prng;
+    ck_assert_ts_ok(ts_prng_new_seeded(seed, 3, &prng));
+    ts_ckks_secret_key_t *sk;
+    ck_assert_ts_ok(ts_ckks_keygen_secret(p, prng, &sk));
+    ts_ckks_evalkeys_t *ek;
+    ck_assert_ts_ok(ts_ckks_evalkeys_new(p, &ek));
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(ek, sk, prng));
+    ts_ckks_evaluator_t *ev;
+    ck_assert_ts_ok(ts_ckks_evaluator_new(p, ek, &ev));
+    ts_ckks_encoder_t *enc;
+    ck_assert_ts_ok(ts_ckks_encoder_new(p, &enc));
+
+    ts_nonlinear_spec_t sp = {.method = TS_NL_ITER, .lo = 0.5, .hi = 4.0, .steps = 6};
+    ckks_case(p, sk, enc, ev, prng, TS_NL_FN_RECIP, &sp, 1e-5);
+    sp =
+        (ts_nonlinear_spec_t){.method = TS_NL_ITER, .lo = 1.0, .hi = 16.0, .degree = 4, .steps = 3};
+    ckks_case(p, sk, enc, ev, prng, TS_NL_FN_RSQRT, &sp, 1e-5);
+    sp = (ts_nonlinear_spec_t){.method = TS_NL_POLY, .lo = -8.0, .hi = 8.0, .degree = 31};
+    ckks_case(p, sk, enc, ev, prng, TS_NL_FN_SILU, &sp, 1e-4);
+    sp = (ts_nonlinear_spec_t){.method = TS_NL_POLY, .lo = -4.0, .hi = 0.0, .degree = 15};
+    ckks_case(p, sk, enc, ev, prng, TS_NL_FN_EXP, &sp, 1e-5);
+
+    ts_ckks_encoder_free(enc);
+    ts_ckks_evaluator_free(ev);
+    ts_ckks_evalkeys_free(ek);
+    ts_ckks_secret_key_free(sk);
+    ts_prng_free(prng);
+    ts_ckks_params_free(p);
+}
+END_TEST
+
+/* The all-TFHE baseline: one PBS returns the cleartext midpoint value. */
+START_TEST(test_nonlinear_he_pbs)
+{
+    hfx_t f;
+    hfx_init(&f);
+    const ts_tfhe_params_t *tp = ts_convert_tfhe_params(f.cv);
+    ts_nonlinear_pbs_t *pb;
+    const double lo = 0.1, hi = 2.0, out_max = 10.0;
+    ck_assert_ts_ok(ts_nonlinear_pbs_new(tp, TS_NL_FN_RECIP, lo, hi, 32, out_max, &pb));
+    ts_tfhe_lwe_t *in, *out;
+    ck_assert_ts_ok(ts_tfhe_lwe_new(f.nbr, f.q, &in));
+    ck_assert_ts_ok(ts_tfhe_lwe_new(f.nbr, f.q, &out));
+    double mx = 0;
+    const int pts = ts_test_quick() ? 8 : 24;
+    for (int i = 0; i < pts; i++) {
+        double x = lo + (hi - lo) * (i + 0.3) / pts;
+        ck_assert_ts_ok(ts_nonlinear_pbs_encrypt(pb, ts_convert_lwe_key(f.cv), x, 3.2, f.prng, in));
+        ck_assert_ts_ok(ts_nonlinear_pbs_eval(pb, ts_convert_tfhe_evaluator(f.cv), in, out));
+        uint64_t ph;
+        ck_assert_ts_ok(ts_tfhe_lwe_phase(ts_convert_lwe_key(f.cv), out, &ph));
+        double y = ts_nonlinear_pbs_decode(pb, ph);
+        mx = fmax(mx, fabs(y - ts_nonlinear_pbs_ref(pb, x)));
+        if (getenv("TS_DEBUG_PBS"))
+            fprintf(stderr, "x %g y %g ref %g\n", x, y, ts_nonlinear_pbs_ref(pb, x));
+    }
+    fprintf(stderr, "nonlinear_pbs recip single LUT p=32: max |enc - cleartext| %.3g\n", mx);
+    ck_assert_double_lt(mx, out_max * ldexp(1.0, -12));
+    ts_tfhe_lwe_free(in);
+    ts_tfhe_lwe_free(out);
+    ts_nonlinear_pbs_free(pb);
+    hfx_clear(&f);
+}
+END_TEST
+
 TS_TEST_SUITE(nonlinear_he)
 {
     Suite *s = suite_create("nonlinear_he");
     TCase *tc = ts_tcase("lookup", 0);
     tcase_add_test(tc, test_nonlinear_he_recip);
     tcase_add_test(tc, test_nonlinear_he_silu);
+    tcase_add_test(tc, test_nonlinear_he_ckks);
+    tcase_add_test(tc, test_nonlinear_he_pbs);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,275 @@
+/*
+ * The pure-CKKS path of the primitives (Chebyshev, Goldschmidt, Newton, with
+ * bootstrapping when levels run out) and the all-TFHE single-LUT baseline.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/nonlinear/nonlinear.h"
+
+/* bootstrap c when fewer than `need` levels are left (no-op without bt) */
+static ts_status_t ensure(ts_ckks_evaluator_t *ev, const ts_boot_t *bt, ts_ckks_ciphertext_t *c,
+                          int need)
+{
+    if (ts_ckks_ciphertext_level(c) >= need)
+        return TS_OK;
+    if (!bt)
+        return TS_ELEVEL;
+    return ts_boot_bootstrap(bt, ev, c, c);
+}
+
+/* out = a * b, relinearized and rescaled; operands brought to the same level */
+static ts_status_t mulr(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *a, ts_ckks_ciphertext_t *b,
+                        ts_ckks_ciphertext_t *out)
+{
+    ts_status_t st;
+    int la = ts_ckks_ciphertext_level(a), lb = ts_ckks_ciphertext_level(b);
+    if (la > lb && (st = ts_ckks_drop_to_level(ev, a, lb, a)) != TS_OK)
+        return st;
+    if (lb > la && (st = ts_ckks_drop_to_level(ev, b, la, b)) != TS_OK)
+        return st;
+    if ((st = ts_ckks_mul_relin(ev, a, b, out)) != TS_OK)
+        return st;
+    return ts_ckks_rescale(ev, out, out);
+}
+
+static ts_status_t mulc(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *a, double c,
+                        ts_ckks_ciphertext_t *out)
+{
+    ts_status_t st = ts_ckks_mul_const(ev, a, c, 0, out);
+    if (st != TS_OK)
+        return st;
+    return ts_ckks_rescale(ev, out, out);
+}
+
+ts_status_t ts_nonlinear_ckks_eval(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
+                                   const ts_nonlinear_approx_t *a, const ts_ckks_ciphertext_t *in,
+                                   ts_ckks_ciphertext_t *out)
+{
+    if (!ev || !a || !in || !out)
+        return TS_EINVAL;
+    const ts_nonlinear_spec_t *s = ts_nonlinear_approx_spec(a);
+    ts_nonlinear_fn_t fn = ts_nonlinear_approx_fn(a);
+    ts_ckks_params_t *p = ts_ckks_ciphertext_params(in);
+    int L = ts_ckks_ciphertext_level(in);
+    ts_status_t st;
+    ts_ckks_ciphertext_t *x = NULL, *y = NULL, *t = NULL, *u = NULL;
+    if ((st = ts_ckks_ciphertext_new(p, ts_ckks_params_max_level(p), &x)) != TS_OK ||
+        (st = ts_ckks_ciphertext_new(p, ts_ckks_params_max_level(p), &y)) != TS_OK ||
+        (st = ts_ckks_ciphertext_new(p, ts_ckks_params_max_level(p), &t)) != TS_OK ||
+        (st = ts_ckks_ciphertext_new(p, ts_ckks_params_max_level(p), &u)) != TS_OK)
+        goto done;
+    (void)L;
+    if ((st = ts_ckks_ciphertext_copy(x, in)) != TS_OK)
+        goto done;
+    switch (s->method) {
+    case TS_NL_POLY: {
+        const ts_nonlinear_cheb_t *c = ts_nonlinear_approx_cheb(a);
+        if (!c) {
+            st = TS_EINVAL;
+            goto done;
+        }
+        int depth = 2;
+        while ((1 << (depth - 1)) <= c->degree)
+            depth++;
+        if ((st = ensure(ev, bt, x, depth + 1)) != TS_OK)
+            goto done;
+        if ((st = ts_ckks_eval_chebyshev(ev, x, c->coeffs, (size_t)c->degree, c->lo, c->hi, 0,
+                                         y)) != TS_OK)
+            goto done;
+        for (int i = 0; fn == TS_NL_FN_EXP && i < s->steps; i++) {
+            if ((st = ensure(ev, bt, y, 2)) != TS_OK || (st = mulr(ev, y, y, y)) != TS_OK)
+                goto done;
+        }
+        break;
+    }
+    case TS_NL_ITER:
+        if (fn == TS_NL_FN_RECIP) {
+            double sc = 2.0 / (s->lo + s->hi);
+            /* a = x sc; b = 1 */
+            if ((st = ensure(ev, bt, x, 3)) != TS_OK || (st = mulc(ev, x, sc, x)) != TS_OK)
+                goto done;
+            for (int i = 0; i < s->steps; i++) {
+                if (i > 0 && ts_ckks_ciphertext_level(y) < 2 && bt) {
+                    if ((st = ts_boot_bootstrap(bt, ev, y, y)) != TS_OK ||
+                        (st = ts_boot_bootstrap(bt, ev, x, x)) != TS_OK)
+                        goto done;
+                }
+                if ((st = ensure(ev, bt, x, 2)) != TS_OK)
+                    goto done;
+                /* f = 2 - a */
+                if ((st = ts_ckks_neg(ev, x, t)) != TS_OK ||
+                    (st = ts_ckks_add_const(ev, t, 2.0, t)) != TS_OK)
+                    goto done;
+                if (i == 0) {
+                    if ((st = ts_ckks_ciphertext_copy(y, t)) != TS_OK)
+                        goto done;
+                } else {
+                    if ((st = ts_ckks_ciphertext_copy(u, t)) != TS_OK ||
+                        (st = mulr(ev, y, u, y)) != TS_OK)
+                        goto done;
+                }
+                if (i + 1 < s->steps && (st = mulr(ev, x, t, x)) != TS_OK)
+                    goto done;
+            }
+            if (s->steps == 0 && (st = ts_ckks_add_const(ev, x, 1.0, y)) != TS_OK) /* unused */
+                goto done;
+            if ((st = ensure(ev, bt, y, 1)) != TS_OK || (st = mulc(ev, y, sc, y)) != TS_OK)
+                goto done;
+        } else if (fn == TS_NL_FN_RSQRT) {
+            const ts_nonlinear_cheb_t *c = ts_nonlinear_approx_cheb(a);
+            if (c && c->degree > 0) {
+                if ((st = ts_ckks_eval_chebyshev(ev, x, c->coeffs, (size_t)c->degree, c->lo, c->hi,
+                                                 0, y)) != TS_OK)
+                    goto done;
+            } else {
+                double y0 =
+                    c ? ts_nonlinear_cheb_eval(c, 0.5 * (s->lo + s->hi)) : 1.0 / sqrt(s->hi);
+                /* y = 0 x + y0 at x's scale */
+                if ((st = ts_ckks_mul_int(ev, x, 0, y)) != TS_OK ||
+                    (st = ts_ckks_add_const(ev, y, y0, y)) != TS_OK)
+                    goto done;
+            }
+            /* xh = x / 2 */
+            if ((st = mulc(ev, x, 0.5, x)) != TS_OK)
+                goto done;
+            for (int i = 0; i < s->steps; i++) {
+                if (bt && ts_ckks_ciphertext_level(y) < 3) {
+                    if ((st = ts_boot_bootstrap(bt, ev, y, y)) != TS_OK)
+                        goto done;
+                    if (ts_ckks_ciphertext_level(x) < 3 &&
+                        (st = ts_boot_bootstrap(bt, ev, x, x)) != TS_OK)
+                        goto done;
+                }
+                if ((st = ts_ckks_ciphertext_copy(t, y)) != TS_OK ||
+                    (st = ts_ckks_ciphertext_copy(u, y)) != TS_OK ||
+                    (st = mulr(ev, t, u, t)) != TS_OK)
+                    goto done;
+                if ((st = ts_ckks_ciphertext_copy(u, x)) != TS_OK ||
+                    (st = mulr(ev, t, u, t)) != TS_OK)
+                    goto done;
+                if ((st = ts_ckks_neg(ev, t, t)) != TS_OK ||
+                    (st = ts_ckks_add_const(ev, t, 1.5, t)) != TS_OK ||
+                    (st = mulr(ev, y, t, y)) != TS_OK)
+                    goto done;
+            }
+        } else if (fn == TS_NL_FN_EXP) {
+            if ((st = mulc(ev, x, ldexp(1.0, -s->steps), y)) != TS_OK ||
+                (st = ts_ckks_add_const(ev, y, 1.0, y)) != TS_OK)
+                goto done;
+            for (int i = 0; i < s->steps; i++)
+                if ((st = ensure(ev, bt, y, 2)) != TS_OK || (st = mulr(ev, y, y, y)) != TS_OK)
+                    goto done;
+        } else {
+            st = TS_EINVAL;
+            goto done;
+        }
+        break;
+    default:
+        st = TS_EINVAL;
+        goto done;
+    }
+    st = ts_ckks_ciphertext_copy(out, y);
+done:
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(y);
+    ts_ckks_ciphertext_free(t);
+    ts_ckks_ciphertext_free(u);
+    return st;
+}
+
+/* ------------------------------------------------ the all-TFHE baseline */
+
+struct ts_nonlinear_pbs {
+    ts_tfhe_lut_t *lut;
+    ts_nonlinear_fn_t fn;
+    double lo, hi, dy;
+    uint64_t p, q;
+};
+
+typedef struct {
+    ts_nonlinear_fn_t fn;
+    double lo, hi, dy;
+    uint64_t p;
+} pbs_ctx_t;
+
+static double pbs_mid(ts_nonlinear_fn_t fn, double lo, double hi, uint64_t p, uint64_t m)
+{
+    double x = lo + (hi - lo) * ((double)m + 0.5) / (double)p;
+    return ts_nonlinear_exact(fn, x);
+}
+
+static int64_t pbs_fn(void *ctx, uint64_t m)
+{
+    const pbs_ctx_t *c = ctx;
+    return (int64_t)llround(pbs_mid(c->fn, c->lo, c->hi, c->p, m) * c->dy);
+}
+
+ts_status_t ts_nonlinear_pbs_new(const ts_tfhe_params_t *tp, ts_nonlinear_fn_t fn, double lo,
+                                 double hi, uint64_t p, double out_max, ts_nonlinear_pbs_t **out)
+{
+    if (!tp || !out || !(hi > lo) || p < 2 || p > ts_tfhe_params_n_br(tp) || !(out_max > 0))
+        return TS_EINVAL;
+    ts_nonlinear_pbs_t *pb = ts_calloc(1, sizeof(*pb));
+    if (!pb)
+        return TS_ENOMEM;
+    pb->fn = fn;
+    pb->lo = lo;
+    pb->hi = hi;
+    pb->p = p;
+    pb->q = ts_tfhe_params_q_br(tp);
+    pb->dy = (double)pb->q / (4.0 * out_max);
+    pbs_ctx_t c = {fn, lo, hi, pb->dy, p};
+    ts_status_t st = ts_tfhe_lut_new(tp, p, pbs_fn, &c, 1, &pb->lut);
+    if (st != TS_OK) {
+        ts_free(pb);
+        return st;
+    }
+    *out = pb;
+    return TS_OK;
+}
+
+void ts_nonlinear_pbs_free(ts_nonlinear_pbs_t *pb)
+{
+    if (!pb)
+        return;
+    ts_tfhe_lut_free(pb->lut);
+    ts_free(pb);
+}
+
+static uint64_t pbs_index(const ts_nonlinear_pbs_t *pb, double x)
+{
+    double u = floor((x - pb->lo) / (pb->hi - pb->lo) * (double)pb->p);
+    if (!(u >= 0))
+        u = 0;
+    if (u > (double)(pb->p - 1))
+        u = (double)(pb->p - 1);
+    return (uint64_t)u;
+}
+
+ts_status_t ts_nonlinear_pbs_encrypt(const ts_nonlinear_pbs_t *pb, const ts_tfhe_lwe_key_t *key,
+                                     double x, double sigma, ts_prng_t *prng, ts_tfhe_lwe_t *out)
+{
+    if (!pb || !key || !prng || !out)
+        return TS_EINVAL;
+    return ts_tfhe_lwe_encrypt(key, out, ts_tfhe_encode(pb->q, pbs_index(pb, x), pb->p), sigma,
+                               prng);
+}
+
+ts_status_t ts_nonlinear_pbs_eval(ts_nonlinear_pbs_t *pb, ts_tfhe_evaluator_t *ev,
+                                  const ts_tfhe_lwe_t *in, ts_tfhe_lwe_t *out)
+{
+    if (!pb || !ev || !in || !out)
+        return TS_EINVAL;
+    return ts_tfhe_pbs(ev, out, in, pb->lut);
+}
+
+double ts_nonlinear_pbs_decode(const ts_nonlinear_pbs_t *pb, uint64_t phase)
+{
+    return (double)ts_tfhe_centered(phase, pb->q) / pb->dy;
+}
+
+double ts_nonlinear_pbs_ref(const ts_nonlinear_pbs_t *pb, double x)
+{
+    return pbs_mid(pb->fn, pb->lo, pb->hi, pb->p, pbs_index(pb, x));
+}
