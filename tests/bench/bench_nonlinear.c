@@ -60,7 +60,7 @@ static void cpu_model(char *buf, size_t n)
     do {                                                                                           \
         ts_status_t st_ = (x);                                                                     \
         if (st_ != TS_OK) {                                                                        \
-            fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #x, ts_status_name(st_));      \
+            fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #x, ts_status_name(st_));     \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
