@@ -187,6 +187,8 @@ out:
     remove(dir);
 }
 
+int ts_bench_costs(int argc, char **argv); /* client/cmd_bench_costs.c */
+
 /* argv[0] is "aggregate"; options follow. */
 int ts_bench_aggregate(int argc, char **argv)
 {
@@ -244,7 +246,8 @@ int ts_bench_aggregate(int argc, char **argv)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: tessera bench aggregate [--json PATH] [--quick] [--sizes]\n\n"
+            "usage: tessera bench aggregate [--json PATH] [--quick] [--sizes]\n"
+            "       tessera bench costs --params PRESET --out FILE [...]   (see --help there)\n\n"
             "Encrypted weighted averaging over the prime grid of seed 002 (N = 8192, L = 1,\n"
             "outer 20..40 and inner 18..38 bits, 3 clients, 30.2K parameters; --sizes adds\n"
             "6.6M and 8M): encryption, aggregation and decryption time, bytes sent and\n"
@@ -260,8 +263,10 @@ int ts_cmd_bench(int argc, char **argv)
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? TS_EXIT_USAGE : TS_EXIT_OK;
     }
+    if (strcmp(argv[1], "costs") == 0)
+        return ts_bench_costs(argc - 1, argv + 1);
     if (strcmp(argv[1], "aggregate") != 0) {
-        fprintf(stderr, "tessera bench: unknown benchmark \"%s\" (aggregate)\n", argv[1]);
+        fprintf(stderr, "tessera bench: unknown benchmark \"%s\" (aggregate, costs)\n", argv[1]);
         return TS_EXIT_USAGE;
     }
     for (int i = 2; i < argc; i++)

@@ -75,6 +75,16 @@ typedef struct ts_srv_config {
     char params_dir[512]; /* parameter presets (YAML) */
 } ts_srv_config_t;
 
+/*
+ * Make `name` ("cpu", "gpu", "auto"; NULL or "" = "auto") the process's
+ * default compute backend (server/backend_sel.c). [out] used: "cpu" or "gpu"
+ * (may be NULL); why: the reason, e.g. "backend auto: using the CPU (no GPU
+ * support built)" (may be NULL). TS_EINVAL for an unknown name; TS_ENOGPU,
+ * TS_EDEVICE when "gpu" is asked for and no working GPU is present.
+ */
+ts_status_t ts_srv_backend_apply(const char *name, char *used, size_t used_size, char *why,
+                                 size_t why_size);
+
 /* Defaults for every field (a file then overrides what it names). */
 void ts_srv_config_defaults(ts_srv_config_t *cfg);
 /* Load and check a config file; err gets "file:line:column: reason". */

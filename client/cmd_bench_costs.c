@@ -1,0 +1,486 @@
+/*
+ * tessera bench costs: measure the scheduler's cost table (core/sched
+ * ts_sched_costs_t) on this machine with the real engine, and write it in the
+ * format of configs/costs/cpu-default.yaml (ts_sched_costs_save).
+ *
+ * Measured: CKKS add, plaintext product, ct-ct product with relinearization,
+ * rotation and rescale at every level of the preset (median of the
+ * repetitions; rescale at level 0 does not exist and is extrapolated from
+ * level 1); bootstrapping latency and output level (core/circuits, when the
+ * preset admits bootstrapping); TFHE PBS and HomComp (core/tfhe, preset
+ * tfhe_std128 by default, the ROSETTA shape). Not measured yet and kept
+ * from the built-in estimate (resampled to the preset's levels): the
+ * conversion entries (extract_ns, recover_ns, extract_depth), the small-ring
+ * products and Traces (small_pmul_ns, trace_ns), and bootstrapping when the
+ * preset cannot bootstrap. The table has a single `estimated` flag: it is
+ * false only when every entry was measured; the note and a trailing comment
+ * block list which entries are measured and which are estimated.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client.h"
+#include "core/circuits/circuits.h"
+#include "core/sched/sched.h"
+#include "core/tfhe/tfhe.h"
+#include "server/ckks_wire.h"
+#include "server/tesserad.h"
+
+typedef struct bench_opts {
+    const char *params, *params_dir, *out, *backend, *tfhe;
+    bool quick, json, insecure;
+    int reps;
+} bench_opts_t;
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int64_t median(int64_t *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_i64);
+    return v[n / 2];
+}
+
+/* Per-level CKKS operations; each entry the median of o->reps runs. */
+static ts_status_t measure_ckks(const bench_opts_t *o, ts_ckks_params_t *p,
+                                ts_ckks_secret_key_t *sk, ts_ckks_evaluator_t *ev,
+                                ts_ckks_encoder_t *enc, ts_prng_t *rng, ts_sched_costs_t *c)
+{
+    int top = ts_ckks_params_max_level(p);
+    size_t slots = ts_ckks_params_slots(p);
+    double scale = ts_ckks_params_scale(p);
+    double *x = malloc(slots * sizeof *x);
+    ts_ckks_ciphertext_t *a = NULL, *b = NULL, *t = NULL, *u = NULL, *out = NULL;
+    ts_ckks_plaintext_t *pt = NULL;
+    ts_status_t st = x ? TS_OK : TS_ENOMEM;
+    for (size_t i = 0; st == TS_OK && i < slots; i++) {
+        double r;
+        st = ts_prng_double(rng, &r);
+        x[i] = r - 0.5;
+    }
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_new(p, top, &a);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_new(p, top, &b);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_new(p, top, &t);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_new(p, top, &u);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_new(p, top, &out);
+    if (st == TS_OK)
+        st = ts_ckks_plaintext_new(p, top, &pt);
+    if (st == TS_OK)
+        st = ts_ckks_encrypt_sk_real(enc, sk, x, slots, 0, top, scale, rng, NULL, t);
+    if (st == TS_OK)
+        st = ts_ckks_encrypt_sk_real(enc, sk, x, slots, 0, top, scale, rng, NULL, u);
+    int64_t v[5][64];
+    for (int l = top; st == TS_OK && l >= 0; l--) {
+        st = ts_ckks_drop_to_level(ev, t, l, a);
+        if (st == TS_OK)
+            st = ts_ckks_drop_to_level(ev, u, l, b);
+        if (st == TS_OK)
+            st = ts_ckks_encode_real(enc, x, slots, 0, l, scale, pt);
+        for (int r = 0; st == TS_OK && r < o->reps; r++) {
+            uint64_t t0 = ts_now_ns();
+            st = ts_ckks_add(ev, a, b, out);
+            uint64_t t1 = ts_now_ns();
+            if (st == TS_OK)
+                st = ts_ckks_mul_plain(ev, a, pt, out);
+            uint64_t t2 = ts_now_ns();
+            if (st == TS_OK && l > 0)
+                st = ts_ckks_rescale(ev, out, out);
+            uint64_t t3 = ts_now_ns();
+            if (st == TS_OK)
+                st = ts_ckks_mul_relin(ev, a, b, out);
+            uint64_t t4 = ts_now_ns();
+            if (st == TS_OK)
+                st = ts_ckks_rotate(ev, a, 1, out);
+            uint64_t t5 = ts_now_ns();
+            v[0][r] = (int64_t)(t1 - t0);
+            v[1][r] = (int64_t)(t2 - t1);
+            v[2][r] = (int64_t)(t3 - t2);
+            v[3][r] = (int64_t)(t4 - t3);
+            v[4][r] = (int64_t)(t5 - t4);
+        }
+        if (st != TS_OK)
+            break;
+        c->add_ns[l] = median(v[0], o->reps);
+        c->pmul_ns[l] = median(v[1], o->reps);
+        c->rescale_ns[l] = median(v[2], o->reps);
+        c->cmul_ns[l] = median(v[3], o->reps);
+        c->rot_ns[l] = median(v[4], o->reps);
+    }
+    /* No rescale below level 0: half of level 1's (one limb instead of two). */
+    if (st == TS_OK)
+        c->rescale_ns[0] = top > 0 ? c->rescale_ns[1] / 2 : 1;
+    for (int l = 0; l <= top; l++) /* the validator wants positive latencies */
+        if (c->add_ns[l] <= 0)
+            c->add_ns[l] = 1;
+    c->n_add = c->n_pmul = c->n_cmul = c->n_rot = c->n_rescale = (size_t)top + 1;
+    ts_ckks_plaintext_free(pt);
+    ts_ckks_ciphertext_free(out);
+    ts_ckks_ciphertext_free(u);
+    ts_ckks_ciphertext_free(t);
+    ts_ckks_ciphertext_free(b);
+    ts_ckks_ciphertext_free(a);
+    free(x);
+    return st;
+}
+
+/* Bootstrapping: *measured false (and nothing changed) when the preset cannot
+ * bootstrap. */
+static ts_status_t measure_boot(const bench_opts_t *o, ts_ckks_params_t *p, ts_boot_t *bt,
+                                ts_ckks_secret_key_t *sk, ts_ckks_evaluator_t *ev,
+                                ts_ckks_encoder_t *enc, ts_prng_t *rng, ts_sched_costs_t *c)
+{
+    size_t slots = ts_ckks_params_slots(p);
+    double *x = calloc(slots, sizeof *x);
+    ts_ckks_ciphertext_t *ct = NULL, *in = NULL;
+    ts_status_t st = x ? TS_OK : TS_ENOMEM;
+    for (size_t i = 0; i < slots && x; i++)
+        x[i] = 0.25 * (double)(i % 7) / 7.0;
+    int top = ts_ckks_params_max_level(p);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_new(p, top, &ct);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_new(p, top, &in);
+    if (st == TS_OK)
+        st = ts_ckks_encrypt_sk_real(enc, sk, x, slots, 0, top, ts_ckks_params_scale(p), rng, NULL,
+                                     in);
+    int reps = o->quick ? 1 : 3;
+    int64_t v[3];
+    for (int r = 0; st == TS_OK && r < reps; r++) {
+        st = ts_ckks_drop_to_level(ev, in, 0, ct);
+        uint64_t t0 = ts_now_ns();
+        if (st == TS_OK)
+            st = ts_boot_bootstrap(bt, ev, ct, ct);
+        v[r] = (int64_t)(ts_now_ns() - t0);
+    }
+    if (st == TS_OK) {
+        c->boot_ns = median(v, reps);
+        c->boot_output_level = ts_boot_levels_left(bt);
+    }
+    ts_ckks_ciphertext_free(in);
+    ts_ckks_ciphertext_free(ct);
+    free(x);
+    return st;
+}
+
+static int64_t ident(void *ctx, uint64_t m)
+{
+    (void)ctx;
+    return (int64_t)m;
+}
+
+/* PBS (8-valued LUT) and HomComp (at the largest safe width, at most 8 bits). */
+static ts_status_t measure_tfhe(const bench_opts_t *o, ts_sched_costs_t *c, char *why,
+                                size_t why_size)
+{
+    ts_tfhe_params_lit_t lit;
+    ts_tfhe_params_t *tp = NULL;
+    ts_tfhe_lwe_key_t *lk = NULL, *big = NULL;
+    ts_tfhe_rlwe_key_t *rk = NULL;
+    ts_tfhe_evalkey_t *ek = NULL;
+    ts_tfhe_evaluator_t *ev = NULL;
+    ts_tfhe_lut_t *lut = NULL;
+    ts_tfhe_lwe_t *in = NULL, *out = NULL;
+    ts_prng_t *rng = NULL;
+    ts_status_t st = ts_tfhe_params_preset(o->tfhe, &lit);
+    if (st != TS_OK) {
+        snprintf(why, why_size, "unknown TFHE preset \"%s\"", o->tfhe);
+        return st;
+    }
+    st = ts_tfhe_params_new(&lit, &tp);
+    if (st == TS_OK)
+        st = ts_prng_new_os(&rng);
+    if (st == TS_OK)
+        st = ts_tfhe_lwe_key_new(lit.lwe_n, lit.lwe_secret, rng, &lk);
+    if (st == TS_OK)
+        st = ts_tfhe_rlwe_key_new(tp, rng, &rk);
+    if (st == TS_OK)
+        st = ts_tfhe_rlwe_key_lwe(rk, &big);
+    if (st == TS_OK)
+        st = ts_tfhe_evalkey_new(tp, lk, rk, NULL, rng, &ek);
+    if (st == TS_OK)
+        st = ts_tfhe_evaluator_new(tp, ek, &ev);
+    uint64_t q = ts_tfhe_params_q_br(tp);
+    uint32_t n_br = ts_tfhe_params_n_br(tp);
+    if (st == TS_OK)
+        st = ts_tfhe_lut_new(tp, 8, ident, NULL, ts_tfhe_delta(q, 8), &lut);
+    if (st == TS_OK)
+        st = ts_tfhe_lwe_new(n_br, q, &in);
+    if (st == TS_OK)
+        st = ts_tfhe_lwe_new(n_br, q, &out);
+    if (st == TS_OK)
+        st = ts_tfhe_lwe_encrypt(big, in, ts_tfhe_encode(q, 3, 8), lit.rlwe_sigma, rng);
+    int reps = o->quick ? 2 : 5;
+    int64_t v[8];
+    for (int r = 0; st == TS_OK && r < reps; r++) {
+        uint64_t t0 = ts_now_ns();
+        st = ts_tfhe_pbs(ev, out, in, lut);
+        v[r] = (int64_t)(ts_now_ns() - t0);
+    }
+    if (st == TS_OK)
+        c->pbs_ns = median(v, reps);
+    uint32_t bits = ts_tfhe_homcomp_max_bits(tp);
+    if (bits > 8)
+        bits = 8;
+    if (st == TS_OK && bits >= 2) {
+        uint64_t p = (uint64_t)1 << bits;
+        st = ts_tfhe_lwe_encrypt(big, in, ts_tfhe_encode(q, p / 3, p), lit.rlwe_sigma, rng);
+        for (int r = 0; st == TS_OK && r < reps; r++) {
+            uint64_t t0 = ts_now_ns();
+            st = ts_tfhe_homcomp(ev, out, in, bits, p / 2, ts_tfhe_delta(q, 2));
+            v[r] = (int64_t)(ts_now_ns() - t0);
+        }
+        if (st == TS_OK)
+            c->homcomp_ns = median(v, reps);
+    } else if (st == TS_OK) {
+        snprintf(why, why_size, "no safe HomComp width at %s", o->tfhe);
+        st = TS_ERANGE;
+    }
+    if (st != TS_OK && !why[0])
+        snprintf(why, why_size, "TFHE at %s: %s", o->tfhe, ts_strerror(st));
+    ts_tfhe_lwe_free(out);
+    ts_tfhe_lwe_free(in);
+    ts_tfhe_lut_free(lut);
+    ts_tfhe_evaluator_free(ev);
+    ts_tfhe_evalkey_free(ek);
+    ts_tfhe_lwe_key_free(big);
+    ts_tfhe_rlwe_key_free(rk);
+    ts_tfhe_lwe_key_free(lk);
+    ts_tfhe_params_free(tp);
+    ts_prng_free(rng);
+    return st;
+}
+
+/* A per-level list of the default estimate resampled to max_level + 1 entries
+ * (the default's level l, clamped to its last entry). */
+static void resample(const int64_t *src, size_t n_src, int64_t *dst, size_t *n_dst, int max_level)
+{
+    for (int l = 0; l <= max_level; l++)
+        dst[l] = src[(size_t)l < n_src ? (size_t)l : n_src - 1];
+    *n_dst = (size_t)max_level + 1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tessera bench costs --params PRESET --out FILE [--backend cpu|gpu|auto]\n"
+            "                           [--quick] [--json] [--tfhe PRESET] [--reps N]\n"
+            "                           [--params-dir D] [--insecure-params]\n\n"
+            "Measure the scheduler's cost table (latency of every CKKS operation per level,\n"
+            "bootstrapping, PBS, HomComp) on this machine and write it to FILE in the format of\n"
+            "configs/costs/cpu-default.yaml; use it with `tessera plan --costs FILE`.\n"
+            "Entries not measured (conversions, small-ring products and Traces, and\n"
+            "bootstrapping for presets that cannot bootstrap) keep the built-in estimate;\n"
+            "the note and a comment at the end of FILE say which.\n\n"
+            "      --params PRESET     CKKS preset (configs/params/PRESET.yaml)\n"
+            "      --tfhe PRESET       TFHE preset for PBS/HomComp (default tfhe_std128;\n"
+            "                          tfhe_test_small with --quick --insecure-params)\n"
+            "      --backend B         compute backend: cpu, gpu or auto (default auto;\n"
+            "                          env TESSERA_BACKEND)\n"
+            "      --quick             one repetition per entry (default 5)\n"
+            "      --json              print a JSON summary on stdout\n\n%s",
+            ts_cli_exit_help);
+}
+
+/* argv[0] is "costs". */
+int ts_bench_costs(int argc, char **argv)
+{
+    bench_opts_t o = {.params_dir = "configs/params", .backend = getenv("TESSERA_BACKEND")};
+    o.reps = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has = i + 1 < argc;
+        if (!strcmp(a, "--params") && has)
+            o.params = argv[++i];
+        else if (!strcmp(a, "--out") && has)
+            o.out = argv[++i];
+        else if (!strcmp(a, "--backend") && has)
+            o.backend = argv[++i];
+        else if (!strcmp(a, "--tfhe") && has)
+            o.tfhe = argv[++i];
+        else if (!strcmp(a, "--params-dir") && has)
+            o.params_dir = argv[++i];
+        else if (!strcmp(a, "--reps") && has)
+            o.reps = atoi(argv[++i]);
+        else if (!strcmp(a, "--quick"))
+            o.quick = true;
+        else if (!strcmp(a, "--json"))
+            o.json = true;
+        else if (!strcmp(a, "--insecure-params"))
+            o.insecure = true;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return TS_EXIT_OK;
+        } else {
+            fprintf(stderr, "tessera bench costs: bad option \"%s\"\n", a);
+            usage(stderr);
+            return TS_EXIT_USAGE;
+        }
+    }
+    if (!o.params || !o.out) {
+        fprintf(stderr, "tessera bench costs: --params and --out are required\n");
+        return TS_EXIT_USAGE;
+    }
+    if (o.reps <= 0 || o.reps > 64)
+        o.reps = o.quick ? 1 : 5;
+    if (!o.tfhe)
+        o.tfhe = o.quick && o.insecure ? "tfhe_test_small" : "tfhe_std128";
+    char be_name[16], why_be[400];
+    ts_status_t st =
+        ts_srv_backend_apply(o.backend, be_name, sizeof be_name, why_be, sizeof why_be);
+    if (st != TS_OK) {
+        fprintf(stderr, "tessera bench costs: %s\n", why_be);
+        return st == TS_EINVAL ? TS_EXIT_USAGE : TS_EXIT_FAIL;
+    }
+    fprintf(stderr, "tessera bench costs: backend %s (%s)\n", be_name, why_be);
+
+    ts_sched_costs_t c;
+    ts_sched_costs_default(&c);
+    const ts_sched_costs_t def = c;
+    char why[256] = "";
+    ts_ckks_params_t *p = NULL;
+    uint8_t id[32];
+    st = ts_wire_params_get(o.params_dir, o.params, o.insecure, &p, id, why, sizeof why);
+    if (st != TS_OK) {
+        fprintf(stderr, "tessera bench costs: %s\n", why[0] ? why : ts_strerror(st));
+        return TS_EXIT_LOCAL;
+    }
+    int top = ts_ckks_params_max_level(p);
+    if (top + 1 > TS_SCHED_MAX_LEVELS) {
+        fprintf(stderr, "tessera bench costs: %d levels exceed the table's %d\n", top + 1,
+                TS_SCHED_MAX_LEVELS);
+        ts_ckks_params_free(p);
+        return TS_EXIT_LOCAL;
+    }
+    snprintf(c.name, sizeof c.name, "%s-%s", be_name, o.params);
+    snprintf(c.backend, sizeof c.backend, "%s", be_name);
+    snprintf(c.params, sizeof c.params, "%s", o.params);
+    c.max_level = top;
+    c.slots = (int64_t)ts_ckks_params_slots(p);
+    resample(def.recover_ns, def.n_recover, c.recover_ns, &c.n_recover, top);
+    if (def.extract_depth > top)
+        c.extract_depth = top;
+
+    ts_prng_t *rng = NULL;
+    ts_ckks_secret_key_t *sk = NULL;
+    ts_ckks_evalkeys_t *ek = NULL;
+    ts_ckks_encoder_t *enc = NULL;
+    ts_ckks_evaluator_t *ev = NULL;
+    ts_boot_t *bt = NULL;
+    ts_boot_config_t cfg;
+    int left = -1;
+    bool boot_ok = ts_boot_config_default(p, &cfg) == TS_OK &&
+                   ts_boot_depth(p, &cfg, NULL, NULL, NULL, &left) == TS_OK && left >= 0 &&
+                   ts_boot_new(p, &cfg, &bt) == TS_OK;
+    bool boot_measured = false, tfhe_measured = false;
+    const int64_t step = 1;
+    st = ts_prng_new_os(&rng);
+    if (st == TS_OK)
+        st = ts_ckks_keygen_secret(p, rng, &sk);
+    if (st == TS_OK)
+        st = ts_ckks_evalkeys_new(p, &ek);
+    if (st == TS_OK && boot_ok)
+        st = ts_boot_keygen(p, &cfg, ek, sk, rng);
+    if (st == TS_OK && !ts_ckks_evalkeys_has_relin(ek))
+        st = ts_ckks_evalkeys_gen_relin(ek, sk, rng);
+    if (st == TS_OK && !ts_ckks_evalkeys_has_rotation(ek, step))
+        st = ts_ckks_evalkeys_gen_rotations(ek, sk, &step, 1, rng);
+    if (st == TS_OK)
+        st = ts_ckks_encoder_new(p, &enc);
+    if (st == TS_OK)
+        st = ts_ckks_evaluator_new(p, ek, &ev);
+    if (st == TS_OK)
+        st = measure_ckks(&o, p, sk, ev, enc, rng, &c);
+    if (st != TS_OK) {
+        fprintf(stderr, "tessera bench costs: CKKS at %s: %s\n", o.params, ts_strerror(st));
+        goto out;
+    }
+    if (boot_ok) {
+        st = measure_boot(&o, p, bt, sk, ev, enc, rng, &c);
+        if (st != TS_OK) {
+            fprintf(stderr, "tessera bench costs: bootstrapping at %s: %s\n", o.params,
+                    ts_strerror(st));
+            goto out;
+        }
+        boot_measured = true;
+    } else {
+        c.boot_output_level = top; /* estimate: a refresh to the top level */
+    }
+    st = measure_tfhe(&o, &c, why, sizeof why);
+    if (st != TS_OK) {
+        fprintf(stderr, "tessera bench costs: %s\n", why);
+        goto out;
+    }
+    tfhe_measured = true;
+
+    const char *est_list = boot_measured
+                               ? "convert.*, tfhe.small_pmul_ns, tfhe.trace_ns"
+                               : "bootstrap.*, convert.*, tfhe.small_pmul_ns, tfhe.trace_ns";
+    c.estimated = true; /* conversions and small-ring entries are never measured yet */
+    snprintf(c.note, sizeof c.note,
+             "tessera bench costs%s: measured ckks.* (rescale_ns[0] extrapolated)%s, tfhe.pbs_ns "
+             "and tfhe.homcomp_ns (%s); estimated (built-in default, resampled to %d levels): %s",
+             o.quick ? " --quick" : "", boot_measured ? ", bootstrap.*" : "", o.tfhe, top + 1,
+             est_list);
+    char msg[256];
+    st = ts_sched_costs_validate(&c, msg, sizeof msg);
+    if (st != TS_OK) {
+        fprintf(stderr, "tessera bench costs: the measured table does not validate: %s\n", msg);
+        goto out;
+    }
+    st = ts_sched_costs_save(&c, o.out);
+    if (st != TS_OK) {
+        fprintf(stderr, "tessera bench costs: cannot write %s: %s\n", o.out, ts_strerror(st));
+        goto out;
+    }
+    FILE *f = fopen(o.out, "a");
+    if (f) {
+        fprintf(f,
+                "# provenance (tessera bench costs, backend %s, params %s, tfhe %s):\n"
+                "#   measured:  ckks.add_ns pmul_ns cmul_ns rot_ns rescale_ns (levels 1..%d;"
+                " level 0 of rescale_ns extrapolated)%s%s\n"
+                "#   estimated: %s\n",
+                be_name, o.params, o.tfhe, top, boot_measured ? ", bootstrap.*" : "",
+                tfhe_measured ? ", tfhe.pbs_ns homcomp_ns" : "", est_list);
+        fclose(f);
+    }
+    fprintf(stderr, "tessera bench costs: %s: top level %d: add %.3f ms, cmul %.3f ms, rot %.3f ms",
+            o.params, top, c.add_ns[top] / 1e6, c.cmul_ns[top] / 1e6, c.rot_ns[top] / 1e6);
+    fprintf(stderr, "; boot %.1f ms%s; PBS %.2f ms, HomComp %.2f ms -> %s\n", c.boot_ns / 1e6,
+            boot_measured ? "" : " (estimate)", c.pbs_ns / 1e6, c.homcomp_ns / 1e6, o.out);
+    if (o.json) {
+        printf("{\"benchmark\":\"costs\",\"params\":");
+        ts_cli_json_str(stdout, o.params);
+        printf(",\"backend\":\"%s\",\"tfhe\":", be_name);
+        ts_cli_json_str(stdout, o.tfhe);
+        printf(",\"out\":");
+        ts_cli_json_str(stdout, o.out);
+        printf(",\"max_level\":%d,\"boot_measured\":%s,\"boot_ns\":%lld,\"boot_output_level\":%lld,"
+               "\"pbs_ns\":%lld,\"homcomp_ns\":%lld,\"levels\":[",
+               top, boot_measured ? "true" : "false", (long long)c.boot_ns,
+               (long long)c.boot_output_level, (long long)c.pbs_ns, (long long)c.homcomp_ns);
+        for (int l = 0; l <= top; l++)
+            printf("%s{\"level\":%d,\"add_ns\":%lld,\"pmul_ns\":%lld,\"cmul_ns\":%lld,"
+                   "\"rot_ns\":%lld,\"rescale_ns\":%lld}",
+                   l ? "," : "", l, (long long)c.add_ns[l], (long long)c.pmul_ns[l],
+                   (long long)c.cmul_ns[l], (long long)c.rot_ns[l], (long long)c.rescale_ns[l]);
+        printf("]}\n");
+    }
+out:
+    ts_boot_free(bt);
+    ts_ckks_evaluator_free(ev);
+    ts_ckks_encoder_free(enc);
+    ts_ckks_evalkeys_free(ek);
+    ts_ckks_secret_key_free(sk);
+    ts_prng_free(rng);
+    ts_ckks_params_free(p);
+    return st == TS_OK ? TS_EXIT_OK : TS_EXIT_FAIL;
+}
