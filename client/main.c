@@ -7,9 +7,11 @@
  * TS_COMMANDS below (name, one-line summary).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client/client.h"
+#include "server/tesserad.h"
 
 #define TS_COMMANDS(X)                                                                             \
     X(ping, "check that tesserad answers; prints version, identity and round-trip time")           \
@@ -44,11 +46,30 @@ static void usage(FILE *f)
                "Commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nGlobal option (before COMMAND): --backend cpu|gpu|auto, or env TESSERA_BACKEND:\n"
+               "the compute backend of commands that compute (default: the CPU; `bench costs`:\n"
+               "auto). gpu without a working GPU is an error.\n");
     fprintf(f, "\n%s", ts_cli_exit_help);
 }
 
 int main(int argc, char **argv)
 {
+    const char *backend = getenv("TESSERA_BACKEND");
+    if (argc >= 3 && !strcmp(argv[1], "--backend")) {
+        backend = argv[2];
+        argv[2] = argv[0];
+        argc -= 2;
+        argv += 2;
+    }
+    if (backend && *backend) {
+        char used[16], why[400];
+        ts_status_t st = ts_srv_backend_apply(backend, used, sizeof used, why, sizeof why);
+        if (st != TS_OK) {
+            fprintf(stderr, "tessera: %s\n", why);
+            return st == TS_EINVAL ? TS_EXIT_USAGE : TS_EXIT_FAIL;
+        }
+        fprintf(stderr, "tessera: backend %s (%s)\n", used, why);
+    }
     if (argc < 2) {
         usage(stderr);
         return TS_EXIT_USAGE;

@@ -107,6 +107,8 @@ static const ts_cfg_directive_t sanitize_table[] = {
     {.name = NULL},
 };
 
+const char *const ts_srv_backend_names[] = {"auto", "cpu", "gpu", NULL};
+
 #define SECTION(key, field, table)                                                                 \
     {                                                                                              \
         .name = key, .type = TS_CFG_SECTION, .offset = offsetof(ts_srv_config_t, field),           \
@@ -119,6 +121,10 @@ static const ts_cfg_directive_t top_table[] = {
     STR("port_file", ts_srv_config_t, port_file),
     INT("workers", ts_srv_config_t, workers, 1, 1024),
     STR("params_dir", ts_srv_config_t, params_dir),
+    {.name = "backend",
+     .type = TS_CFG_ENUM,
+     .offset = offsetof(ts_srv_config_t, backend),
+     .choices = ts_srv_backend_names},
     SECTION("tls", tls, tls_table),
     SECTION("keystore", keystore, keystore_table),
     SECTION("limits", limits, limits_table),

@@ -85,10 +85,21 @@ int main(int argc, char **argv)
         }
         snprintf(cfg.log.level, sizeof cfg.log.level, "%s", log_level);
     }
+    /* The compute backend, before anything makes a ring (issue 9): "gpu"
+     * without a working GPU refuses to start; "auto" says why it chose. */
+    char be_used[16], be_why[400];
+    const char *be_name = ts_srv_backend_names[cfg.backend];
+    ts_status_t st = ts_srv_backend_apply(be_name, be_used, sizeof be_used, be_why, sizeof be_why);
+    if (st != TS_OK) {
+        fprintf(stderr, "tesserad: %s: refusing to start: %s\n", config, be_why);
+        return 1;
+    }
+    ts_log(TS_LOG_INFO, "tesserad", "event=backend requested=%s backend=%s reason=\"%s\"", be_name,
+           be_used, be_why);
     ts_server_opts_t so = {
         .config_path = config, .insecure_params = insecure, .handle_signals = true};
     ts_server_t *srv = NULL;
-    ts_status_t st = ts_server_new(&cfg, &so, &srv, err, sizeof err);
+    st = ts_server_new(&cfg, &so, &srv, err, sizeof err);
     if (st != TS_OK) {
         fprintf(stderr, "tesserad: %s\n", err);
         return st == TS_ECONFIG || st == TS_ECRYPTO ? 2 : 1;

@@ -73,7 +73,11 @@ typedef struct ts_srv_config {
     ts_srv_log_cfg_t log;
     ts_srv_sanitize_cfg_t sanitize;
     char params_dir[512]; /* parameter presets (YAML) */
+    int backend;          /* index into ts_srv_backend_names: auto (default), cpu, gpu */
 } ts_srv_config_t;
+
+/* "auto", "cpu", "gpu", NULL: the values of the `backend` directive. */
+extern const char *const ts_srv_backend_names[];
 
 /*
  * Make `name` ("cpu", "gpu", "auto"; NULL or "" = "auto") the process's
