@@ -6,6 +6,8 @@
  * the forward transform uses twiddle fwd[m + i] = psi^bitrev(m + i) for group i;
  * the inverse runs the stages backwards with inv[m + i] = fwd[m + i]^{-1}.
  */
+#include <stdatomic.h>
+
 #include "core/math/math_int.h"
 
 /* floor(w * 2^52 / q), the Shoup constant of the 52-bit IFMA kernels */
@@ -159,12 +161,15 @@ void ts__ntt_inverse_portable(const ts_ntt_table_t *t, uint64_t *a)
 bool ts_cpu_has_avx2(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-    static int cached = -1;
-    if (cached < 0) {
+    /* an atomic cache: several threads may ask at once */
+    static _Atomic int cached = -1;
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
         __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") ? 1 : 0;
+        v = __builtin_cpu_supports("avx2") ? 1 : 0;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
     }
-    return cached == 1;
+    return v == 1;
 #else
     return false;
 #endif
@@ -173,14 +178,16 @@ bool ts_cpu_has_avx2(void)
 bool ts_cpu_has_avx512(void)
 {
 #if defined(__x86_64__)
-    static int cached = -1;
-    if (cached < 0) {
+    static _Atomic int cached = -1;
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
         __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512ifma") &&
-                 __builtin_cpu_supports("avx2");
+        v = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512ifma") &&
+            __builtin_cpu_supports("avx2");
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
     }
-    return cached == 1;
+    return v == 1;
 #else
     return false;
 #endif
