@@ -167,6 +167,13 @@ fail:
     return st;
 }
 
+int ts_llm_enc_input_level(const ts_llm_enc_t *e)
+{
+    if (!e)
+        return 0;
+    return e->boot ? ts_boot_levels_left(e->boot) : ts_ckks_params_max_level(e->params);
+}
+
 int ts_llm_enc_max_positions(const ts_llm_enc_t *e)
 {
     return e ? e->max_pos : 0;
@@ -254,7 +261,7 @@ ts_status_t ts_llm_enc_encrypt_token(const ts_llm_enc_t *e, ts_ckks_encoder_t *e
     if (!e || token < 0 || token >= e->vocab)
         return TS_EINVAL;
     return ts_llm_enc_encrypt_vec(ecd, sk, prng, e->m->tok_emb + (size_t)token * (size_t)e->dim,
-                                  e->dim, ts_ckks_params_max_level(e->params), ct);
+                                  e->dim, ts_llm_enc_input_level(e), ct);
 }
 
 ts_status_t ts_llm_enc_decrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
@@ -340,8 +347,10 @@ uint64_t ts_llm_enc_session_bootstraps(const ts_llm_enc_session_t *s)
 
 #define TRY(x)                                                                                     \
     do {                                                                                           \
-        if ((st = (x)) != TS_OK)                                                                   \
+        if ((st = (x)) != TS_OK) {                                                                 \
+            ts_log(TS_LOG_DEBUG, "llm", "enc.c:%d: %s", __LINE__, ts_status_name(st));             \
             goto done;                                                                             \
+        }                                                                                          \
     } while (0)
 
 static ts_status_t ct_new(ts_llm_enc_session_t *s, ct_t **out)
@@ -375,12 +384,24 @@ static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
     return st;
 }
 
-/* Snap the scale back to Delta after a ciphertext-ciphertext product. */
+/*
+ * Bring the scale back to Delta after a ciphertext-ciphertext product: snapped
+ * when the rescaling prime was close to Delta (relative 2^-10), otherwise
+ * corrected exactly by a constant product (one level).
+ */
 static ts_status_t snap(ts_llm_enc_session_t *s, ct_t *ct)
 {
-    return ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct),
-                                       ts_ckks_ciphertext_degree(ct), s->e->delta,
-                                       ts_ckks_ciphertext_slots(ct));
+    double r = ts_ckks_ciphertext_scale(ct) / s->e->delta;
+    if (fabs(r - 1.0) < 0x1p-10)
+        return ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct),
+                                           ts_ckks_ciphertext_degree(ct), s->e->delta,
+                                           ts_ckks_ciphertext_slots(ct));
+    int lv = ts_ckks_ciphertext_level(ct);
+    if (lv < 1)
+        return TS_ELEVEL;
+    double q = (double)ts_ckks_params_q(s->e->params, (size_t)lv);
+    ts_status_t st = ts_ckks_mul_const(s->ev, ct, 1.0, q / r, ct);
+    return st == TS_OK ? ts_ckks_rescale(s->ev, ct, ct) : st;
 }
 
 /* Bring a and b to the same level (drops the higher one in place). */

@@ -345,6 +345,30 @@ START_TEST(test_enc_attention)
 }
 END_TEST
 
+/* The engine's default approximations, run by the ciphertext-aligned
+ * simulator, reproduce the plaintext greedy ids of models/README.md. */
+START_TEST(test_enc_config_sim)
+{
+    static const int want[24] = {1,   303, 281, 269, 435, 447, 275, 429, 464, 448, 464, 464,
+                                 464, 464, 464, 464, 448, 429, 468, 342, 358, 402, 327, 446};
+    char path[512];
+    snprintf(path, sizeof(path), "%s/aidreams260K.bin", ts_test_model_dir());
+    ts_llm_model_t *m = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(path, &m, NULL, 0));
+    ts_llm_enc_config_t cfg;
+    ts_llm_sim_config_t sim;
+    ts_llm_enc_config_default(&cfg);
+    ts_llm_enc_config_to_sim(&cfg, &sim);
+    int out[24];
+    size_t n = 0;
+    ck_assert_ts_ok(ts_llm_simulate_greedy(m, &sim, want, 7, 24, out, &n));
+    ck_assert_uint_eq(n, 24);
+    for (int i = 0; i < 24; i++)
+        ck_assert_int_eq(out[i], want[i]);
+    ts_llm_model_free(m);
+}
+END_TEST
+
 /* TS_SLOW_TESTS=1: full encrypted greedy decode with bootstrapping. */
 START_TEST(test_enc_decode_slow)
 {
@@ -355,6 +379,8 @@ START_TEST(test_enc_decode_slow)
     int n_gen = getenv("TS_ENC_TOKENS") ? atoi(getenv("TS_ENC_TOKENS")) : 1;
     if (n_gen < 1 || n_gen > 3)
         n_gen = 1;
+    if (getenv("TS_ENC_DEBUG"))
+        ts_log_set_level(TS_LOG_DEBUG);
     fx_t f;
     fx_open(&f, "test-boot-n12", NULL, true);
     ts_llm_state_t *st = NULL;
@@ -405,6 +431,7 @@ TS_TEST_SUITE(llm_enc)
 {
     Suite *s = suite_create("llm_enc");
     TCase *tc = ts_tcase("blocks", 0);
+    tcase_add_test(tc, test_enc_config_sim);
     tcase_add_test(tc, test_enc_matvec);
     tcase_add_test(tc, test_enc_rmsnorm);
     tcase_add_test(tc, test_enc_ffn);
