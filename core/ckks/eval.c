@@ -467,15 +467,24 @@ ts_status_t ts_ckks_mul(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
     if (st == TS_OK)
         st = ts_backend_mul(ev->be, ev->bk, &t2, &a1, &b1);
     if (st == TS_OK)
-        st = shape_out(out, nq, 2);
-    for (int i = 0; i < 3 && st == TS_OK; i++) {
-        ts_bk_batch_t o = ts__ckks_view(ev, out->c[i], 0, nq);
-        ts_bk_batch_t t = ts__ckks_view(ev, ev->tmp[i], 0, nq);
-        st = ts_backend_copy(ev->be, o.data, t.data, sizeof(uint64_t) * nq * ev->params->n);
+        st = ts__ckks_ct_ensure_c2(out);
+    if (st != TS_OK)
+        return st;
+    /* the products become out's polynomials by exchanging buffers with the
+     * scratch (same ring and capacity): no copy, and a or b may alias out */
+    for (int i = 0; i < 3; i++) {
+        ts_poly_t *t = ev->tmp[i];
+        ev->tmp[i] = out->c[i];
+        out->c[i] = t;
+        t->nq = nq;
+        t->np = 0;
+        t->is_ntt = true;
     }
+    out->degree = 2;
+    out->seeded = false;
     out->scale = scale;
     out->log_slots = log_slots;
-    return st;
+    return TS_OK;
 }
 
 /* ------------------------------------------------------ levels */
