@@ -35,6 +35,7 @@
 #include "core/base/base.h"
 #include "core/ring/ring.h"
 #include "core/rlwe/rlwe.h"
+#include "core/serial/serial.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -461,6 +462,75 @@ ts_status_t ts_ckks_eval_chebyshev(ts_ckks_evaluator_t *ev, const ts_ckks_cipher
 /* Chebyshev interpolation of f on [lo, hi] at the degree + 1 Chebyshev nodes. */
 ts_status_t ts_ckks_chebyshev_fit(double (*f)(double x, void *ctx), void *ctx, double lo, double hi,
                                   size_t degree, double *coeffs);
+
+/* --------------------------------------------------------- serialization */
+
+/*
+ * Every object is a core/serial envelope (serial.h) whose parameter id is
+ * ts_ckks_params_serial_id; residues are bit-packed at the exact width of
+ * their prime. Payloads (all little endian):
+ *
+ *  ciphertext (TS_OBJ_CKKS_CIPHERTEXT): u8 form (1: every polynomial;
+ *    2: seeded, c_1 is the 32-byte seed of ts_ckks_encrypt_sk), u8 level,
+ *    u8 degree, u8 log2(slots), f64 scale, then for c_0 .. c_degree (c_0 only
+ *    when seeded) the N residues of limbs 0..level in NTT form (the domain of
+ *    every ciphertext of this module; log2(scale) is recomputed from the
+ *    double), then the seed when seeded.
+ *  plaintext (TS_OBJ_CKKS_PLAINTEXT): u8 form (1), u8 level, u8 log2(slots),
+ *    u8 is_ntt, f64 scale, the residues of limbs 0..level.
+ *  secret key (TS_OBJ_SECRET_KEY): u8 form (1: packed ternary), u8 sparse,
+ *    u32 Hamming weight, N coefficients at 2 bits (0, 1, 2 = -1).
+ *  public key (TS_OBJ_PUBLIC_KEY): u32 nq, u32 np, u8 is_ntt, the residues of
+ *    b over its Q then P limbs, the 32-byte seed of a (stream 0).
+ *  relinearization key (TS_OBJ_RELIN_KEY): one key-switching key:
+ *    u32 dnum, u64 Galois element (0), the 32-byte seed of the a_j (stream
+ *    j + 1), then b_0 .. b_{dnum-1}, each over all Q and P primes.
+ *  Galois keys (TS_OBJ_GALOIS_KEYS): u64 count, then count times: i64 step
+ *    (the left rotation j with k = 5^j mod 2N, or -1 when k is not a power of
+ *    5, e.g. conjugation k = 2N - 1) and a key-switching key as above with its
+ *    odd element k (distinct keys, each step checked against its element).
+ *
+ * Deserializers validate everything against `params` (the envelope's
+ * parameter id: TS_EMISMATCH; counts before allocation, level, degree,
+ * domain, slot count, every residue below its modulus, scale finite and
+ * >= 1, Hamming weight: TS_EFORMAT / TS_ELEVEL; size caps: TS_ELIMIT) and
+ * never crash on any input. zstd_level 0 stores raw, 1..19 compresses.
+ * Serialized bytes are ts_malloc'd: free them with ts_free (ts_free_secret
+ * for secret keys; the file mode of a stored secret key is the caller's job).
+ */
+
+/* The 32-byte parameter id: SHA-256 of the canonical encoding (N, primes,
+ * dnum, secret distribution and weight, sigma, scale, slots). */
+void ts_ckks_params_serial_id(const ts_ckks_params_t *params, uint8_t id[TS_SHA256_BYTES]);
+
+ts_status_t ts_ckks_ciphertext_serialize(const ts_ckks_ciphertext_t *ct, int zstd_level,
+                                         uint8_t **out, size_t *size);
+/* max_degree 1 refuses unrelinearized ciphertexts. [out] a new ciphertext. */
+ts_status_t ts_ckks_ciphertext_deserialize(ts_ckks_params_t *params, const void *data, size_t size,
+                                           int max_degree, ts_ckks_ciphertext_t **out);
+ts_status_t ts_ckks_plaintext_serialize(const ts_ckks_plaintext_t *pt, int zstd_level,
+                                        uint8_t **out, size_t *size);
+ts_status_t ts_ckks_plaintext_deserialize(ts_ckks_params_t *params, const void *data, size_t size,
+                                          ts_ckks_plaintext_t **out);
+/* The bytes are secret: free them with ts_free_secret. */
+ts_status_t ts_ckks_secret_key_serialize(const ts_ckks_secret_key_t *sk, uint8_t **out,
+                                         size_t *size);
+ts_status_t ts_ckks_secret_key_deserialize(ts_ckks_params_t *params, const void *data, size_t size,
+                                           ts_ckks_secret_key_t **out);
+ts_status_t ts_ckks_public_key_serialize(const ts_ckks_public_key_t *pk, int zstd_level,
+                                         uint8_t **out, size_t *size);
+ts_status_t ts_ckks_public_key_deserialize(ts_ckks_params_t *params, const void *data, size_t size,
+                                           ts_ckks_public_key_t **out);
+/* The relinearization key of ek (TS_ENOKEY when it has none). */
+ts_status_t ts_ckks_relin_key_serialize(const ts_ckks_evalkeys_t *ek, int zstd_level, uint8_t **out,
+                                        size_t *size);
+/* Install the key in ek (replacing one it had); ek is unchanged on error. */
+ts_status_t ts_ckks_relin_key_deserialize(ts_ckks_evalkeys_t *ek, const void *data, size_t size);
+/* Every Galois key of ek (rotations and conjugation); count may be 0. */
+ts_status_t ts_ckks_galois_keys_serialize(const ts_ckks_evalkeys_t *ek, int zstd_level,
+                                          uint8_t **out, size_t *size);
+/* Add the keys to ek (same element: replaced); ek is unchanged on error. */
+ts_status_t ts_ckks_galois_keys_deserialize(ts_ckks_evalkeys_t *ek, const void *data, size_t size);
 
 #ifdef __cplusplus
 }

@@ -154,4 +154,22 @@ ts_status_t ts__ckks_check_ct(const ts_ckks_evaluator_t *ev, const ts_ckks_ciphe
 /* True when two scales agree up to the tolerance of additions. */
 bool ts__ckks_scales_match(double a, double b);
 
+/*
+ * Key objects around deserialized core/rlwe parts (serialize.c). The wrap
+ * functions take ownership of the rlwe object, also when they fail.
+ */
+ts_status_t ts__ckks_secret_key_wrap(ts_ckks_params_t *params, ts_rlwe_sk_t *rsk,
+                                     ts_ckks_secret_key_t **out);
+ts_status_t ts__ckks_public_key_wrap(ts_ckks_params_t *params, ts_rlwe_pk_t *rpk,
+                                     ts_ckks_public_key_t **out);
+ts_ckks_params_t *ts__ckks_secret_key_params(const ts_ckks_secret_key_t *sk);
+ts_ckks_params_t *ts__ckks_public_key_params(const ts_ckks_public_key_t *pk);
+ts_ckks_params_t *ts__ckks_evalkeys_params(const ts_ckks_evalkeys_t *ek);
+/* The i-th Galois key of ek (i < count), NULL past the end. */
+size_t ts__ckks_evalkeys_galois_count(const ts_ckks_evalkeys_t *ek);
+const ts_rlwe_ksk_t *ts__ckks_evalkeys_galois_at(const ts_ckks_evalkeys_t *ek, size_t i);
+/* Install a relinearization key / add a Galois key (k->galois); ownership taken. */
+void ts__ckks_evalkeys_put_relin(ts_ckks_evalkeys_t *ek, ts_rlwe_ksk_t *k);
+ts_status_t ts__ckks_evalkeys_put_galois(ts_ckks_evalkeys_t *ek, ts_rlwe_ksk_t *k);
+
 #endif /* TS_CKKS_INT_H */

@@ -760,3 +760,108 @@ ts_status_t ts_ckks_rotate_hoisted(ts_ckks_evaluator_t *ev, const ts_ckks_cipher
     }
     return st;
 }
+
+/* ------------------------------------------- deserialization (serialize.c) */
+
+ts_status_t ts__ckks_secret_key_wrap(ts_ckks_params_t *params, ts_rlwe_sk_t *rsk,
+                                     ts_ckks_secret_key_t **out)
+{
+    *out = NULL;
+    ts_ckks_secret_key_t *k = ts_calloc(1, sizeof(*k));
+    if (!k) {
+        ts_rlwe_sk_free(rsk);
+        return TS_ENOMEM;
+    }
+    k->sk = rsk;
+    ts_status_t st = ts_poly_new(params->ring, (uint32_t)params->nq, 0, true, &k->neg_s);
+    if (st == TS_OK) {
+        ts_bk_batch_t o = {.data = k->neg_s->data,
+                           .npolys = 1,
+                           .nlimbs = (uint32_t)params->nq,
+                           .poly_stride = params->nq * params->n,
+                           .mod_idx = ts_ring_limb_index(params->ring, (uint32_t)params->nq, 0)};
+        ts_bk_batch_t x = o;
+        x.data = k->sk->s->data;
+        st = ts_backend_neg(ts_ring_backend(params->ring), ts_ring_bk(params->ring), &o, &x);
+    }
+    k->params = ts_ckks_params_ref(params);
+    if (st != TS_OK) {
+        ts_ckks_secret_key_free(k);
+        return st;
+    }
+    *out = k;
+    return TS_OK;
+}
+
+ts_status_t ts__ckks_public_key_wrap(ts_ckks_params_t *params, ts_rlwe_pk_t *rpk,
+                                     ts_ckks_public_key_t **out)
+{
+    *out = NULL;
+    ts_ckks_public_key_t *k = ts_calloc(1, sizeof(*k));
+    if (!k) {
+        ts_rlwe_pk_free(rpk);
+        return TS_ENOMEM;
+    }
+    k->pk = rpk;
+    k->params = ts_ckks_params_ref(params);
+    *out = k;
+    return TS_OK;
+}
+
+ts_ckks_params_t *ts__ckks_secret_key_params(const ts_ckks_secret_key_t *sk)
+{
+    return sk->params;
+}
+ts_ckks_params_t *ts__ckks_public_key_params(const ts_ckks_public_key_t *pk)
+{
+    return pk->params;
+}
+ts_ckks_params_t *ts__ckks_evalkeys_params(const ts_ckks_evalkeys_t *ek)
+{
+    return ek->params;
+}
+size_t ts__ckks_evalkeys_galois_count(const ts_ckks_evalkeys_t *ek)
+{
+    return ek->ngal;
+}
+const ts_rlwe_ksk_t *ts__ckks_evalkeys_galois_at(const ts_ckks_evalkeys_t *ek, size_t i)
+{
+    return i < ek->ngal ? ek->gal[i] : NULL;
+}
+
+void ts__ckks_evalkeys_put_relin(ts_ckks_evalkeys_t *ek, ts_rlwe_ksk_t *k)
+{
+    ts_rlwe_ksk_free(ek->relin);
+    ek->relin = k;
+}
+
+ts_status_t ts__ckks_evalkeys_put_galois(ts_ckks_evalkeys_t *ek, ts_rlwe_ksk_t *k)
+{
+    for (size_t i = 0; i < ek->ngal; i++) {
+        if (ek->gal_el[i] == k->galois) { /* replace */
+            ts_rlwe_ksk_free(ek->gal[i]);
+            ek->gal[i] = k;
+            return TS_OK;
+        }
+    }
+    if (ek->ngal == ek->capgal) {
+        size_t cap = ek->capgal ? 2 * ek->capgal : 8;
+        uint64_t *el = ts_realloc(ek->gal_el, sizeof(uint64_t) * cap);
+        if (!el) {
+            ts_rlwe_ksk_free(k);
+            return TS_ENOMEM;
+        }
+        ek->gal_el = el;
+        ts_rlwe_ksk_t **g = ts_realloc(ek->gal, sizeof(*g) * cap);
+        if (!g) {
+            ts_rlwe_ksk_free(k);
+            return TS_ENOMEM;
+        }
+        ek->gal = g;
+        ek->capgal = cap;
+    }
+    ek->gal_el[ek->ngal] = k->galois;
+    ek->gal[ek->ngal] = k;
+    ek->ngal++;
+    return TS_OK;
+}
