@@ -7,8 +7,9 @@
  * uniform polynomial travels as c_0 and the 32-byte seed (about half the bytes). Decoding validates
  * level, degree, domain, scale, slot count and every residue before a ciphertext exists.
  *
- * Until core/ckks has its own object serializers this codec is the format;
- * it uses only the public ckks/ring/serial headers.
+ * The format is core/ckks's (ts_ckks_ciphertext_serialize,
+ * ts_ckks_public_key_serialize; layouts in core/ckks/ckks.h); these wrappers
+ * add the preset cache and the reasons sent back to peers.
  */
 #ifndef TS_SERVER_CKKS_WIRE_H
 #define TS_SERVER_CKKS_WIRE_H

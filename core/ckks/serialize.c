@@ -119,6 +119,15 @@ static ts_status_t seal(ts_writer_t *w, uint16_t type, const ts_ckks_params_t *p
 static ts_status_t open_env(const ts_ckks_params_t *p, const void *data, size_t size, uint16_t type,
                             uint64_t max_raw, uint8_t **payload, size_t *psize)
 {
+    /* Keys are uniform residues, which zstd cannot shrink: a frame claiming
+     * much more than it holds is a decompression bomb (the Galois-key cap
+     * alone, N keys, would allow terabytes). */
+    ts_serial_header_t peek;
+    if (type == TS_OBJ_GALOIS_KEYS || type == TS_OBJ_RELIN_KEY || type == TS_OBJ_PUBLIC_KEY) {
+        if (ts_serial_peek(data, size, &peek) == TS_OK && (peek.flags & TS_SERIAL_ZSTD) &&
+            peek.raw_bytes > peek.payload_bytes + peek.payload_bytes / 4 + 65536)
+            return TS_ELIMIT;
+    }
     uint8_t id[TS_SHA256_BYTES];
     ts_ckks_params_serial_id(p, id);
     ts_serial_limits_t lim = {.max_raw_bytes = max_raw, .max_window_log = 0};

@@ -567,6 +567,19 @@ START_TEST(test_hostile_fields)
     hostile_ct(&f, 1, 1, 1, 9, INFINITY, 5, TS_EFORMAT);
     hostile_ct(&f, 1, 1, 1, 9, NAN, 5, TS_EFORMAT);
     hostile_ct(&f, 1, 1, 1, 9, s, UINT64_MAX, TS_EFORMAT); /* residues = q */
+    /* a zstd bomb where keys (incompressible residues) are expected */
+    ts_writer_t w;
+    ts_writer_init(&w);
+    uint8_t *zeros = ts_calloc(1, 1 << 20);
+    ts_put_bytes(&w, zeros, 1 << 20);
+    ts_free(zeros);
+    uint8_t *e = NULL;
+    size_t en = 0;
+    ck_assert_ts_ok(ts_serial_seal(&w, TS_OBJ_GALOIS_KEYS, f.id, 1, &e, &en));
+    ts_writer_clear(&w);
+    ck_assert_uint_lt(en, 1 << 16);
+    ck_assert_ts_status(ts_ckks_galois_keys_deserialize(f.ek, e, en), TS_ELIMIT);
+    ts_free(e);
     fx_clear(&f);
 }
 END_TEST
