@@ -529,7 +529,11 @@ ts_status_t ts_ckks_relin_key_deserialize(ts_ckks_evalkeys_t *ek, const void *da
 /* Every Galois key of ek (rotations and conjugation); count may be 0. */
 ts_status_t ts_ckks_galois_keys_serialize(const ts_ckks_evalkeys_t *ek, int zstd_level,
                                           uint8_t **out, size_t *size);
-/* Add the keys to ek (same element: replaced); ek is unchanged on error. */
+/*
+ * Add the keys to ek (same element: replaced). Malformed input is refused
+ * before ek is touched; an allocation failure part-way (TS_ENOMEM) may leave
+ * the keys added so far in ek, each complete and valid.
+ */
 ts_status_t ts_ckks_galois_keys_deserialize(ts_ckks_evalkeys_t *ek, const void *data, size_t size);
 
 #ifdef __cplusplus
