@@ -73,13 +73,13 @@ static int parse_dims_list(const char *s, ts_sched_model_dims_t *d)
     return 0;
 }
 
-static int dims_from_model(const char *path, ts_sched_model_dims_t *d)
+int ts_cli_dims_from_model(const char *prog, const char *path, ts_sched_model_dims_t *d)
 {
     ts_llm_model_t *m = NULL;
     char err[256] = "";
     ts_status_t st = ts_llm_model_load(path, &m, err, sizeof err);
     if (st != TS_OK) {
-        fprintf(stderr, "tessera plan: %s: %s%s%s\n", path, ts_strerror(st), *err ? ": " : "", err);
+        fprintf(stderr, "%s: %s: %s%s%s\n", prog, path, ts_strerror(st), *err ? ": " : "", err);
         return -1;
     }
     const ts_llm_config_t *c = ts_llm_model_config(m);
@@ -183,7 +183,7 @@ int ts_cmd_plan(int argc, char **argv)
         fprintf(stderr, "tessera plan: give either --model or dimensions, not both\n");
         return 2;
     }
-    if (model && dims_from_model(model, &d) != 0)
+    if (model && ts_cli_dims_from_model("tessera plan", model, &d) != 0)
         return 1;
     if (!model && !have_dims) {
         usage(stderr);

@@ -265,3 +265,83 @@ ts_status_t ts_sched_plan_explain(const ts_sched_plan_t *p, const ts_sched_graph
     ts_free(alt);
     return sb_finish(&b, text, len);
 }
+
+/* ------------------------------------------------------- graph export */
+
+/* A value id as text: an operator id, or "fresh" (a client ciphertext). */
+static void sb_value(sbuf_t *b, int v, bool json)
+{
+    if (v >= 0)
+        sb_printf(b, "%d", v);
+    else
+        sb_printf(b, json ? "\"fresh\"" : "fresh");
+}
+
+ts_status_t ts_sched_graph_to_json(const ts_sched_graph_t *g, char **json, size_t *len)
+{
+    if (!g || !json)
+        return TS_EINVAL;
+    sbuf_t b = {0};
+    size_t n = ts_sched_graph_count(g);
+    sb_printf(&b, "{\"format\":1,\"operators\":%zu,\"nodes\":[", n);
+    for (size_t i = 0; i < n; i++) {
+        const ts_sched_op_t *op = ts_sched_graph_op(g, i);
+        sb_printf(&b, "%s{\"id\":%zu,\"kind\":", i ? "," : "", i);
+        sb_json_str(&b, ts_op_kind_name(op->kind));
+        sb_printf(&b, ",\"name\":");
+        sb_json_str(&b, op->name);
+        sb_printf(&b, ",\"layer\":%d,\"arithmetic\":%s,\"inputs\":[", op->layer,
+                  ts_op_kind_is_nonarith(op->kind) ? "false" : "true");
+        for (int k = 0; k < 2; k++) {
+            if (op->in[k] == TS_SCHED_NONE)
+                continue;
+            if (k)
+                sb_printf(&b, ",");
+            sb_value(&b, op->in[k], true);
+        }
+        sb_printf(&b, "],\"ciphertexts\":%u,\"values\":%u,\"rows\":%u,\"cols\":%u", op->n_ct,
+                  op->n_values, op->rows, op->cols);
+        if (ts_op_kind_is_nonarith(op->kind))
+            sb_printf(&b, ",\"range\":[%.17g,%.17g]", fin(op->range_lo), fin(op->range_hi));
+        sb_printf(&b, "}");
+    }
+    sb_printf(&b, "]}\n");
+    return sb_finish(&b, json, len);
+}
+
+ts_status_t ts_sched_graph_to_dot(const ts_sched_graph_t *g, char **dot, size_t *len)
+{
+    if (!g || !dot)
+        return TS_EINVAL;
+    sbuf_t b = {0};
+    size_t n = ts_sched_graph_count(g);
+    sb_printf(&b, "digraph decode_step {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n"
+                  "  fresh [label=\"client ciphertext\", shape=ellipse];\n");
+    for (size_t i = 0; i < n; i++) {
+        const ts_sched_op_t *op = ts_sched_graph_op(g, i);
+        /* The label goes through the JSON escaper: dot reads \" and \n the same way. */
+        char label[160];
+        if (op->kind == TS_OP_MATVEC)
+            snprintf(label, sizeof label, "%s\n%s %ux%u", op->name, ts_op_kind_name(op->kind),
+                     op->rows, op->cols);
+        else
+            snprintf(label, sizeof label, "%s\n%s", op->name, ts_op_kind_name(op->kind));
+        sb_printf(&b, "  n%zu [label=", i);
+        sb_json_str(&b, label);
+        sb_printf(&b, "%s];\n",
+                  ts_op_kind_is_nonarith(op->kind) ? ", style=filled, fillcolor=lightblue" : "");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const ts_sched_op_t *op = ts_sched_graph_op(g, i);
+        for (int k = 0; k < 2; k++) {
+            if (op->in[k] == TS_SCHED_NONE)
+                continue;
+            if (op->in[k] >= 0)
+                sb_printf(&b, "  n%d -> n%zu;\n", op->in[k], i);
+            else
+                sb_printf(&b, "  fresh -> n%zu;\n", i);
+        }
+    }
+    sb_printf(&b, "}\n");
+    return sb_finish(&b, dot, len);
+}

@@ -483,6 +483,16 @@ ts_status_t ts_sched_plan_to_json(const ts_sched_plan_t *p, const ts_sched_graph
 ts_status_t ts_sched_plan_explain(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
                                   const ts_sched_costs_t *costs, char **text, size_t *len);
 
+/*
+ * The graph itself for people and tools (issue 7): JSON (one node per
+ * operator: id, kind, name, layer, arithmetic or not, input value ids with
+ * "fresh" for client ciphertexts, shape, input range of non-arithmetic
+ * primitives) or Graphviz dot (non-arithmetic primitives filled). [out] the
+ * NUL-terminated text, ts_free() it; *len may be NULL. TS_EINVAL, TS_ENOMEM.
+ */
+ts_status_t ts_sched_graph_to_json(const ts_sched_graph_t *g, char **json, size_t *len);
+ts_status_t ts_sched_graph_to_dot(const ts_sched_graph_t *g, char **dot, size_t *len);
+
 /* --------------------------------------------------------- wire format */
 
 /*
