@@ -808,7 +808,7 @@ static ts_status_t cache_put(ts_llm_enc_session_t *s, ct_t **cache, ct_t *x, int
     TRY(mul_buf(s, x, b));
     for (int bit = 0; (1 << bit) <= pos; bit++)
         if (pos & (1 << bit))
-            TRY(ts_ckks_rotate(s->ev, b, -(int64_t)e->pd << bit, b));
+            TRY(ts_ckks_rotate(s->ev, b, -((int64_t)e->pd << bit), b));
     if (!*cache) {
         *cache = b;
         b = NULL;
