@@ -209,23 +209,12 @@ static void g_conv_free(ts_backend_t *be, ts_bk_conv_t *c)
 
 static bool same_shape(const ts_bk_batch_t *x, const ts_bk_batch_t *y)
 {
-    if (x->npolys != y->npolys || x->nlimbs != y->nlimbs)
-        return false;
-    for (uint32_t l = 0; l < x->nlimbs; l++)
-        if (x->mod_idx[l] != y->mod_idx[l])
-            return false;
-    return true;
+    return ts_bk_batch_same_shape(x, y);
 }
 
 static bool valid(const ts_bk_ring_t *r, const ts_bk_batch_t *x)
 {
-    if (!x || !x->data || !x->mod_idx || x->npolys == 0 || x->nlimbs == 0 ||
-        x->poly_stride < (size_t)x->nlimbs * r->n)
-        return false;
-    for (uint32_t l = 0; l < x->nlimbs; l++)
-        if (x->mod_idx[l] >= r->count)
-            return false;
-    return true;
+    return ts_bk_batch_valid(x, r->n, r->count);
 }
 
 static bool overlaps(const ts_bk_batch_t *x, const ts_bk_batch_t *y, uint32_t n)

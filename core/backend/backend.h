@@ -77,6 +77,16 @@ typedef struct ts_bk_extprod_args {
     uint32_t levels;
 } ts_bk_extprod_args_t;
 
+/*
+ * The batch contract every backend enforces before touching memory (shared so
+ * the CPU and GPU backends refuse exactly the same calls): data and mod_idx
+ * set, npolys and nlimbs >= 1, poly_stride >= nlimbs * n, every mod_idx below
+ * the ring's modulus count.
+ */
+bool ts_bk_batch_valid(const ts_bk_batch_t *x, uint32_t n, uint32_t count);
+/* Same npolys, nlimbs and mod_idx: the shape element-wise ops require. */
+bool ts_bk_batch_same_shape(const ts_bk_batch_t *x, const ts_bk_batch_t *y);
+
 struct ts_backend_i {
     const char *name;
     /* Release everything; the backend pointer is invalid afterwards. */
