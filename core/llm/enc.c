@@ -34,6 +34,9 @@ struct ts_llm_enc_session {
     ct_t **kc, **vc;
     int next_pos;
     uint64_t nboot;
+    ts_llm_enc_stats_t stats;
+    int stage;     /* ts_llm_stage_t being timed */
+    uint64_t mark; /* ts_now_ns() when it began */
 };
 
 static int pow2_at_least(int n)
@@ -343,6 +346,51 @@ uint64_t ts_llm_enc_session_bootstraps(const ts_llm_enc_session_t *s)
     return s ? s->nboot : 0;
 }
 
+const char *ts_llm_stage_name(ts_llm_stage_t st)
+{
+    static const char *names[TS_LLM_STAGE_COUNT] = {"matvec",    "attention", "nonlinear",
+                                                    "bootstrap", "convert",   "other"};
+    return (unsigned)st < TS_LLM_STAGE_COUNT ? names[st] : "?";
+}
+
+void ts_llm_enc_session_stats(const ts_llm_enc_session_t *s, ts_llm_enc_stats_t *out)
+{
+    if (!out)
+        return;
+    memset(out, 0, sizeof(*out));
+    if (s) {
+        *out = s->stats;
+        out->bootstraps = s->nboot;
+    }
+}
+
+void ts_llm_enc_session_stats_reset(ts_llm_enc_session_t *s)
+{
+    if (!s)
+        return;
+    memset(&s->stats, 0, sizeof(s->stats));
+    s->nboot = 0;
+}
+
+/* Charge the time since the last switch to the current stage, enter `stage`;
+ * returns the stage left (restore it with stage_to when done). */
+static int stage_to(ts_llm_enc_session_t *s, int stage)
+{
+    uint64_t now = ts_now_ns();
+    s->stats.seconds[s->stage] += 1e-9 * (double)(now - s->mark);
+    s->mark = now;
+    int prev = s->stage;
+    s->stage = stage;
+    return prev;
+}
+
+/* At a public entry point: start timing (nothing before counts). */
+static void stage_begin(ts_llm_enc_session_t *s)
+{
+    s->mark = ts_now_ns();
+    s->stage = TS_LLM_STAGE_OTHER;
+}
+
 /* --------------------------------------------------------------- helpers */
 
 #define TRY(x)                                                                                     \
@@ -374,8 +422,11 @@ static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
     size_t sl = ts_ckks_ciphertext_slots(ct);
     ts_status_t st = ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct), deg,
                                                  sc * ENC_BOOT_SHRINK, sl);
-    if (st == TS_OK)
+    if (st == TS_OK) {
+        int prev_stage = stage_to(s, TS_LLM_STAGE_BOOTSTRAP);
         st = ts_boot_bootstrap(s->e->boot, s->ev, ct, ct);
+        stage_to(s, prev_stage);
+    }
     if (st == TS_OK)
         st = ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct), deg, sc, sl);
     s->nboot++;
@@ -485,7 +536,8 @@ done:
 }
 
 /* Chebyshev series of an approximation's fitted object (retries after a bootstrap). */
-static ts_status_t cheb(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, ct_t *x, ct_t *out)
+static ts_status_t cheb_body(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, ct_t *x,
+                             ct_t *out)
 {
     ts_status_t st = ts_ckks_eval_chebyshev(s->ev, x, cb->coeffs, (size_t)cb->degree, cb->lo,
                                             cb->hi, s->e->delta, out);
@@ -496,6 +548,14 @@ static ts_status_t cheb(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, 
         st = ts_ckks_eval_chebyshev(s->ev, x, cb->coeffs, (size_t)cb->degree, cb->lo, cb->hi,
                                     s->e->delta, out);
     }
+    return st;
+}
+
+static ts_status_t cheb(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, ct_t *x, ct_t *out)
+{
+    int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
+    ts_status_t st = cheb_body(s, cb, x, out);
+    stage_to(s, prev_stage);
     return st;
 }
 
@@ -515,6 +575,7 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, int rows, int
     ct_t *acc = NULL, *tot = NULL, *t = NULL;
     int64_t steps[ENC_MAX_N1];
     ts_status_t st;
+    int prev_stage = stage_to(s, TS_LLM_STAGE_MATVEC);
     TRY(need(s, x, 1));
     int lv = ts_ckks_ciphertext_level(x);
     for (int b = 0; b < n1; b++) {
@@ -567,6 +628,7 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, int rows, int
     }
     TRY(ts_ckks_rescale(s->ev, tot, out));
 done:
+    stage_to(s, prev_stage);
     for (int b = 0; b < n1; b++)
         ts_ckks_ciphertext_free(rot[b]);
     ts_ckks_ciphertext_free(acc);
@@ -608,10 +670,12 @@ ts_status_t ts_llm_enc_matvec(ts_llm_enc_session_t *s, int layer, int which,
         return TS_EINVAL;
     ct_t *t = NULL;
     ts_status_t st;
+    stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, x));
     TRY(matvec_which(s, layer, which, t, out));
 done:
+    stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
     return st;
 }
@@ -624,6 +688,7 @@ static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
     const ts_nonlinear_cheb_t *cb = ts_nonlinear_approx_cheb(s->e->a_rsqrt);
     ct_t *y = NULL, *xh = NULL, *y2 = NULL, *a = NULL, *y15 = NULL;
     ts_status_t st;
+    int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
     TRY(ct_new(s, &y));
     TRY(ct_new(s, &xh));
     TRY(ct_new(s, &y2));
@@ -644,6 +709,7 @@ static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
     }
     TRY(ts_ckks_ciphertext_copy(out, y));
 done:
+    stage_to(s, prev_stage);
     ts_ckks_ciphertext_free(y);
     ts_ckks_ciphertext_free(xh);
     ts_ckks_ciphertext_free(y2);
@@ -659,6 +725,7 @@ static ts_status_t recip(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
     double sc = 2.0 / (sp->lo + sp->hi);
     ct_t *a = NULL, *b = NULL, *f = NULL;
     ts_status_t st;
+    int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
     TRY(ct_new(s, &a));
     TRY(ct_new(s, &b));
     TRY(ct_new(s, &f));
@@ -688,6 +755,7 @@ static ts_status_t recip(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
     }
     TRY(ts_ckks_ciphertext_copy(out, b));
 done:
+    stage_to(s, prev_stage);
     ts_ckks_ciphertext_free(a);
     ts_ckks_ciphertext_free(b);
     ts_ckks_ciphertext_free(f);
@@ -701,6 +769,7 @@ static ts_status_t rmsnorm(ts_llm_enc_session_t *s, const float *w, ct_t *x, ct_
     const ts_llm_enc_t *e = s->e;
     ct_t *sq = NULL, *r = NULL, *xw = NULL;
     ts_status_t st;
+    int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
     TRY(ct_new(s, &sq));
     TRY(ct_new(s, &r));
     TRY(ct_new(s, &xw));
@@ -718,6 +787,7 @@ static ts_status_t rmsnorm(ts_llm_enc_session_t *s, const float *w, ct_t *x, ct_
     TRY(mul_buf(s, x, xw));
     TRY(mul_cc(s, xw, r, out));
 done:
+    stage_to(s, prev_stage);
     ts_ckks_ciphertext_free(sq);
     ts_ckks_ciphertext_free(r);
     ts_ckks_ciphertext_free(xw);
@@ -736,10 +806,12 @@ ts_status_t ts_llm_enc_rmsnorm(ts_llm_enc_session_t *s, int layer, int which,
                                   : s->e->m->layers[layer].ffn_norm;
     ct_t *t = NULL;
     ts_status_t st;
+    stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, x));
     TRY(rmsnorm(s, w, t, out));
 done:
+    stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
     return st;
 }
@@ -753,6 +825,7 @@ static ts_status_t rope(ts_llm_enc_session_t *s, ct_t *x, int pos, ct_t *out)
     const ts_llm_config_t *c = &e->m->cfg;
     ct_t *r1 = NULL, *r2 = NULL, *acc = NULL;
     ts_status_t st;
+    int prev_stage = stage_to(s, TS_LLM_STAGE_ATTENTION);
     TRY(need(s, x, 1));
     int lv = ts_ckks_ciphertext_level(x);
     TRY(ct_new(s, &r1));
@@ -790,6 +863,7 @@ static ts_status_t rope(ts_llm_enc_session_t *s, ct_t *x, int pos, ct_t *out)
     }
     TRY(ts_ckks_rescale(s->ev, acc, out));
 done:
+    stage_to(s, prev_stage);
     ts_ckks_ciphertext_free(r1);
     ts_ckks_ciphertext_free(r2);
     ts_ckks_ciphertext_free(acc);
@@ -802,6 +876,7 @@ static ts_status_t cache_put(ts_llm_enc_session_t *s, ct_t **cache, ct_t *x, int
     const ts_llm_enc_t *e = s->e;
     ct_t *b = NULL;
     ts_status_t st;
+    int prev_stage = stage_to(s, TS_LLM_STAGE_ATTENTION);
     TRY(ct_new(s, &b));
     for (int j = 0; j < e->slots; j++)
         s->buf[j] = j < e->pd ? 1.0 : 0.0;
@@ -816,6 +891,7 @@ static ts_status_t cache_put(ts_llm_enc_session_t *s, ct_t **cache, ct_t *x, int
         TRY(add_cc(s, *cache, b, *cache));
     }
 done:
+    stage_to(s, prev_stage);
     ts_ckks_ciphertext_free(b);
     return st;
 }
@@ -827,6 +903,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, ct_t *xb, int p
     ct_t *q = NULL, *kk = NULL, *v = NULL, *z = NULL, *y = NULL, *sq = NULL, *sum = NULL, *r = NULL,
          *vc = NULL;
     ts_status_t st;
+    int prev_stage = stage_to(s, TS_LLM_STAGE_ATTENTION);
     TRY(ct_new(s, &q));
     TRY(ct_new(s, &kk));
     TRY(ct_new(s, &v));
@@ -882,6 +959,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, ct_t *xb, int p
     TRY(mul_cc(s, y, vc, out));
     TRY(rot_sum(s, out, e->pd, e->slots));
 done:
+    stage_to(s, prev_stage);
     ts_ckks_ciphertext_free(q);
     ts_ckks_ciphertext_free(kk);
     ts_ckks_ciphertext_free(v);
@@ -903,10 +981,12 @@ ts_status_t ts_llm_enc_attention(ts_llm_enc_session_t *s, int layer, const ts_ck
         return TS_ERANGE;
     ct_t *t = NULL;
     ts_status_t st;
+    stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, xb));
     TRY(attention(s, layer, t, pos, out));
 done:
+    stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
     return st;
 }
@@ -941,10 +1021,12 @@ ts_status_t ts_llm_enc_ffn(ts_llm_enc_session_t *s, int layer, const ts_ckks_cip
         return TS_EINVAL;
     ct_t *t = NULL;
     ts_status_t st;
+    stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, xb));
     TRY(ffn(s, layer, t, out));
 done:
+    stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
     return st;
 }
@@ -961,6 +1043,7 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
         return TS_ERANGE;
     ct_t *xx = NULL, *xb = NULL, *o = NULL;
     ts_status_t st;
+    stage_begin(s);
     TRY(ct_new(s, &xx));
     TRY(ct_new(s, &xb));
     TRY(ct_new(s, &o));
@@ -978,7 +1061,9 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
     TRY(rmsnorm(s, e->m->final_norm, xx, xb));
     TRY(matvec_which(s, 0, 7, xb, logits));
     s->next_pos = pos + 1;
+    s->stats.steps++;
 done:
+    stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(xx);
     ts_ckks_ciphertext_free(xb);
     ts_ckks_ciphertext_free(o);

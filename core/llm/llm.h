@@ -383,6 +383,39 @@ void ts_llm_enc_session_free(ts_llm_enc_session_t *s);
 uint64_t ts_llm_enc_session_bootstraps(const ts_llm_enc_session_t *s);
 
 /*
+ * Where a session's time went (wall clock, exclusive: time in a bootstrap
+ * triggered inside a nonlinear primitive counts as bootstrapping only).
+ *   MATVEC     plaintext-matrix products (projections, FFN, LM head, embedding)
+ *   ATTENTION  RoPE, KV-cache placement, scores and the weighted sum of V
+ *   NONLINEAR  exp, 1/x, 1/sqrt(x), SiLU evaluated in CKKS, and the norms' sums
+ *   BOOTSTRAP  CKKS bootstrapping
+ *   CONVERT    CKKS <-> TFHE conversions and look-ups (hybrid, tfhe policies)
+ *   OTHER      residual adds, scale corrections, copies
+ */
+typedef enum {
+    TS_LLM_STAGE_MATVEC = 0,
+    TS_LLM_STAGE_ATTENTION,
+    TS_LLM_STAGE_NONLINEAR,
+    TS_LLM_STAGE_BOOTSTRAP,
+    TS_LLM_STAGE_CONVERT,
+    TS_LLM_STAGE_OTHER,
+    TS_LLM_STAGE_COUNT
+} ts_llm_stage_t;
+
+typedef struct ts_llm_enc_stats {
+    double seconds[TS_LLM_STAGE_COUNT];
+    uint64_t bootstraps;  /* ciphertexts bootstrapped */
+    uint64_t conversions; /* CKKS -> TFHE -> CKKS round trips (one per batch of values) */
+    uint64_t lookups;     /* values looked up in TFHE */
+    uint64_t steps;       /* decode steps completed */
+} ts_llm_enc_stats_t;
+
+const char *ts_llm_stage_name(ts_llm_stage_t st); /* "matvec", "attention", ... */
+/* Totals since the session started (or since the last reset). */
+void ts_llm_enc_session_stats(const ts_llm_enc_session_t *s, ts_llm_enc_stats_t *out);
+void ts_llm_enc_session_stats_reset(ts_llm_enc_session_t *s);
+
+/*
  * One decode step: x = the encrypted embedding of the token at `pos` (pos must
  * be the next position); logits (period pow2(vocab)) written to out.
  * Errors: TS_ERANGE (pos), TS_ELEVEL (no bootstrapper and too few levels), CKKS errors.

@@ -181,6 +181,19 @@ START_TEST(test_enc_matvec)
     double e4 = fx_err(&f, out, y, d);
     printf("enc matvec max abs err: wq %.2e w1 %.2e wcls %.2e w2 %.2e\n", e1, e2, e3, e4);
     ck_assert(e1 < 1e-4 && e2 < 1e-4 && e3 < 1e-4 && e4 < 1e-4);
+    /* stage accounting: four products, all charged to matvec, no bootstrap */
+    ts_llm_enc_stats_t ss;
+    ts_llm_enc_session_stats(f.s, &ss);
+    ck_assert(ss.seconds[TS_LLM_STAGE_MATVEC] > 0.0);
+    ck_assert(ss.seconds[TS_LLM_STAGE_MATVEC] > 10.0 * ss.seconds[TS_LLM_STAGE_OTHER]);
+    ck_assert(ss.seconds[TS_LLM_STAGE_NONLINEAR] == 0.0 &&
+              ss.seconds[TS_LLM_STAGE_BOOTSTRAP] == 0.0);
+    ck_assert_uint_eq(ss.bootstraps, 0);
+    ck_assert_uint_eq(ss.steps, 0);
+    ck_assert_str_eq(ts_llm_stage_name(TS_LLM_STAGE_CONVERT), "convert");
+    ts_llm_enc_session_stats_reset(f.s);
+    ts_llm_enc_session_stats(f.s, &ss);
+    ck_assert(ss.seconds[TS_LLM_STAGE_MATVEC] == 0.0);
     ts_ckks_ciphertext_free(ct);
     ts_ckks_ciphertext_free(cth);
     ts_ckks_ciphertext_free(out);
@@ -399,6 +412,8 @@ START_TEST(test_enc_decode_slow)
     ts_ckks_ciphertext_t *x = NULL, *out = NULL;
     ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &x));
     ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &out));
+    /* TS_ENC_POSITIONS=n stops after n positions (profiling runs). */
+    int max_pos = getenv("TS_ENC_POSITIONS") ? atoi(getenv("TS_ENC_POSITIONS")) : 0;
     for (int pos = 0; pos < 7 + n_gen - 1; pos++) {
         tok = pos < 7 ? prompt[pos] : tok;
         struct timespec t0, t1;
@@ -420,7 +435,14 @@ START_TEST(test_enc_decode_slow)
                "(%.1f bits below max |logit| %.2f), argmax enc %d plain %d\n",
                pos, tok, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
                (unsigned long long)ts_llm_enc_session_bootstraps(f.s), mx, log2(ra / mx), ra, a, b);
-        fflush(stdout);
+        ts_llm_enc_stats_t ss;
+        ts_llm_enc_session_stats(f.s, &ss);
+        printf("  time so far by stage:");
+        for (int k = 0; k < TS_LLM_STAGE_COUNT; k++)
+            printf(" %s %.1f s", ts_llm_stage_name((ts_llm_stage_t)k), ss.seconds[k]);
+        printf("\n");
+        if (pos + 1 == max_pos)
+            break;
         if (pos >= 6) {
             ck_assert_int_eq(b, want_next[pos - 6]);
             tok = a;
