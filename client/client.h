@@ -160,6 +160,12 @@ void ts_cli_keys_clear(ts_cli_keys_t *keys);
 
 /* `tessera bench aggregate` (client/cmd_bench.c); argv[0] is ignored. Returns an exit code. */
 int ts_bench_aggregate(int argc, char **argv);
+/* `tessera bench ckks` / build/bench/bench_ckks (client/bench_ckks.c) and `tessera bench boot` /
+ * build/bench/bench_boot (client/bench_boot.c); argv[0] is ignored. Return an exit code. */
+int ts_bench_ckks(int argc, char **argv);
+int ts_bench_boot(int argc, char **argv);
+/* The CPU model from /proc/cpuinfo ("unknown" when absent), JSON-safe. */
+void ts_bench_cpu_model(char *out, size_t cap);
 
 /* Vectors: csv (numbers separated by commas/whitespace), json (array), f32 (raw LE). */
 ts_status_t ts_cli_vector_read(const char *path, const char *format, double **values, size_t *count,

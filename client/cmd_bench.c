@@ -245,16 +245,23 @@ int ts_bench_aggregate(int argc, char **argv)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: tessera bench aggregate [--json PATH] [--quick] [--sizes]\n"
-            "       tessera bench costs --params PRESET --out FILE [...]   (see --help there)\n\n"
-            "Encrypted weighted averaging over the prime grid of seed 002 (N = 8192, L = 1,\n"
-            "outer 20..40 and inner 18..38 bits, 3 clients, 30.2K parameters; --sizes adds\n"
-            "6.6M and 8M): encryption, aggregation and decryption time, bytes sent and\n"
-            "received per client, mean and max error against the plaintext average.\n"
-            "JSON to PATH (default stdout), a table on stderr. --quick: a 3 x 3 grid of\n"
-            "4096 parameters.\n\n%s",
-            ts_cli_exit_help);
+    fprintf(
+        f,
+        "usage: tessera bench aggregate [--json PATH] [--quick] [--sizes]\n"
+        "       tessera bench costs --params PRESET --out FILE [...]   (see --help there)\n"
+        "       tessera bench ckks [--json PATH] [--quick] [--threads N] [...]   (--help there)\n"
+        "       tessera bench boot [--json PATH] [--quick] [--threads N] [...]   (--help there)\n\n"
+        "ckks: the CKKS benchmarks of issue 3 (FHElium suite with its matrix products,\n"
+        "client encode+encrypt, N = 2^16 operations); boot: CKKS bootstrapping latency\n"
+        "and precision (issue 4). Both run the code of build/bench/bench_ckks and\n"
+        "bench_boot. aggregate:\n"
+        "Encrypted weighted averaging over the prime grid of seed 002 (N = 8192, L = 1,\n"
+        "outer 20..40 and inner 18..38 bits, 3 clients, 30.2K parameters; --sizes adds\n"
+        "6.6M and 8M): encryption, aggregation and decryption time, bytes sent and\n"
+        "received per client, mean and max error against the plaintext average.\n"
+        "JSON to PATH (default stdout), a table on stderr. --quick: a 3 x 3 grid of\n"
+        "4096 parameters.\n\n%s",
+        ts_cli_exit_help);
 }
 
 int ts_cmd_bench(int argc, char **argv)
@@ -265,8 +272,13 @@ int ts_cmd_bench(int argc, char **argv)
     }
     if (strcmp(argv[1], "costs") == 0)
         return ts_bench_costs(argc - 1, argv + 1);
+    if (strcmp(argv[1], "ckks") == 0)
+        return ts_bench_ckks(argc - 1, argv + 1);
+    if (strcmp(argv[1], "boot") == 0)
+        return ts_bench_boot(argc - 1, argv + 1);
     if (strcmp(argv[1], "aggregate") != 0) {
-        fprintf(stderr, "tessera bench: unknown benchmark \"%s\" (aggregate, costs)\n", argv[1]);
+        fprintf(stderr, "tessera bench: unknown benchmark \"%s\" (aggregate, costs, ckks, boot)\n",
+                argv[1]);
         return TS_EXIT_USAGE;
     }
     for (int i = 2; i < argc; i++)
