@@ -218,6 +218,7 @@ ts_status_t ts_llm_enc_rotation_steps(const ts_llm_enc_t *e, int64_t *steps, siz
     size_t cap = steps ? *count : 0, n = 0;
     mv_steps(e->pd, e->slots, steps, cap, &n);
     mv_steps(e->ph, e->slots, steps, cap, &n);
+    mv_steps(e->pv, e->slots, steps, cap, &n); /* one-hot input (ts_llm_enc_embed) */
     for (int r = 1; r < e->pd; r <<= 1)
         add_step(steps, cap, &n, r, e->slots); /* norm sums */
     for (int r = 1; r < e->hd; r <<= 1)
@@ -1067,5 +1068,54 @@ done:
     ts_ckks_ciphertext_free(xx);
     ts_ckks_ciphertext_free(xb);
     ts_ckks_ciphertext_free(o);
+    return st;
+}
+
+/* ---------------------------------------------- encrypted one-hot token input */
+
+/*
+ * out = E^T onehot: the embedding as a plaintext-matrix x ciphertext product
+ * (E^T is dim x vocab; the one-hot vector has period pow2(vocab), the result
+ * period pow2(dim)), so the embedding table never leaves the server.
+ */
+ts_status_t ts_llm_enc_embed(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *onehot,
+                             ts_ckks_ciphertext_t *out)
+{
+    if (!s || !onehot || !out)
+        return TS_EINVAL;
+    const ts_llm_enc_t *e = s->e;
+    size_t n = (size_t)e->dim * (size_t)e->vocab;
+    float *wt = ts_malloc(n * sizeof(float));
+    ct_t *t = NULL;
+    ts_status_t st = wt ? TS_OK : TS_ENOMEM;
+    if (st != TS_OK)
+        return st;
+    for (int v = 0; v < e->vocab; v++)
+        for (int i = 0; i < e->dim; i++)
+            wt[(size_t)i * e->vocab + v] = e->m->tok_emb[(size_t)v * e->dim + i];
+    TRY(ct_new(s, &t));
+    TRY(ts_ckks_ciphertext_copy(t, onehot));
+    TRY(matvec(s, wt, e->dim, e->vocab, e->pv, e->pd, t, out));
+done:
+    ts_ckks_ciphertext_free(t);
+    ts_free(wt);
+    return st;
+}
+
+ts_status_t ts_llm_enc_encrypt_onehot(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
+                                      const ts_ckks_secret_key_t *sk, ts_prng_t *prng, int token,
+                                      ts_ckks_ciphertext_t *ct)
+{
+    if (!e || token < 0 || token >= e->vocab)
+        return TS_EINVAL;
+    float *v = ts_malloc((size_t)e->vocab * sizeof(float));
+    if (!v)
+        return TS_ENOMEM;
+    memset(v, 0, (size_t)e->vocab * sizeof(float));
+    v[token] = 1.0f;
+    ts_status_t st =
+        ts_llm_enc_encrypt_vec(ecd, sk, prng, v, e->vocab, ts_llm_enc_input_level(e), ct);
+    ts_memzero(v, (size_t)e->vocab * sizeof(float));
+    ts_free(v);
     return st;
 }

@@ -439,6 +439,66 @@ ts_status_t ts_llm_enc_attention(ts_llm_enc_session_t *s, int layer, const ts_ck
 ts_status_t ts_llm_enc_ffn(ts_llm_enc_session_t *s, int layer, const ts_ckks_ciphertext_t *xb,
                            ts_ckks_ciphertext_t *out);
 
+/*
+ * Encrypted one-hot token input (issue 10's default): the client encrypts the
+ * one-hot vector of its token over the vocabulary (period pow2(vocab), at
+ * ts_llm_enc_input_level) and the server computes the embedding as the
+ * plaintext-matrix x ciphertext product E^T onehot (periodic diagonals, BSGS;
+ * one level), so the embedding table stays on the server. The result (period
+ * pow2(dim)) is the x of ts_llm_enc_step. Needs pow2(vocab) to divide the
+ * slots; its rotation steps are part of ts_llm_enc_rotation_steps.
+ */
+ts_status_t ts_llm_enc_embed(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *onehot,
+                             ts_ckks_ciphertext_t *out);
+/* Client: the one-hot vector of `token` encrypted at ts_llm_enc_input_level. */
+ts_status_t ts_llm_enc_encrypt_onehot(const ts_llm_enc_t *enc, ts_ckks_encoder_t *ecd,
+                                      const ts_ckks_secret_key_t *sk, ts_prng_t *prng, int token,
+                                      ts_ckks_ciphertext_t *ct);
+
+/*
+ * Sanitized logits (core/llm/sanitize.c). Before encrypted logits leave the
+ * server they are brought to a fixed level and scale (every reply looks the
+ * same: level `level`, scale Delta, degree 1), re-randomized with a fresh
+ * public-key encryption of zero under the client's key (c_1 no longer
+ * depends on the computation), and flooded: c_0 gets coefficients uniform in
+ * [-F, F], F = 2^ceil(lambda + log2 B), where B is the estimated bound of the
+ * noise the last rescale and key switch leave (ts_llm_sanitize_noise_bound).
+ * The flooded noise is then within statistical distance N 2^-lambda of noise
+ * independent of the computation's (stat_security = lambda - log2 N bits).
+ * What is not hidden: the approximation error of the nonlinear primitives,
+ * which is part of the (approximate) logits the client is meant to learn.
+ * Precision cost: each real slot moves by at most about 6 F sqrt(N/6) / Delta
+ * (err_bound; 6 sigma), so lambda + log2 B + log2 sqrt(N) must stay well below
+ * log2 Delta (lambda = 20 leaves ~7 bits at Delta = 2^40, N = 2^10; 40 needs
+ * Delta >= 2^60 for similar precision).
+ */
+typedef struct ts_llm_sanitize_info {
+    int level;             /* the fixed output level */
+    double scale;          /* the fixed output scale (Delta) */
+    int lambda;            /* statistical parameter asked for */
+    double noise_log2;     /* log2 B */
+    double flood_log2;     /* log2 F */
+    double err_bound;      /* estimated absolute error the flooding adds per slot */
+    double precision_bits; /* -log2(err_bound) */
+    double stat_security;  /* lambda - log2 N */
+} ts_llm_sanitize_info_t;
+
+/* B for params: 12 sqrt((1 + h) / 12), h the secret's Hamming weight (2N/3 for ternary). */
+double ts_llm_sanitize_noise_bound(const ts_ckks_params_t *params);
+/* The numbers ts_llm_sanitize will use; TS_ERANGE when the flooding does not fit
+ * q_0..q_level, TS_ELEVEL for a bad level, TS_EINVAL for lambda outside 0..128. */
+ts_status_t ts_llm_sanitize_plan(const ts_ckks_params_t *params, int level, int lambda,
+                                 ts_llm_sanitize_info_t *info);
+/*
+ * Sanitize ct in place (its level must be >= level; a scale not within 2^-30
+ * of Delta is corrected exactly with one more level). pk: the client's public
+ * key; prng: the server's CSPRNG (ts_prng_new_os). lambda 0: re-randomize only.
+ * [out] info (optional). Errors: TS_EINVAL, TS_ELEVEL, TS_ERANGE, CKKS errors.
+ */
+ts_status_t ts_llm_sanitize(ts_ckks_evaluator_t *ev, const ts_ckks_public_key_t *pk, int level,
+                            int lambda, ts_prng_t *prng, ts_ckks_ciphertext_t *ct,
+                            ts_llm_sanitize_info_t *info);
+
 #ifdef __cplusplus
 }
 #endif
