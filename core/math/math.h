@@ -316,6 +316,12 @@ typedef struct ts_rns_conv {
     uint64_t *a_inv_mod_b_sh;
     double *a_inv_d;    /* 1.0 / a_i, na */
     uint64_t *va_mod_b; /* (v * A) mod b_j at [v * nb + j], v = 0..na */
+    /* for the vector kernels: Shoup constants of ahat_mod_b (64-bit, and the
+     * 52-bit floor(h 2^52 / b_j) where b_j < 2^50, else 0), same indexing;
+     * va_mod_b transposed, [j * 16 + v], v = 0..min(na, 15), zero padded */
+    uint64_t *ahat_mod_b_sh;
+    uint64_t *ahat_mod_b_sh52;
+    uint64_t *va_mod_b_t;
 } ts_rns_conv_t;
 
 ts_status_t ts_rns_conv_new(const uint64_t *from, uint32_t na, const uint64_t *to, uint32_t nb,
@@ -338,6 +344,19 @@ void ts_rns_conv_apply(const ts_rns_conv_t *c, const uint64_t *in, size_t in_str
  */
 void ts_rns_conv_moddown(const ts_rns_conv_t *c, const uint64_t *x_a, size_t a_stride,
                          const uint64_t *x_b, uint64_t *out, size_t b_stride, size_t n);
+
+/*
+ * The same two with a forced implementation (tests, benchmarks):
+ * TS_NTT_IMPL_PORTABLE, TS_NTT_IMPL_AVX512 (TS_ENOTSUP when the CPU or the
+ * build lacks it) or TS_NTT_IMPL_AUTO; AVX2 has no kernel of its own and runs
+ * the portable code. The AVX-512 kernel takes 2 <= na <= 15 and any n (a
+ * tail below 8 runs the portable code); all give identical results.
+ */
+ts_status_t ts_rns_conv_apply_impl(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride,
+                                   uint64_t *out, size_t out_stride, size_t n, ts_ntt_impl_t impl);
+ts_status_t ts_rns_conv_moddown_impl(const ts_rns_conv_t *c, const uint64_t *x_a, size_t a_stride,
+                                     const uint64_t *x_b, uint64_t *out, size_t b_stride, size_t n,
+                                     ts_ntt_impl_t impl);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,13 @@ void ts__ntt_inverse_avx2_last(const ts_ntt_table_t *t, uint64_t *a);
 void ts__ntt_forward_avx512(const ts_ntt_table_t *t, uint64_t *a);
 void ts__ntt_inverse_avx512(const ts_ntt_table_t *t, uint64_t *a);
 
+/* AVX-512 HPS conversion (math/rns_avx512.c): n coefficients, 2 <= na <= 15;
+ * moddown as in ts_rns_conv_moddown. Only when ts__rns_conv_avx512_built(). */
+void ts__rns_conv_avx512(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride,
+                         uint64_t *out, size_t out_stride, size_t n, bool moddown,
+                         const uint64_t *x_b);
+bool ts__rns_conv_avx512_built(void);
+
 /* Portable kernels (math/ntt.c). */
 void ts__ntt_forward_portable(const ts_ntt_table_t *t, uint64_t *a);
 void ts__ntt_inverse_portable(const ts_ntt_table_t *t, uint64_t *a);

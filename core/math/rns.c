@@ -198,6 +198,9 @@ void ts_rns_conv_free(ts_rns_conv_t *c)
     ts_free(c->a_inv_mod_b_sh);
     ts_free(c->a_inv_d);
     ts_free(c->va_mod_b);
+    ts_free(c->ahat_mod_b_sh);
+    ts_free(c->ahat_mod_b_sh52);
+    ts_free(c->va_mod_b_t);
     ts_free(c);
 }
 
@@ -229,8 +232,12 @@ ts_status_t ts_rns_conv_new(const uint64_t *from, uint32_t na, const uint64_t *t
     c->a_inv_mod_b_sh = ts_calloc(nb, sizeof(uint64_t));
     c->a_inv_d = ts_calloc(na, sizeof(double));
     c->va_mod_b = ts_calloc(((size_t)na + 1) * nb, sizeof(uint64_t));
+    c->ahat_mod_b_sh = ts_calloc((size_t)na * nb, sizeof(uint64_t));
+    c->ahat_mod_b_sh52 = ts_calloc((size_t)na * nb, sizeof(uint64_t));
+    c->va_mod_b_t = ts_calloc((size_t)nb * 16, sizeof(uint64_t));
     if (!c->from || !c->to || !c->ahat_inv || !c->ahat_inv_sh || !c->ahat_mod_b || !c->a_mod_b ||
-        !c->a_inv_mod_b || !c->a_inv_mod_b_sh || !c->a_inv_d || !c->va_mod_b) {
+        !c->a_inv_mod_b || !c->a_inv_mod_b_sh || !c->a_inv_d || !c->va_mod_b || !c->ahat_mod_b_sh ||
+        !c->ahat_mod_b_sh52 || !c->va_mod_b_t) {
         ts_rns_conv_free(c);
         return TS_ENOMEM;
     }
@@ -252,6 +259,9 @@ ts_status_t ts_rns_conv_new(const uint64_t *from, uint32_t na, const uint64_t *t
                 if (k != i)
                     h = ts_mod_mul(h, from[k], &c->to[j]);
             c->ahat_mod_b[(size_t)i * nb + j] = h;
+            c->ahat_mod_b_sh[(size_t)i * nb + j] = ts_shoup_precompute(h, to[j]);
+            if (to[j] < (1ULL << 50))
+                c->ahat_mod_b_sh52[(size_t)i * nb + j] = (uint64_t)(((ts_u128_t)h << 52) / to[j]);
         }
     }
     for (uint32_t j = 0; j < nb; j++) {
@@ -261,8 +271,11 @@ ts_status_t ts_rns_conv_new(const uint64_t *from, uint32_t na, const uint64_t *t
         c->a_mod_b[j] = a;
         c->a_inv_mod_b[j] = ts_mod_inv(a, to[j]);
         c->a_inv_mod_b_sh[j] = ts_shoup_precompute(c->a_inv_mod_b[j], to[j]);
-        for (uint32_t v = 0; v <= na; v++)
+        for (uint32_t v = 0; v <= na; v++) {
             c->va_mod_b[(size_t)v * nb + j] = ts_mod_mul(v, a, &c->to[j]);
+            if (v < 16)
+                c->va_mod_b_t[(size_t)j * 16 + v] = c->va_mod_b[(size_t)v * nb + j];
+        }
     }
     *out = c;
     return TS_OK;
@@ -364,20 +377,77 @@ static void conv_block(const ts_rns_conv_t *c, const uint64_t *in, size_t in_str
     }
 }
 
+static void conv_portable(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride,
+                          uint64_t *out, size_t out_stride, size_t from, size_t n, bool moddown,
+                          const uint64_t *x_b)
+{
+    for (size_t off = from; off < n; off += CONV_BLOCK) {
+        size_t cnt = n - off < CONV_BLOCK ? n - off : CONV_BLOCK;
+        conv_block(c, in, in_stride, out, out_stride, off, cnt, moddown, x_b);
+    }
+}
+
+static bool avx512_ok(const ts_rns_conv_t *c)
+{
+    return c->na >= 2 && c->na <= 15 && ts__rns_conv_avx512_built() && ts_cpu_has_avx512();
+}
+
+static ts_status_t conv_run(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride,
+                            uint64_t *out, size_t out_stride, size_t n, bool moddown,
+                            const uint64_t *x_b, ts_ntt_impl_t impl)
+{
+    bool vec;
+    switch (impl) {
+    case TS_NTT_IMPL_AUTO:
+        vec = avx512_ok(c);
+        break;
+    case TS_NTT_IMPL_PORTABLE:
+    case TS_NTT_IMPL_AVX2:
+        vec = false;
+        break;
+    case TS_NTT_IMPL_AVX512:
+        if (!ts__rns_conv_avx512_built() || !ts_cpu_has_avx512())
+            return TS_ENOTSUP;
+        vec = avx512_ok(c);
+        break;
+    default:
+        return TS_EINVAL;
+    }
+    size_t done = 0;
+    if (vec) {
+        done = n & ~(size_t)7;
+        if (done)
+            ts__rns_conv_avx512(c, in, in_stride, out, out_stride, done, moddown, x_b);
+    }
+    conv_portable(c, in, in_stride, out, out_stride, done, n, moddown, x_b);
+    return TS_OK;
+}
+
 void ts_rns_conv_apply(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride, uint64_t *out,
                        size_t out_stride, size_t n)
 {
-    for (size_t off = 0; off < n; off += CONV_BLOCK) {
-        size_t cnt = n - off < CONV_BLOCK ? n - off : CONV_BLOCK;
-        conv_block(c, in, in_stride, out, out_stride, off, cnt, false, NULL);
-    }
+    (void)conv_run(c, in, in_stride, out, out_stride, n, false, NULL, TS_NTT_IMPL_AUTO);
 }
 
 void ts_rns_conv_moddown(const ts_rns_conv_t *c, const uint64_t *x_a, size_t a_stride,
                          const uint64_t *x_b, uint64_t *out, size_t b_stride, size_t n)
 {
-    for (size_t off = 0; off < n; off += CONV_BLOCK) {
-        size_t cnt = n - off < CONV_BLOCK ? n - off : CONV_BLOCK;
-        conv_block(c, x_a, a_stride, out, b_stride, off, cnt, true, x_b);
-    }
+    (void)conv_run(c, x_a, a_stride, out, b_stride, n, true, x_b, TS_NTT_IMPL_AUTO);
+}
+
+ts_status_t ts_rns_conv_apply_impl(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride,
+                                   uint64_t *out, size_t out_stride, size_t n, ts_ntt_impl_t impl)
+{
+    if (!c || (n && (!in || !out)))
+        return TS_EINVAL;
+    return conv_run(c, in, in_stride, out, out_stride, n, false, NULL, impl);
+}
+
+ts_status_t ts_rns_conv_moddown_impl(const ts_rns_conv_t *c, const uint64_t *x_a, size_t a_stride,
+                                     const uint64_t *x_b, uint64_t *out, size_t b_stride, size_t n,
+                                     ts_ntt_impl_t impl)
+{
+    if (!c || (n && (!x_a || !x_b || !out)))
+        return TS_EINVAL;
+    return conv_run(c, x_a, a_stride, out, b_stride, n, true, x_b, impl);
 }

@@ -443,6 +443,70 @@ START_TEST(test_rns)
 }
 END_TEST
 
+/* The AVX-512 basis conversion and ModDown against the portable code, bit for
+ * bit: every source count 2..15, target primes of 30..61 bits (IFMA and
+ * 64-bit products), sources with and without a 60-bit prime, lengths with
+ * and without a tail, edge residues 0 and q - 1. */
+START_TEST(test_rns_conv_impls)
+{
+    uint64_t src[16], tgt[12], tmp[4];
+    ck_assert_ts_ok(ts_primes_ntt(40, 1 << 12, 15, TS_PRIMES_DESCENDING, NULL, 0, src));
+    src[15] = 1152921504606748673ULL; /* 60-bit */
+    const uint32_t tb[4] = {30, 49, 60, 61};
+    for (int g = 0; g < 4; g++) {
+        ck_assert_ts_ok(ts_primes_ntt(tb[g], 1 << 12, 3, TS_PRIMES_NEAREST, src, 16, tmp));
+        for (int k = 0; k < 3; k++)
+            tgt[g * 3 + k] = tmp[k];
+    }
+    bool have = ts_cpu_has_avx512();
+    for (uint32_t na = 1; na <= 15; na++) {
+        for (int big = 0; big < 2; big++) {
+            const uint64_t *from = big ? src + 16 - na : src; /* big: includes the 60-bit one */
+            ts_rns_conv_t *conv;
+            ck_assert_ts_ok(ts_rns_conv_new(from, na, tgt, 12, &conv));
+            const size_t n = 16 * 5 + 3 + (size_t)na;
+            uint64_t *in = malloc(sizeof(uint64_t) * 15 * n);
+            uint64_t *xb = malloc(sizeof(uint64_t) * 12 * n);
+            uint64_t *o1 = malloc(sizeof(uint64_t) * 12 * n);
+            uint64_t *o2 = malloc(sizeof(uint64_t) * 12 * n);
+            for (uint32_t i = 0; i < na; i++)
+                for (size_t k = 0; k < n; k++)
+                    in[i * n + k] = k < 3 ? (k == 0 ? 0 : from[i] - k) : rnd() % from[i];
+            for (uint32_t j = 0; j < 12; j++)
+                for (size_t k = 0; k < n; k++)
+                    xb[j * n + k] = k == 5 ? tgt[j] - 1 : rnd() % tgt[j];
+            ts_status_t want = have ? TS_OK : TS_ENOTSUP;
+            ck_assert_ts_ok(ts_rns_conv_apply_impl(conv, in, n, o1, n, n, TS_NTT_IMPL_PORTABLE));
+            ck_assert_ts_status(ts_rns_conv_apply_impl(conv, in, n, o2, n, n, TS_NTT_IMPL_AVX512),
+                                want);
+            if (have)
+                ck_assert_msg(!memcmp(o1, o2, sizeof(uint64_t) * 12 * n), "conv na=%u big=%d", na,
+                              big);
+            ck_assert_ts_ok(
+                ts_rns_conv_moddown_impl(conv, in, n, xb, o1, n, n, TS_NTT_IMPL_PORTABLE));
+            ck_assert_ts_status(
+                ts_rns_conv_moddown_impl(conv, in, n, xb, o2, n, n, TS_NTT_IMPL_AVX512), want);
+            if (have) {
+                ck_assert_msg(!memcmp(o1, o2, sizeof(uint64_t) * 12 * n), "moddown na=%u", na);
+                /* in place */
+                ck_assert_ts_ok(
+                    ts_rns_conv_moddown_impl(conv, in, n, xb, xb, n, n, TS_NTT_IMPL_AVX512));
+                ck_assert(!memcmp(o1, xb, sizeof(uint64_t) * 12 * n));
+            }
+            /* the automatic choice agrees too */
+            ts_rns_conv_apply(conv, in, n, o2, n, n);
+            ck_assert_ts_ok(ts_rns_conv_apply_impl(conv, in, n, o1, n, n, TS_NTT_IMPL_PORTABLE));
+            ck_assert(!memcmp(o1, o2, sizeof(uint64_t) * 12 * n));
+            free(in);
+            free(xb);
+            free(o1);
+            free(o2);
+            ts_rns_conv_free(conv);
+        }
+    }
+}
+END_TEST
+
 TS_TEST_SUITE(math)
 {
     Suite *s = suite_create("math");
@@ -453,6 +517,7 @@ TS_TEST_SUITE(math)
     tcase_add_test(tc, test_ntt_large);
     tcase_add_test(tc, test_ntt_automorphism);
     tcase_add_test(tc, test_rns);
+    tcase_add_test(tc, test_rns_conv_impls);
     suite_add_tcase(s, tc);
     return s;
 }
