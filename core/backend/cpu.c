@@ -452,32 +452,61 @@ static ts_status_t cpu_basis_reduce(ts_backend_t *be, const ts_bk_ring_t *r, con
 
 #define KS_MAX_DIGITS 64
 
-static void ks_task(void *vj, size_t t)
+#define KS_BLOCK 128
+
+/*
+ * One output limb l of every output polynomial: each digit limb is read once
+ * for all outputs; blocks of KS_BLOCK coefficients keep the 128-bit
+ * accumulators in L1 while the digits (outer loop) stream by. A reduction
+ * after every 15 terms (< 2^124 each for q < 2^62), one at the end: the unique
+ * reduced sum, as before.
+ */
+static void ks_task(void *vj, size_t l)
 {
     const job_t *j = vj;
     const ts_bk_ring_t *r = j->ring;
     const uint32_t n = r->n;
     const ts_bk_batch_t *out = j->out, *dig = j->a, *key = j->b;
-    const size_t c = t / out->nlimbs, l = t % out->nlimbs;
     const ts_modulus_t *m = &r->mods[out->mod_idx[l]];
     const uint32_t nd = dig->npolys, nout = out->npolys;
-    const uint64_t *dp[KS_MAX_DIGITS], *kp[KS_MAX_DIGITS];
-    for (uint32_t d = 0; d < nd; d++) {
-        dp[d] = limb_ptr(dig, n, d, l);
-        kp[d] = limb_ptr(key, n, (size_t)d * nout + c, j->key_limb[l]);
-    }
-    uint64_t *o = limb_ptr(out, n, c, l);
-    for (uint32_t i = 0; i < n; i++) {
-        ts_u128_t acc = 0;
-        uint32_t terms = 0;
-        for (uint32_t d = 0; d < nd; d++) {
-            acc += (ts_u128_t)dp[d][i] * kp[d][i];
-            if (++terms == 15) {
-                acc = ts_mod_reduce128((uint64_t)(acc >> 64), (uint64_t)acc, m);
-                terms = 1;
+    ts_u128_t acc[2][KS_BLOCK];
+    for (uint32_t c0 = 0; c0 < nout; c0 += 2) {
+        const uint32_t nc = nout - c0 < 2 ? nout - c0 : 2;
+        for (uint32_t b0 = 0; b0 < n; b0 += KS_BLOCK) {
+            const uint32_t cnt = n - b0 < KS_BLOCK ? n - b0 : KS_BLOCK;
+            memset(acc, 0, sizeof acc);
+            uint32_t terms = 0;
+            for (uint32_t d = 0; d < nd; d++) {
+                const uint64_t *dp = limb_ptr(dig, n, d, l) + b0;
+                if (terms == 15) {
+                    for (uint32_t c = 0; c < nc; c++)
+                        for (uint32_t i = 0; i < cnt; i++)
+                            acc[c][i] = ts_mod_reduce128((uint64_t)(acc[c][i] >> 64),
+                                                         (uint64_t)acc[c][i], m);
+                    terms = 1;
+                }
+                for (uint32_t c = 0; c < nc; c++) {
+                    const uint64_t *kp =
+                        limb_ptr(key, n, (size_t)d * nout + c0 + c, j->key_limb[l]) + b0;
+                    ts_u128_t *a = acc[c];
+                    if (b0 + KS_BLOCK < n) {
+                        for (uint32_t i = 0; i < KS_BLOCK; i += 8) {
+                            __builtin_prefetch(kp + KS_BLOCK + i);
+                            if (c == 0)
+                                __builtin_prefetch(dp + KS_BLOCK + i);
+                        }
+                    }
+                    for (uint32_t i = 0; i < cnt; i++)
+                        a[i] += (ts_u128_t)dp[i] * kp[i];
+                }
+                terms++;
+            }
+            for (uint32_t c = 0; c < nc; c++) {
+                uint64_t *o = limb_ptr(out, n, c0 + c, l) + b0;
+                for (uint32_t i = 0; i < cnt; i++)
+                    o[i] = ts_mod_reduce128((uint64_t)(acc[c][i] >> 64), (uint64_t)acc[c][i], m);
             }
         }
-        o[i] = ts_mod_reduce128((uint64_t)(acc >> 64), (uint64_t)acc, m);
     }
 }
 
@@ -496,7 +525,7 @@ static ts_status_t cpu_keyswitch_inner(ts_backend_t *be, const ts_bk_ring_t *r,
             return TS_EINVAL;
     }
     job_t j = {.ring = r, .out = out, .a = digits, .b = key, .key_limb = key_limb};
-    ts__pool_run(pool_of(be), (size_t)out->npolys * out->nlimbs, ks_task, &j);
+    ts__pool_run(pool_of(be), out->nlimbs, ks_task, &j);
     return TS_OK;
 }
 

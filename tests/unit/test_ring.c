@@ -360,41 +360,54 @@ START_TEST(test_backend_conv_ks)
     uint64_t *ref2 = ts_malloc(4 * n * 8);
     ts_rns_conv_moddown(md, ext->data + 4 * (size_t)n, n, x->data, ref2, n, n);
     ck_assert_int_eq(memcmp(ref2, y->data, 4 * n * 8), 0);
-    /* key-switch inner product: 3 digits x 2 outputs over the Q+P limbs */
-    const uint32_t nd = 3, nl = nq + np;
+    /* key-switch inner product over the Q+P limbs: 3 digits x 2 outputs (the
+     * key-switching shape), then 20 digits (a reduction after 15 terms) x 1
+     * and 17 x 3 outputs, against a term-by-term reference */
+    const uint32_t shapes[3][2] = {{20, 1}, {17, 3}, {3, 2}};
+    const uint32_t nl = nq + np;
     const size_t stride = (size_t)nl * n;
-    uint64_t *dig = ts_malloc(nd * stride * 8), *key = ts_malloc(nd * 2 * stride * 8);
-    uint64_t *o = ts_malloc(2 * stride * 8);
     const uint32_t *idx = ts_ring_limb_index(r, nq, np);
-    for (uint32_t d = 0; d < nd; d++)
-        for (uint32_t l = 0; l < nl; l++)
-            for (uint32_t i = 0; i < n; i++) {
-                uint64_t q = ts_ring_modulus(r, idx[l])->q;
-                dig[d * stride + l * n + i] = rnd() % q;
-                key[(2 * d) * stride + l * n + i] = rnd() % q;
-                key[(2 * d + 1) * stride + l * n + i] = rnd() % q;
-            }
     uint32_t key_limb[6] = {0, 1, 2, 3, 4, 5};
-    ts_bk_batch_t bd = {
-        .data = dig, .npolys = nd, .nlimbs = nl, .poly_stride = stride, .mod_idx = idx};
-    ts_bk_batch_t bk = {
-        .data = key, .npolys = 2 * nd, .nlimbs = nl, .poly_stride = stride, .mod_idx = idx};
-    ts_bk_batch_t bo = {
-        .data = o, .npolys = 2, .nlimbs = nl, .poly_stride = stride, .mod_idx = idx};
-    ck_assert_ts_ok(ts_backend_keyswitch_inner(be, ts_ring_bk(r), &bo, &bd, &bk, key_limb));
-    for (uint32_t c = 0; c < 2; c++)
-        for (uint32_t l = 0; l < nl; l++) {
-            const ts_modulus_t *m = ts_ring_modulus(r, idx[l]);
-            for (uint32_t i = 0; i < n; i++) {
-                uint64_t acc = 0;
-                for (uint32_t d = 0; d < nd; d++)
-                    acc = ts_mod_add(acc,
-                                     ts_mod_mul(dig[d * stride + l * n + i],
-                                                key[(2 * d + c) * stride + l * n + i], m),
-                                     m->q);
-                ck_assert_uint_eq(o[c * stride + l * n + i], acc);
+    uint64_t *dig = NULL, *key = NULL, *o = NULL;
+    ts_bk_batch_t bd, bk, bo;
+    for (int sh = 0; sh < 3; sh++) {
+        const uint32_t nd = shapes[sh][0], no = shapes[sh][1];
+        ts_free(dig);
+        ts_free(key);
+        ts_free(o);
+        dig = ts_malloc(nd * stride * 8);
+        key = ts_malloc(nd * no * stride * 8);
+        o = ts_malloc(no * stride * 8);
+        for (uint32_t d = 0; d < nd; d++)
+            for (uint32_t l = 0; l < nl; l++)
+                for (uint32_t i = 0; i < n; i++) {
+                    uint64_t q = ts_ring_modulus(r, idx[l])->q;
+                    /* some q - 1 everywhere: the largest terms */
+                    dig[d * stride + l * n + i] = i % 7 == 0 ? q - 1 : rnd() % q;
+                    for (uint32_t c = 0; c < no; c++)
+                        key[(no * d + c) * stride + l * n + i] = i % 5 == 0 ? q - 1 : rnd() % q;
+                }
+        bd = (ts_bk_batch_t){
+            .data = dig, .npolys = nd, .nlimbs = nl, .poly_stride = stride, .mod_idx = idx};
+        bk = (ts_bk_batch_t){
+            .data = key, .npolys = no * nd, .nlimbs = nl, .poly_stride = stride, .mod_idx = idx};
+        bo = (ts_bk_batch_t){
+            .data = o, .npolys = no, .nlimbs = nl, .poly_stride = stride, .mod_idx = idx};
+        ck_assert_ts_ok(ts_backend_keyswitch_inner(be, ts_ring_bk(r), &bo, &bd, &bk, key_limb));
+        for (uint32_t c = 0; c < no; c++)
+            for (uint32_t l = 0; l < nl; l++) {
+                const ts_modulus_t *m = ts_ring_modulus(r, idx[l]);
+                for (uint32_t i = 0; i < n; i++) {
+                    uint64_t acc = 0;
+                    for (uint32_t d = 0; d < nd; d++)
+                        acc = ts_mod_add(acc,
+                                         ts_mod_mul(dig[d * stride + l * n + i],
+                                                    key[(no * d + c) * stride + l * n + i], m),
+                                         m->q);
+                    ck_assert_uint_eq(o[c * stride + l * n + i], acc);
+                }
             }
-        }
+    }
     key_limb[0] = 1; /* wrong modulus */
     ck_assert_ts_status(ts_backend_keyswitch_inner(be, ts_ring_bk(r), &bo, &bd, &bk, key_limb),
                         TS_EINVAL);
