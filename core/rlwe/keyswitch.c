@@ -30,9 +30,10 @@ struct ts_rlwe_ks {
 
 struct ts_rlwe_decomp {
     const ts_rlwe_ks_t *ks;
-    uint64_t *data; /* dnum polys, stride (lq + kp) * N */
-    uint32_t nq;    /* level of the decomposed polynomial (limbs), 0 = empty */
-    uint32_t ndig;  /* digits present at that level */
+    uint64_t *data;   /* dnum polys, stride (lq + kp) * N */
+    uint32_t nq;      /* level of the decomposed polynomial (limbs), 0 = empty */
+    uint32_t ndig;    /* digits present at that level */
+    uint64_t rotated; /* 1, or the automorphism already applied (internal use) */
 };
 
 static size_t qp_stride(const ts_rlwe_ks_t *ks)
@@ -176,6 +177,7 @@ ts_status_t ts_rlwe_decomp_new(const ts_rlwe_ks_t *ks, ts_rlwe_decomp_t **out)
     if (!d)
         return TS_ENOMEM;
     d->ks = ks;
+    d->rotated = 1;
     ts_status_t st =
         ts_backend_alloc(ks->be, ks->dnum * qp_stride(ks) * sizeof(uint64_t), (void **)&d->data);
     if (st != TS_OK) {
@@ -202,7 +204,13 @@ static ts_bk_batch_t batch(uint64_t *data, uint32_t npolys, uint32_t nlimbs, siz
     return b;
 }
 
-ts_status_t ts_rlwe_decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, ts_rlwe_decomp_t *d)
+/*
+ * Decompose c; with k != 1 each digit limb is written already permuted by the
+ * automorphism X -> X^k (NTT form) while it is hot after its NTT, instead of a
+ * separate pass over every digit: the same values as decomposing and then
+ * permuting (d->rotated = k).
+ */
+static ts_status_t decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, uint64_t k, ts_rlwe_decomp_t *d)
 {
     if (!ks || !c || !d || d->ks != ks)
         return TS_EINVAL;
@@ -216,6 +224,8 @@ ts_status_t ts_rlwe_decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, ts_rlwe_deco
     const size_t n = ks->n, w = sizeof(uint64_t), stride = qp_stride(ks);
     const uint32_t *qidx = ts_ring_limb_index(ks->ring, nq, 0);
     const uint32_t *qp_idx = ts_ring_limb_index(ks->ring, nq, kp);
+    const bool rot = k != 1;
+    d->nq = 0;
     /* coefficient form of c */
     ts_status_t st = ts_backend_copy(be, ks->ccoef, c->data, nq * n * w);
     if (st != TS_OK)
@@ -241,32 +251,58 @@ ts_status_t ts_rlwe_decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, ts_rlwe_deco
             st = ts_backend_ntt_forward(be, bk, &ex);
         if (st != TS_OK)
             return st;
-        /* place the converted limbs: Q below the digit, Q above, then P */
-        uint32_t e = 0;
-        for (uint32_t l = 0; l < nq + kp && st == TS_OK; l++) {
-            if (l >= lo && l < hi)
-                continue;
-            st = ts_backend_copy(be, dj + (size_t)l * n, ks->ext + (size_t)e * n, n * w);
-            e++;
-        }
+        /* place the converted limbs: ext holds Q below the digit, Q above, then
+         * P; in the digit Q above and P are contiguous too */
+        ts_bk_batch_t eb = batch(ks->ext, 1, lo, lo * n, to);
+        ts_bk_batch_t db = batch(dj, 1, lo, lo * n, to);
+        ts_bk_batch_t ea = batch(ks->ext + lo * n, 1, nb - lo, (nb - lo) * n, to + lo);
+        ts_bk_batch_t da = batch(dj + hi * n, 1, nb - lo, (nb - lo) * n, to + lo);
+        if (lo && rot)
+            st = ts_backend_automorphism_ntt(be, bk, &db, &eb, k);
+        else if (lo)
+            st = ts_backend_copy(be, dj, ks->ext, lo * n * w);
+        if (st == TS_OK && rot)
+            st = ts_backend_automorphism_ntt(be, bk, &da, &ea, k);
+        else if (st == TS_OK)
+            st = ts_backend_copy(be, dj + hi * n, ks->ext + lo * n, (nb - lo) * n * w);
+        if (st != TS_OK)
+            return st;
         /* the digit's own limbs are c's own residues, in NTT form */
-        if (st == TS_OK)
-            st = ts_backend_copy(be, dj + lo * n, (c->is_ntt ? c->data : ks->ccoef) + lo * n,
-                                 (hi - lo) * n * w);
-        if (st == TS_OK && !c->is_ntt) {
-            ts_bk_batch_t own = batch(dj + lo * n, 1, hi - lo, (hi - lo) * n, qp_idx + lo);
-            st = ts_backend_ntt_forward(be, bk, &own);
+        ts_bk_batch_t own = batch(dj + lo * n, 1, hi - lo, (hi - lo) * n, qp_idx + lo);
+        if (c->is_ntt && rot) {
+            ts_bk_batch_t cs = batch(c->data + lo * n, 1, hi - lo, (hi - lo) * n, qp_idx + lo);
+            st = ts_backend_automorphism_ntt(be, bk, &own, &cs, k);
+        } else if (c->is_ntt) {
+            st = ts_backend_copy(be, dj + lo * n, c->data + lo * n, (hi - lo) * n * w);
+        } else if (rot) {
+            /* NTT in ext (free again), then permute into place */
+            ts_bk_batch_t tb = batch(ks->ext, 1, hi - lo, (hi - lo) * n, qp_idx + lo);
+            st = ts_backend_copy(be, ks->ext, ks->ccoef + lo * n, (hi - lo) * n * w);
+            if (st == TS_OK)
+                st = ts_backend_ntt_forward(be, bk, &tb);
+            if (st == TS_OK)
+                st = ts_backend_automorphism_ntt(be, bk, &own, &tb, k);
+        } else {
+            st = ts_backend_copy(be, dj + lo * n, ks->ccoef + lo * n, (hi - lo) * n * w);
+            if (st == TS_OK)
+                st = ts_backend_ntt_forward(be, bk, &own);
         }
         if (st != TS_OK)
             return st;
     }
     d->nq = nq;
     d->ndig = ndig;
+    d->rotated = k;
     return TS_OK;
 }
 
-ts_status_t ts_rlwe_keyswitch_hoisted(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d, uint64_t k,
-                                      const ts_rlwe_ksk_t *key, ts_poly_t *u0, ts_poly_t *u1)
+ts_status_t ts_rlwe_decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, ts_rlwe_decomp_t *d)
+{
+    return decompose(ks, c, 1, d);
+}
+
+static ts_status_t keyswitch_digits(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d, uint64_t k,
+                                    const ts_rlwe_ksk_t *key, ts_poly_t *u0, ts_poly_t *u1)
 {
     if (!ks || !d || !key || !u0 || !u1 || u0 == u1 || d->ks != ks || d->nq == 0)
         return TS_EINVAL;
@@ -288,7 +324,9 @@ ts_status_t ts_rlwe_keyswitch_hoisted(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *
     const uint32_t *all_idx = ts_ring_limb_index(ks->ring, lq, 0); /* 0 .. lq + kp - 1 */
     ts_status_t st;
     ts_bk_batch_t digits = batch(d->data, d->ndig, nq + kp, stride, qp_idx);
-    if (k != 1) {
+    if (d->rotated != 1 && d->rotated != k)
+        return TS_EINVAL;
+    if (k != 1 && d->rotated != k) {
         ts_bk_batch_t rot = batch(ks->rot, d->ndig, nq + kp, stride, qp_idx);
         st = ts_backend_automorphism_ntt(be, bk, &rot, &digits, k);
         if (st != TS_OK)
@@ -329,13 +367,26 @@ ts_status_t ts_rlwe_keyswitch_hoisted(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *
     return st;
 }
 
+ts_status_t ts_rlwe_keyswitch_hoisted(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d, uint64_t k,
+                                      const ts_rlwe_ksk_t *key, ts_poly_t *u0, ts_poly_t *u1)
+{
+    if (d && d->nq && d->rotated != 1)
+        return TS_EINVAL; /* only ts_rlwe_decompose's digits */
+    return keyswitch_digits(ks, d, k, key, u0, u1);
+}
+
 ts_status_t ts_rlwe_keyswitch(ts_rlwe_ks_t *ks, const ts_poly_t *c, uint64_t k,
                               const ts_rlwe_ksk_t *key, ts_poly_t *u0, ts_poly_t *u1)
 {
-    if (!ks)
+    if (!ks || !key)
         return TS_EINVAL;
-    ts_status_t st = ts_rlwe_decompose(ks, c, ks->own);
+    /* the automorphism is fused into the decomposition when the key matches
+     * (otherwise keyswitch_digits refuses as before) */
+    const uint64_t mask = 2 * (uint64_t)ks->n - 1;
+    uint64_t kk = k & mask;
+    bool fuse = (kk & 1) && kk != 1 && key->galois == kk;
+    ts_status_t st = decompose(ks, c, fuse ? kk : 1, ks->own);
     if (st != TS_OK)
         return st;
-    return ts_rlwe_keyswitch_hoisted(ks, ks->own, k, key, u0, u1);
+    return keyswitch_digits(ks, ks->own, kk, key, u0, u1);
 }

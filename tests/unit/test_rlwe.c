@@ -303,6 +303,46 @@ START_TEST(test_relin_galois)
         const ts_rlwe_ksk_t *key = ts_rlwe_galois_keys_find(gk, k);
         ck_assert_ptr_nonnull(key);
         ck_assert_ts_ok(ts_rlwe_keyswitch_hoisted(ks, d, k, key, u0, u1));
+        /* the one-shot switch (automorphism fused into the decomposition) gives
+         * the same words, from NTT and from coefficient form, and at a lower
+         * level (a partial last digit) */
+        for (int form = 0; form < 3; form++) {
+            ts_poly_t *ac, *v0, *v1, *w0, *w1;
+            uint32_t lvl = form == 2 ? 4 : 6;
+            ck_assert_ts_ok(ts_poly_new(r, 6, 0, true, &ac));
+            ck_assert_ts_ok(ts_poly_new(r, 6, 0, true, &v0));
+            ck_assert_ts_ok(ts_poly_new(r, 6, 0, true, &v1));
+            ck_assert_ts_ok(ts_poly_copy(ac, a));
+            if (form == 1)
+                ck_assert_ts_ok(ts_poly_intt(ac));
+            if (form == 2)
+                ck_assert_ts_ok(ts_poly_drop_limbs(ac, lvl));
+            ck_assert_ts_ok(ts_rlwe_keyswitch(ks, ac, k, key, v0, v1));
+            if (form < 2) {
+                w0 = u0;
+                w1 = u1;
+            } else {
+                ts_rlwe_decomp_t *d4;
+                ck_assert_ts_ok(ts_rlwe_decomp_new(ks, &d4));
+                ck_assert_ts_ok(ts_poly_new(r, 6, 0, true, &w0));
+                ck_assert_ts_ok(ts_poly_new(r, 6, 0, true, &w1));
+                ck_assert_ts_ok(ts_rlwe_decompose(ks, ac, d4));
+                ck_assert_ts_ok(ts_rlwe_keyswitch_hoisted(ks, d4, k, key, w0, w1));
+                ts_rlwe_decomp_free(d4);
+            }
+            ck_assert_uint_eq(v0->nq, lvl);
+            ck_assert_uint_eq(w0->nq, lvl);
+            ck_assert_msg(!memcmp(v0->data, w0->data, sizeof(uint64_t) * n * lvl) &&
+                              !memcmp(v1->data, w1->data, sizeof(uint64_t) * n * lvl),
+                          "fused switch differs, k=%llu form %d", (unsigned long long)k, form);
+            if (form == 2) {
+                ts_poly_free(w0);
+                ts_poly_free(w1);
+            }
+            ts_poly_free(ac);
+            ts_poly_free(v0);
+            ts_poly_free(v1);
+        }
         /* rotated ciphertext (sigma(b) + u0, u1); decrypt: + u1 s */
         ck_assert_ts_ok(ts_poly_automorphism(x, b, k));
         ck_assert_ts_ok(ts_poly_add(x, x, u0));
