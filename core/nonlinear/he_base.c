@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/nonlinear/nonlinear.h"
+#include "core/nonlinear/nonlinear_int.h"
 
 /* bootstrap c when fewer than `need` levels are left (no-op without bt) */
 static ts_status_t ensure(ts_ckks_evaluator_t *ev, const ts_boot_t *bt, ts_ckks_ciphertext_t *c,
@@ -189,8 +190,9 @@ struct ts_nonlinear_pbs {
 
 typedef struct {
     ts_nonlinear_fn_t fn;
-    double lo, hi, dy;
+    double lo, hi, dy, k;
     uint64_t p;
+    bool bad; /* |k f| >= 1 somewhere */
 } pbs_ctx_t;
 
 static double pbs_mid(ts_nonlinear_fn_t fn, double lo, double hi, uint64_t p, uint64_t m)
@@ -201,14 +203,30 @@ static double pbs_mid(ts_nonlinear_fn_t fn, double lo, double hi, uint64_t p, ui
 
 static int64_t pbs_fn(void *ctx, uint64_t m)
 {
-    const pbs_ctx_t *c = ctx;
-    return (int64_t)llround(pbs_mid(c->fn, c->lo, c->hi, c->p, m) * c->dy);
+    pbs_ctx_t *c = ctx;
+    double y = pbs_mid(c->fn, c->lo, c->hi, c->p, m);
+    if (c->k > 0) {
+        if (!(fabs(c->k * y) < 1.0)) {
+            c->bad = true;
+            return 0;
+        }
+        y = asin(c->k * y) / c->k;
+    }
+    return (int64_t)llround(y * c->dy);
 }
 
 ts_status_t ts_nonlinear_pbs_new(const ts_tfhe_params_t *tp, ts_nonlinear_fn_t fn, double lo,
                                  double hi, uint64_t p, double out_max, ts_nonlinear_pbs_t **out)
 {
-    if (!tp || !out || !(hi > lo) || p < 2 || p > ts_tfhe_params_n_br(tp) || !(out_max > 0))
+    return ts__nonlinear_pbs_new_warped(tp, fn, lo, hi, p, out_max, 0.0, out);
+}
+
+ts_status_t ts__nonlinear_pbs_new_warped(const ts_tfhe_params_t *tp, ts_nonlinear_fn_t fn,
+                                         double lo, double hi, uint64_t p, double out_max, double k,
+                                         ts_nonlinear_pbs_t **out)
+{
+    if (!tp || !out || !(hi > lo) || p < 2 || p > ts_tfhe_params_n_br(tp) || !(out_max > 0) ||
+        !(k >= 0))
         return TS_EINVAL;
     ts_nonlinear_pbs_t *pb = ts_calloc(1, sizeof(*pb));
     if (!pb)
@@ -219,8 +237,12 @@ ts_status_t ts_nonlinear_pbs_new(const ts_tfhe_params_t *tp, ts_nonlinear_fn_t f
     pb->p = p;
     pb->q = ts_tfhe_params_q_br(tp);
     pb->dy = (double)pb->q / (4.0 * out_max);
-    pbs_ctx_t c = {fn, lo, hi, pb->dy, p};
+    pbs_ctx_t c = {fn, lo, hi, pb->dy, k, p, false};
     ts_status_t st = ts_tfhe_lut_new(tp, p, pbs_fn, &c, 1, &pb->lut);
+    if (st == TS_OK && c.bad) {
+        ts_tfhe_lut_free(pb->lut);
+        st = TS_ERANGE;
+    }
     if (st != TS_OK) {
         ts_free(pb);
         return st;

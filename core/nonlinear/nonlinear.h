@@ -356,6 +356,129 @@ double ts_nonlinear_pbs_decode(const ts_nonlinear_pbs_t *pb, uint64_t phase);
 /* The cleartext value of the baseline at x (for error statistics). */
 double ts_nonlinear_pbs_ref(const ts_nonlinear_pbs_t *pb, double x);
 
+/* ------------------------------------------------ look-ups on CKKS slots */
+
+/*
+ * f on values held in CKKS slots, end to end through the scheme conversion
+ * (ROSETTA sections 3.2-3.3): a CKKS ciphertext holds x_j at the slots
+ * slots[0..count); the result holds f(x_j) at the same slots and 0 in every
+ * other slot. Two modes:
+ *   HYBRID  the three-step segmented lookup (ts_nonlinear_lut_he_*) of the
+ *           approximation's LUT (method LUT required), input grid of
+ *           2^in_bits points on [lo, hi);
+ *   TFHE    the all-TFHE (PEGASUS-like) baseline: one plain PBS per value
+ *           (ts_nonlinear_pbs_*, p = 2^in_bits intervals on [lo, hi), the
+ *           exact f at each interval's midpoint); only fn, lo and hi of the
+ *           approximation are read.
+ * Pipeline of ts_nonlinear_slots_eval:
+ *   1. pre-scale in CKKS, one level: v = c x + b (a constant product at
+ *      const_scale q_level, exact return to the input's scale S, and a
+ *      constant add) so that after SlotToCoeff the coefficient v S is the
+ *      TFHE input: HYBRID u Delta_u, u = (x - lo) / step (the lut_he input
+ *      convention, Delta_u = Q / 2^(in_bits + 1 + frac_bits)); TFHE
+ *      (t - 1/2) Q / 2p, t = (x - lo) / (hi - lo) p (half a box down, so
+ *      the PBS's rounding is the floor of the baseline's index);
+ *   2. ts_convert_split: one SlotToCoeff (stc_levels), drop to level 0, one
+ *      RingSwitch, X^-c and Trace per value;
+ *   3. per value the lookup (HYBRID) or PBS + LWE-to-RLWE (TFHE); the
+ *      outputs hold f at scale Delta_y = q0 2^-ratio_bits / out_max, so
+ *      |coefficient| / q0 <= 2^-ratio_bits, inside the range where
+ *      ModRecover's sine (q0 / 2 pi) sin(2 pi c / q0) is invertible. The
+ *      sine is pre-compensated: the tables hold g(y) = asin(k y) / k,
+ *      k = 2 pi Delta_y / q0 (HYBRID: each line replaced by the secant of
+ *      g over its interval), so the slots read y itself. What is left is
+ *      the TFHE output noise, which ModRecover scales by 2^ratio_bits: on
+ *      the insecure test presets (N_br = 2^10, Q = q0 = 2^60, BR gadget
+ *      2^12 x 3) the measured slot error is 2^-19 to 2^-22 of out_max at
+ *      the default ratio_bits = 8 (tests/unit/test_nonlinear_slots.c);
+ *      HYBRID also quantizes the lines' slopes to integers times
+ *      Delta_u / (step Delta_y) (a relative 2^(ratio_bits - frac_bits - 2)
+ *      of out_max at most);
+ *   4. ts_convert_merge: shift back and sum, one RingSwitch up, ModRecover
+ *      to level + 1;
+ *   5. one constant product (1 at scale out_scale q_{level+1} / Delta_y)
+ *      and a rescale: out at `level`, scale out_scale.
+ * Inputs must lie in [lo, hi) (HYBRID: u in [0, 2^in_bits); outside, the
+ * comparisons and the PBS wrap around: no clamping). On the input grid
+ * (ts_nonlinear_slots_grid) the result equals ts_nonlinear_slots_ref up to
+ * the noise above, except that near an interval rounding tie (HYBRID) or a
+ * PBS box edge (TFHE, within the CKKS noise) the neighbouring entry may be
+ * chosen; off the grid, HYBRID segment decisions use u rounded by HomComp.
+ *
+ * Keys. The ts_boot_t must be STC_FIRST with the input's slot count (1 <<
+ * log_slots); real_only is recommended (values are real). The CKKS
+ * evaluator needs what ts_boot_keygen generates for that configuration
+ * (relinearization, conjugation and the rotation keys of
+ * ts_boot_rotation_steps); the ts_convert_t holds the conversion keys
+ * (ksk_down, ksk_up, the Galois keys of the small ring and the TFHE
+ * bootstrapping and key-switching keys). Every slot must map to the
+ * subring of the RingSwitch: ts_convert_slot_coeff(log N, log_slots,
+ * N_br, j, false) >= 0 (all slots when N_br = N; at N = 2^12 with N_br =
+ * 2^10 and 2048 slots, exactly the slots j < 512); TS_ERANGE otherwise.
+ *
+ * Levels: the input needs level >= ts_nonlinear_slots_in_level() (StC
+ * budget + 1; a higher level is dropped); the output `level` is at most
+ * ts_nonlinear_slots_max_level() (the ModRecover level - 1), -1 = that.
+ *
+ * Cost: one StC, one RingSwitch down, count Traces, per value the lookup
+ * (HYBRID: n_seg - 1 HomComp, n_seg + 2 blind rotations, n_seg + 1
+ * Traces; TFHE: one PBS and one Trace), one RingSwitch up, one ModRecover.
+ *
+ * Objects: borrows cv, bt and the approximation (all must outlive it);
+ * not thread-safe (the convert's scratch and TFHE evaluator are shared).
+ */
+typedef enum {
+    TS_NL_SLOTS_HYBRID = 0,
+    TS_NL_SLOTS_TFHE = 1,
+} ts_nonlinear_slots_mode_t;
+
+/* "hybrid", "tfhe". */
+const char *ts_nonlinear_slots_mode_name(ts_nonlinear_slots_mode_t mode);
+
+typedef struct ts_nonlinear_slots_cfg {
+    ts_nonlinear_slots_mode_t mode;
+    int in_bits;      /* HYBRID: input grid 2^in_bits (<= HomComp's max bits); TFHE: log2 p */
+    int frac_bits;    /* HYBRID: lut_he's frac_bits (small = larger Delta_u, less noise) */
+    double out_max;   /* bound on |f| on [lo, hi); 0: measured from the approximation */
+    int ratio_bits;   /* |output coefficient| <= q0 2^-ratio_bits, 2..30 */
+    double out_scale; /* scale of the result; 0: the parameters' default scale */
+} ts_nonlinear_slots_cfg_t;
+
+/* Defaults: HYBRID in_bits 10, TFHE in_bits 5 (p = 32), frac_bits 24, ratio_bits 8. */
+void ts_nonlinear_slots_cfg_default(ts_nonlinear_slots_mode_t mode, ts_nonlinear_slots_cfg_t *cfg);
+
+typedef struct ts_nonlinear_slots ts_nonlinear_slots_t;
+
+/*
+ * [out] out: the object for approximation `a` (HYBRID: method LUT).
+ * Errors: TS_EINVAL (bad cfg, bt not STC_FIRST, HYBRID without a LUT),
+ * TS_ERANGE / TS_EINVAL from ts_nonlinear_lut_he_new (grid too fine for
+ * HomComp, LUT boxes too narrow for N_br), TS_ENOMEM.
+ */
+ts_status_t ts_nonlinear_slots_new(ts_convert_t *cv, const ts_boot_t *bt,
+                                   const ts_nonlinear_approx_t *a,
+                                   const ts_nonlinear_slots_cfg_t *cfg, ts_nonlinear_slots_t **out);
+void ts_nonlinear_slots_free(ts_nonlinear_slots_t *ns); /* accepts NULL */
+/*
+ * out = f at slots[0..count) of in (distinct, count <= N_br), 0 elsewhere,
+ * at `level` (-1: ts_nonlinear_slots_max_level) and scale cfg.out_scale.
+ * out may alias in. Errors: TS_EINVAL, TS_EMISMATCH (slot count),
+ * TS_ELEVEL, TS_ERANGE (slot off the subring), TS_ESCALE, and those of the
+ * steps (TS_ENOKEY without the keys above).
+ */
+ts_status_t ts_nonlinear_slots_eval(ts_nonlinear_slots_t *ns, ts_ckks_evaluator_t *ev,
+                                    const ts_ckks_ciphertext_t *in, const size_t *slots,
+                                    size_t count, int level, ts_ckks_ciphertext_t *out);
+/* The minimum input level and the maximum output level. */
+int ts_nonlinear_slots_in_level(const ts_nonlinear_slots_t *ns);
+int ts_nonlinear_slots_max_level(const ts_nonlinear_slots_t *ns);
+/* The out_max in use (cfg's or measured). */
+double ts_nonlinear_slots_out_max(const ts_nonlinear_slots_t *ns);
+/* Grid point u (HYBRID: lo + u step; TFHE: the midpoint of interval u). */
+double ts_nonlinear_slots_grid(const ts_nonlinear_slots_t *ns, double u);
+/* The cleartext value the encrypted path computes at x (LUT or PBS baseline). */
+double ts_nonlinear_slots_ref(const ts_nonlinear_slots_t *ns, double x);
+
 #ifdef __cplusplus
 }
 #endif

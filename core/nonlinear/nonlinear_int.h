@@ -1,0 +1,17 @@
+/* core/nonlinear internals shared across its files (not a public header). */
+#ifndef TS_NONLINEAR_INT_H
+#define TS_NONLINEAR_INT_H
+
+#include "core/nonlinear/nonlinear.h"
+
+/*
+ * ts_nonlinear_pbs_new whose table holds g(f(mid)) instead of f(mid), with
+ * g(y) = asin(k y) / k (k = 0: g = identity): after ModRecover's sine,
+ * sin(k g(y)) / k = y exactly (the pre-compensation of ts_nonlinear_slots).
+ * TS_ERANGE when |k f| >= 1 somewhere.
+ */
+ts_status_t ts__nonlinear_pbs_new_warped(const ts_tfhe_params_t *tp, ts_nonlinear_fn_t fn,
+                                         double lo, double hi, uint64_t p, double out_max, double k,
+                                         ts_nonlinear_pbs_t **out);
+
+#endif /* TS_NONLINEAR_INT_H */

@@ -1,0 +1,344 @@
+/*
+ * A look-up on CKKS slot values end to end (ROSETTA sections 3.2-3.3; see
+ * nonlinear.h, "look-ups on CKKS slots"): affine pre-scale in CKKS,
+ * SlotToCoeff + RingSwitch + per-value Trace (ts_convert_split), the
+ * three-step segmented lookup or one plain PBS per value, then repacking,
+ * RingSwitch up and ModRecover (ts_convert_merge), and a last constant
+ * product that puts the result at the requested scale.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/nonlinear/nonlinear.h"
+#include "core/nonlinear/nonlinear_int.h"
+
+struct ts_nonlinear_slots {
+    ts_convert_t *cv;
+    const ts_boot_t *bt;
+    ts_ckks_params_t *params;
+    ts_nonlinear_slots_cfg_t cfg;
+    ts_nonlinear_fn_t fn;
+    const ts_nonlinear_approx_t *a; /* borrowed */
+    double lo, hi, out_max;
+    double q;  /* Q = q_0 */
+    double dy; /* scale of the TFHE outputs (the merge scale) */
+    uint32_t n_br;
+    int log_n, log_slots;
+    ts_nonlinear_lut_he_t *he; /* hybrid */
+    ts_nonlinear_pbs_t *pb;    /* tfhe */
+    uint64_t p;                /* tfhe: PBS message space */
+};
+
+void ts_nonlinear_slots_cfg_default(ts_nonlinear_slots_mode_t mode, ts_nonlinear_slots_cfg_t *cfg)
+{
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->mode = mode;
+    cfg->in_bits = mode == TS_NL_SLOTS_TFHE ? 5 : 10;
+    cfg->frac_bits = 24;
+    cfg->out_max = 0;
+    cfg->ratio_bits = 8;
+    cfg->out_scale = 0;
+}
+
+const char *ts_nonlinear_slots_mode_name(ts_nonlinear_slots_mode_t mode)
+{
+    switch (mode) {
+    case TS_NL_SLOTS_HYBRID:
+        return "hybrid";
+    case TS_NL_SLOTS_TFHE:
+        return "tfhe";
+    }
+    return "?";
+}
+
+void ts_nonlinear_slots_free(ts_nonlinear_slots_t *ns)
+{
+    if (!ns)
+        return;
+    ts_nonlinear_lut_he_free(ns->he);
+    ts_nonlinear_pbs_free(ns->pb);
+    ts_free(ns);
+}
+
+/*
+ * dst = src with every line a x + b replaced by the secant, over its
+ * interval, of g(a x + b), g(y) = asin(k y) / k: ModRecover's sine then
+ * returns the line itself up to g's curvature over one interval (k y is at
+ * most 2 pi 2^-ratio_bits, so the residual is far below the TFHE noise).
+ */
+static ts_status_t lut_warped(const ts_nonlinear_lut_t *src, double k, ts_nonlinear_lut_t *dst)
+{
+    size_t ne = (size_t)src->n_seg * (size_t)src->n_br;
+    *dst = *src;
+    dst->bounds = ts_calloc((size_t)src->n_seg + 1, sizeof(double));
+    dst->slope = ts_calloc(ne, sizeof(double));
+    dst->offset = ts_calloc(ne, sizeof(double));
+    if (!dst->bounds || !dst->slope || !dst->offset) {
+        ts_nonlinear_lut_clear(dst);
+        return TS_ENOMEM;
+    }
+    memcpy(dst->bounds, src->bounds, ((size_t)src->n_seg + 1) * sizeof(double));
+    for (int s = 0; s < src->n_seg; s++) {
+        double w = (src->bounds[s + 1] - src->bounds[s]) / src->n_br;
+        for (int i = 0; i < src->n_br; i++) {
+            size_t e = (size_t)s * src->n_br + (size_t)i;
+            double x0 = src->bounds[s] + w * i, x1 = x0 + w;
+            double y0 = src->slope[e] * x0 + src->offset[e];
+            double y1 = src->slope[e] * x1 + src->offset[e];
+            if (!(fabs(k * y0) < 1.0 && fabs(k * y1) < 1.0)) {
+                ts_nonlinear_lut_clear(dst);
+                return TS_ERANGE;
+            }
+            double g0 = asin(k * y0) / k, g1 = asin(k * y1) / k;
+            dst->slope[e] = (g1 - g0) / (x1 - x0);
+            dst->offset[e] = g0 - dst->slope[e] * x0;
+        }
+    }
+    return TS_OK;
+}
+
+ts_status_t ts_nonlinear_slots_new(ts_convert_t *cv, const ts_boot_t *bt,
+                                   const ts_nonlinear_approx_t *a,
+                                   const ts_nonlinear_slots_cfg_t *cfg, ts_nonlinear_slots_t **out)
+{
+    if (!cv || !bt || !a || !cfg || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    const ts_boot_config_t *bc = ts_boot_config(bt);
+    if (bc->order != TS_BOOT_STC_FIRST)
+        return TS_EINVAL;
+    if (cfg->ratio_bits < 2 || cfg->ratio_bits > 30 || cfg->out_max < 0 || cfg->out_scale < 0 ||
+        !isfinite(cfg->out_max) || !isfinite(cfg->out_scale))
+        return TS_EINVAL;
+    const ts_nonlinear_spec_t *sp = ts_nonlinear_approx_spec(a);
+    const ts_nonlinear_lut_t *lut = ts_nonlinear_approx_lut(a);
+    if (cfg->mode == TS_NL_SLOTS_HYBRID && !lut)
+        return TS_EINVAL;
+    if (cfg->mode != TS_NL_SLOTS_HYBRID && cfg->mode != TS_NL_SLOTS_TFHE)
+        return TS_EINVAL;
+    double lo = lut ? lut->lo : sp->lo, hi = lut ? lut->hi : sp->hi;
+    if (!(hi > lo) || !isfinite(lo) || !isfinite(hi))
+        return TS_EINVAL;
+    ts_nonlinear_slots_t *ns = ts_calloc(1, sizeof(*ns));
+    if (!ns)
+        return TS_ENOMEM;
+    ns->cv = cv;
+    ns->bt = bt;
+    ns->cfg = *cfg;
+    ns->fn = ts_nonlinear_approx_fn(a);
+    ns->a = a;
+    ns->lo = lo;
+    ns->hi = hi;
+    ns->q = (double)ts_convert_q(cv);
+    ns->n_br = ts_convert_n_br(cv);
+    ns->log_slots = bc->log_slots;
+    ns->out_max = cfg->out_max;
+    if (ns->out_max == 0) {
+        /* the largest |value| of the approximation (or of f at the PBS midpoints) */
+        const int pts = 4096;
+        for (int i = 0; i <= pts; i++) {
+            double x = lo + (hi - lo) * i / pts;
+            double y = cfg->mode == TS_NL_SLOTS_HYBRID ? ts_nonlinear_lut_eval(lut, x)
+                                                       : ts_nonlinear_exact(ns->fn, x);
+            if (isfinite(y))
+                ns->out_max = fmax(ns->out_max, fabs(y));
+        }
+        ns->out_max = ns->out_max > 0 ? ns->out_max * 1.0625 : 1.0;
+    }
+    /* the TFHE output scale: |f| out_max at q0 2^-ratio_bits, i.e. out_max' =
+     * out_max 2^(ratio_bits - 2) in the Q / (4 out_max') convention */
+    double om = ldexp(ns->out_max, cfg->ratio_bits - 2);
+    /* the sine of ModRecover reads coefficient y Q / (4 om) as
+     * (Q / 2 pi) sin(k y Q / (4 om) ...) = y' with k = pi / (2 om): tables
+     * hold g(y) = asin(k y) / k so that it returns y */
+    double k = M_PI / (2.0 * om);
+    ts_status_t st;
+    if (cfg->mode == TS_NL_SLOTS_HYBRID) {
+        ts_nonlinear_lut_t wl;
+        st = lut_warped(lut, k, &wl);
+        if (st == TS_OK) {
+            st = ts_nonlinear_lut_he_new(cv, &wl, cfg->in_bits, cfg->frac_bits, om, &ns->he);
+            ts_nonlinear_lut_clear(&wl);
+        }
+        if (st == TS_OK)
+            ns->dy = ts_nonlinear_lut_he_out_scale(ns->he);
+    } else {
+        if (cfg->in_bits < 1 || cfg->in_bits > 30) {
+            st = TS_EINVAL;
+        } else {
+            ns->p = 1ull << cfg->in_bits;
+            st = ts__nonlinear_pbs_new_warped(ts_convert_tfhe_params(cv), ns->fn, lo, hi, ns->p, om,
+                                              k, &ns->pb);
+            ns->dy = ns->q / (4.0 * om);
+        }
+    }
+    if (st != TS_OK) {
+        ts_nonlinear_slots_free(ns);
+        return st;
+    }
+    *out = ns;
+    return TS_OK;
+}
+
+double ts_nonlinear_slots_out_max(const ts_nonlinear_slots_t *ns)
+{
+    return ns->out_max;
+}
+
+double ts_nonlinear_slots_ref(const ts_nonlinear_slots_t *ns, double x)
+{
+    if (ns->cfg.mode == TS_NL_SLOTS_HYBRID)
+        return ts_nonlinear_lut_eval(ts_nonlinear_approx_lut(ns->a), x);
+    return ts_nonlinear_pbs_ref(ns->pb, x);
+}
+
+double ts_nonlinear_slots_grid(const ts_nonlinear_slots_t *ns, double u)
+{
+    if (ns->cfg.mode == TS_NL_SLOTS_HYBRID)
+        return ts_nonlinear_lut_he_grid(ns->he, u);
+    return ns->lo + (ns->hi - ns->lo) * (u + 0.5) / (double)ns->p;
+}
+
+int ts_nonlinear_slots_in_level(const ts_nonlinear_slots_t *ns)
+{
+    return ts_boot_config(ns->bt)->stc_levels + 1;
+}
+
+int ts_nonlinear_slots_max_level(const ts_nonlinear_slots_t *ns)
+{
+    return ts_boot_mod_recover_level(ns->bt) - 1;
+}
+
+/*
+ * The pre-scale: v = c x + b at the input's scale S such that after
+ * SlotToCoeff the coefficient v S is the TFHE input: hybrid u Delta_u with
+ * u = (x - lo) / step; tfhe ((x - lo) / (hi - lo) p - 1/2) Q / 2p (half a box
+ * down, so that the PBS's rounding is the floor of the baseline's index).
+ */
+static void prescale(const ts_nonlinear_slots_t *ns, double s, double *c, double *b)
+{
+    if (ns->cfg.mode == TS_NL_SLOTS_HYBRID) {
+        double step = (ns->hi - ns->lo) / ldexp(1.0, ns->cfg.in_bits);
+        *c = ts_nonlinear_lut_he_in_scale(ns->he) / (step * s);
+        *b = -ns->lo * *c;
+    } else {
+        *c = ns->q / (2.0 * (ns->hi - ns->lo) * s);
+        *b = -ns->lo * *c - ns->q / (4.0 * (double)ns->p * s);
+    }
+}
+
+ts_status_t ts_nonlinear_slots_eval(ts_nonlinear_slots_t *ns, ts_ckks_evaluator_t *ev,
+                                    const ts_ckks_ciphertext_t *in, const size_t *slots,
+                                    size_t count, int level, ts_ckks_ciphertext_t *out)
+{
+    if (!ns || !ev || !in || !out || !slots || count == 0 || count > ns->n_br)
+        return TS_EINVAL;
+    ts_ckks_params_t *p = ts_ckks_ciphertext_params(in);
+    size_t n = (size_t)1 << ns->log_slots;
+    if (ts_ckks_ciphertext_slots(in) != n)
+        return TS_EMISMATCH;
+    if (ts_ckks_ciphertext_level(in) < ts_nonlinear_slots_in_level(ns))
+        return TS_ELEVEL;
+    int top = ts_nonlinear_slots_max_level(ns);
+    if (level < 0)
+        level = top;
+    if (level > top)
+        return TS_ELEVEL;
+    int log_n = ts_ckks_params_log_n(p);
+    ts_status_t st = TS_ENOMEM;
+    const ts_tfhe_params_t *tp = ts_convert_tfhe_params(ns->cv);
+    uint32_t *pos = ts_calloc(count, sizeof(uint32_t));
+    ts_tfhe_rlwe_t **r = ts_calloc(count, sizeof(*r)), **res = ts_calloc(count, sizeof(*res));
+    ts_tfhe_lwe_t **lw = ts_calloc(count, sizeof(*lw));
+    ts_tfhe_lwe_t *lo = NULL;
+    ts_ckks_ciphertext_t *x = NULL;
+    if (!pos || !r || !res || !lw)
+        goto done;
+    for (size_t i = 0; i < count; i++) {
+        if (slots[i] >= n) {
+            st = TS_ERANGE;
+            goto done;
+        }
+        int64_t c = ts_convert_slot_coeff(log_n, ns->log_slots, ns->n_br, slots[i], false);
+        if (c < 0) {
+            st = TS_ERANGE;
+            goto done;
+        }
+        pos[i] = (uint32_t)c;
+        for (size_t j = 0; j < i; j++)
+            if (slots[j] == slots[i]) {
+                st = TS_EINVAL;
+                goto done;
+            }
+        if ((st = ts_tfhe_rlwe_new(tp, &r[i])) != TS_OK ||
+            (st = ts_tfhe_rlwe_new(tp, &res[i])) != TS_OK)
+            goto done;
+        if (ns->cfg.mode == TS_NL_SLOTS_TFHE &&
+            (st = ts_tfhe_lwe_new(ns->n_br, ts_convert_q(ns->cv), &lw[i])) != TS_OK)
+            goto done;
+    }
+    if (ns->cfg.mode == TS_NL_SLOTS_TFHE &&
+        (st = ts_tfhe_lwe_new(ns->n_br, ts_convert_q(ns->cv), &lo)) != TS_OK)
+        goto done;
+    /* 1. pre-scale (one level; the rescale returns to the input's scale) */
+    double c, b;
+    prescale(ns, ts_ckks_ciphertext_scale(in), &c, &b);
+    if ((st = ts_ckks_ciphertext_new(p, ts_ckks_ciphertext_level(in), &x)) != TS_OK ||
+        (st = ts_ckks_mul_const(ev, in, c, 0, x)) != TS_OK ||
+        (st = ts_ckks_rescale(ev, x, x)) != TS_OK || (st = ts_ckks_add_const(ev, x, b, x)) != TS_OK)
+        goto done;
+    /* 2. one SlotToCoeff and RingSwitch, a Trace per value */
+    if ((st = ts_convert_split(ns->cv, ns->bt, ev, x, pos, count, r,
+                               ns->cfg.mode == TS_NL_SLOTS_TFHE ? lw : NULL)) != TS_OK)
+        goto done;
+    /* 3. the look-ups */
+    for (size_t i = 0; i < count; i++) {
+        if (ns->cfg.mode == TS_NL_SLOTS_HYBRID) {
+            st = ts_nonlinear_lut_he_eval(ns->he, r[i], res[i], NULL, NULL);
+        } else {
+            st = ts_nonlinear_pbs_eval(ns->pb, ts_convert_tfhe_evaluator(ns->cv), lw[i], lo);
+            if (st == TS_OK)
+                st = ts_convert_lwe_to_rlwe(ns->cv, lo, res[i]);
+        }
+        if (st != TS_OK)
+            goto done;
+    }
+    /* 4. repack, RingSwitch up, ModRecover one level above the target */
+    if ((st = ts_convert_merge(ns->cv, ns->bt, ev, (const ts_tfhe_rlwe_t *const *)res, pos, count,
+                               ns->dy, level + 1, out)) != TS_OK)
+        goto done;
+    /* 5. to the output scale: times 1 at scale out_scale q_{level+1} / dy, rescale */
+    {
+        double want = ns->cfg.out_scale > 0 ? ns->cfg.out_scale : ts_ckks_params_scale(p);
+        double ql = (double)ts_ckks_params_q(p, (size_t)level + 1);
+        double cs = round(want * ql / ts_ckks_ciphertext_scale(out));
+        if (!(cs >= 1.0)) {
+            st = TS_ESCALE;
+            goto done;
+        }
+        if ((st = ts_ckks_mul_const(ev, out, 1.0, cs, out)) != TS_OK ||
+            (st = ts_ckks_rescale(ev, out, out)) != TS_OK)
+            goto done;
+        /* the scale is want up to 2^-30 or better: declare it exactly */
+        st = ts_ckks_ciphertext_set_meta(out, ts_ckks_ciphertext_level(out), 1, want,
+                                         ts_ckks_ciphertext_slots(out));
+    }
+done:
+    for (size_t i = 0; i < count; i++) {
+        if (r)
+            ts_tfhe_rlwe_free(r[i]);
+        if (res)
+            ts_tfhe_rlwe_free(res[i]);
+        if (lw)
+            ts_tfhe_lwe_free(lw[i]);
+    }
+    ts_tfhe_lwe_free(lo);
+    ts_ckks_ciphertext_free(x);
+    ts_free(pos);
+    ts_free(r);
+    ts_free(res);
+    ts_free(lw);
+    return st;
+}
