@@ -27,7 +27,8 @@
     X(run, "generate text with a model in plaintext (the reference the encrypted path matches)")   \
     X(simulate, "plaintext decode with simulated encryption error, per layer and on the logits")   \
     X(plan, "the scheduler's plan for a model: scheme and level of every operator")                \
-    X(graph, "the decode-step operator graph of a model, as JSON or Graphviz dot")
+    X(graph, "the decode-step operator graph of a model, as JSON or Graphviz dot")                 \
+    X(generate, "private text generation against tesserad (encrypted tokens and logits)")
 
 #define TS_CMD_DECLARE(name, summary) int ts_cmd_##name(int argc, char **argv);
 TS_COMMANDS(TS_CMD_DECLARE)

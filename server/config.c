@@ -121,6 +121,7 @@ static const ts_cfg_directive_t top_table[] = {
     STR("port_file", ts_srv_config_t, port_file),
     INT("workers", ts_srv_config_t, workers, 1, 1024),
     STR("params_dir", ts_srv_config_t, params_dir),
+    STR("models_dir", ts_srv_config_t, models_dir),
     {.name = "backend",
      .type = TS_CFG_ENUM,
      .offset = offsetof(ts_srv_config_t, backend),

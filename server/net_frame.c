@@ -365,6 +365,14 @@ const char *ts_net_body_name(Tessera__Envelope__BodyCase c)
         return "stats_request";
     case TESSERA__ENVELOPE__BODY_STATS_REPLY:
         return "stats_reply";
+    case TESSERA__ENVELOPE__BODY_MODEL_INFO_REQUEST:
+        return "model_info_request";
+    case TESSERA__ENVELOPE__BODY_MODEL_INFO:
+        return "model_info";
+    case TESSERA__ENVELOPE__BODY_DECODE_STEP:
+        return "decode_step";
+    case TESSERA__ENVELOPE__BODY_DECODE_RESULT:
+        return "decode_result";
     default:
         return "none";
     }

@@ -40,6 +40,11 @@ typedef struct session {
     char service[32];
     char param_id[64];
     uint64_t mem;
+    /* decode sessions */
+    ts_dec_model_t *model;
+    ts_dec_session_t *dec;
+    bool dec_busy; /* a step runs on a worker */
+    bool dead;     /* closed while busy: the step's completion frees it */
 } session_t;
 
 typedef struct job {
@@ -134,6 +139,7 @@ struct ts_server {
     char config_path[512];
     SSL_CTX *ssl_ctx;
     ts_keystore_t *ks;
+    ts_dec_registry_t *dec; /* decode models */
     conn_t *conns;
     session_t *sessions;
     job_t *jobs;
@@ -370,6 +376,23 @@ static void on_shutdown(uv_shutdown_t *req, int status)
     conn_unref(c);
 }
 
+/* Free an unlinked session (a decode session with a step in flight is freed
+ * by the step's completion instead). */
+static void session_release(ts_server_t *s, session_t *x)
+{
+    if (x->dec_busy) {
+        x->dead = true;
+        return;
+    }
+    if (x->model)
+        (*ts_dec_model_sessions(x->model))--;
+    if (x->dec) {
+        s->mem_used -= x->mem;
+        ts_dec_session_free(x->dec);
+    }
+    ts_free(x);
+}
+
 static void sessions_drop_owner(ts_server_t *s, conn_t *c)
 {
     session_t **pp = &s->sessions;
@@ -378,7 +401,7 @@ static void sessions_drop_owner(ts_server_t *s, conn_t *c)
         if (x->owner == c) {
             *pp = x->next;
             s->n_sessions--;
-            ts_free(x);
+            session_release(s, x);
         } else {
             pp = &x->next;
         }
@@ -451,7 +474,7 @@ static void reply(conn_t *c, uint64_t req_id, Tessera__Envelope__BodyCase bc, vo
         send_error(c, req_id, st, false, "reply could not be sent: %s", ts_strerror(st));
 }
 
-static const char *services_list[] = {"aggregate"};
+static const char *services_list[] = {"aggregate", "decode"};
 
 static void handle_hello(conn_t *c, uint64_t rid, const Tessera__Hello *h)
 {
@@ -484,7 +507,7 @@ static void handle_hello(conn_t *c, uint64_t rid, const Tessera__Hello *h)
     r.identity = c->ns;
     r.insecure_params = s->opts.insecure_params;
     r.limits = &lim;
-    r.n_services = 1;
+    r.n_services = ts_dec_registry_count(s->dec) ? 2 : 1;
     r.services = (char **)services_list;
     reply(c, rid, TESSERA__ENVELOPE__BODY_HELLO_REPLY, &r);
 }
@@ -706,7 +729,9 @@ static bool handle_key_chunk(conn_t *c, uint64_t rid, const Tessera__KeyChunk *k
     return true;
 }
 
-static void handle_session_open(conn_t *c, uint64_t rid, const Tessera__SessionOpen *o)
+static void handle_decode_open(conn_t *c, uint64_t rid, const Tessera__SessionOpen *o, uint64_t t0);
+
+static void handle_session_open(conn_t *c, uint64_t rid, const Tessera__SessionOpen *o, uint64_t t0)
 {
     ts_server_t *s = c->srv;
     if (c->sessions >= s->cfg.limits.max_sessions_per_connection) {
@@ -714,10 +739,15 @@ static void handle_session_open(conn_t *c, uint64_t rid, const Tessera__SessionO
                    (long long)s->cfg.limits.max_sessions_per_connection);
         return;
     }
+    if (o->service && strcmp(o->service, "decode") == 0) {
+        handle_decode_open(c, rid, o, t0);
+        return;
+    }
     if (!o->service || strcmp(o->service, "aggregate") != 0) {
         char svc[32];
         clean(svc, sizeof svc, o->service);
-        send_error(c, rid, TS_ENOTSUP, false, "unknown service \"%s\" (offered: aggregate)", svc);
+        send_error(c, rid, TS_ENOTSUP, false, "unknown service \"%s\" (offered: aggregate%s)", svc,
+                   ts_dec_registry_count(s->dec) ? ", decode" : "");
         return;
     }
     if (!o->param_id || !*o->param_id || strlen(o->param_id) >= 64) {
@@ -770,9 +800,13 @@ static void handle_session_close(conn_t *c, uint64_t rid, const Tessera__Session
     }
     session_t *x = *pp;
     *pp = x->next;
-    ts_free(x);
+    bool was_busy = x->dec_busy;
+    session_release(s, x);
     s->n_sessions--;
     c->sessions--;
+    if (was_busy)
+        ts_log(TS_LOG_INFO, MOD, "event=decode_cancel peer=%s session=%llu", c->peer,
+               (unsigned long long)sc->session_id);
     Tessera__SessionClosed r = TESSERA__SESSION_CLOSED__INIT;
     r.session_id = sc->session_id;
     reply(c, rid, TESSERA__ENVELOPE__BODY_SESSION_CLOSED, &r);
@@ -1323,6 +1357,352 @@ static void handle_stats(conn_t *c, uint64_t rid)
 }
 
 /* Handle one complete frame. */
+/* ------------------------------------------------------- decode sessions */
+
+static void handle_model_info(conn_t *c, uint64_t rid, const Tessera__ModelInfoRequest *q)
+{
+    ts_server_t *s = c->srv;
+    if (!ts_dec_registry_count(s->dec)) {
+        send_error(c, rid, TS_ENOTSUP, false, "this daemon serves no models (models_dir)");
+        return;
+    }
+    ts_dec_model_t *md = ts_dec_find(s->dec, q->model);
+    if (!md) {
+        char name[64];
+        clean(name, sizeof name, q->model);
+        send_error(c, rid, TS_ENOENT, false, "no model named \"%s\"", name);
+        return;
+    }
+    Tessera__ModelInfo mi = TESSERA__MODEL_INFO__INIT;
+    ts_dec_model_info(md, &mi);
+    reply(c, rid, TESSERA__ENVELOPE__BODY_MODEL_INFO, &mi);
+}
+
+typedef struct dec_work {
+    uv_work_t work;
+    conn_t *c;
+    uint64_t rid, t0;
+    ts_status_t st;
+    char why[256];
+    /* open */
+    ts_dec_model_t *md;
+    uint8_t (*shas)[32];
+    size_t n_keys;
+    char ns[80];
+    char policy[16];
+    uint64_t cap;
+    ts_dec_session_t *sess;
+    /* step */
+    session_t *x;
+    Tessera__Envelope *env;
+    ts_dec_result_t res;
+} dec_work_t;
+
+static void dec_work_done(ts_server_t *s, conn_t *c, dec_work_t *w, int op)
+{
+    op_done(s, op, w->t0, w->st != TS_OK);
+    ts_free(w->shas);
+    ts_net_envelope_free(w->env);
+    ts_dec_result_clear(&w->res);
+    ts_dec_session_free(w->sess);
+    ts_free(w);
+    if (c->drain_close && !c->busy && !c->closing)
+        send_error(c, 0, TS_ECANCELED, true, "server is shutting down");
+    if (!c->closing) {
+        conn_update_reading(c);
+        conn_pump(c);
+    }
+    conn_unref(c);
+    server_maybe_finish(s);
+}
+
+static void decode_open_work(uv_work_t *uw)
+{
+    dec_work_t *w = uw->data;
+    ts_dec_blob_t *blobs = ts_calloc(w->n_keys ? w->n_keys : 1, sizeof *blobs);
+    if (!blobs) {
+        w->st = TS_ENOMEM;
+        return;
+    }
+    w->st = TS_OK;
+    for (size_t i = 0; i < w->n_keys && w->st == TS_OK; i++) {
+        uint8_t *d = NULL;
+        size_t n = 0;
+        w->st = ts_keystore_load(w->c->srv->ks, w->ns, w->shas[i], &d, &n);
+        if (w->st != TS_OK)
+            snprintf(w->why, sizeof w->why, "key %zu cannot be read from the store: %s", i,
+                     ts_strerror(w->st));
+        blobs[i].data = d;
+        blobs[i].size = n;
+    }
+    if (w->st == TS_OK)
+        w->st =
+            ts_dec_session_open(w->md, blobs, w->n_keys, w->cap, &w->sess, w->why, sizeof w->why);
+    for (size_t i = 0; i < w->n_keys; i++)
+        ts_free((void *)blobs[i].data);
+    ts_free(blobs);
+}
+
+static void decode_open_after(uv_work_t *uw, int status)
+{
+    dec_work_t *w = uw->data;
+    conn_t *c = w->c;
+    ts_server_t *s = c->srv;
+    s->in_flight--;
+    c->busy--;
+    if (status == UV_ECANCELED)
+        w->st = TS_ECANCELED;
+    bool ok = false;
+    if (w->st == TS_OK && !c->closing) {
+        uint64_t mem = ts_dec_session_memory(w->sess);
+        if (s->mem_used + mem > (uint64_t)s->cfg.limits.total_memory_bytes) {
+            w->st = TS_EBUSY;
+            snprintf(w->why, sizeof w->why, "server memory is full (a session needs %llu MiB)",
+                     (unsigned long long)(mem >> 20));
+        } else {
+            session_t *x = ts_calloc(1, sizeof *x);
+            if (!x) {
+                w->st = TS_ENOMEM;
+            } else {
+                x->id = new_id(s);
+                x->owner = c;
+                snprintf(x->service, sizeof x->service, "decode");
+                snprintf(x->param_id, sizeof x->param_id, "%s", ts_dec_model_params(w->md));
+                x->model = w->md;
+                x->dec = w->sess;
+                w->sess = NULL;
+                x->mem = mem;
+                s->mem_used += mem;
+                x->next = s->sessions;
+                s->sessions = x;
+                s->n_sessions++;
+                c->sessions++;
+                ok = true;
+                ts_log(TS_LOG_INFO, MOD,
+                       "event=decode_open peer=%s ns=%s model=%s policy=%s session=%llu "
+                       "memory_mib=%llu",
+                       c->peer, c->ns, ts_dec_model_name(w->md), w->policy,
+                       (unsigned long long)x->id, (unsigned long long)(mem >> 20));
+                Tessera__SessionOpened so = TESSERA__SESSION_OPENED__INIT;
+                so.session_id = x->id;
+                so.memory_limit_bytes = mem;
+                reply(c, w->rid, TESSERA__ENVELOPE__BODY_SESSION_OPENED, &so);
+            }
+        }
+    }
+    if (!ok) {
+        (*ts_dec_model_sessions(w->md))--;
+        if (!c->closing)
+            send_error(c, w->rid, w->st, false, "decode session refused: %s",
+                       w->why[0] ? w->why : ts_strerror(w->st));
+    }
+    dec_work_done(s, c, w, TESSERA__ENVELOPE__BODY_SESSION_OPEN);
+}
+
+static void handle_decode_open(conn_t *c, uint64_t rid, const Tessera__SessionOpen *o, uint64_t t0)
+{
+    ts_server_t *s = c->srv;
+    char why[256] = "";
+    if (!ts_dec_registry_count(s->dec)) {
+        send_error(c, rid, TS_ENOTSUP, false, "this daemon serves no models (models_dir)");
+        return;
+    }
+    if (s->draining) {
+        send_error(c, rid, TS_ECANCELED, false, "server is shutting down");
+        return;
+    }
+    ts_dec_model_t *md = ts_dec_find(s->dec, o->model);
+    if (!md) {
+        char name[64];
+        clean(name, sizeof name, o->model);
+        send_error(c, rid, TS_ENOENT, false, "no model named \"%s\"", name);
+        return;
+    }
+    ts_status_t r = ts_dec_policy_check(o->policy, why, sizeof why);
+    if (r != TS_OK) {
+        send_error(c, rid, r, false, "%s", why);
+        return;
+    }
+    if (o->param_id && o->param_id[0] && strcmp(o->param_id, ts_dec_model_params(md)) != 0) {
+        send_error(c, rid, TS_EMISMATCH, false, "model %s runs with params %s",
+                   ts_dec_model_name(md), ts_dec_model_params(md));
+        return;
+    }
+    if (o->n_key_sha256 == 0 || o->n_key_sha256 > 16) {
+        send_error(c, rid, TS_EINVAL, false,
+                   "a decode session needs 1..16 keys (public, relinearization, Galois)");
+        return;
+    }
+    for (size_t i = 0; i < o->n_key_sha256; i++) {
+        if (o->key_sha256[i].len != 32) {
+            send_error(c, rid, TS_EINVAL, false, "key hash %zu is not 32 bytes", i);
+            return;
+        }
+        if (!ts_keystore_has(s->ks, c->ns, o->key_sha256[i].data, NULL)) {
+            char hex[65];
+            ts_net_hex(o->key_sha256[i].data, 32, hex);
+            send_error(c, rid, TS_ENOKEY, false, "key %s is not in this namespace's store", hex);
+            return;
+        }
+    }
+    int *live = ts_dec_model_sessions(md);
+    if (*live >= ts_dec_model_max_sessions(md)) {
+        send_error(c, rid, TS_EBUSY, false, "model %s already serves %d sessions (its limit)",
+                   ts_dec_model_name(md), *live);
+        return;
+    }
+    dec_work_t *w = ts_calloc(1, sizeof *w);
+    if (w)
+        w->shas = ts_calloc(o->n_key_sha256, 32);
+    if (!w || !w->shas) {
+        ts_free(w);
+        send_error(c, rid, TS_ENOMEM, false, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < o->n_key_sha256; i++)
+        memcpy(w->shas[i], o->key_sha256[i].data, 32);
+    w->n_keys = o->n_key_sha256;
+    w->c = c;
+    w->rid = rid;
+    w->t0 = t0;
+    w->md = md;
+    snprintf(w->ns, sizeof w->ns, "%s", c->ns);
+    snprintf(w->policy, sizeof w->policy, "%s", o->policy && o->policy[0] ? o->policy : "ckks");
+    w->cap = (uint64_t)s->cfg.limits.session_memory_bytes;
+    w->work.data = w;
+    (*live)++;
+    c->refs++;
+    c->busy++;
+    s->in_flight++;
+    if (uv_queue_work(&s->loop, &w->work, decode_open_work, decode_open_after) != 0) {
+        (*live)--;
+        c->refs--;
+        c->busy--;
+        s->in_flight--;
+        ts_free(w->shas);
+        ts_free(w);
+        send_error(c, rid, TS_EINTERNAL, false, "cannot queue the session");
+    }
+}
+
+static void decode_step_work(uv_work_t *uw)
+{
+    dec_work_t *w = uw->data;
+    const Tessera__DecodeStep *d = w->env->decode_step;
+    w->st = ts_dec_session_step(w->x->dec, d->position, d->token.data, d->token.len, &w->res,
+                                w->why, sizeof w->why);
+}
+
+static void decode_step_after(uv_work_t *uw, int status)
+{
+    dec_work_t *w = uw->data;
+    conn_t *c = w->c;
+    ts_server_t *s = c->srv;
+    session_t *x = w->x;
+    s->in_flight--;
+    c->busy--;
+    x->dec_busy = false;
+    if (status == UV_ECANCELED)
+        w->st = TS_ECANCELED;
+    const Tessera__DecodeStep *d = w->env->decode_step;
+    if (x->dead) {
+        session_release(s, x); /* closed meanwhile: the result is dropped */
+        if (!c->closing)
+            send_error(c, w->rid, TS_ECANCELED, false, "session closed during the step");
+    } else if (!c->closing) {
+        if (w->st != TS_OK) {
+            s->rejected++;
+            send_error(c, w->rid, w->st, false, "decode step refused: %s",
+                       w->why[0] ? w->why : ts_strerror(w->st));
+        } else {
+            Tessera__StageTime st[TS_DEC_STAGES], *sp[TS_DEC_STAGES];
+            for (int i = 0; i < TS_DEC_STAGES; i++) {
+                tessera__stage_time__init(&st[i]);
+                st[i].stage = (char *)ts_dec_stage_names[i];
+                st[i].ms = w->res.ms[i];
+                sp[i] = &st[i];
+            }
+            Tessera__DecodeResult r = TESSERA__DECODE_RESULT__INIT;
+            r.session_id = d->session_id;
+            r.position = d->position;
+            r.logits.data = w->res.logits;
+            r.logits.len = w->res.logits_size;
+            r.level = (uint32_t)w->res.level;
+            r.n_stages = TS_DEC_STAGES;
+            r.stages = sp;
+            r.server_ms = w->res.server_ms;
+            r.err_bound = w->res.err_bound;
+            r.bootstraps = w->res.bootstraps;
+            reply(c, w->rid, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &r);
+            ts_log(TS_LOG_INFO, MOD, "event=decode_step session=%llu pos=%u ms=%.1f",
+                   (unsigned long long)d->session_id, d->position, w->res.server_ms);
+        }
+    }
+    dec_work_done(s, c, w, TESSERA__ENVELOPE__BODY_DECODE_STEP);
+}
+
+/* Returns true when e was handed to a worker. */
+static bool handle_decode_step(conn_t *c, uint64_t rid, Tessera__Envelope *e, uint64_t t0)
+{
+    ts_server_t *s = c->srv;
+    const Tessera__DecodeStep *d = e->decode_step;
+    session_t *x = find_session(s, d->session_id);
+    if (!x || x->owner != c || !x->dec) {
+        send_error(c, rid, TS_ENOENT, false, "no decode session %llu on this connection",
+                   (unsigned long long)d->session_id);
+        return false;
+    }
+    if (s->draining) {
+        send_error(c, rid, TS_ECANCELED, false, "server is shutting down");
+        return false;
+    }
+    if (x->dec_busy) {
+        send_error(c, rid, TS_EBUSY, false, "the session is already running a step");
+        return false;
+    }
+    int next = ts_dec_session_next_pos(x->dec), max = ts_dec_session_max_context(x->dec);
+    if ((int64_t)d->position >= max) {
+        send_error(c, rid, TS_ELIMIT, false,
+                   "context full: position %u, this model's sessions hold at most %d positions",
+                   d->position, max);
+        return false;
+    }
+    if ((int64_t)d->position != next) {
+        send_error(c, rid, TS_ERANGE, false, "position %u is not the session's next (%d)",
+                   d->position, next);
+        return false;
+    }
+    if (d->token.len == 0) {
+        send_error(c, rid, TS_EINVAL, false, "the step carries no token ciphertext");
+        return false;
+    }
+    dec_work_t *w = ts_calloc(1, sizeof *w);
+    if (!w) {
+        send_error(c, rid, TS_ENOMEM, false, "out of memory");
+        return false;
+    }
+    w->c = c;
+    w->rid = rid;
+    w->t0 = t0;
+    w->x = x;
+    w->env = e;
+    w->work.data = w;
+    x->dec_busy = true;
+    c->refs++;
+    c->busy++;
+    s->in_flight++;
+    if (uv_queue_work(&s->loop, &w->work, decode_step_work, decode_step_after) != 0) {
+        x->dec_busy = false;
+        c->refs--;
+        c->busy--;
+        s->in_flight--;
+        ts_free(w);
+        send_error(c, rid, TS_EINTERNAL, false, "cannot queue the step");
+        return false;
+    }
+    return true;
+}
+
 static void handle_frame(conn_t *c, const ts_net_frame_t *f)
 {
     ts_server_t *s = c->srv;
@@ -1387,7 +1767,14 @@ static void handle_frame(conn_t *c, const ts_net_frame_t *f)
         deferred = handle_key_chunk(c, rid, e->key_chunk, t0);
         break;
     case TESSERA__ENVELOPE__BODY_SESSION_OPEN:
-        handle_session_open(c, rid, e->session_open);
+        handle_session_open(c, rid, e->session_open, t0);
+        break;
+    case TESSERA__ENVELOPE__BODY_MODEL_INFO_REQUEST:
+        handle_model_info(c, rid, e->model_info_request);
+        break;
+    case TESSERA__ENVELOPE__BODY_DECODE_STEP:
+        if (handle_decode_step(c, rid, e, t0))
+            return; /* e now belongs to the step's work */
         break;
     case TESSERA__ENVELOPE__BODY_SESSION_CLOSE:
         handle_session_close(c, rid, e->session_close);
@@ -1834,6 +2221,10 @@ ts_status_t ts_server_new(const ts_srv_config_t *cfg, const ts_server_opts_t *op
         snprintf(err, err_size, "cannot open key store %s: %s", cfg->keystore.dir, ts_strerror(st));
         goto out_free_ctx;
     }
+    st = ts_dec_registry_load(cfg->models_dir, cfg->params_dir, s->opts.insecure_params, &s->dec,
+                              err, err_size);
+    if (st != TS_OK)
+        goto out_free_ks_only;
     /* The worker pool size is read by libuv when it first queues work. */
     char nw[16];
     snprintf(nw, sizeof nw, "%lld", (long long)cfg->workers);
@@ -1897,6 +2288,8 @@ out_close_loop:
     uv_run(&s->loop, UV_RUN_DEFAULT);
     uv_loop_close(&s->loop);
 out_free_ks:
+    ts_dec_registry_free(s->dec);
+out_free_ks_only:
     ts_keystore_free(s->ks);
 out_free_ctx:
     SSL_CTX_free(s->ssl_ctx);
@@ -1946,8 +2339,10 @@ void ts_server_free(ts_server_t *s)
     while (s->sessions) {
         session_t *x = s->sessions;
         s->sessions = x->next;
-        ts_free(x);
+        x->dec_busy = false;
+        session_release(s, x);
     }
+    ts_dec_registry_free(s->dec);
     ts_keystore_free(s->ks);
     SSL_CTX_free(s->ssl_ctx);
     ts_free(s);

@@ -73,6 +73,7 @@ typedef struct ts_srv_config {
     ts_srv_log_cfg_t log;
     ts_srv_sanitize_cfg_t sanitize;
     char params_dir[512]; /* parameter presets (YAML) */
+    char models_dir[512]; /* decode models: NAME.yaml each (empty: none) */
     int backend;          /* index into ts_srv_backend_names: auto (default), cpu, gpu */
 } ts_srv_config_t;
 
@@ -204,5 +205,77 @@ ts_status_t ts_agg_compute(const char *params_dir, const char *param_id, bool al
                            int flood_bits, const ts_agg_input_t *inputs, size_t n_inputs,
                            size_t count, ProtobufCBinaryData **out, char *why, size_t why_size);
 void ts_agg_result_free(ProtobufCBinaryData *out, size_t count);
+
+/*
+ * The private decode service (server/svc_decode.c, issue 10). Models are the
+ * files models_dir/NAME.yaml:
+ *   path: models/aidreams260K.bin    llama2.c or GGUF model (required)
+ *   params: test-boot-n12            CKKS preset in params_dir (required)
+ *   approx: configs/approx/X.yaml    the engine's approximations (default: its own)
+ *   bootstrap: true                  sessions bootstrap (clients add boot keys)
+ *   max_context: 32                  positions per session (capped by the slots)
+ *   max_sessions: 4                  live sessions of this model
+ *   session_memory_bytes: 8589934592 keys + KV cache of one session
+ *   sanitize_lambda: 40              flooding statistical parameter (bits)
+ *   logits_level: 0                  fixed level of returned logits
+ * Loading (startup, loop thread) checks everything; sessions open and step on
+ * workers. A model is shared read-only by its sessions.
+ */
+typedef struct ts_dec_registry ts_dec_registry_t;
+typedef struct ts_dec_model ts_dec_model_t;
+typedef struct ts_dec_session ts_dec_session_t;
+
+typedef struct ts_dec_blob {
+    const uint8_t *data;
+    size_t size;
+} ts_dec_blob_t;
+
+#define TS_DEC_STAGES 8
+/* "embed", "matvec", "attention", "nonlinear", "bootstrap", "convert", "other", "sanitize" */
+extern const char *const ts_dec_stage_names[TS_DEC_STAGES];
+
+typedef struct ts_dec_result {
+    uint8_t *logits; /* serialized sanitized logits (ts_malloc'd) */
+    size_t logits_size;
+    int level;
+    double ms[TS_DEC_STAGES];
+    double server_ms;
+    double err_bound;
+    uint64_t bootstraps;
+} ts_dec_result_t;
+
+/* models_dir NULL or "": no models. err: "file: reason". */
+ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir, bool insecure,
+                                 ts_dec_registry_t **out, char *err, size_t err_size);
+void ts_dec_registry_free(ts_dec_registry_t *r);
+size_t ts_dec_registry_count(const ts_dec_registry_t *r);
+/* name NULL or "": the first model (sorted by name); NULL when unknown. */
+ts_dec_model_t *ts_dec_find(ts_dec_registry_t *r, const char *name);
+const char *ts_dec_model_name(const ts_dec_model_t *md);
+const char *ts_dec_model_params(const ts_dec_model_t *md);
+int *ts_dec_model_sessions(ts_dec_model_t *md); /* live-session counter (loop thread) */
+int ts_dec_model_max_sessions(const ts_dec_model_t *md);
+/* Fill a ModelInfo whose strings and arrays point into the model (valid while it lives). */
+void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi);
+/* "ckks" (or empty) TS_OK; "hybrid"/"tfhe" TS_ENOIMPL (not in the engine yet); else TS_EINVAL. */
+ts_status_t ts_dec_policy_check(const char *policy, char *why, size_t why_size);
+
+/* Worker: parse the keys (public, relinearization, Galois; any order), check
+ * they belong to the model's parameters and cover its rotation steps (and
+ * bootstrapping's), and build the session. memory_cap: the daemon's limit. */
+ts_status_t ts_dec_session_open(ts_dec_model_t *md, const ts_dec_blob_t *keys, size_t n_keys,
+                                uint64_t memory_cap, ts_dec_session_t **out, char *why,
+                                size_t why_size);
+void ts_dec_session_free(ts_dec_session_t *s);
+uint64_t ts_dec_session_memory(const ts_dec_session_t *s);
+int ts_dec_session_next_pos(const ts_dec_session_t *s);
+int ts_dec_session_max_context(const ts_dec_session_t *s);
+/* Worker: one position (the serialized one-hot token) -> sanitized logits. Errors:
+ * TS_ERANGE (not the next position), TS_ELIMIT (context full), TS_EFORMAT /
+ * TS_EMISMATCH / TS_ELEVEL / TS_EINVAL (bad ciphertext), engine errors (the
+ * session is then unusable). */
+ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t *data, size_t size,
+                                ts_dec_result_t *res, char *why, size_t why_size);
+void ts_dec_result_clear(ts_dec_result_t *r);
 
 #endif

@@ -1,0 +1,495 @@
+/*
+ * tessera generate: private text generation against tesserad's decode
+ * service (issue 10). Keys are made here from the OS CSPRNG and uploaded
+ * (content-addressed, resumable); the prompt is tokenized here; every
+ * position goes to the server as an encrypted one-hot vector and comes back
+ * as sanitized encrypted logits, which are decrypted and sampled here. The
+ * server never sees a token, an activation or a logit.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/client.h"
+#include "core/llm/llm.h"
+#include "server/ckks_wire.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tessera generate --server HOST:PORT --model NAME --prompt TEXT [options]\n\n"
+            "Generates text with a model served by tesserad without revealing the prompt or\n"
+            "the output to the server: keys are generated here from the OS CSPRNG and\n"
+            "uploaded, the prompt is tokenized here, each position is sent as an encrypted\n"
+            "one-hot vector and the sanitized encrypted logits are decrypted and sampled here.\n"
+            "Tokens are printed as they are decrypted; on a terminal stderr shows progress.\n\n"
+            "  -m, --model NAME        model served by the daemon (default: its first)\n"
+            "  -p, --prompt TEXT       the prompt (BOS is added)\n"
+            "  -n, --max-tokens N      tokens to generate (default 16; capped by the context)\n"
+            "  -t, --temperature T     0 = greedy (default 0)\n"
+            "      --top-p P           nucleus sampling (default off)\n"
+            "      --seed S            sampling seed (default 1)\n"
+            "      --policy P          ckks | hybrid | tfhe (default ckks; the others are\n"
+            "                          refused until the engine implements them)\n"
+            "      --tokenizer PATH    tokenizer (default models/tok512.bin)\n"
+            "      --params-dir D      preset folder (default configs/params)\n"
+            "      --insecure-params   allow presets marked insecure (tests only)\n"
+            "      --json              one JSON object per position on stdout: pos, id, text,\n"
+            "                          prompt, latency_ms, server_ms, stages, bootstraps,\n"
+            "                          precision_bits (of the flooding), logit_margin\n\n%s\n%s",
+            ts_cli_conn_help, ts_cli_exit_help);
+}
+
+static double ms_since(uint64_t t0)
+{
+    return (double)(ts_now_ns() - t0) / 1e6;
+}
+
+static ts_status_t call(ts_client_t *c, Tessera__Envelope *req, Tessera__Envelope__BodyCase want,
+                        Tessera__Envelope **rep)
+{
+    *rep = NULL;
+    return ts_client_call(c, req, want, rep);
+}
+
+typedef struct gen {
+    const char *prog;
+    ts_client_t *c;
+    bool json, tty;
+    ts_ckks_params_t *p;
+    uint8_t pid[TS_SHA256_BYTES];
+    ts_ckks_secret_key_t *sk;
+    ts_ckks_public_key_t *pk;
+    ts_ckks_evalkeys_t *ek;
+    ts_prng_t *prng;
+} gen_t;
+
+/* Make and upload the keys; shas[0..3) get their hashes. */
+static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, uint8_t shas[3][32])
+{
+    ts_status_t st;
+    uint64_t t0 = ts_now_ns();
+    if ((st = ts_ckks_keygen_secret(g->p, g->prng, &g->sk)) != TS_OK ||
+        (st = ts_ckks_keygen_public(g->sk, g->prng, &g->pk)) != TS_OK ||
+        (st = ts_ckks_evalkeys_new(g->p, &g->ek)) != TS_OK ||
+        (st = ts_ckks_evalkeys_gen_relin(g->ek, g->sk, g->prng)) != TS_OK ||
+        (st = ts_ckks_evalkeys_gen_rotations(g->ek, g->sk, mi->rotation_steps, mi->n_rotation_steps,
+                                             g->prng)) != TS_OK) {
+        fprintf(stderr, "%s: key generation failed: %s\n", g->prog, ts_strerror(st));
+        return TS_EXIT_LOCAL;
+    }
+    if (mi->bootstrap) {
+        ts_boot_config_t bc;
+        if ((st = ts_boot_config_default(g->p, &bc)) != TS_OK ||
+            (st = ts_boot_keygen(g->p, &bc, g->ek, g->sk, g->prng)) != TS_OK) {
+            fprintf(stderr, "%s: bootstrapping keys failed: %s\n", g->prog, ts_strerror(st));
+            return TS_EXIT_LOCAL;
+        }
+    }
+    double keygen_ms = ms_since(t0);
+    uint8_t *blob[3] = {NULL, NULL, NULL};
+    size_t size[3] = {0, 0, 0};
+    static const char *kinds[3] = {"public", "relin", "galois"};
+    int rc = TS_EXIT_OK;
+    if ((st = ts_wire_pk_encode(g->pk, g->pid, &blob[0], &size[0])) != TS_OK ||
+        (st = ts_ckks_relin_key_serialize(g->ek, 0, &blob[1], &size[1])) != TS_OK ||
+        (st = ts_ckks_galois_keys_serialize(g->ek, 0, &blob[2], &size[2])) != TS_OK) {
+        fprintf(stderr, "%s: serializing keys failed: %s\n", g->prog, ts_strerror(st));
+        rc = TS_EXIT_LOCAL;
+    }
+    uint64_t t1 = ts_now_ns();
+    for (int i = 0; i < 3 && rc == TS_EXIT_OK; i++) {
+        ts_upload_report_t rep;
+        st = ts_client_key_upload(g->c, blob[i], size[i], kinds[i], mi->param_id, 0,
+                                  g->tty && !g->json, &rep);
+        if (st != TS_OK) {
+            rc = ts_cli_fail(g->prog, g->c, st, g->json);
+            break;
+        }
+        memcpy(shas[i], rep.sha256, 32);
+    }
+    if (rc == TS_EXIT_OK && g->tty)
+        fprintf(stderr, "%s: keys generated in %.0f ms, uploaded %.1f MiB in %.0f ms\n", g->prog,
+                keygen_ms, (double)(size[0] + size[1] + size[2]) / 1048576.0, ms_since(t1));
+    for (int i = 0; i < 3; i++)
+        ts_free(blob[i]);
+    return rc;
+}
+
+static void json_stages(const Tessera__DecodeResult *r)
+{
+    printf("{");
+    for (size_t i = 0; i < r->n_stages; i++) {
+        printf("%s", i ? "," : "");
+        ts_cli_json_str(stdout, r->stages[i]->stage ? r->stages[i]->stage : "");
+        printf(":%.3f", r->stages[i]->ms);
+    }
+    printf("}");
+}
+
+int ts_cmd_generate(int argc, char **argv)
+{
+    static const struct option opts[] = {TS_CLI_CONN_LONGOPTS,
+                                         {"model", required_argument, NULL, 'm'},
+                                         {"prompt", required_argument, NULL, 'p'},
+                                         {"max-tokens", required_argument, NULL, 'n'},
+                                         {"temperature", required_argument, NULL, 't'},
+                                         {"top-p", required_argument, NULL, 'P'},
+                                         {"seed", required_argument, NULL, 'S'},
+                                         {"policy", required_argument, NULL, 'Y'},
+                                         {"tokenizer", required_argument, NULL, 'T'},
+                                         {"params-dir", required_argument, NULL, 'D'},
+                                         {"insecure-params", no_argument, NULL, 'I'},
+                                         {NULL, 0, NULL, 0}};
+    const char *prog = "tessera generate";
+    ts_cli_conn_t cc;
+    ts_cli_conn_init(&cc);
+    const char *model = "", *prompt = NULL, *policy = "ckks", *tok_path = "models/tok512.bin";
+    const char *pdir = "configs/params";
+    long max_tokens = 16;
+    double temperature = 0.0, top_p = 0.0;
+    unsigned long long seed = 1;
+    bool insecure = false;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, TS_CLI_CONN_SHORTOPTS "m:p:n:t:", opts, NULL)) != -1) {
+        int r = ts_cli_conn_opt(&cc, ch, optarg, prog);
+        if (r < 0)
+            return TS_EXIT_USAGE;
+        if (r > 0)
+            continue;
+        char *end = NULL;
+        switch (ch) {
+        case 'h':
+            usage(stdout);
+            return TS_EXIT_OK;
+        case 'm':
+            model = optarg;
+            break;
+        case 'p':
+            prompt = optarg;
+            break;
+        case 'n':
+            max_tokens = strtol(optarg, &end, 10);
+            if (!end || *end || max_tokens < 0 || max_tokens > 1000000) {
+                fprintf(stderr, "%s: --max-tokens must be 0..1000000\n", prog);
+                return TS_EXIT_USAGE;
+            }
+            break;
+        case 't':
+            temperature = strtod(optarg, &end);
+            if (!end || *end || !(temperature >= 0.0) || temperature > 100.0) {
+                fprintf(stderr, "%s: --temperature must be in [0, 100]\n", prog);
+                return TS_EXIT_USAGE;
+            }
+            break;
+        case 'P':
+            top_p = strtod(optarg, &end);
+            if (!end || *end || !(top_p >= 0.0) || top_p > 1.0) {
+                fprintf(stderr, "%s: --top-p must be in [0, 1]\n", prog);
+                return TS_EXIT_USAGE;
+            }
+            break;
+        case 'S':
+            seed = strtoull(optarg, &end, 10);
+            if (!end || *end) {
+                fprintf(stderr, "%s: --seed must be an integer\n", prog);
+                return TS_EXIT_USAGE;
+            }
+            break;
+        case 'Y':
+            policy = optarg;
+            if (strcmp(policy, "ckks") && strcmp(policy, "hybrid") && strcmp(policy, "tfhe")) {
+                fprintf(stderr, "%s: --policy is one of ckks, hybrid, tfhe\n", prog);
+                return TS_EXIT_USAGE;
+            }
+            break;
+        case 'T':
+            tok_path = optarg;
+            break;
+        case 'D':
+            pdir = optarg;
+            break;
+        case 'I':
+            insecure = true;
+            break;
+        default:
+            usage(stderr);
+            return TS_EXIT_USAGE;
+        }
+    }
+    if (!prompt || optind < argc) {
+        fprintf(stderr, "%s: --prompt is required (see --help)\n", prog);
+        return TS_EXIT_USAGE;
+    }
+    gen_t g;
+    memset(&g, 0, sizeof g);
+    g.prog = prog;
+    g.json = cc.json;
+    g.tty = isatty(STDERR_FILENO);
+    ts_llm_tokenizer_t *tok = NULL;
+    ts_llm_sampler_t *smp = NULL;
+    ts_ckks_encoder_t *ecd = NULL;
+    ts_ckks_ciphertext_t *x = NULL, *lg = NULL;
+    Tessera__Envelope *info_env = NULL, *rep = NULL;
+    int *ids = NULL;
+    float *onehot = NULL, *logits = NULL;
+    uint64_t session = 0;
+    size_t vocab_n = 0;
+    char err[600] = "";
+    int rc = ts_cli_connect(&cc, prog, &g.c);
+    if (rc != TS_EXIT_OK)
+        return rc;
+    rc = TS_EXIT_LOCAL;
+    /* 1. what the model needs */
+    Tessera__ModelInfoRequest mq = TESSERA__MODEL_INFO_REQUEST__INIT;
+    mq.model = (char *)model;
+    Tessera__Envelope req = TESSERA__ENVELOPE__INIT;
+    req.body_case = TESSERA__ENVELOPE__BODY_MODEL_INFO_REQUEST;
+    req.model_info_request = &mq;
+    ts_status_t st = call(g.c, &req, TESSERA__ENVELOPE__BODY_MODEL_INFO, &info_env);
+    if (st != TS_OK) {
+        rc = ts_cli_fail(prog, g.c, st, g.json);
+        goto out;
+    }
+    const Tessera__ModelInfo *mi = info_env->model_info;
+    if (!mi->param_id || mi->vocab < 1 || mi->vocab > TS_LLM_MAX_VOCAB || mi->slots < 1 ||
+        mi->max_context < 1 || mi->params_sha256.len != TS_SHA256_BYTES) {
+        fprintf(stderr, "%s: the server's model description is incomplete\n", prog);
+        rc = TS_EXIT_FAIL;
+        goto out;
+    }
+    st = ts_wire_params_get(pdir, mi->param_id, insecure, &g.p, g.pid, err, sizeof err);
+    if (st != TS_OK) {
+        fprintf(stderr, "%s: parameters %s: %s\n", prog, mi->param_id,
+                err[0] ? err : ts_strerror(st));
+        goto out;
+    }
+    if (memcmp(g.pid, mi->params_sha256.data, TS_SHA256_BYTES) != 0) {
+        fprintf(stderr, "%s: the local preset %s differs from the server's (parameter ids)\n", prog,
+                mi->param_id);
+        goto out;
+    }
+    if (g.c->insecure_params && g.tty)
+        fprintf(stderr, "%s: WARNING: the daemon accepts insecure test parameters\n", prog);
+    st = ts_llm_tokenizer_load(tok_path, (int)mi->vocab, &tok, err, sizeof err);
+    if (st != TS_OK) {
+        fprintf(stderr, "%s: tokenizer %s: %s\n", prog, tok_path, err[0] ? err : ts_strerror(st));
+        goto out;
+    }
+    /* 2. the prompt */
+    size_t plen = strlen(prompt), cap = ts_llm_tokenizer_max_ids(plen), n_prompt = 0;
+    ids = calloc(cap + (size_t)max_tokens + 2, sizeof *ids);
+    if (!ids ||
+        ts_llm_tokenizer_encode(tok, prompt, plen, true, false, ids, cap, &n_prompt) != TS_OK ||
+        n_prompt == 0) {
+        fprintf(stderr, "%s: cannot tokenize the prompt\n", prog);
+        goto out;
+    }
+    size_t n_total = n_prompt + (size_t)max_tokens;
+    if (n_prompt > mi->max_context) {
+        fprintf(stderr, "%s: the prompt has %zu tokens; model %s holds at most %u positions\n",
+                prog, n_prompt, mi->model, mi->max_context);
+        goto out;
+    }
+    if (n_total > mi->max_context + 1) {
+        if (g.tty)
+            fprintf(stderr, "%s: generating %u tokens at most (context %u positions)\n", prog,
+                    mi->max_context + 1 - (unsigned)n_prompt, mi->max_context);
+        n_total = mi->max_context + 1;
+    }
+    ts_llm_sampler_cfg_t scfg = {(float)temperature, 0, (float)top_p};
+    if ((st = ts_llm_sampler_new(&scfg, seed, &smp)) != TS_OK ||
+        (st = ts_prng_new_os(&g.prng)) != TS_OK) {
+        fprintf(stderr, "%s: %s\n", prog, ts_strerror(st));
+        goto out;
+    }
+    /* 3. keys and session */
+    uint8_t shas[3][32];
+    if ((rc = make_keys(&g, mi, shas)) != TS_EXIT_OK)
+        goto out;
+    rc = TS_EXIT_LOCAL;
+    Tessera__SessionOpen so = TESSERA__SESSION_OPEN__INIT;
+    ProtobufCBinaryData kb[3];
+    for (int i = 0; i < 3; i++) {
+        kb[i].data = shas[i];
+        kb[i].len = 32;
+    }
+    so.service = (char *)"decode";
+    so.model = mi->model;
+    so.policy = (char *)policy;
+    so.param_id = mi->param_id;
+    so.n_key_sha256 = 3;
+    so.key_sha256 = kb;
+    req.body_case = TESSERA__ENVELOPE__BODY_SESSION_OPEN;
+    req.session_open = &so;
+    st = call(g.c, &req, TESSERA__ENVELOPE__BODY_SESSION_OPENED, &rep);
+    if (st != TS_OK) {
+        rc = ts_cli_fail(prog, g.c, st, g.json);
+        goto out;
+    }
+    session = rep->session_opened->session_id;
+    ts_net_envelope_free(rep);
+    rep = NULL;
+    /* 4. positions */
+    int V = (int)mi->vocab, eos = ts_llm_tokenizer_eos(tok);
+    vocab_n = (size_t)V;
+    onehot = calloc((size_t)V, sizeof *onehot);
+    logits = calloc((size_t)V, sizeof *logits);
+    if (!onehot || !logits || ts_ckks_encoder_new(g.p, &ecd) != TS_OK ||
+        ts_ckks_ciphertext_new(g.p, 0, &x) != TS_OK) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        goto out;
+    }
+    double total_ms = 0;
+    size_t generated = 0;
+    for (size_t pos = 0; pos + 1 < n_total || pos < n_prompt; pos++) {
+        int token = ids[pos];
+        uint64_t t0 = ts_now_ns();
+        onehot[token] = 1.0f;
+        st = ts_llm_enc_encrypt_vec(ecd, g.sk, g.prng, onehot, V, (int)mi->input_level, x);
+        onehot[token] = 0.0f;
+        uint8_t *ctb = NULL;
+        size_t ctn = 0;
+        if (st == TS_OK)
+            st = ts_wire_ct_encode(x, g.pid, 0, &ctb, &ctn);
+        if (st != TS_OK) {
+            fprintf(stderr, "%s: encrypting position %zu failed: %s\n", prog, pos, ts_strerror(st));
+            goto out;
+        }
+        Tessera__DecodeStep ds = TESSERA__DECODE_STEP__INIT;
+        ds.session_id = session;
+        ds.position = (uint32_t)pos;
+        ds.token.data = ctb;
+        ds.token.len = ctn;
+        req.body_case = TESSERA__ENVELOPE__BODY_DECODE_STEP;
+        req.decode_step = &ds;
+        st = call(g.c, &req, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &rep);
+        ts_free(ctb);
+        if (st != TS_OK) {
+            if (g.tty && !g.json)
+                fprintf(stderr, "\n");
+            rc = ts_cli_fail(prog, g.c, st, g.json);
+            goto out;
+        }
+        const Tessera__DecodeResult *dr = rep->decode_result;
+        char why[256] = "";
+        ts_ckks_ciphertext_free(lg);
+        lg = NULL;
+        st =
+            ts_wire_ct_decode(g.p, g.pid, dr->logits.data, dr->logits.len, 1, &lg, why, sizeof why);
+        if (st == TS_OK && ts_ckks_ciphertext_level(lg) != (int)mi->logits_level) {
+            snprintf(why, sizeof why, "logits at level %d, not the announced %u",
+                     ts_ckks_ciphertext_level(lg), mi->logits_level);
+            st = TS_EFORMAT;
+        }
+        if (st == TS_OK)
+            st = ts_llm_enc_decrypt_vec(ecd, g.sk, lg, logits, V);
+        if (st != TS_OK) {
+            fprintf(stderr, "%s: the server's logits for position %zu are unusable: %s\n", prog,
+                    pos, why[0] ? why : ts_strerror(st));
+            rc = TS_EXIT_FAIL;
+            goto out;
+        }
+        bool in_prompt = pos + 1 < n_prompt;
+        int next = -1;
+        if (!in_prompt && max_tokens > 0) {
+            if ((st = ts_llm_sampler_sample(smp, logits, V, &next)) != TS_OK) {
+                fprintf(stderr, "%s: sampling failed: %s\n", prog, ts_strerror(st));
+                goto out;
+            }
+            ids[pos + 1] = next;
+        }
+        double lat = ms_since(t0);
+        total_ms += lat;
+        /* margin between the two largest logits: how safe the argmax is */
+        float b1 = -INFINITY, b2 = -INFINITY;
+        for (int i = 0; i < V; i++) {
+            if (logits[i] > b1) {
+                b2 = b1;
+                b1 = logits[i];
+            } else if (logits[i] > b2) {
+                b2 = logits[i];
+            }
+        }
+        char text[512] = "";
+        size_t tn = 0;
+        if (next >= 0 &&
+            ts_llm_tokenizer_decode(tok, ids[pos], next, text, sizeof text - 1, &tn) != TS_OK)
+            tn = 0;
+        text[tn < sizeof text ? tn : sizeof text - 1] = 0;
+        double prec = dr->err_bound > 0 ? -log2(dr->err_bound) : 0.0;
+        if (g.json) {
+            printf("{\"pos\":%zu,\"prompt\":%s,\"input\":%d,\"id\":%d,\"text\":", pos,
+                   in_prompt ? "true" : "false", token, next);
+            ts_cli_json_str(stdout, next >= 0 ? text : "");
+            printf(",\"latency_ms\":%.3f,\"server_ms\":%.3f,\"bootstraps\":%llu,\"stages\":", lat,
+                   dr->server_ms, (unsigned long long)dr->bootstraps);
+            json_stages(dr);
+            printf(",\"precision_bits\":%.2f,\"err_bound\":%.3g,\"logit_margin\":%.4f}\n", prec,
+                   dr->err_bound, (double)(b1 - b2));
+            fflush(stdout);
+        } else {
+            if (next >= 0) {
+                fwrite(text, 1, tn, stdout);
+                fflush(stdout);
+            }
+            if (g.tty) {
+                double best = 0;
+                const char *stage = "";
+                for (size_t i = 0; i < dr->n_stages; i++)
+                    if (dr->stages[i]->ms > best) {
+                        best = dr->stages[i]->ms;
+                        stage = dr->stages[i]->stage;
+                    }
+                fprintf(stderr, "\r\033[K[%s %zu/%zu] %.2f s/token (server %.2f s, mostly %s)",
+                        in_prompt ? "prompt" : "token", pos + 1, n_total - 1, lat / 1e3,
+                        dr->server_ms / 1e3, stage);
+            }
+        }
+        ts_net_envelope_free(rep);
+        rep = NULL;
+        if (next >= 0) {
+            generated++;
+            if (eos >= 0 && next == eos)
+                break;
+        }
+    }
+    if (!g.json) {
+        printf("\n");
+        if (g.tty)
+            fprintf(stderr, "\r\033[K%s: %zu tokens, %.2f s per position\n", prog, generated,
+                    total_ms / 1e3 / (double)(n_total > 1 ? n_total - 1 : 1));
+    }
+    rc = TS_EXIT_OK;
+out:
+    if (session && g.c) {
+        Tessera__SessionClose sc = TESSERA__SESSION_CLOSE__INIT;
+        sc.session_id = session;
+        req.body_case = TESSERA__ENVELOPE__BODY_SESSION_CLOSE;
+        req.session_close = &sc;
+        Tessera__Envelope *r2 = NULL;
+        call(g.c, &req, TESSERA__ENVELOPE__BODY_SESSION_CLOSED, &r2);
+        ts_net_envelope_free(r2);
+    }
+    ts_net_envelope_free(rep);
+    ts_net_envelope_free(info_env);
+    ts_client_close(g.c);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(lg);
+    ts_ckks_encoder_free(ecd);
+    ts_ckks_evalkeys_free(g.ek);
+    ts_ckks_public_key_free(g.pk);
+    ts_ckks_secret_key_free(g.sk);
+    ts_ckks_params_free(g.p);
+    ts_prng_free(g.prng);
+    ts_llm_sampler_free(smp);
+    ts_llm_tokenizer_free(tok);
+    if (logits)
+        ts_memzero(logits, vocab_n * sizeof *logits);
+    free(logits);
+    free(onehot);
+    free(ids);
+    return rc;
+}

@@ -1,0 +1,649 @@
+/*
+ * The private decode service of tesserad (issue 10): models named by files in
+ * models_dir, decode sessions holding a client's evaluation keys and the
+ * encrypted KV cache, one encrypted decode step per request (one-hot token in,
+ * sanitized logits out). Loading runs at startup on the loop thread; session
+ * opening and steps run on worker threads (a model is immutable after loading
+ * and shared by its sessions; a session is used by one worker at a time).
+ */
+#include <dirent.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/llm/llm.h"
+#include "server/ckks_wire.h"
+#include "server/tesserad.h"
+
+#define MAX_MODELS 64
+#define MiB        ((int64_t)1 << 20)
+#define GiB        ((int64_t)1 << 30)
+
+typedef struct dec_model_cfg {
+    char path[512];
+    char params[64];
+    char approx[512];
+    bool bootstrap;
+    int64_t max_context;
+    int64_t max_sessions;
+    int64_t session_memory_bytes;
+    int64_t sanitize_lambda;
+    int64_t logits_level;
+} dec_model_cfg_t;
+
+struct ts_dec_model {
+    char name[64];
+    dec_model_cfg_t cfg;
+    ts_llm_model_t *m;
+    ts_ckks_params_t *p;
+    uint8_t pid[TS_SHA256_BYTES];
+    ts_boot_t *boot;
+    ts_llm_enc_t *enc;
+    int64_t *steps;
+    size_t n_steps;
+    int max_ctx;
+    ts_llm_sanitize_info_t san;
+    uint64_t kv_bytes; /* KV cache of a full session (estimate) */
+    int sessions;      /* live sessions (loop thread) */
+};
+
+struct ts_dec_registry {
+    ts_dec_model_t *models;
+    size_t n;
+};
+
+struct ts_dec_session {
+    ts_dec_model_t *md;
+    ts_ckks_evalkeys_t *ek;
+    ts_ckks_public_key_t *pk;
+    ts_ckks_evaluator_t *ev;
+    ts_llm_enc_session_t *s;
+    ts_prng_t *prng;
+    int next_pos;
+    bool broken; /* a step failed part-way: the KV cache may be inconsistent */
+    uint64_t mem;
+};
+
+#define STR(key, field)                                                                            \
+    {                                                                                              \
+        .name = key, .type = TS_CFG_STRING, .offset = offsetof(dec_model_cfg_t, field),            \
+        .cap = sizeof(((dec_model_cfg_t *)0)->field)                                               \
+    }
+#define INT(key, field, lo, hi)                                                                    \
+    {                                                                                              \
+        .name = key, .type = TS_CFG_INT, .offset = offsetof(dec_model_cfg_t, field), .min = (lo),  \
+        .max = (hi)                                                                                \
+    }
+
+static const ts_cfg_directive_t model_table[] = {
+    {.name = "path",
+     .type = TS_CFG_STRING,
+     .offset = offsetof(dec_model_cfg_t, path),
+     .cap = sizeof(((dec_model_cfg_t *)0)->path),
+     .required = true},
+    {.name = "params",
+     .type = TS_CFG_STRING,
+     .offset = offsetof(dec_model_cfg_t, params),
+     .cap = sizeof(((dec_model_cfg_t *)0)->params),
+     .required = true},
+    STR("approx", approx),
+    {.name = "bootstrap", .type = TS_CFG_BOOL, .offset = offsetof(dec_model_cfg_t, bootstrap)},
+    INT("max_context", max_context, 1, 1 << 20),
+    INT("max_sessions", max_sessions, 1, 1 << 16),
+    INT("session_memory_bytes", session_memory_bytes, 1 * MiB, INT64_MAX),
+    INT("sanitize_lambda", sanitize_lambda, 0, 128),
+    INT("logits_level", logits_level, 0, 63),
+    {.name = NULL},
+};
+
+static void model_clear(ts_dec_model_t *md)
+{
+    ts_llm_enc_free(md->enc);
+    ts_boot_free(md->boot);
+    ts_ckks_params_free(md->p);
+    ts_llm_model_free(md->m);
+    ts_free(md->steps);
+    memset(md, 0, sizeof *md);
+}
+
+void ts_dec_registry_free(ts_dec_registry_t *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        model_clear(&r->models[i]);
+    ts_free(r->models);
+    ts_free(r);
+}
+
+static bool name_ok(const char *s, size_t len)
+{
+    if (len == 0 || len >= 64)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+              ch == '.'))
+            return false;
+    }
+    return s[0] != '.';
+}
+
+/* The engine's approximations from a configs/approx YAML file. */
+static ts_status_t load_approx(const char *path, ts_llm_enc_config_t *cfg, char *err,
+                               size_t err_size)
+{
+    ts_llm_sim_config_t sim;
+    ts_llm_enc_config_default(cfg);
+    ts_llm_enc_config_to_sim(cfg, &sim);
+    ts_status_t st = ts_llm_sim_config_load(path, &sim, err, err_size);
+    if (st != TS_OK)
+        return st;
+    cfg->softmax_k = sim.softmax_k;
+    cfg->exp = sim.prim[TS_NL_FN_EXP];
+    cfg->recip = sim.prim[TS_NL_FN_RECIP];
+    cfg->rsqrt = sim.prim[TS_NL_FN_RSQRT];
+    cfg->silu = sim.prim[TS_NL_FN_SILU];
+    return TS_OK;
+}
+
+static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *params_dir,
+                              bool insecure, char *err, size_t err_size)
+{
+    dec_model_cfg_t *c = &md->cfg;
+    memset(c, 0, sizeof *c);
+    c->max_context = 1 << 20;
+    c->max_sessions = 4;
+    c->session_memory_bytes = 8 * GiB;
+    c->sanitize_lambda = 40;
+    c->logits_level = 0;
+    ts_cfg_error_t ce;
+    memset(&ce, 0, sizeof ce);
+    ts_status_t st = ts_config_load_file(file, model_table, c, NULL, &ce);
+    if (st != TS_OK) {
+        ts_cfg_error_format(&ce, err, err_size);
+        return st;
+    }
+    char why[256] = "";
+    st = ts_llm_model_load(md->cfg.path, &md->m, why, sizeof why);
+    if (st != TS_OK) {
+        snprintf(err, err_size, "%s: model %s: %s", file, c->path, why[0] ? why : ts_strerror(st));
+        return st;
+    }
+    st = ts_wire_params_get(params_dir, c->params, insecure, &md->p, md->pid, why, sizeof why);
+    if (st != TS_OK) {
+        snprintf(err, err_size, "%s: params %s: %s", file, c->params,
+                 why[0] ? why : ts_strerror(st));
+        return st;
+    }
+    ts_llm_enc_config_t ecfg;
+    ts_llm_enc_config_default(&ecfg);
+    if (c->approx[0] && (st = load_approx(c->approx, &ecfg, why, sizeof why)) != TS_OK) {
+        snprintf(err, err_size, "%s: approx %s: %s", file, c->approx, why);
+        return st;
+    }
+    if (c->bootstrap) {
+        ts_boot_config_t bc;
+        if ((st = ts_boot_config_default(md->p, &bc)) != TS_OK ||
+            (st = ts_boot_new(md->p, &bc, &md->boot)) != TS_OK) {
+            snprintf(err, err_size, "%s: bootstrapping with params %s: %s", file, c->params,
+                     ts_strerror(st));
+            return st;
+        }
+    }
+    st = ts_llm_enc_new(md->m, md->p, &ecfg, md->boot, &md->enc);
+    if (st != TS_OK) {
+        snprintf(err, err_size,
+                 "%s: the encrypted engine cannot run this model with params %s: %s (it needs a "
+                 "LLAMA model without grouped-query attention whose padded widths divide the "
+                 "%zu slots)",
+                 file, c->params, ts_strerror(st), ts_ckks_params_slots(md->p));
+        return st;
+    }
+    size_t n = 0;
+    if ((st = ts_llm_enc_rotation_steps(md->enc, NULL, &n)) != TS_OK)
+        return st;
+    md->steps = ts_calloc(n ? n : 1, sizeof(int64_t));
+    if (!md->steps)
+        return TS_ENOMEM;
+    if ((st = ts_llm_enc_rotation_steps(md->enc, md->steps, &n)) != TS_OK)
+        return st;
+    md->n_steps = n;
+    md->max_ctx = ts_llm_enc_max_positions(md->enc);
+    if (c->max_context < md->max_ctx)
+        md->max_ctx = (int)c->max_context;
+    st = ts_llm_sanitize_plan(md->p, (int)c->logits_level, (int)c->sanitize_lambda, &md->san);
+    if (st != TS_OK) {
+        snprintf(err, err_size,
+                 "%s: sanitize_lambda %lld does not fit level %lld of params %s (flooding 2^%.0f)",
+                 file, (long long)c->sanitize_lambda, (long long)c->logits_level, c->params,
+                 md->san.flood_log2);
+        return TS_ECONFIG;
+    }
+    if (md->san.precision_bits < 4.0) {
+        snprintf(err, err_size,
+                 "%s: sanitize_lambda %lld leaves %.1f bits of logit precision at scale 2^%.0f "
+                 "(error up to %.3g): lower it or use params with a larger scale",
+                 file, (long long)c->sanitize_lambda, md->san.precision_bits,
+                 ts_ckks_params_scale_log2(md->p), md->san.err_bound);
+        return TS_ECONFIG;
+    }
+    const ts_llm_config_t *mc = ts_llm_model_config(md->m);
+    uint64_t ct_bytes =
+        2ull * (uint64_t)(ts_ckks_params_max_level(md->p) + 1) * ts_ckks_params_n(md->p) * 8ull;
+    md->kv_bytes = 2ull * (uint64_t)mc->n_layers * ct_bytes;
+    return TS_OK;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir, bool insecure,
+                                 ts_dec_registry_t **out, char *err, size_t err_size)
+{
+    *out = NULL;
+    ts_dec_registry_t *r = ts_calloc(1, sizeof *r);
+    if (!r)
+        return TS_ENOMEM;
+    if (!models_dir || !models_dir[0]) {
+        *out = r;
+        return TS_OK;
+    }
+    DIR *d = opendir(models_dir);
+    if (!d) {
+        snprintf(err, err_size, "models_dir %s: cannot open", models_dir);
+        ts_free(r);
+        return TS_EIO;
+    }
+    char *names[MAX_MODELS];
+    size_t n = 0;
+    ts_status_t st = TS_OK;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len < 6 || strcmp(de->d_name + len - 5, ".yaml") != 0)
+            continue;
+        if (!name_ok(de->d_name, len - 5)) {
+            snprintf(err, err_size, "%s/%s: model names are [a-z0-9_.-], at most 63 characters",
+                     models_dir, de->d_name);
+            st = TS_ECONFIG;
+            break;
+        }
+        if (n == MAX_MODELS) {
+            snprintf(err, err_size, "%s: more than %d models", models_dir, MAX_MODELS);
+            st = TS_ELIMIT;
+            break;
+        }
+        names[n] = ts_malloc(len + 1);
+        if (!names[n]) {
+            st = TS_ENOMEM;
+            break;
+        }
+        memcpy(names[n], de->d_name, len + 1);
+        n++;
+    }
+    closedir(d);
+    if (st == TS_OK && n) {
+        qsort(names, n, sizeof names[0], cmp_str);
+        r->models = ts_calloc(n, sizeof *r->models);
+        if (!r->models)
+            st = TS_ENOMEM;
+    }
+    for (size_t i = 0; i < n && st == TS_OK; i++) {
+        ts_dec_model_t *md = &r->models[r->n++];
+        size_t len = strlen(names[i]) - 5;
+        memcpy(md->name, names[i], len);
+        md->name[len] = 0;
+        char file[1024];
+        snprintf(file, sizeof file, "%s/%s", models_dir, names[i]);
+        st = model_load(md, file, params_dir, insecure, err, err_size);
+        if (st == TS_OK)
+            ts_log(TS_LOG_INFO, "tesserad",
+                   "event=model_loaded model=%s params=%s max_context=%d rotation_keys=%zu "
+                   "bootstrap=%d sanitize_lambda=%d logits_level=%d logit_err_bound=%.3g",
+                   md->name, md->cfg.params, md->max_ctx, md->n_steps, md->boot != NULL,
+                   md->san.lambda, md->san.level, md->san.err_bound);
+    }
+    for (size_t i = 0; i < n; i++)
+        ts_free(names[i]);
+    if (st != TS_OK) {
+        ts_dec_registry_free(r);
+        return st;
+    }
+    *out = r;
+    return TS_OK;
+}
+
+size_t ts_dec_registry_count(const ts_dec_registry_t *r)
+{
+    return r ? r->n : 0;
+}
+
+ts_dec_model_t *ts_dec_find(ts_dec_registry_t *r, const char *name)
+{
+    if (!r || r->n == 0)
+        return NULL;
+    if (!name || !name[0])
+        return &r->models[0];
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->models[i].name, name) == 0)
+            return &r->models[i];
+    return NULL;
+}
+
+const char *ts_dec_model_name(const ts_dec_model_t *md)
+{
+    return md->name;
+}
+
+int *ts_dec_model_sessions(ts_dec_model_t *md)
+{
+    return &md->sessions;
+}
+
+int ts_dec_model_max_sessions(const ts_dec_model_t *md)
+{
+    return (int)md->cfg.max_sessions;
+}
+
+const char *ts_dec_model_params(const ts_dec_model_t *md)
+{
+    return md->cfg.params;
+}
+
+static char *policy_names[] = {"ckks"};
+
+ts_status_t ts_dec_policy_check(const char *policy, char *why, size_t why_size)
+{
+    if (!policy || !policy[0] || strcmp(policy, "ckks") == 0)
+        return TS_OK;
+    if (strcmp(policy, "hybrid") == 0 || strcmp(policy, "tfhe") == 0) {
+        snprintf(why, why_size,
+                 "policy %s is not implemented yet by the encrypted decode engine (available: "
+                 "ckks)",
+                 policy);
+        return TS_ENOIMPL;
+    }
+    snprintf(why, why_size, "unknown policy (one of ckks, hybrid, tfhe)");
+    return TS_EINVAL;
+}
+
+void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi)
+{
+    const ts_llm_config_t *c = ts_llm_model_config(md->m);
+    mi->model = (char *)md->name;
+    mi->param_id = (char *)md->cfg.params;
+    mi->params_sha256.data = (uint8_t *)md->pid;
+    mi->params_sha256.len = TS_SHA256_BYTES;
+    mi->log_n = (uint32_t)ts_ckks_params_log_n(md->p);
+    mi->slots = (uint32_t)ts_ckks_params_slots(md->p);
+    mi->rotation_steps = md->steps;
+    mi->n_rotation_steps = md->n_steps;
+    mi->bootstrap = md->boot != NULL;
+    mi->vocab = (uint32_t)c->vocab_size;
+    mi->dim = (uint32_t)c->dim;
+    mi->n_layers = (uint32_t)c->n_layers;
+    mi->arch = (char *)ts_llm_arch_name(c->arch);
+    mi->max_context = (uint32_t)md->max_ctx;
+    mi->input_level = (uint32_t)ts_llm_enc_input_level(md->enc);
+    mi->policies = policy_names;
+    mi->n_policies = sizeof policy_names / sizeof policy_names[0];
+    mi->token_input = (char *)"onehot";
+    mi->logits_level = (uint32_t)md->san.level;
+    mi->sanitize_lambda = md->san.lambda;
+    mi->logits_err_bound = md->san.err_bound;
+    mi->session_memory_bytes = (uint64_t)md->cfg.session_memory_bytes;
+}
+
+/* --------------------------------------------------------------- sessions */
+
+void ts_dec_session_free(ts_dec_session_t *s)
+{
+    if (!s)
+        return;
+    ts_llm_enc_session_free(s->s);
+    ts_ckks_evaluator_free(s->ev);
+    ts_ckks_evalkeys_free(s->ek);
+    ts_ckks_public_key_free(s->pk);
+    ts_prng_free(s->prng);
+    ts_free(s);
+}
+
+uint64_t ts_dec_session_memory(const ts_dec_session_t *s)
+{
+    return s ? s->mem : 0;
+}
+
+ts_status_t ts_dec_session_open(ts_dec_model_t *md, const ts_dec_blob_t *keys, size_t n_keys,
+                                uint64_t memory_cap, ts_dec_session_t **out, char *why,
+                                size_t why_size)
+{
+    *out = NULL;
+    ts_dec_session_t *s = ts_calloc(1, sizeof *s);
+    if (!s)
+        return TS_ENOMEM;
+    s->md = md;
+    ts_status_t st = ts_ckks_evalkeys_new(md->p, &s->ek);
+    if (st == TS_OK)
+        st = ts_prng_new_os(&s->prng);
+    uint64_t key_bytes = 0;
+    for (size_t i = 0; i < n_keys && st == TS_OK; i++) {
+        ts_serial_header_t h;
+        key_bytes += keys[i].size;
+        st = ts_serial_peek(keys[i].data, keys[i].size, &h);
+        if (st != TS_OK) {
+            snprintf(why, why_size, "key %zu is not a serialized object", i);
+            break;
+        }
+        if (memcmp(h.param_id, md->pid, TS_SHA256_BYTES) != 0) {
+            snprintf(why, why_size, "key %zu belongs to other parameters than %s's (%s)", i,
+                     md->name, md->cfg.params);
+            st = TS_EMISMATCH;
+            break;
+        }
+        switch (h.type) {
+        case TS_OBJ_PUBLIC_KEY:
+            if (s->pk) {
+                snprintf(why, why_size, "two public keys");
+                st = TS_EINVAL;
+                break;
+            }
+            st = ts_ckks_public_key_deserialize(md->p, keys[i].data, keys[i].size, &s->pk);
+            break;
+        case TS_OBJ_RELIN_KEY:
+            st = ts_ckks_relin_key_deserialize(s->ek, keys[i].data, keys[i].size);
+            break;
+        case TS_OBJ_GALOIS_KEYS:
+            st = ts_ckks_galois_keys_deserialize(s->ek, keys[i].data, keys[i].size);
+            break;
+        default:
+            snprintf(why, why_size,
+                     "key %zu has object type %u, not a public, relinearization "
+                     "or Galois key",
+                     i, h.type);
+            st = TS_EINVAL;
+            break;
+        }
+        if (st != TS_OK && !why[0])
+            snprintf(why, why_size, "key %zu does not parse: %s", i, ts_strerror(st));
+    }
+    if (st == TS_OK && !s->pk) {
+        snprintf(why, why_size,
+                 "the session needs the client's public key (logits are "
+                 "re-randomized under it)");
+        st = TS_ENOKEY;
+    }
+    if (st == TS_OK && !ts_ckks_evalkeys_has_relin(s->ek)) {
+        snprintf(why, why_size, "the session needs a relinearization key");
+        st = TS_ENOKEY;
+    }
+    for (size_t i = 0; i < md->n_steps && st == TS_OK; i++)
+        if (!ts_ckks_evalkeys_has_rotation(s->ek, md->steps[i])) {
+            snprintf(why, why_size, "no rotation key for step %lld (ModelInfo.rotation_steps)",
+                     (long long)md->steps[i]);
+            st = TS_ENOKEY;
+        }
+    if (st == TS_OK && md->boot) {
+        size_t nb = 0;
+        bool conj = false;
+        ts_boot_config_t bc = *ts_boot_config(md->boot);
+        st = ts_boot_rotation_steps(md->p, &bc, NULL, &nb, &conj);
+        int64_t *bs = st == TS_OK ? ts_calloc(nb ? nb : 1, sizeof *bs) : NULL;
+        if (st == TS_OK && !bs)
+            st = TS_ENOMEM;
+        if (st == TS_OK)
+            st = ts_boot_rotation_steps(md->p, &bc, bs, &nb, &conj);
+        for (size_t i = 0; i < nb && st == TS_OK; i++)
+            if (!ts_ckks_evalkeys_has_rotation(s->ek, bs[i])) {
+                snprintf(why, why_size, "no bootstrapping rotation key for step %lld",
+                         (long long)bs[i]);
+                st = TS_ENOKEY;
+            }
+        if (st == TS_OK && conj && !ts_ckks_evalkeys_has_conjugate(s->ek)) {
+            snprintf(why, why_size, "no conjugation key (bootstrapping needs it)");
+            st = TS_ENOKEY;
+        }
+        ts_free(bs);
+    }
+    /* memory: keys expand about 4x from their packed, seeded form; the KV cache at most kv_bytes */
+    s->mem = 4 * key_bytes + md->kv_bytes;
+    if (st == TS_OK && (s->mem > (uint64_t)md->cfg.session_memory_bytes || s->mem > memory_cap)) {
+        snprintf(why, why_size,
+                 "session would hold about %llu MiB (keys and KV cache), over the limit of %llu "
+                 "MiB",
+                 (unsigned long long)(s->mem >> 20),
+                 (unsigned long long)((uint64_t)md->cfg.session_memory_bytes < memory_cap
+                                          ? (uint64_t)md->cfg.session_memory_bytes >> 20
+                                          : memory_cap >> 20));
+        st = TS_ELIMIT;
+    }
+    if (st == TS_OK)
+        st = ts_ckks_evaluator_new(md->p, s->ek, &s->ev);
+    if (st == TS_OK)
+        st = ts_llm_enc_session_new(md->enc, s->ev, &s->s);
+    if (st != TS_OK) {
+        if (!why[0])
+            snprintf(why, why_size, "%s", ts_strerror(st));
+        ts_dec_session_free(s);
+        return st;
+    }
+    *out = s;
+    return TS_OK;
+}
+
+int ts_dec_session_next_pos(const ts_dec_session_t *s)
+{
+    return s->next_pos;
+}
+
+int ts_dec_session_max_context(const ts_dec_session_t *s)
+{
+    return s->md->max_ctx;
+}
+
+void ts_dec_result_clear(ts_dec_result_t *r)
+{
+    if (!r)
+        return;
+    ts_free(r->logits);
+    memset(r, 0, sizeof *r);
+}
+
+const char *const ts_dec_stage_names[TS_DEC_STAGES] = {
+    "embed", "matvec", "attention", "nonlinear", "bootstrap", "convert", "other", "sanitize"};
+
+ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t *data, size_t size,
+                                ts_dec_result_t *res, char *why, size_t why_size)
+{
+    memset(res, 0, sizeof *res);
+    ts_dec_model_t *md = s->md;
+    if (s->broken) {
+        snprintf(why, why_size, "a previous step of this session failed; open a new session");
+        return TS_EINVAL;
+    }
+    if ((int64_t)pos != s->next_pos) {
+        snprintf(why, why_size, "position %u is not the next one (%d)", pos, s->next_pos);
+        return TS_ERANGE;
+    }
+    if ((int)pos >= md->max_ctx) {
+        snprintf(why, why_size, "context full: this model's sessions hold at most %d positions",
+                 md->max_ctx);
+        return TS_ELIMIT;
+    }
+    uint64_t t0 = ts_now_ns();
+    ts_ckks_ciphertext_t *x = NULL, *y = NULL, *lg = NULL;
+    ts_status_t st = ts_wire_ct_decode(md->p, md->pid, data, size, 1, &x, why, why_size);
+    if (st != TS_OK)
+        return st;
+    int in_lv = ts_llm_enc_input_level(md->enc);
+    if (ts_ckks_ciphertext_level(x) != in_lv) {
+        snprintf(why, why_size,
+                 "the token must be encrypted at level %d (ModelInfo.input_level), "
+                 "not %d",
+                 in_lv, ts_ckks_ciphertext_level(x));
+        st = TS_ELEVEL;
+        goto out;
+    }
+    if (ts_ckks_ciphertext_slots(x) != ts_ckks_params_slots(md->p) ||
+        fabs(ts_ckks_ciphertext_scale(x) / ts_ckks_params_scale(md->p) - 1.0) > 1e-9) {
+        snprintf(why, why_size, "the token must fill all %zu slots at the parameters' scale",
+                 ts_ckks_params_slots(md->p));
+        st = TS_EINVAL;
+        goto out;
+    }
+    ts_llm_enc_stats_t before, after;
+    ts_llm_enc_session_stats(s->s, &before);
+    if ((st = ts_ckks_ciphertext_new(md->p, 0, &y)) != TS_OK ||
+        (st = ts_ckks_ciphertext_new(md->p, 0, &lg)) != TS_OK)
+        goto out;
+    uint64_t te = ts_now_ns();
+    s->broken = true; /* until the step completes */
+    if ((st = ts_llm_enc_embed(s->s, x, y)) != TS_OK) {
+        snprintf(why, why_size, "embedding failed: %s", ts_strerror(st));
+        goto out;
+    }
+    ts_llm_enc_stats_t mid;
+    ts_llm_enc_session_stats(s->s, &mid);
+    double embed_s = (double)(ts_now_ns() - te) / 1e9;
+    if ((st = ts_llm_enc_step(s->s, y, (int)pos, lg)) != TS_OK) {
+        snprintf(why, why_size, "decode step failed: %s", ts_strerror(st));
+        goto out;
+    }
+    ts_llm_enc_session_stats(s->s, &after);
+    uint64_t ts0 = ts_now_ns();
+    ts_llm_sanitize_info_t info;
+    st = ts_llm_sanitize(s->ev, s->pk, md->san.level, md->san.lambda, s->prng, lg, &info);
+    if (st != TS_OK) {
+        snprintf(why, why_size, "sanitizing the logits failed: %s", ts_strerror(st));
+        goto out;
+    }
+    res->ms[7] = (double)(ts_now_ns() - ts0) / 1e6;
+    st = ts_wire_ct_encode(lg, md->pid, 0, &res->logits, &res->logits_size);
+    if (st != TS_OK)
+        goto out;
+    /* the embedding's matvec is counted as embed, not matvec */
+    res->ms[0] = embed_s * 1e3;
+    for (int i = 0; i < TS_LLM_STAGE_COUNT && i + 1 < TS_DEC_STAGES - 1; i++) {
+        double d = after.seconds[i] - before.seconds[i];
+        if (i == TS_LLM_STAGE_MATVEC)
+            d -= mid.seconds[i] - before.seconds[i];
+        res->ms[i + 1] = d > 0 ? d * 1e3 : 0.0;
+    }
+    res->bootstraps = after.bootstraps - before.bootstraps;
+    res->level = ts_ckks_ciphertext_level(lg);
+    res->err_bound = info.err_bound;
+    s->next_pos++;
+    s->broken = false;
+    res->server_ms = (double)(ts_now_ns() - t0) / 1e6;
+out:
+    if (st != TS_OK)
+        ts_dec_result_clear(res);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(y);
+    ts_ckks_ciphertext_free(lg);
+    return st;
+}

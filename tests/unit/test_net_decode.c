@@ -1,0 +1,400 @@
+/*
+ * Private decode over the network (issue 10): the real tesserad serving the
+ * tiny synthetic model (tests/unit/llm_tiny.h; preset test-llm-tiny,
+ * approximations configs/approx/tiny-test.yaml, flooding lambda 20) over TLS
+ * on loopback.
+ * Oracles: `tessera generate --temperature 0` reproduces the plaintext greedy
+ * ids of ts_llm_generate for the same prompt; a step driven through the
+ * library client decrypts to logits within 2e-2 of ts_llm_forward.
+ * Hostile inputs: unknown model, unimplemented and unknown policies, missing
+ * rotation keys, no public key, no keys, unknown session, a position that is not
+ * the next one, a position past the context, garbage and bit-flipped token
+ * ciphertexts, a token at the wrong level, a step on a closed session: each
+ * gets its error code and a sentence, and the daemon keeps serving.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client.h"
+#include "core/llm/llm.h"
+#include "server/ckks_wire.h"
+#include "tests/unit/llm_tiny.h"
+#include "tests/unit/net_test_util.h"
+
+#define printf(...) (printf(__VA_ARGS__), fflush(stdout))
+
+typedef struct {
+    char certs[512];
+    char model[700], tok[700], models[700];
+    net_daemon_t d;
+} dfx_t;
+
+static void dfx_start(dfx_t *f)
+{
+    memset(f, 0, sizeof *f);
+    net_tmpdir(f->certs, sizeof f->certs, "dec-certs");
+    net_make_certs(f->certs, "client");
+    snprintf(f->models, sizeof f->models, "%s/models", f->certs);
+    ck_assert_int_eq(mkdir(f->models, 0700), 0);
+    snprintf(f->model, sizeof f->model, "%s/tiny.bin", f->certs);
+    snprintf(f->tok, sizeof f->tok, "%s/tiny_tok.bin", f->certs);
+    ck_assert_int_eq(tiny_model_write(f->model), 0);
+    ck_assert_int_eq(tiny_tokenizer_write(f->tok), 0);
+    char path[800];
+    snprintf(path, sizeof path, "%s/tiny.yaml", f->models);
+    FILE *y = fopen(path, "w");
+    ck_assert_ptr_nonnull(y);
+    fprintf(y,
+            "path: %s\nparams: test-llm-tiny\napprox: configs/approx/tiny-test.yaml\n"
+            "max_context: 8\nmax_sessions: 2\nsanitize_lambda: 20\n",
+            f->model);
+    fclose(y);
+    char sections[800];
+    snprintf(sections, sizeof sections, "models_dir: %s\n", f->models);
+    net_daemon_start(&f->d, f->certs, NULL, NULL, sections, true);
+}
+
+static void dfx_stop(dfx_t *f)
+{
+    ck_assert_int_eq(net_daemon_stop(&f->d), 0);
+    net_daemon_cleanup(&f->d);
+    net_rm_rf(f->certs);
+}
+
+/* Greedy ids of the plaintext model for the prompt's ids. */
+static size_t plain_greedy(const dfx_t *f, const char *prompt, size_t n_total, int *out,
+                           size_t *n_prompt)
+{
+    ts_llm_model_t *m = NULL;
+    ts_llm_tokenizer_t *tok = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(f->model, &m, NULL, 0));
+    ck_assert_ts_ok(ts_llm_tokenizer_load(f->tok, TINY_VOCAB, &tok, NULL, 0));
+    int ids[64];
+    ck_assert_ts_ok(
+        ts_llm_tokenizer_encode(tok, prompt, strlen(prompt), true, false, ids, 64, n_prompt));
+    size_t n = 0;
+    ck_assert_ts_ok(
+        ts_llm_generate(m, NULL, ids, *n_prompt, n_total, false, -1, NULL, NULL, out, &n));
+    ts_llm_tokenizer_free(tok);
+    ts_llm_model_free(m);
+    return n;
+}
+
+START_TEST(test_generate_greedy)
+{
+    dfx_t f;
+    dfx_start(&f);
+    const char *prompt = "ab";
+    int want[16];
+    size_t n_prompt = 0, n = plain_greedy(&f, prompt, 7, want, &n_prompt);
+    ck_assert_uint_eq(n, 7);
+    char cmd[3000], out[700];
+    snprintf(out, sizeof out, "%s/gen.json", f.d.dir);
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tiny "
+             "--prompt '%s' --max-tokens %zu --temperature 0 --tokenizer %s --insecure-params "
+             "--json > %s 2>%s/gen.err",
+             ts_test_build_dir(), f.d.port, f.certs, prompt, 7 - n_prompt, f.tok, out, f.d.dir);
+    int rc = system(cmd);
+    ck_assert_msg(rc == 0, "%s failed with %d", cmd, rc);
+    FILE *j = fopen(out, "r");
+    ck_assert_ptr_nonnull(j);
+    char line[4096];
+    size_t got = 0, positions = 0;
+    int ids[16];
+    double margin_min = 1e9;
+    while (fgets(line, sizeof line, j)) {
+        positions++;
+        const char *pp = strstr(line, "\"prompt\":false");
+        const char *ip = strstr(line, "\"id\":");
+        const char *mp = strstr(line, "\"logit_margin\":");
+        ck_assert_ptr_nonnull(ip);
+        ck_assert_ptr_nonnull(strstr(line, "\"stages\":{\"embed\":"));
+        ck_assert_ptr_nonnull(strstr(line, "\"precision_bits\":"));
+        if (pp && got < 16) {
+            ids[got++] = atoi(ip + 5);
+            if (mp)
+                margin_min = fmin(margin_min, atof(mp + 15));
+        }
+    }
+    fclose(j);
+    printf("tessera generate over TLS: %zu positions, generated", positions);
+    for (size_t i = 0; i < got; i++)
+        printf(" %d", ids[i]);
+    printf(" (plaintext greedy");
+    for (size_t i = n_prompt; i < n; i++)
+        printf(" %d", want[i]);
+    printf("), smallest top-2 logit margin %.3f\n", margin_min);
+    ck_assert_uint_eq(positions, 6);
+    ck_assert_uint_eq(got, n - n_prompt);
+    for (size_t i = 0; i < got; i++)
+        ck_assert_int_eq(ids[i], want[n_prompt + i]);
+    /* unimplemented policies are refused by the server with a clear sentence */
+    snprintf(
+        cmd, sizeof cmd,
+        "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tiny "
+        "--prompt ab --policy hybrid --tokenizer %s --insecure-params > /dev/null 2>%s/pol.err",
+        ts_test_build_dir(), f.d.port, f.certs, f.tok, f.d.dir);
+    rc = system(cmd);
+    ck_assert_int_eq(WEXITSTATUS(rc), TS_EXIT_FAIL);
+    snprintf(cmd, sizeof cmd, "grep -q 'not implemented yet' %s/pol.err", f.d.dir);
+    ck_assert_int_eq(system(cmd), 0);
+    dfx_stop(&f);
+}
+END_TEST
+
+/* ------------------------------------------------------------ hostile peers */
+
+static ts_client_t *connect_lib(const dfx_t *f)
+{
+    char ca[600];
+    snprintf(ca, sizeof ca, "%s/ca.crt", f->certs);
+    ts_client_opts_t o = {.host = "127.0.0.1",
+                          .port = f->d.port,
+                          .ca_file = ca,
+                          .servername = "localhost",
+                          .timeout_ms = 60000};
+    ts_client_t *c = NULL;
+    char err[600];
+    ck_assert_msg(ts_client_connect(&o, &c, err, sizeof err) == TS_OK, "connect: %s", err);
+    return c;
+}
+
+/* Send req; expect an Error reply with `code` and a message containing `text` (may be NULL). */
+static void expect_err(ts_client_t *c, Tessera__Envelope *req, Tessera__ErrorCode code,
+                       const char *text)
+{
+    Tessera__Envelope *rep = NULL;
+    ts_status_t st = ts_client_call(c, req, TESSERA__ENVELOPE__BODY_SESSION_OPENED, &rep);
+    ck_assert_int_ne(st, TS_OK);
+    ck_assert_ptr_nonnull(rep);
+    ck_assert_int_eq(rep->body_case, TESSERA__ENVELOPE__BODY_ERROR);
+    printf("  refused (%d): %s\n", rep->error->code, rep->error->message);
+    ck_assert_int_eq(rep->error->code, code);
+    ck_assert(!rep->error->fatal);
+    if (text)
+        ck_assert_msg(strstr(rep->error->message, text), "message \"%s\" lacks \"%s\"",
+                      rep->error->message, text);
+    ts_net_envelope_free(rep);
+}
+
+static uint64_t open_session(ts_client_t *c, ProtobufCBinaryData *kb, size_t n, const char *model,
+                             const char *policy, Tessera__ErrorCode want, const char *text)
+{
+    Tessera__SessionOpen so = TESSERA__SESSION_OPEN__INIT;
+    so.service = (char *)"decode";
+    so.model = (char *)model;
+    so.policy = (char *)policy;
+    so.n_key_sha256 = n;
+    so.key_sha256 = kb;
+    Tessera__Envelope req = TESSERA__ENVELOPE__INIT;
+    req.body_case = TESSERA__ENVELOPE__BODY_SESSION_OPEN;
+    req.session_open = &so;
+    if (want != TESSERA__ERROR_CODE__ERROR_UNSPECIFIED) {
+        expect_err(c, &req, want, text);
+        return 0;
+    }
+    Tessera__Envelope *rep = NULL;
+    ts_status_t st = ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_SESSION_OPENED, &rep);
+    ck_assert_msg(st == TS_OK, "open: %s", c->err);
+    uint64_t id = rep->session_opened->session_id;
+    ts_net_envelope_free(rep);
+    return id;
+}
+
+static void step_req(Tessera__Envelope *req, Tessera__DecodeStep *ds, uint64_t sid, uint32_t pos,
+                     const uint8_t *data, size_t n)
+{
+    tessera__decode_step__init(ds);
+    ds->session_id = sid;
+    ds->position = pos;
+    ds->token.data = (uint8_t *)data;
+    ds->token.len = n;
+    tessera__envelope__init(req);
+    req->body_case = TESSERA__ENVELOPE__BODY_DECODE_STEP;
+    req->decode_step = ds;
+}
+
+START_TEST(test_decode_hostile)
+{
+    dfx_t f;
+    dfx_start(&f);
+    ts_client_t *c = connect_lib(&f);
+    /* model info */
+    Tessera__ModelInfoRequest mq = TESSERA__MODEL_INFO_REQUEST__INIT;
+    mq.model = (char *)"tiny";
+    Tessera__Envelope req = TESSERA__ENVELOPE__INIT, *info = NULL;
+    req.body_case = TESSERA__ENVELOPE__BODY_MODEL_INFO_REQUEST;
+    req.model_info_request = &mq;
+    ck_assert_ts_ok(ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_MODEL_INFO, &info));
+    const Tessera__ModelInfo *mi = info->model_info;
+    ck_assert_str_eq(mi->param_id, "test-llm-tiny");
+    ck_assert_uint_eq(mi->vocab, TINY_VOCAB);
+    ck_assert_uint_eq(mi->max_context, 8);
+    ck_assert_uint_eq(mi->logits_level, 0);
+    ck_assert_str_eq(mi->token_input, "onehot");
+    mq.model = (char *)"nope";
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_NOT_FOUND, "no model");
+    /* keys */
+    ts_ckks_params_t *p = NULL;
+    uint8_t pid[32];
+    char why[256];
+    ck_assert_ts_ok(
+        ts_wire_params_get("configs/params", "test-llm-tiny", true, &p, pid, why, sizeof why));
+    ts_prng_t *prng = NULL;
+    ts_ckks_secret_key_t *sk = NULL;
+    ts_ckks_public_key_t *pk = NULL;
+    ts_ckks_evalkeys_t *ek = NULL;
+    ck_assert_ts_ok(ts_prng_new_os(&prng));
+    ck_assert_ts_ok(ts_ckks_keygen_secret(p, prng, &sk));
+    ck_assert_ts_ok(ts_ckks_keygen_public(sk, prng, &pk));
+    ck_assert_ts_ok(ts_ckks_evalkeys_new(p, &ek));
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(ek, sk, prng));
+    /* all rotation keys but the last step's */
+    ck_assert_uint_gt(mi->n_rotation_steps, 1);
+    ck_assert_ts_ok(
+        ts_ckks_evalkeys_gen_rotations(ek, sk, mi->rotation_steps, mi->n_rotation_steps - 1, prng));
+    uint8_t *blob[4];
+    size_t size[4];
+    ck_assert_ts_ok(ts_wire_pk_encode(pk, pid, &blob[0], &size[0]));
+    ck_assert_ts_ok(ts_ckks_relin_key_serialize(ek, 0, &blob[1], &size[1]));
+    ck_assert_ts_ok(ts_ckks_galois_keys_serialize(ek, 0, &blob[2], &size[2]));
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations(
+        ek, sk, mi->rotation_steps + mi->n_rotation_steps - 1, 1, prng));
+    ck_assert_ts_ok(ts_ckks_galois_keys_serialize(ek, 0, &blob[3], &size[3]));
+    static const char *kinds[4] = {"public", "relin", "galois", "galois"};
+    uint8_t shas[4][32];
+    ProtobufCBinaryData kb[4];
+    for (int i = 0; i < 4; i++) {
+        ts_upload_report_t rep;
+        ck_assert_ts_ok(
+            ts_client_key_upload(c, blob[i], size[i], kinds[i], "test-llm-tiny", 0, false, &rep));
+        memcpy(shas[i], rep.sha256, 32);
+        kb[i].data = shas[i];
+        kb[i].len = 32;
+        ts_free(blob[i]);
+    }
+    /* refused sessions */
+    open_session(c, kb, 3, "nope", "ckks", TESSERA__ERROR_CODE__ERROR_NOT_FOUND, "no model");
+    open_session(c, kb, 3, "tiny", "hybrid", TESSERA__ERROR_CODE__ERROR_UNSUPPORTED,
+                 "not implemented yet");
+    open_session(c, kb, 3, "tiny", "tfhe", TESSERA__ERROR_CODE__ERROR_UNSUPPORTED,
+                 "not implemented yet");
+    open_session(c, kb, 3, "tiny", "bogus", TESSERA__ERROR_CODE__ERROR_INVALID, "unknown policy");
+    open_session(c, kb, 3, "tiny", "ckks", TESSERA__ERROR_CODE__ERROR_NOT_FOUND, "rotation key");
+    open_session(c, kb + 1, 1, "tiny", "ckks", TESSERA__ERROR_CODE__ERROR_NOT_FOUND, "public key");
+    /* (hashes of another length than 32 bytes are refused by the envelope check, fatally) */
+    open_session(c, kb, 0, "tiny", "ckks", TESSERA__ERROR_CODE__ERROR_INVALID, "1..16 keys");
+    /* a good session: public, relin, and the two Galois blobs */
+    ProtobufCBinaryData good[3] = {kb[0], kb[1], kb[3]};
+    uint64_t sid =
+        open_session(c, good, 3, "tiny", "", TESSERA__ERROR_CODE__ERROR_UNSPECIFIED, NULL);
+    /* a valid token (BOS) and hostile variants */
+    ts_ckks_encoder_t *ecd = NULL;
+    ts_ckks_ciphertext_t *x = NULL;
+    ck_assert_ts_ok(ts_ckks_encoder_new(p, &ecd));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(p, 0, &x));
+    float onehot[TINY_VOCAB] = {0};
+    onehot[1] = 1.0f;
+    ck_assert_ts_ok(
+        ts_llm_enc_encrypt_vec(ecd, sk, prng, onehot, TINY_VOCAB, (int)mi->input_level, x));
+    uint8_t *good_ct = NULL, *low_ct = NULL;
+    size_t good_n = 0, low_n = 0;
+    ck_assert_ts_ok(ts_wire_ct_encode(x, pid, 0, &good_ct, &good_n));
+    ck_assert_ts_ok(ts_llm_enc_encrypt_vec(ecd, sk, prng, onehot, TINY_VOCAB, 3, x));
+    ck_assert_ts_ok(ts_wire_ct_encode(x, pid, 0, &low_ct, &low_n));
+    Tessera__DecodeStep ds;
+    step_req(&req, &ds, sid ^ 1, 0, good_ct, good_n);
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_NOT_FOUND, "no decode session");
+    step_req(&req, &ds, sid, 1, good_ct, good_n);
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "not the session's next");
+    step_req(&req, &ds, sid, 8, good_ct, good_n);
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_LIMIT, "context full");
+    step_req(&req, &ds, sid, 0, (const uint8_t *)"garbage!", 8);
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_MALFORMED, NULL);
+    step_req(&req, &ds, sid, 0, good_ct, 0);
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "no token");
+    good_ct[good_n / 2] ^= 0x10;
+    step_req(&req, &ds, sid, 0, good_ct, good_n);
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_MALFORMED, NULL);
+    good_ct[good_n / 2] ^= 0x10;
+    step_req(&req, &ds, sid, 0, good_ct, good_n - 100);
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_MALFORMED, NULL);
+    step_req(&req, &ds, sid, 0, low_ct, low_n);
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "level");
+    /* after all that, the real step works and decrypts to the plaintext logits */
+    step_req(&req, &ds, sid, 0, good_ct, good_n);
+    Tessera__Envelope *rep = NULL;
+    ts_status_t st = ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &rep);
+    ck_assert_msg(st == TS_OK, "step: %s", c->err);
+    const Tessera__DecodeResult *dr = rep->decode_result;
+    ck_assert_uint_eq(dr->level, 0);
+    ck_assert_uint_eq(dr->n_stages, 8);
+    ts_ckks_ciphertext_t *lg = NULL;
+    ck_assert_ts_ok(
+        ts_wire_ct_decode(p, pid, dr->logits.data, dr->logits.len, 1, &lg, why, sizeof why));
+    float got[TINY_VOCAB];
+    ck_assert_ts_ok(ts_llm_enc_decrypt_vec(ecd, sk, lg, got, TINY_VOCAB));
+    ts_llm_model_t *m = NULL;
+    ts_llm_state_t *stt = NULL;
+    const float *ref = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(f.model, &m, NULL, 0));
+    ck_assert_ts_ok(ts_llm_state_new(m, &stt));
+    ck_assert_ts_ok(ts_llm_forward(m, stt, 1, 0, &ref));
+    double mx = 0;
+    for (int i = 0; i < TINY_VOCAB; i++)
+        mx = fmax(mx, fabs((double)got[i] - ref[i]));
+    printf("decode step over the network: logits within %.2e of the plaintext (flooding bound "
+           "%.2e), server %.0f ms\n",
+           mx, dr->err_bound, dr->server_ms);
+    ck_assert(mx < 2e-2);
+    ts_net_envelope_free(rep);
+    /* the same position again: not the next one any more */
+    step_req(&req, &ds, sid, 0, good_ct, good_n);
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "not the session's next");
+    /* close; then the session is gone */
+    Tessera__SessionClose sc = TESSERA__SESSION_CLOSE__INIT;
+    sc.session_id = sid;
+    Tessera__Envelope creq = TESSERA__ENVELOPE__INIT;
+    creq.body_case = TESSERA__ENVELOPE__BODY_SESSION_CLOSE;
+    creq.session_close = &sc;
+    ck_assert_ts_ok(ts_client_call(c, &creq, TESSERA__ENVELOPE__BODY_SESSION_CLOSED, &rep));
+    ts_net_envelope_free(rep);
+    step_req(&req, &ds, sid, 1, good_ct, good_n);
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_NOT_FOUND, "no decode session");
+    /* still serving */
+    Tessera__Ping ping = TESSERA__PING__INIT;
+    Tessera__Envelope preq = TESSERA__ENVELOPE__INIT;
+    preq.body_case = TESSERA__ENVELOPE__BODY_PING;
+    preq.ping = &ping;
+    ck_assert_ts_ok(ts_client_call(c, &preq, TESSERA__ENVELOPE__BODY_PONG, &rep));
+    ts_net_envelope_free(rep);
+    ts_free(good_ct);
+    ts_free(low_ct);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(lg);
+    ts_ckks_encoder_free(ecd);
+    ts_llm_state_free(stt);
+    ts_llm_model_free(m);
+    ts_ckks_evalkeys_free(ek);
+    ts_ckks_public_key_free(pk);
+    ts_ckks_secret_key_free(sk);
+    ts_prng_free(prng);
+    ts_ckks_params_free(p);
+    ts_net_envelope_free(info);
+    ts_client_close(c);
+    dfx_stop(&f);
+}
+END_TEST
+
+TS_TEST_SUITE(net_decode)
+{
+    Suite *s = suite_create("net_decode");
+    TCase *tc = ts_tcase("decode", 300);
+    tcase_add_test(tc, test_generate_greedy);
+    tcase_add_test(tc, test_decode_hostile);
+    suite_add_tcase(s, tc);
+    return s;
+}
