@@ -22,8 +22,11 @@ struct ts_llm_enc {
     int dim, hid, vocab, nh, hd, nl;
     int max_pos;
     double delta;
-    ts_nonlinear_approx_t *a_exp, *a_recip, *a_rsqrt, *a_silu;
+    ts_nonlinear_approx_t *a_exp, *a_recip, *a_rsqrt, *a_silu, *a_recip_norm;
 };
+
+/* The primitives the engine evaluates (index into the session's TFHE objects). */
+enum { P_EXP, P_RECIP, P_RSQRT, P_SILU, P_RECIP_NORM, P_COUNT };
 
 struct ts_llm_enc_session {
     const ts_llm_enc_t *e;
@@ -34,6 +37,9 @@ struct ts_llm_enc_session {
     ct_t **kc, **vc;
     int next_pos;
     uint64_t nboot;
+    ts_convert_t *cv;                   /* TFHE side (borrowed), NULL when unused */
+    ts_nonlinear_slots_t *nls[P_COUNT]; /* per primitive evaluated in TFHE */
+    int sub;                            /* slots [0, sub) map onto the small ring */
     ts_llm_enc_stats_t stats;
     int stage;     /* ts_llm_stage_t being timed */
     uint64_t mark; /* ts_now_ns() when it began */
@@ -87,6 +93,50 @@ void ts_llm_enc_config_default(ts_llm_enc_config_t *cfg)
     spec_iter(&cfg->recip, 0.02, 256.0, 0, 14);
     spec_iter(&cfg->rsqrt, 0.005, 1.0, 7, 2);
     spec_poly(&cfg->silu, -8.0, 8.0, 15);
+    cfg->recip_norm = cfg->recip;
+}
+
+static void spec_lut(ts_nonlinear_spec_t *s, double lo, double hi, int n_seg, int n_br,
+                     ts_nonlinear_bounds_t bounds)
+{
+    memset(s, 0, sizeof(*s));
+    s->method = TS_NL_LUT;
+    s->lo = lo;
+    s->hi = hi;
+    s->n_seg = n_seg;
+    s->n_br = n_br;
+    s->bounds = bounds;
+    s->index_bits = 5; /* >= log2 n_br; boxes of N_br / 64 coefficients in the look-up */
+}
+
+void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy, int max_pos)
+{
+    if (!cfg)
+        return;
+    ts_llm_enc_config_default(cfg);
+    if (max_pos < 1)
+        max_pos = 1;
+    if (policy == TS_SCHED_HYBRID) {
+        /* normalized sums in [1/n, 1] (plus approximation error); mean squares
+         * of the bundled model's norms in [0.012, 0.48] plus eps */
+        spec_lut(&cfg->recip_norm, 0.8 / max_pos, 1.25, 8, 16, TS_NL_BOUNDS_LOG);
+        spec_lut(&cfg->rsqrt, 0.005, 1.0, 8, 16, TS_NL_BOUNDS_LOG);
+        cfg->eval_recip_norm = TS_LLM_EVAL_LUT;
+        cfg->eval_rsqrt = TS_LLM_EVAL_LUT;
+    } else if (policy == TS_SCHED_TFHE) {
+        cfg->recip_norm.lo = 0.8 / max_pos;
+        cfg->recip_norm.hi = 1.25;
+        cfg->eval_exp = cfg->eval_recip = cfg->eval_rsqrt = cfg->eval_silu = cfg->eval_recip_norm =
+            TS_LLM_EVAL_PBS;
+    }
+}
+
+const char *ts_llm_eval_name(ts_llm_eval_t ev)
+{
+    return ev == TS_LLM_EVAL_CKKS  ? "ckks"
+           : ev == TS_LLM_EVAL_LUT ? "lut"
+           : ev == TS_LLM_EVAL_PBS ? "pbs"
+                                   : "?";
 }
 
 void ts_llm_enc_config_to_sim(const ts_llm_enc_config_t *cfg, ts_llm_sim_config_t *sim)
@@ -109,8 +159,25 @@ void ts_llm_enc_free(ts_llm_enc_t *e)
     ts_nonlinear_approx_free(e->a_recip);
     ts_nonlinear_approx_free(e->a_rsqrt);
     ts_nonlinear_approx_free(e->a_silu);
+    ts_nonlinear_approx_free(e->a_recip_norm);
     ts_ckks_params_free(e->params);
     ts_free(e);
+}
+
+/* A spec fits where it is evaluated: CKKS needs the method the engine
+ * implements, LUT a segmented LUT, PBS any interval (only lo, hi are read). */
+static bool spec_fits(const ts_nonlinear_spec_t *sp, ts_llm_eval_t ev, ts_nonlinear_method_t ckks)
+{
+    switch (ev) {
+    case TS_LLM_EVAL_CKKS:
+        return sp->method == ckks;
+    case TS_LLM_EVAL_LUT:
+        return sp->method == TS_NL_LUT;
+    case TS_LLM_EVAL_PBS:
+        return sp->method != TS_NL_EXACT && sp->lo < sp->hi;
+    default:
+        return false;
+    }
 }
 
 ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params,
@@ -129,9 +196,14 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         ts_llm_enc_config_default(&def);
         cfg = &def;
     }
-    if (cfg->softmax_k < 0 || cfg->softmax_k > 8 || cfg->exp.method != TS_NL_POLY ||
-        cfg->exp.steps != 0 || cfg->recip.method != TS_NL_ITER || cfg->rsqrt.method != TS_NL_ITER ||
-        cfg->rsqrt.degree < 1 || cfg->silu.method != TS_NL_POLY)
+    if (cfg->softmax_k < 0 || cfg->softmax_k > 8 ||
+        !spec_fits(&cfg->exp, cfg->eval_exp, TS_NL_POLY) ||
+        (cfg->eval_exp == TS_LLM_EVAL_CKKS && cfg->exp.steps != 0) ||
+        !spec_fits(&cfg->recip, cfg->eval_recip, TS_NL_ITER) ||
+        !spec_fits(&cfg->recip_norm, cfg->eval_recip_norm, TS_NL_ITER) ||
+        !spec_fits(&cfg->rsqrt, cfg->eval_rsqrt, TS_NL_ITER) ||
+        (cfg->eval_rsqrt == TS_LLM_EVAL_CKKS && cfg->rsqrt.degree < 1) ||
+        !spec_fits(&cfg->silu, cfg->eval_silu, TS_NL_POLY))
         return TS_EINVAL;
     ts_llm_enc_t *e = ts_malloc(sizeof(*e));
     if (!e)
@@ -161,7 +233,8 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
     if ((st = ts_nonlinear_approx_new(TS_NL_FN_EXP, &cfg->exp, &e->a_exp)) != TS_OK ||
         (st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip, &e->a_recip)) != TS_OK ||
         (st = ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &cfg->rsqrt, &e->a_rsqrt)) != TS_OK ||
-        (st = ts_nonlinear_approx_new(TS_NL_FN_SILU, &cfg->silu, &e->a_silu)) != TS_OK)
+        (st = ts_nonlinear_approx_new(TS_NL_FN_SILU, &cfg->silu, &e->a_silu)) != TS_OK ||
+        (st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip_norm, &e->a_recip_norm)) != TS_OK)
         goto fail;
     *out = e;
     return TS_OK;
@@ -228,9 +301,32 @@ ts_status_t ts_llm_enc_rotation_steps(const ts_llm_enc_t *e, int64_t *steps, siz
         add_step(steps, cap, &n, -r, e->slots); /* cache placement */
     }
     add_step(steps, cap, &n, -1, e->slots); /* RoPE */
+    if (ts_llm_enc_uses_tfhe(e))
+        for (int r = 1; r < e->pd; r <<= 1)
+            add_step(steps, cap, &n, -r, e->slots); /* spreading a looked-up norm */
     bool fits = !steps || n <= cap;
     *count = n;
     return fits ? TS_OK : TS_ERANGE;
+}
+
+bool ts_llm_enc_uses_tfhe(const ts_llm_enc_t *e)
+{
+    if (!e)
+        return false;
+    const ts_llm_enc_config_t *c = &e->cfg;
+    return c->eval_exp || c->eval_recip || c->eval_rsqrt || c->eval_silu || c->eval_recip_norm;
+}
+
+ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg)
+{
+    if (!e || !cfg)
+        return TS_EINVAL;
+    ts_status_t st = ts_boot_config_default(e->params, cfg);
+    if (st != TS_OK)
+        return st;
+    cfg->order = TS_BOOT_STC_FIRST;
+    cfg->real_only = true;
+    return TS_OK;
 }
 
 /* ------------------------------------------------------------ client side */
@@ -302,6 +398,8 @@ void ts_llm_enc_session_free(ts_llm_enc_session_t *s)
         }
     ts_free(s->kc);
     ts_free(s->vc);
+    for (int p = 0; p < P_COUNT; p++)
+        ts_nonlinear_slots_free(s->nls[p]);
     ts_free(s->buf);
     ts_ckks_plaintext_free(s->pt);
     ts_ckks_encoder_free(s->ecd);
@@ -340,6 +438,44 @@ ts_status_t ts_llm_enc_session_new(const ts_llm_enc_t *e, ts_ckks_evaluator_t *e
     }
     *out = s;
     return TS_OK;
+}
+
+ts_status_t ts_llm_enc_session_set_tfhe(ts_llm_enc_session_t *s, ts_convert_t *cv,
+                                        const ts_boot_t *stc_boot)
+{
+    if (!s || !cv || !stc_boot)
+        return TS_EINVAL;
+    const ts_llm_enc_t *e = s->e;
+    const ts_llm_eval_t ev[P_COUNT] = {e->cfg.eval_exp, e->cfg.eval_recip, e->cfg.eval_rsqrt,
+                                       e->cfg.eval_silu, e->cfg.eval_recip_norm};
+    const ts_nonlinear_approx_t *ap[P_COUNT] = {e->a_exp, e->a_recip, e->a_rsqrt, e->a_silu,
+                                                e->a_recip_norm};
+    ts_status_t st = TS_OK;
+    for (int p = 0; p < P_COUNT; p++) {
+        ts_nonlinear_slots_free(s->nls[p]);
+        s->nls[p] = NULL;
+    }
+    for (int p = 0; p < P_COUNT && st == TS_OK; p++) {
+        if (ev[p] == TS_LLM_EVAL_CKKS)
+            continue;
+        ts_nonlinear_slots_cfg_t sc;
+        ts_nonlinear_slots_mode_t mode =
+            ev[p] == TS_LLM_EVAL_LUT ? TS_NL_SLOTS_HYBRID : TS_NL_SLOTS_TFHE;
+        ts_nonlinear_slots_cfg_default(mode, &sc);
+        sc.out_scale = e->delta;
+        st = ts_nonlinear_slots_new(cv, stc_boot, ap[p], &sc, &s->nls[p]);
+    }
+    /* the slots whose values land on the small ring: a prefix [0, sub) */
+    s->sub = 0;
+    if (st == TS_OK) {
+        const ts_boot_config_t *bc = ts_boot_config(stc_boot);
+        int log_n = ts_ckks_params_log_n(e->params);
+        while (s->sub < e->slots && ts_convert_slot_coeff(log_n, bc->log_slots, ts_convert_n_br(cv),
+                                                          (size_t)s->sub, false) >= 0)
+            s->sub++;
+    }
+    s->cv = st == TS_OK ? cv : NULL;
+    return st;
 }
 
 uint64_t ts_llm_enc_session_bootstraps(const ts_llm_enc_session_t *s)
@@ -560,6 +696,86 @@ static ts_status_t cheb(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, 
     return st;
 }
 
+/*
+ * out = f(x) at slots[0..count) (0 in every other slot) through primitive
+ * p's TFHE object: conversion, look-up (LUT) or PBS, recovery (ts_nonlinear_slots).
+ */
+static ts_status_t tfhe_eval(ts_llm_enc_session_t *s, int p, ct_t *x, const size_t *slots,
+                             size_t count, ct_t *out)
+{
+    if (!s->nls[p]) {
+        ts_log(TS_LOG_ERROR, "llm",
+               "a primitive is configured for TFHE but the session has no conversion keys "
+               "(ts_llm_enc_session_set_tfhe)");
+        return TS_ENOKEY;
+    }
+    int prev_stage = stage_to(s, TS_LLM_STAGE_CONVERT);
+    ts_status_t st = need(s, x, ts_nonlinear_slots_in_level(s->nls[p]));
+    if (st == TS_OK)
+        st = ts_nonlinear_slots_eval(s->nls[p], s->ev, x, slots, count, -1, out);
+    s->stats.conversions++;
+    s->stats.lookups += count;
+    stage_to(s, prev_stage);
+    return st;
+}
+
+/* Rotate x left by r slots (r a multiple of pd: powers-of-two keys of the block sums). */
+static ts_status_t rotate_blocks(ts_llm_enc_session_t *s, ct_t *x, int64_t r)
+{
+    ts_status_t st = TS_OK;
+    int64_t a = r < 0 ? -r : r;
+    for (int64_t bit = s->e->pd; bit <= a && st == TS_OK; bit <<= 1)
+        if (a & bit)
+            st = ts_ckks_rotate(s->ev, x, r < 0 ? -bit : bit, x);
+    return st;
+}
+
+/*
+ * The same for values at block-periodic slots t pd + i stride (t in [0, nt),
+ * i in [0, n_off)) when they do not all land on the small ring: in batches of
+ * blocks, each rotated down to slot 0 and back.
+ */
+static ts_status_t tfhe_eval_blocks(ts_llm_enc_session_t *s, int p, ct_t *x, int nt, int stride,
+                                    int n_off, ct_t *out)
+{
+    const ts_llm_enc_t *e = s->e;
+    int per = s->sub / e->pd; /* whole blocks per batch */
+    if (per < 1 || (size_t)n_off * (size_t)(per < nt ? per : nt) > ts_convert_n_br(s->cv))
+        return TS_ENOTSUP;
+    size_t *sl = ts_malloc((size_t)per * (size_t)n_off * sizeof(size_t));
+    ct_t *xr = NULL, *yr = NULL;
+    ts_status_t st = sl ? TS_OK : TS_ENOMEM;
+    if (st == TS_OK)
+        st = ct_new(s, &xr);
+    if (st == TS_OK)
+        st = ct_new(s, &yr);
+    bool have = false;
+    for (int t0 = 0; t0 < nt && st == TS_OK; t0 += per) {
+        int t1 = t0 + per < nt ? t0 + per : nt;
+        size_t n = 0;
+        for (int t = t0; t < t1; t++)
+            for (int i = 0; i < n_off; i++)
+                sl[n++] = (size_t)((t - t0) * e->pd + i * stride);
+        st = ts_ckks_ciphertext_copy(xr, x);
+        if (st == TS_OK)
+            st = rotate_blocks(s, xr, (int64_t)t0 * e->pd);
+        if (st == TS_OK)
+            st = tfhe_eval(s, p, xr, sl, n, yr);
+        if (st == TS_OK)
+            st = rotate_blocks(s, yr, -(int64_t)t0 * e->pd);
+        if (st == TS_OK && !have) {
+            st = ts_ckks_ciphertext_copy(out, yr);
+            have = true;
+        } else if (st == TS_OK) {
+            st = add_cc(s, out, yr, out);
+        }
+    }
+    ts_free(sl);
+    ts_ckks_ciphertext_free(xr);
+    ts_ckks_ciphertext_free(yr);
+    return st;
+}
+
 /* ------------------------------------------------------------ matvec */
 
 /*
@@ -719,10 +935,9 @@ done:
     return st;
 }
 
-/* out = 1/x by Goldschmidt (ts_nonlinear ITER recip). */
-static ts_status_t recip(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
+/* out = 1/x by Goldschmidt (ts_nonlinear ITER recip of spec sp). */
+static ts_status_t recip(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp, ct_t *x, ct_t *out)
 {
-    const ts_nonlinear_spec_t *sp = &s->e->cfg.recip;
     double sc = 2.0 / (sp->lo + sp->hi);
     ct_t *a = NULL, *b = NULL, *f = NULL;
     ts_status_t st;
@@ -780,7 +995,15 @@ static ts_status_t rmsnorm(ts_llm_enc_session_t *s, const float *w, ct_t *x, ct_
     TRY(rot_sum(s, sq, 1, e->pd));
     TRY(mul_k(s, sq, 1.0 / e->dim, sq));
     TRY(ts_ckks_add_const(s->ev, sq, (double)e->m->cfg.norm_eps, sq));
-    TRY(rsqrt(s, sq, r));
+    if (e->cfg.eval_rsqrt == TS_LLM_EVAL_CKKS) {
+        TRY(rsqrt(s, sq, r));
+    } else {
+        /* the mean square is in every slot: look up slot 0, spread it back */
+        const size_t at0 = 0;
+        TRY(tfhe_eval(s, P_RSQRT, sq, &at0, 1, r));
+        TRY(rot_sum(s, r, -1, e->pd));
+        TRY(rot_sum(s, r, -e->pd, e->slots));
+    }
     for (int j = 0; j < e->slots; j++) {
         int i = j % e->pd;
         s->buf[j] = i < e->dim ? (double)w[i] : 0.0;
@@ -933,9 +1156,13 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, ct_t *xb, int p
     }
     TRY(mul_buf(s, z, z));
     TRY(rot_sum(s, z, -1, e->hd));
-    /* y = exp(z); blocks after pos hold exp(0) = 1: subtract it */
-    TRY(cheb(s, ts_nonlinear_approx_cheb(e->a_exp), z, y));
-    {
+    if (e->cfg.eval_exp != TS_LLM_EVAL_CKKS) {
+        /* one value per (position, head) at t pd + h hd; blocks after pos stay 0 */
+        TRY(tfhe_eval_blocks(s, P_EXP, z, pos + 1, e->hd, e->nh, y));
+        TRY(rot_sum(s, y, -1, e->hd));
+    } else {
+        /* y = exp(z); blocks after pos hold exp(0) = 1: subtract it */
+        TRY(cheb(s, ts_nonlinear_approx_cheb(e->a_exp), z, y));
         double c0 = ts_nonlinear_approx_eval(e->a_exp, 0.0);
         int lv = ts_ckks_ciphertext_level(y);
         for (int j = 0; j < e->slots; j++)
@@ -953,7 +1180,15 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, ct_t *xb, int p
         }
         TRY(ts_ckks_ciphertext_copy(sum, sq));
         TRY(rot_sum(s, sum, e->pd, e->slots));
-        TRY(recip(s, sum, r));
+        ts_llm_eval_t where = round == 0 ? e->cfg.eval_recip : e->cfg.eval_recip_norm;
+        if (where == TS_LLM_EVAL_CKKS) {
+            TRY(recip(s, round == 0 ? &e->cfg.recip : &e->cfg.recip_norm, sum, r));
+        } else {
+            /* one sum per head (replicated over its slots and every block) */
+            TRY(tfhe_eval_blocks(s, round == 0 ? P_RECIP : P_RECIP_NORM, sum, 1, e->hd, e->nh, r));
+            TRY(rot_sum(s, r, -1, e->hd));
+            TRY(rot_sum(s, r, -e->pd, e->slots));
+        }
         TRY(mul_cc(s, sq, r, y));
     }
     TRY(ts_ckks_ciphertext_copy(vc, s->vc[layer]));
@@ -1005,7 +1240,27 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, ct_t *xb, ct_t *out)
     TRY(need(s, xb, 2));
     TRY(matvec_which(s, layer, 4, xb, h1));
     TRY(matvec_which(s, layer, 5, xb, h3));
-    TRY(cheb(s, ts_nonlinear_approx_cheb(e->a_silu), h1, g));
+    if (e->cfg.eval_silu == TS_LLM_EVAL_CKKS) {
+        TRY(cheb(s, ts_nonlinear_approx_cheb(e->a_silu), h1, g));
+    } else {
+        /* hid values at slots [0, hid), spread over the periods of ph */
+        if (e->hid > s->sub || (size_t)e->hid > ts_convert_n_br(s->cv)) {
+            st = TS_ENOTSUP;
+            goto done;
+        }
+        size_t *at = ts_malloc((size_t)e->hid * sizeof(size_t));
+        if (!at) {
+            st = TS_ENOMEM;
+            goto done;
+        }
+        for (int i = 0; i < e->hid; i++)
+            at[i] = (size_t)i;
+        st = tfhe_eval(s, P_SILU, h1, at, (size_t)e->hid, g);
+        ts_free(at);
+        if (st != TS_OK)
+            goto done;
+        TRY(rot_sum(s, g, -e->ph, e->slots));
+    }
     TRY(mul_cc(s, g, h3, g));
     TRY(matvec_which(s, layer, 6, g, out));
 done:

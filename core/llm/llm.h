@@ -47,6 +47,7 @@
 #include "core/circuits/circuits.h"
 #include "core/ckks/ckks.h"
 #include "core/nonlinear/nonlinear.h"
+#include "core/sched/sched.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -328,17 +329,50 @@ ts_status_t ts_llm_simulate_greedy(const ts_llm_model_t *model, const ts_llm_sim
  * publishes its embedding table). The encrypted one-hot input of issue 10 is
  * not implemented yet. Only LLAMA models (n_kv_heads == n_heads).
  */
-/* The approximations the engine evaluates. */
+/*
+ * Where a non-arithmetic primitive is evaluated (the policies of core/sched):
+ *   CKKS  in CKKS: the spec's POLY (Chebyshev) or ITER (Goldschmidt, Newton);
+ *   LUT   ROSETTA's hybrid: the values are converted to TFHE, looked up in
+ *         the spec's segmented LUT (method LUT) and recovered to CKKS
+ *         (ts_nonlinear_slots_t, mode HYBRID);
+ *   PBS   the all-TFHE (PEGASUS-like) baseline: one plain PBS per value on
+ *         the spec's [lo, hi) (ts_nonlinear_slots_t, mode TFHE).
+ * LUT and PBS need ts_llm_enc_session_set_tfhe() (conversion keys and the
+ * SlotToCoeff-first bootstrapper of ts_llm_enc_tfhe_boot_config()).
+ */
+typedef enum {
+    TS_LLM_EVAL_CKKS = 0,
+    TS_LLM_EVAL_LUT = 1,
+    TS_LLM_EVAL_PBS = 2,
+} ts_llm_eval_t;
+
+const char *ts_llm_eval_name(ts_llm_eval_t ev); /* "ckks", "lut", "pbs" */
+
+/* The approximations the engine evaluates, and where. */
 typedef struct ts_llm_enc_config {
-    ts_nonlinear_spec_t exp;   /* POLY (Chebyshev), steps 0 */
-    ts_nonlinear_spec_t recip; /* ITER (Goldschmidt) */
-    ts_nonlinear_spec_t rsqrt; /* ITER (Newton from a Chebyshev guess of `degree`) */
-    ts_nonlinear_spec_t silu;  /* POLY (Chebyshev) */
-    int softmax_k;             /* normalize-and-square rounds, 0..8 */
+    ts_nonlinear_spec_t exp;   /* CKKS: POLY (Chebyshev), steps 0 */
+    ts_nonlinear_spec_t recip; /* 1/x of the first softmax round (CKKS: ITER Goldschmidt) */
+    ts_nonlinear_spec_t rsqrt; /* CKKS: ITER (Newton from a Chebyshev guess of `degree`) */
+    ts_nonlinear_spec_t silu;  /* CKKS: POLY (Chebyshev) */
+    /* 1/x of the later softmax rounds: after one normalization the sum of
+     * squares lies in [1/n, 1] for n positions, a much narrower range. */
+    ts_nonlinear_spec_t recip_norm;
+    int softmax_k; /* normalize-and-square rounds, 0..8 */
+    ts_llm_eval_t eval_exp, eval_recip, eval_rsqrt, eval_silu, eval_recip_norm;
 } ts_llm_enc_config_t;
 
-/* Defaults sized for the bundled aidreams260K model (ranges with margin). */
+/* Defaults sized for the bundled aidreams260K model (ranges with margin),
+ * everything in CKKS (policy ckks). */
 void ts_llm_enc_config_default(ts_llm_enc_config_t *cfg);
+/*
+ * Defaults for a policy: ckks as above; hybrid: 1/sqrt(x) of the norms and
+ * 1/x of the normalized softmax rounds as segmented LUTs (narrow ranges,
+ * one conversion for all heads), exp, SiLU and the first round's 1/x (range
+ * too wide for a 10-bit LUT input grid) in CKKS; tfhe: every primitive by
+ * one PBS per value. max_pos: the positions the session may hold (sets the
+ * normalized-sum range [0.8 / max_pos, 1.25]).
+ */
+void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy, int max_pos);
 /* The same approximations as a simulator config (for ts_llm_simulate). */
 void ts_llm_enc_config_to_sim(const ts_llm_enc_config_t *cfg, ts_llm_sim_config_t *sim);
 
@@ -379,6 +413,23 @@ typedef struct ts_llm_enc_session ts_llm_enc_session_t;
 ts_status_t ts_llm_enc_session_new(const ts_llm_enc_t *enc, ts_ckks_evaluator_t *ev,
                                    ts_llm_enc_session_t **out);
 void ts_llm_enc_session_free(ts_llm_enc_session_t *s);
+/*
+ * The SlotToCoeff-first bootstrapping configuration the LUT and PBS
+ * evaluations convert with (the client generates its keys with
+ * ts_boot_keygen, like the main bootstrapper's).
+ */
+ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *enc, ts_boot_config_t *cfg);
+/* True when the configuration evaluates some primitive in TFHE. */
+bool ts_llm_enc_uses_tfhe(const ts_llm_enc_t *enc);
+/*
+ * Give a session the TFHE side: cv (conversion keys of this client) and
+ * stc_boot (ts_boot_new of ts_llm_enc_tfhe_boot_config), both borrowed and
+ * outliving the session. Required before a step when ts_llm_enc_uses_tfhe.
+ * Errors: TS_EINVAL, errors of ts_nonlinear_slots_new.
+ */
+ts_status_t ts_llm_enc_session_set_tfhe(ts_llm_enc_session_t *s, ts_convert_t *cv,
+                                        const ts_boot_t *stc_boot);
+
 /* Bootstraps done by this session so far. */
 uint64_t ts_llm_enc_session_bootstraps(const ts_llm_enc_session_t *s);
 

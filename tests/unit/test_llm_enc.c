@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "core/llm/llm.h"
+#include "core/convert/convert.h"
 #include "core/llm/llm_int.h"
 #include "tests/unit/ts_test.h"
 
@@ -39,6 +40,8 @@ typedef struct {
     ts_llm_enc_t *enc;
     ts_llm_enc_session_t *s;
     ts_boot_t *boot;
+    ts_boot_t *stc;   /* SlotToCoeff-first bootstrapper of the TFHE side */
+    ts_convert_t *cv; /* conversion keys */
 } fx_t;
 
 static void fx_open(fx_t *f, const char *preset, const ts_llm_enc_config_t *cfg, bool boot)
@@ -61,6 +64,16 @@ static void fx_open(fx_t *f, const char *preset, const ts_llm_enc_config_t *cfg,
         ck_assert_ts_ok(ts_boot_new(f->p, &bc, &f->boot));
     }
     ck_assert_ts_ok(ts_llm_enc_new(f->m, f->p, cfg, f->boot, &f->enc));
+    if (ts_llm_enc_uses_tfhe(f->enc)) {
+        ts_boot_config_t bc;
+        ck_assert_ts_ok(ts_llm_enc_tfhe_boot_config(f->enc, &bc));
+        ck_assert_ts_ok(ts_boot_keygen(f->p, &bc, f->ek, f->sk, f->prng));
+        ck_assert_ts_ok(ts_boot_new(f->p, &bc, &f->stc));
+        ts_tfhe_params_lit_t lit;
+        ck_assert_ts_ok(ts_tfhe_params_preset("tfhe_test_small", &lit));
+        lit.log_n_br = 10;
+        ck_assert_ts_ok(ts_convert_keygen(f->p, f->sk, &lit, f->prng, &f->cv));
+    }
     size_t n = 0;
     ck_assert_ts_ok(ts_llm_enc_rotation_steps(f->enc, NULL, &n));
     int64_t *steps = malloc(n * sizeof(int64_t));
@@ -71,6 +84,8 @@ static void fx_open(fx_t *f, const char *preset, const ts_llm_enc_config_t *cfg,
     ck_assert_ts_ok(ts_ckks_evaluator_new(f->p, f->ek, &f->ev));
     ck_assert_ts_ok(ts_ckks_encoder_new(f->p, &f->ecd));
     ck_assert_ts_ok(ts_llm_enc_session_new(f->enc, f->ev, &f->s));
+    if (f->cv)
+        ck_assert_ts_ok(ts_llm_enc_session_set_tfhe(f->s, f->cv, f->stc));
 }
 
 static void fx_close(fx_t *f)
@@ -78,6 +93,8 @@ static void fx_close(fx_t *f)
     ts_llm_enc_session_free(f->s);
     ts_llm_enc_free(f->enc);
     ts_boot_free(f->boot);
+    ts_boot_free(f->stc);
+    ts_convert_free(f->cv);
     ts_ckks_encoder_free(f->ecd);
     ts_ckks_evaluator_free(f->ev);
     ts_ckks_evalkeys_free(f->ek);
@@ -234,6 +251,63 @@ START_TEST(test_enc_rmsnorm)
     ts_nonlinear_approx_free(a);
     ts_ckks_ciphertext_free(ct);
     ts_ckks_ciphertext_free(out);
+    fx_close(&f);
+}
+END_TEST
+
+/* RMSNorm with 1/sqrt(x) looked up in TFHE (policy hybrid): conversion,
+ * segmented LUT, ModRecover, spread back over the slots. */
+START_TEST(test_enc_rmsnorm_hybrid)
+{
+    ts_llm_enc_config_t cfg;
+    ts_llm_enc_config_policy(&cfg, TS_SCHED_HYBRID, 8);
+    ck_assert_int_eq(cfg.eval_rsqrt, TS_LLM_EVAL_LUT);
+    fx_t f;
+    fx_open(&f, "test-boot-n10", &cfg, false); /* inputs at the top level: no bootstrap */
+    ck_assert(ts_llm_enc_uses_tfhe(f.enc));
+    const ts_llm_model_t *m = f.m;
+    int d = m->cfg.dim;
+    double x[64] = {0}, y[64] = {0}, ya[64] = {0};
+    float xf[64] = {0};
+    ts_nonlinear_approx_t *a = NULL;
+    ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &cfg.rsqrt, &a));
+    static const int toks[2] = {281, 429};
+    for (int n = 0; n < 2; n++) {
+        emb(m, toks[n], x);
+        for (int i = 0; i < d; i++)
+            x[i] *= 1.5 + n; /* mean squares inside the LUT's range, two magnitudes */
+        to_float(x, xf, d);
+        for (int i = 0; i < d; i++)
+            x[i] = xf[i];
+        ts_ckks_ciphertext_t *ct = NULL, *out = NULL;
+        ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &ct));
+        ck_assert_ts_ok(
+            ts_llm_enc_encrypt_vec(f.ecd, f.sk, f.prng, xf, d, ts_llm_enc_input_level(f.enc), ct));
+        ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &out));
+        ck_assert_ts_ok(ts_llm_enc_rmsnorm(f.s, 0, 0, ct, out));
+        ref_rmsnorm(m->layers[0].attn_norm, x, d, m->cfg.norm_eps, y);
+        double ss = 0;
+        for (int i = 0; i < d; i++)
+            ss += x[i] * x[i];
+        double ms = ss / d + m->cfg.norm_eps, r = ts_nonlinear_approx_eval(a, ms), ymax = 0;
+        for (int i = 0; i < d; i++) {
+            ya[i] = m->layers[0].attn_norm[i] * x[i] * r;
+            ymax = fmax(ymax, fabs(y[i]));
+        }
+        double ea = fx_err(&f, out, ya, d), ee = fx_err(&f, out, y, d);
+        ts_llm_enc_stats_t st;
+        ts_llm_enc_session_stats(f.s, &st);
+        printf("enc rmsnorm hybrid (mean square %.4f, level %d left): vs cleartext LUT %.2e, vs "
+               "exact %.2e (outputs up to %.2f), %llu conversions, convert %.2f s\n",
+               ms, ts_ckks_ciphertext_level(out), ea, ee, ymax, (unsigned long long)st.conversions,
+               st.seconds[TS_LLM_STAGE_CONVERT]);
+        ck_assert_uint_eq(st.conversions, (uint64_t)n + 1);
+        ck_assert(ea < 2e-2 * ymax);
+        ck_assert(ee < 3e-2 * ymax);
+        ts_ckks_ciphertext_free(ct);
+        ts_ckks_ciphertext_free(out);
+    }
+    ts_nonlinear_approx_free(a);
     fx_close(&f);
 }
 END_TEST
@@ -402,8 +476,15 @@ START_TEST(test_enc_decode_slow)
         n_gen = 1;
     if (getenv("TS_ENC_DEBUG"))
         ts_log_set_level(TS_LOG_DEBUG);
+    /* TS_ENC_POLICY=ckks|hybrid|tfhe (default ckks) */
+    ts_sched_policy_t pol = TS_SCHED_CKKS;
+    if (getenv("TS_ENC_POLICY"))
+        ck_assert_ts_ok(ts_sched_policy_parse(getenv("TS_ENC_POLICY"), &pol));
+    ts_llm_enc_config_t cfg;
+    ts_llm_enc_config_policy(&cfg, pol, 32);
+    printf("enc decode: policy %s\n", ts_sched_policy_name(pol));
     fx_t f;
-    fx_open(&f, "test-boot-n12", NULL, true);
+    fx_open(&f, "test-boot-n12", &cfg, true);
     ts_llm_state_t *st = NULL;
     ck_assert_ts_ok(ts_llm_state_new(f.m, &st));
     int V = f.m->cfg.vocab_size, tok = prompt[0], agree = 0;
@@ -437,7 +518,8 @@ START_TEST(test_enc_decode_slow)
                (unsigned long long)ts_llm_enc_session_bootstraps(f.s), mx, log2(ra / mx), ra, a, b);
         ts_llm_enc_stats_t ss;
         ts_llm_enc_session_stats(f.s, &ss);
-        printf("  time so far by stage:");
+        printf("  %llu conversions, %llu look-ups; time so far by stage:",
+               (unsigned long long)ss.conversions, (unsigned long long)ss.lookups);
         for (int k = 0; k < TS_LLM_STAGE_COUNT; k++)
             printf(" %s %.1f s", ts_llm_stage_name((ts_llm_stage_t)k), ss.seconds[k]);
         printf("\n");
@@ -464,6 +546,7 @@ TS_TEST_SUITE(llm_enc)
     tcase_add_test(tc, test_enc_config_sim);
     tcase_add_test(tc, test_enc_matvec);
     tcase_add_test(tc, test_enc_rmsnorm);
+    tcase_add_test(tc, test_enc_rmsnorm_hybrid);
     tcase_add_test(tc, test_enc_ffn);
     tcase_add_test(tc, test_enc_attention);
     suite_add_tcase(s, tc);
