@@ -58,6 +58,7 @@ static int cmp_double(const void *a, const void *b)
 typedef struct {
     char preset[64];
     int log_slots, cts, stc;
+    int encap_h; /* sparse-secret encapsulation weight (0: off), from --encap */
 } case_t;
 
 static bool parse_case(const char *s, case_t *c)
@@ -124,13 +125,20 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
     ts_ckks_evalkeys_t *ek;
     CHECK(ts_ckks_keygen_secret(p, prng, &sk));
     CHECK(ts_ckks_evalkeys_new(p, &ek));
+    if (c->encap_h > 0)
+        CHECK(ts_boot_config_encapsulate(p, c->encap_h, &cfg));
     CHECK(ts_boot_keygen(p, &cfg, ek, sk, prng));
+    ts_boot_encap_keys_t *ekeys = NULL;
+    if (c->encap_h > 0)
+        CHECK(ts_boot_encap_keygen(p, &cfg, sk, prng, &ekeys));
     size_t nkeys = 0;
     CHECK(ts_boot_rotation_steps(p, &cfg, NULL, &nkeys, NULL));
     double t_keys = now_s() - t0;
     t0 = now_s();
     ts_boot_t *bt;
     CHECK(ts_boot_new(p, &cfg, &bt));
+    if (ekeys)
+        CHECK(ts_boot_set_encap_keys(bt, ekeys));
     double t_setup = now_s() - t0;
     ts_ckks_encoder_t *enc;
     ts_ckks_evaluator_t *ev;
@@ -196,11 +204,14 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
             "\"cpu_s_median\": %.3f,\n"
             "     \"precision_bits_mean\": %.2f, \"precision_bits_median\": %.2f, "
             "\"precision_bits_min\": %.2f,\n"
-            "     \"keygen_s\": %.2f, \"setup_s\": %.2f}",
+            "     \"keygen_s\": %.2f, \"setup_s\": %.2f, \"secret\": \"%s\", \"encap_h\": %d, "
+            "\"encap_log_qp\": %.1f}",
             c->preset, ts_ckks_params_log_n(p), n, threads, runs, ts_ckks_params_logqp(p),
             (long long)ts_ckks_params_hamming_weight(p), L, cd, em, sd, cfg.k, cfg.cheb_degree,
             cfg.double_angle, nkeys, left, lat[runs / 2], lat[0], cpu[runs / 2], mean, bits[m / 2],
-            bits[0], t_keys, t_setup);
+            bits[0], t_keys, t_setup,
+            ts_ckks_params_secret(p) == TS_CKKS_SECRET_TERNARY ? "ternary" : "sparse_ternary",
+            cfg.encap_h, ts_boot_encap_keys_logqp(ekeys));
     fclose(f);
     printf("%-16s N=2^%d slots=%-6zu threads=%-2d latency %8.3f s (cpu %.3f s)  levels left %d  "
            "precision mean %.2f median %.2f min %.2f bits  (keys %zu, keygen %.1f s)\n",
@@ -216,6 +227,7 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
     ts_ckks_evaluator_free(ev);
     ts_ckks_encoder_free(enc);
     ts_boot_free(bt);
+    ts_boot_encap_keys_free(ekeys);
     ts_ckks_evalkeys_free(ek);
     ts_ckks_secret_key_free(sk);
     ts_prng_free(prng);
@@ -227,6 +239,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: tessera bench boot [--json PATH] [--quick] [--runs R] [--threads N]\n"
                "                          [--case PRESET:LOG_SLOTS[:CTS:STC]]... [--params-dir D]\n"
+               "                          [--encap H]\n"
                "       (build/bench/bench_boot takes the same options)\n\n"
                "CKKS bootstrapping: latency (wall and process CPU time) on 1 thread and on N\n"
                "threads (default: all cores), levels left, precision (mean, median, min bits\n"
@@ -235,7 +248,9 @@ static void usage(FILE *f)
                "GBs of keys); --quick: test-boot-n10:9 and test-boot-n10:3 (insecure, seconds).\n"
                "A case is a preset of --params-dir (default configs/params), log2 of the slot\n"
                "count and optionally the CoeffToSlot / SlotToCoeff level budgets. A table on\n"
-               "stdout; with --json the report (machine, threads, parameters, results).\n");
+               "stdout; with --json the report (machine, threads, parameters, results).\n"
+               "--encap H: sparse-secret encapsulation, ModRaise under an ephemeral secret of\n"
+               "Hamming weight H (for dense-secret presets such as boot-n16-dense, H = 32).\n");
 }
 
 /* One (case, threads) measurement in a forked child; its JSON object is appended to out. */
@@ -295,7 +310,7 @@ int ts_bench_boot(int argc, char **argv)
 {
     const char *json = NULL;
     bool quick = false;
-    int runs = 0, threads = 0;
+    int runs = 0, threads = 0, encap = 0;
     case_t cases[16];
     int ncases = 0;
     static char root_dir[512];
@@ -315,6 +330,8 @@ int ts_bench_boot(int argc, char **argv)
             threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--params-dir") && i + 1 < argc)
             params_dir = argv[++i];
+        else if (!strcmp(argv[i], "--encap") && i + 1 < argc)
+            encap = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--case") && i + 1 < argc) {
             if (ncases == 16 || !parse_case(argv[++i], &cases[ncases++])) {
                 fprintf(stderr,
@@ -342,6 +359,12 @@ int ts_bench_boot(int argc, char **argv)
         for (int i = 0; i < cnt; i++)
             parse_case(list[i], &cases[ncases++]);
     }
+    if (encap < 0) {
+        fprintf(stderr, "bench boot: --encap H needs H >= 1\n");
+        return 2;
+    }
+    for (int ci = 0; ci < ncases; ci++)
+        cases[ci].encap_h = encap;
     if (runs <= 0)
         runs = quick ? 2 : 3;
     int ncpu = ts_cpu_count();
@@ -366,9 +389,9 @@ int ts_bench_boot(int argc, char **argv)
         for (int ci = 0; ci < ncases; ci++)
             fprintf(out,
                     "%s\n    {\"preset\": \"%s\", \"log_slots\": %d, \"cts_levels\": %d, "
-                    "\"stc_levels\": %d}",
+                    "\"stc_levels\": %d, \"encap_h\": %d}",
                     ci ? "," : "", cases[ci].preset, cases[ci].log_slots, cases[ci].cts,
-                    cases[ci].stc);
+                    cases[ci].stc, cases[ci].encap_h);
         fprintf(out, "\n  ],\n  \"results\": [\n");
     }
     int status = 0;

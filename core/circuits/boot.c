@@ -5,6 +5,7 @@
  * code for the key list (client side, no keys) and for the bootstrapper.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/circuits/circuits_int.h"
@@ -62,6 +63,23 @@ static double evalmod_error(const double *c, size_t d, double k, int r)
     return worst;
 }
 
+/* The smallest degree (15 + 4j) with an EvalMod error below 2^-38 on [-k, k]. */
+static ts_status_t fit_degree(ts_boot_config_t *cfg)
+{
+    cosctx_t cc = {.k = cfg->k, .r = cfg->double_angle};
+    double c[256];
+    cfg->cheb_degree = 255;
+    for (int d = 15; d <= 255; d += 4) {
+        if (ts_ckks_chebyshev_fit(scaled_cos, &cc, -1, 1, (size_t)d, c) != TS_OK)
+            return TS_EINTERNAL;
+        if (evalmod_error(c, (size_t)d, cc.k, cc.r) < 0x1p-38) {
+            cfg->cheb_degree = d;
+            break;
+        }
+    }
+    return TS_OK;
+}
+
 static int default_dft_levels(int log_slots)
 {
     if (log_slots >= 12)
@@ -86,19 +104,38 @@ ts_status_t ts_boot_config_default(const ts_ckks_params_t *params, ts_boot_confi
     cfg->double_angle = 3;
     cfg->order = TS_BOOT_CTS_FIRST;
     cfg->log_message_ratio = 12;
-    /* the smallest degree with an EvalMod error below 2^-44 */
-    cosctx_t cc = {.k = cfg->k, .r = cfg->double_angle};
-    double c[256];
-    cfg->cheb_degree = 255;
-    for (int d = 15; d <= 255; d += 4) {
-        if (ts_ckks_chebyshev_fit(scaled_cos, &cc, -1, 1, (size_t)d, c) != TS_OK)
-            return TS_EINTERNAL;
-        if (evalmod_error(c, (size_t)d, cc.k, cc.r) < 0x1p-38) {
-            cfg->cheb_degree = d;
-            break;
-        }
-    }
+    return fit_degree(cfg);
+}
+
+/* The largest special-prime size the sparse row for (N, h) admits next to q_0
+ * (61 for insecure parameters); TS_ESECURITY below 40 bits or without a row. */
+static ts_status_t encap_p_bits(const ts_ckks_params_t *p, int h, int *bits)
+{
+    *bits = 61;
+    if (ts_ckks_params_insecure(p))
+        return TS_OK;
+    double max;
+    if (ts_ckks_security_max_logqp(ts_ckks_params_log_n(p), TS_CKKS_SECRET_SPARSE_TERNARY, h,
+                                   &max) != TS_OK)
+        return TS_ESECURITY;
+    double b = floor(max - log2((double)ts_ckks_params_q(p, 0)));
+    if (b < 40)
+        return TS_ESECURITY;
+    *bits = b > 61 ? 61 : (int)b;
     return TS_OK;
+}
+
+ts_status_t ts_boot_config_encapsulate(const ts_ckks_params_t *params, int h, ts_boot_config_t *cfg)
+{
+    if (!params || !cfg || h < 1 || (size_t)h > ts_ckks_params_n(params))
+        return TS_EINVAL;
+    int bits;
+    ts_status_t st = encap_p_bits(params, h, &bits);
+    if (st != TS_OK)
+        return st;
+    cfg->encap_h = h;
+    cfg->k = ceil(7.0 * sqrt((h + 1.0) / 12.0));
+    return fit_degree(cfg);
 }
 
 /*
@@ -164,6 +201,8 @@ static ts_status_t check_config(const ts_ckks_params_t *p, const ts_boot_config_
         return TS_EINVAL;
     if (c->order == TS_BOOT_CTS_FIRST && c->real_only)
         return TS_EINVAL; /* the coefficients of a slot vector are complex */
+    if (c->encap_h < 0 || (size_t)c->encap_h > ts_ckks_params_n(p))
+        return TS_EINVAL;
     return TS_OK;
 }
 
@@ -467,6 +506,98 @@ ts_status_t ts_boot_keygen(const ts_ckks_params_t *params, const ts_boot_config_
     return st;
 }
 
+/* ---------------------------------------------- encapsulation keys */
+
+struct ts_boot_encap_keys {
+    ts_ckks_params_t *params; /* the computation's set */
+    ts_ckks_params_t *small;  /* N, q_0, p_e, sparse h' */
+    int h;
+    ts_rlwe_ksk_t *to_sparse; /* s -> s' over q_0 p_e */
+    ts_rlwe_ksk_t *to_dense;  /* s' -> s over QP */
+};
+
+/* The parameter set of the sparse-secret instance: q_0 and one special prime. */
+static ts_status_t encap_params_new(const ts_ckks_params_t *p, int h, ts_ckks_params_t **out)
+{
+    int bits;
+    ts_status_t st = encap_p_bits(p, h, &bits);
+    if (st != TS_OK)
+        return st;
+    ts_ckks_params_literal_t lit;
+    ts_ckks_params_literal_init(&lit);
+    snprintf(lit.name, sizeof(lit.name), "%.50s-encap", ts_ckks_params_name(p));
+    lit.log_n = ts_ckks_params_log_n(p);
+    lit.q[0] = (int64_t)ts_ckks_params_q(p, 0);
+    lit.q_count = 1;
+    lit.logp[0] = bits;
+    lit.logp_count = 1;
+    lit.dnum = 1;
+    lit.scale_log2 = floor(log2((double)ts_ckks_params_q(p, 0))) - 1;
+    lit.secret = TS_CKKS_SECRET_SPARSE_TERNARY;
+    lit.hamming_weight = h;
+    lit.sigma = ts_ckks_params_sigma(p);
+    lit.insecure = ts_ckks_params_insecure(p);
+    return ts_ckks_params_new(&lit, lit.insecure, out);
+}
+
+void ts_boot_encap_keys_free(ts_boot_encap_keys_t *keys)
+{
+    if (!keys)
+        return;
+    ts_rlwe_ksk_free(keys->to_sparse);
+    ts_rlwe_ksk_free(keys->to_dense);
+    ts_ckks_params_free(keys->small);
+    ts_ckks_params_free(keys->params);
+    ts_free(keys);
+}
+
+double ts_boot_encap_keys_logqp(const ts_boot_encap_keys_t *keys)
+{
+    return keys ? ts_ckks_params_logqp(keys->small) : 0;
+}
+
+ts_status_t ts_boot_encap_keygen(const ts_ckks_params_t *params, const ts_boot_config_t *cfg,
+                                 const ts_ckks_secret_key_t *sk, ts_prng_t *prng,
+                                 ts_boot_encap_keys_t **out)
+{
+    if (!params || !cfg || !sk || !prng || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (cfg->encap_h <= 0 || (size_t)cfg->encap_h > ts_ckks_params_n(params))
+        return TS_EINVAL;
+    const ts_rlwe_sk_t *s = ts_ckks_secret_key_rlwe(sk);
+    ts_ring_t *big = ts_ckks_params_ring(params);
+    if (!s || s->ring != big)
+        return TS_EMISMATCH;
+    ts_boot_encap_keys_t *k = ts_calloc(1, sizeof(*k));
+    if (!k)
+        return TS_ENOMEM;
+    k->params = ts_ckks_params_ref((ts_ckks_params_t *)params);
+    k->h = cfg->encap_h;
+    ts_rlwe_sk_t *sp = NULL, *sp_small = NULL, *s_small = NULL;
+    ts_status_t st = encap_params_new(params, cfg->encap_h, &k->small);
+    if (st == TS_OK)
+        st = ts_rlwe_sk_new(big, prng, (uint32_t)cfg->encap_h, &sp);
+    ts_ring_t *small = st == TS_OK ? ts_ckks_params_ring(k->small) : NULL;
+    if (st == TS_OK)
+        st = ts_rlwe_sk_from_coeffs(small, sp->coeffs, &sp_small);
+    if (st == TS_OK)
+        st = ts_rlwe_sk_from_coeffs(small, s->coeffs, &s_small);
+    if (st == TS_OK) /* s -> s' modulo q_0 p_e only */
+        st = ts_rlwe_ksk_new(sp_small, s_small->s, 1, prng, &k->to_sparse);
+    if (st == TS_OK) /* s' -> s over the whole chain */
+        st = ts_rlwe_ksk_new(s, sp->s, (uint32_t)ts_ckks_params_dnum(params), prng, &k->to_dense);
+    ts_rlwe_sk_free(sp);
+    ts_rlwe_sk_free(sp_small);
+    ts_rlwe_sk_free(s_small);
+    if (st != TS_OK) {
+        ts_boot_encap_keys_free(k);
+        return st;
+    }
+    *out = k;
+    return TS_OK;
+}
+
 /* ----------------------------------------------------- bootstrapper */
 
 struct ts_boot {
@@ -482,9 +613,22 @@ struct ts_boot {
     ts_ckks_lintrans_t *stc[MAX_GROUPS];
     ts_ckks_lintrans_t *stc1[MAX_GROUPS];
     ts_ckks_lintrans_t *combine;
-    double *cheb;                 /* cheb_degree + 1 coefficients */
-    uint64_t ginv[TS_CKKS_MAX_Q]; /* (N / 2n)^-1 mod q_l */
+    double *cheb;                      /* cheb_degree + 1 coefficients */
+    uint64_t ginv[TS_CKKS_MAX_Q];      /* (N / 2n)^-1 mod q_l */
+    const ts_boot_encap_keys_t *encap; /* borrowed; cfg.encap_h > 0 */
 };
+
+ts_status_t ts_boot_set_encap_keys(ts_boot_t *bt, const ts_boot_encap_keys_t *keys)
+{
+    if (!bt || !keys)
+        return TS_EINVAL;
+    if (bt->cfg.encap_h == 0 || keys->h != bt->cfg.encap_h)
+        return TS_EINVAL;
+    if (!ts_ckks_params_equal(bt->params, keys->params))
+        return TS_EMISMATCH;
+    bt->encap = keys;
+    return TS_OK;
+}
 
 void ts_boot_free(ts_boot_t *bt)
 {
@@ -619,24 +763,61 @@ static ts_status_t new_ct(const ts_boot_t *bt, ts_ckks_ciphertext_t **out)
     return ts_ckks_ciphertext_new(bt->params, bt->L, out);
 }
 
-/* Lift one level-0 polynomial (NTT form) to L + 1 limbs, centered. */
-static ts_status_t raise_poly(const ts_boot_t *bt, ts_poly_t *src, ts_poly_t *dst, int64_t *coef,
-                              uint64_t *raw)
+/* Lift one level-0 polynomial (coefficients mod q_0) to L + 1 limbs, centered, NTT form. */
+static ts_status_t raise_poly(const ts_boot_t *bt, const uint64_t *raw, ts_poly_t *dst,
+                              int64_t *coef)
 {
     size_t N = (size_t)1 << bt->log_n;
     uint64_t q0 = ts_ckks_params_q(bt->params, 0);
-    ts_status_t st = ts_poly_intt(src);
-    if (st == TS_OK)
-        st = ts_poly_download(src, raw);
-    if (st != TS_OK)
-        return st;
     for (size_t j = 0; j < N; j++)
         coef[j] = raw[j] > q0 / 2 ? -(int64_t)(q0 - raw[j]) : (int64_t)raw[j];
-    st = ts_poly_reshape(dst, (uint32_t)bt->L + 1, 0, false);
+    ts_status_t st = ts_poly_reshape(dst, (uint32_t)bt->L + 1, 0, false);
     if (st == TS_OK)
         st = ts_poly_set_i64(dst, coef);
     if (st == TS_OK)
         st = ts_poly_ntt(dst);
+    return st;
+}
+
+/*
+ * raw[0..2N) = the coefficients (mod q_0) of the level-0 ciphertext t (both
+ * polynomials, t's polynomials are left in coefficient form); with
+ * encapsulation, after switching t from s to s' modulo q_0 p_e.
+ */
+static ts_status_t level0_coeffs(const ts_boot_t *bt, ts_ckks_ciphertext_t *t, uint64_t *raw)
+{
+    size_t N = (size_t)1 << bt->log_n;
+    ts_status_t st = TS_OK;
+    for (int i = 0; i < 2 && st == TS_OK; i++) {
+        st = ts_poly_intt(ts_ckks_ciphertext_poly(t, i));
+        if (st == TS_OK)
+            st = ts_poly_download(ts_ckks_ciphertext_poly(t, i), raw + (size_t)i * N);
+    }
+    if (st != TS_OK || !bt->encap)
+        return st;
+    ts_ckks_evaluator_t *es = NULL;
+    ts_ckks_ciphertext_t *cs = NULL;
+    st = ts_ckks_evaluator_new(bt->encap->small, NULL, &es);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_new(bt->encap->small, 0, &cs);
+    for (int i = 0; i < 2 && st == TS_OK; i++) {
+        ts_poly_t *p = ts_ckks_ciphertext_poly(cs, i);
+        st = ts_poly_reshape(p, 1, 0, false);
+        if (st == TS_OK)
+            st = ts_poly_upload(p, raw + (size_t)i * N);
+        if (st == TS_OK)
+            st = ts_poly_ntt(p);
+    }
+    if (st == TS_OK)
+        st = ts_ckks_keyswitch(es, cs, bt->encap->to_sparse, cs);
+    for (int i = 0; i < 2 && st == TS_OK; i++) {
+        ts_poly_t *p = ts_ckks_ciphertext_poly(cs, i);
+        st = ts_poly_intt(p);
+        if (st == TS_OK)
+            st = ts_poly_download(p, raw + (size_t)i * N);
+    }
+    ts_ckks_ciphertext_free(cs);
+    ts_ckks_evaluator_free(es);
     return st;
 }
 
@@ -648,20 +829,25 @@ static ts_status_t mod_raise(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
         return TS_EMISMATCH;
     if (ts_ckks_ciphertext_degree(in) != 1)
         return TS_EINVAL;
+    if (bt->cfg.encap_h > 0 && !bt->encap)
+        return TS_ENOKEY;
     size_t N = (size_t)1 << bt->log_n;
     ts_ckks_ciphertext_t *t = NULL, *r = NULL;
     int64_t *coef = ts_malloc(sizeof(int64_t) * N);
-    uint64_t *raw = ts_malloc(sizeof(uint64_t) * N);
+    uint64_t *raw = ts_malloc(sizeof(uint64_t) * 2 * N);
     ts_status_t st = (coef && raw) ? new_ct(bt, &t) : TS_ENOMEM;
     if (st == TS_OK)
         st = new_ct(bt, &r);
     if (st == TS_OK)
         st = ts_ckks_drop_to_level(ev, in, 0, t);
+    if (st == TS_OK)
+        st = level0_coeffs(bt, t, raw);
     for (int i = 0; i < 2 && st == TS_OK; i++)
-        st = raise_poly(bt, ts_ckks_ciphertext_poly(t, i), ts_ckks_ciphertext_poly(out, i), coef,
-                        raw);
+        st = raise_poly(bt, raw + (size_t)i * N, ts_ckks_ciphertext_poly(out, i), coef);
     if (st == TS_OK)
         st = ts_ckks_ciphertext_set_meta(out, bt->L, 1, bt->q0, N / 2);
+    if (st == TS_OK && bt->encap) /* back from s' to s at the top level */
+        st = ts_ckks_keyswitch(ev, out, bt->encap->to_dense, out);
     if (st == TS_OK && !bt->full) {
         /* times g^-1 mod Q, then the trace to the subring: exactly t + q0 I on it */
         for (int i = 0; i < 2 && st == TS_OK; i++) {

@@ -80,6 +80,9 @@ typedef struct ts_boot_config {
                                * (real values; saves one EvalMod at full slots) */
     double log_message_ratio; /* CTS_FIRST: the level-0 input is multiplied by 2^a so that
                                * q0 / (scale 2^a) ~ 2^log_message_ratio (0: as it comes) */
+    int encap_h;              /* sparse-secret encapsulation: Hamming weight h' of the
+                               * ephemeral sparse secret of ModRaise (0: off; see
+                               * ts_boot_config_encapsulate) */
 } ts_boot_config_t;
 
 /*
@@ -112,9 +115,55 @@ ts_status_t ts_boot_depth(const ts_ckks_params_t *params, const ts_boot_config_t
 ts_status_t ts_boot_rotation_steps(const ts_ckks_params_t *params, const ts_boot_config_t *cfg,
                                    int64_t *steps, size_t *count, bool *conjugate);
 
-/* Generate into ek everything the configuration needs (relin, conjugation, rotations). */
+/*
+ * Generate into ek everything the configuration needs (relin, conjugation,
+ * rotations). With cfg->encap_h > 0 the key list also holds the two
+ * encapsulation keys, made by ts_boot_encap_keygen and given to the
+ * bootstrapper with ts_boot_set_encap_keys (they do not live in ek).
+ */
 ts_status_t ts_boot_keygen(const ts_ckks_params_t *params, const ts_boot_config_t *cfg,
                            ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk, ts_prng_t *prng);
+
+/*
+ * Sparse-secret encapsulation (Bossuat, Troncoso-Pastoriza, Hubaux, "Bootstrapping
+ * for approximate homomorphic encryption with negligible failure-probability
+ * by using sparse-secret encapsulation", ACNS 2022; Bossuat et al., "Security
+ * guidelines for implementing homomorphic encryption", 2024). The computation
+ * runs under the parameters' secret s (dense ternary: the dense security
+ * rows apply to the whole chain). Bootstrapping switches the level-0
+ * ciphertext from s to an ephemeral sparse secret s' of Hamming weight h'
+ * (key K_{s->s'}, over q_0 and one special prime p_e only: the sparse-secret
+ * RLWE instance it contains lives modulo q_0 p_e, which the sparse row for h'
+ * must admit), raises it (|I| <= K(h'), a small EvalMod interval) and switches
+ * it back to s at the top level (key K_{s'->s} over the whole chain: s' is the
+ * message there, under the dense s). Both switches add key-switching noise
+ * only. In the CoeffToSlot-first order the first switch comes after the
+ * message-ratio multiplication, so its noise is not amplified.
+ *
+ * ts_boot_config_encapsulate sets cfg->encap_h = h and re-derives k and the
+ * Chebyshev degree for h' (as ts_boot_config_default does for the secret).
+ * TS_EINVAL for h outside 1..N; TS_ESECURITY when no sparse-secret row admits
+ * q_0 times a special prime of at least 40 bits for (N, h) (secure
+ * parameters only).
+ */
+ts_status_t ts_boot_config_encapsulate(const ts_ckks_params_t *params, int h,
+                                       ts_boot_config_t *cfg);
+
+/* The two encapsulation keys (and the small parameter set q_0 * p_e they use). */
+typedef struct ts_boot_encap_keys ts_boot_encap_keys_t;
+
+/*
+ * [out] the encapsulation keys of cfg (cfg->encap_h > 0) for the secret sk:
+ * a fresh sparse s' from prng, K_{s->s'} and K_{s'->s}. s' itself is wiped.
+ * The small parameter set passes the security gate for (N, sparse, h')
+ * unless params is insecure. Errors: TS_EINVAL (encap_h = 0), TS_ESECURITY.
+ */
+ts_status_t ts_boot_encap_keygen(const ts_ckks_params_t *params, const ts_boot_config_t *cfg,
+                                 const ts_ckks_secret_key_t *sk, ts_prng_t *prng,
+                                 ts_boot_encap_keys_t **out);
+void ts_boot_encap_keys_free(ts_boot_encap_keys_t *keys); /* accepts NULL */
+/* log2(q_0 p_e): the modulus of the sparse-secret instance, for the report. */
+double ts_boot_encap_keys_logqp(const ts_boot_encap_keys_t *keys);
 
 typedef struct ts_boot ts_boot_t;
 
@@ -125,6 +174,14 @@ typedef struct ts_boot ts_boot_t;
  */
 ts_status_t ts_boot_new(ts_ckks_params_t *params, const ts_boot_config_t *cfg, ts_boot_t **out);
 void ts_boot_free(ts_boot_t *bt); /* accepts NULL */
+/*
+ * Give the bootstrapper the encapsulation keys of its configuration (borrowed:
+ * they must outlive bt; set once, before bt is shared). Bootstrapping and
+ * ModRecover with cfg.encap_h > 0 return TS_ENOKEY until they are set.
+ * TS_EINVAL when the configuration has no encapsulation or the keys are for
+ * another h'; TS_EMISMATCH for keys of other parameters.
+ */
+ts_status_t ts_boot_set_encap_keys(ts_boot_t *bt, const ts_boot_encap_keys_t *keys);
 const ts_boot_config_t *ts_boot_config(const ts_boot_t *bt);
 /* Levels left after ts_boot_bootstrap with this bootstrapper's order. */
 int ts_boot_levels_left(const ts_boot_t *bt);

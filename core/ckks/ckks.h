@@ -343,6 +343,17 @@ bool ts_ckks_evalkeys_has_conjugate(const ts_ckks_evalkeys_t *ek);
 const ts_rlwe_ksk_t *ts_ckks_evalkeys_relin(const ts_ckks_evalkeys_t *ek);
 const ts_rlwe_ksk_t *ts_ckks_evalkeys_galois(const ts_ckks_evalkeys_t *ek, uint64_t k);
 
+/*
+ * Key switching with an explicit key (e.g. the sparse-secret encapsulation keys
+ * of core/circuits): a encrypts m under s_from, key is a ts_rlwe_ksk_t from
+ * s_from to the secret s_to, both of this parameter set's ring and dnum
+ * (ts_rlwe_ksk_new); out = (c_0 + u_0, u_1) encrypts m under s_to, same level,
+ * scale and slots. TS_ENOKEY (key NULL), TS_EMISMATCH (another ring or a
+ * Galois key), TS_EINVAL (degree 2). out may alias a.
+ */
+ts_status_t ts_ckks_keyswitch(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                              const ts_rlwe_ksk_t *key, ts_ckks_ciphertext_t *out);
+
 /* ------------------------------------------------------ encrypt, decrypt */
 
 /* Public-key encryption of pt: (v pk_0 + e_0 + m, v pk_1 + e_1), v ternary. */

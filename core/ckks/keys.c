@@ -640,6 +640,47 @@ ts_status_t ts_ckks_relinearize(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertex
     return st;
 }
 
+ts_status_t ts_ckks_keyswitch(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                              const ts_rlwe_ksk_t *key, ts_ckks_ciphertext_t *out)
+{
+    ts_status_t st = check_unary(ev, a, out);
+    if (st != TS_OK)
+        return st;
+    if (!key)
+        return TS_ENOKEY;
+    if (a->degree != 1)
+        return TS_EINVAL;
+    if (key->galois != 0)
+        return TS_EMISMATCH;
+    ks_scratch_t *s = ev->ks;
+    uint32_t nq = a->c[0]->nq;
+    ts_poly_t *u0 = ev->tmp[0], *u1 = ev->tmp[1];
+    st = ts_poly_reshape(u0, nq, 0, true);
+    if (st == TS_OK)
+        st = ts_poly_reshape(u1, nq, 0, true);
+    if (st == TS_OK)
+        st = ts_rlwe_keyswitch(s->ks, a->c[1], 1, key, u0, u1);
+    if (st != TS_OK)
+        return st;
+    double scale = a->scale;
+    int log_slots = a->log_slots;
+    if (out != a) {
+        st = ts_ckks_ciphertext_copy(out, a);
+        if (st != TS_OK)
+            return st;
+    }
+    ts_bk_batch_t o0 = ts__ckks_view(ev, out->c[0], 0, nq),
+                  o1 = ts__ckks_view(ev, out->c[1], 0, nq);
+    ts_bk_batch_t b0 = ts__ckks_view(ev, u0, 0, nq), b1 = ts__ckks_view(ev, u1, 0, nq);
+    st = ts_backend_add(ev->be, ev->bk, &o0, &o0, &b0);
+    if (st == TS_OK)
+        st = ts_backend_copy(ev->be, o1.data, b1.data, sizeof(uint64_t) * nq * ev->params->n);
+    out->scale = scale;
+    out->log_slots = log_slots;
+    out->seeded = false;
+    return st;
+}
+
 ts_status_t ts_ckks_mul_relin(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
                               const ts_ckks_ciphertext_t *b, ts_ckks_ciphertext_t *out)
 {

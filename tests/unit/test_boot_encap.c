@@ -1,0 +1,248 @@
+/*
+ * Sparse-secret encapsulation for bootstrapping (issue 4): the computation
+ * secret is dense (uniform ternary, preset test-boot-n10-dense, INSECURE
+ * N = 2^10), ModRaise runs under an ephemeral sparse secret of weight 32
+ * reached through the two encapsulation keys. Oracles: the plaintext slots
+ * (precision after bootstrap, full and sparse slots, CoeffToSlot first, and
+ * ModRecover from the SlotToCoeff-first order), the metadata (level, scale,
+ * slots), and the errors: keys must be set (TS_ENOKEY) and match h'; without
+ * encapsulation the dense interval (K = 53) needs a cosine of degree 79
+ * instead of 31. The config
+ * helper gives K = 12 for h' = 32 and refuses h' where no sparse-secret
+ * security row admits q_0 p_e at secure parameters. A few seconds.
+ */
+#include <complex.h>
+#include <math.h>
+
+#include "core/circuits/circuits.h"
+#include "core/ckks/ckks.h"
+#include "tests/unit/ts_test.h"
+
+#define PREC_BITS 18.0
+
+typedef struct {
+    ts_ckks_params_t *p;
+    ts_prng_t *prng;
+    ts_ckks_secret_key_t *sk;
+    ts_ckks_evalkeys_t *ek;
+    ts_ckks_encoder_t *enc;
+    ts_ckks_evaluator_t *ev;
+    ts_boot_t *bt;
+    ts_boot_encap_keys_t *keys;
+    ts_boot_config_t cfg;
+} fx_t;
+
+static ts_ckks_params_t *load_params(const char *name, bool insecure)
+{
+    char path[512];
+    const char *root = getenv("TS_SOURCE_DIR");
+    snprintf(path, sizeof(path), "%s%sconfigs/params/%s.yaml", root ? root : "", root ? "/" : "",
+             name);
+    ts_ckks_params_t *p = NULL;
+    ts_cfg_error_t err;
+    ck_assert_ts_ok(ts_ckks_params_load_file(path, insecure, &p, &err));
+    return p;
+}
+
+static void fx_init(fx_t *f, int log_slots, int order)
+{
+    memset(f, 0, sizeof(*f));
+    f->p = load_params("test-boot-n10-dense", true);
+    ck_assert_int_eq(ts_ckks_params_secret(f->p), TS_CKKS_SECRET_TERNARY);
+    uint8_t seed[TS_SEED_BYTES] = {4, 2};
+    ck_assert_ts_ok(ts_prng_new_seeded(seed, 3, &f->prng));
+    ck_assert_ts_ok(ts_ckks_keygen_secret(f->p, f->prng, &f->sk));
+    ck_assert_ts_ok(ts_ckks_encoder_new(f->p, &f->enc));
+    ck_assert_ts_ok(ts_boot_config_default(f->p, &f->cfg));
+    ck_assert_ts_ok(ts_boot_config_encapsulate(f->p, 32, &f->cfg));
+    ck_assert_int_eq(f->cfg.encap_h, 32);
+    ck_assert(f->cfg.k == 12.0);
+    if (log_slots) {
+        f->cfg.log_slots = log_slots;
+        f->cfg.cts_levels = f->cfg.stc_levels = 2;
+    }
+    f->cfg.order = order;
+    ck_assert_ts_ok(ts_ckks_evalkeys_new(f->p, &f->ek));
+    ck_assert_ts_ok(ts_boot_keygen(f->p, &f->cfg, f->ek, f->sk, f->prng));
+    ck_assert_ts_ok(ts_boot_encap_keygen(f->p, &f->cfg, f->sk, f->prng, &f->keys));
+    ck_assert_ts_ok(ts_ckks_evaluator_new(f->p, f->ek, &f->ev));
+    ck_assert_ts_ok(ts_boot_new(f->p, &f->cfg, &f->bt));
+}
+
+static void fx_clear(fx_t *f)
+{
+    ts_boot_free(f->bt);
+    ts_boot_encap_keys_free(f->keys);
+    ts_ckks_evaluator_free(f->ev);
+    ts_ckks_evalkeys_free(f->ek);
+    ts_ckks_encoder_free(f->enc);
+    ts_ckks_secret_key_free(f->sk);
+    ts_prng_free(f->prng);
+    ts_ckks_params_free(f->p);
+}
+
+static uint64_t rng_state = 0x853c49e6748fea9bULL;
+static double unif(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+static ts_ckks_ciphertext_t *encrypt(fx_t *f, const double complex *v, size_t n, int level)
+{
+    ts_ckks_plaintext_t *pt;
+    ts_ckks_ciphertext_t *ct;
+    ck_assert_ts_ok(ts_ckks_plaintext_new(f->p, level, &pt));
+    ck_assert_ts_ok(ts_ckks_encode(f->enc, v, n, n, level, ts_ckks_params_scale(f->p), pt));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, level, &ct));
+    ck_assert_ts_ok(ts_ckks_encrypt_sk(f->sk, pt, f->prng, NULL, ct));
+    ts_ckks_plaintext_free(pt);
+    return ct;
+}
+
+static double precision(fx_t *f, const ts_ckks_ciphertext_t *ct, const double complex *want,
+                        size_t n)
+{
+    ts_ckks_plaintext_t *pt;
+    ck_assert_ts_ok(ts_ckks_plaintext_new(f->p, ts_ckks_params_max_level(f->p), &pt));
+    ck_assert_ts_ok(ts_ckks_decrypt(f->sk, ct, pt));
+    double complex *got = malloc(sizeof(double complex) * n);
+    ck_assert_ts_ok(ts_ckks_decode(f->enc, pt, got, n));
+    double worst = 0;
+    for (size_t i = 0; i < n; i++)
+        worst = fmax(worst, cabs(got[i] - want[i]));
+    free(got);
+    ts_ckks_plaintext_free(pt);
+    return -log2(worst);
+}
+
+static void run(int log_slots, int order, int in_level)
+{
+    fx_t f;
+    fx_init(&f, log_slots, order);
+    size_t n = (size_t)1 << f.cfg.log_slots;
+    double complex *v = malloc(sizeof(double complex) * n);
+    for (size_t i = 0; i < n; i++)
+        v[i] = unif() + I * unif();
+    ts_ckks_ciphertext_t *ct = encrypt(&f, v, n, in_level);
+    /* keys not given yet */
+    ck_assert_ts_status(ts_boot_bootstrap(f.bt, f.ev, ct, ct), TS_ENOKEY);
+    ck_assert_ts_ok(ts_boot_set_encap_keys(f.bt, f.keys));
+    for (int rep = 0; rep < 2; rep++) {
+        ck_assert_ts_ok(ts_boot_bootstrap(f.bt, f.ev, ct, ct));
+        ck_assert_int_eq(ts_ckks_ciphertext_level(ct), ts_boot_levels_left(f.bt));
+        ck_assert_uint_eq(ts_ckks_ciphertext_slots(ct), n);
+        ck_assert(ts_ckks_ciphertext_scale(ct) == ts_ckks_params_scale(f.p));
+        double bits = precision(&f, ct, v, n);
+        if (getenv("TS_TEST_VERBOSE"))
+            printf("encap boot log_slots=%d order=%d: %.2f bits, %d levels left\n", f.cfg.log_slots,
+                   order, bits, ts_boot_levels_left(f.bt));
+        ck_assert_msg(bits >= PREC_BITS, "precision %.2f bits < %.1f", bits, PREC_BITS);
+        if (order == TS_BOOT_STC_FIRST) /* back up to where SlotToCoeff starts */
+            break;
+    }
+    ts_ckks_ciphertext_free(ct);
+    free(v);
+    fx_clear(&f);
+}
+
+START_TEST(test_encap_full)
+{
+    run(0, TS_BOOT_CTS_FIRST, 0);
+}
+END_TEST
+
+START_TEST(test_encap_sparse)
+{
+    run(3, TS_BOOT_CTS_FIRST, 1);
+}
+END_TEST
+
+START_TEST(test_encap_stc_first)
+{
+    run(0, TS_BOOT_STC_FIRST, 5);
+}
+END_TEST
+
+START_TEST(test_encap_config_and_keys)
+{
+    ts_ckks_params_t *p = load_params("test-boot-n10-dense", true);
+    ts_boot_config_t cfg;
+    ck_assert_ts_ok(ts_boot_config_default(p, &cfg));
+    /* the dense interval K is much larger, and so is the cosine's degree */
+    ck_assert(cfg.k > 40);
+    int dense_degree = cfg.cheb_degree, dense_em = 0, em = 0;
+    ck_assert_ts_ok(ts_boot_depth(p, &cfg, NULL, &dense_em, NULL, NULL));
+    ts_boot_t *bt = NULL;
+    ck_assert_ts_status(ts_boot_config_encapsulate(p, 0, &cfg), TS_EINVAL);
+    ck_assert_ts_status(ts_boot_config_encapsulate(p, 2000, &cfg), TS_EINVAL);
+    ck_assert_ts_ok(ts_boot_config_encapsulate(p, 32, &cfg));
+    ck_assert_int_lt(cfg.cheb_degree, dense_degree / 2);
+    int left = -1;
+    ck_assert_ts_ok(ts_boot_depth(p, &cfg, NULL, &em, NULL, &left));
+    ck_assert_int_le(em, dense_em);
+    ck_assert_int_ge(left, 0);
+    ck_assert_ts_ok(ts_boot_new(p, &cfg, &bt));
+    /* keys for another h' are refused; so is a config without encapsulation */
+    uint8_t seed[TS_SEED_BYTES] = {1};
+    ts_prng_t *prng;
+    ck_assert_ts_ok(ts_prng_new_seeded(seed, 1, &prng));
+    ts_ckks_secret_key_t *sk;
+    ck_assert_ts_ok(ts_ckks_keygen_secret(p, prng, &sk));
+    ts_boot_config_t other = cfg;
+    other.encap_h = 64;
+    ts_boot_encap_keys_t *keys = NULL;
+    ck_assert_ts_ok(ts_boot_encap_keygen(p, &other, sk, prng, &keys));
+    ck_assert_double_gt(ts_boot_encap_keys_logqp(keys), 100);
+    ck_assert_ts_status(ts_boot_set_encap_keys(bt, keys), TS_EINVAL);
+    other.encap_h = 0;
+    ts_boot_encap_keys_t *none = NULL;
+    ck_assert_ts_status(ts_boot_encap_keygen(p, &other, sk, prng, &none), TS_EINVAL);
+    ts_boot_encap_keys_free(keys);
+    ts_boot_free(bt);
+
+    /* Secure sets: the sparse row for (N, h') must admit q_0 times a >= 40-bit prime.
+     * N = 2^16, h' = 32: <= 117 bits, q_0 60 bits -> p_e of 57 bits; N = 2^15 has no
+     * h' = 32 row. */
+    ts_ckks_params_t *big = load_params("boot-n16-dense", false);
+    ck_assert_int_eq(ts_ckks_params_secret(big), TS_CKKS_SECRET_TERNARY);
+    ck_assert_ts_ok(ts_boot_config_default(big, &cfg));
+    ck_assert_ts_ok(ts_boot_config_encapsulate(big, 32, &cfg));
+    ck_assert(cfg.k == 12.0);
+    ck_assert_ts_ok(ts_boot_depth(big, &cfg, NULL, NULL, NULL, &left));
+    ck_assert_int_ge(left, 9);
+    ts_ckks_params_literal_t lit;
+    ts_ckks_params_literal_init(&lit);
+    snprintf(lit.name, sizeof lit.name, "n15-dense");
+    lit.log_n = 15;
+    lit.logq[0] = 60;
+    lit.logq[1] = 40;
+    lit.logq_count = 2;
+    lit.logp[0] = 61;
+    lit.logp_count = 1;
+    lit.scale_log2 = 40;
+    ts_ckks_params_t *n15 = NULL;
+    ck_assert_ts_ok(ts_ckks_params_new(&lit, false, &n15));
+    ck_assert_ts_status(ts_boot_config_encapsulate(n15, 32, &cfg), TS_ESECURITY);
+    ck_assert_ts_ok(ts_boot_config_encapsulate(n15, 192, &cfg));
+    ts_ckks_params_free(n15);
+    ts_ckks_params_free(big);
+    ts_ckks_secret_key_free(sk);
+    ts_prng_free(prng);
+    ts_ckks_params_free(p);
+}
+END_TEST
+
+TS_TEST_SUITE(boot_encap)
+{
+    Suite *s = suite_create("boot_encap");
+    TCase *tc = ts_tcase("encap", 0);
+    tcase_add_test(tc, test_encap_config_and_keys);
+    tcase_add_test(tc, test_encap_full);
+    tcase_add_test(tc, test_encap_sparse);
+    tcase_add_test(tc, test_encap_stc_first);
+    suite_add_tcase(s, tc);
+    return s;
+}
