@@ -11,6 +11,9 @@
  * the next one, a position past the context, garbage and bit-flipped token
  * ciphertexts, a token at the wrong level, a step on a closed session: each
  * gets its error code and a sentence, and the daemon keeps serving.
+ * Sessions: two connections step concurrently (both right), the model's
+ * session limit refuses a third, and a disconnect in the middle of a step
+ * cancels it (the session is freed, its slot serves a new one).
  */
 #include <math.h>
 #include <stdio.h>
@@ -389,12 +392,188 @@ START_TEST(test_decode_hostile)
 }
 END_TEST
 
+/* Keys for the tiny model uploaded through c; kb[0..3) set. */
+typedef struct {
+    ts_ckks_params_t *p;
+    uint8_t pid[32];
+    ts_prng_t *prng;
+    ts_ckks_secret_key_t *sk;
+    ts_ckks_encoder_t *ecd;
+    uint8_t shas[3][32];
+    ProtobufCBinaryData kb[3];
+} keys_t;
+
+static void keys_make(keys_t *k, ts_client_t *c)
+{
+    memset(k, 0, sizeof *k);
+    Tessera__ModelInfoRequest mq = TESSERA__MODEL_INFO_REQUEST__INIT;
+    Tessera__Envelope req = TESSERA__ENVELOPE__INIT, *info = NULL;
+    req.body_case = TESSERA__ENVELOPE__BODY_MODEL_INFO_REQUEST;
+    req.model_info_request = &mq;
+    ck_assert_ts_ok(ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_MODEL_INFO, &info));
+    const Tessera__ModelInfo *mi = info->model_info;
+    char why[256];
+    ck_assert_ts_ok(
+        ts_wire_params_get("configs/params", mi->param_id, true, &k->p, k->pid, why, sizeof why));
+    ts_ckks_public_key_t *pk = NULL;
+    ts_ckks_evalkeys_t *ek = NULL;
+    ck_assert_ts_ok(ts_prng_new_os(&k->prng));
+    ck_assert_ts_ok(ts_ckks_keygen_secret(k->p, k->prng, &k->sk));
+    ck_assert_ts_ok(ts_ckks_keygen_public(k->sk, k->prng, &pk));
+    ck_assert_ts_ok(ts_ckks_evalkeys_new(k->p, &ek));
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(ek, k->sk, k->prng));
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations(ek, k->sk, mi->rotation_steps,
+                                                   mi->n_rotation_steps, k->prng));
+    uint8_t *blob[3];
+    size_t size[3];
+    ck_assert_ts_ok(ts_wire_pk_encode(pk, k->pid, &blob[0], &size[0]));
+    ck_assert_ts_ok(ts_ckks_relin_key_serialize(ek, 0, &blob[1], &size[1]));
+    ck_assert_ts_ok(ts_ckks_galois_keys_serialize(ek, 0, &blob[2], &size[2]));
+    static const char *kinds[3] = {"public", "relin", "galois"};
+    for (int i = 0; i < 3; i++) {
+        ts_upload_report_t rep;
+        ck_assert_ts_ok(
+            ts_client_key_upload(c, blob[i], size[i], kinds[i], mi->param_id, 0, false, &rep));
+        memcpy(k->shas[i], rep.sha256, 32);
+        k->kb[i].data = k->shas[i];
+        k->kb[i].len = 32;
+        ts_free(blob[i]);
+    }
+    ck_assert_ts_ok(ts_ckks_encoder_new(k->p, &k->ecd));
+    ts_ckks_evalkeys_free(ek);
+    ts_ckks_public_key_free(pk);
+    ts_net_envelope_free(info);
+}
+
+static void keys_clear(keys_t *k)
+{
+    ts_ckks_encoder_free(k->ecd);
+    ts_ckks_secret_key_free(k->sk);
+    ts_prng_free(k->prng);
+    ts_ckks_params_free(k->p);
+}
+
+/* The serialized one-hot token at the input level (60 for test-llm-tiny). */
+static uint8_t *token_ct(keys_t *k, int token, size_t *n)
+{
+    ts_ckks_ciphertext_t *x = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(k->p, 0, &x));
+    float onehot[TINY_VOCAB] = {0};
+    onehot[token] = 1.0f;
+    ck_assert_ts_ok(ts_llm_enc_encrypt_vec(k->ecd, k->sk, k->prng, onehot, TINY_VOCAB,
+                                           ts_ckks_params_max_level(k->p), x));
+    uint8_t *b = NULL;
+    ck_assert_ts_ok(ts_wire_ct_encode(x, k->pid, 0, &b, n));
+    ts_ckks_ciphertext_free(x);
+    return b;
+}
+
+static uint32_t stats_sessions(ts_client_t *c)
+{
+    Tessera__StatsRequest sr = TESSERA__STATS_REQUEST__INIT;
+    Tessera__Envelope req = TESSERA__ENVELOPE__INIT, *rep = NULL;
+    req.body_case = TESSERA__ENVELOPE__BODY_STATS_REQUEST;
+    req.stats_request = &sr;
+    ck_assert_ts_ok(ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_STATS_REPLY, &rep));
+    uint32_t n = rep->stats_reply->sessions;
+    ts_net_envelope_free(rep);
+    return n;
+}
+
+/*
+ * Two sessions on two connections step at the same time (both results
+ * right); the model's session limit (2) refuses a third; closing a
+ * connection while its step runs cancels it: the session is freed and its
+ * slot serves a new session.
+ */
+START_TEST(test_decode_concurrent)
+{
+    dfx_t f;
+    dfx_start(&f);
+    ts_client_t *c1 = connect_lib(&f), *c2 = connect_lib(&f), *c3 = connect_lib(&f);
+    keys_t k;
+    keys_make(&k, c1);
+    uint64_t s1 =
+        open_session(c1, k.kb, 3, "tiny", "ckks", TESSERA__ERROR_CODE__ERROR_UNSPECIFIED, NULL);
+    uint64_t s2 =
+        open_session(c2, k.kb, 3, "tiny", "ckks", TESSERA__ERROR_CODE__ERROR_UNSPECIFIED, NULL);
+    open_session(c3, k.kb, 3, "tiny", "ckks", TESSERA__ERROR_CODE__ERROR_BUSY, "already serves");
+    ck_assert_uint_eq(stats_sessions(c3), 2);
+    static const int toks[2] = {1, 7};
+    size_t n1 = 0, n2 = 0;
+    uint8_t *t1 = token_ct(&k, toks[0], &n1), *t2 = token_ct(&k, toks[1], &n2);
+    Tessera__DecodeStep d1, d2;
+    Tessera__Envelope r1, r2, *rep1 = NULL, *rep2 = NULL;
+    step_req(&r1, &d1, s1, 0, t1, n1);
+    step_req(&r2, &d2, s2, 0, t2, n2);
+    uint64_t t0 = ts_now_ns();
+    ck_assert_ts_ok(ts_client_send(c1, &r1));
+    ck_assert_ts_ok(ts_client_send(c2, &r2));
+    ck_assert_ts_ok(ts_client_recv(c1, &rep1));
+    ck_assert_ts_ok(ts_client_recv(c2, &rep2));
+    double wall = (double)(ts_now_ns() - t0) / 1e6;
+    ck_assert_int_eq(rep1->body_case, TESSERA__ENVELOPE__BODY_DECODE_RESULT);
+    ck_assert_int_eq(rep2->body_case, TESSERA__ENVELOPE__BODY_DECODE_RESULT);
+    ts_llm_model_t *m = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(f.model, &m, NULL, 0));
+    Tessera__Envelope *reps[2] = {rep1, rep2};
+    for (int i = 0; i < 2; i++) {
+        const Tessera__DecodeResult *dr = reps[i]->decode_result;
+        ts_ckks_ciphertext_t *lg = NULL;
+        char why[256];
+        ck_assert_ts_ok(ts_wire_ct_decode(k.p, k.pid, dr->logits.data, dr->logits.len, 1, &lg, why,
+                                          sizeof why));
+        float got[TINY_VOCAB];
+        ck_assert_ts_ok(ts_llm_enc_decrypt_vec(k.ecd, k.sk, lg, got, TINY_VOCAB));
+        ts_llm_state_t *st = NULL;
+        const float *ref = NULL;
+        ck_assert_ts_ok(ts_llm_state_new(m, &st));
+        ck_assert_ts_ok(ts_llm_forward(m, st, toks[i], 0, &ref));
+        double mx = 0;
+        for (int j = 0; j < TINY_VOCAB; j++)
+            mx = fmax(mx, fabs((double)got[j] - ref[j]));
+        printf("concurrent session %d: logits within %.2e, server %.0f ms (both done in %.0f ms)\n",
+               i + 1, mx, dr->server_ms, wall);
+        ck_assert(mx < 2e-2);
+        ts_llm_state_free(st);
+        ts_ckks_ciphertext_free(lg);
+    }
+    ts_net_envelope_free(rep1);
+    ts_net_envelope_free(rep2);
+    /* cancel by disconnecting in the middle of a step */
+    ts_free(t1);
+    t1 = token_ct(&k, 4, &n1);
+    step_req(&r1, &d1, s1, 1, t1, n1);
+    ck_assert_ts_ok(ts_client_send(c1, &r1));
+    ts_client_close(c1);
+    uint32_t live = 2;
+    for (int i = 0; i < 300 && live != 1; i++) {
+        live = stats_sessions(c3);
+        if (live != 1)
+            usleep(50000);
+    }
+    ck_assert_uint_eq(live, 1);
+    uint64_t s3 =
+        open_session(c3, k.kb, 3, "tiny", "ckks", TESSERA__ERROR_CODE__ERROR_UNSPECIFIED, NULL);
+    ck_assert(s3 != 0);
+    ck_assert_uint_eq(stats_sessions(c3), 2);
+    ts_free(t1);
+    ts_free(t2);
+    ts_llm_model_free(m);
+    keys_clear(&k);
+    ts_client_close(c2);
+    ts_client_close(c3);
+    dfx_stop(&f);
+}
+END_TEST
+
 TS_TEST_SUITE(net_decode)
 {
     Suite *s = suite_create("net_decode");
     TCase *tc = ts_tcase("decode", 300);
     tcase_add_test(tc, test_generate_greedy);
     tcase_add_test(tc, test_decode_hostile);
+    tcase_add_test(tc, test_decode_concurrent);
     suite_add_tcase(s, tc);
     return s;
 }
