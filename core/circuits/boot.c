@@ -138,48 +138,10 @@ ts_status_t ts_boot_config_encapsulate(const ts_ckks_params_t *params, int h, ts
     return fit_degree(cfg);
 }
 
-/*
- * The depth of ts_ckks_eval_chebyshev on [-1, 1] (Paterson-Stockmeyer with
- * k = auto_k(d) in core/ckks/polyeval.c) when every coefficient is nonzero;
- * a polynomial with zeros may end higher, never lower.
- */
-static int ps_k(int d)
-{
-    int k = 2;
-    while (k * k < 2 * (d + 1))
-        k *= 2;
-    return k;
-}
-
-static int ceil_log2(int x)
-{
-    int l = 0;
-    while ((1 << l) < x)
-        l++;
-    return l;
-}
-
-static int ps_depth(int d, int k)
-{
-    if (d < k)
-        return ceil_log2(d) + 1;
-    int K = k, m = 0;
-    while (K * 2 <= d) {
-        K *= 2;
-        m++;
-    }
-    int best = ceil_log2(k) + m + 1;
-    if (d - K >= 1) {
-        int q = ps_depth(d - K, k) + 1;
-        best = q > best ? q : best;
-    }
-    int r = ps_depth(K - 1, k);
-    return r > best ? r : best;
-}
-
+/* The depth of ts_ckks_eval_chebyshev on [-1, 1] (core/ckks's Paterson-Stockmeyer). */
 static int cheb_depth(int d)
 {
-    return ps_depth(d, ps_k(d));
+    return ts_ckks_chebyshev_depth((size_t)d);
 }
 
 static ts_status_t check_config(const ts_ckks_params_t *p, const ts_boot_config_t *c)

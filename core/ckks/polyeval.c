@@ -313,6 +313,73 @@ static size_t auto_k(size_t degree)
     return k;
 }
 
+/* Depth and nonscalar products of eval_ps for degree d, baby steps k, all
+ * coefficients nonzero (the structure of pe_build and eval_node). */
+static int clog2(size_t x)
+{
+    int l = 0;
+    while (((size_t)1 << l) < x)
+        l++;
+    return l;
+}
+
+static int ps_depth(size_t d, size_t k)
+{
+    if (d < k)
+        return clog2(d) + 1;
+    size_t K = k;
+    int m = 0;
+    while (K * 2 <= d) {
+        K *= 2;
+        m++;
+    }
+    int best = clog2(k) + m + 1;
+    if (d - K >= 1) {
+        int q = ps_depth(d - K, k) + 1;
+        best = q > best ? q : best;
+    }
+    int r = ps_depth(K - 1, k);
+    return r > best ? r : best;
+}
+
+static size_t ps_tree_products(size_t d, size_t k)
+{
+    if (d < k)
+        return 0;
+    size_t K = k;
+    while (K * 2 <= d)
+        K *= 2;
+    return (d - K >= 1 ? ps_tree_products(d - K, k) + 1 : 0) + ps_tree_products(K - 1, k);
+}
+
+static size_t ps_products(size_t d, size_t k)
+{
+    size_t n = (k < d ? k : d) - 1; /* baby steps */
+    if (d >= k)
+        for (size_t K = k * 2; K <= d; K *= 2)
+            n++; /* giants */
+    return n + ps_tree_products(d, k);
+}
+
+size_t ts_ckks_chebyshev_ps_k(size_t degree)
+{
+    if (degree < 2)
+        return 2;
+    /* the depth of the classic k ~ sqrt(2 d), with the fewest products: e.g. degree 51 takes
+     * 15 relinearized products with k = 8 instead of 19 with k = 16, at the same depth */
+    size_t base = auto_k(degree), best = base;
+    int depth = ps_depth(degree, base);
+    for (size_t k = 2; k <= 64; k *= 2)
+        if (ps_depth(degree, k) == depth && ps_products(degree, k) < ps_products(degree, best))
+            best = k;
+    return best;
+}
+
+int ts_ckks_chebyshev_depth(size_t degree)
+{
+    return ps_depth(degree, ts_ckks_chebyshev_ps_k(degree));
+}
+
 static ts_status_t eval_ps(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *x,
                            const double *coeffs, size_t degree, bool cheb, size_t k, double target,
                            ts_ckks_ciphertext_t *out)
@@ -459,7 +526,7 @@ ts_status_t ts_ckks_eval_chebyshev(ts_ckks_evaluator_t *ev, const ts_ckks_cipher
             st = ts_ckks_add_const(ev, y, beta, y);
     }
     if (st == TS_OK)
-        st = eval_ps(ev, y, coeffs, degree, true, auto_k(degree), target, out);
+        st = eval_ps(ev, y, coeffs, degree, true, ts_ckks_chebyshev_ps_k(degree), target, out);
     ts_ckks_ciphertext_free(y);
     return st;
 }
