@@ -164,6 +164,8 @@ int ts_bench_aggregate(int argc, char **argv);
  * build/bench/bench_boot (client/bench_boot.c); argv[0] is ignored. Return an exit code. */
 int ts_bench_ckks(int argc, char **argv);
 int ts_bench_boot(int argc, char **argv);
+/* `tessera bench decode` (client/bench_decode.c). */
+int ts_bench_decode(int argc, char **argv);
 /* The CPU model from /proc/cpuinfo ("unknown" when absent), JSON-safe. */
 void ts_bench_cpu_model(char *out, size_t cap);
 

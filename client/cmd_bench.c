@@ -250,7 +250,9 @@ static void usage(FILE *f)
         "usage: tessera bench aggregate [--json PATH] [--quick] [--sizes]\n"
         "       tessera bench costs --params PRESET --out FILE [...]   (see --help there)\n"
         "       tessera bench ckks [--json PATH] [--quick] [--threads N] [...]   (--help there)\n"
-        "       tessera bench boot [--json PATH] [--quick] [--threads N] [...]   (--help there)\n\n"
+        "       tessera bench boot [--json PATH] [--quick] [--threads N] [...]   (--help there)\n"
+        "       tessera bench decode [--json PATH] [--quick] [...]   (--help there): encrypted\n"
+        "       decode latency per position and its breakdown (issue 10)\n\n"
         "ckks: the CKKS benchmarks of issue 3 (FHElium suite with its matrix products,\n"
         "client encode+encrypt, N = 2^16 operations); boot: CKKS bootstrapping latency\n"
         "and precision (issue 4). Both run the code of build/bench/bench_ckks and\n"
@@ -276,8 +278,11 @@ int ts_cmd_bench(int argc, char **argv)
         return ts_bench_ckks(argc - 1, argv + 1);
     if (strcmp(argv[1], "boot") == 0)
         return ts_bench_boot(argc - 1, argv + 1);
+    if (strcmp(argv[1], "decode") == 0)
+        return ts_bench_decode(argc - 1, argv + 1);
     if (strcmp(argv[1], "aggregate") != 0) {
-        fprintf(stderr, "tessera bench: unknown benchmark \"%s\" (aggregate, costs, ckks, boot)\n",
+        fprintf(stderr,
+                "tessera bench: unknown benchmark \"%s\" (aggregate, costs, ckks, boot, decode)\n",
                 argv[1]);
         return TS_EXIT_USAGE;
     }

@@ -22,7 +22,7 @@
     X(decrypt, "decrypt a ciphertext file into a vector")                                          \
     X(aggregate, "one round of encrypted weighted averaging (seed 002, Algorithm 1)")              \
     X(bench,                                                                                       \
-      "benchmarks: `bench ckks`, `bench boot`, `bench aggregate`, `bench costs` (cost table)")     \
+      "benchmarks: `bench ckks`, `bench boot`, `bench decode`, `bench aggregate`, `bench costs`")  \
     X(params, "list parameter presets (security, sizes); suggest primes for aggregation")          \
     X(run, "generate text with a model in plaintext (the reference the encrypted path matches)")   \
     X(simulate, "plaintext decode with simulated encryption error, per layer and on the logits")   \

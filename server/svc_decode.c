@@ -362,9 +362,12 @@ ts_status_t ts_dec_policy_check(const char *policy, char *why, size_t why_size)
     if (!policy || !policy[0] || strcmp(policy, "ckks") == 0)
         return TS_OK;
     if (strcmp(policy, "hybrid") == 0 || strcmp(policy, "tfhe") == 0) {
+        /* The engine evaluates hybrid and tfhe given the client's CKKS-TFHE conversion
+         * keys (ts_llm_enc_session_set_tfhe), but those keys cannot be serialized yet
+         * (core/convert), so no client can hand them to the daemon. */
         snprintf(why, why_size,
-                 "policy %s is not implemented yet by the encrypted decode engine (available: "
-                 "ckks)",
+                 "policy %s is not implemented yet by the decode service (it needs the client's "
+                 "CKKS-TFHE conversion keys, which cannot be sent yet); available: ckks",
                  policy);
         return TS_ENOIMPL;
     }

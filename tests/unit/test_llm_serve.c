@@ -6,7 +6,8 @@
  * configs/approx/tiny-test.yaml) from one-hot inputs against ts_llm_forward;
  * the sanitized logits: fixed level 0 and scale Delta, still within the stated
  * error bound of the unsanitized ones, and re-randomized (two sanitizations of
- * the same ciphertext differ).
+ * the same ciphertext differ); `tessera bench decode --quick` reports every
+ * field and the plaintext argmax at every position.
  */
 #include <math.h>
 #include <stdio.h>
@@ -250,12 +251,56 @@ START_TEST(test_tiny_decode_sanitized)
 }
 END_TEST
 
+/* `tessera bench decode --quick`: the JSON report has every field, and the
+ * encrypted argmax equals the plaintext one at every position. */
+START_TEST(test_bench_decode_quick)
+{
+    char dir[256], cmd[1200], path[300];
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/tessera-bd-XXXXXX", base && *base ? base : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/decode.json", dir);
+    snprintf(cmd, sizeof cmd, "%s/tessera bench decode --quick --json %s >/dev/null 2>&1",
+             ts_test_build_dir(), path);
+    ck_assert_int_eq(system(cmd), 0);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    static const char *keys[] = {"\"benchmark\": \"decode\"",
+                                 "\"machine\"",
+                                 "\"threads\"",
+                                 "\"mean_ms_per_token\"",
+                                 "\"stages_ms\"",
+                                 "\"embed\"",
+                                 "\"sanitize\"",
+                                 "\"precision_bits\""};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_msg(strstr(buf, keys[i]), "no %s in the report", keys[i]);
+    int positions = 0;
+    for (const char *p = strstr(buf, "\"argmax_enc\": "); p;
+         p = strstr(p + 1, "\"argmax_enc\": ")) {
+        int a = atoi(p + 14);
+        const char *q = strstr(p, "\"argmax_plain\": ");
+        ck_assert_ptr_nonnull(q);
+        ck_assert_int_eq(a, atoi(q + 16));
+        positions++;
+    }
+    ck_assert_int_eq(positions, 2);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 TS_TEST_SUITE(llm_serve)
 {
     Suite *s = suite_create("llm_serve");
     TCase *tc = ts_tcase("serve", 0);
     tcase_add_test(tc, test_embed_onehot_aidreams);
     tcase_add_test(tc, test_tiny_decode_sanitized);
+    tcase_add_test(tc, test_bench_decode_quick);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,342 @@
+/*
+ * Encrypted decode benchmark (JSON): per-position latency of the private
+ * decode path as the daemon runs it (one-hot embedding, ts_llm_enc_step,
+ * sanitization) and its breakdown by stage (embed, matvec, attention,
+ * nonlinear, bootstrap, convert, other, sanitize), bootstraps, and the logits'
+ * error against the float reference (max abs error, bits below max |logit|,
+ * argmax agreement). In process, without the network (the wire adds one
+ * ciphertext each way; see tests/unit/test_net_decode.c).
+ *
+ * Cases: tiny (the synthetic model of tests/unit/llm_tiny.h at test-llm-tiny,
+ * no bootstrapping; --quick: 2 positions, else 8) and, unless --quick,
+ * aidreams260K at test-boot-n12 with bootstrapping for --aidreams-positions
+ * positions (default 1; about 200 s each on a loaded 2-core machine).
+ *
+ * `tessera bench decode` (client/cmd_bench.c) and build/bench/bench_decode
+ * (tests/bench/bench_decode.c) both run ts_bench_decode below.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/client.h"
+#include "core/llm/llm.h"
+#include "tests/unit/llm_tiny.h"
+
+#define NSTAGE 8
+
+static const char *stage_names[NSTAGE] = {"embed",     "matvec",  "attention", "nonlinear",
+                                          "bootstrap", "convert", "other",     "sanitize"};
+
+typedef struct {
+    int pos, token;
+    double ms, st[NSTAGE];
+    uint64_t boots;
+    double err, bits;
+    int am_enc, am_ref;
+} pos_t;
+
+typedef struct {
+    char model[64], params[64];
+    bool boot;
+    int n;
+    pos_t p[64];
+    double keygen_ms, key_mib;
+    int lambda;
+    double err_bound;
+    ts_status_t st;
+} case_t;
+
+static double ms_since(uint64_t t0)
+{
+    return (double)(ts_now_ns() - t0) / 1e6;
+}
+
+#define TRY(x)                                                                                     \
+    do {                                                                                           \
+        if ((st = (x)) != TS_OK) {                                                                 \
+            fprintf(stderr, "bench decode: %s: %s\n", #x, ts_status_name(st));                     \
+            goto out;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+static ts_status_t run_case(case_t *k, const char *model_path, const char *approx,
+                            const int *tokens, int n)
+{
+    ts_status_t st = TS_OK;
+    ts_llm_model_t *m = NULL;
+    ts_ckks_params_t *p = NULL;
+    ts_prng_t *prng = NULL;
+    ts_ckks_secret_key_t *sk = NULL;
+    ts_ckks_public_key_t *pk = NULL;
+    ts_ckks_evalkeys_t *ek = NULL;
+    ts_boot_t *boot = NULL;
+    ts_llm_enc_t *enc = NULL;
+    ts_ckks_evaluator_t *ev = NULL;
+    ts_ckks_encoder_t *ecd = NULL;
+    ts_llm_enc_session_t *s = NULL;
+    ts_llm_state_t *ref = NULL;
+    ts_ckks_ciphertext_t *x = NULL, *y = NULL, *lg = NULL;
+    int64_t *steps = NULL;
+    float *logits = NULL;
+    char path[600];
+    TRY(ts_llm_model_load(model_path, &m, NULL, 0));
+    snprintf(path, sizeof path, "configs/params/%s.yaml", k->params);
+    TRY(ts_ckks_params_load_file(path, true, &p, NULL));
+    ts_llm_enc_config_t cfg;
+    ts_llm_enc_config_default(&cfg);
+    if (approx) {
+        ts_llm_sim_config_t sim;
+        char err[256] = "";
+        ts_llm_enc_config_to_sim(&cfg, &sim);
+        TRY(ts_llm_sim_config_load(approx, &sim, err, sizeof err));
+        cfg.softmax_k = sim.softmax_k;
+        cfg.exp = sim.prim[TS_NL_FN_EXP];
+        cfg.recip = sim.prim[TS_NL_FN_RECIP];
+        cfg.rsqrt = sim.prim[TS_NL_FN_RSQRT];
+        cfg.silu = sim.prim[TS_NL_FN_SILU];
+    }
+    uint64_t t0 = ts_now_ns();
+    TRY(ts_prng_new_os(&prng));
+    TRY(ts_ckks_keygen_secret(p, prng, &sk));
+    TRY(ts_ckks_keygen_public(sk, prng, &pk));
+    TRY(ts_ckks_evalkeys_new(p, &ek));
+    TRY(ts_ckks_evalkeys_gen_relin(ek, sk, prng));
+    if (k->boot) {
+        ts_boot_config_t bc;
+        TRY(ts_boot_config_default(p, &bc));
+        TRY(ts_boot_keygen(p, &bc, ek, sk, prng));
+        TRY(ts_boot_new(p, &bc, &boot));
+    }
+    TRY(ts_llm_enc_new(m, p, &cfg, boot, &enc));
+    size_t ns = 0;
+    TRY(ts_llm_enc_rotation_steps(enc, NULL, &ns));
+    steps = calloc(ns ? ns : 1, sizeof *steps);
+    if (!steps) {
+        st = TS_ENOMEM;
+        goto out;
+    }
+    TRY(ts_llm_enc_rotation_steps(enc, steps, &ns));
+    TRY(ts_ckks_evalkeys_gen_rotations(ek, sk, steps, ns, prng));
+    k->keygen_ms = ms_since(t0);
+    {
+        uint8_t *b = NULL;
+        size_t n1 = 0, n2 = 0;
+        if (ts_ckks_galois_keys_serialize(ek, 0, &b, &n1) == TS_OK)
+            ts_free(b);
+        b = NULL;
+        if (ts_ckks_relin_key_serialize(ek, 0, &b, &n2) == TS_OK)
+            ts_free(b);
+        k->key_mib = (double)(n1 + n2) / 1048576.0;
+    }
+    TRY(ts_ckks_evaluator_new(p, ek, &ev));
+    TRY(ts_ckks_encoder_new(p, &ecd));
+    TRY(ts_llm_enc_session_new(enc, ev, &s));
+    TRY(ts_llm_state_new(m, &ref));
+    TRY(ts_ckks_ciphertext_new(p, 0, &x));
+    TRY(ts_ckks_ciphertext_new(p, 0, &y));
+    TRY(ts_ckks_ciphertext_new(p, 0, &lg));
+    int V = ts_llm_model_config(m)->vocab_size;
+    logits = calloc((size_t)V, sizeof *logits);
+    if (!logits) {
+        st = TS_ENOMEM;
+        goto out;
+    }
+    ts_llm_sanitize_info_t info;
+    TRY(ts_llm_sanitize_plan(p, 0, k->lambda, &info));
+    k->err_bound = info.err_bound;
+    for (int pos = 0; pos < n; pos++) {
+        pos_t *q = &k->p[pos];
+        q->pos = pos;
+        q->token = tokens[pos];
+        ts_llm_enc_stats_t a, b, c;
+        TRY(ts_llm_enc_encrypt_onehot(enc, ecd, sk, prng, tokens[pos], x));
+        uint64_t t1 = ts_now_ns();
+        ts_llm_enc_session_stats(s, &a);
+        TRY(ts_llm_enc_embed(s, x, y));
+        ts_llm_enc_session_stats(s, &b);
+        q->st[0] = ms_since(t1);
+        TRY(ts_llm_enc_step(s, y, pos, lg));
+        ts_llm_enc_session_stats(s, &c);
+        uint64_t t2 = ts_now_ns();
+        TRY(ts_llm_sanitize(ev, pk, 0, k->lambda, prng, lg, NULL));
+        q->st[7] = ms_since(t2);
+        q->ms = ms_since(t1);
+        for (int i = 0; i < TS_LLM_STAGE_COUNT && i + 1 < NSTAGE - 1; i++) {
+            double d = c.seconds[i] - b.seconds[i];
+            q->st[i + 1] = d > 0 ? d * 1e3 : 0.0;
+        }
+        q->boots = c.bootstraps - a.bootstraps;
+        TRY(ts_llm_enc_decrypt_vec(ecd, sk, lg, logits, V));
+        const float *rl = NULL;
+        TRY(ts_llm_forward(m, ref, tokens[pos], pos, &rl));
+        double mx = 0, ra = 0;
+        for (int i = 0; i < V; i++) {
+            mx = fmax(mx, fabs((double)logits[i] - rl[i]));
+            ra = fmax(ra, fabs((double)rl[i]));
+        }
+        q->err = mx;
+        q->bits = mx > 0 ? log2(ra / mx) : 99.0;
+        q->am_enc = ts_llm_argmax(logits, V);
+        q->am_ref = ts_llm_argmax(rl, V);
+        k->n = pos + 1;
+        fprintf(stderr, "bench decode: %s pos %d: %.1f ms, err %.2e, argmax %d/%d\n", k->model, pos,
+                q->ms, mx, q->am_enc, q->am_ref);
+    }
+out:
+    k->st = st;
+    free(logits);
+    free(steps);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(y);
+    ts_ckks_ciphertext_free(lg);
+    ts_llm_state_free(ref);
+    ts_llm_enc_session_free(s);
+    ts_llm_enc_free(enc);
+    ts_boot_free(boot);
+    ts_ckks_encoder_free(ecd);
+    ts_ckks_evaluator_free(ev);
+    ts_ckks_evalkeys_free(ek);
+    ts_ckks_public_key_free(pk);
+    ts_ckks_secret_key_free(sk);
+    ts_prng_free(prng);
+    ts_ckks_params_free(p);
+    ts_llm_model_free(m);
+    return st;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tessera bench decode [--json PATH] [--quick] [--aidreams-positions N]\n\n"
+               "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
+               "sanitized logits) and its breakdown by stage, in process on this machine: the\n"
+               "tiny synthetic model at test-llm-tiny (8 positions; --quick: 2) and, unless\n"
+               "--quick, aidreams260K at test-boot-n12 with bootstrapping (N positions, default\n"
+               "1; minutes each on a small CPU). Insecure test presets: the numbers show where\n"
+               "time goes, not production latency. A table on stdout; --json the report\n"
+               "(machine, threads, parameters, per-position results).\n");
+}
+
+static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
+{
+    char cpu[256];
+    ts_bench_cpu_model(cpu, sizeof cpu);
+    const char *thr = getenv("TS_THREADS");
+    fprintf(f, "{\n  \"benchmark\": \"decode\",\n  \"machine\": {\"cpu\": ");
+    ts_cli_json_str(f, cpu);
+    fprintf(f, ", \"cores\": %ld},\n  \"threads\": ", sysconf(_SC_NPROCESSORS_ONLN));
+    ts_cli_json_str(f, thr && *thr ? thr : "default");
+    fprintf(f, ",\n  \"quick\": %s,\n  \"policy\": \"ckks\",\n  \"cases\": [\n",
+            quick ? "true" : "false");
+    for (int c = 0; c < nc; c++) {
+        const case_t *k = &cs[c];
+        double mean = 0;
+        for (int i = 0; i < k->n; i++)
+            mean += k->p[i].ms;
+        mean = k->n ? mean / k->n : 0;
+        fprintf(f,
+                "    {\"model\": \"%s\", \"params\": \"%s\", \"bootstrap\": %s, \"status\": "
+                "\"%s\", \"keygen_ms\": %.1f, \"eval_key_mib\": %.2f, \"sanitize_lambda\": %d, "
+                "\"flood_err_bound\": %.3g, \"mean_ms_per_token\": %.1f,\n      \"positions\": [",
+                k->model, k->params, k->boot ? "true" : "false", ts_status_name(k->st),
+                k->keygen_ms, k->key_mib, k->lambda, k->err_bound, mean);
+        for (int i = 0; i < k->n; i++) {
+            const pos_t *q = &k->p[i];
+            fprintf(f,
+                    "%s\n        {\"pos\": %d, \"token\": %d, \"ms\": %.1f, \"bootstraps\": %llu, "
+                    "\"logits_max_abs_err\": %.3g, \"precision_bits\": %.2f, \"argmax_enc\": %d, "
+                    "\"argmax_plain\": %d, \"stages_ms\": {",
+                    i ? "," : "", q->pos, q->token, q->ms, (unsigned long long)q->boots, q->err,
+                    q->bits, q->am_enc, q->am_ref);
+            for (int j = 0; j < NSTAGE; j++)
+                fprintf(f, "%s\"%s\": %.1f", j ? ", " : "", stage_names[j], q->st[j]);
+            fprintf(f, "}}");
+        }
+        fprintf(f, "\n      ]}%s\n", c + 1 < nc ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+}
+
+int ts_bench_decode(int argc, char **argv)
+{
+    const char *json = NULL;
+    bool quick = false;
+    int aid_pos = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json") && i + 1 < argc) {
+            json = argv[++i];
+        } else if (!strcmp(argv[i], "--quick")) {
+            quick = true;
+        } else if (!strcmp(argv[i], "--aidreams-positions") && i + 1 < argc) {
+            aid_pos = atoi(argv[++i]);
+            if (aid_pos < 0 || aid_pos > 7) {
+                fprintf(stderr, "bench decode: --aidreams-positions is 0..7\n");
+                return TS_EXIT_USAGE;
+            }
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return TS_EXIT_OK;
+        } else {
+            usage(stderr);
+            return TS_EXIT_USAGE;
+        }
+    }
+    case_t cs[2];
+    memset(cs, 0, sizeof cs);
+    int nc = 0;
+    /* tiny */
+    char dir[256], model[300];
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/tessera-bench-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "bench decode: cannot make a temporary directory\n");
+        return TS_EXIT_LOCAL;
+    }
+    snprintf(model, sizeof model, "%s/tiny.bin", dir);
+    if (tiny_model_write(model) != 0) {
+        fprintf(stderr, "bench decode: cannot write %s\n", model);
+        return TS_EXIT_LOCAL;
+    }
+    static const int tiny_toks[8] = {1, 3, 4, 5, 10, 11, 6, 7};
+    case_t *k = &cs[nc++];
+    snprintf(k->model, sizeof k->model, "tiny");
+    snprintf(k->params, sizeof k->params, "test-llm-tiny");
+    k->lambda = 20;
+    run_case(k, model, "configs/approx/tiny-test.yaml", tiny_toks, quick ? 2 : 8);
+    unlink(model);
+    rmdir(dir);
+    if (!quick && aid_pos > 0) {
+        static const int aid_toks[7] = {1, 303, 281, 269, 435, 447, 275};
+        k = &cs[nc++];
+        snprintf(k->model, sizeof k->model, "aidreams260K");
+        snprintf(k->params, sizeof k->params, "test-boot-n12");
+        k->boot = true;
+        k->lambda = 20;
+        run_case(k, "models/aidreams260K.bin", NULL, aid_toks, aid_pos);
+    }
+    printf("%-14s %-14s %4s %10s %9s %9s %9s %9s %9s %9s %8s\n", "model", "params", "pos", "ms",
+           "embed", "matvec", "attention", "nonlinear", "bootstrap", "sanitize", "bits");
+    for (int c = 0; c < nc; c++)
+        for (int i = 0; i < cs[c].n; i++) {
+            const pos_t *q = &cs[c].p[i];
+            printf("%-14s %-14s %4d %10.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %8.2f\n",
+                   cs[c].model, cs[c].params, q->pos, q->ms, q->st[0], q->st[1], q->st[2], q->st[3],
+                   q->st[4], q->st[7], q->bits);
+        }
+    if (json) {
+        FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
+        if (!f) {
+            fprintf(stderr, "bench decode: cannot write %s\n", json);
+            return TS_EXIT_LOCAL;
+        }
+        print_json(f, cs, nc, quick);
+        if (f != stdout)
+            fclose(f);
+    }
+    for (int c = 0; c < nc; c++)
+        if (cs[c].st != TS_OK)
+            return TS_EXIT_FAIL;
+    return TS_EXIT_OK;
+}
