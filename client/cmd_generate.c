@@ -33,6 +33,9 @@ static void usage(FILE *f)
             "      --policy P          ckks | hybrid | tfhe (default ckks; the others are\n"
             "                          refused until the engine implements them)\n"
             "      --tokenizer PATH    tokenizer (default models/tok512.bin)\n"
+            "  -k, --keys DIR          use the secret key of DIR (tessera keygen, same preset as\n"
+            "                          the model) instead of a fresh one; evaluation keys are\n"
+            "                          derived from it with fresh randomness\n"
             "      --params-dir D      preset folder (default configs/params)\n"
             "      --insecure-params   allow presets marked insecure (tests only)\n"
             "      --json              one JSON object per position on stdout: pos, id, text,\n"
@@ -65,14 +68,35 @@ typedef struct gen {
     ts_prng_t *prng;
 } gen_t;
 
-/* Make and upload the keys; shas[0..3) get their hashes. */
-static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, uint8_t shas[3][32])
+/* Make (or load) and upload the keys; shas[0..3) get their hashes. */
+static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const char *keys_dir, const char *pdir,
+                     bool insecure, uint8_t shas[3][32])
 {
-    ts_status_t st;
+    ts_status_t st = TS_OK;
     uint64_t t0 = ts_now_ns();
-    if ((st = ts_ckks_keygen_secret(g->p, g->prng, &g->sk)) != TS_OK ||
-        (st = ts_ckks_keygen_public(g->sk, g->prng, &g->pk)) != TS_OK ||
-        (st = ts_ckks_evalkeys_new(g->p, &g->ek)) != TS_OK ||
+    if (keys_dir) {
+        ts_cli_keys_t keys;
+        char err[600] = "";
+        st = ts_cli_keys_load(keys_dir, pdir, insecure, &keys, err, sizeof err);
+        if (st != TS_OK) {
+            fprintf(stderr, "%s: keys %s: %s\n", g->prog, keys_dir, err[0] ? err : ts_strerror(st));
+            return TS_EXIT_LOCAL;
+        }
+        if (memcmp(keys.params_id, g->pid, TS_SHA256_BYTES) != 0) {
+            fprintf(stderr, "%s: the keys of %s are for preset %s; model %s needs %s\n", g->prog,
+                    keys_dir, keys.params_name, mi->model, mi->param_id);
+            ts_cli_keys_clear(&keys);
+            return TS_EXIT_LOCAL;
+        }
+        g->sk = keys.sk;
+        g->pk = keys.pk;
+        keys.sk = NULL;
+        keys.pk = NULL;
+        ts_cli_keys_clear(&keys);
+    } else if ((st = ts_ckks_keygen_secret(g->p, g->prng, &g->sk)) == TS_OK) {
+        st = ts_ckks_keygen_public(g->sk, g->prng, &g->pk);
+    }
+    if (st != TS_OK || (st = ts_ckks_evalkeys_new(g->p, &g->ek)) != TS_OK ||
         (st = ts_ckks_evalkeys_gen_relin(g->ek, g->sk, g->prng)) != TS_OK ||
         (st = ts_ckks_evalkeys_gen_rotations(g->ek, g->sk, mi->rotation_steps, mi->n_rotation_steps,
                                              g->prng)) != TS_OK) {
@@ -141,8 +165,10 @@ int ts_cmd_generate(int argc, char **argv)
                                          {"tokenizer", required_argument, NULL, 'T'},
                                          {"params-dir", required_argument, NULL, 'D'},
                                          {"insecure-params", no_argument, NULL, 'I'},
+                                         {"keys", required_argument, NULL, 'k'},
                                          {NULL, 0, NULL, 0}};
     const char *prog = "tessera generate";
+    const char *keys_dir = NULL;
     ts_cli_conn_t cc;
     ts_cli_conn_init(&cc);
     const char *model = "", *prompt = NULL, *policy = "ckks", *tok_path = "models/tok512.bin";
@@ -153,7 +179,7 @@ int ts_cmd_generate(int argc, char **argv)
     bool insecure = false;
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, TS_CLI_CONN_SHORTOPTS "m:p:n:t:", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, TS_CLI_CONN_SHORTOPTS "m:p:n:t:k:", opts, NULL)) != -1) {
         int r = ts_cli_conn_opt(&cc, ch, optarg, prog);
         if (r < 0)
             return TS_EXIT_USAGE;
@@ -213,6 +239,9 @@ int ts_cmd_generate(int argc, char **argv)
             break;
         case 'I':
             insecure = true;
+            break;
+        case 'k':
+            keys_dir = optarg;
             break;
         default:
             usage(stderr);
@@ -307,7 +336,7 @@ int ts_cmd_generate(int argc, char **argv)
     }
     /* 3. keys and session */
     uint8_t shas[3][32];
-    if ((rc = make_keys(&g, mi, shas)) != TS_EXIT_OK)
+    if ((rc = make_keys(&g, mi, keys_dir, pdir, insecure, shas)) != TS_EXIT_OK)
         goto out;
     rc = TS_EXIT_LOCAL;
     Tessera__SessionOpen so = TESSERA__SESSION_OPEN__INIT;
