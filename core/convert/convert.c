@@ -8,6 +8,7 @@
 #include "core/math/math.h"
 #include "core/ring/ring.h"
 #include "core/rlwe/rlwe.h"
+#include "core/serial/serial.h"
 
 struct ts_convert {
     ts_ckks_params_t *ckks;
@@ -80,11 +81,11 @@ static size_t ksk_bytes(const ts_rlwe_ksk_t *k)
            ts_ring_n(k->ring) * 8;
 }
 
-ts_status_t ts_convert_keygen(ts_ckks_params_t *ckks, const ts_ckks_secret_key_t *sk,
-                              const ts_tfhe_params_lit_t *tlit, ts_prng_t *prng, ts_convert_t **out)
+/* The parts of a ts_convert_t every copy has: rings, TFHE parameters, key-switch
+ * work objects and scratch (no keys). */
+static ts_status_t cv_alloc(ts_ckks_params_t *ckks, const ts_tfhe_params_lit_t *tlit,
+                            ts_convert_t **out)
 {
-    if (!ckks || !sk || !tlit || !prng || !out)
-        return TS_EINVAL;
     *out = NULL;
     int log_n = ts_ckks_params_log_n(ckks);
     if (tlit->log_n_br < 4 || (int)tlit->log_n_br > log_n)
@@ -93,10 +94,6 @@ ts_status_t ts_convert_keygen(ts_ckks_params_t *ckks, const ts_ckks_secret_key_t
     if (np == 0)
         return TS_EPARAMS;
     ts_status_t st = TS_ENOMEM;
-    int8_t *sc = NULL, *sbig = NULL;
-    int32_t *s32 = NULL;
-    int64_t *tmp = NULL;
-    ts_rlwe_sk_t *sk_br = NULL, *sk_sub = NULL;
     ts_convert_t *cv = ts_calloc(1, sizeof(*cv));
     if (!cv)
         return TS_ENOMEM;
@@ -130,6 +127,51 @@ ts_status_t ts_convert_keygen(ts_ckks_params_t *ckks, const ts_ckks_secret_key_t
         if ((st = ts_tfhe_params_new(&l, &cv->tp)) != TS_OK)
             goto fail;
     }
+    uint32_t dnum = (uint32_t)ts_ckks_params_dnum(ckks);
+    if ((st = ts_rlwe_ks_new(cv->big, dnum, &cv->ks_big)) != TS_OK ||
+        (st = ts_rlwe_ks_new(cv->small, 1, &cv->ks_small)) != TS_OK)
+        goto fail;
+    st = TS_ENOMEM;
+    cv->gal = ts_calloc(cv->log_n_br, sizeof(*cv->gal));
+    cv->host = ts_malloc((size_t)cv->n * 8);
+    if (!cv->gal || !cv->host)
+        goto fail;
+    if ((st = poly1(cv->big, &cv->b0)) != TS_OK || (st = poly1(cv->big, &cv->b1)) != TS_OK ||
+        (st = poly1(cv->big, &cv->bu0)) != TS_OK || (st = poly1(cv->big, &cv->bu1)) != TS_OK ||
+        (st = poly1(cv->small, &cv->s0)) != TS_OK || (st = poly1(cv->small, &cv->s1)) != TS_OK ||
+        (st = poly1(cv->small, &cv->su0)) != TS_OK || (st = poly1(cv->small, &cv->su1)) != TS_OK ||
+        (st = poly1(cv->small, &cv->sr0)) != TS_OK || (st = poly1(cv->small, &cv->sr1)) != TS_OK ||
+        (st = ts_tfhe_rlwe_new(cv->tp, &cv->tmp)) != TS_OK ||
+        (st = ts_tfhe_rlwe_new(cv->tp, &cv->acc)) != TS_OK)
+        goto fail;
+    *out = cv;
+    return TS_OK;
+fail:
+    ts_convert_free(cv);
+    return st;
+}
+
+static void count_key_bytes(ts_convert_t *cv)
+{
+    cv->key_bytes = ksk_bytes(cv->ksk_down) + ksk_bytes(cv->ksk_up) + ts_tfhe_evalkey_bytes(cv->ek);
+    for (uint32_t k = 0; k < cv->log_n_br; k++)
+        cv->key_bytes += ksk_bytes(cv->gal[k]);
+}
+
+ts_status_t ts_convert_keygen(ts_ckks_params_t *ckks, const ts_ckks_secret_key_t *sk,
+                              const ts_tfhe_params_lit_t *tlit, ts_prng_t *prng, ts_convert_t **out)
+{
+    if (!ckks || !sk || !tlit || !prng || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    ts_convert_t *cv = NULL;
+    ts_status_t st = cv_alloc(ckks, tlit, &cv);
+    if (st != TS_OK)
+        return st;
+    int8_t *sc = NULL, *sbig = NULL;
+    int32_t *s32 = NULL;
+    int64_t *tmp = NULL;
+    ts_rlwe_sk_t *sk_br = NULL, *sk_sub = NULL;
     /* s_br: ternary */
     st = TS_ENOMEM;
     sc = ts_calloc(cv->n_br, 1);
@@ -161,35 +203,14 @@ ts_status_t ts_convert_keygen(ts_ckks_params_t *ckks, const ts_ckks_secret_key_t
     const ts_rlwe_sk_t *s = ts_ckks_secret_key_rlwe(sk);
     uint32_t dnum = (uint32_t)ts_ckks_params_dnum(ckks);
     if ((st = ts_rlwe_ksk_new(sk_sub, s->s, dnum, prng, &cv->ksk_down)) != TS_OK ||
-        (st = ts_rlwe_ksk_new(s, sk_sub->s, dnum, prng, &cv->ksk_up)) != TS_OK ||
-        (st = ts_rlwe_ks_new(cv->big, dnum, &cv->ks_big)) != TS_OK ||
-        (st = ts_rlwe_ks_new(cv->small, 1, &cv->ks_small)) != TS_OK)
+        (st = ts_rlwe_ksk_new(s, sk_sub->s, dnum, prng, &cv->ksk_up)) != TS_OK)
         goto fail;
-    cv->key_bytes = ksk_bytes(cv->ksk_down) + ksk_bytes(cv->ksk_up) + ts_tfhe_evalkey_bytes(cv->ek);
     /* Galois keys of the trace */
-    st = TS_ENOMEM;
-    cv->gal = ts_calloc(cv->log_n_br, sizeof(*cv->gal));
-    if (!cv->gal)
-        goto fail;
-    for (uint32_t k = 1; k <= cv->log_n_br; k++) {
+    for (uint32_t k = 1; k <= cv->log_n_br; k++)
         if ((st = ts_rlwe_galois_key_new(sk_br, (1ull << k) + 1, 1, prng, &cv->gal[k - 1])) !=
             TS_OK)
             goto fail;
-        cv->key_bytes += ksk_bytes(cv->gal[k - 1]);
-    }
-    /* scratch */
-    st = TS_ENOMEM;
-    cv->host = ts_malloc((size_t)cv->n * 8);
-    if (!cv->host)
-        goto fail;
-    if ((st = poly1(cv->big, &cv->b0)) != TS_OK || (st = poly1(cv->big, &cv->b1)) != TS_OK ||
-        (st = poly1(cv->big, &cv->bu0)) != TS_OK || (st = poly1(cv->big, &cv->bu1)) != TS_OK ||
-        (st = poly1(cv->small, &cv->s0)) != TS_OK || (st = poly1(cv->small, &cv->s1)) != TS_OK ||
-        (st = poly1(cv->small, &cv->su0)) != TS_OK || (st = poly1(cv->small, &cv->su1)) != TS_OK ||
-        (st = poly1(cv->small, &cv->sr0)) != TS_OK || (st = poly1(cv->small, &cv->sr1)) != TS_OK ||
-        (st = ts_tfhe_rlwe_new(cv->tp, &cv->tmp)) != TS_OK ||
-        (st = ts_tfhe_rlwe_new(cv->tp, &cv->acc)) != TS_OK)
-        goto fail;
+    count_key_bytes(cv);
     st = TS_OK;
     *out = cv;
     cv = NULL;
@@ -568,4 +589,213 @@ ts_status_t ts_convert_merge(ts_convert_t *cv, const ts_boot_t *bt, ts_ckks_eval
     if (!bt)
         return TS_OK;
     return ts_convert_mod_recover(bt, ev, out, level, out);
+}
+
+/* ------------------------------------------------------- serialization */
+
+/*
+ * Payload of TS_OBJ_RING_SWITCH_KEY (version 1):
+ *   u32 version, u32 log_n_br, u32 dnum
+ *   ksk_down, ksk_up: u64 galois (0), u32 dnum, seed, then the b part of
+ *     digit 0 at the limbs RingSwitch uses (q_0 and the P primes), packed
+ *   u32 log_n_br Galois keys: u64 element 2^k + 1, u32 dnum (1), seed, b
+ *     (all 1 + #P limbs), packed
+ *   u64 length + the TFHE evaluation key's own envelope (seeded)
+ * Every a part is regenerated from its seed (stream j + 1, as
+ * ts_rlwe_ksk_new draws it).
+ */
+#define CV_KEYS_VERSION 1u
+
+static ts_status_t cv_param_id(const ts_convert_t *cv, uint8_t id[TS_SHA256_BYTES])
+{
+    uint8_t both[2 * TS_SHA256_BYTES];
+    ts_ckks_params_serial_id(cv->ckks, both);
+    ts_status_t st = ts_tfhe_params_id(cv->tp, both + TS_SHA256_BYTES);
+    if (st != TS_OK)
+        return st;
+    return ts_sha256(both, sizeof(both), id);
+}
+
+/* The limbs written for a key: all, or (level0) limb 0 and the P limbs of digit 0. */
+static bool limb_kept(const ts_rlwe_ksk_t *k, bool level0, uint32_t j, uint32_t l)
+{
+    uint32_t nq = ts_ring_q_count(k->ring);
+    return !level0 || (j == 0 && (l == 0 || l >= nq));
+}
+
+static void put_key(ts_writer_t *w, const ts_rlwe_ksk_t *k, bool level0)
+{
+    uint32_t nq = ts_ring_q_count(k->ring), np = ts_ring_p_count(k->ring), n = ts_ring_n(k->ring);
+    size_t pw = (size_t)(nq + np) * n;
+    ts_put_u64(w, k->galois);
+    ts_put_u32(w, k->dnum);
+    ts_put_bytes(w, k->seed, TS_SEED_BYTES);
+    for (uint32_t j = 0; j < k->dnum; j++)
+        for (uint32_t l = 0; l < nq + np; l++)
+            if (limb_kept(k, level0, j, l))
+                ts_put_packed(w, k->data + 2 * j * pw + (size_t)l * n, n,
+                              ts_serial_width(ts_ring_modulus(k->ring, l)->q));
+}
+
+/* Read a key of ring r with `dnum` digits and Galois element `galois`. */
+static ts_status_t get_key(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum, uint64_t galois,
+                           bool level0, ts_rlwe_ksk_t **out)
+{
+    *out = NULL;
+    uint64_t el = ts_get_u64(r);
+    uint32_t d = ts_get_u32(r);
+    uint8_t seed[TS_SEED_BYTES];
+    ts_get_bytes(r, seed, TS_SEED_BYTES);
+    if (r->err != TS_OK)
+        return r->err;
+    if (el != galois || d != dnum)
+        return TS_EFORMAT;
+    uint32_t alpha, nq = ts_ring_q_count(ring), np = ts_ring_p_count(ring), n = ts_ring_n(ring);
+    if (ts_rlwe_ksk_shape(ring, dnum, &alpha) != TS_OK)
+        return TS_EFORMAT;
+    /* the exact size of what follows is known: check before allocating */
+    size_t need = 0;
+    for (uint32_t l = 0; l < nq + np; l++) {
+        size_t b;
+        if (!ts_serial_packed_bytes(n, ts_serial_width(ts_ring_modulus(ring, l)->q), &b))
+            return TS_EFORMAT;
+        need += (level0 ? (l == 0 || l >= nq) : dnum) * b;
+    }
+    if (ts_reader_left(r) < need)
+        return TS_EFORMAT;
+    ts_rlwe_ksk_t *k = ts_calloc(1, sizeof(*k));
+    if (!k)
+        return TS_ENOMEM;
+    k->refs = 1;
+    k->dnum = dnum;
+    k->alpha = alpha;
+    k->galois = galois;
+    memcpy(k->seed, seed, TS_SEED_BYTES);
+    k->ring = ts_ring_ref(ring);
+    size_t pw = (size_t)(nq + np) * n;
+    ts_status_t st =
+        ts_backend_alloc(ts_ring_backend(ring), 2 * (size_t)dnum * pw * 8, (void **)&k->data);
+    if (st == TS_OK)
+        memset(k->data, 0, 2 * (size_t)dnum * pw * 8);
+    for (uint32_t j = 0; j < dnum && st == TS_OK; j++) {
+        for (uint32_t l = 0; l < nq + np && r->err == TS_OK; l++) {
+            uint64_t q = ts_ring_modulus(ring, l)->q;
+            if (limb_kept(k, level0, j, l))
+                ts_get_packed(r, k->data + 2 * j * pw + (size_t)l * n, n, ts_serial_width(q), q);
+        }
+        st = r->err;
+        ts_poly_t a = {.ring = ring,
+                       .data = k->data + (2 * j + 1) * pw,
+                       .nq = nq,
+                       .np = np,
+                       .cap_limbs = nq + np,
+                       .is_ntt = true};
+        if (st == TS_OK)
+            st = ts_rlwe_expand_a(seed, j + 1, &a);
+    }
+    if (st != TS_OK) {
+        ts_rlwe_ksk_free(k);
+        return st;
+    }
+    *out = k;
+    return TS_OK;
+}
+
+ts_status_t ts_convert_keys_serialize(const ts_convert_t *cv, int zstd_level, uint8_t **out,
+                                      size_t *size)
+{
+    if (!cv || !out || !size)
+        return TS_EINVAL;
+    *out = NULL;
+    *size = 0;
+    if (!cv->ksk_down || !cv->ksk_up || !cv->ek)
+        return TS_ENOKEY;
+    uint8_t id[TS_SHA256_BYTES];
+    ts_status_t st = cv_param_id(cv, id);
+    if (st != TS_OK)
+        return st;
+    uint8_t *ekb = NULL;
+    size_t eks = 0;
+    if ((st = ts_tfhe_evalkey_serialize(cv->ek, &ekb, &eks)) != TS_OK)
+        return st;
+    ts_writer_t w;
+    ts_writer_init(&w);
+    ts_put_u32(&w, CV_KEYS_VERSION);
+    ts_put_u32(&w, cv->log_n_br);
+    ts_put_u32(&w, cv->ksk_down->dnum);
+    put_key(&w, cv->ksk_down, true);
+    put_key(&w, cv->ksk_up, true);
+    for (uint32_t k = 0; k < cv->log_n_br; k++)
+        put_key(&w, cv->gal[k], false);
+    ts_put_u64(&w, eks);
+    ts_put_bytes(&w, ekb, eks);
+    ts_free(ekb);
+    st = w.err;
+    if (st == TS_OK)
+        st = ts_serial_seal(&w, TS_OBJ_RING_SWITCH_KEY, id, zstd_level, out, size);
+    ts_writer_clear(&w);
+    return st;
+}
+
+ts_status_t ts_convert_keys_deserialize(ts_ckks_params_t *ckks, const ts_tfhe_params_lit_t *tlit,
+                                        const void *data, size_t size, ts_convert_t **out)
+{
+    if (!ckks || !tlit || !data || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    ts_convert_t *cv = NULL;
+    ts_status_t st = cv_alloc(ckks, tlit, &cv);
+    if (st != TS_OK)
+        return st;
+    uint8_t id[TS_SHA256_BYTES];
+    uint8_t *payload = NULL;
+    size_t psize = 0;
+    ts_reader_t r;
+    if ((st = cv_param_id(cv, id)) != TS_OK)
+        goto fail;
+    ts_serial_header_t hdr;
+    if ((st = ts_serial_open(data, size, TS_OBJ_RING_SWITCH_KEY, id, NULL, &hdr, &payload,
+                             &psize)) != TS_OK)
+        goto fail;
+    ts_reader_init(&r, payload, psize);
+    uint32_t ver = ts_get_u32(&r), lb = ts_get_u32(&r), dnum = ts_get_u32(&r);
+    if ((st = r.err) != TS_OK)
+        goto fail;
+    if (ver != CV_KEYS_VERSION || lb != cv->log_n_br ||
+        dnum != (uint32_t)ts_ckks_params_dnum(ckks)) {
+        st = TS_EFORMAT;
+        goto fail;
+    }
+    if ((st = get_key(&r, cv->big, dnum, 0, true, &cv->ksk_down)) != TS_OK ||
+        (st = get_key(&r, cv->big, dnum, 0, true, &cv->ksk_up)) != TS_OK)
+        goto fail;
+    for (uint32_t k = 1; k <= cv->log_n_br; k++)
+        if ((st = get_key(&r, cv->small, 1, (1ull << k) + 1, false, &cv->gal[k - 1])) != TS_OK)
+            goto fail;
+    uint64_t eks = ts_get_u64(&r);
+    if ((st = r.err) != TS_OK)
+        goto fail;
+    if (eks != ts_reader_left(&r)) {
+        st = TS_EFORMAT;
+        goto fail;
+    }
+    if ((st = ts_tfhe_evalkey_deserialize(cv->tp, r.p + r.pos, (size_t)eks, &cv->ek)) != TS_OK)
+        goto fail;
+    r.pos += (size_t)eks;
+    if ((st = ts_reader_finish(&r)) != TS_OK ||
+        (st = ts_tfhe_evaluator_new(cv->tp, cv->ek, &cv->tev)) != TS_OK)
+        goto fail;
+    count_key_bytes(cv);
+    ts_free(payload);
+    *out = cv;
+    return TS_OK;
+fail:
+    ts_free(payload);
+    ts_convert_free(cv);
+    return st;
+}
+
+bool ts_convert_has_secrets(const ts_convert_t *cv)
+{
+    return cv && cv->rlwe_key && cv->small_key;
 }

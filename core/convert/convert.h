@@ -56,8 +56,8 @@
  *   - the TFHE evaluation key (bootstrapping key of the small LWE key under
  *     s_br, and the key-switching key), ts_tfhe_evalkey_bytes().
  * ts_convert_keys_bytes() reports the total. The object also keeps the
- * secrets s_br and the small LWE key (for the client and for tests); a
- * server copy would drop them (not implemented: keys are not serialized yet).
+ * secrets s_br and the small LWE key (for the client and for tests); the
+ * server's copy, made by ts_convert_keys_deserialize, has none.
  *
  * Objects: a ts_convert_t holds keys and scratch; not thread-safe.
  */
@@ -103,6 +103,33 @@ uint64_t ts_convert_q(const ts_convert_t *cv); /* Q = q_0 */
 /* Small-ring coefficient of slot j (imag: its imaginary part) for n = 2^log_slots
  * slots in ring degree 2^log_n and small degree n_br; -1 when not on the subring. */
 int64_t ts_convert_slot_coeff(int log_n, int log_slots, uint32_t n_br, size_t j, bool imag);
+
+/*
+ * The evaluation keys for a server (no secrets), as one core/serial envelope
+ * of type TS_OBJ_RING_SWITCH_KEY bound to SHA-256(CKKS parameter id || TFHE
+ * parameter id). Seeded: every a part is regenerated from a 32-byte seed;
+ * ksk_down / ksk_up carry only the b limbs RingSwitch uses (digit 0 at q_0
+ * and the P primes: both switches run at level 0), the trace's Galois keys
+ * their whole b, and the TFHE evaluation key its own seeded envelope
+ * (ts_tfhe_evalkey_serialize). zstd_level as ts_serial_seal (keys are
+ * uniform residues; 0 is right). [out] *out: ts_malloc'd.
+ * Errors: TS_EINVAL, TS_ENOKEY (a copy without keys), TS_ENOMEM.
+ */
+ts_status_t ts_convert_keys_serialize(const ts_convert_t *cv, int zstd_level, uint8_t **out,
+                                      size_t *size);
+/*
+ * [out] out: a server-side ts_convert_t for the CKKS params and TFHE literal
+ * the client used with ts_convert_keygen; no secrets (ts_convert_rlwe_key
+ * and ts_convert_lwe_key return NULL; encrypting or decrypting with them is
+ * the client's job). Everything from outside is checked before use:
+ * TS_EFORMAT (truncated, bit flips, hostile counts, residues >= q, wrong
+ * Galois elements, trailing bytes), TS_EMISMATCH (other parameters or
+ * object type), TS_ELIMIT, TS_EINVAL, TS_ENOMEM.
+ */
+ts_status_t ts_convert_keys_deserialize(ts_ckks_params_t *ckks, const ts_tfhe_params_lit_t *tlit,
+                                        const void *data, size_t size, ts_convert_t **out);
+/* True when cv holds the client secrets (made by ts_convert_keygen). */
+bool ts_convert_has_secrets(const ts_convert_t *cv);
 
 /* ------------------------------------------------------------ the steps */
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/convert/convert.h"
+#include "core/serial/serial.h"
 #include "tests/unit/ts_test.h"
 
 typedef struct {
@@ -308,6 +309,253 @@ START_TEST(test_convert_split_merge)
 }
 END_TEST
 
+/* ----------------------------------------------- conversion-key serialization */
+
+/* Words of an RLWE ciphertext equal (the server must compute bit for bit what the client does). */
+static bool rlwe_equal(const ts_tfhe_rlwe_t *a, const ts_tfhe_rlwe_t *b, uint32_t n)
+{
+    return memcmp(ts_tfhe_rlwe_poly((ts_tfhe_rlwe_t *)a, 0),
+                  ts_tfhe_rlwe_poly((ts_tfhe_rlwe_t *)b, 0), (size_t)n * 8) == 0 &&
+           memcmp(ts_tfhe_rlwe_poly((ts_tfhe_rlwe_t *)a, 1),
+                  ts_tfhe_rlwe_poly((ts_tfhe_rlwe_t *)b, 1), (size_t)n * 8) == 0;
+}
+
+static int64_t ident_fn(void *ctx, uint64_t m)
+{
+    (void)ctx;
+    return (int64_t)m;
+}
+
+/* Re-seal a modified payload under the original's type and parameter id (a valid digest). */
+static uint8_t *reseal(const uint8_t *orig, size_t on, const uint8_t *payload, size_t pn,
+                       size_t *out_n)
+{
+    ts_serial_header_t h;
+    ck_assert_ts_ok(ts_serial_peek(orig, on, &h));
+    ts_writer_t w;
+    ts_writer_init(&w);
+    ts_put_bytes(&w, payload, pn);
+    uint8_t *out = NULL;
+    ck_assert_ts_ok(ts_serial_seal(&w, h.type, h.param_id, 0, &out, out_n));
+    ts_writer_clear(&w);
+    return out;
+}
+
+/*
+ * The key set a server receives: serialized without secrets, seeded, loaded
+ * back; the server copy computes RingSwitch down and up, Trace and PBS bit
+ * for bit like the client's. Tampered inputs are refused with a status.
+ */
+START_TEST(test_convert_keys_serial)
+{
+    cfx_t f;
+    cfx_init(&f, "test-n10", 8);
+    ts_tfhe_params_lit_t lit;
+    ck_assert_ts_ok(ts_tfhe_params_preset("tfhe_test_small", &lit));
+    lit.log_n_br = 8;
+    uint8_t *b = NULL;
+    size_t n = 0;
+    ck_assert_ts_ok(ts_convert_keys_serialize(f.cv, 0, &b, &n));
+    fprintf(stderr, "convert: keys for a server: %zu bytes serialized (%zu expanded in memory)\n",
+            n, ts_convert_keys_bytes(f.cv));
+    ck_assert_uint_lt(n, ts_convert_keys_bytes(f.cv) / 2);
+    ts_convert_t *srv = NULL;
+    ck_assert_ts_ok(ts_convert_keys_deserialize(f.p, &lit, b, n, &srv));
+    ck_assert(!ts_convert_has_secrets(srv));
+    ck_assert(ts_convert_has_secrets(f.cv));
+    ck_assert_ptr_null(ts_convert_rlwe_key(srv));
+    ck_assert_ptr_null(ts_convert_lwe_key(srv));
+    ck_assert_uint_eq(ts_convert_n_br(srv), f.nbr);
+    ck_assert_uint_eq(ts_convert_q(srv), f.q);
+    /* the server serializes to the same bytes */
+    {
+        uint8_t *b2 = NULL;
+        size_t n2 = 0;
+        ck_assert_ts_ok(ts_convert_keys_serialize(srv, 0, &b2, &n2));
+        ck_assert_uint_eq(n2, n);
+        ck_assert(memcmp(b, b2, n) == 0);
+        ts_free(b2);
+    }
+    /* same results: RingSwitch down and up, Trace, PBS */
+    size_t slots = ts_ckks_params_slots(f.p);
+    double *v = malloc(slots * sizeof(double));
+    for (size_t i = 0; i < slots; i++)
+        v[i] = cos(0.3 * (double)i);
+    ts_ckks_ciphertext_t *ct, *c1, *c2;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 2, &ct));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 2, &c1));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 2, &c2));
+    ck_assert_ts_ok(ts_ckks_encrypt_sk_real(f.enc, f.sk, v, slots, slots, 2,
+                                            ts_ckks_params_scale(f.p), f.prng, NULL, ct));
+    ts_tfhe_rlwe_t *r1, *r2;
+    ck_assert_ts_ok(ts_tfhe_rlwe_new(ts_convert_tfhe_params(f.cv), &r1));
+    ck_assert_ts_ok(ts_tfhe_rlwe_new(ts_convert_tfhe_params(srv), &r2));
+    ck_assert_ts_ok(ts_convert_ring_down(f.cv, ct, r1));
+    ck_assert_ts_ok(ts_convert_ring_down(srv, ct, r2));
+    ck_assert(rlwe_equal(r1, r2, f.nbr));
+    ck_assert_ts_ok(ts_convert_trace(f.cv, r1));
+    ck_assert_ts_ok(ts_convert_trace(srv, r2));
+    ck_assert(rlwe_equal(r1, r2, f.nbr));
+    ck_assert_ts_ok(ts_convert_ring_up(f.cv, r1, ts_ckks_params_scale(f.p), 0, c1));
+    ck_assert_ts_ok(ts_convert_ring_up(srv, r2, ts_ckks_params_scale(f.p), 0, c2));
+    for (int i = 0; i < 2; i++) {
+        size_t words = (size_t)f.n;
+        uint64_t *h1 = malloc(words * 8), *h2 = malloc(words * 8);
+        ck_assert_ts_ok(ts_poly_download(ts_ckks_ciphertext_poly(c1, i), h1));
+        ck_assert_ts_ok(ts_poly_download(ts_ckks_ciphertext_poly(c2, i), h2));
+        ck_assert(memcmp(h1, h2, words * 8) == 0);
+        free(h1);
+        free(h2);
+    }
+    {
+        const uint64_t p = 16;
+        ts_tfhe_lut_t *l1, *l2;
+        ck_assert_ts_ok(ts_tfhe_lut_new(ts_convert_tfhe_params(f.cv), p, ident_fn, NULL,
+                                        ts_tfhe_delta(f.q, p), &l1));
+        ck_assert_ts_ok(ts_tfhe_lut_new(ts_convert_tfhe_params(srv), p, ident_fn, NULL,
+                                        ts_tfhe_delta(f.q, p), &l2));
+        ts_tfhe_lwe_t *in, *o1, *o2;
+        ck_assert_ts_ok(ts_tfhe_lwe_new(f.nbr, f.q, &in));
+        ck_assert_ts_ok(ts_tfhe_lwe_new(f.nbr, f.q, &o1));
+        ck_assert_ts_ok(ts_tfhe_lwe_new(f.nbr, f.q, &o2));
+        ck_assert_ts_ok(ts_tfhe_lwe_encrypt(ts_convert_lwe_key(f.cv), in,
+                                            ts_tfhe_encode(f.q, 11, p), 3.2, f.prng));
+        ck_assert_ts_ok(ts_tfhe_pbs(ts_convert_tfhe_evaluator(f.cv), o1, in, l1));
+        ck_assert_ts_ok(ts_tfhe_pbs(ts_convert_tfhe_evaluator(srv), o2, in, l2));
+        uint64_t ph1, ph2;
+        ck_assert_ts_ok(ts_tfhe_lwe_phase(ts_convert_lwe_key(f.cv), o1, &ph1));
+        ck_assert_ts_ok(ts_tfhe_lwe_phase(ts_convert_lwe_key(f.cv), o2, &ph2));
+        ck_assert_uint_eq(ph1, ph2);
+        ck_assert_uint_eq(ts_tfhe_decode(f.q, ph2, p), 11);
+        ts_tfhe_lwe_free(in);
+        ts_tfhe_lwe_free(o1);
+        ts_tfhe_lwe_free(o2);
+        ts_tfhe_lut_free(l1);
+        ts_tfhe_lut_free(l2);
+    }
+    ts_convert_free(srv);
+    srv = NULL;
+
+    /* tampering: every case is refused with a status and leaves nothing behind */
+    int64_t live = ts_alloc_live();
+    ck_assert_ts_status(ts_convert_keys_deserialize(f.p, &lit, b, n - 1, &srv), TS_EFORMAT);
+    ck_assert_ts_status(ts_convert_keys_deserialize(f.p, &lit, b, 40, &srv), TS_EFORMAT);
+    for (size_t off = TS_SERIAL_HEADER_BYTES; off < n; off += n / 7) {
+        b[off] ^= 0x20;
+        ck_assert_ts_status(ts_convert_keys_deserialize(f.p, &lit, b, n, &srv), TS_EFORMAT);
+        b[off] ^= 0x20;
+    }
+    ck_assert_ptr_null(srv);
+    /* other parameters: TFHE literal, CKKS set */
+    ts_tfhe_params_lit_t lit2 = lit;
+    lit2.br_levels = 3;
+    ck_assert_ts_status(ts_convert_keys_deserialize(f.p, &lit2, b, n, &srv), TS_EMISMATCH);
+    {
+        ts_ckks_params_t *p2;
+        ts_cfg_error_t err;
+        char path[512];
+        const char *root = getenv("TS_SOURCE_DIR");
+        snprintf(path, sizeof(path), "%s%sconfigs/params/test-boot-n10.yaml", root ? root : "",
+                 root ? "/" : "");
+        ts_log_level_t lv = ts_log_get_level();
+        ts_log_set_level(TS_LOG_ERROR);
+        ck_assert_ts_ok(ts_ckks_params_load_file(path, true, &p2, &err));
+        ts_log_set_level(lv);
+        ck_assert_ts_status(ts_convert_keys_deserialize(p2, &lit, b, n, &srv), TS_EMISMATCH);
+        ts_ckks_params_free(p2);
+    }
+    /* hostile payloads behind a valid digest */
+    uint8_t *pl = NULL;
+    size_t pn = 0;
+    ts_serial_header_t h;
+    ck_assert_ts_ok(ts_serial_open(b, n, TS_OBJ_RING_SWITCH_KEY, NULL, NULL, &h, &pl, &pn));
+    struct {
+        size_t off;
+        uint8_t xor_val;
+        const char *what;
+    } edits[] = {
+        {0, 0x02, "version"},
+        {4, 0x01, "log N_br"},
+        {8, 0x07, "dnum"},
+        {12, 0x04, "ksk_down element"},
+        {12 + 8, 0x01, "ksk_down digits"},
+    };
+    for (size_t e = 0; e < sizeof(edits) / sizeof(edits[0]); e++) {
+        pl[edits[e].off] ^= edits[e].xor_val;
+        size_t mn = 0;
+        uint8_t *m = reseal(b, n, pl, pn, &mn);
+        ts_status_t st = ts_convert_keys_deserialize(f.p, &lit, m, mn, &srv);
+        ck_assert_msg(st == TS_EFORMAT, "%s: %s", edits[e].what, ts_strerror(st));
+        ts_free(m);
+        pl[edits[e].off] ^= edits[e].xor_val;
+    }
+    {
+        /* a residue >= q_0: the first packed word of ksk_down set to all ones */
+        size_t off = 12 + 8 + 4 + TS_SEED_BYTES;
+        uint8_t save[8];
+        memcpy(save, pl + off, 8);
+        memset(pl + off, 0xff, 8);
+        size_t mn = 0;
+        uint8_t *m = reseal(b, n, pl, pn, &mn);
+        ck_assert_ts_status(ts_convert_keys_deserialize(f.p, &lit, m, mn, &srv), TS_EFORMAT);
+        ts_free(m);
+        memcpy(pl + off, save, 8);
+        /* truncated payload, a trailing byte, a huge embedded length */
+        m = reseal(b, n, pl, pn - 1, &mn);
+        ck_assert_ts_status(ts_convert_keys_deserialize(f.p, &lit, m, mn, &srv), TS_EFORMAT);
+        ts_free(m);
+        uint8_t *longer = malloc(pn + 1);
+        memcpy(longer, pl, pn);
+        longer[pn] = 0;
+        m = reseal(b, n, longer, pn + 1, &mn);
+        ts_status_t st = ts_convert_keys_deserialize(f.p, &lit, m, mn, &srv);
+        ck_assert_msg(st == TS_EFORMAT || st == TS_EMISMATCH, "trailing byte: %s", ts_strerror(st));
+        ts_free(m);
+        free(longer);
+    }
+    /* a CKKS object of another type */
+    {
+        ts_ckks_ciphertext_t *small;
+        ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &small));
+        uint8_t *cb = NULL;
+        size_t cn = 0;
+        ck_assert_ts_ok(ts_ckks_ciphertext_serialize(ct, 0, &cb, &cn));
+        ck_assert_ts_status(ts_convert_keys_deserialize(f.p, &lit, cb, cn, &srv), TS_EMISMATCH);
+        ts_free(cb);
+        ts_ckks_ciphertext_free(small);
+    }
+    ck_assert_ptr_null(srv);
+    ts_free_secret(pl);
+    ck_assert_int_eq(ts_alloc_live(), live);
+    /* allocation failures at sampled points of a load: ENOMEM, nothing leaked */
+    {
+        uint64_t c0 = ts_alloc_count();
+        ck_assert_ts_ok(ts_convert_keys_deserialize(f.p, &lit, b, n, &srv));
+        uint64_t total = ts_alloc_count() - c0;
+        ts_convert_free(srv);
+        srv = NULL;
+        uint64_t stride = total / (ts_test_quick() ? 6 : 24) + 1;
+        for (uint64_t k = 1; k <= total; k += stride) {
+            ts_alloc_fail_after(k, false);
+            ts_status_t st = ts_convert_keys_deserialize(f.p, &lit, b, n, &srv);
+            ts_alloc_fail_after(0, false);
+            ck_assert_msg(st == TS_ENOMEM, "allocation %llu of %llu: %s", (unsigned long long)k,
+                          (unsigned long long)total, ts_strerror(st));
+            ck_assert_ptr_null(srv);
+            ck_assert_int_eq(ts_alloc_live(), live);
+        }
+    }
+    ts_tfhe_rlwe_free(r1);
+    ts_tfhe_rlwe_free(r2);
+    ts_ckks_ciphertext_free(ct);
+    ts_ckks_ciphertext_free(c1);
+    ts_ckks_ciphertext_free(c2);
+    free(v);
+    ts_free(b);
+    cfx_clear(&f);
+}
+END_TEST
+
 TS_TEST_SUITE(convert)
 {
     Suite *s = suite_create("convert");
@@ -315,6 +563,7 @@ TS_TEST_SUITE(convert)
     tcase_add_test(tc, test_convert_ring_switch);
     tcase_add_test(tc, test_convert_trace_repack);
     tcase_add_test(tc, test_convert_split_merge);
+    tcase_add_test(tc, test_convert_keys_serial);
     suite_add_tcase(s, tc);
     return s;
 }
