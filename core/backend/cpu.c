@@ -221,28 +221,20 @@ static void limb_task(void *vj, size_t t)
         ts_ntt_inverse(r->ntt[mi], limb_ptr(j->a, n, p, l));
         break;
     case OP_ADD:
-        for (uint32_t i = 0; i < n; i++)
-            o[i] = ts_mod_add(a[i], b[i], q);
+        ts_vec_op(TS_VEC_ADD, o, a, b, 0, n, m);
         break;
     case OP_SUB:
-        for (uint32_t i = 0; i < n; i++)
-            o[i] = ts_mod_sub(a[i], b[i], q);
+        ts_vec_op(TS_VEC_SUB, o, a, b, 0, n, m);
         break;
     case OP_NEG:
         for (uint32_t i = 0; i < n; i++)
             o[i] = ts_mod_neg(a[i], q);
         break;
     case OP_MUL:
-        for (uint32_t i = 0; i < n; i++)
-            o[i] = ts_mod_mul(a[i], b[i], m);
+        ts_vec_op(TS_VEC_MUL, o, a, b, 0, n, m);
         break;
     case OP_MUL_ADD:
-        for (uint32_t i = 0; i < n; i++) {
-            uint64_t hi, lo;
-            ts_mul64(a[i], b[i], &hi, &lo);
-            ts_u128_t x = (((ts_u128_t)hi << 64) | lo) + o[i];
-            o[i] = ts_mod_reduce128((uint64_t)(x >> 64), (uint64_t)x, m);
-        }
+        ts_vec_op(TS_VEC_MUL_ADD, o, a, b, 0, n, m);
         break;
     case OP_MUL_SHOUP: {
         const uint64_t *wp = limb_ptr(j->c, n, p, l);
@@ -250,12 +242,9 @@ static void limb_task(void *vj, size_t t)
             o[i] = ts_mod_mul_shoup(a[i], b[i], wp[i], q);
         break;
     }
-    case OP_MUL_SCALAR: {
-        const uint64_t s = j->s[l], sp = ts_shoup_precompute(s, q);
-        for (uint32_t i = 0; i < n; i++)
-            o[i] = ts_mod_mul_shoup(a[i], s, sp, q);
+    case OP_MUL_SCALAR:
+        ts_vec_op(TS_VEC_MUL_SCALAR, o, a, NULL, j->s[l], n, m);
         break;
-    }
     case OP_ADD_SCALAR: {
         const uint64_t s = j->s[l];
         for (uint32_t i = 0; i < n; i++)

@@ -169,6 +169,28 @@ uint64_t ts_mod_pow(uint64_t a, uint64_t e, const ts_modulus_t *m);
 /* a^{-1} mod q via extended Euclid; 0 when gcd(a, q) != 1. Any q >= 2. */
 uint64_t ts_mod_inv(uint64_t a, uint64_t q);
 
+/* ----------------------------------------------------- vectors mod q */
+
+/*
+ * Element-wise operations on n words mod m->q, inputs reduced, outputs
+ * reduced; o may alias a or b. An AVX-512 kernel is chosen at run time
+ * (products with the 52-bit IFMA unit when q < 2^50); every implementation
+ * returns the unique reduced result, so they agree word for word.
+ *   TS_VEC_ADD        o = a + b          TS_VEC_SUB  o = a - b
+ *   TS_VEC_MUL        o = a b            TS_VEC_MUL_ADD  o = o + a b
+ *   TS_VEC_MUL_SCALAR o = a s (s < q; b unused, may be NULL)
+ */
+typedef enum {
+    TS_VEC_ADD = 0,
+    TS_VEC_SUB = 1,
+    TS_VEC_MUL = 2,
+    TS_VEC_MUL_ADD = 3,
+    TS_VEC_MUL_SCALAR = 4,
+} ts_vec_op_t;
+
+void ts_vec_op(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b, uint64_t s,
+               size_t n, const ts_modulus_t *m);
+
 /* --------------------------------------------------------------- primes */
 
 /* Deterministic Miller-Rabin for all 64-bit n (bases 2..37). */
@@ -245,6 +267,13 @@ void ts_ntt_inverse(const ts_ntt_table_t *t, uint64_t *a);
 /* The same with a forced implementation; TS_ENOTSUP if unavailable. */
 ts_status_t ts_ntt_forward_impl(const ts_ntt_table_t *t, uint64_t *a, ts_ntt_impl_t impl);
 ts_status_t ts_ntt_inverse_impl(const ts_ntt_table_t *t, uint64_t *a, ts_ntt_impl_t impl);
+
+/* ts_vec_op with a forced implementation (tests): TS_NTT_IMPL_PORTABLE,
+ * TS_NTT_IMPL_AVX512 (TS_ENOTSUP when absent; products with q >= 2^50 and a
+ * tail below 8 words run the portable code) or TS_NTT_IMPL_AUTO. TS_EINVAL for
+ * bad arguments (s >= q included). */
+ts_status_t ts_vec_op_impl(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b,
+                           uint64_t s, size_t n, const ts_modulus_t *m, ts_ntt_impl_t impl);
 
 /* bitrev of i over `bits` bits. */
 static inline uint32_t ts_bitrev(uint32_t i, uint32_t bits)

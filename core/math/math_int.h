@@ -25,6 +25,12 @@ void ts__rns_conv_avx512(const ts_rns_conv_t *c, const uint64_t *in, size_t in_s
                          const uint64_t *x_b);
 bool ts__rns_conv_avx512_built(void);
 
+/* AVX-512 element-wise kernels (math/vecmod_avx512.c), n a multiple of 8;
+ * products need q < 2^50. Only when ts__vec_avx512_built(). */
+void ts__vec_avx512(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b, uint64_t s,
+                    size_t n, const ts_modulus_t *m);
+bool ts__vec_avx512_built(void);
+
 /* Portable kernels (math/ntt.c). */
 void ts__ntt_forward_portable(const ts_ntt_table_t *t, uint64_t *a);
 void ts__ntt_inverse_portable(const ts_ntt_table_t *t, uint64_t *a);

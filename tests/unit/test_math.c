@@ -507,6 +507,70 @@ START_TEST(test_rns_conv_impls)
 }
 END_TEST
 
+/* Element-wise vector ops: AVX-512 vs portable vs the scalar definitions,
+ * word for word, for primes of 17..61 bits (both sides of the 2^50 IFMA
+ * limit), lengths with tails, edge residues, output aliasing an input. */
+START_TEST(test_vec_ops)
+{
+    const uint32_t bits[] = {17, 30, 31, 40, 49, 50, 51, 60, 61};
+    bool have = ts_cpu_has_avx512();
+    for (size_t bi = 0; bi < sizeof bits / sizeof bits[0]; bi++) {
+        uint64_t q;
+        ck_assert_ts_ok(ts_primes_ntt(bits[bi], 1 << 10, 1, TS_PRIMES_DESCENDING, NULL, 0, &q));
+        ts_modulus_t m;
+        ck_assert_ts_ok(ts_modulus_init(&m, q));
+        const size_t n = 203;
+        uint64_t a[203], b[203], o0[203], want[203], o1[203], o2[203];
+        for (size_t i = 0; i < n; i++) {
+            a[i] = i < 4 ? (i & 1 ? q - 1 : 0) : rnd() % q;
+            b[i] = i < 4 ? (i & 2 ? q - 1 : 0) : rnd() % q;
+            o0[i] = i == 5 ? q - 1 : rnd() % q;
+        }
+        const uint64_t s = rnd() % q;
+        for (int op = TS_VEC_ADD; op <= TS_VEC_MUL_SCALAR; op++) {
+            for (size_t i = 0; i < n; i++) {
+                switch (op) {
+                case TS_VEC_ADD:
+                    want[i] = ts_mod_add(a[i], b[i], q);
+                    break;
+                case TS_VEC_SUB:
+                    want[i] = ts_mod_sub(a[i], b[i], q);
+                    break;
+                case TS_VEC_MUL:
+                    want[i] = ts_mod_mul(a[i], b[i], &m);
+                    break;
+                case TS_VEC_MUL_ADD:
+                    want[i] = ts_mod_add(o0[i], ts_mod_mul(a[i], b[i], &m), q);
+                    break;
+                default:
+                    want[i] = ts_mod_mul(a[i], s, &m);
+                    break;
+                }
+            }
+            memcpy(o1, o0, sizeof o1);
+            memcpy(o2, o0, sizeof o2);
+            ck_assert_ts_ok(
+                ts_vec_op_impl((ts_vec_op_t)op, o1, a, b, s, n, &m, TS_NTT_IMPL_PORTABLE));
+            ck_assert_msg(!memcmp(o1, want, sizeof want), "portable op %d q %u bits", op, bits[bi]);
+            ck_assert_ts_status(
+                ts_vec_op_impl((ts_vec_op_t)op, o2, a, b, s, n, &m, TS_NTT_IMPL_AVX512),
+                have ? TS_OK : TS_ENOTSUP);
+            if (have)
+                ck_assert_msg(!memcmp(o2, want, sizeof want), "avx512 op %d q %u bits", op,
+                              bits[bi]);
+            /* aliasing: o = a */
+            memcpy(o2, a, sizeof o2);
+            if (op == TS_VEC_MUL_ADD)
+                continue;
+            ts_vec_op((ts_vec_op_t)op, o2, o2, b, s, n, &m);
+            ck_assert_msg(!memcmp(o2, want, sizeof want), "auto op %d q %u bits", op, bits[bi]);
+        }
+        ck_assert_ts_status(
+            ts_vec_op_impl(TS_VEC_MUL_SCALAR, o1, a, NULL, q, n, &m, TS_NTT_IMPL_AUTO), TS_EINVAL);
+    }
+}
+END_TEST
+
 TS_TEST_SUITE(math)
 {
     Suite *s = suite_create("math");
@@ -518,6 +582,7 @@ TS_TEST_SUITE(math)
     tcase_add_test(tc, test_ntt_automorphism);
     tcase_add_test(tc, test_rns);
     tcase_add_test(tc, test_rns_conv_impls);
+    tcase_add_test(tc, test_vec_ops);
     suite_add_tcase(s, tc);
     return s;
 }

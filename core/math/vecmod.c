@@ -1,0 +1,100 @@
+/*
+ * Element-wise modular vector operations (see math.h "vectors mod q"): the
+ * portable loops and the run-time choice of the AVX-512 kernels
+ * (math/vecmod_avx512.c). Every kernel returns the unique reduced result, so
+ * all implementations give the same words.
+ */
+#include "core/math/math_int.h"
+
+static void vec_portable(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b,
+                         uint64_t s, size_t n, const ts_modulus_t *m)
+{
+    const uint64_t q = m->q;
+    switch (op) {
+    case TS_VEC_ADD:
+        for (size_t i = 0; i < n; i++)
+            o[i] = ts_mod_add(a[i], b[i], q);
+        break;
+    case TS_VEC_SUB:
+        for (size_t i = 0; i < n; i++)
+            o[i] = ts_mod_sub(a[i], b[i], q);
+        break;
+    case TS_VEC_MUL:
+        for (size_t i = 0; i < n; i++)
+            o[i] = ts_mod_mul(a[i], b[i], m);
+        break;
+    case TS_VEC_MUL_ADD:
+        for (size_t i = 0; i < n; i++) {
+            uint64_t hi, lo;
+            ts_mul64(a[i], b[i], &hi, &lo);
+            ts_u128_t x = (((ts_u128_t)hi << 64) | lo) + o[i];
+            o[i] = ts_mod_reduce128((uint64_t)(x >> 64), (uint64_t)x, m);
+        }
+        break;
+    case TS_VEC_MUL_SCALAR: {
+        const uint64_t sp = ts_shoup_precompute(s, q);
+        for (size_t i = 0; i < n; i++)
+            o[i] = ts_mod_mul_shoup(a[i], s, sp, q);
+        break;
+    }
+    }
+}
+
+static bool vec_avx512_ok(ts_vec_op_t op, const ts_modulus_t *m)
+{
+    if (!ts__vec_avx512_built() || !ts_cpu_has_avx512())
+        return false;
+    /* products: the 52-bit IFMA kernels need q < 2^50 */
+    if ((op == TS_VEC_MUL || op == TS_VEC_MUL_ADD) && m->q >= (1ULL << 50))
+        return false;
+    return true;
+}
+
+static void vec_run(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b, uint64_t s,
+                    size_t n, const ts_modulus_t *m, bool vec)
+{
+    size_t done = 0;
+    if (vec) {
+        done = n & ~(size_t)7;
+        if (done)
+            ts__vec_avx512(op, o, a, b, s, done, m);
+    }
+    if (done < n)
+        vec_portable(op, o + done, a ? a + done : NULL, b ? b + done : NULL, s, n - done, m);
+}
+
+void ts_vec_op(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b, uint64_t s,
+               size_t n, const ts_modulus_t *m)
+{
+    vec_run(op, o, a, b, s, n, m, vec_avx512_ok(op, m));
+}
+
+ts_status_t ts_vec_op_impl(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b,
+                           uint64_t s, size_t n, const ts_modulus_t *m, ts_ntt_impl_t impl)
+{
+    if (!m || (n && (!o || !a)) || op < TS_VEC_ADD || op > TS_VEC_MUL_SCALAR)
+        return TS_EINVAL;
+    if (n && op != TS_VEC_MUL_SCALAR && !b)
+        return TS_EINVAL;
+    if (op == TS_VEC_MUL_SCALAR && s >= m->q)
+        return TS_EINVAL;
+    bool vec;
+    switch (impl) {
+    case TS_NTT_IMPL_AUTO:
+        vec = vec_avx512_ok(op, m);
+        break;
+    case TS_NTT_IMPL_PORTABLE:
+    case TS_NTT_IMPL_AVX2:
+        vec = false;
+        break;
+    case TS_NTT_IMPL_AVX512:
+        if (!ts__vec_avx512_built() || !ts_cpu_has_avx512())
+            return TS_ENOTSUP;
+        vec = vec_avx512_ok(op, m);
+        break;
+    default:
+        return TS_EINVAL;
+    }
+    vec_run(op, o, a, b, s, n, m, vec);
+    return TS_OK;
+}

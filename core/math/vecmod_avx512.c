@@ -1,0 +1,126 @@
+/*
+ * AVX-512 kernels of the element-wise vector operations mod q (vecmod.c;
+ * compiled with -mavx512f -mavx512dq -mavx512vl -mavx512ifma, called only
+ * when ts_cpu_has_avx512() says so), eight words per instruction, n a
+ * multiple of 8. Each returns the unique reduced result (bit-exact with the
+ * portable loops):
+ *  - add / sub: one conditional correction;
+ *  - multiply by a scalar: 64-bit Shoup (any q < 2^62);
+ *  - products a b (q < 2^50, a, b < q): the 104-bit product by IFMA as
+ *    hi 2^52 + lo, then hi (2^52 mod q) and lo each by a 52-bit Shoup product
+ *    into [0, 2q), summed and corrected (plus o for multiply-add).
+ */
+#include "core/math/math_int.h"
+
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512IFMA__)
+#include <immintrin.h>
+
+typedef __m512i v8;
+
+#define LD(p)    _mm512_loadu_si512((const void *)(p))
+#define ST(p, v) _mm512_storeu_si512((void *)(p), (v))
+#define SET1(x)  _mm512_set1_epi64((long long)(x))
+#define MASK52   ((1ULL << 52) - 1)
+
+static inline v8 csub(v8 x, v8 c)
+{
+    return _mm512_mask_sub_epi64(x, _mm512_cmpge_epu64_mask(x, c), x, c);
+}
+
+static inline v8 mulhi64(v8 a, v8 b)
+{
+    const v8 m32 = SET1(0xffffffffULL);
+    v8 a_hi = _mm512_srli_epi64(a, 32), b_hi = _mm512_srli_epi64(b, 32);
+    v8 p00 = _mm512_mul_epu32(a, b);
+    v8 p01 = _mm512_mul_epu32(a, b_hi);
+    v8 p10 = _mm512_mul_epu32(a_hi, b);
+    v8 p11 = _mm512_mul_epu32(a_hi, b_hi);
+    v8 mid = _mm512_add_epi64(_mm512_srli_epi64(p00, 32), _mm512_and_si512(p01, m32));
+    mid = _mm512_add_epi64(mid, _mm512_and_si512(p10, m32));
+    v8 hi = _mm512_add_epi64(p11, _mm512_srli_epi64(p01, 32));
+    hi = _mm512_add_epi64(hi, _mm512_srli_epi64(p10, 32));
+    return _mm512_add_epi64(hi, _mm512_srli_epi64(mid, 32));
+}
+
+static inline v8 mulshoup52(v8 a, v8 w, v8 wp, v8 q)
+{
+    const v8 zero = _mm512_setzero_si512();
+    v8 quo = _mm512_madd52hi_epu64(zero, a, wp);
+    v8 r = _mm512_sub_epi64(_mm512_madd52lo_epu64(zero, a, w), _mm512_madd52lo_epu64(zero, quo, q));
+    return _mm512_and_si512(r, SET1(MASK52));
+}
+
+void ts__vec_avx512(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b, uint64_t s,
+                    size_t n, const ts_modulus_t *m)
+{
+    const uint64_t qs = m->q;
+    const v8 q = SET1(qs), q2 = SET1(2 * qs);
+    switch (op) {
+    case TS_VEC_ADD:
+        for (size_t i = 0; i < n; i += 8)
+            ST(o + i, csub(_mm512_add_epi64(LD(a + i), LD(b + i)), q));
+        break;
+    case TS_VEC_SUB:
+        for (size_t i = 0; i < n; i += 8) {
+            v8 x = LD(a + i), y = LD(b + i), d = _mm512_sub_epi64(x, y);
+            ST(o + i, _mm512_mask_add_epi64(d, _mm512_cmplt_epu64_mask(x, y), d, q));
+        }
+        break;
+    case TS_VEC_MUL_SCALAR: {
+        const v8 w = SET1(s), wp = SET1(ts_shoup_precompute(s, qs));
+        for (size_t i = 0; i < n; i += 8) {
+            v8 x = LD(a + i);
+            v8 r =
+                _mm512_sub_epi64(_mm512_mullo_epi64(x, w), _mm512_mullo_epi64(mulhi64(x, wp), q));
+            ST(o + i, csub(r, q));
+        }
+        break;
+    }
+    case TS_VEC_MUL:
+    case TS_VEC_MUL_ADD: {
+        /* q < 2^50: 2^52 mod q and the Shoup constants of it and of 1 */
+        const uint64_t c52 = (1ULL << 52) % qs;
+        const v8 w = SET1(c52), wp = SET1((uint64_t)(((ts_u128_t)c52 << 52) / qs));
+        const v8 one = SET1(1), onep = SET1((uint64_t)((1ULL << 52) / qs));
+        const v8 zero = _mm512_setzero_si512(), q4 = SET1(4 * qs);
+        const bool add = op == TS_VEC_MUL_ADD;
+        for (size_t i = 0; i < n; i += 8) {
+            v8 x = LD(a + i), y = LD(b + i);
+            v8 lo = _mm512_madd52lo_epu64(zero, x, y);
+            v8 hi = _mm512_madd52hi_epu64(zero, x, y);
+            v8 r = _mm512_add_epi64(mulshoup52(hi, w, wp, q), mulshoup52(lo, one, onep, q));
+            if (add) /* < 5q */
+                r = csub(_mm512_add_epi64(r, LD(o + i)), q4);
+            r = csub(csub(r, q2), q);
+            ST(o + i, r);
+        }
+        break;
+    }
+    }
+}
+
+bool ts__vec_avx512_built(void)
+{
+    return true;
+}
+
+#else
+
+void ts__vec_avx512(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b, uint64_t s,
+                    size_t n, const ts_modulus_t *m)
+{
+    (void)op;
+    (void)o;
+    (void)a;
+    (void)b;
+    (void)s;
+    (void)n;
+    (void)m;
+}
+
+bool ts__vec_avx512_built(void)
+{
+    return false;
+}
+
+#endif
