@@ -506,21 +506,8 @@ static ts_status_t rescale_poly(ts_ckks_evaluator_t *ev, ts_poly_t *x, uint32_t 
     if (st == TS_OK && ev->be->host_memory) {
         /* host memory: the lift of one residue is a reduction per prime (the
          * backend's general conversion does the same with more work) */
-        const uint64_t *x = one.data, ql = p->q[l], half = ql / 2;
-        for (uint32_t i = 0; i < l; i++) {
-            const ts_modulus_t *m = &p->qmod[i];
-            uint64_t *y = ev->rs_ext->data + (size_t)i * n;
-            for (size_t j = 0; j < n; j++) {
-                uint64_t v = x[j];
-                if (v <= half) {
-                    y[j] = v < m->q ? v : ts_mod_reduce64(v, m);
-                } else {
-                    uint64_t a = ql - v; /* the lift is -a, 0 < a <= q_l / 2 */
-                    uint64_t r = a < m->q ? a : ts_mod_reduce64(a, m);
-                    y[j] = ts_mod_neg(r, m->q);
-                }
-            }
-        }
+        for (uint32_t i = 0; i < l; i++)
+            ts_vec_center_lift(ev->rs_ext->data + (size_t)i * n, one.data, n, p->q[l], &p->qmod[i]);
     } else if (st == TS_OK) {
         st = ts_backend_basis_extend(ev->be, ev->bk, p->rescale_conv[l], &ext, &one);
     }

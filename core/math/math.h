@@ -191,6 +191,14 @@ typedef enum {
 void ts_vec_op(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b, uint64_t s,
                size_t n, const ts_modulus_t *m);
 
+/*
+ * The centered lift of residues mod p into Z_q: for x in [0, p) (p odd,
+ * p < 2^62), o = x mod q when x <= p / 2, else -(p - x) mod q. o may alias x.
+ * (Rescaling's lift of the dropped limb.) Same words from every kernel.
+ */
+void ts_vec_center_lift(uint64_t *o, const uint64_t *x, size_t n, uint64_t p,
+                        const ts_modulus_t *m);
+
 /* --------------------------------------------------------------- primes */
 
 /* Deterministic Miller-Rabin for all 64-bit n (bases 2..37). */
@@ -274,6 +282,10 @@ ts_status_t ts_ntt_inverse_impl(const ts_ntt_table_t *t, uint64_t *a, ts_ntt_imp
  * bad arguments (s >= q included). */
 ts_status_t ts_vec_op_impl(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b,
                            uint64_t s, size_t n, const ts_modulus_t *m, ts_ntt_impl_t impl);
+
+/* ts_vec_center_lift with a forced implementation (tests), as ts_vec_op_impl. */
+ts_status_t ts_vec_center_lift_impl(uint64_t *o, const uint64_t *x, size_t n, uint64_t p,
+                                    const ts_modulus_t *m, ts_ntt_impl_t impl);
 
 /* bitrev of i over `bits` bits. */
 static inline uint32_t ts_bitrev(uint32_t i, uint32_t bits)

@@ -98,3 +98,63 @@ ts_status_t ts_vec_op_impl(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const
     vec_run(op, o, a, b, s, n, m, vec);
     return TS_OK;
 }
+
+static void lift_portable(uint64_t *o, const uint64_t *x, size_t n, uint64_t p,
+                          const ts_modulus_t *m)
+{
+    const uint64_t half = p / 2, q = m->q;
+    for (size_t j = 0; j < n; j++) {
+        uint64_t v = x[j];
+        if (v <= half) {
+            o[j] = v < q ? v : ts_mod_reduce64(v, m);
+        } else {
+            uint64_t a = p - v; /* the lift is -a, 0 < a <= p / 2 */
+            uint64_t r = a < q ? a : ts_mod_reduce64(a, m);
+            o[j] = ts_mod_neg(r, q);
+        }
+    }
+}
+
+static void lift_run(uint64_t *o, const uint64_t *x, size_t n, uint64_t p, const ts_modulus_t *m,
+                     bool vec)
+{
+    size_t done = 0;
+    if (vec) {
+        done = n & ~(size_t)7;
+        if (done)
+            ts__vec_center_lift_avx512(o, x, done, p, m);
+    }
+    if (done < n)
+        lift_portable(o + done, x + done, n - done, p, m);
+}
+
+void ts_vec_center_lift(uint64_t *o, const uint64_t *x, size_t n, uint64_t p, const ts_modulus_t *m)
+{
+    lift_run(o, x, n, p, m, ts__vec_avx512_built() && ts_cpu_has_avx512());
+}
+
+ts_status_t ts_vec_center_lift_impl(uint64_t *o, const uint64_t *x, size_t n, uint64_t p,
+                                    const ts_modulus_t *m, ts_ntt_impl_t impl)
+{
+    if (!m || (n && (!o || !x)) || !(p & 1) || p >> TS_MODULUS_MAX_BITS)
+        return TS_EINVAL;
+    bool vec;
+    switch (impl) {
+    case TS_NTT_IMPL_AUTO:
+        vec = ts__vec_avx512_built() && ts_cpu_has_avx512();
+        break;
+    case TS_NTT_IMPL_PORTABLE:
+    case TS_NTT_IMPL_AVX2:
+        vec = false;
+        break;
+    case TS_NTT_IMPL_AVX512:
+        if (!ts__vec_avx512_built() || !ts_cpu_has_avx512())
+            return TS_ENOTSUP;
+        vec = true;
+        break;
+    default:
+        return TS_EINVAL;
+    }
+    lift_run(o, x, n, p, m, vec);
+    return TS_OK;
+}

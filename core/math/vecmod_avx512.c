@@ -99,6 +99,29 @@ void ts__vec_avx512(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64
     }
 }
 
+/* x mod q for any 64-bit x: Barrett with floor(2^64 / q), one correction */
+static inline v8 reduce64(v8 x, v8 bh, v8 q)
+{
+    v8 r = _mm512_sub_epi64(x, _mm512_mullo_epi64(mulhi64(x, bh), q));
+    return csub(r, q);
+}
+
+void ts__vec_center_lift_avx512(uint64_t *o, const uint64_t *x, size_t n, uint64_t p,
+                                const ts_modulus_t *m)
+{
+    const v8 q = SET1(m->q), bh = SET1(m->barrett_hi), half = SET1(p / 2), pv = SET1(p);
+    const v8 zero = _mm512_setzero_si512();
+    for (size_t i = 0; i < n; i += 8) {
+        v8 v = LD(x + i);
+        __mmask8 neg = _mm512_cmpgt_epu64_mask(v, half);
+        v8 a = _mm512_mask_sub_epi64(v, neg, pv, v); /* |lift| */
+        v8 r = reduce64(a, bh, q);
+        /* negative lifts: q - r, and 0 stays 0 */
+        __mmask8 flip = neg & _mm512_cmpneq_epu64_mask(r, zero);
+        ST(o + i, _mm512_mask_sub_epi64(r, flip, q, r));
+    }
+}
+
 bool ts__vec_avx512_built(void)
 {
     return true;
@@ -121,6 +144,16 @@ void ts__vec_avx512(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64
 bool ts__vec_avx512_built(void)
 {
     return false;
+}
+
+void ts__vec_center_lift_avx512(uint64_t *o, const uint64_t *x, size_t n, uint64_t p,
+                                const ts_modulus_t *m)
+{
+    (void)o;
+    (void)x;
+    (void)n;
+    (void)p;
+    (void)m;
 }
 
 #endif

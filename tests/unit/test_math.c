@@ -571,6 +571,44 @@ START_TEST(test_vec_ops)
 }
 END_TEST
 
+/* The centered lift mod p into Z_q: every kernel against the definition, for
+ * p above and below q, with the edges 0, p/2, p/2 + 1, p - 1. */
+START_TEST(test_vec_center_lift)
+{
+    const uint32_t pbits[] = {30, 40, 60, 61}, qbits[] = {30, 41, 59, 61};
+    bool have = ts_cpu_has_avx512();
+    for (int pi = 0; pi < 4; pi++)
+        for (int qi = 0; qi < 4; qi++) {
+            uint64_t pr, q;
+            ck_assert_ts_ok(
+                ts_primes_ntt(pbits[pi], 1 << 10, 1, TS_PRIMES_DESCENDING, NULL, 0, &pr));
+            ck_assert_ts_ok(ts_primes_ntt(qbits[qi], 1 << 10, 1, TS_PRIMES_DESCENDING, &pr, 1, &q));
+            ts_modulus_t m;
+            ck_assert_ts_ok(ts_modulus_init(&m, q));
+            const size_t n = 77;
+            uint64_t x[77], want[77], o1[77], o2[77];
+            for (size_t i = 0; i < n; i++) {
+                x[i] = i == 0   ? 0
+                       : i == 1 ? pr / 2
+                       : i == 2 ? pr / 2 + 1
+                       : i == 3 ? pr - 1
+                                : rnd() % pr;
+                want[i] = x[i] <= pr / 2 ? x[i] % q : (q - (pr - x[i]) % q) % q;
+            }
+            ck_assert_ts_ok(ts_vec_center_lift_impl(o1, x, n, pr, &m, TS_NTT_IMPL_PORTABLE));
+            ck_assert(!memcmp(o1, want, sizeof want));
+            ck_assert_ts_status(ts_vec_center_lift_impl(o2, x, n, pr, &m, TS_NTT_IMPL_AVX512),
+                                have ? TS_OK : TS_ENOTSUP);
+            if (have)
+                ck_assert_msg(!memcmp(o2, want, sizeof want), "lift p %u q %u bits", pbits[pi],
+                              qbits[qi]);
+            memcpy(o2, x, sizeof x);
+            ts_vec_center_lift(o2, o2, n, pr, &m); /* in place */
+            ck_assert(!memcmp(o2, want, sizeof want));
+        }
+}
+END_TEST
+
 TS_TEST_SUITE(math)
 {
     Suite *s = suite_create("math");
@@ -583,6 +621,7 @@ TS_TEST_SUITE(math)
     tcase_add_test(tc, test_rns);
     tcase_add_test(tc, test_rns_conv_impls);
     tcase_add_test(tc, test_vec_ops);
+    tcase_add_test(tc, test_vec_center_lift);
     suite_add_tcase(s, tc);
     return s;
 }
