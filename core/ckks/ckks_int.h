@@ -141,11 +141,14 @@ ts_status_t ts__ckks_decode_limbs(const ts_ckks_params_t *p, const uint64_t *lim
 
 /*
  * Encode into `out` in coefficient form at `level` (out reshaped; values and
- * slots as ts_ckks_encode). *err_buf receives the encoder's N-word scratch.
+ * slots as ts_ckks_encode), with err[0..N) (|e| small, or NULL) added to
+ * every coefficient.
  */
 ts_status_t ts__ckks_encode_coeff(ts_ckks_encoder_t *e, const double complex *cv, const double *rv,
                                   size_t count, size_t slots, int level, double scale,
-                                  ts_poly_t *out, int64_t **err_buf);
+                                  ts_poly_t *out, const int64_t *err);
+/* The encoder's N-word error scratch (for the fused encode+encrypt). */
+int64_t *ts__ckks_encoder_err(ts_ckks_encoder_t *e);
 /* The parameters of an encoder (borrowed). */
 ts_ckks_params_t *ts__ckks_encoder_params(const ts_ckks_encoder_t *enc);
 /* ct belongs to ev's parameters and keeps the invariants (NTT form, Q limbs

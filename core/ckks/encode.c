@@ -17,10 +17,13 @@ static bool pow2(size_t x)
     return x && !(x & (x - 1));
 }
 
-ts_status_t ts__ckks_encode_limbs(const ts_ckks_params_t *p, const double complex *vals,
-                                  const double *reals, size_t count, size_t slots, double scale,
-                                  int level, uint64_t *limbs, size_t limb_stride,
-                                  double complex *scratch)
+/* The encoding with an optional small error err[0..N) added to every
+ * coefficient (the fused encode+encrypt): the residues of m + e, the same
+ * words as adding e mod q_l to the residues of m. */
+static ts_status_t encode_limbs(const ts_ckks_params_t *p, const double complex *vals,
+                                const double *reals, size_t count, size_t slots, double scale,
+                                int level, uint64_t *limbs, size_t limb_stride,
+                                double complex *scratch, const int64_t *err)
 {
     size_t n = p->n;
     if (!pow2(slots) || slots > n / 2 || count > slots || level < 0 || (size_t)level >= p->nq)
@@ -40,13 +43,33 @@ ts_status_t ts__ckks_encode_limbs(const ts_ckks_params_t *p, const double comple
     /* |coefficient| must stay below Q_l / 2 to be representable (inf > any limit) */
     double limit_log2 = p->logq_prefix[level] - 1.0;
     double limit = limit_log2 >= 1023 ? INFINITY : exp2(limit_log2);
+    bool small = true;
     for (size_t i = 0; i < slots; i++) {
         double re = round(creal(scratch[i]) * scale), im = round(cimag(scratch[i]) * scale);
         if (!(fabs(re) < limit) || !(fabs(im) < limit) || !isfinite(re) || !isfinite(im))
             return TS_ERANGE;
+        small = small && fabs(re) < 0x1p62 && fabs(im) < 0x1p62;
         scratch[i] = re + I * im;
     }
     size_t gap = n / (2 * slots);
+    if (small) {
+        /* every coefficient (plus its error, |e| < 2^62) fits in an int64:
+         * stage them in the last limb, then one vector reduction per prime
+         * (the last limb in place) */
+        int64_t *c = (int64_t *)(limbs + (size_t)level * limb_stride);
+        if (gap != 1)
+            memset(c, 0, n * sizeof(int64_t));
+        for (size_t k = 0; k < slots; k++) {
+            c[k * gap] = (int64_t)creal(scratch[k]);
+            c[(k + slots) * gap] = (int64_t)cimag(scratch[k]);
+        }
+        if (err)
+            for (size_t j = 0; j < n; j++)
+                c[j] += err[j];
+        for (int l = 0; l <= level; l++)
+            ts_vec_from_i64(limbs + (size_t)l * limb_stride, c, n, &p->qmod[l]);
+        return TS_OK;
+    }
     if (gap != 1)
         for (int l = 0; l <= level; l++)
             memset(limbs + (size_t)l * limb_stride, 0, n * sizeof(uint64_t));
@@ -67,7 +90,27 @@ ts_status_t ts__ckks_encode_limbs(const ts_ckks_params_t *p, const double comple
                 limbs[(size_t)l * limb_stride + j] = ts__ckks_double_mod(x, &p->qmod[l]);
         }
     }
+    if (err) {
+        for (int l = 0; l <= level; l++) {
+            uint64_t q = p->q[l], *c = limbs + (size_t)l * limb_stride;
+            for (size_t i = 0; i < n; i++) {
+                int64_t x = err[i];
+                uint64_t e = x < 0 ? q - (uint64_t)(-x) : (uint64_t)x;
+                uint64_t v = c[i] + e;
+                c[i] = v >= q ? v - q : v;
+            }
+        }
+    }
     return TS_OK;
+}
+
+ts_status_t ts__ckks_encode_limbs(const ts_ckks_params_t *p, const double complex *vals,
+                                  const double *reals, size_t count, size_t slots, double scale,
+                                  int level, uint64_t *limbs, size_t limb_stride,
+                                  double complex *scratch)
+{
+    return encode_limbs(p, vals, reals, count, slots, scale, level, limbs, limb_stride, scratch,
+                        NULL);
 }
 
 /* The centered value of coefficient j over Q_l divided by scale. */
@@ -264,7 +307,7 @@ ts_ckks_params_t *ts__ckks_encoder_params(const ts_ckks_encoder_t *enc)
 
 ts_status_t ts__ckks_encode_coeff(ts_ckks_encoder_t *e, const double complex *cv, const double *rv,
                                   size_t count, size_t slots, int level, double scale,
-                                  ts_poly_t *out, int64_t **err_buf)
+                                  ts_poly_t *out, const int64_t *err)
 {
     const ts_ckks_params_t *p = e->params;
     if (level < 0 || (size_t)level >= p->nq)
@@ -276,9 +319,13 @@ ts_status_t ts__ckks_encode_coeff(ts_ckks_encoder_t *e, const double complex *cv
         return st;
     ts_backend_t *be = ts_ring_backend(p->ring);
     uint64_t *dst = be->host_memory ? out->data : e->host;
-    st = ts__ckks_encode_limbs(p, cv, rv, count, slots, scale, level, dst, p->n, e->vals);
+    st = encode_limbs(p, cv, rv, count, slots, scale, level, dst, p->n, e->vals, err);
     if (st == TS_OK && !be->host_memory)
         st = ts_poly_upload(out, e->host);
-    *err_buf = e->err;
     return st;
+}
+
+int64_t *ts__ckks_encoder_err(ts_ckks_encoder_t *e)
+{
+    return e->err;
 }

@@ -463,28 +463,20 @@ static ts_status_t encrypt_values(ts_ckks_encoder_t *enc, const ts_ckks_secret_k
         memcpy(s, seed, sizeof(s));
     else if ((st = ts_prng_bytes(prng, s, sizeof(s))) != TS_OK)
         return st;
-    int64_t *err = NULL;
-    /* c0 = m + e in coefficient form, one NTT per limb, then c0 - a s */
-    st = ts__ckks_ct_reshape(ct, level, 1);
-    if (st == TS_OK)
-        st = ts__ckks_encode_coeff(enc, cv, rv, count, slots, level, scale, ct->c[0], &err);
-    if (st == TS_OK)
-        st = ts_ring_sample_gaussian(prng, p->n, p->sigma, err);
-    if (st != TS_OK)
-        goto out;
+    /* c0 = m + e in coefficient form (the error sampled first and added to
+     * the integer coefficients), one NTT per limb, then c0 - a s */
+    int64_t *err = ts__ckks_encoder_err(enc);
     uint32_t nq = (uint32_t)level + 1;
     ts_backend_t *be = backend(p);
-    if (be->host_memory) {
-        for (uint32_t l = 0; l < nq; l++) {
-            uint64_t q = p->q[l], *c = ct->c[0]->data + (size_t)l * p->n;
-            for (size_t i = 0; i < p->n; i++) {
-                int64_t x = err[i];
-                uint64_t e = x < 0 ? q - (uint64_t)(-x) : (uint64_t)x;
-                uint64_t v = c[i] + e;
-                c[i] = v >= q ? v - q : v;
-            }
-        }
-    } else {
+    st = ts__ckks_ct_reshape(ct, level, 1);
+    if (st == TS_OK)
+        st = ts_ring_sample_gaussian(prng, p->n, p->sigma, err);
+    if (st == TS_OK)
+        st = ts__ckks_encode_coeff(enc, cv, rv, count, slots, level, scale, ct->c[0],
+                                   be->host_memory ? err : NULL);
+    if (st != TS_OK)
+        goto out;
+    if (!be->host_memory) {
         /* device memory: add the error as a polynomial */
         ts_poly_t *t = NULL;
         st = ts_poly_new(p->ring, nq, 0, false, &t);
@@ -515,8 +507,7 @@ static ts_status_t encrypt_values(ts_ckks_encoder_t *enc, const ts_ckks_secret_k
     ct->seeded = true;
     memcpy(ct->seed, s, sizeof(s));
 out:
-    if (err)
-        ts_memzero(err, sizeof(int64_t) * p->n);
+    ts_memzero(err, sizeof(int64_t) * p->n);
     return st;
 }
 

@@ -158,3 +158,50 @@ ts_status_t ts_vec_center_lift_impl(uint64_t *o, const uint64_t *x, size_t n, ui
     lift_run(o, x, n, p, m, vec);
     return TS_OK;
 }
+
+static void from_i64_run(uint64_t *o, const int64_t *x, size_t n, const ts_modulus_t *m, bool vec)
+{
+    size_t done = 0;
+    if (vec) {
+        done = n & ~(size_t)7;
+        if (done)
+            ts__vec_from_i64_avx512(o, x, done, m);
+    }
+    for (size_t i = done; i < n; i++) {
+        int64_t v = x[i];
+        uint64_t u = v < 0 ? (uint64_t)(-v) : (uint64_t)v;
+        uint64_t r = ts_mod_reduce64(u, m);
+        o[i] = v < 0 ? ts_mod_neg(r, m->q) : r;
+    }
+}
+
+void ts_vec_from_i64(uint64_t *o, const int64_t *x, size_t n, const ts_modulus_t *m)
+{
+    from_i64_run(o, x, n, m, ts__vec_avx512_built() && ts_cpu_has_avx512());
+}
+
+ts_status_t ts_vec_from_i64_impl(uint64_t *o, const int64_t *x, size_t n, const ts_modulus_t *m,
+                                 ts_ntt_impl_t impl)
+{
+    if (!m || (n && (!o || !x)))
+        return TS_EINVAL;
+    bool vec;
+    switch (impl) {
+    case TS_NTT_IMPL_AUTO:
+        vec = ts__vec_avx512_built() && ts_cpu_has_avx512();
+        break;
+    case TS_NTT_IMPL_PORTABLE:
+    case TS_NTT_IMPL_AVX2:
+        vec = false;
+        break;
+    case TS_NTT_IMPL_AVX512:
+        if (!ts__vec_avx512_built() || !ts_cpu_has_avx512())
+            return TS_ENOTSUP;
+        vec = true;
+        break;
+    default:
+        return TS_EINVAL;
+    }
+    from_i64_run(o, x, n, m, vec);
+    return TS_OK;
+}

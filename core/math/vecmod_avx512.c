@@ -106,6 +106,18 @@ static inline v8 reduce64(v8 x, v8 bh, v8 q)
     return csub(r, q);
 }
 
+void ts__vec_from_i64_avx512(uint64_t *o, const int64_t *x, size_t n, const ts_modulus_t *m)
+{
+    const v8 q = SET1(m->q), bh = SET1(m->barrett_hi), zero = _mm512_setzero_si512();
+    for (size_t i = 0; i < n; i += 8) {
+        v8 v = LD(x + i);
+        __mmask8 neg = _mm512_cmplt_epi64_mask(v, zero);
+        v8 r = reduce64(_mm512_abs_epi64(v), bh, q);
+        __mmask8 flip = neg & _mm512_cmpneq_epu64_mask(r, zero);
+        ST(o + i, _mm512_mask_sub_epi64(r, flip, q, r));
+    }
+}
+
 void ts__vec_center_lift_avx512(uint64_t *o, const uint64_t *x, size_t n, uint64_t p,
                                 const ts_modulus_t *m)
 {
@@ -144,6 +156,14 @@ void ts__vec_avx512(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64
 bool ts__vec_avx512_built(void)
 {
     return false;
+}
+
+void ts__vec_from_i64_avx512(uint64_t *o, const int64_t *x, size_t n, const ts_modulus_t *m)
+{
+    (void)o;
+    (void)x;
+    (void)n;
+    (void)m;
 }
 
 void ts__vec_center_lift_avx512(uint64_t *o, const uint64_t *x, size_t n, uint64_t p,

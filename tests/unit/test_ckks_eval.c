@@ -175,6 +175,39 @@ START_TEST(test_encrypt_decrypt)
         ck_assert_ts_status(
             ts_ckks_encrypt_sk_real(f.enc, f.sk, re, f.slots, 3, 0, 0x1p30, f.prng, seed, ct2),
             TS_EINVAL);
+        /* the fused path gives the same words as encode + ts_ckks_encrypt_sk with
+         * the same randomness (error folded into the integer coefficients):
+         * full and sparse slots, small and > 2^62 coefficients */
+        const double scales[3] = {0x1p30, 0x1p40, 0x1p61};
+        for (int si = 0; si < 3; si++)
+            for (size_t sl = f.slots; sl >= f.slots / 4; sl /= 4) {
+                ts_prng_t *g1, *g2;
+                const uint8_t gs[TS_SEED_BYTES] = {9, 8, 7, (uint8_t)si};
+                ck_assert_ts_ok(ts_prng_new_seeded(gs, 77, &g1));
+                ck_assert_ts_ok(ts_prng_new_seeded(gs, 77, &g2));
+                for (size_t i = 0; i < sl; i++)
+                    re[i] = (si == 2 ? 6.0 : 0.0) + 1.5 * sin(0.3 * (double)i);
+                ts_ckks_plaintext_t *pt = NULL;
+                ck_assert_ts_ok(ts_ckks_plaintext_new(f.p, f.top, &pt));
+                ts_status_t a1 = ts_ckks_encrypt_sk_real(f.enc, f.sk, re, sl, sl, f.top, scales[si],
+                                                         g1, NULL, ct);
+                ts_status_t a2 = ts_ckks_encode_real(f.enc, re, sl, sl, f.top, scales[si], pt);
+                ck_assert_int_eq(a1, a2);
+                if (a1 == TS_OK) {
+                    ck_assert_ts_ok(ts_ckks_encrypt_sk(f.sk, pt, g2, NULL, ct2));
+                    for (int c = 0; c < 2; c++)
+                        ck_assert_msg(ts_poly_equal(ts_ckks_ciphertext_poly(ct, c),
+                                                    ts_ckks_ciphertext_poly(ct2, c)),
+                                      "fused != encode+encrypt: scale 2^%d slots %zu part %d",
+                                      si == 0   ? 30
+                                      : si == 1 ? 40
+                                                : 61,
+                                      sl, c);
+                }
+                ts_ckks_plaintext_free(pt);
+                ts_prng_free(g1);
+                ts_prng_free(g2);
+            }
         ts_free(re);
         ts_free(zr);
         ts_ckks_ciphertext_free(ct);

@@ -609,6 +609,43 @@ START_TEST(test_vec_center_lift)
 }
 END_TEST
 
+/* Signed integers to residues: every kernel against the definition. */
+START_TEST(test_vec_from_i64)
+{
+    const uint32_t qbits[] = {20, 30, 41, 50, 61};
+    bool have = ts_cpu_has_avx512();
+    for (int qi = 0; qi < 5; qi++) {
+        uint64_t q;
+        ck_assert_ts_ok(ts_primes_ntt(qbits[qi], 1 << 10, 1, TS_PRIMES_DESCENDING, NULL, 0, &q));
+        ts_modulus_t m;
+        ck_assert_ts_ok(ts_modulus_init(&m, q));
+        const size_t n = 83;
+        int64_t x[83];
+        uint64_t want[83], o1[83], o2[83];
+        for (size_t i = 0; i < n; i++) {
+            uint64_t r = rnd();
+            x[i] = i == 0   ? INT64_MAX
+                   : i == 1 ? -INT64_MAX
+                   : i == 2 ? 0
+                   : i == 3 ? -(int64_t)q
+                   : i % 3  ? (int64_t)(r >> (r & 63)) * (r & 1 ? -1 : 1)
+                            : (int64_t)(r % 41) - 20;
+            int64_t v = x[i] % (int64_t)q;
+            want[i] = v < 0 ? (uint64_t)(v + (int64_t)q) : (uint64_t)v;
+        }
+        ck_assert_ts_ok(ts_vec_from_i64_impl(o1, x, n, &m, TS_NTT_IMPL_PORTABLE));
+        ck_assert(!memcmp(o1, want, sizeof want));
+        ck_assert_ts_status(ts_vec_from_i64_impl(o2, x, n, &m, TS_NTT_IMPL_AVX512),
+                            have ? TS_OK : TS_ENOTSUP);
+        if (have)
+            ck_assert_msg(!memcmp(o2, want, sizeof want), "from_i64 q %u bits", qbits[qi]);
+        memcpy(o2, x, sizeof x);
+        ts_vec_from_i64(o2, (const int64_t *)o2, n, &m); /* in place */
+        ck_assert(!memcmp(o2, want, sizeof want));
+    }
+}
+END_TEST
+
 TS_TEST_SUITE(math)
 {
     Suite *s = suite_create("math");
@@ -622,6 +659,7 @@ TS_TEST_SUITE(math)
     tcase_add_test(tc, test_rns_conv_impls);
     tcase_add_test(tc, test_vec_ops);
     tcase_add_test(tc, test_vec_center_lift);
+    tcase_add_test(tc, test_vec_from_i64);
     suite_add_tcase(s, tc);
     return s;
 }
