@@ -21,4 +21,16 @@ struct ts_ring {
 
 void ts__ring_destroy(ts_ring_t *r);
 
+/* AVX-512 sampler kernels (ring/sample_avx512.c), only when
+ * ts__ring_avx512_built() and ts_cpu_has_avx512():
+ * mag[i] = #{k < bound : u[i] >= cdt[k]} for i < cnt (cnt a multiple of 8);
+ * the words (w[i] & mask) < q of w[0..cnt) in order into out, at most `room`
+ * of them; returns how many were written (the words after the last one
+ * written are not looked at by the caller). */
+bool ts__ring_avx512_built(void);
+void ts__ring_cdt_count_avx512(const uint64_t *u, size_t cnt, const uint64_t *cdt, int bound,
+                               int64_t *mag);
+size_t ts__ring_accept_avx512(const uint64_t *w, size_t cnt, uint64_t mask, uint64_t q,
+                              uint64_t *out, size_t room);
+
 #endif

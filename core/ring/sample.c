@@ -65,6 +65,7 @@ ts_status_t ts_ring_sample_sparse_ternary(ts_prng_t *prng, size_t n, size_t h, i
 }
 
 #define GAUSS_MAX_TABLE 400
+#define GAUSS_CHUNK     64
 
 ts_status_t ts_ring_sample_gaussian(ts_prng_t *prng, size_t n, double sigma, int64_t *out)
 {
@@ -93,29 +94,48 @@ ts_status_t ts_ring_sample_gaussian(ts_prng_t *prng, size_t n, double sigma, int
     uint64_t signs = 0;
     int nsigns = 0;
     ts_status_t st = TS_OK;
-    for (size_t i = 0; i < n; i++) {
-        if (pos + 2 > RAND_BUF / 8) {
-            st = ts_prng_bytes(prng, buf, sizeof buf);
-            if (st != TS_OK)
-                goto out;
-            pos = 0;
+    const bool vec = ts__ring_avx512_built() && ts_cpu_has_avx512();
+    /* chunks: the words are taken from the stream in the same order as one
+     * sample at a time (a magnitude word, a sign word every 64 samples), then
+     * the magnitudes counted against the whole table (8 at a time with AVX-512) */
+    uint64_t u[GAUSS_CHUNK];
+    int64_t mag[GAUSS_CHUNK], sg[GAUSS_CHUNK];
+    for (size_t i0 = 0; i0 < n; i0 += GAUSS_CHUNK) {
+        const size_t cnt = n - i0 < GAUSS_CHUNK ? n - i0 : GAUSS_CHUNK;
+        for (size_t i = 0; i < cnt; i++) {
+            if (pos + 2 > RAND_BUF / 8) {
+                st = ts_prng_bytes(prng, buf, sizeof buf);
+                if (st != TS_OK)
+                    goto out;
+                pos = 0;
+            }
+            u[i] = buf[pos++];
+            if (nsigns == 0) {
+                signs = buf[pos++];
+                nsigns = 64;
+            }
+            sg[i] = (int64_t)(signs & 1);
+            signs >>= 1;
+            nsigns--;
         }
-        uint64_t u = buf[pos++];
-        if (nsigns == 0) {
-            signs = buf[pos++];
-            nsigns = 64;
+        size_t done = vec ? cnt & ~(size_t)7 : 0;
+        if (done)
+            ts__ring_cdt_count_avx512(u, done, cdt, bound, mag);
+        for (size_t i = done; i < cnt; i++) {
+            /* constant-time-ish: every table entry is compared, no early exit */
+            int64_t m = 0;
+            for (int k = 0; k < bound; k++)
+                m += (int64_t)(u[i] >= cdt[k]);
+            mag[i] = m;
         }
-        /* constant-time-ish: every table entry is compared, no early exit */
-        int64_t mag = 0;
-        for (int k = 0; k < bound; k++)
-            mag += (int64_t)(u >= cdt[k]);
-        int64_t s = (int64_t)(signs & 1);
-        signs >>= 1;
-        nsigns--;
-        out[i] = mag - 2 * s * mag; /* s ? -mag : mag, without a branch */
+        for (size_t i = 0; i < cnt; i++)
+            out[i0 + i] = mag[i] - 2 * sg[i] * mag[i]; /* s ? -mag : mag, without a branch */
     }
 out:
     ts_memzero(buf, sizeof buf);
+    ts_memzero(u, sizeof u);
+    ts_memzero(mag, sizeof mag);
+    ts_memzero(sg, sizeof sg);
     signs = 0;
     return st;
 }
@@ -135,6 +155,7 @@ ts_status_t ts_poly_sample_uniform(ts_poly_t *p, ts_prng_t *prng)
     }
     uint64_t buf[RAND_BUF / 8];
     ts_status_t st = TS_OK;
+    const bool vec = ts__ring_avx512_built() && ts_cpu_has_avx512();
     for (uint32_t l = 0; l < nl && st == TS_OK; l++) {
         const uint64_t q = p->ring->mods[idx[l]].q;
         const uint32_t bits = p->ring->mods[idx[l]].bits;
@@ -147,6 +168,15 @@ ts_status_t ts_poly_sample_uniform(ts_poly_t *p, ts_prng_t *prng)
                 if (st != TS_OK)
                     break;
                 pos = 0;
+            }
+            if (vec && n - i >= 8) {
+                /* whole buffer at once: the accepted words in order (the
+                 * rest of a buffer is dropped at the end of a limb either way) */
+                size_t took =
+                    ts__ring_accept_avx512(buf + pos, RAND_BUF / 8 - pos, mask, q, dst + i, n - i);
+                i += (uint32_t)took;
+                pos = RAND_BUF / 8;
+                continue;
             }
             uint64_t v = buf[pos++] & mask;
             if (v < q)

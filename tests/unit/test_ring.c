@@ -428,6 +428,53 @@ START_TEST(test_backend_conv_ks)
 }
 END_TEST
 
+#define SAMPLING_KAT 0x272b8cbb4725ce87ULL
+
+static uint64_t fnv_words(uint64_t h, const void *p, size_t bytes)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < bytes; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* Known answers of the uniform and Gaussian samplers for a fixed stream
+ * (recorded from the one-sample-at-a-time loops before the AVX-512 kernels):
+ * the vector kernels must consume and accept exactly the same words. Primes
+ * just above a power of two reject about half the words. */
+START_TEST(test_sampling_kat)
+{
+    const uint32_t n = 1024;
+    uint64_t q[4], p[1];
+    ck_assert_ts_ok(ts_primes_ntt(30, 2 * n, 2, TS_PRIMES_ASCENDING, NULL, 0, q));
+    ck_assert_ts_ok(ts_primes_ntt(40, 2 * n, 1, TS_PRIMES_DESCENDING, NULL, 0, q + 2));
+    ck_assert_ts_ok(ts_primes_ntt(50, 2 * n, 1, TS_PRIMES_ASCENDING, NULL, 0, q + 3));
+    ck_assert_ts_ok(ts_primes_ntt(61, 2 * n, 1, TS_PRIMES_ASCENDING, NULL, 0, p));
+    ts_ring_params_t prm = {.n = n, .q = q, .q_count = 4, .p = p, .p_count = 1};
+    ts_ring_t *r = NULL;
+    ck_assert_ts_ok(ts_ring_new(&prm, &r));
+    ts_poly_t *x;
+    ck_assert_ts_ok(ts_poly_new(r, 4, 1, true, &x));
+    ts_prng_t *g = seeded(9);
+    ck_assert_ts_ok(ts_poly_sample_uniform(x, g));
+    uint64_t h = fnv_words(0xcbf29ce484222325ULL, x->data, 5 * (size_t)n * 8);
+    ck_assert_ts_ok(ts_poly_sample_uniform(x, g)); /* the stream continues correctly */
+    h = fnv_words(h, x->data, 5 * (size_t)n * 8);
+    int64_t v[1000];
+    ck_assert_ts_ok(ts_ring_sample_gaussian(g, 1000, 3.2, v));
+    h = fnv_words(h, v, sizeof v);
+    ck_assert_ts_ok(ts_ring_sample_gaussian(g, 77, 3.2, v));
+    h = fnv_words(h, v, 77 * 8);
+    ck_assert_ts_ok(ts_ring_sample_gaussian(g, 333, 19.5, v));
+    h = fnv_words(h, v, 333 * 8);
+    printf("sampling KAT: %016llx\n", (unsigned long long)h);
+    ck_assert_uint_eq(h, SAMPLING_KAT);
+    ts_prng_free(g);
+    ts_poly_free(x);
+    ts_ring_free(r);
+}
+END_TEST
+
 START_TEST(test_sampling)
 {
     ts_prng_t *prng = seeded(1);
@@ -601,6 +648,7 @@ TS_TEST_SUITE(ring)
     tcase_add_test(tc, test_backend_threads);
     tcase_add_test(tc, test_backend_conv_ks);
     tcase_add_test(tc, test_sampling);
+    tcase_add_test(tc, test_sampling_kat);
     tcase_add_test(tc, test_ring_alloc_failures);
     suite_add_tcase(s, tc);
     return s;
