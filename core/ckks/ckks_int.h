@@ -37,6 +37,10 @@ struct ts_ckks_params {
     /* built by ts__ckks_params_build */
     uint64_t *rot_group; /* 5^j mod 2N, j < N/2 */
     double complex *ksi; /* exp(2 pi i k / 2N), k <= 2N */
+    /* inverse special FFT twiddles by stage: for len = 2, 4, .., N/2 (half =
+     * len / 2), fft_inv_tw[half - 1 + j] = ksi[(4 len - (rot_group[j] mod 4 len)) * 2N / (4 len)]
+     */
+    double complex *fft_inv_tw;
     ts_modulus_t qmod[TS_CKKS_MAX_Q];
     ts_ring_t *ring;             /* N, Q then P, default backend */
     ts_poly_t *imag_ntt;         /* X^{N/2} (the slot-wise imaginary unit), NTT form, top level */
@@ -149,6 +153,13 @@ ts_status_t ts__ckks_encode_coeff(ts_ckks_encoder_t *e, const double complex *cv
                                   ts_poly_t *out, const int64_t *err);
 /* The encoder's N-word error scratch (for the fused encode+encrypt). */
 int64_t *ts__ckks_encoder_err(ts_ckks_encoder_t *e);
+/* One inverse special FFT stage of length len (half = len / 2 >= 4) over
+ * vals[0..n) with the stage's twiddles tw[0..half), AVX-512 (fft_avx512.c;
+ * only when ts__ckks_fft_avx512_built() and the CPU has AVX-512): the same
+ * double operations as the scalar loop, so the same values. */
+void ts__ckks_fft_inv_stage_avx512(double complex *vals, size_t n, size_t len,
+                                   const double complex *tw);
+bool ts__ckks_fft_avx512_built(void);
 /* The parameters of an encoder (borrowed). */
 ts_ckks_params_t *ts__ckks_encoder_params(const ts_ckks_encoder_t *enc);
 /* ct belongs to ev's parameters and keeps the invariants (NTT form, Q limbs

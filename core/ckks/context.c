@@ -11,7 +11,8 @@ ts_status_t ts__ckks_params_build(ts_ckks_params_t *p)
     size_t n = p->n, m = 2 * n;
     p->rot_group = ts_malloc(sizeof(uint64_t) * (n / 2));
     p->ksi = ts_malloc(sizeof(double complex) * (m + 1));
-    if (!p->rot_group || !p->ksi)
+    p->fft_inv_tw = ts_malloc(sizeof(double complex) * (n / 2));
+    if (!p->rot_group || !p->ksi || !p->fft_inv_tw)
         return TS_ENOMEM;
     uint64_t g = 1;
     for (size_t j = 0; j < n / 2; j++) {
@@ -23,6 +24,12 @@ ts_status_t ts__ckks_params_build(ts_ckks_params_t *p)
     for (size_t k = 0; k <= m; k++) {
         double ang = two_pi * (double)k / (double)m;
         p->ksi[k] = cos(ang) + I * sin(ang);
+    }
+    for (size_t len = 2; len <= n / 2; len <<= 1) {
+        size_t half = len >> 1, four_len = len << 2, step = m / four_len;
+        for (size_t j = 0; j < half; j++)
+            p->fft_inv_tw[half - 1 + j] =
+                p->ksi[(four_len - (size_t)(p->rot_group[j] & (four_len - 1))) * step];
     }
     for (size_t i = 0; i < p->nq; i++) {
         ts_status_t st = ts_modulus_init(&p->qmod[i], p->q[i]);
@@ -88,6 +95,7 @@ void ts__ckks_params_destroy(ts_ckks_params_t *p)
     ts_poly_free(p->imag_ntt);
     ts_ring_free(p->ring);
     ts_free(p->ksi);
+    ts_free(p->fft_inv_tw);
     ts_free(p->rot_group);
     ts_free(p);
 }

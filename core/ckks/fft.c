@@ -53,14 +53,18 @@ void ts__ckks_fft_fwd(const ts_ckks_params_t *p, double complex *vals, size_t n)
 
 void ts__ckks_fft_inv(const ts_ckks_params_t *p, double complex *vals, size_t n)
 {
-    const size_t m = 2 * p->n;
+    const bool vec = ts__ckks_fft_avx512_built() && ts_cpu_has_avx512();
     for (size_t len = n; len >= 2; len >>= 1) {
-        size_t half = len >> 1, four_len = len << 2, step = m / four_len;
+        size_t half = len >> 1;
+        const double complex *tw = p->fft_inv_tw + half - 1;
+        if (vec && half >= 4) {
+            ts__ckks_fft_inv_stage_avx512(vals, n, len, tw);
+            continue;
+        }
         for (size_t i = 0; i < n; i += len) {
             for (size_t j = 0; j < half; j++) {
-                size_t k = (four_len - (size_t)(p->rot_group[j] & (four_len - 1))) * step;
                 double complex u = vals[i + j] + vals[i + j + half];
-                double complex v = (vals[i + j] - vals[i + j + half]) * p->ksi[k];
+                double complex v = (vals[i + j] - vals[i + j + half]) * tw[j];
                 vals[i + j] = u;
                 vals[i + j + half] = v;
             }

@@ -164,6 +164,41 @@ START_TEST(test_encode_errors)
 }
 END_TEST
 
+#define ENCODE_KAT 0x1b5983f20f518b40ULL
+
+/* Known answer of the encoding (recorded with the scalar inverse FFT before
+ * the AVX-512 stages): every slot count from 1 to N/2 at N = 2^11, two
+ * scales, hashed over the plaintext words. The vector FFT must give the same
+ * doubles, hence the same words. */
+START_TEST(test_encode_kat)
+{
+    ts_ckks_params_t *p = load("test-n11");
+    ts_ckks_encoder_t *enc;
+    ck_assert_ts_ok(ts_ckks_encoder_new(p, &enc));
+    const int L = ts_ckks_params_max_level(p);
+    const size_t n = ts_ckks_params_slots(p);
+    ts_ckks_plaintext_t *pt;
+    ck_assert_ts_ok(ts_ckks_plaintext_new(p, L, &pt));
+    double complex *z = ts_malloc(sizeof(double complex) * n);
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t slots = 1; slots <= n; slots *= 2)
+        for (int si = 0; si < 2; si++) {
+            fill(z, slots, (unsigned)(slots + 17 * si));
+            ck_assert_ts_ok(ts_ckks_encode(enc, z, slots, slots, L, si ? 0x1p50 : 0x1p30, pt));
+            const ts_poly_t *x = ts_ckks_plaintext_poly(pt);
+            const uint8_t *b = (const uint8_t *)x->data;
+            for (size_t i = 0; i < (size_t)x->nq * 2048 * 8; i++)
+                h = (h ^ b[i]) * 0x100000001b3ULL;
+        }
+    printf("encode KAT: %016llx\n", (unsigned long long)h);
+    ck_assert_uint_eq(h, ENCODE_KAT);
+    ts_free(z);
+    ts_ckks_plaintext_free(pt);
+    ts_ckks_encoder_free(enc);
+    ts_ckks_params_free(p);
+}
+END_TEST
+
 TS_TEST_SUITE(ckks_encoder)
 {
     Suite *s = suite_create("ckks_encoder");
@@ -171,6 +206,7 @@ TS_TEST_SUITE(ckks_encoder)
     tcase_add_test(tc, test_roundtrip_complex);
     tcase_add_test(tc, test_roundtrip_real_and_large_scale);
     tcase_add_test(tc, test_encode_errors);
+    tcase_add_test(tc, test_encode_kat);
     suite_add_tcase(s, tc);
     return s;
 }
