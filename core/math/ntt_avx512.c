@@ -72,19 +72,57 @@ static inline v8 mulshoup64(v8 a, v8 w, v8 wp, v8 q)
  * The stage loops, written once for both products: MUL(a, w, wp) is the lazy
  * Shoup product; TW/TWP the twiddle and its Shoup constant arrays.
  */
-#define FORWARD_HEAD(MUL, TWP)                                                                     \
+/*
+ * The forward stages of distance >= 8; with R4 (the IFMA kernels) two at a
+ * time where possible (radix-4 passes: the four quarter-blocks of a group are
+ * loaded once, both stages' butterflies applied, then stored; the 64-bit
+ * product needs too many registers for it to pay). Each butterfly is the same
+ * operation on the same values as in the one-stage loop: identical results.
+ */
+#define FWD_BFLY(MUL, X, Y, W, WP)                                                                 \
     do {                                                                                           \
-        uint32_t gap = n;                                                                          \
-        for (uint32_t m = 1; gap > 8; m <<= 1) {                                                   \
-            gap >>= 1;                                                                             \
+        v8 x_ = csub((X), q2);                                                                     \
+        v8 t_ = MUL((Y), (W), (WP), q);                                                            \
+        (X) = _mm512_add_epi64(x_, t_);                                                            \
+        (Y) = _mm512_sub_epi64(_mm512_add_epi64(x_, q2), t_);                                      \
+    } while (0)
+
+#define FORWARD_HEAD(MUL, TWP, R4)                                                                 \
+    do {                                                                                           \
+        uint32_t gap = n >> 1, m = 1;                                                              \
+        /* pairs of stages while the second one's distance is still >= 8 */                        \
+        for (; (R4) && gap >= 16; m <<= 2, gap >>= 2) {                                            \
+            const uint32_t h = gap >> 1;                                                           \
+            for (uint32_t i = 0; i < m; i++) {                                                     \
+                const v8 w1 = SET1(t->fwd[m + i]), w1p = SET1((TWP)[m + i]);                       \
+                const v8 w2 = SET1(t->fwd[2 * m + 2 * i]), w2p = SET1((TWP)[2 * m + 2 * i]);       \
+                const v8 w3 = SET1(t->fwd[2 * m + 2 * i + 1]);                                     \
+                const v8 w3p = SET1((TWP)[2 * m + 2 * i + 1]);                                     \
+                uint64_t *p0 = a + 2 * (size_t)i * gap, *p1 = p0 + h, *p2 = p0 + gap,              \
+                         *p3 = p2 + h;                                                             \
+                for (uint32_t j = 0; j < h; j += 8) {                                              \
+                    v8 x0 = LD(p0 + j), x1 = LD(p1 + j), x2 = LD(p2 + j), x3 = LD(p3 + j);         \
+                    FWD_BFLY(MUL, x0, x2, w1, w1p);                                                \
+                    FWD_BFLY(MUL, x1, x3, w1, w1p);                                                \
+                    FWD_BFLY(MUL, x0, x1, w2, w2p);                                                \
+                    FWD_BFLY(MUL, x2, x3, w3, w3p);                                                \
+                    ST(p0 + j, x0);                                                                \
+                    ST(p1 + j, x1);                                                                \
+                    ST(p2 + j, x2);                                                                \
+                    ST(p3 + j, x3);                                                                \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        /* a last single stage of distance 8 when the count is odd */                              \
+        for (; gap >= 8; m <<= 1, gap >>= 1) {                                                     \
             for (uint32_t i = 0; i < m; i++) {                                                     \
                 const v8 w = SET1(t->fwd[m + i]), wp = SET1((TWP)[m + i]);                         \
                 uint64_t *xp = a + 2 * (size_t)i * gap, *yp = xp + gap;                            \
                 for (uint32_t j = 0; j < gap; j += 8) {                                            \
-                    v8 x = csub(LD(xp + j), q2), y = LD(yp + j);                                   \
-                    v8 tt = MUL(y, w, wp, q);                                                      \
-                    ST(xp + j, _mm512_add_epi64(x, tt));                                           \
-                    ST(yp + j, _mm512_sub_epi64(_mm512_add_epi64(x, q2), tt));                     \
+                    v8 x = LD(xp + j), y = LD(yp + j);                                             \
+                    FWD_BFLY(MUL, x, y, w, wp);                                                    \
+                    ST(xp + j, x);                                                                 \
+                    ST(yp + j, y);                                                                 \
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
@@ -209,10 +247,10 @@ void ts__ntt_forward_avx512(const ts_ntt_table_t *t, uint64_t *a)
     }
     const v8 q = SET1(t->mod.q), q2 = SET1(2 * t->mod.q);
     if (t->fwd_shoup52) {
-        FORWARD_HEAD(mulshoup52, t->fwd_shoup52);
+        FORWARD_HEAD(mulshoup52, t->fwd_shoup52, 1);
         FORWARD_TAIL(mulshoup52, t->fwd_shoup52);
     } else {
-        FORWARD_HEAD(mulshoup64, t->fwd_shoup);
+        FORWARD_HEAD(mulshoup64, t->fwd_shoup, 0);
         FORWARD_TAIL(mulshoup64, t->fwd_shoup);
     }
 }
