@@ -128,10 +128,40 @@ static inline v8 mulshoup64(v8 a, v8 w, v8 wp, v8 q)
         }                                                                                          \
     } while (0)
 
-#define INVERSE_BODY(MUL, TWP, NIP, NWP)                                                           \
+#define INV_BFLY(MUL, X, Y, W, WP)                                                                 \
     do {                                                                                           \
-        uint32_t gap = 8;                                                                          \
-        for (uint32_t m = n / 16; m > 1; m >>= 1) {                                                \
+        v8 x_ = (X), y_ = (Y);                                                                     \
+        (X) = csub(_mm512_add_epi64(x_, y_), q2);                                                  \
+        (Y) = MUL(_mm512_sub_epi64(_mm512_add_epi64(x_, q2), y_), (W), (WP), q);                   \
+    } while (0)
+
+/* Inverse stages of distance 8 .. N/4, with R4 two at a time while the
+ * second is not the last (radix-4 passes, same butterflies), then the last
+ * stage with the 1/N factor. */
+#define INVERSE_BODY(MUL, TWP, NIP, NWP, R4)                                                       \
+    do {                                                                                           \
+        uint32_t gap = 8, m = n / 16;                                                              \
+        for (; (R4) && m >= 4; m >>= 2, gap <<= 2) {                                               \
+            for (uint32_t i2 = 0; i2 < m / 2; i2++) {                                              \
+                const v8 w0 = SET1(t->inv[m + 2 * i2]), w0p = SET1((TWP)[m + 2 * i2]);             \
+                const v8 w1 = SET1(t->inv[m + 2 * i2 + 1]), w1p = SET1((TWP)[m + 2 * i2 + 1]);     \
+                const v8 w2 = SET1(t->inv[m / 2 + i2]), w2p = SET1((TWP)[m / 2 + i2]);             \
+                uint64_t *p0 = a + 4 * (size_t)i2 * gap, *p1 = p0 + gap, *p2 = p1 + gap,           \
+                         *p3 = p2 + gap;                                                           \
+                for (uint32_t j = 0; j < gap; j += 8) {                                            \
+                    v8 x0 = LD(p0 + j), x1 = LD(p1 + j), x2 = LD(p2 + j), x3 = LD(p3 + j);         \
+                    INV_BFLY(MUL, x0, x1, w0, w0p);                                                \
+                    INV_BFLY(MUL, x2, x3, w1, w1p);                                                \
+                    INV_BFLY(MUL, x0, x2, w2, w2p);                                                \
+                    INV_BFLY(MUL, x1, x3, w2, w2p);                                                \
+                    ST(p0 + j, x0);                                                                \
+                    ST(p1 + j, x1);                                                                \
+                    ST(p2 + j, x2);                                                                \
+                    ST(p3 + j, x3);                                                                \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        for (; m > 1; m >>= 1) {                                                                   \
             for (uint32_t i = 0; i < m; i++) {                                                     \
                 const v8 w = SET1(t->inv[m + i]), wp = SET1((TWP)[m + i]);                         \
                 uint64_t *xp = a + 2 * (size_t)i * gap, *yp = xp + gap;                            \
@@ -265,10 +295,10 @@ void ts__ntt_inverse_avx512(const ts_ntt_table_t *t, uint64_t *a)
     const v8 q = SET1(t->mod.q), q2 = SET1(2 * t->mod.q);
     if (t->inv_shoup52) {
         INVERSE_HEAD(mulshoup52, t->inv_shoup52);
-        INVERSE_BODY(mulshoup52, t->inv_shoup52, t->n_inv_shoup52, t->n_inv_w_shoup52);
+        INVERSE_BODY(mulshoup52, t->inv_shoup52, t->n_inv_shoup52, t->n_inv_w_shoup52, 1);
     } else {
         INVERSE_HEAD(mulshoup64, t->inv_shoup);
-        INVERSE_BODY(mulshoup64, t->inv_shoup, t->n_inv_shoup, t->n_inv_w_shoup);
+        INVERSE_BODY(mulshoup64, t->inv_shoup, t->n_inv_shoup, t->n_inv_w_shoup, 0);
     }
 }
 
