@@ -169,21 +169,31 @@ ts_status_t ts_rlwe_keyswitch(ts_rlwe_ks_t *ks, const ts_poly_t *c, uint64_t k,
 
 /*
  * Base-2^log_base gadget over one modulus q (< 2^62), `levels` digits taken
- * from the top: x in [0, q) is rounded to the nearest multiple of
- * q / B^levels (B = 2^log_base) and written as sum_i d_i g_i, with balanced
- * digits d_i in [-B/2, B/2] and g_i = round(q / B^(i+1)) (i = 0 most
- * significant). |x - sum d_i g_i mod q| <= q / (2 B^levels) + levels * B / 2.
+ * from the top: x in [0, q) is rounded to a multiple of q / B^levels
+ * (B = 2^log_base) and written as sum_i d_i g_i, with balanced digits d_i in
+ * [-B/2, B/2) and g_i = round(q / B^(i+1)) (i = 0 most significant).
+ * The rounding t = round(x B^levels / q) is computed without a division, as
+ * (x * dec_mul + 2^(dec_shift - 1)) >> dec_shift with dec_shift =
+ * 62 + bitlen(q) - log_base * levels and dec_mul = round(2^(dec_shift +
+ * log_base * levels) / q); it differs from the exact rounding only within
+ * 2^(log_base * levels - 63) of a tie. |x - sum d_i g_i mod q| <=
+ * q / (2 B^levels) + 1 + levels * B / 2. The one implementation of the
+ * TFHE blind rotation's decomposition too.
  */
 typedef struct ts_gadget {
     ts_modulus_t mod;
     uint32_t log_base; /* 1..30 */
     uint32_t levels;   /* log_base * levels <= 62 */
     uint64_t g[64];    /* g_i mod q */
+    uint64_t dec_mul;  /* see above */
+    uint32_t dec_shift;
 } ts_gadget_t;
 
 ts_status_t ts_gadget_init(ts_gadget_t *g, uint64_t q, uint32_t log_base, uint32_t levels);
 /* [out] digits[i * n + j] = d_i of in[j] (in reduced mod q). No allocation. */
 void ts_gadget_decompose(const ts_gadget_t *g, const uint64_t *in, size_t n, int64_t *digits);
+/* The same digits as residues mod q (d_i + q when negative): out[i * n + j]. */
+void ts_gadget_decompose_mod(const ts_gadget_t *g, const uint64_t *in, size_t n, uint64_t *out);
 
 #ifdef __cplusplus
 }

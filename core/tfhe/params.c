@@ -308,21 +308,9 @@ ts_status_t ts_tfhe_params_new(const ts_tfhe_params_lit_t *lit, ts_tfhe_params_t
     p->n_br = n_br;
     p->q_br = q;
     p->q_lwe = 1ull << l->lwe_logq;
-    {
-        uint32_t bits_q = 0;
-        while (bits_q < 64 && (q >> bits_q) != 0)
-            bits_q++;
-        p->dec_bits = l->br_log_base * l->br_levels;
-        p->dec_shift = 62 + bits_q - p->dec_bits;
-        ts_u128_t num = (ts_u128_t)1 << (p->dec_shift + p->dec_bits);
-        p->dec_mul = (uint64_t)((num + q / 2) / q);
-        for (uint32_t j = 0; j < l->br_levels; j++) {
-            uint32_t e = p->dec_bits - (j + 1) * l->br_log_base; /* Q * 2^e / 2^dec_bits */
-            ts_u128_t g = ((ts_u128_t)q << e) + ((ts_u128_t)1 << (p->dec_bits - 1));
-            p->gadget[j] = (uint64_t)(g >> p->dec_bits) % q;
-        }
-    }
     ts_status_t st = ts_modulus_init(&p->mod_br, q);
+    if (st == TS_OK)
+        st = ts_gadget_init(&p->gad, q, l->br_log_base, l->br_levels);
     if (st == TS_OK)
         st = ts_ntt_table_new(n_br, q, &p->ntt);
     if (st != TS_OK) {

@@ -92,31 +92,12 @@ void ts__tfhe_poly_rotate_minus(uint64_t *out, const uint64_t *in, uint32_t n, u
 
 uint64_t ts__tfhe_gadget(const ts_tfhe_params_t *params, uint32_t j)
 {
-    return params->gadget[j];
+    return params->gad.g[j];
 }
 
 void ts__tfhe_decompose(const ts_tfhe_params_t *params, const uint64_t *in, uint64_t *out)
 {
-    const uint32_t n = params->n_br, L = params->lit.br_levels, lb = params->lit.br_log_base;
-    const uint64_t q = params->q_br, mul = params->dec_mul;
-    const uint32_t sh = params->dec_shift;
-    const uint64_t keep = (1ull << params->dec_bits) - 1;
-    const uint64_t bmask = (1ull << lb) - 1, half = 1ull << (lb - 1);
-    const ts_u128_t rnd = (ts_u128_t)1 << (sh - 1);
-    /* half a digit in every position: fields come out as digit + B/2, so the
-     * balanced digits need no carries or branches */
-    uint64_t offset = 0;
-    for (uint32_t j = 0; j < L; j++)
-        offset |= half << (j * lb);
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t x = (uint64_t)(((ts_u128_t)in[i] * mul + rnd) >> sh);
-        x = (x + offset) & keep;
-        for (uint32_t j = 0; j < L; j++) {
-            int64_t d = (int64_t)((x >> ((L - 1 - j) * lb)) & bmask) - (int64_t)half;
-            /* d mod q without a branch */
-            out[(size_t)j * n + i] = (uint64_t)d + (q & (uint64_t)(d >> 63));
-        }
-    }
+    ts_gadget_decompose_mod(&params->gad, in, params->n_br, out);
 }
 
 /* out = a * s (negacyclic) using the key's NTT form; tmp: N words. */
@@ -353,7 +334,7 @@ ts_status_t ts__tfhe_rgsw_encrypt_raw(const ts_tfhe_rlwe_key_t *key, uint64_t *r
         /* m * g_j is a constant polynomial: the same value in every NTT slot.
          * Row j < L has phase e - m g_j s: it is put into b (b -= m g_j s) so
          * that every mask stays the pure seeded stream (seeded storage). */
-        uint64_t add = ts_mod_mul(mq, p->gadget[r % L], &p->mod_br);
+        uint64_t add = ts_mod_mul(mq, p->gad.g[r % L], &p->mod_br);
         if (r < L) {
             for (uint32_t i = 0; i < n; i++)
                 b[i] = ts_mod_sub(b[i], ts_mod_mul(add, key->s_ntt[i], &p->mod_br), q);

@@ -5,6 +5,7 @@
 #define TS_TFHE_INT_H
 
 #include "core/math/math.h"
+#include "core/rlwe/rlwe.h"
 #include "core/tfhe/tfhe.h"
 
 struct ts_tfhe_params {
@@ -14,11 +15,10 @@ struct ts_tfhe_params {
     uint64_t q_lwe;
     ts_modulus_t mod_br;
     ts_ntt_table_t *ntt;
-    /* gadget decomposition: x' = (x * dec_mul + 2^(dec_shift-1)) >> dec_shift
-     * approximates round(x * 2^dec_bits / Q), dec_bits = br_log_base * br_levels */
-    uint64_t dec_mul;
-    uint32_t dec_shift, dec_bits;
-    uint64_t gadget[64]; /* g_j = round(Q / B^(j+1)) */
+    /* the bootstrapping key's gadget (core/rlwe's multiply-shift
+     * decomposition): base 2^br_log_base, br_levels digits, gad.g[j] =
+     * round(Q / B^(j+1)) */
+    ts_gadget_t gad;
 };
 
 struct ts_tfhe_lwe_key {

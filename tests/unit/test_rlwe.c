@@ -412,7 +412,44 @@ START_TEST(test_gadget)
         x[1] = q - 1;
         x[2] = q / 2;
         ts_gadget_decompose(&g, x, 256, dig);
-        double bound = ldexp((double)q, -(int)(cfg[c][0] * cfg[c][1])) / 2 + cfg[c][1] * bb / 2.0;
+        /* half a step of rounding (+1 for the multiply-shift), plus the digits' rounding of g */
+        double bound =
+            ldexp((double)q, -(int)(cfg[c][0] * cfg[c][1])) / 2 + 1 + cfg[c][1] * bb / 2.0;
+        /* the residue form, and a reference: the multiply-shift rounding
+         * written out, balanced digits by carrying from the bottom (the
+         * former core/rlwe loop) and by the B/2-offset fields (the former
+         * core/tfhe loop): all the same digits; the rounding matches the
+         * exact one except within 2^(bits - 63) of a tie */
+        uint64_t dm[20 * 256];
+        ts_gadget_decompose_mod(&g, x, 256, dm);
+        const uint32_t lb = cfg[c][0], L = cfg[c][1], bits = lb * L;
+        int ties = 0;
+        for (int i = 0; i < 256; i++) {
+            uint64_t t =
+                (uint64_t)(((ts_u128_t)x[i] * g.dec_mul + ((ts_u128_t)1 << (g.dec_shift - 1))) >>
+                           g.dec_shift) &
+                ((1ULL << bits) - 1);
+            uint64_t te =
+                (uint64_t)((((ts_u128_t)x[i] << bits) + q / 2) / q) & ((1ULL << bits) - 1);
+            ties += t != te;
+            uint64_t v = t, carry = 0, off = 0;
+            for (uint32_t l = 0; l < L; l++)
+                off |= (1ULL << (lb - 1)) << (l * lb);
+            uint64_t f = (t + off) & ((1ULL << bits) - 1);
+            for (uint32_t l = L; l-- > 0;) {
+                uint64_t d = (v & ((1ULL << lb) - 1)) + carry;
+                v >>= lb;
+                carry = d >= (1ULL << (lb - 1)) ? 1 : 0;
+                int64_t want = (int64_t)d - (int64_t)(carry << lb);
+                int64_t want2 = (int64_t)((f >> ((L - 1 - l) * lb)) & ((1ULL << lb) - 1)) -
+                                (int64_t)(1ULL << (lb - 1));
+                ck_assert_int_eq(dig[l * 256 + i], want);
+                ck_assert_int_eq(dig[l * 256 + i], want2);
+                ck_assert_uint_eq(dm[l * 256 + i],
+                                  want < 0 ? q - (uint64_t)(-want) : (uint64_t)want);
+            }
+        }
+        ck_assert_int_le(ties, 1);
         for (int i = 0; i < 256; i++) {
             uint64_t acc = 0;
             for (uint32_t l = 0; l < cfg[c][1]; l++) {
