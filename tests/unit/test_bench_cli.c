@@ -270,6 +270,15 @@ START_TEST(test_bench_boot_cli)
     ck_assert_int_eq(count(s, "\"latency_s_median\""), 2);
     ck_assert_int_eq(count(s, "\"levels_left\": 4"), 2);
     ck_assert_int_eq(count(s, "\"precision_bits_mean\""), 2);
+    /* sparse-secret encapsulation on the dense test preset */
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera bench boot --case test-boot-n10-dense:3 --encap 32 --runs 1 --threads 1 "
+             "--json %s > %s/table.txt 2>&1",
+             ts_test_build_dir(), out, dir);
+    ck_assert_int_eq(run(cmd), 0);
+    s = check_json(out, required, 4);
+    ck_assert_ptr_nonnull(strstr(s, "\"secret\": \"ternary\", \"encap_h\": 32"));
+    ck_assert_ptr_nonnull(strstr(s, "\"failures\": 0"));
     snprintf(cmd, sizeof cmd, "%s/tessera bench boot --help > /dev/null", ts_test_build_dir());
     ck_assert_int_eq(run(cmd), 0);
     snprintf(cmd, sizeof cmd, "%s/tessera bench boot --case nope 2> /dev/null",

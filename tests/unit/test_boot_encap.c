@@ -44,10 +44,10 @@ static ts_ckks_params_t *load_params(const char *name, bool insecure)
     return p;
 }
 
-static void fx_init(fx_t *f, int log_slots, int order)
+static void fx_init_preset(fx_t *f, const char *preset, int log_slots, int dft_levels, int order)
 {
     memset(f, 0, sizeof(*f));
-    f->p = load_params("test-boot-n10-dense", true);
+    f->p = load_params(preset, true);
     ck_assert_int_eq(ts_ckks_params_secret(f->p), TS_CKKS_SECRET_TERNARY);
     uint8_t seed[TS_SEED_BYTES] = {4, 2};
     ck_assert_ts_ok(ts_prng_new_seeded(seed, 3, &f->prng));
@@ -59,7 +59,7 @@ static void fx_init(fx_t *f, int log_slots, int order)
     ck_assert(f->cfg.k == 12.0);
     if (log_slots) {
         f->cfg.log_slots = log_slots;
-        f->cfg.cts_levels = f->cfg.stc_levels = 2;
+        f->cfg.cts_levels = f->cfg.stc_levels = dft_levels;
     }
     f->cfg.order = order;
     ck_assert_ts_ok(ts_ckks_evalkeys_new(f->p, &f->ek));
@@ -67,6 +67,11 @@ static void fx_init(fx_t *f, int log_slots, int order)
     ck_assert_ts_ok(ts_boot_encap_keygen(f->p, &f->cfg, f->sk, f->prng, &f->keys));
     ck_assert_ts_ok(ts_ckks_evaluator_new(f->p, f->ek, &f->ev));
     ck_assert_ts_ok(ts_boot_new(f->p, &f->cfg, &f->bt));
+}
+
+static void fx_init(fx_t *f, int log_slots, int order)
+{
+    fx_init_preset(f, "test-boot-n10-dense", log_slots, 2, order);
 }
 
 static void fx_clear(fx_t *f)
@@ -235,6 +240,34 @@ START_TEST(test_encap_config_and_keys)
 }
 END_TEST
 
+/*
+ * TS_SLOW_TESTS=1: one bootstrap at the 128-bit dense preset boot-n16-dense
+ * (N = 2^16, 128 slots, CtS/StC 3/3, encapsulation h' = 32; ~5 GB of keys, a
+ * minute or two): 12 levels left, precision measured 25.3 bits mean, 23.7 min
+ * (docs/benchmarks.md).
+ */
+START_TEST(test_encap_n16_slow)
+{
+    if (!getenv("TS_SLOW_TESTS"))
+        return;
+    fx_t f;
+    fx_init_preset(&f, "boot-n16-dense", 7, 3, TS_BOOT_CTS_FIRST);
+    ck_assert_ts_ok(ts_boot_set_encap_keys(f.bt, f.keys));
+    double complex v[128];
+    for (size_t i = 0; i < 128; i++)
+        v[i] = unif() + I * unif();
+    ts_ckks_ciphertext_t *ct = encrypt(&f, v, 128, 0);
+    ck_assert_ts_ok(ts_boot_bootstrap(f.bt, f.ev, ct, ct));
+    ck_assert_int_eq(ts_ckks_ciphertext_level(ct), 12);
+    double bits = precision(&f, ct, v, 128);
+    printf("N=2^16 dense + encapsulation, 128 slots: %.2f bits, %d levels left\n", bits,
+           ts_ckks_ciphertext_level(ct));
+    ck_assert_msg(bits >= PREC_BITS, "precision %.2f bits", bits);
+    ts_ckks_ciphertext_free(ct);
+    fx_clear(&f);
+}
+END_TEST
+
 TS_TEST_SUITE(boot_encap)
 {
     Suite *s = suite_create("boot_encap");
@@ -244,5 +277,8 @@ TS_TEST_SUITE(boot_encap)
     tcase_add_test(tc, test_encap_sparse);
     tcase_add_test(tc, test_encap_stc_first);
     suite_add_tcase(s, tc);
+    TCase *slow = ts_tcase("slow", 3600);
+    tcase_add_test(slow, test_encap_n16_slow);
+    suite_add_tcase(s, slow);
     return s;
 }
