@@ -7,7 +7,8 @@
  * ids of ts_llm_generate for the same prompt; a step driven through the
  * library client decrypts to logits within 2e-2 of ts_llm_forward.
  * Hostile inputs: unknown model, unimplemented and unknown policies, missing
- * rotation keys, no public key, no keys, unknown session, a position that is not
+ * rotation keys, no public key, no keys, a session over the model's memory
+ * limit, unknown session, a position that is not
  * the next one, a position past the context, garbage and bit-flipped token
  * ciphertexts, a token at the wrong level, a step on a closed session: each
  * gets its error code and a sentence, and the daemon keeps serving.
@@ -52,6 +53,15 @@ static void dfx_start(dfx_t *f)
     fprintf(y,
             "path: %s\nparams: test-llm-tiny\napprox: configs/approx/tiny-test.yaml\n"
             "max_context: 8\nmax_sessions: 2\nsanitize_lambda: 20\n",
+            f->model);
+    fclose(y);
+    /* the same model with a session memory limit no session fits */
+    snprintf(path, sizeof path, "%s/zsmall.yaml", f->models);
+    y = fopen(path, "w");
+    ck_assert_ptr_nonnull(y);
+    fprintf(y,
+            "path: %s\nparams: test-llm-tiny\napprox: configs/approx/tiny-test.yaml\n"
+            "session_memory_bytes: 1048576\nsanitize_lambda: 20\n",
             f->model);
     fclose(y);
     char sections[800];
@@ -290,6 +300,8 @@ START_TEST(test_decode_hostile)
     open_session(c, kb + 1, 1, "tiny", "ckks", TESSERA__ERROR_CODE__ERROR_NOT_FOUND, "public key");
     /* (hashes of another length than 32 bytes are refused by the envelope check, fatally) */
     open_session(c, kb, 0, "tiny", "ckks", TESSERA__ERROR_CODE__ERROR_INVALID, "1..16 keys");
+    ProtobufCBinaryData all[3] = {kb[0], kb[1], kb[3]};
+    open_session(c, all, 3, "zsmall", "ckks", TESSERA__ERROR_CODE__ERROR_LIMIT, "over the limit");
     /* a good session: public, relin, and the two Galois blobs */
     ProtobufCBinaryData good[3] = {kb[0], kb[1], kb[3]};
     uint64_t sid =
