@@ -38,6 +38,7 @@ static void usage(FILE *f)
             "                          derived from it with fresh randomness\n"
             "      --params-dir D      preset folder (default configs/params)\n"
             "      --insecure-params   allow presets marked insecure (tests only)\n"
+            "      (--timeout applies to connecting; replies are awaited for at least an hour)\n"
             "      --json              one JSON object per position on stdout: pos, id, text,\n"
             "                          prompt, latency_ms, server_ms, stages, bootstraps,\n"
             "                          precision_bits (of the flooding), logit_margin\n\n%s\n%s",
@@ -270,6 +271,9 @@ int ts_cmd_generate(int argc, char **argv)
     int rc = ts_cli_connect(&cc, prog, &g.c);
     if (rc != TS_EXIT_OK)
         return rc;
+    /* a decode step with bootstrapping takes minutes on a small CPU: wait at least an hour */
+    if (g.c->timeout_ms < 3600000)
+        g.c->timeout_ms = 3600000;
     rc = TS_EXIT_LOCAL;
     /* 1. what the model needs */
     Tessera__ModelInfoRequest mq = TESSERA__MODEL_INFO_REQUEST__INIT;
