@@ -444,11 +444,10 @@ static ts_status_t cpu_basis_reduce(ts_backend_t *be, const ts_bk_ring_t *r, con
 #define KS_BLOCK 128
 
 /*
- * One output limb l of every output polynomial: each digit limb is read once
- * for all outputs; blocks of KS_BLOCK coefficients keep the 128-bit
- * accumulators in L1 while the digits (outer loop) stream by. A reduction
- * after every 15 terms (< 2^124 each for q < 2^62), one at the end: the unique
- * reduced sum, as before.
+ * One output limb l of every output polynomial, in blocks of KS_BLOCK
+ * coefficients: core/math's dot product over the digits (128-bit
+ * accumulation, AVX-512 IFMA for q < 2^50: the unique reduced sum either
+ * way), with a software prefetch of the next block of every stream.
  */
 static void ks_task(void *vj, size_t l)
 {
@@ -458,43 +457,24 @@ static void ks_task(void *vj, size_t l)
     const ts_bk_batch_t *out = j->out, *dig = j->a, *key = j->b;
     const ts_modulus_t *m = &r->mods[out->mod_idx[l]];
     const uint32_t nd = dig->npolys, nout = out->npolys;
-    ts_u128_t acc[2][KS_BLOCK];
-    for (uint32_t c0 = 0; c0 < nout; c0 += 2) {
-        const uint32_t nc = nout - c0 < 2 ? nout - c0 : 2;
-        for (uint32_t b0 = 0; b0 < n; b0 += KS_BLOCK) {
-            const uint32_t cnt = n - b0 < KS_BLOCK ? n - b0 : KS_BLOCK;
-            memset(acc, 0, sizeof acc);
-            uint32_t terms = 0;
+    const uint64_t *dp[KS_MAX_DIGITS], *kp[KS_MAX_DIGITS];
+    for (uint32_t b0 = 0; b0 < n; b0 += KS_BLOCK) {
+        const uint32_t cnt = n - b0 < KS_BLOCK ? n - b0 : KS_BLOCK;
+        const bool more = b0 + KS_BLOCK < n;
+        for (uint32_t d = 0; d < nd; d++) {
+            dp[d] = limb_ptr(dig, n, d, l) + b0;
+            if (more)
+                for (uint32_t i = 0; i < KS_BLOCK; i += 8)
+                    __builtin_prefetch(dp[d] + KS_BLOCK + i);
+        }
+        for (uint32_t c = 0; c < nout; c++) {
             for (uint32_t d = 0; d < nd; d++) {
-                const uint64_t *dp = limb_ptr(dig, n, d, l) + b0;
-                if (terms == 15) {
-                    for (uint32_t c = 0; c < nc; c++)
-                        for (uint32_t i = 0; i < cnt; i++)
-                            acc[c][i] = ts_mod_reduce128((uint64_t)(acc[c][i] >> 64),
-                                                         (uint64_t)acc[c][i], m);
-                    terms = 1;
-                }
-                for (uint32_t c = 0; c < nc; c++) {
-                    const uint64_t *kp =
-                        limb_ptr(key, n, (size_t)d * nout + c0 + c, j->key_limb[l]) + b0;
-                    ts_u128_t *a = acc[c];
-                    if (b0 + KS_BLOCK < n) {
-                        for (uint32_t i = 0; i < KS_BLOCK; i += 8) {
-                            __builtin_prefetch(kp + KS_BLOCK + i);
-                            if (c == 0)
-                                __builtin_prefetch(dp + KS_BLOCK + i);
-                        }
-                    }
-                    for (uint32_t i = 0; i < cnt; i++)
-                        a[i] += (ts_u128_t)dp[i] * kp[i];
-                }
-                terms++;
+                kp[d] = limb_ptr(key, n, (size_t)d * nout + c, j->key_limb[l]) + b0;
+                if (more)
+                    for (uint32_t i = 0; i < KS_BLOCK; i += 8)
+                        __builtin_prefetch(kp[d] + KS_BLOCK + i);
             }
-            for (uint32_t c = 0; c < nc; c++) {
-                uint64_t *o = limb_ptr(out, n, c0 + c, l) + b0;
-                for (uint32_t i = 0; i < cnt; i++)
-                    o[i] = ts_mod_reduce128((uint64_t)(acc[c][i] >> 64), (uint64_t)acc[c][i], m);
-            }
+            ts_vec_dot(limb_ptr(out, n, c, l) + b0, dp, kp, nd, cnt, m);
         }
     }
 }

@@ -199,6 +199,15 @@ void ts_vec_op(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b
 void ts_vec_center_lift(uint64_t *o, const uint64_t *x, size_t n, uint64_t p,
                         const ts_modulus_t *m);
 
+/*
+ * Dot products over `terms` vectors: o[i] = sum_t x[t][i] y[t][i] mod q
+ * (inputs reduced; o must not alias an input). 128-bit accumulation; the
+ * AVX-512 kernel (q < 2^50, terms < 4096) keeps the 104-bit products as
+ * two 52-bit-weighted sums and reduces once. Same words from every kernel.
+ */
+void ts_vec_dot(uint64_t *o, const uint64_t *const *x, const uint64_t *const *y, size_t terms,
+                size_t n, const ts_modulus_t *m);
+
 /* Signed integers to residues: o = x mod q in [0, q) for |x| < 2^63
  * (x != INT64_MIN). o may alias x (the same words reinterpreted). */
 void ts_vec_from_i64(uint64_t *o, const int64_t *x, size_t n, const ts_modulus_t *m);
@@ -286,6 +295,10 @@ ts_status_t ts_ntt_inverse_impl(const ts_ntt_table_t *t, uint64_t *a, ts_ntt_imp
  * bad arguments (s >= q included). */
 ts_status_t ts_vec_op_impl(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b,
                            uint64_t s, size_t n, const ts_modulus_t *m, ts_ntt_impl_t impl);
+
+/* ts_vec_dot with a forced implementation (tests), as ts_vec_op_impl. */
+ts_status_t ts_vec_dot_impl(uint64_t *o, const uint64_t *const *x, const uint64_t *const *y,
+                            size_t terms, size_t n, const ts_modulus_t *m, ts_ntt_impl_t impl);
 
 /* ts_vec_from_i64 with a forced implementation (tests), as ts_vec_op_impl. */
 ts_status_t ts_vec_from_i64_impl(uint64_t *o, const int64_t *x, size_t n, const ts_modulus_t *m,

@@ -205,3 +205,59 @@ ts_status_t ts_vec_from_i64_impl(uint64_t *o, const int64_t *x, size_t n, const 
     from_i64_run(o, x, n, m, vec);
     return TS_OK;
 }
+
+static void dot_run(uint64_t *o, const uint64_t *const *x, const uint64_t *const *y, size_t terms,
+                    size_t n, const ts_modulus_t *m, bool vec)
+{
+    size_t done = 0;
+    if (vec && m->q < (1ULL << 50) && terms < 4096) {
+        done = n & ~(size_t)7;
+        if (done)
+            ts__vec_dot_avx512(o, x, y, terms, done, m);
+    }
+    for (size_t i = done; i < n; i++) {
+        ts_u128_t acc = 0;
+        uint32_t k = 0;
+        for (size_t t = 0; t < terms; t++) {
+            if (k == 15) { /* < 2^124 per term for q < 2^62 */
+                acc = ts_mod_reduce128((uint64_t)(acc >> 64), (uint64_t)acc, m);
+                k = 1;
+            }
+            acc += (ts_u128_t)x[t][i] * y[t][i];
+            k++;
+        }
+        o[i] = ts_mod_reduce128((uint64_t)(acc >> 64), (uint64_t)acc, m);
+    }
+}
+
+void ts_vec_dot(uint64_t *o, const uint64_t *const *x, const uint64_t *const *y, size_t terms,
+                size_t n, const ts_modulus_t *m)
+{
+    dot_run(o, x, y, terms, n, m, ts__vec_avx512_built() && ts_cpu_has_avx512());
+}
+
+ts_status_t ts_vec_dot_impl(uint64_t *o, const uint64_t *const *x, const uint64_t *const *y,
+                            size_t terms, size_t n, const ts_modulus_t *m, ts_ntt_impl_t impl)
+{
+    if (!m || (n && (!o || (terms && (!x || !y)))))
+        return TS_EINVAL;
+    bool vec;
+    switch (impl) {
+    case TS_NTT_IMPL_AUTO:
+        vec = ts__vec_avx512_built() && ts_cpu_has_avx512();
+        break;
+    case TS_NTT_IMPL_PORTABLE:
+    case TS_NTT_IMPL_AVX2:
+        vec = false;
+        break;
+    case TS_NTT_IMPL_AVX512:
+        if (!ts__vec_avx512_built() || !ts_cpu_has_avx512())
+            return TS_ENOTSUP;
+        vec = true;
+        break;
+    default:
+        return TS_EINVAL;
+    }
+    dot_run(o, x, y, terms, n, m, vec);
+    return TS_OK;
+}

@@ -106,6 +106,44 @@ static inline v8 reduce64(v8 x, v8 bh, v8 q)
     return csub(r, q);
 }
 
+/*
+ * Dot products for q < 2^50: each 104-bit product x y as lo52 + 2^52 hi52 by
+ * IFMA, summed into A0 (weight 1) and A1 (weight 2^52) without overflow for
+ * fewer than 4096 terms; then A1 += A0 >> 52 (A0 < 2^52, A1 < 2^64), and
+ * A0 + A1 (2^52 mod q) by two 52-bit Shoup products... A1 may exceed 2^52, so
+ * it is split once more: A1 = B0 + 2^52 B1 with B1 < 2^12, and
+ * r = A0 + B0 c1 + B1 c2 (c1 = 2^52 mod q, c2 = 2^104 mod q), each term by a
+ * 52-bit Shoup product into [0, 2q), summed and corrected.
+ */
+void ts__vec_dot_avx512(uint64_t *o, const uint64_t *const *x, const uint64_t *const *y,
+                        size_t terms, size_t n, const ts_modulus_t *m)
+{
+    const uint64_t qs = m->q;
+    const uint64_t c1 = (1ULL << 52) % qs;
+    const uint64_t c2 = (uint64_t)(((ts_u128_t)c1 << 52) % qs);
+    const v8 q = SET1(qs), q2 = SET1(2 * qs), q4 = SET1(4 * qs), zero = _mm512_setzero_si512();
+    const v8 m52 = SET1(MASK52);
+    const v8 one = SET1(1), onep = SET1((uint64_t)((1ULL << 52) / qs));
+    const v8 w1 = SET1(c1), w1p = SET1((uint64_t)(((ts_u128_t)c1 << 52) / qs));
+    const v8 w2 = SET1(c2), w2p = SET1((uint64_t)(((ts_u128_t)c2 << 52) / qs));
+    for (size_t i = 0; i < n; i += 8) {
+        v8 a0 = zero, a1 = zero;
+        for (size_t t = 0; t < terms; t++) {
+            v8 xv = LD(x[t] + i), yv = LD(y[t] + i);
+            a0 = _mm512_madd52lo_epu64(a0, xv, yv);
+            a1 = _mm512_madd52hi_epu64(a1, xv, yv);
+        }
+        a1 = _mm512_add_epi64(a1, _mm512_srli_epi64(a0, 52));
+        a0 = _mm512_and_si512(a0, m52);
+        v8 b1 = _mm512_srli_epi64(a1, 52);
+        v8 b0 = _mm512_and_si512(a1, m52);
+        v8 r = _mm512_add_epi64(mulshoup52(a0, one, onep, q), mulshoup52(b0, w1, w1p, q));
+        r = csub(_mm512_add_epi64(r, mulshoup52(b1, w2, w2p, q)), q4); /* < 6q -> < 4q */
+        r = csub(csub(r, q2), q);
+        ST(o + i, r);
+    }
+}
+
 void ts__vec_from_i64_avx512(uint64_t *o, const int64_t *x, size_t n, const ts_modulus_t *m)
 {
     const v8 q = SET1(m->q), bh = SET1(m->barrett_hi), zero = _mm512_setzero_si512();
@@ -156,6 +194,17 @@ void ts__vec_avx512(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64
 bool ts__vec_avx512_built(void)
 {
     return false;
+}
+
+void ts__vec_dot_avx512(uint64_t *o, const uint64_t *const *x, const uint64_t *const *y,
+                        size_t terms, size_t n, const ts_modulus_t *m)
+{
+    (void)o;
+    (void)x;
+    (void)y;
+    (void)terms;
+    (void)n;
+    (void)m;
 }
 
 void ts__vec_from_i64_avx512(uint64_t *o, const int64_t *x, size_t n, const ts_modulus_t *m)

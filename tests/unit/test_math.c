@@ -646,6 +646,53 @@ START_TEST(test_vec_from_i64)
 }
 END_TEST
 
+/* Dot products: every kernel against the term-by-term definition, for 1..40
+ * terms (reductions after 15 in the portable code), q - 1 terms, primes on
+ * both sides of the 2^50 IFMA limit. */
+START_TEST(test_vec_dot)
+{
+    const uint32_t qbits[] = {30, 40, 49, 50, 51, 61};
+    const size_t tcounts[] = {1, 2, 7, 15, 16, 40};
+    bool have = ts_cpu_has_avx512();
+    enum { N = 45, T = 40 };
+    static uint64_t xs[T][N], ys[T][N];
+    const uint64_t *xp[T], *yp[T];
+    for (int qi = 0; qi < 6; qi++) {
+        uint64_t q;
+        ck_assert_ts_ok(ts_primes_ntt(qbits[qi], 1 << 10, 1, TS_PRIMES_DESCENDING, NULL, 0, &q));
+        ts_modulus_t m;
+        ck_assert_ts_ok(ts_modulus_init(&m, q));
+        for (int t = 0; t < T; t++) {
+            for (int i = 0; i < N; i++) {
+                xs[t][i] = i < 9 ? q - 1 : rnd() % q;
+                ys[t][i] = i < 5 ? q - 1 : rnd() % q;
+            }
+            xp[t] = xs[t];
+            yp[t] = ys[t];
+        }
+        for (size_t ti = 0; ti < 6; ti++) {
+            const size_t terms = tcounts[ti];
+            uint64_t want[N], o1[N], o2[N];
+            for (int i = 0; i < N; i++) {
+                uint64_t acc = 0;
+                for (size_t t = 0; t < terms; t++)
+                    acc = ts_mod_add(acc, ts_mod_mul(xs[t][i], ys[t][i], &m), q);
+                want[i] = acc;
+            }
+            ck_assert_ts_ok(ts_vec_dot_impl(o1, xp, yp, terms, N, &m, TS_NTT_IMPL_PORTABLE));
+            ck_assert(!memcmp(o1, want, sizeof want));
+            ck_assert_ts_status(ts_vec_dot_impl(o2, xp, yp, terms, N, &m, TS_NTT_IMPL_AVX512),
+                                have ? TS_OK : TS_ENOTSUP);
+            if (have)
+                ck_assert_msg(!memcmp(o2, want, sizeof want), "dot q %u bits, %zu terms", qbits[qi],
+                              terms);
+            ts_vec_dot(o2, xp, yp, terms, N, &m);
+            ck_assert(!memcmp(o2, want, sizeof want));
+        }
+    }
+}
+END_TEST
+
 TS_TEST_SUITE(math)
 {
     Suite *s = suite_create("math");
@@ -660,6 +707,7 @@ TS_TEST_SUITE(math)
     tcase_add_test(tc, test_vec_ops);
     tcase_add_test(tc, test_vec_center_lift);
     tcase_add_test(tc, test_vec_from_i64);
+    tcase_add_test(tc, test_vec_dot);
     suite_add_tcase(s, tc);
     return s;
 }
