@@ -560,6 +560,159 @@ ts_status_t ts_boot_encap_keygen(const ts_ckks_params_t *params, const ts_boot_c
     return TS_OK;
 }
 
+/*
+ * Payload of TS_OBJ_BOOTSTRAP_KEYS (version 1), bound to the CKKS parameter id:
+ *   u32 version, u32 h', u64 p_e (the special prime of the small set, checked
+ *   against the one regenerated from the parameters), then K_{s->s'} (ring
+ *   q_0 p_e, one digit) and K_{s'->s} (every Q and P prime, the parameters'
+ *   dnum), each as u32 dnum, the 32-byte seed and the b part of every digit
+ *   over every limb, residues packed at each prime's width. The a parts are
+ *   regenerated from the seed (stream j + 1, as ts_rlwe_ksk_new draws them).
+ */
+#define ENCAP_KEYS_VERSION 1u
+
+static void put_encap_ksk(ts_writer_t *w, const ts_rlwe_ksk_t *k)
+{
+    uint32_t nl = ts_ring_q_count(k->ring) + ts_ring_p_count(k->ring), n = ts_ring_n(k->ring);
+    size_t pw = (size_t)nl * n;
+    ts_put_u32(w, k->dnum);
+    ts_put_bytes(w, k->seed, TS_SEED_BYTES);
+    for (uint32_t j = 0; j < k->dnum; j++)
+        for (uint32_t l = 0; l < nl; l++)
+            ts_put_packed(w, k->data + 2 * j * pw + (size_t)l * n, n,
+                          ts_serial_width(ts_ring_modulus(k->ring, l)->q));
+}
+
+static ts_status_t get_encap_ksk(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum,
+                                 ts_rlwe_ksk_t **out)
+{
+    *out = NULL;
+    uint32_t d = ts_get_u32(r);
+    uint8_t seed[TS_SEED_BYTES];
+    ts_get_bytes(r, seed, TS_SEED_BYTES);
+    if (r->err != TS_OK)
+        return r->err;
+    uint32_t alpha, nq = ts_ring_q_count(ring), np = ts_ring_p_count(ring), n = ts_ring_n(ring);
+    if (d != dnum || ts_rlwe_ksk_shape(ring, dnum, &alpha) != TS_OK)
+        return TS_EFORMAT;
+    size_t need = 0; /* the exact size of what follows, checked before allocating */
+    for (uint32_t l = 0; l < nq + np; l++) {
+        size_t b;
+        if (!ts_serial_packed_bytes(n, ts_serial_width(ts_ring_modulus(ring, l)->q), &b))
+            return TS_EFORMAT;
+        need += (size_t)dnum * b;
+    }
+    if (ts_reader_left(r) < need)
+        return TS_EFORMAT;
+    ts_rlwe_ksk_t *k = ts_calloc(1, sizeof(*k));
+    if (!k)
+        return TS_ENOMEM;
+    k->refs = 1;
+    k->dnum = dnum;
+    k->alpha = alpha;
+    memcpy(k->seed, seed, TS_SEED_BYTES);
+    k->ring = ts_ring_ref(ring);
+    size_t pw = (size_t)(nq + np) * n;
+    ts_status_t st =
+        ts_backend_alloc(ts_ring_backend(ring), 2 * (size_t)dnum * pw * 8, (void **)&k->data);
+    for (uint32_t j = 0; j < dnum && st == TS_OK; j++) {
+        for (uint32_t l = 0; l < nq + np && r->err == TS_OK; l++) {
+            uint64_t q = ts_ring_modulus(ring, l)->q;
+            ts_get_packed(r, k->data + 2 * j * pw + (size_t)l * n, n, ts_serial_width(q), q);
+        }
+        st = r->err;
+        ts_poly_t a = {.ring = ring,
+                       .data = k->data + (2 * j + 1) * pw,
+                       .nq = nq,
+                       .np = np,
+                       .cap_limbs = nq + np,
+                       .is_ntt = true};
+        if (st == TS_OK)
+            st = ts_rlwe_expand_a(seed, j + 1, &a);
+    }
+    if (st != TS_OK) {
+        ts_rlwe_ksk_free(k);
+        return st;
+    }
+    *out = k;
+    return TS_OK;
+}
+
+ts_status_t ts_boot_encap_keys_serialize(const ts_boot_encap_keys_t *keys, int zstd_level,
+                                         uint8_t **out, size_t *size)
+{
+    if (!keys || !out || !size)
+        return TS_EINVAL;
+    *out = NULL;
+    *size = 0;
+    uint8_t id[TS_SHA256_BYTES];
+    ts_ckks_params_serial_id(keys->params, id);
+    ts_writer_t w;
+    ts_writer_init(&w);
+    ts_put_u32(&w, ENCAP_KEYS_VERSION);
+    ts_put_u32(&w, (uint32_t)keys->h);
+    ts_put_u64(&w, ts_ckks_params_p(keys->small, 0));
+    put_encap_ksk(&w, keys->to_sparse);
+    put_encap_ksk(&w, keys->to_dense);
+    ts_status_t st = w.err;
+    if (st == TS_OK)
+        st = ts_serial_seal(&w, TS_OBJ_BOOTSTRAP_KEYS, id, zstd_level, out, size);
+    ts_writer_clear(&w);
+    return st;
+}
+
+ts_status_t ts_boot_encap_keys_deserialize(const ts_ckks_params_t *params,
+                                           const ts_boot_config_t *cfg, const void *data,
+                                           size_t size, ts_boot_encap_keys_t **out)
+{
+    if (!params || !cfg || !data || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (cfg->encap_h <= 0 || (size_t)cfg->encap_h > ts_ckks_params_n(params))
+        return TS_EINVAL;
+    uint8_t id[TS_SHA256_BYTES];
+    ts_ckks_params_serial_id(params, id);
+    ts_serial_header_t hdr;
+    uint8_t *payload = NULL;
+    size_t psize = 0;
+    ts_status_t st =
+        ts_serial_open(data, size, TS_OBJ_BOOTSTRAP_KEYS, id, NULL, &hdr, &payload, &psize);
+    if (st != TS_OK)
+        return st;
+    ts_boot_encap_keys_t *k = ts_calloc(1, sizeof(*k));
+    if (!k) {
+        ts_free(payload);
+        return TS_ENOMEM;
+    }
+    k->params = ts_ckks_params_ref((ts_ckks_params_t *)params);
+    k->h = cfg->encap_h;
+    ts_reader_t r;
+    ts_reader_init(&r, payload, psize);
+    uint32_t ver = ts_get_u32(&r), h = ts_get_u32(&r);
+    uint64_t pe = ts_get_u64(&r);
+    st = r.err;
+    if (st == TS_OK && (ver != ENCAP_KEYS_VERSION || h != (uint32_t)cfg->encap_h))
+        st = TS_EFORMAT;
+    if (st == TS_OK)
+        st = encap_params_new(params, cfg->encap_h, &k->small);
+    if (st == TS_OK && pe != ts_ckks_params_p(k->small, 0))
+        st = TS_EFORMAT;
+    if (st == TS_OK)
+        st = get_encap_ksk(&r, ts_ckks_params_ring(k->small), 1, &k->to_sparse);
+    if (st == TS_OK)
+        st = get_encap_ksk(&r, ts_ckks_params_ring(params), (uint32_t)ts_ckks_params_dnum(params),
+                           &k->to_dense);
+    if (st == TS_OK)
+        st = ts_reader_finish(&r);
+    ts_free(payload);
+    if (st != TS_OK) {
+        ts_boot_encap_keys_free(k);
+        return st;
+    }
+    *out = k;
+    return TS_OK;
+}
+
 /* ----------------------------------------------------- bootstrapper */
 
 struct ts_boot {

@@ -56,6 +56,7 @@
 
 #include "core/base/base.h"
 #include "core/ckks/ckks.h"
+#include "core/serial/serial.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -164,6 +165,20 @@ ts_status_t ts_boot_encap_keygen(const ts_ckks_params_t *params, const ts_boot_c
 void ts_boot_encap_keys_free(ts_boot_encap_keys_t *keys); /* accepts NULL */
 /* log2(q_0 p_e): the modulus of the sparse-secret instance, for the report. */
 double ts_boot_encap_keys_logqp(const ts_boot_encap_keys_t *keys);
+/*
+ * The keys as a core/serial envelope of type TS_OBJ_BOOTSTRAP_KEYS bound to
+ * the CKKS parameter id (the client uploads them with the rest of the key
+ * list): the b parts of both keys, residues bit-packed at each prime's width,
+ * the a parts as their 32-byte seeds. Deserialization rebuilds the small set
+ * from (params, cfg->encap_h) and validates everything (parameter id, h',
+ * p_e, sizes before allocation, every residue below its prime): TS_EMISMATCH,
+ * TS_EFORMAT, TS_EINVAL (cfg without encapsulation). Bytes are ts_malloc'd.
+ */
+ts_status_t ts_boot_encap_keys_serialize(const ts_boot_encap_keys_t *keys, int zstd_level,
+                                         uint8_t **out, size_t *size);
+ts_status_t ts_boot_encap_keys_deserialize(const ts_ckks_params_t *params,
+                                           const ts_boot_config_t *cfg, const void *data,
+                                           size_t size, ts_boot_encap_keys_t **out);
 
 typedef struct ts_boot ts_boot_t;
 

@@ -240,6 +240,67 @@ START_TEST(test_encap_config_and_keys)
 }
 END_TEST
 
+/* The keys travel: serialize, deserialize, bootstrap with the copy; tampered,
+ * truncated and foreign bytes are refused. */
+START_TEST(test_encap_keys_serial)
+{
+    fx_t f;
+    fx_init(&f, 3, TS_BOOT_CTS_FIRST);
+    uint8_t *b = NULL;
+    size_t n = 0;
+    ck_assert_ts_ok(ts_boot_encap_keys_serialize(f.keys, 0, &b, &n));
+    ts_boot_encap_keys_t *copy = NULL;
+    ck_assert_ts_ok(ts_boot_encap_keys_deserialize(f.p, &f.cfg, b, n, &copy));
+    ck_assert_double_eq(ts_boot_encap_keys_logqp(copy), ts_boot_encap_keys_logqp(f.keys));
+    ck_assert_ts_ok(ts_boot_set_encap_keys(f.bt, copy));
+    double complex v[8];
+    for (size_t i = 0; i < 8; i++)
+        v[i] = unif() + I * unif();
+    ts_ckks_ciphertext_t *ct = encrypt(&f, v, 8, 0);
+    ck_assert_ts_ok(ts_boot_bootstrap(f.bt, f.ev, ct, ct));
+    double bits = precision(&f, ct, v, 8);
+    ck_assert_msg(bits >= PREC_BITS, "precision %.2f bits after a key round trip", bits);
+    ts_ckks_ciphertext_free(ct);
+
+    /* compressed bytes decode to the same keys */
+    uint8_t *z = NULL;
+    size_t zn = 0;
+    ck_assert_ts_ok(ts_boot_encap_keys_serialize(f.keys, 3, &z, &zn));
+    ts_boot_encap_keys_t *k2 = NULL;
+    ck_assert_ts_ok(ts_boot_encap_keys_deserialize(f.p, &f.cfg, z, zn, &k2));
+    ts_boot_encap_keys_free(k2);
+    ts_free(z);
+
+    /* truncations and bit flips */
+    size_t cuts[] = {0, 10, n / 3, n / 2, n - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        k2 = NULL;
+        ck_assert(ts_boot_encap_keys_deserialize(f.p, &f.cfg, b, cuts[i], &k2) != TS_OK);
+        ck_assert_ptr_null(k2);
+    }
+    size_t flips[] = {5, 40, n / 2, n - 2};
+    for (size_t i = 0; i < sizeof flips / sizeof flips[0]; i++) {
+        b[flips[i]] ^= 0x10;
+        k2 = NULL;
+        ck_assert(ts_boot_encap_keys_deserialize(f.p, &f.cfg, b, n, &k2) != TS_OK);
+        ck_assert_ptr_null(k2);
+        b[flips[i]] ^= 0x10;
+    }
+    /* another h' in the configuration, another parameter set, no encapsulation */
+    ts_boot_config_t other = f.cfg;
+    other.encap_h = 64;
+    ck_assert_ts_status(ts_boot_encap_keys_deserialize(f.p, &other, b, n, &k2), TS_EFORMAT);
+    other.encap_h = 0;
+    ck_assert_ts_status(ts_boot_encap_keys_deserialize(f.p, &other, b, n, &k2), TS_EINVAL);
+    ts_ckks_params_t *sparse = load_params("test-boot-n10", true);
+    ck_assert_ts_status(ts_boot_encap_keys_deserialize(sparse, &f.cfg, b, n, &k2), TS_EMISMATCH);
+    ts_ckks_params_free(sparse);
+    ts_free(b);
+    fx_clear(&f);
+    ts_boot_encap_keys_free(copy);
+}
+END_TEST
+
 /*
  * TS_SLOW_TESTS=1: one bootstrap at the 128-bit dense preset boot-n16-dense
  * (N = 2^16, 128 slots, CtS/StC 3/3, encapsulation h' = 32; ~5 GB of keys, a
@@ -276,6 +337,7 @@ TS_TEST_SUITE(boot_encap)
     tcase_add_test(tc, test_encap_full);
     tcase_add_test(tc, test_encap_sparse);
     tcase_add_test(tc, test_encap_stc_first);
+    tcase_add_test(tc, test_encap_keys_serial);
     suite_add_tcase(s, tc);
     TCase *slow = ts_tcase("slow", 3600);
     tcase_add_test(slow, test_encap_n16_slow);
