@@ -2166,10 +2166,11 @@ static void server_reload(ts_server_t *s)
         return;
     }
     if (strcmp(cfg.listen, s->cfg.listen) || cfg.port != s->cfg.port ||
-        strcmp(cfg.keystore.dir, s->cfg.keystore.dir) || cfg.workers != s->cfg.workers)
+        strcmp(cfg.keystore.dir, s->cfg.keystore.dir) || cfg.workers != s->cfg.workers ||
+        strcmp(cfg.models_dir, s->cfg.models_dir))
         ts_log(TS_LOG_WARN, MOD,
-               "event=reload_partial msg=listen address, port, keystore.dir and workers take "
-               "effect on restart");
+               "event=reload_partial msg=listen address, port, keystore.dir, workers and "
+               "models_dir take effect on restart");
     /* New connections use the new context; live ones keep theirs (refcounted). */
     SSL_CTX_free(s->ssl_ctx);
     s->ssl_ctx = ctx;
@@ -2177,6 +2178,7 @@ static void server_reload(ts_server_t *s)
     cfg.port = s->cfg.port;
     snprintf(cfg.keystore.dir, sizeof cfg.keystore.dir, "%s", s->cfg.keystore.dir);
     cfg.workers = s->cfg.workers;
+    snprintf(cfg.models_dir, sizeof cfg.models_dir, "%s", s->cfg.models_dir);
     s->cfg = cfg;
     ts_keystore_set_quota(s->ks, (uint64_t)cfg.keystore.quota_bytes);
     apply_log(&cfg);
