@@ -12,6 +12,9 @@
  * the next one, a position past the context, garbage and bit-flipped token
  * ciphertexts, a token at the wrong level, a step on a closed session: each
  * gets its error code and a sentence, and the daemon keeps serving.
+ * Model files: unknown keys, a missing path, an unreadable model, an unknown
+ * preset, a lambda that leaves no precision (the default 40 at a 40-bit
+ * scale) or does not fit, a bad name: each stops loading with "file: reason".
  * Sessions: two connections step concurrently (both right), the model's
  * session limit refuses a third, and a disconnect in the middle of a step
  * cancels it (the session is freed, its slot serves a new one).
@@ -24,6 +27,7 @@
 #include "client/client.h"
 #include "core/llm/llm.h"
 #include "server/ckks_wire.h"
+#include "server/tesserad.h"
 #include "tests/unit/llm_tiny.h"
 #include "tests/unit/net_test_util.h"
 
@@ -579,10 +583,74 @@ START_TEST(test_decode_concurrent)
 }
 END_TEST
 
+/* Model files: every mistake stops loading with "file: reason". */
+static void registry_expect(const char *dir, const char *yaml, const char *name, ts_status_t want,
+                            const char *text)
+{
+    char path[700], err[600] = "";
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *y = fopen(path, "w");
+    ck_assert_ptr_nonnull(y);
+    fputs(yaml, y);
+    fclose(y);
+    ts_dec_registry_t *r = NULL;
+    ts_status_t st = ts_dec_registry_load(dir, "configs/params", true, &r, err, sizeof err);
+    printf("  %s: %s\n", name, err[0] ? err : ts_status_name(st));
+    ck_assert_int_eq(st, want);
+    if (text)
+        ck_assert_msg(strstr(err, text), "\"%s\" lacks \"%s\"", err, text);
+    if (st == TS_OK) {
+        ck_assert_uint_eq(ts_dec_registry_count(r), 1);
+        ck_assert_ptr_nonnull(ts_dec_find(r, NULL));
+        ck_assert_ptr_null(ts_dec_find(r, "other"));
+    }
+    ts_dec_registry_free(r);
+    unlink(path);
+}
+
+START_TEST(test_decode_model_files)
+{
+    char dir[512], model[700], yaml[1400];
+    net_tmpdir(dir, sizeof dir, "dec-models");
+    snprintf(model, sizeof model, "%s/tiny.bin.model", dir);
+    ck_assert_int_eq(tiny_model_write(model), 0);
+    const char *base = "params: test-llm-tiny\napprox: configs/approx/tiny-test.yaml\n";
+    snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\n", model, base);
+    registry_expect(dir, yaml, "tiny.yaml", TS_OK, NULL);
+    snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\ncolour: blue\n", model, base);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "tiny.yaml:");
+    snprintf(yaml, sizeof yaml, "%ssanitize_lambda: 20\n", base);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "path");
+    snprintf(yaml, sizeof yaml, "path: %s/none.bin\n%s", dir, base);
+    registry_expect(dir, yaml, "tiny.yaml", TS_EIO, "none.bin");
+    snprintf(yaml, sizeof yaml, "path: %s\nparams: no-such-preset\n", model);
+    registry_expect(dir, yaml, "tiny.yaml", TS_EPARAMS, "no-such-preset");
+    snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 30\n", model, base);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "bits of logit precision");
+    snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 60\n", model, base);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "does not fit");
+    snprintf(yaml, sizeof yaml, "path: %s\nparams: test-n10\n", model);
+    /* the default lambda (40) leaves nothing at a 40-bit scale */
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "sanitize_lambda 40 leaves");
+    snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\n", model, base);
+    registry_expect(dir, yaml, "Tiny.yaml", TS_ECONFIG, "model names");
+    ts_dec_registry_t *r = NULL;
+    char err[600] = "";
+    ck_assert_int_eq(
+        ts_dec_registry_load("/nonexistent/models", "configs/params", true, &r, err, sizeof err),
+        TS_EIO);
+    ck_assert_ts_ok(ts_dec_registry_load("", "configs/params", true, &r, err, sizeof err));
+    ck_assert_uint_eq(ts_dec_registry_count(r), 0);
+    ts_dec_registry_free(r);
+    net_rm_rf(dir);
+}
+END_TEST
+
 TS_TEST_SUITE(net_decode)
 {
     Suite *s = suite_create("net_decode");
     TCase *tc = ts_tcase("decode", 300);
+    tcase_add_test(tc, test_decode_model_files);
     tcase_add_test(tc, test_generate_greedy);
     tcase_add_test(tc, test_decode_hostile);
     tcase_add_test(tc, test_decode_concurrent);
