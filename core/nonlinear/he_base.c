@@ -8,6 +8,28 @@
 #include "core/nonlinear/nonlinear.h"
 #include "core/nonlinear/nonlinear_int.h"
 
+ts_status_t ts__nonlinear_drop_to_scale(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *c)
+{
+    ts_ckks_params_t *p = ts_ckks_ciphertext_params(c);
+    double ls = ts_ckks_ciphertext_scale_log2(c);
+    int lv = ts_ckks_ciphertext_level(c), to = lv;
+    while (to > 1 && fabs(log2((double)ts_ckks_params_q(p, (size_t)to)) - ls) > 1.0)
+        to--;
+    return to < lv ? ts_ckks_drop_to_level(ev, c, to, c) : TS_OK;
+}
+
+ts_status_t ts__nonlinear_bootstrap(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
+                                    ts_ckks_ciphertext_t *c)
+{
+    ts_status_t st = ts_boot_bootstrap(bt, ev, c, c);
+    return st == TS_OK ? ts__nonlinear_drop_to_scale(ev, c) : st;
+}
+
+static ts_status_t boot_drop(ts_ckks_evaluator_t *ev, const ts_boot_t *bt, ts_ckks_ciphertext_t *c)
+{
+    return ts__nonlinear_bootstrap(ev, bt, c);
+}
+
 /* bootstrap c when fewer than `need` levels are left (no-op without bt) */
 static ts_status_t ensure(ts_ckks_evaluator_t *ev, const ts_boot_t *bt, ts_ckks_ciphertext_t *c,
                           int need)
@@ -16,7 +38,7 @@ static ts_status_t ensure(ts_ckks_evaluator_t *ev, const ts_boot_t *bt, ts_ckks_
         return TS_OK;
     if (!bt)
         return TS_ELEVEL;
-    return ts_boot_bootstrap(bt, ev, c, c);
+    return boot_drop(ev, bt, c);
 }
 
 /* out = a * b, relinearized and rescaled; operands brought to the same level */
@@ -92,8 +114,8 @@ ts_status_t ts_nonlinear_ckks_eval(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
                 goto done;
             for (int i = 0; i < s->steps; i++) {
                 if (i > 0 && ts_ckks_ciphertext_level(y) < 2 && bt) {
-                    if ((st = ts_boot_bootstrap(bt, ev, y, y)) != TS_OK ||
-                        (st = ts_boot_bootstrap(bt, ev, x, x)) != TS_OK)
+                    if ((st = boot_drop(ev, bt, y)) != TS_OK ||
+                        (st = boot_drop(ev, bt, x)) != TS_OK)
                         goto done;
                 }
                 if ((st = ensure(ev, bt, x, 2)) != TS_OK)
@@ -120,7 +142,11 @@ ts_status_t ts_nonlinear_ckks_eval(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
         } else if (fn == TS_NL_FN_RSQRT) {
             const ts_nonlinear_cheb_t *c = ts_nonlinear_approx_cheb(a);
             if (c && c->degree > 0) {
-                if ((st = ts_ckks_eval_chebyshev(ev, x, c->coeffs, (size_t)c->degree, c->lo, c->hi,
+                int depth = 2;
+                while ((1 << (depth - 1)) <= c->degree)
+                    depth++;
+                if ((st = ensure(ev, bt, x, depth + 1)) != TS_OK ||
+                    (st = ts_ckks_eval_chebyshev(ev, x, c->coeffs, (size_t)c->degree, c->lo, c->hi,
                                                  0, y)) != TS_OK)
                     goto done;
             } else {
@@ -136,10 +162,9 @@ ts_status_t ts_nonlinear_ckks_eval(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
                 goto done;
             for (int i = 0; i < s->steps; i++) {
                 if (bt && ts_ckks_ciphertext_level(y) < 3) {
-                    if ((st = ts_boot_bootstrap(bt, ev, y, y)) != TS_OK)
+                    if ((st = boot_drop(ev, bt, y)) != TS_OK)
                         goto done;
-                    if (ts_ckks_ciphertext_level(x) < 3 &&
-                        (st = ts_boot_bootstrap(bt, ev, x, x)) != TS_OK)
+                    if (ts_ckks_ciphertext_level(x) < 3 && (st = boot_drop(ev, bt, x)) != TS_OK)
                         goto done;
                 }
                 if ((st = ts_ckks_ciphertext_copy(t, y)) != TS_OK ||

@@ -479,6 +479,88 @@ double ts_nonlinear_slots_grid(const ts_nonlinear_slots_t *ns, double u);
 /* The cleartext value the encrypted path computes at x (LUT or PBS baseline). */
 double ts_nonlinear_slots_ref(const ts_nonlinear_slots_t *ns, double x);
 
+/* ------------------------------------------------------ composite layers */
+
+/*
+ * Softmax (max-free, normalize-and-square, ROSETTA section 2.3), RMSNorm
+ * and LayerNorm on n values in slots [0, n) of a CKKS ciphertext (every
+ * other slot 0), in three modes that differ only in the non-arithmetic
+ * primitives (the arithmetic is CKKS in all of them):
+ *   HYBRID  ROSETTA: exp by its Chebyshev series in CKKS (SIMD over the n
+ *           slots); 1/x of the softmax sums and 1/sqrt(x) of the norms by
+ *           the segmented LUT on the one scalar (ts_nonlinear_slots, slot 0,
+ *           then broadcast by rotations);
+ *   CKKS    pure CKKS: exp as above, 1/x and 1/sqrt(x) by
+ *           ts_nonlinear_ckks_eval (Goldschmidt / Newton for ITER
+ *           approximations) with the sum in every slot, bootstrapping with
+ *           bt_boot when levels run out;
+ *   TFHE    PEGASUS-like: exp by one PBS per element (n look-ups through
+ *           the conversion) and the inverses by one PBS on the scalar.
+ * Definitions (the plaintext mirror ts_nonlinear_layer_ref computes exactly
+ * this with the same approximations):
+ *   softmax, k >= 1: y = exp(z / 2^k); round 0: y <- y^2 (1/n) inv(sum y^2 / n),
+ *     rounds 1..k-1: y <- y^2 inv2(sum y^2) (inv = inv_a, inv2 = inv2_a:
+ *     1/x on [e^{-2M/2^k}, e^{2M/2^k}] and on [1/n, 1] for inputs in
+ *     [-M, M]; k = 0: y = exp(z) (1/n) inv(sum y / n)). Equals
+ *     ts_nonlinear_softmax_maxfree with exact primitives.
+ *   RMSNorm: y = x inv(sum x^2 / n + eps); LayerNorm: the same on
+ *     x - mean(x). inv_a approximates 1/sqrt(x). No learned gain or bias
+ *     (a plaintext product the caller applies).
+ * HYBRID needs LUT inverses (method LUT); CKKS needs CKKS-evaluable
+ * inverses (POLY or ITER); HYBRID and CKKS need exp_a of method POLY on
+ * x = z / 2^k; TFHE reads only fn and range of each approximation (PBS at
+ * the interval midpoints, p = 2^slots_cfg.in_bits).
+ * Keys: relinearization, the rotations of ts_nonlinear_layer_rotation_steps,
+ * bt_boot's keys (any order; NULL: TS_ELEVEL when levels run out) and, for
+ * HYBRID/TFHE, bt_stc (STC_FIRST) with its keys and the conversion keys of
+ * cv (see ts_nonlinear_slots). TFHE mode's n slots must all lie on the
+ * RingSwitch subring (ts_convert_slot_coeff).
+ * Objects: borrows params, cv, the bootstrappers and the approximations.
+ */
+typedef enum {
+    TS_NL_LAYER_HYBRID = 0,
+    TS_NL_LAYER_CKKS = 1,
+    TS_NL_LAYER_TFHE = 2,
+} ts_nonlinear_layer_mode_t;
+
+typedef enum {
+    TS_NL_LAYER_SOFTMAX = 0,
+    TS_NL_LAYER_RMSNORM = 1,
+    TS_NL_LAYER_LAYERNORM = 2,
+} ts_nonlinear_layer_kind_t;
+
+const char *ts_nonlinear_layer_mode_name(ts_nonlinear_layer_mode_t mode); /* "hybrid", ... */
+const char *ts_nonlinear_layer_kind_name(ts_nonlinear_layer_kind_t kind); /* "softmax", ... */
+
+typedef struct ts_nonlinear_layer_spec {
+    ts_nonlinear_layer_kind_t kind;
+    ts_nonlinear_layer_mode_t mode;
+    size_t n;                            /* elements: a power of two, 2..slots */
+    int k;                               /* softmax: normalize-and-square rounds, 0..30 */
+    double eps;                          /* norms: added to the mean square / variance */
+    const ts_nonlinear_approx_t *exp_a;  /* softmax: exp on x = z / 2^k */
+    const ts_nonlinear_approx_t *inv_a;  /* softmax round 0: 1/x; norms: 1/sqrt(x) */
+    const ts_nonlinear_approx_t *inv2_a; /* softmax rounds >= 1: 1/x on [1/n, 1] */
+    ts_nonlinear_slots_cfg_t slots_cfg;  /* HYBRID/TFHE look-ups (mode set by the layer) */
+} ts_nonlinear_layer_spec_t;
+
+typedef struct ts_nonlinear_layer ts_nonlinear_layer_t;
+
+/* The rotation steps the layer needs (left > 0, right < 0), *count in/out as
+ * for ts_boot_rotation_steps (steps NULL: only the count; TS_ERANGE when short). */
+ts_status_t ts_nonlinear_layer_rotation_steps(const ts_nonlinear_layer_spec_t *spec, size_t slots,
+                                              int64_t *steps, size_t *count);
+/* Errors: TS_EINVAL (spec), those of ts_nonlinear_slots_new, TS_ENOMEM. */
+ts_status_t ts_nonlinear_layer_new(ts_ckks_params_t *params, const ts_nonlinear_layer_spec_t *spec,
+                                   ts_convert_t *cv, const ts_boot_t *bt_stc,
+                                   const ts_boot_t *bt_boot, ts_nonlinear_layer_t **out);
+void ts_nonlinear_layer_free(ts_nonlinear_layer_t *ly); /* accepts NULL */
+/* out = the layer on in's slots [0, n) (0 elsewhere). out may alias in. */
+ts_status_t ts_nonlinear_layer_eval(const ts_nonlinear_layer_t *ly, ts_ckks_evaluator_t *ev,
+                                    const ts_ckks_ciphertext_t *in, ts_ckks_ciphertext_t *out);
+/* The plaintext mirror: out[0..n) from in[0..n) with the same approximations. */
+ts_status_t ts_nonlinear_layer_ref(const ts_nonlinear_layer_t *ly, const double *in, double *out);
+
 #ifdef __cplusplus
 }
 #endif
