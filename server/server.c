@@ -1368,9 +1368,10 @@ static void handle_model_info(conn_t *c, uint64_t rid, const Tessera__ModelInfoR
     }
     ts_dec_model_t *md = ts_dec_find(s->dec, q->model);
     if (!md) {
-        char name[64];
+        char name[64], names[256];
         clean(name, sizeof name, q->model);
-        send_error(c, rid, TS_ENOENT, false, "no model named \"%s\"", name);
+        ts_dec_registry_names(s->dec, names, sizeof names);
+        send_error(c, rid, TS_ENOENT, false, "no model named \"%s\" (served: %s)", name, names);
         return;
     }
     Tessera__ModelInfo mi = TESSERA__MODEL_INFO__INIT;
@@ -1513,9 +1514,10 @@ static void handle_decode_open(conn_t *c, uint64_t rid, const Tessera__SessionOp
     }
     ts_dec_model_t *md = ts_dec_find(s->dec, o->model);
     if (!md) {
-        char name[64];
+        char name[64], names[256];
         clean(name, sizeof name, o->model);
-        send_error(c, rid, TS_ENOENT, false, "no model named \"%s\"", name);
+        ts_dec_registry_names(s->dec, names, sizeof names);
+        send_error(c, rid, TS_ENOENT, false, "no model named \"%s\" (served: %s)", name, names);
         return;
     }
     ts_status_t r = ts_dec_policy_check(o->policy, why, sizeof why);

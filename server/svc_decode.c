@@ -335,6 +335,19 @@ ts_dec_model_t *ts_dec_find(ts_dec_registry_t *r, const char *name)
     return NULL;
 }
 
+void ts_dec_registry_names(const ts_dec_registry_t *r, char *buf, size_t size)
+{
+    size_t used = 0;
+    if (size)
+        buf[0] = 0;
+    for (size_t i = 0; r && i < r->n && used + 1 < size; i++) {
+        int w = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", r->models[i].name);
+        if (w < 0 || (size_t)w >= size - used)
+            break;
+        used += (size_t)w;
+    }
+}
+
 const char *ts_dec_model_name(const ts_dec_model_t *md)
 {
     return md->name;

@@ -251,6 +251,8 @@ void ts_dec_registry_free(ts_dec_registry_t *r);
 size_t ts_dec_registry_count(const ts_dec_registry_t *r);
 /* name NULL or "": the first model (sorted by name); NULL when unknown. */
 ts_dec_model_t *ts_dec_find(ts_dec_registry_t *r, const char *name);
+/* "a, b, c": the names of the served models (truncated to size). */
+void ts_dec_registry_names(const ts_dec_registry_t *r, char *buf, size_t size);
 const char *ts_dec_model_name(const ts_dec_model_t *md);
 const char *ts_dec_model_params(const ts_dec_model_t *md);
 int *ts_dec_model_sessions(ts_dec_model_t *md); /* live-session counter (loop thread) */
