@@ -244,6 +244,7 @@ END_TEST
  * truncated and foreign bytes are refused. */
 START_TEST(test_encap_keys_serial)
 {
+    int64_t live = ts_alloc_live();
     fx_t f;
     fx_init(&f, 3, TS_BOOT_CTS_FIRST);
     uint8_t *b = NULL;
@@ -298,6 +299,7 @@ START_TEST(test_encap_keys_serial)
     ts_free(b);
     fx_clear(&f);
     ts_boot_encap_keys_free(copy);
+    ck_assert_int_eq(ts_alloc_live(), live); /* nothing leaked, on success or refusal */
 }
 END_TEST
 
