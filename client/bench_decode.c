@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "client/client.h"
+#include "core/convert/convert.h"
 #include "core/llm/llm.h"
 #include "tests/unit/llm_tiny.h"
 
@@ -33,7 +34,7 @@ static const char *stage_names[NSTAGE] = {"embed",     "matvec",  "attention", "
 typedef struct {
     int pos, token;
     double ms, st[NSTAGE];
-    uint64_t boots;
+    uint64_t boots, convs, lookups;
     double err, bits;
     int am_enc, am_ref;
 } pos_t;
@@ -41,6 +42,7 @@ typedef struct {
 typedef struct {
     char model[64], params[64];
     bool boot;
+    ts_sched_policy_t policy;
     int n;
     pos_t p[64];
     double keygen_ms, key_mib;
@@ -72,7 +74,9 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     ts_ckks_secret_key_t *sk = NULL;
     ts_ckks_public_key_t *pk = NULL;
     ts_ckks_evalkeys_t *ek = NULL;
-    ts_boot_t *boot = NULL;
+    ts_boot_t *boot = NULL, *stc = NULL;
+    ts_boot_encap_keys_t *encap = NULL;
+    ts_convert_t *cv = NULL;
     ts_llm_enc_t *enc = NULL;
     ts_ckks_evaluator_t *ev = NULL;
     ts_ckks_encoder_t *ecd = NULL;
@@ -86,8 +90,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     snprintf(path, sizeof path, "configs/params/%s.yaml", k->params);
     TRY(ts_ckks_params_load_file(path, true, &p, NULL));
     ts_llm_enc_config_t cfg;
-    ts_llm_enc_config_default(&cfg);
-    if (approx) {
+    ts_llm_enc_config_policy(&cfg, k->policy, (int)(ts_ckks_params_slots(p) / 64));
+    if (approx && k->policy == TS_SCHED_CKKS) {
         ts_llm_sim_config_t sim;
         char err[256] = "";
         ts_llm_enc_config_to_sim(&cfg, &sim);
@@ -107,10 +111,31 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     if (k->boot) {
         ts_boot_config_t bc;
         TRY(ts_boot_config_default(p, &bc));
+        /* dense-secret presets bootstrap with sparse-secret encapsulation (h' = 32) */
+        bool dense = ts_ckks_params_secret(p) != TS_CKKS_SECRET_SPARSE_TERNARY;
+        if (dense)
+            TRY(ts_boot_config_encapsulate(p, 32, &bc));
         TRY(ts_boot_keygen(p, &bc, ek, sk, prng));
         TRY(ts_boot_new(p, &bc, &boot));
+        if (dense) {
+            TRY(ts_boot_encap_keygen(p, &bc, sk, prng, &encap));
+            TRY(ts_boot_set_encap_keys(boot, encap));
+        }
     }
     TRY(ts_llm_enc_new(m, p, &cfg, boot, &enc));
+    if (ts_llm_enc_uses_tfhe(enc)) {
+        /* the TFHE side: StC-first bootstrapper keys and conversion keys */
+        ts_boot_config_t sc;
+        TRY(ts_llm_enc_tfhe_boot_config(enc, &sc));
+        TRY(ts_boot_keygen(p, &sc, ek, sk, prng));
+        TRY(ts_boot_new(p, &sc, &stc));
+        if (encap)
+            TRY(ts_boot_set_encap_keys(stc, encap));
+        ts_tfhe_params_lit_t lit;
+        TRY(ts_tfhe_params_preset("tfhe_test_small", &lit));
+        lit.log_n_br = 10;
+        TRY(ts_convert_keygen(p, sk, &lit, prng, &cv));
+    }
     size_t ns = 0;
     TRY(ts_llm_enc_rotation_steps(enc, NULL, &ns));
     steps = calloc(ns ? ns : 1, sizeof *steps);
@@ -134,6 +159,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     TRY(ts_ckks_evaluator_new(p, ek, &ev));
     TRY(ts_ckks_encoder_new(p, &ecd));
     TRY(ts_llm_enc_session_new(enc, ev, &s));
+    if (cv)
+        TRY(ts_llm_enc_session_set_tfhe(s, cv, stc));
     TRY(ts_llm_state_new(m, &ref));
     TRY(ts_ckks_ciphertext_new(p, 0, &x));
     TRY(ts_ckks_ciphertext_new(p, 0, &y));
@@ -169,6 +196,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             q->st[i + 1] = d > 0 ? d * 1e3 : 0.0;
         }
         q->boots = c.bootstraps - a.bootstraps;
+        q->convs = c.conversions - a.conversions;
+        q->lookups = c.lookups - a.lookups;
         TRY(ts_llm_enc_decrypt_vec(ecd, sk, lg, logits, V));
         const float *rl = NULL;
         TRY(ts_llm_forward(m, ref, tokens[pos], pos, &rl));
@@ -182,8 +211,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         q->am_enc = ts_llm_argmax(logits, V);
         q->am_ref = ts_llm_argmax(rl, V);
         k->n = pos + 1;
-        fprintf(stderr, "bench decode: %s pos %d: %.1f ms, err %.2e, argmax %d/%d\n", k->model, pos,
-                q->ms, mx, q->am_enc, q->am_ref);
+        fprintf(stderr, "bench decode: %s %s pos %d: %.1f ms, err %.2e, argmax %d/%d\n", k->model,
+                ts_sched_policy_name(k->policy), pos, q->ms, mx, q->am_enc, q->am_ref);
     }
 out:
     k->st = st;
@@ -195,7 +224,10 @@ out:
     ts_llm_state_free(ref);
     ts_llm_enc_session_free(s);
     ts_llm_enc_free(enc);
+    ts_convert_free(cv);
+    ts_boot_free(stc);
     ts_boot_free(boot);
+    ts_boot_encap_keys_free(encap);
     ts_ckks_encoder_free(ecd);
     ts_ckks_evaluator_free(ev);
     ts_ckks_evalkeys_free(ek);
@@ -209,14 +241,19 @@ out:
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: tessera bench decode [--json PATH] [--quick] [--aidreams-positions N]\n\n"
+    fprintf(f, "usage: tessera bench decode [--json PATH] [--quick] [--aidreams-positions N]\n"
+               "                            [--policy ckks|hybrid|tfhe]... [--params PRESET]\n"
+               "                            [--threads N]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
                "sanitized logits) and its breakdown by stage, in process on this machine: the\n"
                "tiny synthetic model at test-llm-tiny (8 positions; --quick: 2) and, unless\n"
                "--quick, aidreams260K at test-boot-n12 with bootstrapping (N positions, default\n"
-               "1; minutes each on a small CPU). Insecure test presets: the numbers show where\n"
-               "time goes, not production latency. A table on stdout; --json the report\n"
-               "(machine, threads, parameters, per-position results).\n");
+               "1; minutes each on a small CPU) in each --policy (default ckks; hybrid and tfhe\n"
+               "also make the conversion keys) at --params (default test-boot-n12; dense-secret\n"
+               "presets such as test-boot-n12-dense bootstrap with sparse-secret encapsulation).\n"
+               "Insecure test presets: the numbers show where time goes, not production\n"
+               "latency. A table on stdout (ms); --json the report (machine, threads,\n"
+               "parameters, per-position results with bootstraps, conversions and look-ups).\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
@@ -228,8 +265,7 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
     ts_cli_json_str(f, cpu);
     fprintf(f, ", \"cores\": %ld},\n  \"threads\": ", sysconf(_SC_NPROCESSORS_ONLN));
     ts_cli_json_str(f, thr && *thr ? thr : "default");
-    fprintf(f, ",\n  \"quick\": %s,\n  \"policy\": \"ckks\",\n  \"cases\": [\n",
-            quick ? "true" : "false");
+    fprintf(f, ",\n  \"quick\": %s,\n  \"cases\": [\n", quick ? "true" : "false");
     for (int c = 0; c < nc; c++) {
         const case_t *k = &cs[c];
         double mean = 0;
@@ -237,19 +273,22 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
             mean += k->p[i].ms;
         mean = k->n ? mean / k->n : 0;
         fprintf(f,
-                "    {\"model\": \"%s\", \"params\": \"%s\", \"bootstrap\": %s, \"status\": "
-                "\"%s\", \"keygen_ms\": %.1f, \"eval_key_mib\": %.2f, \"sanitize_lambda\": %d, "
-                "\"flood_err_bound\": %.3g, \"mean_ms_per_token\": %.1f,\n      \"positions\": [",
-                k->model, k->params, k->boot ? "true" : "false", ts_status_name(k->st),
-                k->keygen_ms, k->key_mib, k->lambda, k->err_bound, mean);
+                "    {\"model\": \"%s\", \"params\": \"%s\", \"policy\": \"%s\", \"bootstrap\": "
+                "%s, \"status\": \"%s\", \"keygen_ms\": %.1f, \"eval_key_mib\": %.2f, "
+                "\"sanitize_lambda\": %d, \"flood_err_bound\": %.3g, \"mean_ms_per_token\": "
+                "%.1f,\n      \"positions\": [",
+                k->model, k->params, ts_sched_policy_name(k->policy), k->boot ? "true" : "false",
+                ts_status_name(k->st), k->keygen_ms, k->key_mib, k->lambda, k->err_bound, mean);
         for (int i = 0; i < k->n; i++) {
             const pos_t *q = &k->p[i];
             fprintf(f,
                     "%s\n        {\"pos\": %d, \"token\": %d, \"ms\": %.1f, \"bootstraps\": %llu, "
-                    "\"logits_max_abs_err\": %.3g, \"precision_bits\": %.2f, \"argmax_enc\": %d, "
-                    "\"argmax_plain\": %d, \"stages_ms\": {",
-                    i ? "," : "", q->pos, q->token, q->ms, (unsigned long long)q->boots, q->err,
-                    q->bits, q->am_enc, q->am_ref);
+                    "\"conversions\": %llu, \"lookups\": %llu, \"logits_max_abs_err\": %.3g, "
+                    "\"precision_bits\": %.2f, \"argmax_enc\": %d, \"argmax_plain\": %d, "
+                    "\"stages_ms\": {",
+                    i ? "," : "", q->pos, q->token, q->ms, (unsigned long long)q->boots,
+                    (unsigned long long)q->convs, (unsigned long long)q->lookups, q->err, q->bits,
+                    q->am_enc, q->am_ref);
             for (int j = 0; j < NSTAGE; j++)
                 fprintf(f, "%s\"%s\": %.1f", j ? ", " : "", stage_names[j], q->st[j]);
             fprintf(f, "}}");
@@ -261,9 +300,10 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
 
 int ts_bench_decode(int argc, char **argv)
 {
-    const char *json = NULL;
+    const char *json = NULL, *aid_params = "test-boot-n12";
     bool quick = false;
-    int aid_pos = 1;
+    int aid_pos = 1, n_pol = 0;
+    ts_sched_policy_t pols[3];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) {
             json = argv[++i];
@@ -275,6 +315,20 @@ int ts_bench_decode(int argc, char **argv)
                 fprintf(stderr, "bench decode: --aidreams-positions is 0..7\n");
                 return TS_EXIT_USAGE;
             }
+        } else if (!strcmp(argv[i], "--policy") && i + 1 < argc) {
+            if (n_pol == 3 || ts_sched_policy_parse(argv[++i], &pols[n_pol]) != TS_OK) {
+                fprintf(stderr, "bench decode: --policy is ckks, hybrid or tfhe (at most 3)\n");
+                return TS_EXIT_USAGE;
+            }
+            n_pol++;
+        } else if (!strcmp(argv[i], "--params") && i + 1 < argc) {
+            aid_params = argv[++i];
+        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            if (atoi(argv[i + 1]) < 1) {
+                fprintf(stderr, "bench decode: --threads must be >= 1\n");
+                return TS_EXIT_USAGE;
+            }
+            setenv("TS_THREADS", argv[++i], 1); /* read by the CPU backend when it starts */
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return TS_EXIT_OK;
@@ -283,7 +337,9 @@ int ts_bench_decode(int argc, char **argv)
             return TS_EXIT_USAGE;
         }
     }
-    case_t cs[2];
+    if (n_pol == 0)
+        pols[n_pol++] = TS_SCHED_CKKS;
+    case_t cs[4];
     memset(cs, 0, sizeof cs);
     int nc = 0;
     /* tiny */
@@ -307,23 +363,27 @@ int ts_bench_decode(int argc, char **argv)
     run_case(k, model, "configs/approx/tiny-test.yaml", tiny_toks, quick ? 2 : 8);
     unlink(model);
     rmdir(dir);
-    if (!quick && aid_pos > 0) {
+    for (int pi = 0; pi < n_pol && !quick && aid_pos > 0; pi++) {
         static const int aid_toks[7] = {1, 303, 281, 269, 435, 447, 275};
         k = &cs[nc++];
         snprintf(k->model, sizeof k->model, "aidreams260K");
-        snprintf(k->params, sizeof k->params, "test-boot-n12");
+        snprintf(k->params, sizeof k->params, "%s", aid_params);
         k->boot = true;
         k->lambda = 20;
+        k->policy = pols[pi];
         run_case(k, "models/aidreams260K.bin", NULL, aid_toks, aid_pos);
     }
-    printf("%-14s %-14s %4s %10s %9s %9s %9s %9s %9s %9s %8s\n", "model", "params", "pos", "ms",
-           "embed", "matvec", "attention", "nonlinear", "bootstrap", "sanitize", "bits");
+    printf("%-13s %-20s %-6s %3s %9s %7s %8s %8s %8s %9s %8s %5s %5s %6s\n", "model", "params",
+           "policy", "pos", "ms", "embed", "matvec", "attn", "nonlin", "bootstrap", "convert",
+           "boots", "convs", "bits");
     for (int c = 0; c < nc; c++)
         for (int i = 0; i < cs[c].n; i++) {
             const pos_t *q = &cs[c].p[i];
-            printf("%-14s %-14s %4d %10.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %8.2f\n",
-                   cs[c].model, cs[c].params, q->pos, q->ms, q->st[0], q->st[1], q->st[2], q->st[3],
-                   q->st[4], q->st[7], q->bits);
+            printf("%-13s %-20s %-6s %3d %9.0f %7.0f %8.0f %8.0f %8.0f %9.0f %8.0f %5llu %5llu "
+                   "%6.2f\n",
+                   cs[c].model, cs[c].params, ts_sched_policy_name(cs[c].policy), q->pos, q->ms,
+                   q->st[0], q->st[1], q->st[2], q->st[3], q->st[4], q->st[5],
+                   (unsigned long long)q->boots, (unsigned long long)q->convs, q->bits);
         }
     if (json) {
         FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;

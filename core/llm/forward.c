@@ -213,6 +213,28 @@ static void softmax_row(float *x, int n, const ts__llm_prims_t *p, double *sm)
         double r = ts_nonlinear_approx_eval_stats(ra, TS_NL_FN_RECIP, s, rst);
         for (int i = 0; i < n; i++)
             y[i] *= r;
+    } else if (k >= 1 && (p->recip_norm || p->mean_first)) {
+        /* the encrypted engine's variant: y = exp(z / 2^k); k rounds of
+         * y <- y^2 / sum y^2, the first 1/x on the mean sum (mean_first),
+         * the later ones by recip_norm */
+        const ts_nonlinear_approx_t *rn = p->recip_norm ? p->recip_norm : ra;
+        double sc = ldexp(1.0, -k);
+        for (int i = 0; i < n; i++)
+            y[i] = ts_nonlinear_approx_eval_stats(ea, TS_NL_FN_EXP, z[i] * sc, est);
+        for (int r = 0; r < k; r++) {
+            double s = 0.0;
+            for (int i = 0; i < n; i++) {
+                y[i] *= y[i];
+                s += y[i];
+            }
+            double inv;
+            if (r == 0 && p->mean_first)
+                inv = ts_nonlinear_approx_eval_stats(ra, TS_NL_FN_RECIP, s / n, rst) / n;
+            else
+                inv = ts_nonlinear_approx_eval_stats(r == 0 ? ra : rn, TS_NL_FN_RECIP, s, rst);
+            for (int i = 0; i < n; i++)
+                y[i] *= inv;
+        }
     } else {
         (void)ts_nonlinear_softmax_maxfree_stats(z, (size_t)n, k, ea, ra, y, est, rst);
     }

@@ -234,6 +234,12 @@ typedef struct ts_llm_sim_config {
     int softmax_k;
     double noise_bits;
     uint64_t seed;
+    /* The encrypted engine's max-free softmax variants (softmax_k >= 1):
+     * recip_norm (method EXACT: use prim[RECIP]) is the 1/x of rounds 2..k;
+     * softmax_mean_first: the first round looks up 1/x of the mean sum
+     * (1/n) sum and divides the result by n. */
+    ts_nonlinear_spec_t recip_norm;
+    bool softmax_mean_first;
 } ts_llm_sim_config_t;
 
 /* Everything exact, reference softmax, no noise. */
@@ -241,7 +247,8 @@ void ts_llm_sim_config_default(ts_llm_sim_config_t *cfg);
 /*
  * Load a YAML file (examples in configs/approx/):
  *   softmax_k: 4          noise_bits: 0       seed: 1
- *   exp|recip|rsqrt|silu|gelu:
+ *   softmax_mean_first: false
+ *   exp|recip|recip_norm|rsqrt|silu|gelu:
  *     method: exact|poly|iter|lut   lo: ..  hi: ..  degree: ..  steps: ..
  *     segments: ..  entries: ..  bounds: uniform|log|auto|auto_rel  index_bits: ..
  * Keys not present keep the values already in cfg.
@@ -365,14 +372,30 @@ typedef struct ts_llm_enc_config {
  * everything in CKKS (policy ckks). */
 void ts_llm_enc_config_default(ts_llm_enc_config_t *cfg);
 /*
- * Defaults for a policy: ckks as above; hybrid: 1/sqrt(x) of the norms and
- * 1/x of the normalized softmax rounds as segmented LUTs (narrow ranges,
- * one conversion for all heads), exp, SiLU and the first round's 1/x (range
- * too wide for a 10-bit LUT input grid) in CKKS; tfhe: every primitive by
- * one PBS per value. max_pos: the positions the session may hold (sets the
- * normalized-sum range [0.8 / max_pos, 1.25]).
+ * Defaults for a policy: ckks as above; hybrid: every 1/x of the softmax and
+ * the norms' 1/sqrt(x) as segmented LUTs (one conversion per call for all
+ * heads), exp and SiLU in CKKS, with softmax_k = 5 so that exp(z / 32) and
+ * the first round's mean sum (1/n) sum_t exp(z_t / 16) have narrow ranges
+ * (a 10-bit LUT input grid cannot resolve wide ones); when the first round's
+ * 1/x runs in TFHE the engine looks up the mean and divides by n after.
+ * tfhe: every primitive by one PBS per value. max_pos: the positions the
+ * session may hold (sets the normalized-sum range [0.8 / max_pos, 1.25]).
  */
 void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy, int max_pos);
+/*
+ * Where a scheduler plan puts each primitive, for a plan of the decoder graph
+ * of ts_sched_graph_build_decoder (operator names ending in ".invsqrt",
+ * ".exp", ".step0.inv" (first softmax round), ".stepK.inv" (K >= 1), ".silu").
+ * The engine evaluates one primitive kind the same way in every layer, so a
+ * kind goes to TFHE when the plan places the majority of its operators
+ * there: as a segmented LUT (specs from the hybrid defaults; exp and SiLU on
+ * their CKKS intervals with uniform segments), or one PBS per value under the
+ * tfhe policy. Starts from ts_llm_enc_config_policy(cfg, plan->policy,
+ * max_pos). [out] n_tfhe (may be NULL): primitive kinds placed in TFHE.
+ * Errors: TS_EINVAL (plan and graph of different sizes).
+ */
+ts_status_t ts_llm_enc_config_from_plan(ts_llm_enc_config_t *cfg, const ts_sched_graph_t *g,
+                                        const ts_sched_plan_t *plan, int max_pos, int *n_tfhe);
 /* The same approximations as a simulator config (for ts_llm_simulate). */
 void ts_llm_enc_config_to_sim(const ts_llm_enc_config_t *cfg, ts_llm_sim_config_t *sim);
 
@@ -416,7 +439,8 @@ void ts_llm_enc_session_free(ts_llm_enc_session_t *s);
 /*
  * The SlotToCoeff-first bootstrapping configuration the LUT and PBS
  * evaluations convert with (the client generates its keys with
- * ts_boot_keygen, like the main bootstrapper's).
+ * ts_boot_keygen, like the main bootstrapper's; with the main bootstrapper's
+ * sparse-secret encapsulation, the same h', so the same encapsulation keys).
  */
 ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *enc, ts_boot_config_t *cfg);
 /* True when the configuration evaluates some primitive in TFHE. */

@@ -19,6 +19,7 @@ void ts_llm_sim_config_default(ts_llm_sim_config_t *cfg)
     memset(cfg, 0, sizeof(*cfg));
     for (int i = 0; i < TS_NL_FN_COUNT; i++)
         cfg->prim[i].method = TS_NL_EXACT;
+    cfg->recip_norm.method = TS_NL_EXACT;
     cfg->softmax_k = -1;
     cfg->noise_bits = 0.0;
     cfg->seed = 1;
@@ -38,6 +39,8 @@ typedef struct {
     double noise_bits;
     int64_t seed;
     yprim_t p[TS_NL_FN_COUNT];
+    yprim_t recip_norm;
+    bool mean_first;
 } ydoc_t;
 
 static const char *const method_choices[] = {"exact", "poly", "iter", "lut", NULL};
@@ -73,6 +76,8 @@ static const ts_cfg_directive_t doc_table[] = {
     {.name = "seed", .type = TS_CFG_INT, .offset = YD(seed), .min = 0, .max = INT64_MAX},
     {.name = "exp", .type = TS_CFG_SECTION, .offset = YD(p[TS_NL_FN_EXP]), .sub = prim_table},
     {.name = "recip", .type = TS_CFG_SECTION, .offset = YD(p[TS_NL_FN_RECIP]), .sub = prim_table},
+    {.name = "recip_norm", .type = TS_CFG_SECTION, .offset = YD(recip_norm), .sub = prim_table},
+    {.name = "softmax_mean_first", .type = TS_CFG_BOOL, .offset = YD(mean_first)},
     {.name = "rsqrt", .type = TS_CFG_SECTION, .offset = YD(p[TS_NL_FN_RSQRT]), .sub = prim_table},
     {.name = "silu", .type = TS_CFG_SECTION, .offset = YD(p[TS_NL_FN_SILU]), .sub = prim_table},
     {.name = "gelu", .type = TS_CFG_SECTION, .offset = YD(p[TS_NL_FN_GELU]), .sub = prim_table},
@@ -80,25 +85,42 @@ static const ts_cfg_directive_t doc_table[] = {
 };
 #undef YD
 
+static void spec_to_y(const ts_nonlinear_spec_t *s, yprim_t *p)
+{
+    p->method = (int)s->method;
+    p->lo = s->lo;
+    p->hi = s->hi;
+    p->degree = s->degree;
+    p->steps = s->steps;
+    p->segments = s->n_seg;
+    p->entries = s->n_br;
+    p->bounds = (int)s->bounds;
+    p->index_bits = s->index_bits;
+}
+
+static void y_to_spec(const yprim_t *p, ts_nonlinear_spec_t *s)
+{
+    s->method = (ts_nonlinear_method_t)p->method;
+    s->lo = p->lo;
+    s->hi = p->hi;
+    s->degree = (int)p->degree;
+    s->steps = (int)p->steps;
+    s->n_seg = (int)p->segments;
+    s->n_br = (int)p->entries;
+    s->bounds = (ts_nonlinear_bounds_t)p->bounds;
+    s->index_bits = (int)p->index_bits;
+}
+
 static void to_doc(const ts_llm_sim_config_t *c, ydoc_t *d)
 {
     memset(d, 0, sizeof(*d));
     d->softmax_k = c->softmax_k;
     d->noise_bits = c->noise_bits;
     d->seed = c->seed > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)c->seed;
-    for (int i = 0; i < TS_NL_FN_COUNT; i++) {
-        const ts_nonlinear_spec_t *s = &c->prim[i];
-        yprim_t *p = &d->p[i];
-        p->method = (int)s->method;
-        p->lo = s->lo;
-        p->hi = s->hi;
-        p->degree = s->degree;
-        p->steps = s->steps;
-        p->segments = s->n_seg;
-        p->entries = s->n_br;
-        p->bounds = (int)s->bounds;
-        p->index_bits = s->index_bits;
-    }
+    for (int i = 0; i < TS_NL_FN_COUNT; i++)
+        spec_to_y(&c->prim[i], &d->p[i]);
+    spec_to_y(&c->recip_norm, &d->recip_norm);
+    d->mean_first = c->softmax_mean_first;
 }
 
 static void from_doc(const ydoc_t *d, ts_llm_sim_config_t *c)
@@ -106,19 +128,10 @@ static void from_doc(const ydoc_t *d, ts_llm_sim_config_t *c)
     c->softmax_k = (int)d->softmax_k;
     c->noise_bits = d->noise_bits;
     c->seed = (uint64_t)d->seed;
-    for (int i = 0; i < TS_NL_FN_COUNT; i++) {
-        ts_nonlinear_spec_t *s = &c->prim[i];
-        const yprim_t *p = &d->p[i];
-        s->method = (ts_nonlinear_method_t)p->method;
-        s->lo = p->lo;
-        s->hi = p->hi;
-        s->degree = (int)p->degree;
-        s->steps = (int)p->steps;
-        s->n_seg = (int)p->segments;
-        s->n_br = (int)p->entries;
-        s->bounds = (ts_nonlinear_bounds_t)p->bounds;
-        s->index_bits = (int)p->index_bits;
-    }
+    for (int i = 0; i < TS_NL_FN_COUNT; i++)
+        y_to_spec(&d->p[i], &c->prim[i]);
+    y_to_spec(&d->recip_norm, &c->recip_norm);
+    c->softmax_mean_first = d->mean_first;
 }
 
 static ts_status_t load_common(const char *path, const char *text, size_t len,
@@ -150,6 +163,16 @@ static ts_status_t load_common(const char *path, const char *text, size_t len,
                                 "%s: the %s approximation (%s) is invalid: %s",
                                 path ? path : "approx", ts_nonlinear_fn_name((ts_nonlinear_fn_t)i),
                                 ts_nonlinear_method_name(cfg->prim[i].method), ts_strerror(st));
+    }
+    if (cfg->recip_norm.method != TS_NL_EXACT) {
+        ts_nonlinear_approx_t *a = NULL;
+        st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip_norm, &a);
+        ts_nonlinear_approx_free(a);
+        if (st != TS_OK)
+            return ts__llm_errf(TS_ECONFIG, err, err_size,
+                                "%s: the recip_norm approximation (%s) is invalid: %s",
+                                path ? path : "approx",
+                                ts_nonlinear_method_name(cfg->recip_norm.method), ts_strerror(st));
     }
     return TS_OK;
 }
@@ -184,6 +207,7 @@ void ts_llm_sim_report_clear(ts_llm_sim_report_t *r)
 
 typedef struct {
     ts_nonlinear_approx_t *a[TS_NL_FN_COUNT];
+    ts_nonlinear_approx_t *recip_norm;
     ts_prng_t *noise;
     ts__llm_prims_t p;
 } approx_set_t;
@@ -192,6 +216,7 @@ static void approx_set_clear(approx_set_t *s)
 {
     for (int i = 0; i < TS_NL_FN_COUNT; i++)
         ts_nonlinear_approx_free(s->a[i]);
+    ts_nonlinear_approx_free(s->recip_norm);
     ts_prng_free(s->noise);
     memset(s, 0, sizeof(*s));
 }
@@ -213,6 +238,15 @@ static ts_status_t approx_set_init(approx_set_t *s, const ts_llm_sim_config_t *c
         s->p.a[i] = s->a[i];
     }
     s->p.softmax_k = cfg->softmax_k;
+    s->p.mean_first = cfg->softmax_mean_first;
+    if (cfg->recip_norm.method != TS_NL_EXACT) {
+        ts_status_t st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip_norm, &s->recip_norm);
+        if (st != TS_OK) {
+            approx_set_clear(s);
+            return st == TS_ENOMEM ? st : TS_EINVAL;
+        }
+        s->p.recip_norm = s->recip_norm;
+    }
     if (cfg->noise_bits > 0.0) {
         uint8_t key[TS_SEED_BYTES] = {0};
         for (int i = 0; i < 8; i++)

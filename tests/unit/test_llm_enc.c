@@ -40,8 +40,9 @@ typedef struct {
     ts_llm_enc_t *enc;
     ts_llm_enc_session_t *s;
     ts_boot_t *boot;
-    ts_boot_t *stc;   /* SlotToCoeff-first bootstrapper of the TFHE side */
-    ts_convert_t *cv; /* conversion keys */
+    ts_boot_t *stc;              /* SlotToCoeff-first bootstrapper of the TFHE side */
+    ts_convert_t *cv;            /* conversion keys */
+    ts_boot_encap_keys_t *encap; /* dense-secret presets */
 } fx_t;
 
 static void fx_open(fx_t *f, const char *preset, const ts_llm_enc_config_t *cfg, bool boot)
@@ -60,8 +61,15 @@ static void fx_open(fx_t *f, const char *preset, const ts_llm_enc_config_t *cfg,
     if (boot) {
         ts_boot_config_t bc;
         ck_assert_ts_ok(ts_boot_config_default(f->p, &bc));
+        bool dense = ts_ckks_params_secret(f->p) != TS_CKKS_SECRET_SPARSE_TERNARY;
+        if (dense) /* sparse-secret encapsulation, h' = 32 as boot-n16-dense */
+            ck_assert_ts_ok(ts_boot_config_encapsulate(f->p, 32, &bc));
         ck_assert_ts_ok(ts_boot_keygen(f->p, &bc, f->ek, f->sk, f->prng));
         ck_assert_ts_ok(ts_boot_new(f->p, &bc, &f->boot));
+        if (dense) {
+            ck_assert_ts_ok(ts_boot_encap_keygen(f->p, &bc, f->sk, f->prng, &f->encap));
+            ck_assert_ts_ok(ts_boot_set_encap_keys(f->boot, f->encap));
+        }
     }
     ck_assert_ts_ok(ts_llm_enc_new(f->m, f->p, cfg, f->boot, &f->enc));
     if (ts_llm_enc_uses_tfhe(f->enc)) {
@@ -69,6 +77,8 @@ static void fx_open(fx_t *f, const char *preset, const ts_llm_enc_config_t *cfg,
         ck_assert_ts_ok(ts_llm_enc_tfhe_boot_config(f->enc, &bc));
         ck_assert_ts_ok(ts_boot_keygen(f->p, &bc, f->ek, f->sk, f->prng));
         ck_assert_ts_ok(ts_boot_new(f->p, &bc, &f->stc));
+        if (f->encap)
+            ck_assert_ts_ok(ts_boot_set_encap_keys(f->stc, f->encap));
         ts_tfhe_params_lit_t lit;
         ck_assert_ts_ok(ts_tfhe_params_preset("tfhe_test_small", &lit));
         lit.log_n_br = 10;
@@ -94,6 +104,7 @@ static void fx_close(fx_t *f)
     ts_llm_enc_free(f->enc);
     ts_boot_free(f->boot);
     ts_boot_free(f->stc);
+    ts_boot_encap_keys_free(f->encap);
     ts_convert_free(f->cv);
     ts_ckks_encoder_free(f->ecd);
     ts_ckks_evaluator_free(f->ev);
@@ -312,6 +323,75 @@ START_TEST(test_enc_rmsnorm_hybrid)
 }
 END_TEST
 
+/* The plan decides where each primitive runs (majority of its operators). */
+START_TEST(test_enc_config_from_plan)
+{
+    ts_sched_model_dims_t d = {.dim = 64,
+                               .hidden_dim = 172,
+                               .n_layers = 4,
+                               .n_heads = 4,
+                               .n_kv_heads = 4,
+                               .vocab = 512,
+                               .seq_pos = 15,
+                               .act = TS_ACT_SWIGLU,
+                               .norm = TS_NORM_RMS,
+                               .slots = 2048};
+    ts_sched_graph_t *g = NULL;
+    ck_assert_ts_ok(ts_sched_graph_build_decoder(&d, &g));
+    ts_sched_costs_t costs;
+    ts_sched_costs_default(&costs);
+    const ts_sched_policy_t pols[3] = {TS_SCHED_CKKS, TS_SCHED_TFHE, TS_SCHED_HYBRID};
+    for (int pi = 0; pi < 3; pi++) {
+        ts_sched_plan_t *plan = NULL;
+        ck_assert_ts_ok(ts_sched_plan_new(g, &costs, pols[pi], &plan));
+        ts_llm_enc_config_t cfg;
+        int n_tfhe = -1;
+        ck_assert_ts_ok(ts_llm_enc_config_from_plan(&cfg, g, plan, 32, &n_tfhe));
+        /* recount the plan's votes for 1/sqrt(x) and SiLU */
+        int rs[2] = {0}, si[2] = {0};
+        for (size_t i = 0; i < plan->n_steps; i++) {
+            const ts_sched_op_t *op = ts_sched_graph_op(g, i);
+            int t = plan->steps[i].scheme == TS_SCHEME_TFHE;
+            if (op->kind == TS_OP_INVSQRT)
+                rs[t]++;
+            if (op->kind == TS_OP_SILU)
+                si[t]++;
+        }
+        ts_llm_eval_t tf = pols[pi] == TS_SCHED_TFHE ? TS_LLM_EVAL_PBS : TS_LLM_EVAL_LUT;
+        ck_assert_int_eq(cfg.eval_rsqrt, rs[1] > rs[0] ? tf : TS_LLM_EVAL_CKKS);
+        ck_assert_int_eq(cfg.eval_silu, si[1] > si[0] ? tf : TS_LLM_EVAL_CKKS);
+        if (pols[pi] == TS_SCHED_CKKS)
+            ck_assert_int_eq(n_tfhe, 0);
+        if (pols[pi] == TS_SCHED_TFHE)
+            ck_assert_int_eq(n_tfhe, 5);
+        printf("plan %s: %d primitive kinds in TFHE (exp %s, 1/x %s, 1/x normalized %s, 1/sqrt "
+               "%s, silu %s)\n",
+               ts_sched_policy_name(pols[pi]), n_tfhe, ts_llm_eval_name(cfg.eval_exp),
+               ts_llm_eval_name(cfg.eval_recip), ts_llm_eval_name(cfg.eval_recip_norm),
+               ts_llm_eval_name(cfg.eval_rsqrt), ts_llm_eval_name(cfg.eval_silu));
+        /* the engine accepts the configuration */
+        ts_llm_model_t *m = NULL;
+        char path[512];
+        snprintf(path, sizeof(path), "%s/aidreams260K.bin", ts_test_model_dir());
+        ck_assert_ts_ok(ts_llm_model_load(path, &m, NULL, 0));
+        ts_ckks_params_t *p = NULL;
+        ck_assert_ts_ok(
+            ts_ckks_params_load_file("configs/params/test-llm-n10.yaml", true, &p, NULL));
+        ts_llm_enc_t *e = NULL;
+        ck_assert_ts_ok(ts_llm_enc_new(m, p, &cfg, NULL, &e));
+        ck_assert(ts_llm_enc_uses_tfhe(e) == (n_tfhe > 0));
+        ts_llm_enc_free(e);
+        ts_ckks_params_free(p);
+        ts_llm_model_free(m);
+        ts_sched_plan_free(plan);
+    }
+    ts_sched_plan_t bad = {0};
+    ts_llm_enc_config_t cfg;
+    ck_assert_ts_status(ts_llm_enc_config_from_plan(&cfg, g, &bad, 32, NULL), TS_EINVAL);
+    ts_sched_graph_free(g);
+}
+END_TEST
+
 START_TEST(test_enc_ffn)
 {
     fx_t f;
@@ -484,7 +564,9 @@ START_TEST(test_enc_decode_slow)
     ts_llm_enc_config_policy(&cfg, pol, 32);
     printf("enc decode: policy %s\n", ts_sched_policy_name(pol));
     fx_t f;
-    fx_open(&f, "test-boot-n12", &cfg, true);
+    /* TS_ENC_PARAMS=test-boot-n12-dense: dense secret, encapsulation, 11 levels left */
+    const char *preset = getenv("TS_ENC_PARAMS") ? getenv("TS_ENC_PARAMS") : "test-boot-n12";
+    fx_open(&f, preset, &cfg, true);
     ts_llm_state_t *st = NULL;
     ck_assert_ts_ok(ts_llm_state_new(f.m, &st));
     int V = f.m->cfg.vocab_size, tok = prompt[0], agree = 0;
@@ -547,6 +629,7 @@ TS_TEST_SUITE(llm_enc)
     tcase_add_test(tc, test_enc_matvec);
     tcase_add_test(tc, test_enc_rmsnorm);
     tcase_add_test(tc, test_enc_rmsnorm_hybrid);
+    tcase_add_test(tc, test_enc_config_from_plan);
     tcase_add_test(tc, test_enc_ffn);
     tcase_add_test(tc, test_enc_attention);
     suite_add_tcase(s, tc);

@@ -127,6 +127,63 @@ START_TEST(test_sim_approx)
 }
 END_TEST
 
+/*
+ * The encrypted engine's softmax variant (recip_norm, softmax_mean_first):
+ * with exact primitives it is the softmax (the per-round factors cancel), and
+ * the hybrid policy's configuration, through ts_llm_enc_config_to_sim and
+ * through YAML, keeps every position's argmax on 32 positions.
+ */
+START_TEST(test_sim_engine_softmax)
+{
+    ts_llm_model_t *m = load_model();
+    ts_llm_sim_config_t cfg;
+    ts_llm_sim_config_default(&cfg);
+    cfg.softmax_k = 5;
+    cfg.softmax_mean_first = true;
+    cfg.recip_norm =
+        (ts_nonlinear_spec_t){.method = TS_NL_POLY, .lo = 0.01, .hi = 1.5, .degree = 1};
+    ts_llm_sim_report_t r;
+    /* a linear 1/x in the later rounds: the last round normalizes with it,
+     * so the softmax must come out wrong (the variant really uses it) */
+    ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 32, &r));
+    double bad = r.softmax_max_err;
+    ts_llm_sim_report_clear(&r);
+    cfg.recip_norm.method = TS_NL_EXACT;
+    ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 32, &r));
+    ck_assert_msg(r.softmax_max_err < 1e-9, "exact variant: softmax error %g", r.softmax_max_err);
+    ck_assert_msg(bad > 1e-3, "a linear 1/x in the later rounds went unnoticed (%g)", bad);
+    ts_llm_sim_report_clear(&r);
+
+    ts_llm_enc_config_t ec;
+    ts_llm_enc_config_policy(&ec, TS_SCHED_HYBRID, 32);
+    ts_llm_enc_config_to_sim(&ec, &cfg);
+    ck_assert(cfg.softmax_mean_first);
+    ck_assert_int_eq(cfg.recip_norm.method, TS_NL_LUT);
+    ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 32, &r));
+    printf("sim hybrid engine config: agreement %zu / 32, logits max err %.3g, softmax %.3g\n",
+           r.agree, r.logits_max_err, r.softmax_max_err);
+    ck_assert_uint_eq(r.agree, 32);
+    ck_assert(r.logits_max_err < 0.5);
+    ts_llm_sim_report_clear(&r);
+
+    static const char yaml[] = "softmax_k: 5\nsoftmax_mean_first: true\n"
+                               "recip_norm: {method: lut, lo: 0.025, hi: 1.25, segments: 8, "
+                               "entries: 16, bounds: log, index_bits: 5}\n";
+    char err[256] = "";
+    ts_llm_sim_config_default(&cfg);
+    ck_assert_msg(ts_llm_sim_config_load_string(yaml, strlen(yaml), &cfg, err, sizeof err) == TS_OK,
+                  "%s", err);
+    ck_assert(cfg.softmax_mean_first);
+    ck_assert_int_eq(cfg.recip_norm.n_seg, 8);
+    static const char bad_yaml[] = "recip_norm: {method: iter, lo: -1, hi: 1, steps: 3}\n";
+    ck_assert_ts_status(
+        ts_llm_sim_config_load_string(bad_yaml, strlen(bad_yaml), &cfg, err, sizeof err),
+        TS_ECONFIG);
+    ck_assert_msg(strstr(err, "recip_norm") != NULL, "%s", err);
+    ts_llm_model_free(m);
+}
+END_TEST
+
 START_TEST(test_sim_noise_and_config)
 {
     ts_llm_model_t *m = load_model();
@@ -177,6 +234,7 @@ TS_TEST_SUITE(llm_sim)
     TCase *tc = ts_tcase("sim", 0);
     tcase_add_test(tc, test_sim_exact);
     tcase_add_test(tc, test_sim_approx);
+    tcase_add_test(tc, test_sim_engine_softmax);
     tcase_add_test(tc, test_sim_noise_and_config);
     suite_add_tcase(s, tc);
     return s;
