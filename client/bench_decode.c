@@ -132,8 +132,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         if (encap)
             TRY(ts_boot_set_encap_keys(stc, encap));
         ts_tfhe_params_lit_t lit;
-        TRY(ts_tfhe_params_preset("tfhe_test_small", &lit));
-        lit.log_n_br = 10;
+        TRY(ts_llm_enc_tfhe_literal(enc, &lit));
         TRY(ts_convert_keygen(p, sk, &lit, prng, &cv));
     }
     size_t ns = 0;

@@ -393,6 +393,18 @@ bool ts_llm_enc_uses_tfhe(const ts_llm_enc_t *e)
     return c->eval_exp || c->eval_recip || c->eval_rsqrt || c->eval_silu || c->eval_recip_norm;
 }
 
+ts_status_t ts_llm_enc_tfhe_literal(const ts_llm_enc_t *e, ts_tfhe_params_lit_t *lit)
+{
+    if (!e || !lit)
+        return TS_EINVAL;
+    ts_status_t st = ts_tfhe_params_preset("tfhe_test_small", lit);
+    if (st == TS_OK) {
+        lit->log_n_br = 10;
+        lit->br_levels = 3;
+    }
+    return st;
+}
+
 ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg)
 {
     if (!e || !cfg)

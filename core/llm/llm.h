@@ -443,6 +443,15 @@ void ts_llm_enc_session_free(ts_llm_enc_session_t *s);
  * sparse-secret encapsulation, the same h', so the same encapsulation keys).
  */
 ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *enc, ts_boot_config_t *cfg);
+/*
+ * The TFHE literal for the conversion keys (ts_convert_keygen): the small
+ * ring of degree N_br = 2^10 and a 3-level blind-rotation gadget (with 2
+ * levels the look-ups come out about 100 times noisier: errors of 5% of the
+ * value were measured at test-boot-n12). NOTE: the small ring works modulo
+ * q_0 (55-60 bits), so N_br = 2^10 is below 128-bit security; a secure
+ * conversion needs N_br >= 2^12 at that modulus (docs/SECURITY.md).
+ */
+ts_status_t ts_llm_enc_tfhe_literal(const ts_llm_enc_t *enc, ts_tfhe_params_lit_t *lit);
 /* True when the configuration evaluates some primitive in TFHE. */
 bool ts_llm_enc_uses_tfhe(const ts_llm_enc_t *enc);
 /*

@@ -80,8 +80,7 @@ static void fx_open(fx_t *f, const char *preset, const ts_llm_enc_config_t *cfg,
         if (f->encap)
             ck_assert_ts_ok(ts_boot_set_encap_keys(f->stc, f->encap));
         ts_tfhe_params_lit_t lit;
-        ck_assert_ts_ok(ts_tfhe_params_preset("tfhe_test_small", &lit));
-        lit.log_n_br = 10;
+        ck_assert_ts_ok(ts_llm_enc_tfhe_literal(f->enc, &lit));
         ck_assert_ts_ok(ts_convert_keygen(f->p, f->sk, &lit, f->prng, &f->cv));
     }
     size_t n = 0;
@@ -453,8 +452,16 @@ START_TEST(test_enc_attention)
     cfg.recip.lo = 1;
     cfg.recip.hi = 64;
     cfg.recip.steps = 8;
+    /* TS_ENC_ATT_POLICY=hybrid|tfhe|ckks: the policy's configuration at
+     * test-boot-n12 with bootstrapping (slow; for investigating). */
+    const char *pol_env = getenv("TS_ENC_ATT_POLICY");
+    ts_sched_policy_t pol = TS_SCHED_CKKS;
+    if (pol_env) {
+        ck_assert_ts_ok(ts_sched_policy_parse(pol_env, &pol));
+        ts_llm_enc_config_policy(&cfg, pol, 32);
+    }
     fx_t f;
-    fx_open(&f, "test-llm-n10", &cfg, false);
+    fx_open(&f, pol_env ? "test-boot-n12" : "test-llm-n10", &cfg, pol_env != NULL);
     const ts_llm_model_t *m = f.m;
     const ts_llm_config_t *c = &m->cfg;
     int d = c->dim, hd = c->head_dim;
@@ -471,6 +478,9 @@ START_TEST(test_enc_attention)
         for (int i = 0; i < d; i++)
             xb[i] = xf[i];
         ts_ckks_ciphertext_t *ct = fx_enc(&f, xf, d);
+        if (pol_env)
+            ck_assert_ts_ok(ts_llm_enc_encrypt_vec(f.ecd, f.sk, f.prng, xf, d,
+                                                   ts_llm_enc_input_level(f.enc), ct));
         ck_assert_ts_ok(ts_llm_enc_attention(f.s, 0, ct, pos, out));
         ts_ckks_ciphertext_free(ct);
         ref_matvec(m->layers[0].wq, xb, d, d, q);
