@@ -358,6 +358,7 @@ int ts_bench_decode(int argc, char **argv)
     case_t *k = &cs[nc++];
     snprintf(k->model, sizeof k->model, "tiny");
     snprintf(k->params, sizeof k->params, "test-llm-tiny");
+    k->policy = TS_SCHED_CKKS; /* no bootstrapping at test-llm-tiny: no conversions either */
     k->lambda = 20;
     run_case(k, model, "configs/approx/tiny-test.yaml", tiny_toks, quick ? 2 : 8);
     unlink(model);
