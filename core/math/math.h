@@ -411,8 +411,9 @@ void ts_rns_conv_moddown(const ts_rns_conv_t *c, const uint64_t *x_a, size_t a_s
  * The same two with a forced implementation (tests, benchmarks):
  * TS_NTT_IMPL_PORTABLE, TS_NTT_IMPL_AVX512 (TS_ENOTSUP when the CPU or the
  * build lacks it) or TS_NTT_IMPL_AUTO; AVX2 has no kernel of its own and runs
- * the portable code. The AVX-512 kernel takes 2 <= na <= 15 and any n (a
- * tail below 8 runs the portable code); all give identical results.
+ * the portable code. The AVX-512 kernels take na <= 15 (na = 1: the exact
+ * centered lift) and any n (a tail below 8 runs the portable code); all give
+ * identical results.
  */
 ts_status_t ts_rns_conv_apply_impl(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride,
                                    uint64_t *out, size_t out_stride, size_t n, ts_ntt_impl_t impl);

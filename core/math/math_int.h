@@ -24,6 +24,9 @@ void ts__rns_conv_avx512(const ts_rns_conv_t *c, const uint64_t *in, size_t in_s
                          uint64_t *out, size_t out_stride, size_t n, bool moddown,
                          const uint64_t *x_b);
 bool ts__rns_conv_avx512_built(void);
+/* The same for one source prime (na = 1), n a multiple of 8. */
+void ts__rns_conv1_avx512(const ts_rns_conv_t *c, const uint64_t *in, uint64_t *out,
+                          size_t out_stride, size_t n, bool moddown, const uint64_t *x_b);
 
 /* AVX-512 element-wise kernels (math/vecmod_avx512.c), n a multiple of 8;
  * products need q < 2^50. Only when ts__vec_avx512_built(). */

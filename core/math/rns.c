@@ -389,7 +389,7 @@ static void conv_portable(const ts_rns_conv_t *c, const uint64_t *in, size_t in_
 
 static bool avx512_ok(const ts_rns_conv_t *c)
 {
-    return c->na >= 2 && c->na <= 15 && ts__rns_conv_avx512_built() && ts_cpu_has_avx512();
+    return c->na <= 15 && ts__rns_conv_avx512_built() && ts_cpu_has_avx512();
 }
 
 static ts_status_t conv_run(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride,
@@ -416,7 +416,9 @@ static ts_status_t conv_run(const ts_rns_conv_t *c, const uint64_t *in, size_t i
     size_t done = 0;
     if (vec) {
         done = n & ~(size_t)7;
-        if (done)
+        if (done && c->na == 1)
+            ts__rns_conv1_avx512(c, in, out, out_stride, done, moddown, x_b);
+        else if (done)
             ts__rns_conv_avx512(c, in, in_stride, out, out_stride, done, moddown, x_b);
     }
     conv_portable(c, in, in_stride, out, out_stride, done, n, moddown, x_b);

@@ -70,6 +70,42 @@ static inline v8 mulshoup52(v8 a, v8 w, v8 wp, v8 q)
     return _mm512_and_si512(r, SET1(MASK52));
 }
 
+/* x mod q for any 64-bit x: Barrett with floor(2^64 / q), one correction */
+static inline v8 reduce64(v8 x, v8 bh, v8 q)
+{
+    v8 r = _mm512_sub_epi64(x, _mm512_mullo_epi64(mulhi64(x, bh), q));
+    return csub(r, q);
+}
+
+/*
+ * One source prime a (conv_single of rns.c): the centered lift of x, i.e.
+ * x mod b minus [A]_b when x > a / 2 (an exact comparison), then ModDown's
+ * (x_b - r) A^{-1} when asked; the same words as the portable loop.
+ */
+void ts__rns_conv1_avx512(const ts_rns_conv_t *c, const uint64_t *in, uint64_t *out,
+                          size_t out_stride, size_t n, bool moddown, const uint64_t *x_b)
+{
+    const v8 half = SET1(c->from[0].q >> 1);
+    for (uint32_t j = 0; j < c->nb; j++) {
+        const ts_modulus_t *mb = &c->to[j];
+        const v8 b = SET1(mb->q), bh = SET1(mb->barrett_hi), am = SET1(c->a_mod_b[j]);
+        const v8 ai = SET1(c->a_inv_mod_b[j]), aip = SET1(c->a_inv_mod_b_sh[j]);
+        uint64_t *dst = out + j * out_stride;
+        const uint64_t *xb = moddown ? x_b + j * out_stride : NULL;
+        for (size_t k = 0; k < n; k += 8) {
+            v8 x = LD(in + k);
+            v8 r = reduce64(x, bh, b);
+            __mmask8 up = _mm512_cmpgt_epu64_mask(x, half);
+            v8 d = _mm512_sub_epi64(r, am);
+            d = _mm512_mask_add_epi64(d, _mm512_cmplt_epu64_mask(r, am), d, b);
+            r = _mm512_mask_mov_epi64(r, up, d);
+            if (moddown)
+                r = csub(mulshoup64(modsub(LD(xb + k), r, b), ai, aip, b), b);
+            ST(dst + k, r);
+        }
+    }
+}
+
 #define VB 16 /* coefficients per block: two vectors */
 
 void ts__rns_conv_avx512(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride,
@@ -139,6 +175,18 @@ bool ts__rns_conv_avx512_built(void)
 bool ts__rns_conv_avx512_built(void)
 {
     return false;
+}
+
+void ts__rns_conv1_avx512(const ts_rns_conv_t *c, const uint64_t *in, uint64_t *out,
+                          size_t out_stride, size_t n, bool moddown, const uint64_t *x_b)
+{
+    (void)c;
+    (void)in;
+    (void)out;
+    (void)out_stride;
+    (void)n;
+    (void)moddown;
+    (void)x_b;
 }
 
 void ts__rns_conv_avx512(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride,

@@ -471,7 +471,9 @@ START_TEST(test_rns_conv_impls)
             uint64_t *o2 = malloc(sizeof(uint64_t) * 12 * n);
             for (uint32_t i = 0; i < na; i++)
                 for (size_t k = 0; k < n; k++)
-                    in[i * n + k] = k < 3 ? (k == 0 ? 0 : from[i] - k) : rnd() % from[i];
+                    in[i * n + k] = k < 3   ? (k == 0 ? 0 : from[i] - k)
+                                    : k < 5 ? from[i] / 2 + (k - 3) /* the centering edge */
+                                            : rnd() % from[i];
             for (uint32_t j = 0; j < 12; j++)
                 for (size_t k = 0; k < n; k++)
                     xb[j * n + k] = k == 5 ? tgt[j] - 1 : rnd() % tgt[j];
