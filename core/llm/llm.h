@@ -333,8 +333,9 @@ ts_status_t ts_llm_simulate_greedy(const ts_llm_model_t *model, const ts_llm_sim
  * about 2^-17 with 40-bit primes near 2^40; measured by the tests).
  *
  * Token input: the client encrypts the embedding row of its token (the model
- * publishes its embedding table). The encrypted one-hot input of issue 10 is
- * not implemented yet. Only LLAMA models (n_kv_heads == n_heads).
+ * publishes its embedding table), or, the default of the daemon, the one-hot
+ * vector of its token, which the server embeds (ts_llm_enc_embed, below).
+ * Only LLAMA models (n_kv_heads == n_heads).
  */
 /*
  * Where a non-arithmetic primitive is evaluated (the policies of core/sched):
