@@ -127,9 +127,9 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
          * norms in [0.012, 0.48] plus eps. */
         cfg->softmax_k = 5;
         spec_poly(&cfg->exp, -1.25, 1.0, 10);
-        spec_lut(&cfg->recip, 0.125, 4.0, 8, 16, TS_NL_BOUNDS_LOG);
-        spec_lut(&cfg->recip_norm, 0.8 / max_pos, 1.25, 8, 16, TS_NL_BOUNDS_LOG);
-        spec_lut(&cfg->rsqrt, 0.005, 1.0, 8, 16, TS_NL_BOUNDS_LOG);
+        spec_lut(&cfg->recip, 0.125, 4.0, 4, 32, TS_NL_BOUNDS_LOG);
+        spec_lut(&cfg->recip_norm, 0.8 / max_pos, 1.25, 4, 32, TS_NL_BOUNDS_LOG);
+        spec_lut(&cfg->rsqrt, 0.005, 1.0, 4, 32, TS_NL_BOUNDS_LOG);
         cfg->eval_recip = TS_LLM_EVAL_LUT;
         cfg->eval_recip_norm = TS_LLM_EVAL_LUT;
         cfg->eval_rsqrt = TS_LLM_EVAL_LUT;
@@ -192,7 +192,7 @@ ts_status_t ts_llm_enc_config_from_plan(ts_llm_enc_config_t *cfg, const ts_sched
         *ev[k] = tf;
         if (tf == TS_LLM_EVAL_LUT && sp[k]->method != TS_NL_LUT) {
             bool log = k == V_RECIP || k == V_RECIP_NORM || k == V_RSQRT;
-            spec_lut(sp[k], sp[k]->lo, sp[k]->hi, 8, 16,
+            spec_lut(sp[k], sp[k]->lo, sp[k]->hi, 4, 32,
                      log ? TS_NL_BOUNDS_LOG : TS_NL_BOUNDS_UNIFORM);
         }
     }
