@@ -23,6 +23,10 @@ struct ts_llm_enc {
     int max_pos;
     double delta;
     ts_nonlinear_approx_t *a_exp, *a_recip, *a_rsqrt, *a_silu, *a_recip_norm;
+    /* grouped-query attention: wk and wv with each key/value head's rows
+     * repeated for the n_heads / n_kv_heads query heads that share it
+     * ([n_layers][dim][dim]); NULL for multi-head attention */
+    float *wk_x, *wv_x;
 };
 
 /* The primitives the engine evaluates (index into the session's TFHE objects). */
@@ -236,6 +240,8 @@ void ts_llm_enc_free(ts_llm_enc_t *e)
     ts_nonlinear_approx_free(e->a_rsqrt);
     ts_nonlinear_approx_free(e->a_silu);
     ts_nonlinear_approx_free(e->a_recip_norm);
+    ts_free(e->wk_x);
+    ts_free(e->wv_x);
     ts_ckks_params_free(e->params);
     ts_free(e);
 }
@@ -264,7 +270,7 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         return TS_EINVAL;
     *out = NULL;
     const ts_llm_config_t *c = &model->cfg;
-    if (c->arch != TS_LLM_ARCH_LLAMA || c->n_kv_heads != c->n_heads ||
+    if (c->arch != TS_LLM_ARCH_LLAMA || c->n_kv_heads < 1 || c->n_heads % c->n_kv_heads ||
         c->n_heads * c->head_dim != c->dim)
         return TS_ENOTSUP;
     ts_llm_enc_config_t def;
@@ -306,6 +312,28 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
     e->max_pos = e->slots / e->pd;
     if (e->max_pos > c->seq_len)
         e->max_pos = c->seq_len;
+    if (c->n_kv_heads < c->n_heads) {
+        /* GQA as MHA: query head h reads key/value head h / g; repeating the
+         * rows of wk and wv makes k and v dim wide with that layout, so the
+         * rest of the engine (RoPE, cache, scores) is unchanged */
+        size_t dd = (size_t)c->dim * (size_t)c->dim, nl = (size_t)c->n_layers;
+        int g = c->n_heads / c->n_kv_heads;
+        st = TS_ENOMEM;
+        if (nl > SIZE_MAX / sizeof(float) / dd / 2)
+            goto fail;
+        e->wk_x = ts_malloc(nl * dd * sizeof(float));
+        e->wv_x = ts_malloc(nl * dd * sizeof(float));
+        if (!e->wk_x || !e->wv_x)
+            goto fail;
+        for (size_t l = 0; l < nl; l++)
+            for (int r = 0; r < c->dim; r++) {
+                int src = (r / c->head_dim / g) * c->head_dim + r % c->head_dim;
+                memcpy(e->wk_x + l * dd + (size_t)r * c->dim,
+                       model->layers[l].wk + (size_t)src * c->dim, (size_t)c->dim * sizeof(float));
+                memcpy(e->wv_x + l * dd + (size_t)r * c->dim,
+                       model->layers[l].wv + (size_t)src * c->dim, (size_t)c->dim * sizeof(float));
+            }
+    }
     if ((st = ts_nonlinear_approx_new(TS_NL_FN_EXP, &cfg->exp, &e->a_exp)) != TS_OK ||
         (st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip, &e->a_recip)) != TS_OK ||
         (st = ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &cfg->rsqrt, &e->a_rsqrt)) != TS_OK ||
@@ -958,9 +986,11 @@ static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, c
     case 0:
         return matvec(s, ly->wq, e->dim, e->dim, e->pd, e->pd, x, out);
     case 1:
-        return matvec(s, ly->wk, e->dim, e->dim, e->pd, e->pd, x, out);
+        return matvec(s, e->wk_x ? e->wk_x + (size_t)layer * e->dim * e->dim : ly->wk, e->dim,
+                      e->dim, e->pd, e->pd, x, out);
     case 2:
-        return matvec(s, ly->wv, e->dim, e->dim, e->pd, e->pd, x, out);
+        return matvec(s, e->wv_x ? e->wv_x + (size_t)layer * e->dim * e->dim : ly->wv, e->dim,
+                      e->dim, e->pd, e->pd, x, out);
     case 3:
         return matvec(s, ly->wo, e->dim, e->dim, e->pd, e->pd, x, out);
     case 4:

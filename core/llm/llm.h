@@ -335,7 +335,10 @@ ts_status_t ts_llm_simulate_greedy(const ts_llm_model_t *model, const ts_llm_sim
  * Token input: the client encrypts the embedding row of its token (the model
  * publishes its embedding table), or, the default of the daemon, the one-hot
  * vector of its token, which the server embeds (ts_llm_enc_embed, below).
- * Only LLAMA models (n_kv_heads == n_heads).
+ * LLAMA models, with multi-head or grouped-query attention (GQA runs as
+ * multi-head attention: each key/value head's rows of wk and wv are repeated
+ * for the query heads sharing it, so k and v are dim wide; the KV cache is
+ * n_heads / n_kv_heads times larger than necessary). GPT2: TS_ENOTSUP.
  */
 /*
  * Where a non-arithmetic primitive is evaluated (the policies of core/sched):
@@ -405,8 +408,8 @@ typedef struct ts_llm_enc ts_llm_enc_t;
 /*
  * Server side: the model's plaintext diagonals encoded for params (shared,
  * immutable after creation). boot may be NULL (no bootstrapping: TS_ELEVEL
- * when levels run out). Errors: TS_ENOTSUP (GPT2, grouped-query attention,
- * periods not dividing the slots), TS_EINVAL, TS_ENOMEM.
+ * when levels run out). Errors: TS_ENOTSUP (GPT2, n_heads not a multiple of
+ * n_kv_heads, periods not dividing the slots), TS_EINVAL, TS_ENOMEM.
  */
 ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params,
                            const ts_llm_enc_config_t *cfg, const ts_boot_t *boot,

@@ -530,6 +530,124 @@ START_TEST(test_enc_attention)
 }
 END_TEST
 
+/* aidreams260K rewritten with grouped-query attention: 4 query heads sharing
+ * 2 key/value heads (wk, wv keep the rows of kv heads 0 and 1); expand: the
+ * same model as multi-head attention with those rows repeated per query head
+ * (what the engine builds). */
+static ts_llm_model_t *gqa_model(const ts_llm_model_t *m, bool expand)
+{
+    const ts_llm_config_t *c = &m->cfg;
+    int d = c->dim, h = c->hidden_dim, L = c->n_layers, V = c->vocab_size, kv = expand ? d : d / 2;
+    int hd = c->head_dim;
+    size_t nf = (size_t)V * d +
+                (size_t)L * (d + 2 * (size_t)d * d + 2 * (size_t)kv * d + d + 3 * (size_t)h * d) +
+                d + (size_t)c->seq_len * c->head_dim;
+    int32_t hdr[7] = {d, h, L, c->n_heads, expand ? c->n_heads : c->n_heads / 2, V, c->seq_len};
+    size_t size = sizeof hdr + nf * sizeof(float);
+    uint8_t *buf = calloc(1, size);
+    ck_assert_ptr_nonnull(buf);
+    memcpy(buf, hdr, sizeof hdr);
+    float *w = (float *)(buf + sizeof hdr);
+#define PUT(src, n)                                                                                \
+    do {                                                                                           \
+        memcpy(w, (src), (size_t)(n) * sizeof(float));                                             \
+        w += (n);                                                                                  \
+    } while (0)
+    PUT(m->tok_emb, (size_t)V * d);
+    for (int l = 0; l < L; l++)
+        PUT(m->layers[l].attn_norm, d);
+    for (int l = 0; l < L; l++)
+        PUT(m->layers[l].wq, (size_t)d * d);
+    for (int t = 0; t < 2; t++)
+        for (int l = 0; l < L; l++)
+            for (int r = 0; r < kv; r++) {
+                const float *src = t == 0 ? m->layers[l].wk : m->layers[l].wv;
+                PUT(src + (size_t)(expand ? (r / hd / 2) * hd + r % hd : r) * d, d);
+            }
+    for (int l = 0; l < L; l++)
+        PUT(m->layers[l].wo, (size_t)d * d);
+    for (int l = 0; l < L; l++)
+        PUT(m->layers[l].ffn_norm, d);
+    for (int l = 0; l < L; l++)
+        PUT(m->layers[l].w1, (size_t)h * d);
+    for (int l = 0; l < L; l++)
+        PUT(m->layers[l].w2, (size_t)d * h);
+    for (int l = 0; l < L; l++)
+        PUT(m->layers[l].w3, (size_t)h * d);
+    PUT(m->final_norm, d);
+#undef PUT
+    ts_llm_model_t *g = NULL;
+    char err[256] = "";
+    ck_assert_msg(ts_llm_model_load_buffer(buf, size, &g, err, sizeof err) == TS_OK, "%s", err);
+    free(buf);
+    ck_assert_int_eq(g->cfg.n_kv_heads, expand ? 4 : 2);
+    return g;
+}
+
+/*
+ * Grouped-query attention: the engine repeats each key/value head's rows, so
+ * the encrypted k and v of query head h are kv head h / 2's (checked against
+ * the float products), and that repetition is the model: the float reference
+ * forward of the GQA model and of its repeated-rows multi-head twin give the
+ * same logits over 8 positions (the encrypted multi-head path is what the
+ * other tests check).
+ */
+START_TEST(test_enc_gqa)
+{
+    fx_t f;
+    fx_open(&f, "test-llm-n10", NULL, false);
+    ts_llm_model_t *g = gqa_model(f.m, false), *mha = gqa_model(f.m, true);
+    ts_llm_state_t *sg = NULL, *sm = NULL;
+    ck_assert_ts_ok(ts_llm_state_new(g, &sg));
+    ck_assert_ts_ok(ts_llm_state_new(mha, &sm));
+    static const int toks[8] = {1, 303, 281, 269, 435, 447, 275, 429};
+    double lmax = 0;
+    for (int pos = 0; pos < 8; pos++) {
+        const float *lg = NULL, *lm = NULL;
+        ck_assert_ts_ok(ts_llm_forward(g, sg, toks[pos], pos, &lg));
+        ck_assert_ts_ok(ts_llm_forward(mha, sm, toks[pos], pos, &lm));
+        for (int i = 0; i < g->cfg.vocab_size; i++)
+            lmax = fmax(lmax, fabs((double)lg[i] - lm[i]));
+    }
+    printf("enc gqa: GQA and repeated-head MHA reference logits differ by %.2e\n", lmax);
+    ck_assert(lmax < 1e-4);
+    ts_llm_state_free(sg);
+    ts_llm_state_free(sm);
+    ts_llm_model_free(mha);
+    ts_llm_enc_t *e = NULL;
+    ck_assert_ts_ok(ts_llm_enc_new(g, f.p, NULL, NULL, &e));
+    ts_llm_enc_session_t *s = NULL;
+    ck_assert_ts_ok(ts_llm_enc_session_new(e, f.ev, &s));
+    int d = g->cfg.dim, hd = g->cfg.head_dim;
+    double x[64] = {0}, y[64] = {0};
+    float xf[64] = {0};
+    emb(g, 303, x);
+    to_float(x, xf, d);
+    ts_ckks_ciphertext_t *ct = fx_enc(&f, xf, d), *out = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &out));
+    ck_assert_ts_ok(ts_llm_enc_matvec(s, 2, 1, ct, out));
+    /* expected: query head h's slots hold kv head h / 2 */
+    double kvv[32] = {0};
+    ref_matvec(g->layers[2].wk, x, d / 2, d, kvv);
+    for (int r = 0; r < d; r++)
+        y[r] = kvv[(r / hd / 2) * hd + r % hd];
+    double ek = fx_err(&f, out, y, d);
+    ck_assert_ts_ok(ts_llm_enc_matvec(s, 1, 2, ct, out));
+    ref_matvec(g->layers[1].wv, x, d / 2, d, kvv);
+    for (int r = 0; r < d; r++)
+        y[r] = kvv[(r / hd / 2) * hd + r % hd];
+    double ev = fx_err(&f, out, y, d);
+    printf("enc gqa: repeated k, v heads max abs err %.2e, %.2e\n", ek, ev);
+    ck_assert(ek < 1e-4 && ev < 1e-4);
+    ts_ckks_ciphertext_free(ct);
+    ts_ckks_ciphertext_free(out);
+    ts_llm_enc_session_free(s);
+    ts_llm_enc_free(e);
+    ts_llm_model_free(g);
+    fx_close(&f);
+}
+END_TEST
+
 /* The engine's default approximations, run by the ciphertext-aligned
  * simulator, reproduce the plaintext greedy ids of models/README.md. */
 START_TEST(test_enc_config_sim)
@@ -640,6 +758,7 @@ TS_TEST_SUITE(llm_enc)
     tcase_add_test(tc, test_enc_rmsnorm);
     tcase_add_test(tc, test_enc_rmsnorm_hybrid);
     tcase_add_test(tc, test_enc_config_from_plan);
+    tcase_add_test(tc, test_enc_gqa);
     tcase_add_test(tc, test_enc_ffn);
     tcase_add_test(tc, test_enc_attention);
     suite_add_tcase(s, tc);
