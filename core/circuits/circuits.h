@@ -90,10 +90,10 @@ typedef struct ts_boot_config {
  * Defaults for params: the parameters' slot count, 4 + 3 levels for the
  * DFTs at 2^12 slots and more (3 + 3 from 2^6, 2 + 2 from 2^2, else 1 + 1),
  * k from the secret (7 sigma of I, sigma = sqrt((h + 1) / 12)), r = 3 and
- * the smallest degree (15 + 4j) that keeps the EvalMod error below 2^-38 on [-k, k]; CTS_FIRST with
- * a message ratio of 2^12 (the coefficients of n random slots are ~ 1 / sqrt n of them, so a small
- * ratio keeps the sine's cubic term below 2^-20 while the EvalMod noise, multiplied by the ratio,
- * stays small).
+ * the smallest degree (15 + 4j) that keeps the EvalMod error below 2^-38 on [-k, k] with a
+ * converged series (last four Chebyshev coefficients below 2^-40); CTS_FIRST with a message ratio
+ * of 2^12 (the coefficients of n random slots are ~ 1 / sqrt n of them, so a small ratio keeps the
+ * sine's cubic term below 2^-20 while the EvalMod noise, multiplied by the ratio, stays small).
  */
 ts_status_t ts_boot_config_default(const ts_ckks_params_t *params, ts_boot_config_t *cfg);
 

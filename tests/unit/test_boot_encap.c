@@ -7,7 +7,7 @@
  * ModRecover from the SlotToCoeff-first order), the metadata (level, scale,
  * slots), and the errors: keys must be set (TS_ENOKEY) and match h'; without
  * encapsulation the dense interval (K = 53) needs a cosine of degree 79
- * instead of 31. The config
+ * instead of 35. The config
  * helper gives K = 12 for h' = 32 and refuses h' where no sparse-secret
  * security row admits q_0 p_e at secure parameters. A few seconds.
  */
@@ -185,6 +185,7 @@ START_TEST(test_encap_config_and_keys)
     ck_assert_ts_status(ts_boot_config_encapsulate(p, 2000, &cfg), TS_EINVAL);
     ck_assert_ts_ok(ts_boot_config_encapsulate(p, 32, &cfg));
     ck_assert_int_lt(cfg.cheb_degree, dense_degree / 2);
+    ck_assert_int_eq(cfg.cheb_degree, 35); /* K = 12: error bound at 31, converged series at 35 */
     int left = -1;
     ck_assert_ts_ok(ts_boot_depth(p, &cfg, NULL, &em, NULL, &left));
     ck_assert_int_le(em, dense_em);
