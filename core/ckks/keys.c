@@ -343,43 +343,43 @@ ts_status_t ts_ckks_encrypt_pk(const ts_ckks_public_key_t *pk, const ts_ckks_pla
     uint32_t nq = pt->poly->nq;
     double scale = pt->scale;
     int log_slots = pt->log_slots;
-    ts_poly_t *v = NULL, *e = NULL;
-    st = ts_poly_new(p->ring, nq, 0, false, &v);
-    if (st == TS_OK)
-        st = ts_poly_new(p->ring, nq, 0, false, &e);
+    /* no allocation: the ternary v lives in ct's third polynomial (allocated
+     * once per ciphertext object), each error is sampled straight into its
+     * output polynomial, then c_i = NTT(e_i) + v pk_i by one multiply-add;
+     * the randomness is drawn in the same order as before (v, e0, e1), so the
+     * words are the same */
+    st = ts__ckks_ct_ensure_c2(ct);
     if (st == TS_OK)
         st = ts__ckks_ct_reshape(ct, (int)nq - 1, 1);
+    ts_poly_t *v = ct->c[2];
     /* v ternary; c0 = v b + e0 + m, c1 = v a + e1 */
+    if (st == TS_OK)
+        st = ts_poly_reshape(v, nq, 0, false);
     if (st == TS_OK)
         st = ts_poly_sample_ternary(v, prng);
     if (st == TS_OK)
         st = ts_poly_ntt(v);
     ts_backend_t *be = backend(p);
     ts_bk_ring_t *bk = ts_ring_bk(p->ring);
-    ts_bk_batch_t vb = view(p, v, nq), eb = view(p, e, nq);
+    ts_bk_batch_t vb = view(p, v, nq);
     const ts_poly_t *pkp[2] = {pk->pk->b, pk->pk->a};
     for (int i = 0; i < 2 && st == TS_OK; i++) {
         ts_bk_batch_t kb = view(p, pkp[i], nq), cb = view(p, ct->c[i], nq);
-        st = ts_poly_reshape(e, nq, 0, false);
+        st = ts_poly_reshape(ct->c[i], nq, 0, false);
         if (st == TS_OK)
-            st = ts_poly_sample_gaussian(e, prng, p->sigma);
+            st = ts_poly_sample_gaussian(ct->c[i], prng, p->sigma);
         if (st == TS_OK)
-            st = ts_poly_ntt(e);
+            st = ts_poly_ntt(ct->c[i]);
         if (st == TS_OK)
-            st = ts_backend_mul(be, bk, &cb, &vb, &kb);
-        if (st == TS_OK)
-            st = ts_backend_add(be, bk, &cb, &cb, &eb);
+            st = ts_backend_mul_add(be, bk, &cb, &vb, &kb);
     }
     if (st == TS_OK) {
         ts_bk_batch_t c0 = view(p, ct->c[0], nq), mb = view(p, pt->poly, nq);
         st = ts_backend_add(be, bk, &c0, &c0, &mb);
     }
     if (v)
-        ts_poly_reshape(v, v->cap_limbs, 0, false); /* wipe the ephemeral secret */
-    if (e)
-        ts_poly_reshape(e, e->cap_limbs, 0, false);
-    ts_poly_free(v);
-    ts_poly_free(e);
+        ts_poly_reshape(v, nq, 0, true); /* wipe the ephemeral secret */
+    ct->degree = 1;
     if (st != TS_OK)
         return st;
     ct->scale = scale;

@@ -26,6 +26,8 @@ static const int64_t rot_steps[] = {1,  2,  3,   4,   5,   7,   8,  12, 16,
                                     31, 64, 100, 255, 256, 511, -1, -3};
 #define NSTEPS (sizeof(rot_steps) / sizeof(rot_steps[0]))
 
+#define PK_ENC_KAT 0xcc2292768425c7e2ULL
+
 static void fx_init(fx_t *f, const char *name)
 {
     memset(f, 0, sizeof(*f));
@@ -212,6 +214,36 @@ START_TEST(test_encrypt_decrypt)
         ts_free(zr);
         ts_ckks_ciphertext_free(ct);
         ts_ckks_ciphertext_free(ct2);
+    }
+    /* public-key encryption: known answer recorded before its scratch reuse
+     * (fresh v and e polynomials per call), at the top level twice (the second
+     * reuses the ciphertext's scratch) and at level 2 */
+    {
+        ts_prng_t *g;
+        const uint8_t gs[TS_SEED_BYTES] = {5, 4, 3};
+        ck_assert_ts_ok(ts_prng_new_seeded(gs, 3, &g));
+        ts_ckks_plaintext_t *pt = NULL;
+        ts_ckks_ciphertext_t *ct = NULL;
+        ck_assert_ts_ok(ts_ckks_plaintext_new(f.p, f.top, &pt));
+        ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, f.top, &ct));
+        uint64_t h = 0xcbf29ce484222325ULL;
+        const int lv[3] = {f.top, f.top, 2};
+        for (int r = 0; r < 3; r++) {
+            ck_assert_ts_ok(ts_ckks_encode(f.enc, z, f.slots, 0, lv[r], 0x1p40, pt));
+            ck_assert_ts_ok(ts_ckks_encrypt_pk(f.pk, pt, g, ct));
+            ck_assert_int_eq(ts_ckks_ciphertext_degree(ct), 1);
+            for (int c = 0; c < 2; c++) {
+                const ts_poly_t *x = ts_ckks_ciphertext_poly(ct, c);
+                const uint8_t *b = (const uint8_t *)x->data;
+                for (size_t i = 0; i < (size_t)x->nq * ts_ring_n(x->ring) * 8; i++)
+                    h = (h ^ b[i]) * 0x100000001b3ULL;
+            }
+        }
+        CHECK_PREC(&f, ct, z, f.slots, 24, "pk encryption (KAT run)");
+        ck_assert_uint_eq(h, PK_ENC_KAT);
+        ts_ckks_ciphertext_free(ct);
+        ts_ckks_plaintext_free(pt);
+        ts_prng_free(g);
     }
     /* sparse slot counts */
     for (size_t slots = 1; slots < f.slots; slots *= 4) {
