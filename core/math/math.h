@@ -208,8 +208,8 @@ void ts_vec_center_lift(uint64_t *o, const uint64_t *x, size_t n, uint64_t p,
 void ts_vec_dot(uint64_t *o, const uint64_t *const *x, const uint64_t *const *y, size_t terms,
                 size_t n, const ts_modulus_t *m);
 
-/* Signed integers to residues: o = x mod q in [0, q) for |x| < 2^63
- * (x != INT64_MIN). o may alias x (the same words reinterpreted). */
+/* Signed integers to residues: o = x mod q in [0, q) for every int64 x
+ * (INT64_MIN included). o may alias x (the same words reinterpreted). */
 void ts_vec_from_i64(uint64_t *o, const int64_t *x, size_t n, const ts_modulus_t *m);
 
 /* --------------------------------------------------------------- primes */

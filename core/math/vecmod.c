@@ -169,7 +169,7 @@ static void from_i64_run(uint64_t *o, const int64_t *x, size_t n, const ts_modul
     }
     for (size_t i = done; i < n; i++) {
         int64_t v = x[i];
-        uint64_t u = v < 0 ? (uint64_t)(-v) : (uint64_t)v;
+        uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v; /* |INT64_MIN| too */
         uint64_t r = ts_mod_reduce64(u, m);
         o[i] = v < 0 ? ts_mod_neg(r, m->q) : r;
     }

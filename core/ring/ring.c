@@ -479,23 +479,9 @@ static void fill_small_host(ts_poly_t *p, uint64_t *data, const int64_t *src)
 {
     const uint32_t n = p->ring->n, nl = p->nq + p->np;
     const uint32_t *idx = ts_ring_limb_index(p->ring, p->nq, p->np);
-    /* the last limb last, since src may live there */
-    for (uint32_t l = 0; l < nl; l++) {
-        const ts_modulus_t *m = &p->ring->mods[idx[l]];
-        uint64_t *dst = data + (size_t)l * n;
-        const uint64_t q = m->q;
-        for (uint32_t i = 0; i < n; i++) {
-            int64_t c = src[i];
-            /* small values: |c| < q in practice, exact reduction otherwise */
-            uint64_t v;
-            if (c >= 0)
-                v = (uint64_t)c < q ? (uint64_t)c : ts_mod_reduce64((uint64_t)c, m);
-            else
-                v = i64_mod(c, m);
-            dst[i] = v;
-        }
-        (void)q;
-    }
+    /* the last limb last (in place), since src may live there */
+    for (uint32_t l = 0; l < nl; l++)
+        ts_vec_from_i64(data + (size_t)l * n, src, n, &p->ring->mods[idx[l]]);
 }
 
 typedef ts_status_t (*small_sampler_fn)(void *arg, size_t n, int64_t *out);

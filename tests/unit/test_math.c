@@ -630,6 +630,7 @@ START_TEST(test_vec_from_i64)
                    : i == 1 ? -INT64_MAX
                    : i == 2 ? 0
                    : i == 3 ? -(int64_t)q
+                   : i == 4 ? INT64_MIN
                    : i % 3  ? (int64_t)(r >> (r & 63)) * (r & 1 ? -1 : 1)
                             : (int64_t)(r % 41) - 20;
             int64_t v = x[i] % (int64_t)q;
