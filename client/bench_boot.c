@@ -366,7 +366,8 @@ int ts_bench_boot(int argc, char **argv)
     for (int ci = 0; ci < ncases; ci++)
         cases[ci].encap_h = encap;
     if (runs <= 0)
-        runs = quick ? 2 : 3;
+        runs =
+            quick ? 2 : 3; /* per (case, threads): the precision is over every slot of every run */
     int ncpu = ts_cpu_count();
     int tlist[2] = {1, threads > 0 ? threads : ncpu};
     int nt = tlist[1] == 1 ? 1 : 2;
@@ -398,8 +399,7 @@ int ts_bench_boot(int argc, char **argv)
     bool first = true;
     for (int ci = 0; ci < ncases; ci++)
         for (int ti = 0; ti < nt; ti++)
-            status |= run_case(params_dir, &cases[ci], tlist[ti], ti == 0 && !quick ? 1 : runs, out,
-                               &first);
+            status |= run_case(params_dir, &cases[ci], tlist[ti], runs, out, &first);
     if (out) {
         fprintf(out, "\n  ],\n  \"failures\": %d\n}\n", status);
         fclose(out);
