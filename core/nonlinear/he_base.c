@@ -11,10 +11,13 @@
 ts_status_t ts__nonlinear_drop_to_scale(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *c)
 {
     ts_ckks_params_t *p = ts_ckks_ciphertext_params(c);
-    double ls = ts_ckks_ciphertext_scale_log2(c);
+    double ls = ts_ckks_params_scale_log2(p);
     int lv = ts_ckks_ciphertext_level(c), to = lv;
     while (to > 1 && fabs(log2((double)ts_ckks_params_q(p, (size_t)to)) - ls) > 1.0)
         to--;
+    /* no prime near the scale below: stay */
+    if (fabs(log2((double)ts_ckks_params_q(p, (size_t)to)) - ls) > 1.0)
+        return TS_OK;
     return to < lv ? ts_ckks_drop_to_level(ev, c, to, c) : TS_OK;
 }
 
@@ -41,9 +44,15 @@ static ts_status_t ensure(ts_ckks_evaluator_t *ev, const ts_boot_t *bt, ts_ckks_
     return boot_drop(ev, bt, c);
 }
 
-/* out = a * b, relinearized and rescaled; operands brought to the same level */
-static ts_status_t mulr(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *a, ts_ckks_ciphertext_t *b,
-                        ts_ckks_ciphertext_t *out)
+/*
+ * out = a * b, relinearized and rescaled; operands brought to the same level.
+ * The product's scale is s_a s_b / q_l: when the primes are not exactly the
+ * scale its log2 drifts and doubles at every squaring, so once it is more than
+ * half a bit from the parameters' scale (and a level is left) it is put back
+ * by a product with 1 at scale Delta q_l / s and a rescale.
+ */
+ts_status_t ts__nonlinear_mulr(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *a,
+                               ts_ckks_ciphertext_t *b, ts_ckks_ciphertext_t *out)
 {
     ts_status_t st;
     int la = ts_ckks_ciphertext_level(a), lb = ts_ckks_ciphertext_level(b);
@@ -51,9 +60,27 @@ static ts_status_t mulr(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *a, ts_ckk
         return st;
     if (lb > la && (st = ts_ckks_drop_to_level(ev, b, la, b)) != TS_OK)
         return st;
-    if ((st = ts_ckks_mul_relin(ev, a, b, out)) != TS_OK)
+    if ((st = ts_ckks_mul_relin(ev, a, b, out)) != TS_OK ||
+        (st = ts_ckks_rescale(ev, out, out)) != TS_OK)
         return st;
-    return ts_ckks_rescale(ev, out, out);
+    ts_ckks_params_t *p = ts_ckks_ciphertext_params(out);
+    double want = ts_ckks_params_scale(p), s = ts_ckks_ciphertext_scale(out);
+    int lv = ts_ckks_ciphertext_level(out);
+    if (fabs(log2(s / want)) > 0.5 && lv >= 2) {
+        double cs = round(want * (double)ts_ckks_params_q(p, (size_t)lv) / s);
+        if ((st = ts_ckks_mul_const(ev, out, 1.0, cs, out)) != TS_OK ||
+            (st = ts_ckks_rescale(ev, out, out)) != TS_OK)
+            return st;
+        st = ts_ckks_ciphertext_set_meta(out, ts_ckks_ciphertext_level(out), 1, want,
+                                         ts_ckks_ciphertext_slots(out));
+    }
+    return st;
+}
+
+static ts_status_t mulr(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *a, ts_ckks_ciphertext_t *b,
+                        ts_ckks_ciphertext_t *out)
+{
+    return ts__nonlinear_mulr(ev, a, b, out);
 }
 
 static ts_status_t mulc(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *a, double c,

@@ -158,19 +158,10 @@ static ts_status_t refresh(const ts_nonlinear_layer_t *ly, ts_ckks_evaluator_t *
     return st;
 }
 
-/* out = a * b, relinearized and rescaled; the higher operand is dropped first. */
 static ts_status_t mulr(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *a, ts_ckks_ciphertext_t *b,
                         ts_ckks_ciphertext_t *out)
 {
-    ts_status_t st;
-    int la = ts_ckks_ciphertext_level(a), lb = ts_ckks_ciphertext_level(b);
-    if (la > lb && (st = ts_ckks_drop_to_level(ev, a, lb, a)) != TS_OK)
-        return st;
-    if (lb > la && (st = ts_ckks_drop_to_level(ev, b, la, b)) != TS_OK)
-        return st;
-    if ((st = ts_ckks_mul_relin(ev, a, b, out)) != TS_OK)
-        return st;
-    return ts_ckks_rescale(ev, out, out);
+    return ts__nonlinear_mulr(ev, a, b, out);
 }
 
 /* out = c x (const_scale q_level: the rescale returns to x's scale exactly). */

@@ -15,12 +15,16 @@ ts_status_t ts__nonlinear_pbs_new_warped(const ts_tfhe_params_t *tp, ts_nonlinea
                                          ts_nonlinear_pbs_t **out);
 
 /*
- * Drop c to the highest level whose prime is within a factor 2 of c's scale
+ * Drop c to the highest level whose prime is within a factor 2 of the parameters' scale
  * (no-op when the level's prime already is): products rescaled by primes far
  * from the scale (EvalMod's 45- and 60-bit primes above a bootstrap's output
  * level on the test-boot-n12 chain) would lose scale bits at every step.
  */
 ts_status_t ts__nonlinear_drop_to_scale(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *c);
+/* out = a b relinearized and rescaled, the scale put back to the parameters'
+ * scale (one more level) once it drifts by more than half a bit. */
+ts_status_t ts__nonlinear_mulr(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *a,
+                               ts_ckks_ciphertext_t *b, ts_ckks_ciphertext_t *out);
 /* ts_boot_bootstrap, then ts__nonlinear_drop_to_scale. */
 ts_status_t ts__nonlinear_bootstrap(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
                                     ts_ckks_ciphertext_t *c);

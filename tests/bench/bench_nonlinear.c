@@ -9,10 +9,17 @@
  *
  * INSECURE small parameters (N = 2^10 CKKS, N_br = 2^10, n = 256 TFHE): the
  * numbers show the shape of the comparison on our implementation, not the
- * paper's secure-parameter latencies. Softmax and the norms are not
- * benchmarked here yet.
+ * paper's secure-parameter latencies.
  *
- * Usage: bench_nonlinear [--json PATH] [--quick]
+ * Composite layers (Table 4: softmax, inputs from N(0, sigma) truncated to
+ * [-M, M], sigma^2 = M^2 / 3; Table 5: M = 128; Table 6: RMSNorm and
+ * LayerNorm with variances in [0.2, 150] and [1, 8192]) run on the insecure
+ * test-boot-n12 preset (N = 2^12, 2048 slots) in the three modes of
+ * ts_nonlinear_layer_* at REDUCED sizes (n, d <= 1024; --quick: 16), each
+ * size recorded in the JSON. Precision = -log2 RMSE against the exact layer;
+ * latency = thread CPU time of one layer evaluation.
+ *
+ * Usage: bench_nonlinear [--json PATH] [--quick] [--no-layers]
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +27,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
 
 static long sysconf_cores(void)
 {
@@ -88,15 +99,285 @@ static double to_bits(double se, int n)
     return rmse > 0 ? -log2(rmse) : 60;
 }
 
+/* ------------------------------------------------------------ layers */
+
+typedef struct {
+    const char *table, *kind_name;
+    ts_nonlinear_layer_kind_t kind;
+    size_t n;
+    double M;      /* softmax: inputs in [-M, M] */
+    double lo, hi; /* norms: variance range */
+    double bits[3], sec[3];
+    int status[3];
+} lrow_t;
+
+static uint64_t rnd_u(ts_prng_t *prng, uint64_t b)
+{
+    uint64_t v = 0;
+    CHECK(ts_prng_uniform(prng, b, &v));
+    return v;
+}
+
+static double rnd_unit(ts_prng_t *prng)
+{
+    return ldexp((double)rnd_u(prng, 1ull << 40), -40);
+}
+
+/* N(0, sigma) truncated to [-M, M] by rejection (Box-Muller). */
+static double rnd_trunc_normal(ts_prng_t *prng, double sigma, double M)
+{
+    for (;;) {
+        double u1 = rnd_unit(prng), u2 = rnd_unit(prng);
+        if (u1 <= 0)
+            continue;
+        double z = sigma * sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+        if (fabs(z) <= M)
+            return z;
+    }
+}
+
+static ts_nonlinear_spec_t lut_spec(double lo, double hi)
+{
+    return (ts_nonlinear_spec_t){.method = TS_NL_LUT,
+                                 .lo = lo,
+                                 .hi = hi,
+                                 .n_seg = 8,
+                                 .n_br = 16,
+                                 .bounds = TS_NL_BOUNDS_LOG,
+                                 .index_bits = 5};
+}
+
+static int goldschmidt_steps(double lo, double hi)
+{
+    /* (1 - 2 lo / (lo + hi))^(2^s) <= 2^-24 */
+    double r = 1.0 - 2.0 * lo / (lo + hi);
+    int s = 1;
+    while (s < 30 && ldexp(1.0, s) * -log(r) < 24 * log(2.0))
+        s++;
+    return s;
+}
+
+static void run_layers(bool quick, lrow_t *rows, size_t *nrows_out)
+{
+    char path[512];
+    const char *root = getenv("TS_SOURCE_DIR");
+    snprintf(path, sizeof(path), "%s%sconfigs/params/test-boot-n12.yaml", root ? root : "",
+             root ? "/" : "");
+    ts_ckks_params_t *p;
+    ts_cfg_error_t err;
+    CHECK(ts_ckks_params_load_file(path, true, &p, &err));
+    uint8_t seed[TS_SEED_BYTES] = {8, 8, 1};
+    ts_prng_t *prng;
+    CHECK(ts_prng_new_seeded(seed, 5, &prng));
+    ts_ckks_secret_key_t *sk;
+    CHECK(ts_ckks_keygen_secret(p, prng, &sk));
+    ts_ckks_encoder_t *enc;
+    CHECK(ts_ckks_encoder_new(p, &enc));
+    ts_ckks_evalkeys_t *ek;
+    CHECK(ts_ckks_evalkeys_new(p, &ek));
+    ts_boot_config_t cs, cb;
+    CHECK(ts_boot_config_default(p, &cs));
+    cs.order = TS_BOOT_STC_FIRST;
+    cs.real_only = true;
+    CHECK(ts_boot_config_default(p, &cb));
+    CHECK(ts_boot_keygen(p, &cs, ek, sk, prng));
+    CHECK(ts_boot_keygen(p, &cb, ek, sk, prng));
+    ts_boot_t *bt_stc, *bt_boot;
+    CHECK(ts_boot_new(p, &cs, &bt_stc));
+    CHECK(ts_boot_new(p, &cb, &bt_boot));
+    size_t slots = ts_ckks_params_slots(p);
+    /* rotations for every size up to 1024 */
+    {
+        ts_nonlinear_layer_spec_t sp = {.n = 1024};
+        int64_t steps[64];
+        size_t count = 64;
+        CHECK(ts_nonlinear_layer_rotation_steps(&sp, slots, steps, &count));
+        /* sizes below 1024 also need -n */
+        for (size_t n = 16; n < 1024; n *= 2)
+            steps[count++] = -(int64_t)n;
+        CHECK(ts_ckks_evalkeys_gen_rotations(ek, sk, steps, count, prng));
+    }
+    ts_ckks_evaluator_t *ev;
+    CHECK(ts_ckks_evaluator_new(p, ek, &ev));
+    ts_tfhe_params_lit_t tl;
+    CHECK(ts_tfhe_params_preset("tfhe_test_small", &tl));
+    tl.log_n_br = 10;
+    tl.br_levels = 3;
+    ts_convert_t *cv;
+    CHECK(ts_convert_keygen(p, sk, &tl, prng, &cv));
+
+    size_t nr = 0;
+    if (quick) {
+        rows[nr++] = (lrow_t){"table4", "softmax", TS_NL_LAYER_SOFTMAX, 16, 8, 0, 0, {0}, {0}, {0}};
+        rows[nr++] =
+            (lrow_t){"table6", "rmsnorm", TS_NL_LAYER_RMSNORM, 16, 0, 0.2, 150, {0}, {0}, {0}};
+    } else {
+        const size_t ns[] = {64, 256};
+        const double Ms[] = {8, 32};
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++)
+                rows[nr++] = (lrow_t){
+                    "table4", "softmax", TS_NL_LAYER_SOFTMAX, ns[i], Ms[j], 0, 0, {0}, {0}, {0}};
+        rows[nr++] =
+            (lrow_t){"table5", "softmax", TS_NL_LAYER_SOFTMAX, 256, 128, 0, 0, {0}, {0}, {0}};
+        const size_t ds[] = {256, 1024};
+        const double rl[2][2] = {{0.2, 150}, {1, 8192}};
+        for (int kd = 0; kd < 2; kd++)
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 2; j++)
+                    rows[nr++] = (lrow_t){"table6",
+                                          kd ? "layernorm" : "rmsnorm",
+                                          kd ? TS_NL_LAYER_LAYERNORM : TS_NL_LAYER_RMSNORM,
+                                          ds[i],
+                                          0,
+                                          rl[j][0],
+                                          rl[j][1],
+                                          {0},
+                                          {0},
+                                          {0}};
+    }
+    double *v = calloc(slots, sizeof(double)), *out = calloc(slots, sizeof(double));
+    double *exact = calloc(slots, sizeof(double));
+    printf("\n%-7s %-9s %5s %-12s | %-16s | %-16s | %-16s\n", "table", "layer", "n", "range",
+           "hybrid bits / s", "CKKS bits / s", "TFHE bits / s");
+    for (size_t r = 0; r < nr; r++) {
+        lrow_t *R = &rows[r];
+        const size_t n = R->n;
+        bool sm = R->kind == TS_NL_LAYER_SOFTMAX;
+        memset(v, 0, slots * sizeof(double));
+        if (sm) {
+            for (size_t i = 0; i < n; i++)
+                v[i] = rnd_trunc_normal(prng, R->M / sqrt(3.0), R->M);
+            ts_nonlinear_softmax_ref(v, n, exact);
+        } else {
+            /* a variance drawn log-uniformly in the range (inside it by a margin) */
+            double lv = log(R->lo * 1.5) + (log(R->hi / 1.5) - log(R->lo * 1.5)) * rnd_unit(prng);
+            double sd = sqrt(exp(lv) * 3.0), mean = 0, ms = 0;
+            for (size_t i = 0; i < n; i++) {
+                v[i] = sd * (2 * rnd_unit(prng) - 1) +
+                       (R->kind == TS_NL_LAYER_LAYERNORM ? 0.5 * sd : 0.0);
+                mean += v[i] / (double)n;
+            }
+            if (R->kind == TS_NL_LAYER_RMSNORM)
+                mean = 0;
+            for (size_t i = 0; i < n; i++)
+                ms += (v[i] - mean) * (v[i] - mean) / (double)n;
+            for (size_t i = 0; i < n; i++)
+                exact[i] = (v[i] - mean) / sqrt(ms + 1e-5);
+        }
+        int k = 0;
+        while (sm && ldexp(1.0, k) < R->M)
+            k++;
+        double e2 = exp(2 * R->M / ldexp(1.0, k));
+        ts_nonlinear_spec_t sexp = {.method = TS_NL_POLY, .lo = -1, .hi = 1, .degree = 8};
+        ts_nonlinear_spec_t si_l = sm ? lut_spec(1 / e2, e2) : lut_spec(R->lo, R->hi);
+        ts_nonlinear_spec_t si2_l = lut_spec(1.0 / (double)n, 1.0);
+        ts_nonlinear_spec_t si_c =
+            sm ? (ts_nonlinear_spec_t){.method = TS_NL_ITER,
+                                       .lo = 1 / e2,
+                                       .hi = e2,
+                                       .steps = goldschmidt_steps(1 / e2, e2)}
+               : (ts_nonlinear_spec_t){
+                     .method = TS_NL_ITER, .lo = R->lo, .hi = R->hi, .degree = 15, .steps = 3};
+        ts_nonlinear_spec_t si2_c = {.method = TS_NL_ITER,
+                                     .lo = 1.0 / (double)n,
+                                     .hi = 1.0,
+                                     .steps = goldschmidt_steps(1.0 / (double)n, 1.0)};
+        ts_nonlinear_fn_t ifn = sm ? TS_NL_FN_RECIP : TS_NL_FN_RSQRT;
+        ts_nonlinear_approx_t *aexp = NULL, *inv_l = NULL, *inv2_l = NULL, *inv_c = NULL,
+                              *inv2_c = NULL;
+        CHECK(ts_nonlinear_approx_new(TS_NL_FN_EXP, &sexp, &aexp));
+        CHECK(ts_nonlinear_approx_new(ifn, &si_l, &inv_l));
+        CHECK(ts_nonlinear_approx_new(TS_NL_FN_RECIP, &si2_l, &inv2_l));
+        ts_status_t cst = ts_nonlinear_approx_new(ifn, &si_c, &inv_c);
+        if (cst != TS_OK && !sm) {
+            si_c.degree = 31; /* a closer guess for wide ranges */
+            cst = ts_nonlinear_approx_new(ifn, &si_c, &inv_c);
+        }
+        CHECK(cst);
+        CHECK(ts_nonlinear_approx_new(TS_NL_FN_RECIP, &si2_c, &inv2_c));
+        for (int m = 0; m < 3; m++) {
+            ts_nonlinear_layer_spec_t sp = {.kind = R->kind,
+                                            .mode = (ts_nonlinear_layer_mode_t)m,
+                                            .n = n,
+                                            .k = k,
+                                            .eps = 1e-5,
+                                            .exp_a = aexp};
+            bool ck = sp.mode == TS_NL_LAYER_CKKS;
+            sp.inv_a = ck ? inv_c : inv_l;
+            sp.inv2_a = ck ? inv2_c : inv2_l;
+            ts_nonlinear_slots_cfg_default(
+                sp.mode == TS_NL_LAYER_TFHE ? TS_NL_SLOTS_TFHE : TS_NL_SLOTS_HYBRID, &sp.slots_cfg);
+            R->bits[m] = NAN;
+            R->sec[m] = NAN;
+            ts_nonlinear_layer_t *ly = NULL;
+            ts_status_t st = ts_nonlinear_layer_new(p, &sp, cv, bt_stc, bt_boot, &ly);
+            int L = ts_boot_levels_left(bt_boot);
+            ts_ckks_ciphertext_t *ct = NULL;
+            CHECK(ts_ckks_ciphertext_new(p, ts_ckks_params_max_level(p), &ct));
+            CHECK(ts_ckks_encrypt_sk_real(enc, sk, v, slots, slots, L, ts_ckks_params_scale(p),
+                                          prng, NULL, ct));
+            double t0 = cpu_now();
+            if (st == TS_OK)
+                st = ts_nonlinear_layer_eval(ly, ev, ct, ct);
+            double t = cpu_now() - t0;
+            R->status[m] = (int)st;
+            if (st == TS_OK) {
+                ts_ckks_plaintext_t *pt;
+                CHECK(ts_ckks_plaintext_new(p, ts_ckks_ciphertext_level(ct), &pt));
+                CHECK(ts_ckks_decrypt(sk, ct, pt));
+                CHECK(ts_ckks_decode_real(enc, pt, out, slots));
+                double se = 0;
+                for (size_t i = 0; i < n; i++)
+                    se += (out[i] - exact[i]) * (out[i] - exact[i]);
+                R->bits[m] = to_bits(se, (int)n);
+                R->sec[m] = t;
+                ts_ckks_plaintext_free(pt);
+            }
+            ts_ckks_ciphertext_free(ct);
+            ts_nonlinear_layer_free(ly);
+        }
+        char range[32];
+        if (sm)
+            snprintf(range, sizeof(range), "[-%g, %g]", R->M, R->M);
+        else
+            snprintf(range, sizeof(range), "[%g, %g]", R->lo, R->hi);
+        printf("%-7s %-9s %5zu %-12s | %6.1f / %7.2f | %6.1f / %7.2f | %6.1f / %7.2f\n", R->table,
+               R->kind_name, n, range, R->bits[0], R->sec[0], R->bits[1], R->sec[1], R->bits[2],
+               R->sec[2]);
+        fflush(stdout);
+        ts_nonlinear_approx_free(aexp);
+        ts_nonlinear_approx_free(inv_l);
+        ts_nonlinear_approx_free(inv2_l);
+        ts_nonlinear_approx_free(inv_c);
+        ts_nonlinear_approx_free(inv2_c);
+    }
+    free(v);
+    free(out);
+    free(exact);
+    ts_convert_free(cv);
+    ts_ckks_evaluator_free(ev);
+    ts_boot_free(bt_stc);
+    ts_boot_free(bt_boot);
+    ts_ckks_evalkeys_free(ek);
+    ts_ckks_encoder_free(enc);
+    ts_ckks_secret_key_free(sk);
+    ts_prng_free(prng);
+    ts_ckks_params_free(p);
+    *nrows_out = nr;
+}
+
 int main(int argc, char **argv)
 {
     const char *json = NULL;
-    bool quick = false;
+    bool quick = false, layers = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
         else if (!strcmp(argv[i], "--quick"))
             quick = true;
+        else if (!strcmp(argv[i], "--no-layers"))
+            layers = false;
     }
     ts_log_set_level(TS_LOG_ERROR);
     /* CKKS: a chain of 40-bit levels over a 55-bit q0 (which is also the TFHE modulus) */
@@ -280,6 +561,10 @@ int main(int argc, char **argv)
                1e3 * tf[r].sec);
         fflush(stdout);
     }
+    lrow_t lrows[32];
+    size_t nl = 0;
+    if (layers)
+        run_layers(quick, lrows, &nl);
     if (json) {
         FILE *f = fopen(json, "w");
         if (!f) {
@@ -311,6 +596,25 @@ int main(int argc, char **argv)
                     isnan(ck[r].sec) ? -1.0 : 1e3 * ck[r].sec,
                     isnan(ck[r].sec) ? -1.0 : 1e3 * ck[r].sec / (double)slots, tf[r].bits,
                     1e3 * tf[r].sec, r + 1 < nrows ? "," : "");
+        }
+        fprintf(f, "  ],\n  \"layers_params\": {\"preset\": \"test-boot-n12\", \"log_n\": 12, "
+                   "\"slots\": 2048, \"n_br\": 1024, \"insecure\": true, \"lut\": \"8 x 16 LOG, "
+                   "index_bits 5\", \"tfhe_lut_p\": 32, \"exp\": \"Chebyshev deg 8 on [-1, 1]\", "
+                   "\"reduced_sizes\": true},\n  \"layers\": [\n");
+        for (size_t r = 0; r < nl; r++) {
+            const lrow_t *R = &lrows[r];
+            fprintf(f, "    {\"table\": \"%s\", \"layer\": \"%s\", \"n\": %zu, ", R->table,
+                    R->kind_name, R->n);
+            if (R->kind == TS_NL_LAYER_SOFTMAX)
+                fprintf(f, "\"M\": %g, ", R->M);
+            else
+                fprintf(f, "\"var_lo\": %g, \"var_hi\": %g, ", R->lo, R->hi);
+            const char *mn[3] = {"hybrid", "ckks", "tfhe"};
+            for (int m = 0; m < 3; m++)
+                fprintf(f, "\"%s\": {\"bits\": %.2f, \"s\": %.3f, \"status\": %d}%s", mn[m],
+                        isnan(R->bits[m]) ? -1.0 : R->bits[m], isnan(R->sec[m]) ? -1.0 : R->sec[m],
+                        R->status[m], m < 2 ? ", " : "");
+            fprintf(f, "}%s\n", r + 1 < nl ? "," : "");
         }
         fprintf(f, "  ]\n}\n");
         fclose(f);
