@@ -22,7 +22,7 @@ struct ts_llm_enc {
     int dim, hid, vocab, nh, hd, nl;
     int max_pos;
     double delta;
-    ts_nonlinear_approx_t *a_exp, *a_recip, *a_rsqrt, *a_silu, *a_recip_norm;
+    ts_nonlinear_approx_t *a_exp, *a_recip, *a_rsqrt, *a_silu, *a_recip_norm, *a_recip_last;
     /* grouped-query attention: wk and wv with each key/value head's rows
      * repeated for the n_heads / n_kv_heads query heads that share it
      * ([n_layers][dim][dim]); NULL for multi-head attention */
@@ -30,7 +30,7 @@ struct ts_llm_enc {
 };
 
 /* The primitives the engine evaluates (index into the session's TFHE objects). */
-enum { P_EXP, P_RECIP, P_RSQRT, P_SILU, P_RECIP_NORM, P_COUNT };
+enum { P_EXP, P_RECIP, P_RSQRT, P_SILU, P_RECIP_NORM, P_RECIP_LAST, P_COUNT };
 
 struct ts_llm_enc_session {
     const ts_llm_enc_t *e;
@@ -98,6 +98,7 @@ void ts_llm_enc_config_default(ts_llm_enc_config_t *cfg)
     spec_iter(&cfg->rsqrt, 0.005, 1.0, 7, 2);
     spec_poly(&cfg->silu, -8.0, 8.0, 15);
     cfg->recip_norm = cfg->recip;
+    cfg->recip_last = cfg->recip;
 }
 
 static void spec_lut(ts_nonlinear_spec_t *s, double lo, double hi, int n_seg, int n_br,
@@ -131,15 +132,18 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
          * norms in [0.012, 0.48] plus eps. */
         cfg->softmax_k = 5;
         spec_poly(&cfg->exp, -1.25, 1.0, 10);
-        spec_lut(&cfg->recip, 0.125, 4.0, 4, 32, TS_NL_BOUNDS_LOG);
-        spec_lut(&cfg->recip_norm, 0.8 / max_pos, 1.25, 4, 32, TS_NL_BOUNDS_LOG);
+        spec_lut(&cfg->recip, 0.125, 4.0, 2, 32, TS_NL_BOUNDS_LOG);
+        spec_lut(&cfg->recip_norm, 0.8 / max_pos, 1.25, 2, 32, TS_NL_BOUNDS_LOG);
+        spec_lut(&cfg->recip_last, 0.8 / max_pos, 1.25, 4, 32, TS_NL_BOUNDS_LOG);
         spec_lut(&cfg->rsqrt, 0.005, 1.0, 4, 32, TS_NL_BOUNDS_LOG);
         cfg->eval_recip = TS_LLM_EVAL_LUT;
         cfg->eval_recip_norm = TS_LLM_EVAL_LUT;
+        cfg->eval_recip_last = TS_LLM_EVAL_LUT;
         cfg->eval_rsqrt = TS_LLM_EVAL_LUT;
     } else if (policy == TS_SCHED_TFHE) {
-        cfg->recip_norm.lo = 0.8 / max_pos;
-        cfg->recip_norm.hi = 1.25;
+        cfg->recip_norm.lo = cfg->recip_last.lo = 0.8 / max_pos;
+        cfg->recip_norm.hi = cfg->recip_last.hi = 1.25;
+        cfg->eval_recip_last = TS_LLM_EVAL_PBS;
         cfg->eval_exp = cfg->eval_recip = cfg->eval_rsqrt = cfg->eval_silu = cfg->eval_recip_norm =
             TS_LLM_EVAL_PBS;
     }
@@ -200,9 +204,15 @@ ts_status_t ts_llm_enc_config_from_plan(ts_llm_enc_config_t *cfg, const ts_sched
                      log ? TS_NL_BOUNDS_LOG : TS_NL_BOUNDS_UNIFORM);
         }
     }
+    /* the last round goes where the normalized rounds go */
+    cfg->eval_recip_last = cfg->eval_recip_norm;
+    if (cfg->eval_recip_last == TS_LLM_EVAL_CKKS)
+        cfg->recip_last = ck.recip_last;
+    else if (cfg->eval_recip_last == TS_LLM_EVAL_LUT && cfg->recip_last.method != TS_NL_LUT)
+        spec_lut(&cfg->recip_last, cfg->recip_norm.lo, cfg->recip_norm.hi, 4, 32, TS_NL_BOUNDS_LOG);
     if (cfg->eval_recip_norm != TS_LLM_EVAL_CKKS && max_pos >= 1) {
-        cfg->recip_norm.lo = 0.8 / max_pos; /* the normalized-sum range */
-        cfg->recip_norm.hi = 1.25;
+        cfg->recip_norm.lo = cfg->recip_last.lo = 0.8 / max_pos; /* the normalized-sum range */
+        cfg->recip_norm.hi = cfg->recip_last.hi = 1.25;
     }
     if (n_tfhe)
         *n_tfhe = n;
@@ -227,6 +237,7 @@ void ts_llm_enc_config_to_sim(const ts_llm_enc_config_t *cfg, ts_llm_sim_config_
     sim->prim[TS_NL_FN_RECIP] = cfg->recip;
     sim->prim[TS_NL_FN_RSQRT] = cfg->rsqrt;
     sim->recip_norm = cfg->recip_norm;
+    sim->recip_last = cfg->recip_last;
     sim->softmax_mean_first = cfg->eval_recip != TS_LLM_EVAL_CKKS;
     sim->prim[TS_NL_FN_SILU] = cfg->silu;
 }
@@ -240,6 +251,7 @@ void ts_llm_enc_free(ts_llm_enc_t *e)
     ts_nonlinear_approx_free(e->a_rsqrt);
     ts_nonlinear_approx_free(e->a_silu);
     ts_nonlinear_approx_free(e->a_recip_norm);
+    ts_nonlinear_approx_free(e->a_recip_last);
     ts_free(e->wk_x);
     ts_free(e->wv_x);
     ts_ckks_params_free(e->params);
@@ -283,6 +295,7 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         (cfg->eval_exp == TS_LLM_EVAL_CKKS && cfg->exp.steps != 0) ||
         !spec_fits(&cfg->recip, cfg->eval_recip, TS_NL_ITER) ||
         !spec_fits(&cfg->recip_norm, cfg->eval_recip_norm, TS_NL_ITER) ||
+        !spec_fits(&cfg->recip_last, cfg->eval_recip_last, TS_NL_ITER) ||
         !spec_fits(&cfg->rsqrt, cfg->eval_rsqrt, TS_NL_ITER) ||
         (cfg->eval_rsqrt == TS_LLM_EVAL_CKKS && cfg->rsqrt.degree < 1) ||
         !spec_fits(&cfg->silu, cfg->eval_silu, TS_NL_POLY))
@@ -338,7 +351,9 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         (st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip, &e->a_recip)) != TS_OK ||
         (st = ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &cfg->rsqrt, &e->a_rsqrt)) != TS_OK ||
         (st = ts_nonlinear_approx_new(TS_NL_FN_SILU, &cfg->silu, &e->a_silu)) != TS_OK ||
-        (st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip_norm, &e->a_recip_norm)) != TS_OK)
+        (st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip_norm, &e->a_recip_norm)) !=
+            TS_OK ||
+        (st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip_last, &e->a_recip_last)) != TS_OK)
         goto fail;
     *out = e;
     return TS_OK;
@@ -418,7 +433,8 @@ bool ts_llm_enc_uses_tfhe(const ts_llm_enc_t *e)
     if (!e)
         return false;
     const ts_llm_enc_config_t *c = &e->cfg;
-    return c->eval_exp || c->eval_recip || c->eval_rsqrt || c->eval_silu || c->eval_recip_norm;
+    return c->eval_exp || c->eval_recip || c->eval_rsqrt || c->eval_silu || c->eval_recip_norm ||
+           c->eval_recip_last;
 }
 
 ts_status_t ts_llm_enc_tfhe_literal(const ts_llm_enc_t *e, ts_tfhe_params_lit_t *lit)
@@ -566,10 +582,11 @@ ts_status_t ts_llm_enc_session_set_tfhe(ts_llm_enc_session_t *s, ts_convert_t *c
     if (!s || !cv || !stc_boot)
         return TS_EINVAL;
     const ts_llm_enc_t *e = s->e;
-    const ts_llm_eval_t ev[P_COUNT] = {e->cfg.eval_exp, e->cfg.eval_recip, e->cfg.eval_rsqrt,
-                                       e->cfg.eval_silu, e->cfg.eval_recip_norm};
-    const ts_nonlinear_approx_t *ap[P_COUNT] = {e->a_exp, e->a_recip, e->a_rsqrt, e->a_silu,
-                                                e->a_recip_norm};
+    const ts_llm_eval_t ev[P_COUNT] = {e->cfg.eval_exp,        e->cfg.eval_recip,
+                                       e->cfg.eval_rsqrt,      e->cfg.eval_silu,
+                                       e->cfg.eval_recip_norm, e->cfg.eval_recip_last};
+    const ts_nonlinear_approx_t *ap[P_COUNT] = {e->a_exp,  e->a_recip,      e->a_rsqrt,
+                                                e->a_silu, e->a_recip_norm, e->a_recip_last};
     ts_status_t st = TS_OK;
     for (int p = 0; p < P_COUNT; p++) {
         ts_nonlinear_slots_free(s->nls[p]);
@@ -1302,15 +1319,22 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, ct_t *xb, int p
         }
         TRY(ts_ckks_ciphertext_copy(sum, sq));
         TRY(rot_sum(s, sum, e->pd, e->slots));
-        ts_llm_eval_t where = round == 0 ? e->cfg.eval_recip : e->cfg.eval_recip_norm;
+        /* round 0: recip; the last round (k >= 2): recip_last; between: recip_norm */
+        int p = round == 0 ? P_RECIP : round == k - 1 ? P_RECIP_LAST : P_RECIP_NORM;
+        ts_llm_eval_t where = p == P_RECIP        ? e->cfg.eval_recip
+                              : p == P_RECIP_LAST ? e->cfg.eval_recip_last
+                                                  : e->cfg.eval_recip_norm;
+        const ts_nonlinear_spec_t *rsp = p == P_RECIP        ? &e->cfg.recip
+                                         : p == P_RECIP_LAST ? &e->cfg.recip_last
+                                                             : &e->cfg.recip_norm;
         if (where == TS_LLM_EVAL_CKKS) {
-            TRY(recip(s, round == 0 ? &e->cfg.recip : &e->cfg.recip_norm, sum, r));
+            TRY(recip(s, rsp, sum, r));
         } else {
             /* one sum per head (replicated over its slots and every block); the
              * first round looks up the mean (1/n) sum and divides by n after */
             if (round == 0)
                 TRY(mul_k(s, sum, 1.0 / (pos + 1), sum));
-            TRY(tfhe_eval_blocks(s, round == 0 ? P_RECIP : P_RECIP_NORM, sum, 1, e->hd, e->nh, r));
+            TRY(tfhe_eval_blocks(s, p, sum, 1, e->hd, e->nh, r));
             TRY(rot_sum(s, r, -1, e->hd));
             TRY(rot_sum(s, r, -e->pd, e->slots));
             if (round == 0)

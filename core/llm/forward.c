@@ -213,11 +213,12 @@ static void softmax_row(float *x, int n, const ts__llm_prims_t *p, double *sm)
         double r = ts_nonlinear_approx_eval_stats(ra, TS_NL_FN_RECIP, s, rst);
         for (int i = 0; i < n; i++)
             y[i] *= r;
-    } else if (k >= 1 && (p->recip_norm || p->mean_first)) {
+    } else if (k >= 1 && (p->recip_norm || p->recip_last || p->mean_first)) {
         /* the encrypted engine's variant: y = exp(z / 2^k); k rounds of
          * y <- y^2 / sum y^2, the first 1/x on the mean sum (mean_first),
          * the later ones by recip_norm */
         const ts_nonlinear_approx_t *rn = p->recip_norm ? p->recip_norm : ra;
+        const ts_nonlinear_approx_t *rl = p->recip_last ? p->recip_last : rn;
         double sc = ldexp(1.0, -k);
         for (int i = 0; i < n; i++)
             y[i] = ts_nonlinear_approx_eval_stats(ea, TS_NL_FN_EXP, z[i] * sc, est);
@@ -231,7 +232,10 @@ static void softmax_row(float *x, int n, const ts__llm_prims_t *p, double *sm)
             if (r == 0 && p->mean_first)
                 inv = ts_nonlinear_approx_eval_stats(ra, TS_NL_FN_RECIP, s / n, rst) / n;
             else
-                inv = ts_nonlinear_approx_eval_stats(r == 0 ? ra : rn, TS_NL_FN_RECIP, s, rst);
+                inv = ts_nonlinear_approx_eval_stats(r == 0       ? ra
+                                                     : r == k - 1 ? rl
+                                                                  : rn,
+                                                     TS_NL_FN_RECIP, s, rst);
             for (int i = 0; i < n; i++)
                 y[i] *= inv;
         }

@@ -235,10 +235,11 @@ typedef struct ts_llm_sim_config {
     double noise_bits;
     uint64_t seed;
     /* The encrypted engine's max-free softmax variants (softmax_k >= 1):
-     * recip_norm (method EXACT: use prim[RECIP]) is the 1/x of rounds 2..k;
+     * recip_norm (method EXACT: use prim[RECIP]) is the 1/x of rounds 2..k-1,
+     * recip_last (EXACT: recip_norm's) the 1/x of round k (k >= 2);
      * softmax_mean_first: the first round looks up 1/x of the mean sum
      * (1/n) sum and divides the result by n. */
-    ts_nonlinear_spec_t recip_norm;
+    ts_nonlinear_spec_t recip_norm, recip_last;
     bool softmax_mean_first;
 } ts_llm_sim_config_t;
 
@@ -248,7 +249,7 @@ void ts_llm_sim_config_default(ts_llm_sim_config_t *cfg);
  * Load a YAML file (examples in configs/approx/):
  *   softmax_k: 4          noise_bits: 0       seed: 1
  *   softmax_mean_first: false
- *   exp|recip|recip_norm|rsqrt|silu|gelu:
+ *   exp|recip|recip_norm|recip_last|rsqrt|silu|gelu:
  *     method: exact|poly|iter|lut   lo: ..  hi: ..  degree: ..  steps: ..
  *     segments: ..  entries: ..  bounds: uniform|log|auto|auto_rel  index_bits: ..
  * Keys not present keep the values already in cfg.
@@ -368,8 +369,12 @@ typedef struct ts_llm_enc_config {
     /* 1/x of the later softmax rounds: after one normalization the sum of
      * squares lies in [1/n, 1] for n positions, a much narrower range. */
     ts_nonlinear_spec_t recip_norm;
+    /* 1/x of the last round (k >= 2): the only normalization whose error
+     * reaches the probabilities; the earlier rounds' per-head factors cancel,
+     * so they only need to keep the sums in range (a cheaper look-up). */
+    ts_nonlinear_spec_t recip_last;
     int softmax_k; /* normalize-and-square rounds, 0..8 */
-    ts_llm_eval_t eval_exp, eval_recip, eval_rsqrt, eval_silu, eval_recip_norm;
+    ts_llm_eval_t eval_exp, eval_recip, eval_rsqrt, eval_silu, eval_recip_norm, eval_recip_last;
 } ts_llm_enc_config_t;
 
 /* Defaults sized for the bundled aidreams260K model (ranges with margin),

@@ -97,7 +97,8 @@ ts_status_t ts__llm_tokenizer_finish(ts_llm_tokenizer_t *tok, int bos, int eos, 
 typedef struct ts__llm_prims {
     const ts_nonlinear_approx_t *a[TS_NL_FN_COUNT]; /* NULL = exact float path */
     int softmax_k;                                  /* < 0: reference softmax */
-    const ts_nonlinear_approx_t *recip_norm;        /* 1/x of rounds 2..k (NULL: a[RECIP]) */
+    const ts_nonlinear_approx_t *recip_norm;        /* 1/x of rounds 2..k-1 (NULL: a[RECIP]) */
+    const ts_nonlinear_approx_t *recip_last;        /* 1/x of round k (NULL: recip_norm's) */
     bool mean_first;                                /* first round: 1/x of the mean sum */
     ts_prng_t *noise;                               /* non-NULL: add noise */
     double noise_sigma;

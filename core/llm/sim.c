@@ -20,6 +20,7 @@ void ts_llm_sim_config_default(ts_llm_sim_config_t *cfg)
     for (int i = 0; i < TS_NL_FN_COUNT; i++)
         cfg->prim[i].method = TS_NL_EXACT;
     cfg->recip_norm.method = TS_NL_EXACT;
+    cfg->recip_last.method = TS_NL_EXACT;
     cfg->softmax_k = -1;
     cfg->noise_bits = 0.0;
     cfg->seed = 1;
@@ -39,7 +40,7 @@ typedef struct {
     double noise_bits;
     int64_t seed;
     yprim_t p[TS_NL_FN_COUNT];
-    yprim_t recip_norm;
+    yprim_t recip_norm, recip_last;
     bool mean_first;
 } ydoc_t;
 
@@ -77,6 +78,7 @@ static const ts_cfg_directive_t doc_table[] = {
     {.name = "exp", .type = TS_CFG_SECTION, .offset = YD(p[TS_NL_FN_EXP]), .sub = prim_table},
     {.name = "recip", .type = TS_CFG_SECTION, .offset = YD(p[TS_NL_FN_RECIP]), .sub = prim_table},
     {.name = "recip_norm", .type = TS_CFG_SECTION, .offset = YD(recip_norm), .sub = prim_table},
+    {.name = "recip_last", .type = TS_CFG_SECTION, .offset = YD(recip_last), .sub = prim_table},
     {.name = "softmax_mean_first", .type = TS_CFG_BOOL, .offset = YD(mean_first)},
     {.name = "rsqrt", .type = TS_CFG_SECTION, .offset = YD(p[TS_NL_FN_RSQRT]), .sub = prim_table},
     {.name = "silu", .type = TS_CFG_SECTION, .offset = YD(p[TS_NL_FN_SILU]), .sub = prim_table},
@@ -120,6 +122,7 @@ static void to_doc(const ts_llm_sim_config_t *c, ydoc_t *d)
     for (int i = 0; i < TS_NL_FN_COUNT; i++)
         spec_to_y(&c->prim[i], &d->p[i]);
     spec_to_y(&c->recip_norm, &d->recip_norm);
+    spec_to_y(&c->recip_last, &d->recip_last);
     d->mean_first = c->softmax_mean_first;
 }
 
@@ -131,6 +134,7 @@ static void from_doc(const ydoc_t *d, ts_llm_sim_config_t *c)
     for (int i = 0; i < TS_NL_FN_COUNT; i++)
         y_to_spec(&d->p[i], &c->prim[i]);
     y_to_spec(&d->recip_norm, &c->recip_norm);
+    y_to_spec(&d->recip_last, &c->recip_last);
     c->softmax_mean_first = d->mean_first;
 }
 
@@ -164,15 +168,19 @@ static ts_status_t load_common(const char *path, const char *text, size_t len,
                                 path ? path : "approx", ts_nonlinear_fn_name((ts_nonlinear_fn_t)i),
                                 ts_nonlinear_method_name(cfg->prim[i].method), ts_strerror(st));
     }
-    if (cfg->recip_norm.method != TS_NL_EXACT) {
+    const ts_nonlinear_spec_t *extra[2] = {&cfg->recip_norm, &cfg->recip_last};
+    static const char *const extra_name[2] = {"recip_norm", "recip_last"};
+    for (int i = 0; i < 2; i++) {
+        if (extra[i]->method == TS_NL_EXACT)
+            continue;
         ts_nonlinear_approx_t *a = NULL;
-        st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip_norm, &a);
+        st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, extra[i], &a);
         ts_nonlinear_approx_free(a);
         if (st != TS_OK)
             return ts__llm_errf(TS_ECONFIG, err, err_size,
-                                "%s: the recip_norm approximation (%s) is invalid: %s",
-                                path ? path : "approx",
-                                ts_nonlinear_method_name(cfg->recip_norm.method), ts_strerror(st));
+                                "%s: the %s approximation (%s) is invalid: %s",
+                                path ? path : "approx", extra_name[i],
+                                ts_nonlinear_method_name(extra[i]->method), ts_strerror(st));
     }
     return TS_OK;
 }
@@ -207,7 +215,7 @@ void ts_llm_sim_report_clear(ts_llm_sim_report_t *r)
 
 typedef struct {
     ts_nonlinear_approx_t *a[TS_NL_FN_COUNT];
-    ts_nonlinear_approx_t *recip_norm;
+    ts_nonlinear_approx_t *recip_norm, *recip_last;
     ts_prng_t *noise;
     ts__llm_prims_t p;
 } approx_set_t;
@@ -217,6 +225,7 @@ static void approx_set_clear(approx_set_t *s)
     for (int i = 0; i < TS_NL_FN_COUNT; i++)
         ts_nonlinear_approx_free(s->a[i]);
     ts_nonlinear_approx_free(s->recip_norm);
+    ts_nonlinear_approx_free(s->recip_last);
     ts_prng_free(s->noise);
     memset(s, 0, sizeof(*s));
 }
@@ -246,6 +255,14 @@ static ts_status_t approx_set_init(approx_set_t *s, const ts_llm_sim_config_t *c
             return st == TS_ENOMEM ? st : TS_EINVAL;
         }
         s->p.recip_norm = s->recip_norm;
+    }
+    if (cfg->recip_last.method != TS_NL_EXACT) {
+        ts_status_t st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip_last, &s->recip_last);
+        if (st != TS_OK) {
+            approx_set_clear(s);
+            return st == TS_ENOMEM ? st : TS_EINVAL;
+        }
+        s->p.recip_last = s->recip_last;
     }
     if (cfg->noise_bits > 0.0) {
         uint8_t key[TS_SEED_BYTES] = {0};
