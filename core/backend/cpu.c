@@ -10,11 +10,22 @@
 
 #include "core/backend/backend_int.h"
 
+#define AUTO_CACHE 128
+
 struct ts_bk_ring {
     uint32_t n, logn, count;
     ts_modulus_t *mods;
     ts_ntt_table_t **ntt;
     uint32_t *bitrev; /* bitrev over logn bits, for NTT-form automorphisms */
+    /* source-index tables of NTT-form automorphisms, one per Galois element
+     * met so far (at most AUTO_CACHE; beyond that the index is computed per
+     * slot). A mutable cache behind its own lock: the ring is otherwise
+     * read-only. Plain malloc, like the default backend's bookkeeping, so it
+     * stays out of ts_malloc's accounting and injected failures. */
+    pthread_mutex_t auto_lock;
+    uint32_t auto_count;
+    uint64_t auto_k[AUTO_CACHE];
+    uint32_t *auto_idx[AUTO_CACHE];
 };
 
 struct ts_bk_conv {
@@ -77,6 +88,9 @@ static void cpu_ring_free(ts_backend_t *be, ts_bk_ring_t *r)
     if (r->ntt)
         for (uint32_t i = 0; i < r->count; i++)
             ts_ntt_table_free(r->ntt[i]);
+    for (uint32_t i = 0; i < r->auto_count; i++)
+        free(r->auto_idx[i]);
+    pthread_mutex_destroy(&r->auto_lock);
     ts_free(r->ntt);
     ts_free(r->mods);
     ts_free(r->bitrev);
@@ -94,6 +108,7 @@ static ts_status_t cpu_ring_new(ts_backend_t *be, uint32_t n, const uint64_t *mo
         return TS_ENOMEM;
     r->n = n;
     r->count = count;
+    pthread_mutex_init(&r->auto_lock, NULL);
     while ((1u << r->logn) < n)
         r->logn++;
     r->mods = ts_calloc(count, sizeof *r->mods);
@@ -166,6 +181,7 @@ typedef struct job {
     uint64_t k;
     const ts_bk_conv_t *conv;
     const uint32_t *key_limb;
+    const uint32_t *perm; /* OP_AUTO_NTT: cached source indices, or NULL */
     size_t chunk;
     int op;
 } job_t;
@@ -252,6 +268,12 @@ static void limb_task(void *vj, size_t t)
         break;
     }
     case OP_AUTO_NTT: {
+        if (j->perm) { /* one independent load per slot */
+            const uint32_t *perm = j->perm;
+            for (uint32_t i = 0; i < n; i++)
+                o[i] = a[perm[i]];
+            break;
+        }
         const uint64_t mask = 2 * (uint64_t)n - 1, k = j->k & mask;
         const uint32_t *br = r->bitrev;
         for (uint32_t i = 0; i < n; i++) {
@@ -362,12 +384,48 @@ static bool overlaps(const ts_bk_batch_t *x, const ts_bk_batch_t *y, uint32_t n)
                    *y1 = y->data + (y->npolys - 1) * y->poly_stride + (size_t)y->nlimbs * n;
     return x0 < y1 && y0 < x1;
 }
+/*
+ * The source indices of X -> X^k in NTT form (the same formula as the per-slot
+ * loop of limb_task), cached per ring; NULL when the cache is full or memory
+ * is short (the caller then computes them per slot: the same words).
+ */
+static const uint32_t *auto_perm(const ts_bk_ring_t *rc, uint64_t k)
+{
+    ts_bk_ring_t *r = (ts_bk_ring_t *)rc; /* only the cache behind auto_lock changes */
+    const uint64_t mask = 2 * (uint64_t)r->n - 1;
+    k &= mask;
+    const uint32_t *found = NULL;
+    pthread_mutex_lock(&r->auto_lock);
+    for (uint32_t i = 0; i < r->auto_count && !found; i++)
+        if (r->auto_k[i] == k)
+            found = r->auto_idx[i];
+    if (!found && r->auto_count < AUTO_CACHE) {
+        uint32_t *idx = malloc(sizeof(uint32_t) * r->n);
+        if (idx) {
+            const uint32_t *br = r->bitrev;
+            for (uint32_t i = 0; i < r->n; i++) {
+                uint64_t e = 2 * (uint64_t)br[i] + 1;
+                idx[i] = br[((e * k) & mask) >> 1];
+            }
+            r->auto_k[r->auto_count] = k;
+            r->auto_idx[r->auto_count++] = idx;
+            found = idx;
+        }
+    }
+    pthread_mutex_unlock(&r->auto_lock);
+    return found;
+}
+
 static ts_status_t cpu_auto_ntt(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
                                 const ts_bk_batch_t *a, uint64_t k)
 {
     if (!o || !a || !r || !(k & 1) || overlaps(o, a, r->n))
         return TS_EINVAL;
-    return run_limbs(be, r, OP_AUTO_NTT, o, a, NULL, NULL, NULL, k);
+    if (!be || !valid(r, a) || !valid(r, o) || !same_shape(o, a))
+        return TS_EINVAL;
+    job_t j = {.ring = r, .out = o, .a = a, .k = k, .op = OP_AUTO_NTT, .perm = auto_perm(r, k)};
+    ts__pool_run(pool_of(be), (size_t)a->npolys * a->nlimbs, limb_task, &j);
+    return TS_OK;
 }
 static ts_status_t cpu_auto_coeff(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
                                   const ts_bk_batch_t *a, uint64_t k)

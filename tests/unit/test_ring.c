@@ -214,6 +214,35 @@ START_TEST(test_poly_arith)
 }
 END_TEST
 
+/* The backend's NTT-form automorphism for every odd k at N = 256 (more
+ * Galois elements than its index cache holds, so both the cached tables and
+ * the per-slot fallback run), twice each (cache hits), against
+ * ts_ntt_automorphism_index. */
+START_TEST(test_auto_ntt_all_k)
+{
+    const uint32_t n = 256, nq = 2;
+    ts_ring_t *r = make_ring(n, nq, 0, NULL);
+    ts_backend_t *be = ts_ring_backend(r);
+    ts_poly_t *a, *b;
+    ck_assert_ts_ok(ts_poly_new(r, nq, 0, true, &a));
+    ck_assert_ts_ok(ts_poly_new(r, nq, 0, true, &b));
+    fill_random(a);
+    uint32_t idx[256];
+    for (int round = 0; round < 2; round++)
+        for (uint64_t k = 1; k < 2 * n; k += 2) {
+            ts_bk_batch_t ob = ts_poly_batch(b), ab = ts_poly_batch(a);
+            ck_assert_ts_ok(ts_backend_automorphism_ntt(be, ts_ring_bk(r), &ob, &ab, k));
+            ts_ntt_automorphism_index(n, k, idx);
+            for (uint32_t l = 0; l < nq; l++)
+                for (uint32_t i = 0; i < n; i++)
+                    ck_assert_uint_eq(b->data[l * n + i], a->data[l * n + idx[i]]);
+        }
+    ts_poly_free(a);
+    ts_poly_free(b);
+    ts_ring_free(r);
+}
+END_TEST
+
 START_TEST(test_poly_automorphism)
 {
     const uint32_t n = 256, nq = 3;
@@ -645,6 +674,7 @@ TS_TEST_SUITE(ring)
     tcase_add_test(tc, test_ring_params);
     tcase_add_test(tc, test_poly_arith);
     tcase_add_test(tc, test_poly_automorphism);
+    tcase_add_test(tc, test_auto_ntt_all_k);
     tcase_add_test(tc, test_backend_threads);
     tcase_add_test(tc, test_backend_conv_ks);
     tcase_add_test(tc, test_sampling);
