@@ -376,11 +376,13 @@ ts_status_t ts_dec_policy_check(const char *policy, char *why, size_t why_size)
         return TS_OK;
     if (strcmp(policy, "hybrid") == 0 || strcmp(policy, "tfhe") == 0) {
         /* The engine evaluates hybrid and tfhe given the client's CKKS-TFHE conversion
-         * keys (ts_llm_enc_session_set_tfhe), but those keys cannot be serialized yet
-         * (core/convert), so no client can hand them to the daemon. */
+         * keys (ts_llm_enc_session_set_tfhe; serialized by ts_convert_keys_serialize),
+         * but the service does not carry them yet: ModelInfo would need the TFHE literal
+         * and the SlotToCoeff-first bootstrapping configuration, and the session one
+         * engine per policy. */
         snprintf(why, why_size,
-                 "policy %s is not implemented yet by the decode service (it needs the client's "
-                 "CKKS-TFHE conversion keys, which cannot be sent yet); available: ckks",
+                 "policy %s is not implemented yet by the decode service (it does not yet take "
+                 "the client's CKKS-TFHE conversion keys); available: ckks",
                  policy);
         return TS_ENOIMPL;
     }
