@@ -197,8 +197,7 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
     if (st != TS_OK) {
         snprintf(err, err_size,
                  "%s: the encrypted engine cannot run this model with params %s: %s (it needs a "
-                 "LLAMA model without grouped-query attention whose padded widths divide the "
-                 "%zu slots)",
+                 "LLAMA model whose padded widths divide the %zu slots)",
                  file, c->params, ts_strerror(st), ts_ckks_params_slots(md->p));
         return st;
     }
