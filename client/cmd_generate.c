@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "client/client.h"
+#include "core/convert/convert.h"
 #include "core/llm/llm.h"
 #include "server/ckks_wire.h"
 
@@ -30,8 +31,10 @@ static void usage(FILE *f)
             "  -t, --temperature T     0 = greedy (default 0)\n"
             "      --top-p P           nucleus sampling (default off)\n"
             "      --seed S            sampling seed (default 1)\n"
-            "      --policy P          ckks | hybrid | tfhe (default ckks; the others are\n"
-            "                          refused until the engine implements them)\n"
+            "      --policy P          ckks | hybrid | tfhe (default ckks; hybrid and tfhe also\n"
+            "                          make and upload the CKKS-TFHE conversion keys and the\n"
+            "                          SlotToCoeff-first bootstrapping keys; the model must\n"
+            "                          serve the policy, see its ModelInfo)\n"
             "      --tokenizer PATH    tokenizer (default models/tok512.bin)\n"
             "  -k, --keys DIR          use the secret key of DIR (tessera keygen, same preset as\n"
             "                          the model) instead of a fresh one; evaluation keys are\n"
@@ -69,10 +72,30 @@ typedef struct gen {
     ts_prng_t *prng;
 } gen_t;
 
-/* Make (or load) and upload the keys; shas[0..3) get their hashes. */
-static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const char *keys_dir, const char *pdir,
-                     bool insecure, uint8_t shas[3][32])
+/* The conversion keys of a TFHE policy (ts_convert_keygen), serialized for the server. */
+static ts_status_t make_convert_keys(gen_t *g, const Tessera__PolicyInfo *pi, uint8_t **blob,
+                                     size_t *size)
 {
+    ts_tfhe_params_lit_t lit;
+    ts_status_t st = ts_tfhe_params_preset(pi->tfhe_preset ? pi->tfhe_preset : "", &lit);
+    if (st != TS_OK)
+        return st;
+    lit.log_n_br = pi->tfhe_log_n_br;
+    lit.br_levels = pi->tfhe_br_levels;
+    ts_convert_t *cv = NULL;
+    if ((st = ts_convert_keygen(g->p, g->sk, &lit, g->prng, &cv)) == TS_OK)
+        st = ts_convert_keys_serialize(cv, 0, blob, size);
+    ts_convert_free(cv);
+    return st;
+}
+
+/* Make (or load) and upload the keys; shas[0..*n_keys) get their hashes (4 with conversion keys). */
+static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__PolicyInfo *pi,
+                     const char *keys_dir, const char *pdir, bool insecure, uint8_t shas[4][32],
+                     size_t *n_keys)
+{
+    const int64_t *steps = pi ? pi->rotation_steps : mi->rotation_steps;
+    size_t n_steps = pi ? pi->n_rotation_steps : mi->n_rotation_steps;
     ts_status_t st = TS_OK;
     uint64_t t0 = ts_now_ns();
     if (keys_dir) {
@@ -99,8 +122,7 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const char *keys_di
     }
     if (st != TS_OK || (st = ts_ckks_evalkeys_new(g->p, &g->ek)) != TS_OK ||
         (st = ts_ckks_evalkeys_gen_relin(g->ek, g->sk, g->prng)) != TS_OK ||
-        (st = ts_ckks_evalkeys_gen_rotations(g->ek, g->sk, mi->rotation_steps, mi->n_rotation_steps,
-                                             g->prng)) != TS_OK) {
+        (st = ts_ckks_evalkeys_gen_rotations(g->ek, g->sk, steps, n_steps, g->prng)) != TS_OK) {
         fprintf(stderr, "%s: key generation failed: %s\n", g->prog, ts_strerror(st));
         return TS_EXIT_LOCAL;
     }
@@ -112,10 +134,22 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const char *keys_di
             return TS_EXIT_LOCAL;
         }
     }
+    uint8_t *blob[4] = {NULL, NULL, NULL, NULL};
+    size_t size[4] = {0, 0, 0, 0};
+    static const char *kinds[4] = {"public", "relin", "galois", "convert"};
+    int nk = 3;
+    if (pi && pi->tfhe) {
+        if (g->tty && !g->json)
+            fprintf(stderr, "%s: making the CKKS-TFHE conversion keys (policy %s)\n", g->prog,
+                    pi->policy);
+        if ((st = make_convert_keys(g, pi, &blob[3], &size[3])) != TS_OK) {
+            fprintf(stderr, "%s: conversion keys (TFHE %s, log_n_br %u) failed: %s\n", g->prog,
+                    pi->tfhe_preset ? pi->tfhe_preset : "?", pi->tfhe_log_n_br, ts_strerror(st));
+            return TS_EXIT_LOCAL;
+        }
+        nk = 4;
+    }
     double keygen_ms = ms_since(t0);
-    uint8_t *blob[3] = {NULL, NULL, NULL};
-    size_t size[3] = {0, 0, 0};
-    static const char *kinds[3] = {"public", "relin", "galois"};
     int rc = TS_EXIT_OK;
     if ((st = ts_wire_pk_encode(g->pk, g->pid, &blob[0], &size[0])) != TS_OK ||
         (st = ts_ckks_relin_key_serialize(g->ek, 0, &blob[1], &size[1])) != TS_OK ||
@@ -124,7 +158,7 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const char *keys_di
         rc = TS_EXIT_LOCAL;
     }
     uint64_t t1 = ts_now_ns();
-    for (int i = 0; i < 3 && rc == TS_EXIT_OK; i++) {
+    for (int i = 0; i < nk && rc == TS_EXIT_OK; i++) {
         ts_upload_report_t rep;
         st = ts_client_key_upload(g->c, blob[i], size[i], kinds[i], mi->param_id, 0,
                                   g->tty && !g->json, &rep);
@@ -136,9 +170,11 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const char *keys_di
     }
     if (rc == TS_EXIT_OK && g->tty)
         fprintf(stderr, "%s: keys generated in %.0f ms, uploaded %.1f MiB in %.0f ms\n", g->prog,
-                keygen_ms, (double)(size[0] + size[1] + size[2]) / 1048576.0, ms_since(t1));
-    for (int i = 0; i < 3; i++)
+                keygen_ms, (double)(size[0] + size[1] + size[2] + size[3]) / 1048576.0,
+                ms_since(t1));
+    for (int i = 0; i < 4; i++)
         ts_free(blob[i]);
+    *n_keys = (size_t)nk;
     return rc;
 }
 
@@ -338,14 +374,29 @@ int ts_cmd_generate(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", prog, ts_strerror(st));
         goto out;
     }
-    /* 3. keys and session */
-    uint8_t shas[3][32];
-    if ((rc = make_keys(&g, mi, keys_dir, pdir, insecure, shas)) != TS_EXIT_OK)
+    /* 3. keys and session: what the policy needs (PolicyInfo; a server without it serves ckks) */
+    const Tessera__PolicyInfo *pi = NULL;
+    for (size_t i = 0; i < mi->n_policy_info; i++)
+        if (mi->policy_info[i]->policy && !strcmp(mi->policy_info[i]->policy, policy))
+            pi = mi->policy_info[i];
+    if (pi && pi->tfhe && (!pi->tfhe_preset || pi->tfhe_log_n_br < 4 || pi->tfhe_log_n_br > 14)) {
+        fprintf(stderr, "%s: the server's description of policy %s is incomplete\n", prog, policy);
+        rc = TS_EXIT_FAIL;
+        goto out;
+    }
+    if (pi && pi->tfhe && pi->tfhe_insecure && g.tty)
+        fprintf(stderr,
+                "%s: WARNING: policy %s converts at a test size (N_br = 2^%u), not 128-bit\n",
+                prog, policy, pi->tfhe_log_n_br);
+    uint32_t in_level = pi ? pi->input_level : mi->input_level;
+    uint8_t shas[4][32];
+    size_t n_keys = 0;
+    if ((rc = make_keys(&g, mi, pi, keys_dir, pdir, insecure, shas, &n_keys)) != TS_EXIT_OK)
         goto out;
     rc = TS_EXIT_LOCAL;
     Tessera__SessionOpen so = TESSERA__SESSION_OPEN__INIT;
-    ProtobufCBinaryData kb[3];
-    for (int i = 0; i < 3; i++) {
+    ProtobufCBinaryData kb[4];
+    for (size_t i = 0; i < n_keys; i++) {
         kb[i].data = shas[i];
         kb[i].len = 32;
     }
@@ -353,7 +404,7 @@ int ts_cmd_generate(int argc, char **argv)
     so.model = mi->model;
     so.policy = (char *)policy;
     so.param_id = mi->param_id;
-    so.n_key_sha256 = 3;
+    so.n_key_sha256 = n_keys;
     so.key_sha256 = kb;
     req.body_case = TESSERA__ENVELOPE__BODY_SESSION_OPEN;
     req.session_open = &so;
@@ -381,7 +432,7 @@ int ts_cmd_generate(int argc, char **argv)
         int token = ids[pos];
         uint64_t t0 = ts_now_ns();
         onehot[token] = 1.0f;
-        st = ts_llm_enc_encrypt_vec(ecd, g.sk, g.prng, onehot, V, (int)mi->input_level, x);
+        st = ts_llm_enc_encrypt_vec(ecd, g.sk, g.prng, onehot, V, (int)in_level, x);
         onehot[token] = 0.0f;
         uint8_t *ctb = NULL;
         size_t ctn = 0;

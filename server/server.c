@@ -1438,7 +1438,8 @@ static void decode_open_work(uv_work_t *uw)
     }
     if (w->st == TS_OK)
         w->st =
-            ts_dec_session_open(w->md, blobs, w->n_keys, w->cap, &w->sess, w->why, sizeof w->why);
+            ts_dec_session_open(w->md, w->policy, blobs, w->n_keys, w->cap, &w->sess, w->why,
+                                sizeof w->why);
     for (size_t i = 0; i < w->n_keys; i++)
         ts_free((void *)blobs[i].data);
     ts_free(blobs);
@@ -1520,7 +1521,7 @@ static void handle_decode_open(conn_t *c, uint64_t rid, const Tessera__SessionOp
         send_error(c, rid, TS_ENOENT, false, "no model named \"%s\" (served: %s)", name, names);
         return;
     }
-    ts_status_t r = ts_dec_policy_check(o->policy, why, sizeof why);
+    ts_status_t r = ts_dec_policy_check(md, o->policy, why, sizeof why);
     if (r != TS_OK) {
         send_error(c, rid, r, false, "%s", why);
         return;
@@ -1532,7 +1533,8 @@ static void handle_decode_open(conn_t *c, uint64_t rid, const Tessera__SessionOp
     }
     if (o->n_key_sha256 == 0 || o->n_key_sha256 > 16) {
         send_error(c, rid, TS_EINVAL, false,
-                   "a decode session needs 1..16 keys (public, relinearization, Galois)");
+                   "a decode session needs 1..16 keys (public, relinearization, Galois, "
+                   "conversion)");
         return;
     }
     for (size_t i = 0; i < o->n_key_sha256; i++) {

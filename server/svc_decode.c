@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/convert/convert.h"
 #include "core/llm/llm.h"
 #include "server/ckks_wire.h"
 #include "server/tesserad.h"
@@ -31,7 +32,25 @@ typedef struct dec_model_cfg {
     int64_t session_memory_bytes;
     int64_t sanitize_lambda;
     int64_t logits_level;
+    char policies[64];
 } dec_model_cfg_t;
+
+/*
+ * One policy a model serves: its engine (policy ckks: the model's approx
+ * file; hybrid / tfhe: ts_llm_enc_config_policy), the Galois keys a session
+ * needs for it (engine steps and, with TFHE, the SlotToCoeff-first
+ * bootstrapper's) and the TFHE literal of its conversion keys.
+ */
+typedef struct dec_policy {
+    const char *name;
+    ts_sched_policy_t pol;
+    ts_llm_enc_t *enc; /* borrowed from the model for ckks */
+    int64_t *steps;
+    size_t n_steps;
+    bool tfhe;
+    ts_tfhe_params_lit_t lit;
+    Tessera__PolicyInfo info;
+} dec_policy_t;
 
 struct ts_dec_model {
     char name[64];
@@ -47,6 +66,11 @@ struct ts_dec_model {
     ts_llm_sanitize_info_t san;
     uint64_t kv_bytes; /* KV cache of a full session (estimate) */
     int sessions;      /* live sessions (loop thread) */
+    dec_policy_t pol[3];
+    size_t n_pol;
+    char *pol_names[3];
+    Tessera__PolicyInfo *pol_info[3];
+    ts_boot_t *stc; /* SlotToCoeff-first bootstrapper of the TFHE policies (shared) */
 };
 
 struct ts_dec_registry {
@@ -60,6 +84,8 @@ struct ts_dec_session {
     ts_ckks_public_key_t *pk;
     ts_ckks_evaluator_t *ev;
     ts_llm_enc_session_t *s;
+    const dec_policy_t *pol;
+    ts_convert_t *cv; /* conversion keys (TFHE policies), no secrets */
     ts_prng_t *prng;
     int next_pos;
     bool broken; /* a step failed part-way: the KV cache may be inconsistent */
@@ -95,11 +121,18 @@ static const ts_cfg_directive_t model_table[] = {
     INT("session_memory_bytes", session_memory_bytes, 1 * MiB, INT64_MAX),
     INT("sanitize_lambda", sanitize_lambda, 0, 128),
     INT("logits_level", logits_level, 0, 63),
+    STR("policies", policies),
     {.name = NULL},
 };
 
 static void model_clear(ts_dec_model_t *md)
 {
+    for (size_t i = 0; i < md->n_pol; i++) {
+        if (md->pol[i].enc != md->enc)
+            ts_llm_enc_free(md->pol[i].enc);
+        ts_free(md->pol[i].steps);
+    }
+    ts_boot_free(md->stc);
     ts_llm_enc_free(md->enc);
     ts_boot_free(md->boot);
     ts_ckks_params_free(md->p);
@@ -147,6 +180,127 @@ static ts_status_t load_approx(const char *path, ts_llm_enc_config_t *cfg, char 
     cfg->rsqrt = sim.prim[TS_NL_FN_RSQRT];
     cfg->silu = sim.prim[TS_NL_FN_SILU];
     return TS_OK;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The Galois steps of a policy: its engine's and, with TFHE, the StC-first bootstrapper's. */
+static ts_status_t policy_steps(ts_dec_model_t *md, dec_policy_t *pl)
+{
+    size_t ne = 0, nb = 0;
+    bool conj = false;
+    ts_boot_config_t bc;
+    ts_status_t st = ts_llm_enc_rotation_steps(pl->enc, NULL, &ne);
+    if (st == TS_OK && pl->tfhe) {
+        bc = *ts_boot_config(md->stc);
+        st = ts_boot_rotation_steps(md->p, &bc, NULL, &nb, &conj);
+    }
+    if (st != TS_OK)
+        return st;
+    pl->steps = ts_calloc(ne + nb + 1, sizeof(int64_t));
+    if (!pl->steps)
+        return TS_ENOMEM;
+    size_t n1 = ne, n2 = nb;
+    if ((st = ts_llm_enc_rotation_steps(pl->enc, pl->steps, &n1)) != TS_OK)
+        return st;
+    if (pl->tfhe && (st = ts_boot_rotation_steps(md->p, &bc, pl->steps + n1, &n2, &conj)) != TS_OK)
+        return st;
+    size_t n = n1 + n2, k = 0;
+    qsort(pl->steps, n, sizeof(int64_t), cmp_i64);
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || pl->steps[k - 1] != pl->steps[i])
+            pl->steps[k++] = pl->steps[i];
+    pl->n_steps = k;
+    return TS_OK;
+}
+
+/*
+ * The policies of the model file ("ckks" when none is named): ckks runs the
+ * model's engine; hybrid and tfhe an engine of ts_llm_enc_config_policy and
+ * need bootstrapping (the conversions recover through a SlotToCoeff-first
+ * bootstrapper, shared by the model's sessions).
+ */
+static ts_status_t model_policies(ts_dec_model_t *md, const char *file, char *err, size_t err_size)
+{
+    char list[64];
+    snprintf(list, sizeof list, "%s", md->cfg.policies[0] ? md->cfg.policies : "ckks");
+    ts_status_t st = TS_OK;
+    char *save = NULL;
+    for (char *t = strtok_r(list, ", ", &save); t && st == TS_OK; t = strtok_r(NULL, ", ", &save)) {
+        ts_sched_policy_t pol;
+        if (ts_sched_policy_parse(t, &pol) != TS_OK) {
+            snprintf(err, err_size, "%s: policies: unknown policy \"%s\" (ckks, hybrid, tfhe)",
+                     file, t);
+            return TS_ECONFIG;
+        }
+        for (size_t i = 0; i < md->n_pol; i++)
+            if (md->pol[i].pol == pol) {
+                snprintf(err, err_size, "%s: policies: %s named twice", file, t);
+                return TS_ECONFIG;
+            }
+        if (pol != TS_SCHED_CKKS && !md->boot) {
+            snprintf(err, err_size,
+                     "%s: policies: %s needs bootstrap: true (its conversions recover through "
+                     "bootstrapping)",
+                     file, t);
+            return TS_ECONFIG;
+        }
+        dec_policy_t *pl = &md->pol[md->n_pol++];
+        pl->pol = pol;
+        pl->name = ts_sched_policy_name(pol);
+        if (pol == TS_SCHED_CKKS) {
+            pl->enc = md->enc;
+        } else {
+            ts_llm_enc_config_t cfg;
+            ts_llm_enc_config_policy(&cfg, pol, md->max_ctx);
+            if ((st = ts_llm_enc_new(md->m, md->p, &cfg, md->boot, &pl->enc)) != TS_OK) {
+                snprintf(err, err_size, "%s: the %s engine cannot run with params %s: %s", file,
+                         t, md->cfg.params, ts_strerror(st));
+                return st;
+            }
+            pl->tfhe = ts_llm_enc_uses_tfhe(pl->enc);
+        }
+        if (pl->tfhe) {
+            ts_boot_config_t bc;
+            if (!md->stc && ((st = ts_llm_enc_tfhe_boot_config(pl->enc, &bc)) != TS_OK ||
+                             (st = ts_boot_new(md->p, &bc, &md->stc)) != TS_OK)) {
+                snprintf(err, err_size,
+                         "%s: the SlotToCoeff-first bootstrapper of policy %s with params %s: %s",
+                         file, t, md->cfg.params, ts_strerror(st));
+                return st;
+            }
+            if ((st = ts_llm_enc_tfhe_literal(pl->enc, &pl->lit)) != TS_OK)
+                return st;
+        }
+        if ((st = policy_steps(md, pl)) != TS_OK) {
+            snprintf(err, err_size, "%s: rotation steps of policy %s: %s", file, t,
+                     ts_strerror(st));
+            return st;
+        }
+        int mp = ts_llm_enc_max_positions(pl->enc);
+        if (mp < md->max_ctx)
+            md->max_ctx = mp;
+        Tessera__PolicyInfo *pi = &pl->info;
+        tessera__policy_info__init(pi);
+        pi->policy = (char *)pl->name;
+        pi->rotation_steps = pl->steps;
+        pi->n_rotation_steps = pl->n_steps;
+        pi->input_level = (uint32_t)ts_llm_enc_input_level(pl->enc);
+        pi->tfhe = pl->tfhe;
+        if (pl->tfhe) {
+            pi->tfhe_preset = (char *)pl->lit.name;
+            pi->tfhe_log_n_br = pl->lit.log_n_br;
+            pi->tfhe_br_levels = pl->lit.br_levels;
+            pi->tfhe_insecure = pl->lit.insecure || pl->lit.log_n_br < 12;
+        }
+        md->pol_names[md->n_pol - 1] = (char *)pl->name;
+        md->pol_info[md->n_pol - 1] = pi;
+    }
+    return st;
 }
 
 static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *params_dir,
@@ -213,6 +367,8 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
     md->max_ctx = ts_llm_enc_max_positions(md->enc);
     if (c->max_context < md->max_ctx)
         md->max_ctx = (int)c->max_context;
+    if ((st = model_policies(md, file, err, err_size)) != TS_OK)
+        return st;
     st = ts_llm_sanitize_plan(md->p, (int)c->logits_level, (int)c->sanitize_lambda, &md->san);
     if (st != TS_OK) {
         snprintf(err, err_size,
@@ -303,8 +459,10 @@ ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
         if (st == TS_OK)
             ts_log(TS_LOG_INFO, "tesserad",
                    "event=model_loaded model=%s params=%s max_context=%d rotation_keys=%zu "
-                   "bootstrap=%d sanitize_lambda=%d logits_level=%d logit_err_bound=%.3g",
+                   "bootstrap=%d policies=%s sanitize_lambda=%d logits_level=%d "
+                   "logit_err_bound=%.3g",
                    md->name, md->cfg.params, md->max_ctx, md->n_steps, md->boot != NULL,
+                   md->cfg.policies[0] ? md->cfg.policies : "ckks",
                    md->san.lambda, md->san.level, md->san.err_bound);
     }
     for (size_t i = 0; i < n; i++)
@@ -367,26 +525,34 @@ const char *ts_dec_model_params(const ts_dec_model_t *md)
     return md->cfg.params;
 }
 
-static char *policy_names[] = {"ckks"};
-
-ts_status_t ts_dec_policy_check(const char *policy, char *why, size_t why_size)
+static const dec_policy_t *find_policy(const ts_dec_model_t *md, const char *policy)
 {
-    if (!policy || !policy[0] || strcmp(policy, "ckks") == 0)
+    if (!policy || !policy[0])
+        policy = "ckks";
+    for (size_t i = 0; i < md->n_pol; i++)
+        if (strcmp(md->pol[i].name, policy) == 0)
+            return &md->pol[i];
+    return NULL;
+}
+
+ts_status_t ts_dec_policy_check(const ts_dec_model_t *md, const char *policy, char *why,
+                                size_t why_size)
+{
+    if (find_policy(md, policy))
         return TS_OK;
-    if (strcmp(policy, "hybrid") == 0 || strcmp(policy, "tfhe") == 0) {
-        /* The engine evaluates hybrid and tfhe given the client's CKKS-TFHE conversion
-         * keys (ts_llm_enc_session_set_tfhe; serialized by ts_convert_keys_serialize),
-         * but the service does not carry them yet: ModelInfo would need the TFHE literal
-         * and the SlotToCoeff-first bootstrapping configuration, and the session one
-         * engine per policy. */
-        snprintf(why, why_size,
-                 "policy %s is not implemented yet by the decode service (it does not yet take "
-                 "the client's CKKS-TFHE conversion keys); available: ckks",
-                 policy);
-        return TS_ENOIMPL;
+    ts_sched_policy_t p;
+    if (ts_sched_policy_parse(policy, &p) != TS_OK) {
+        snprintf(why, why_size, "unknown policy (one of ckks, hybrid, tfhe)");
+        return TS_EINVAL;
     }
-    snprintf(why, why_size, "unknown policy (one of ckks, hybrid, tfhe)");
-    return TS_EINVAL;
+    char list[64] = "";
+    for (size_t i = 0, u = 0; i < md->n_pol && u < sizeof list; i++)
+        u += (size_t)snprintf(list + u, sizeof list - u, "%s%s", i ? ", " : "", md->pol[i].name);
+    snprintf(why, why_size,
+             "model %s does not serve policy %s (served: %s; the model file's `policies` names "
+             "them, and hybrid and tfhe need bootstrapping)",
+             md->name, policy, list);
+    return TS_ENOTSUP;
 }
 
 void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi)
@@ -407,8 +573,10 @@ void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi)
     mi->arch = (char *)ts_llm_arch_name(c->arch);
     mi->max_context = (uint32_t)md->max_ctx;
     mi->input_level = (uint32_t)ts_llm_enc_input_level(md->enc);
-    mi->policies = policy_names;
-    mi->n_policies = sizeof policy_names / sizeof policy_names[0];
+    mi->policies = (char **)md->pol_names;
+    mi->n_policies = md->n_pol;
+    mi->policy_info = (Tessera__PolicyInfo **)md->pol_info;
+    mi->n_policy_info = md->n_pol;
     mi->token_input = (char *)"onehot";
     mi->logits_level = (uint32_t)md->san.level;
     mi->sanitize_lambda = md->san.lambda;
@@ -423,6 +591,7 @@ void ts_dec_session_free(ts_dec_session_t *s)
     if (!s)
         return;
     ts_llm_enc_session_free(s->s);
+    ts_convert_free(s->cv);
     ts_ckks_evaluator_free(s->ev);
     ts_ckks_evalkeys_free(s->ek);
     ts_ckks_public_key_free(s->pk);
@@ -435,15 +604,47 @@ uint64_t ts_dec_session_memory(const ts_dec_session_t *s)
     return s ? s->mem : 0;
 }
 
-ts_status_t ts_dec_session_open(ts_dec_model_t *md, const ts_dec_blob_t *keys, size_t n_keys,
-                                uint64_t memory_cap, ts_dec_session_t **out, char *why,
+/* The conversion keys of a TFHE policy: bound to the model's CKKS params and the policy's literal. */
+static ts_status_t load_convert(ts_dec_session_t *s, size_t i, const ts_dec_blob_t *key, char *why,
                                 size_t why_size)
 {
+    const dec_policy_t *pl = s->pol;
+    if (!pl->tfhe) {
+        snprintf(why, why_size, "key %zu is a conversion key set, which policy %s does not use", i,
+                 pl->name);
+        return TS_EINVAL;
+    }
+    if (s->cv) {
+        snprintf(why, why_size, "two conversion key sets");
+        return TS_EINVAL;
+    }
+    ts_status_t st =
+        ts_convert_keys_deserialize(s->md->p, &pl->lit, key->data, key->size, &s->cv);
+    if (st == TS_EMISMATCH)
+        snprintf(why, why_size,
+                 "key %zu: the conversion keys belong to other parameters than %s's (CKKS %s, "
+                 "TFHE %s with log_n_br %u, br_levels %u: PolicyInfo)",
+                 i, s->md->name, s->md->cfg.params, pl->lit.name, pl->lit.log_n_br,
+                 pl->lit.br_levels);
+    else if (st != TS_OK)
+        snprintf(why, why_size, "key %zu: the conversion keys do not parse: %s", i,
+                 ts_strerror(st));
+    return st;
+}
+
+ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, const ts_dec_blob_t *keys,
+                                size_t n_keys, uint64_t memory_cap, ts_dec_session_t **out,
+                                char *why, size_t why_size)
+{
     *out = NULL;
+    const dec_policy_t *pl = find_policy(md, policy);
+    if (!pl)
+        return ts_dec_policy_check(md, policy, why, why_size);
     ts_dec_session_t *s = ts_calloc(1, sizeof *s);
     if (!s)
         return TS_ENOMEM;
     s->md = md;
+    s->pol = pl;
     ts_status_t st = ts_ckks_evalkeys_new(md->p, &s->ek);
     if (st == TS_OK)
         st = ts_prng_new_os(&s->prng);
@@ -455,6 +656,11 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const ts_dec_blob_t *keys, s
         if (st != TS_OK) {
             snprintf(why, why_size, "key %zu is not a serialized object", i);
             break;
+        }
+        if (h.type == TS_OBJ_RING_SWITCH_KEY) {
+            /* bound to SHA-256(CKKS id || TFHE id): checked by the parser */
+            st = load_convert(s, i, &keys[i], why, why_size);
+            continue;
         }
         if (memcmp(h.param_id, md->pid, TS_SHA256_BYTES) != 0) {
             snprintf(why, why_size, "key %zu belongs to other parameters than %s's (%s)", i,
@@ -479,8 +685,8 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const ts_dec_blob_t *keys, s
             break;
         default:
             snprintf(why, why_size,
-                     "key %zu has object type %u, not a public, relinearization "
-                     "or Galois key",
+                     "key %zu has object type %u, not a public, relinearization, "
+                     "Galois or conversion key",
                      i, h.type);
             st = TS_EINVAL;
             break;
@@ -498,10 +704,18 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const ts_dec_blob_t *keys, s
         snprintf(why, why_size, "the session needs a relinearization key");
         st = TS_ENOKEY;
     }
-    for (size_t i = 0; i < md->n_steps && st == TS_OK; i++)
-        if (!ts_ckks_evalkeys_has_rotation(s->ek, md->steps[i])) {
-            snprintf(why, why_size, "no rotation key for step %lld (ModelInfo.rotation_steps)",
-                     (long long)md->steps[i]);
+    if (st == TS_OK && pl->tfhe && !s->cv) {
+        snprintf(why, why_size,
+                 "policy %s needs the client's CKKS-TFHE conversion keys (ts_convert_keygen with "
+                 "the TFHE literal of PolicyInfo)",
+                 pl->name);
+        st = TS_ENOKEY;
+    }
+    for (size_t i = 0; i < pl->n_steps && st == TS_OK; i++)
+        if (!ts_ckks_evalkeys_has_rotation(s->ek, pl->steps[i])) {
+            snprintf(why, why_size,
+                     "no rotation key for step %lld (PolicyInfo.rotation_steps of policy %s)",
+                     (long long)pl->steps[i], pl->name);
             st = TS_ENOKEY;
         }
     if (st == TS_OK && md->boot) {
@@ -541,7 +755,9 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const ts_dec_blob_t *keys, s
     if (st == TS_OK)
         st = ts_ckks_evaluator_new(md->p, s->ek, &s->ev);
     if (st == TS_OK)
-        st = ts_llm_enc_session_new(md->enc, s->ev, &s->s);
+        st = ts_llm_enc_session_new(pl->enc, s->ev, &s->s);
+    if (st == TS_OK && pl->tfhe && (st = ts_llm_enc_session_set_tfhe(s->s, s->cv, md->stc)) != TS_OK)
+        snprintf(why, why_size, "the TFHE side of policy %s: %s", pl->name, ts_strerror(st));
     if (st != TS_OK) {
         if (!why[0])
             snprintf(why, why_size, "%s", ts_strerror(st));
@@ -596,7 +812,7 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t
     ts_status_t st = ts_wire_ct_decode(md->p, md->pid, data, size, 1, &x, why, why_size);
     if (st != TS_OK)
         return st;
-    int in_lv = ts_llm_enc_input_level(md->enc);
+    int in_lv = ts_llm_enc_input_level(s->pol->enc);
     if (ts_ckks_ciphertext_level(x) != in_lv) {
         snprintf(why, why_size,
                  "the token must be encrypted at level %d (ModelInfo.input_level), "

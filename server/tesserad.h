@@ -259,15 +259,20 @@ int *ts_dec_model_sessions(ts_dec_model_t *md); /* live-session counter (loop th
 int ts_dec_model_max_sessions(const ts_dec_model_t *md);
 /* Fill a ModelInfo whose strings and arrays point into the model (valid while it lives). */
 void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi);
-/* "ckks" (or empty) TS_OK; "hybrid"/"tfhe" TS_ENOIMPL (not in the engine yet); else TS_EINVAL. */
-ts_status_t ts_dec_policy_check(const char *policy, char *why, size_t why_size);
-
-/* Worker: parse the keys (public, relinearization, Galois; any order), check
- * they belong to the model's parameters and cover its rotation steps (and
- * bootstrapping's), and build the session. memory_cap: the daemon's limit. */
-ts_status_t ts_dec_session_open(ts_dec_model_t *md, const ts_dec_blob_t *keys, size_t n_keys,
-                                uint64_t memory_cap, ts_dec_session_t **out, char *why,
+/* TS_OK when md serves the policy (empty: "ckks"); TS_ENOTSUP for a policy the
+ * model file does not list (its `policies`); TS_EINVAL for an unknown name. */
+ts_status_t ts_dec_policy_check(const ts_dec_model_t *md, const char *policy, char *why,
                                 size_t why_size);
+
+/* Worker: parse the keys (public, relinearization, Galois and, for the
+ * hybrid and tfhe policies, the conversion keys of core/convert; any order),
+ * check they belong to the model's parameters (the conversion keys also to
+ * the policy's TFHE literal) and cover the policy's rotation steps (and
+ * bootstrapping's), and build the session of `policy` (NULL or "": ckks).
+ * memory_cap: the daemon's limit. */
+ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, const ts_dec_blob_t *keys,
+                                size_t n_keys, uint64_t memory_cap, ts_dec_session_t **out,
+                                char *why, size_t why_size);
 void ts_dec_session_free(ts_dec_session_t *s);
 uint64_t ts_dec_session_memory(const ts_dec_session_t *s);
 int ts_dec_session_next_pos(const ts_dec_session_t *s);
