@@ -89,7 +89,8 @@ static ts_status_t make_convert_keys(gen_t *g, const Tessera__PolicyInfo *pi, ui
     return st;
 }
 
-/* Make (or load) and upload the keys; shas[0..*n_keys) get their hashes (4 with conversion keys). */
+/* Make (or load) and upload the keys; shas[0..*n_keys) get their hashes (4 with conversion keys).
+ */
 static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__PolicyInfo *pi,
                      const char *keys_dir, const char *pdir, bool insecure, uint8_t shas[4][32],
                      size_t *n_keys)
@@ -386,8 +387,8 @@ int ts_cmd_generate(int argc, char **argv)
     }
     if (pi && pi->tfhe && pi->tfhe_insecure && g.tty)
         fprintf(stderr,
-                "%s: WARNING: policy %s converts at a test size (N_br = 2^%u), not 128-bit\n",
-                prog, policy, pi->tfhe_log_n_br);
+                "%s: WARNING: policy %s converts at a test size (N_br = 2^%u), not 128-bit\n", prog,
+                policy, pi->tfhe_log_n_br);
     uint32_t in_level = pi ? pi->input_level : mi->input_level;
     uint8_t shas[4][32];
     size_t n_keys = 0;

@@ -1437,9 +1437,8 @@ static void decode_open_work(uv_work_t *uw)
         blobs[i].size = n;
     }
     if (w->st == TS_OK)
-        w->st =
-            ts_dec_session_open(w->md, w->policy, blobs, w->n_keys, w->cap, &w->sess, w->why,
-                                sizeof w->why);
+        w->st = ts_dec_session_open(w->md, w->policy, blobs, w->n_keys, w->cap, &w->sess, w->why,
+                                    sizeof w->why);
     for (size_t i = 0; i < w->n_keys; i++)
         ts_free((void *)blobs[i].data);
     ts_free(blobs);

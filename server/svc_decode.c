@@ -258,8 +258,8 @@ static ts_status_t model_policies(ts_dec_model_t *md, const char *file, char *er
             ts_llm_enc_config_t cfg;
             ts_llm_enc_config_policy(&cfg, pol, md->max_ctx);
             if ((st = ts_llm_enc_new(md->m, md->p, &cfg, md->boot, &pl->enc)) != TS_OK) {
-                snprintf(err, err_size, "%s: the %s engine cannot run with params %s: %s", file,
-                         t, md->cfg.params, ts_strerror(st));
+                snprintf(err, err_size, "%s: the %s engine cannot run with params %s: %s", file, t,
+                         md->cfg.params, ts_strerror(st));
                 return st;
             }
             pl->tfhe = ts_llm_enc_uses_tfhe(pl->enc);
@@ -462,8 +462,8 @@ ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
                    "bootstrap=%d policies=%s sanitize_lambda=%d logits_level=%d "
                    "logit_err_bound=%.3g",
                    md->name, md->cfg.params, md->max_ctx, md->n_steps, md->boot != NULL,
-                   md->cfg.policies[0] ? md->cfg.policies : "ckks",
-                   md->san.lambda, md->san.level, md->san.err_bound);
+                   md->cfg.policies[0] ? md->cfg.policies : "ckks", md->san.lambda, md->san.level,
+                   md->san.err_bound);
     }
     for (size_t i = 0; i < n; i++)
         ts_free(names[i]);
@@ -604,7 +604,8 @@ uint64_t ts_dec_session_memory(const ts_dec_session_t *s)
     return s ? s->mem : 0;
 }
 
-/* The conversion keys of a TFHE policy: bound to the model's CKKS params and the policy's literal. */
+/* The conversion keys of a TFHE policy: bound to the model's CKKS params and the policy's literal.
+ */
 static ts_status_t load_convert(ts_dec_session_t *s, size_t i, const ts_dec_blob_t *key, char *why,
                                 size_t why_size)
 {
@@ -618,8 +619,7 @@ static ts_status_t load_convert(ts_dec_session_t *s, size_t i, const ts_dec_blob
         snprintf(why, why_size, "two conversion key sets");
         return TS_EINVAL;
     }
-    ts_status_t st =
-        ts_convert_keys_deserialize(s->md->p, &pl->lit, key->data, key->size, &s->cv);
+    ts_status_t st = ts_convert_keys_deserialize(s->md->p, &pl->lit, key->data, key->size, &s->cv);
     if (st == TS_EMISMATCH)
         snprintf(why, why_size,
                  "key %zu: the conversion keys belong to other parameters than %s's (CKKS %s, "
@@ -756,7 +756,8 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, const ts
         st = ts_ckks_evaluator_new(md->p, s->ek, &s->ev);
     if (st == TS_OK)
         st = ts_llm_enc_session_new(pl->enc, s->ev, &s->s);
-    if (st == TS_OK && pl->tfhe && (st = ts_llm_enc_session_set_tfhe(s->s, s->cv, md->stc)) != TS_OK)
+    if (st == TS_OK && pl->tfhe &&
+        (st = ts_llm_enc_session_set_tfhe(s->s, s->cv, md->stc)) != TS_OK)
         snprintf(why, why_size, "the TFHE side of policy %s: %s", pl->name, ts_strerror(st));
     if (st != TS_OK) {
         if (!why[0])
