@@ -540,6 +540,8 @@ ts_status_t ts_dec_policy_check(const ts_dec_model_t *md, const char *policy, ch
 {
     if (find_policy(md, policy))
         return TS_OK;
+    if (!policy || !policy[0])
+        policy = "ckks";
     ts_sched_policy_t p;
     if (ts_sched_policy_parse(policy, &p) != TS_OK) {
         snprintf(why, why_size, "unknown policy (one of ckks, hybrid, tfhe)");

@@ -218,6 +218,9 @@ void ts_agg_result_free(ProtobufCBinaryData *out, size_t count);
  *   session_memory_bytes: 8589934592 keys + KV cache of one session
  *   sanitize_lambda: 40              flooding statistical parameter (bits)
  *   logits_level: 0                  fixed level of returned logits
+ *   policies: ckks, hybrid, tfhe     decode policies served (default ckks; hybrid
+ *                                    and tfhe need bootstrap: true and the
+ *                                    client's conversion keys, PolicyInfo)
  * Loading (startup, loop thread) checks everything; sessions open and step on
  * workers. A model is shared read-only by its sessions.
  */

@@ -6,7 +6,7 @@
  * Oracles: `tessera generate --temperature 0` reproduces the plaintext greedy
  * ids of ts_llm_generate for the same prompt; a step driven through the
  * library client decrypts to logits within 2e-2 of ts_llm_forward.
- * Hostile inputs: unknown model, unimplemented and unknown policies, missing
+ * Hostile inputs: unknown model, unserved and unknown policies, missing
  * rotation keys, no public key, no keys, a session over the model's memory
  * limit, unknown session, a position that is not
  * the next one, a position past the context, garbage and bit-flipped token
@@ -15,6 +15,10 @@
  * Model files: unknown keys, a missing path, an unreadable model, an unknown
  * preset, a lambda that leaves no precision (the default 40 at a 40-bit
  * scale) or does not fit, a bad name: each stops loading with "file: reason".
+ * Policies (model "tinyb", bootstrapping preset test-llm-tiny-boot): the
+ * hybrid/tfhe key upload and validation path and a hybrid step that converts
+ * on the server; TS_SLOW_TESTS=1 adds the greedy-ids oracle of --policy
+ * hybrid on aidreams260K at test-boot-n12 (case decode_slow).
  * Sessions: two connections step concurrently (both right), the model's
  * session limit refuses a third, and a disconnect in the middle of a step
  * cancels it (the session is freed, its slot serves a new one).
@@ -612,6 +616,93 @@ START_TEST(test_decode_policies)
 }
 END_TEST
 
+/*
+ * TS_SLOW_TESTS=1: `tessera generate --policy hybrid` against tesserad serving
+ * the bundled aidreams260K at the insecure test-boot-n12 (bootstrapping,
+ * conversions at N_br = 2^10) reproduces the plaintext greedy ids of the
+ * prompt "I" (BOS + 1 token, 1 generated; minutes per position on 2 cores):
+ *   TS_SLOW_TESTS=1 CK_RUN_SUITE=net_decode CK_RUN_CASE=decode_slow build/tests/unit_tests
+ * TS_SLOW_POLICY=tfhe runs the tfhe policy instead.
+ */
+START_TEST(test_generate_aidreams_policy)
+{
+    if (!getenv("TS_SLOW_TESTS"))
+        return;
+    const char *policy = getenv("TS_SLOW_POLICY") ? getenv("TS_SLOW_POLICY") : "hybrid";
+    char certs[512], models[700], model[700], tok[700], path[800], cmd[3000];
+    net_tmpdir(certs, sizeof certs, "dec-slow");
+    net_make_certs(certs, "client");
+    snprintf(models, sizeof models, "%s/models", certs);
+    ck_assert_int_eq(mkdir(models, 0700), 0);
+    char *cwd = getcwd(NULL, 0);
+    ck_assert_ptr_nonnull(cwd);
+    snprintf(model, sizeof model, "%s/%s/aidreams260K.bin", cwd, ts_test_model_dir());
+    snprintf(tok, sizeof tok, "%s/%s/tok512.bin", cwd, ts_test_model_dir());
+    free(cwd);
+    snprintf(path, sizeof path, "%s/aidreams.yaml", models);
+    FILE *y = fopen(path, "w");
+    ck_assert_ptr_nonnull(y);
+    fprintf(y,
+            "path: %s\nparams: test-boot-n12\nbootstrap: true\npolicies: ckks, %s\n"
+            "max_context: 8\nmax_sessions: 1\nsanitize_lambda: 20\n",
+            model, policy);
+    fclose(y);
+    char sections[800];
+    snprintf(sections, sizeof sections, "models_dir: %s\n", models);
+    net_daemon_t d;
+    net_daemon_start(&d, certs, NULL, NULL, sections, true);
+    /* plaintext greedy ids */
+    ts_llm_model_t *m = NULL;
+    ts_llm_tokenizer_t *tk = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(model, &m, NULL, 0));
+    ck_assert_ts_ok(ts_llm_tokenizer_load(tok, ts_llm_model_config(m)->vocab_size, &tk, NULL, 0));
+    int ids[16], want[16];
+    size_t n_prompt = 0, n = 0;
+    ck_assert_ts_ok(ts_llm_tokenizer_encode(tk, "I", 1, true, false, ids, 16, &n_prompt));
+    ck_assert_ts_ok(
+        ts_llm_generate(m, NULL, ids, n_prompt, n_prompt + 1, false, -1, NULL, NULL, want, &n));
+    ck_assert_uint_eq(n, n_prompt + 1);
+    ts_llm_tokenizer_free(tk);
+    ts_llm_model_free(m);
+    char out[700];
+    snprintf(out, sizeof out, "%s/gen.json", d.dir);
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model aidreams "
+             "--prompt I --max-tokens 1 --temperature 0 --policy %s --tokenizer %s "
+             "--insecure-params --json > %s 2>%s/gen.err",
+             ts_test_build_dir(), d.port, certs, policy, tok, out, d.dir);
+    uint64_t t0 = ts_now_ns();
+    int rc = system(cmd);
+    if (rc != 0) {
+        snprintf(cmd, sizeof cmd, "cat %s/gen.err; tail -5 %s/tesserad.log", d.dir, d.dir);
+        ck_assert_int_ge(system(cmd), 0);
+    }
+    ck_assert_int_eq(rc, 0);
+    FILE *j = fopen(out, "r");
+    ck_assert_ptr_nonnull(j);
+    char line[4096];
+    int got = -1;
+    size_t positions = 0;
+    while (fgets(line, sizeof line, j)) {
+        positions++;
+        const char *ip = strstr(line, "\"id\":");
+        ck_assert_ptr_nonnull(ip);
+        ck_assert_ptr_nonnull(strstr(line, "\"convert\":"));
+        if (strstr(line, "\"prompt\":false"))
+            got = atoi(ip + 5);
+        printf("  %s", line);
+    }
+    fclose(j);
+    printf("aidreams260K --policy %s over TLS at test-boot-n12: %zu positions in %.0f s, "
+           "generated %d (plaintext greedy %d)\n",
+           policy, positions, (double)(ts_now_ns() - t0) / 1e9, got, want[n_prompt]);
+    ck_assert_int_eq(got, want[n_prompt]);
+    ck_assert_int_eq(net_daemon_stop(&d), 0);
+    net_daemon_cleanup(&d);
+    net_rm_rf(certs);
+}
+END_TEST
+
 /* Keys for the tiny model uploaded through c; kb[0..3) set. */
 typedef struct {
     ts_ckks_params_t *p;
@@ -838,6 +929,16 @@ START_TEST(test_decode_model_files)
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "sanitize_lambda 40 leaves");
     snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\n", model, base);
     registry_expect(dir, yaml, "Tiny.yaml", TS_ECONFIG, "model names");
+    /* policies: unknown names, repeats, hybrid without bootstrapping */
+    snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\npolicies: ckks, fast\n", model,
+             base);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "unknown policy \"fast\"");
+    snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\npolicies: ckks ckks\n", model,
+             base);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "named twice");
+    snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\npolicies: ckks, hybrid\n", model,
+             base);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "hybrid needs bootstrap: true");
     ts_dec_registry_t *r = NULL;
     char err[600] = "";
     ck_assert_int_eq(
@@ -862,5 +963,8 @@ TS_TEST_SUITE(net_decode)
     TCase *th = ts_tcase("decode_policies", 600);
     tcase_add_test(th, test_decode_policies);
     suite_add_tcase(s, th);
+    TCase *ts = ts_tcase("decode_slow", 3600);
+    tcase_add_test(ts, test_generate_aidreams_policy);
+    suite_add_tcase(s, ts);
     return s;
 }
