@@ -440,8 +440,8 @@ static void upload(ts_client_t *c, const uint8_t *blob, size_t n, const char *ki
  * conversion keys travel through the key upload and are checked on the
  * server (missing, made for another TFHE literal, bit-flipped, truncated,
  * given to a ckks session, StC-first rotation keys missing: each refused with
- * its sentence); a hybrid session with the right keys runs a step whose
- * conversions happen on the server; `tessera generate --policy hybrid` makes,
+ * its sentence); hybrid and tfhe sessions with the right keys run a step
+ * whose conversions happen on the server; `tessera generate --policy hybrid` makes,
  * uploads and uses the keys end to end. (The tiny engine's numbers at
  * N = 2^10 with bootstrapping are not an oracle; the plaintext-ids oracle of
  * the hybrid policy is the slow aidreams260K case below.)
@@ -584,6 +584,19 @@ START_TEST(test_decode_policies)
            dr->server_ms, conv, (unsigned long long)dr->bootstraps);
     ck_assert(conv > 0);
     ck_assert_uint_gt(dr->bootstraps, 0);
+    ts_net_envelope_free(rep);
+    /* and a tfhe step (every primitive by PBS) */
+    step_req(&req, &ds, tid, 0, ct, ctn);
+    st = ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &rep);
+    ck_assert_msg(st == TS_OK, "tfhe step: %s", c->err);
+    dr = rep->decode_result;
+    conv = -1;
+    for (size_t i = 0; i < dr->n_stages; i++)
+        if (!strcmp(dr->stages[i]->stage, "convert"))
+            conv = dr->stages[i]->ms;
+    printf("tfhe step over the network: server %.0f ms, conversions %.0f ms\n", dr->server_ms,
+           conv);
+    ck_assert(conv > 0);
     ts_net_envelope_free(rep);
     ts_free(ct);
     ts_ckks_ciphertext_free(x);
