@@ -583,14 +583,9 @@ ts_status_t ts_boot_encap_keygen(const ts_ckks_params_t *params, const ts_boot_c
 
 static void put_encap_ksk(ts_writer_t *w, const ts_rlwe_ksk_t *k)
 {
-    uint32_t nl = ts_ring_q_count(k->ring) + ts_ring_p_count(k->ring), n = ts_ring_n(k->ring);
-    size_t pw = (size_t)nl * n;
     ts_put_u32(w, k->dnum);
     ts_put_bytes(w, k->seed, TS_SEED_BYTES);
-    for (uint32_t j = 0; j < k->dnum; j++)
-        for (uint32_t l = 0; l < nl; l++)
-            ts_put_packed(w, k->data + 2 * j * pw + (size_t)l * n, n,
-                          ts_serial_width(ts_ring_modulus(k->ring, l)->q));
+    ts_rlwe_ksk_put_body(w, k, false);
 }
 
 static ts_status_t get_encap_ksk(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum,
@@ -602,50 +597,9 @@ static ts_status_t get_encap_ksk(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum,
     ts_get_bytes(r, seed, TS_SEED_BYTES);
     if (r->err != TS_OK)
         return r->err;
-    uint32_t alpha, nq = ts_ring_q_count(ring), np = ts_ring_p_count(ring), n = ts_ring_n(ring);
-    if (d != dnum || ts_rlwe_ksk_shape(ring, dnum, &alpha) != TS_OK)
+    if (d != dnum)
         return TS_EFORMAT;
-    size_t need = 0; /* the exact size of what follows, checked before allocating */
-    for (uint32_t l = 0; l < nq + np; l++) {
-        size_t b;
-        if (!ts_serial_packed_bytes(n, ts_serial_width(ts_ring_modulus(ring, l)->q), &b))
-            return TS_EFORMAT;
-        need += (size_t)dnum * b;
-    }
-    if (ts_reader_left(r) < need)
-        return TS_EFORMAT;
-    ts_rlwe_ksk_t *k = ts_calloc(1, sizeof(*k));
-    if (!k)
-        return TS_ENOMEM;
-    k->refs = 1;
-    k->dnum = dnum;
-    k->alpha = alpha;
-    memcpy(k->seed, seed, TS_SEED_BYTES);
-    k->ring = ts_ring_ref(ring);
-    size_t pw = (size_t)(nq + np) * n;
-    ts_status_t st =
-        ts_backend_alloc(ts_ring_backend(ring), 2 * (size_t)dnum * pw * 8, (void **)&k->data);
-    for (uint32_t j = 0; j < dnum && st == TS_OK; j++) {
-        for (uint32_t l = 0; l < nq + np && r->err == TS_OK; l++) {
-            uint64_t q = ts_ring_modulus(ring, l)->q;
-            ts_get_packed(r, k->data + 2 * j * pw + (size_t)l * n, n, ts_serial_width(q), q);
-        }
-        st = r->err;
-        ts_poly_t a = {.ring = ring,
-                       .data = k->data + (2 * j + 1) * pw,
-                       .nq = nq,
-                       .np = np,
-                       .cap_limbs = nq + np,
-                       .is_ntt = true};
-        if (st == TS_OK)
-            st = ts_rlwe_expand_a(seed, j + 1, &a);
-    }
-    if (st != TS_OK) {
-        ts_rlwe_ksk_free(k);
-        return st;
-    }
-    *out = k;
-    return TS_OK;
+    return ts_rlwe_ksk_get_body(r, ring, dnum, 0, seed, false, out);
 }
 
 ts_status_t ts_boot_encap_keys_serialize(const ts_boot_encap_keys_t *keys, int zstd_level,

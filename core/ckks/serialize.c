@@ -476,12 +476,10 @@ static void put_ksk(ts_writer_t *w, const ts_ckks_params_t *p, const ts_rlwe_ksk
             w->err = TS_EMISMATCH;
         return;
     }
-    size_t pw = (p->nq + p->np) * p->n;
     ts_put_u32(w, k->dnum);
     ts_put_u64(w, k->galois);
     ts_put_bytes(w, k->seed, TS_SEED_BYTES);
-    for (uint32_t j = 0; j < k->dnum; j++)
-        put_poly(w, p, k->data + 2 * j * pw, p->nq, p->np);
+    ts_rlwe_ksk_put_body(w, k, false);
 }
 
 /* Read one key-switching key; galois_ok: Galois keys (odd element) vs relin (0). */
@@ -499,42 +497,7 @@ static ts_status_t get_ksk(ts_reader_t *r, ts_ckks_params_t *p, bool galois, ts_
         return TS_EFORMAT;
     if (galois ? (el >= two_n || !(el & 1) || el == 1) : el != 0)
         return TS_EFORMAT;
-    if (ts_reader_left(r) < ksk_body_bytes(p))
-        return TS_EFORMAT;
-    uint32_t alpha;
-    ts_status_t st = ts_rlwe_ksk_shape(p->ring, dnum, &alpha);
-    if (st != TS_OK)
-        return TS_EFORMAT;
-    ts_rlwe_ksk_t *k = ts_calloc(1, sizeof *k);
-    if (!k)
-        return TS_ENOMEM;
-    k->refs = 1;
-    k->dnum = dnum;
-    k->alpha = alpha;
-    k->galois = el;
-    memcpy(k->seed, seed, TS_SEED_BYTES);
-    k->ring = ts_ring_ref(p->ring);
-    size_t nl = p->nq + p->np, pw = nl * p->n;
-    st = ts_backend_alloc(ts_ring_backend(p->ring), 2 * (size_t)dnum * pw * sizeof(uint64_t),
-                          (void **)&k->data);
-    for (uint32_t j = 0; j < dnum && st == TS_OK; j++) {
-        get_poly(r, p, k->data + 2 * j * pw, p->nq, p->np);
-        st = r->err;
-        ts_poly_t a = {.ring = p->ring,
-                       .data = k->data + (2 * j + 1) * pw,
-                       .nq = (uint32_t)p->nq,
-                       .np = (uint32_t)p->np,
-                       .cap_limbs = (uint32_t)nl,
-                       .is_ntt = true};
-        if (st == TS_OK)
-            st = ts_rlwe_expand_a(seed, j + 1, &a);
-    }
-    if (st != TS_OK) {
-        ts_rlwe_ksk_free(k);
-        return st;
-    }
-    *out = k;
-    return TS_OK;
+    return ts_rlwe_ksk_get_body(r, p->ring, dnum, el, seed, false, out);
 }
 
 ts_status_t ts_ckks_relin_key_serialize(const ts_ckks_evalkeys_t *ek, int zstd_level, uint8_t **out,

@@ -616,25 +616,12 @@ static ts_status_t cv_param_id(const ts_convert_t *cv, uint8_t id[TS_SHA256_BYTE
     return ts_sha256(both, sizeof(both), id);
 }
 
-/* The limbs written for a key: all, or (level0) limb 0 and the P limbs of digit 0. */
-static bool limb_kept(const ts_rlwe_ksk_t *k, bool level0, uint32_t j, uint32_t l)
-{
-    uint32_t nq = ts_ring_q_count(k->ring);
-    return !level0 || (j == 0 && (l == 0 || l >= nq));
-}
-
 static void put_key(ts_writer_t *w, const ts_rlwe_ksk_t *k, bool level0)
 {
-    uint32_t nq = ts_ring_q_count(k->ring), np = ts_ring_p_count(k->ring), n = ts_ring_n(k->ring);
-    size_t pw = (size_t)(nq + np) * n;
     ts_put_u64(w, k->galois);
     ts_put_u32(w, k->dnum);
     ts_put_bytes(w, k->seed, TS_SEED_BYTES);
-    for (uint32_t j = 0; j < k->dnum; j++)
-        for (uint32_t l = 0; l < nq + np; l++)
-            if (limb_kept(k, level0, j, l))
-                ts_put_packed(w, k->data + 2 * j * pw + (size_t)l * n, n,
-                              ts_serial_width(ts_ring_modulus(k->ring, l)->q));
+    ts_rlwe_ksk_put_body(w, k, level0);
 }
 
 /* Read a key of ring r with `dnum` digits and Galois element `galois`. */
@@ -650,55 +637,7 @@ static ts_status_t get_key(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum, uint6
         return r->err;
     if (el != galois || d != dnum)
         return TS_EFORMAT;
-    uint32_t alpha, nq = ts_ring_q_count(ring), np = ts_ring_p_count(ring), n = ts_ring_n(ring);
-    if (ts_rlwe_ksk_shape(ring, dnum, &alpha) != TS_OK)
-        return TS_EFORMAT;
-    /* the exact size of what follows is known: check before allocating */
-    size_t need = 0;
-    for (uint32_t l = 0; l < nq + np; l++) {
-        size_t b;
-        if (!ts_serial_packed_bytes(n, ts_serial_width(ts_ring_modulus(ring, l)->q), &b))
-            return TS_EFORMAT;
-        need += (level0 ? (l == 0 || l >= nq) : dnum) * b;
-    }
-    if (ts_reader_left(r) < need)
-        return TS_EFORMAT;
-    ts_rlwe_ksk_t *k = ts_calloc(1, sizeof(*k));
-    if (!k)
-        return TS_ENOMEM;
-    k->refs = 1;
-    k->dnum = dnum;
-    k->alpha = alpha;
-    k->galois = galois;
-    memcpy(k->seed, seed, TS_SEED_BYTES);
-    k->ring = ts_ring_ref(ring);
-    size_t pw = (size_t)(nq + np) * n;
-    ts_status_t st =
-        ts_backend_alloc(ts_ring_backend(ring), 2 * (size_t)dnum * pw * 8, (void **)&k->data);
-    if (st == TS_OK)
-        memset(k->data, 0, 2 * (size_t)dnum * pw * 8);
-    for (uint32_t j = 0; j < dnum && st == TS_OK; j++) {
-        for (uint32_t l = 0; l < nq + np && r->err == TS_OK; l++) {
-            uint64_t q = ts_ring_modulus(ring, l)->q;
-            if (limb_kept(k, level0, j, l))
-                ts_get_packed(r, k->data + 2 * j * pw + (size_t)l * n, n, ts_serial_width(q), q);
-        }
-        st = r->err;
-        ts_poly_t a = {.ring = ring,
-                       .data = k->data + (2 * j + 1) * pw,
-                       .nq = nq,
-                       .np = np,
-                       .cap_limbs = nq + np,
-                       .is_ntt = true};
-        if (st == TS_OK)
-            st = ts_rlwe_expand_a(seed, j + 1, &a);
-    }
-    if (st != TS_OK) {
-        ts_rlwe_ksk_free(k);
-        return st;
-    }
-    *out = k;
-    return TS_OK;
+    return ts_rlwe_ksk_get_body(r, ring, dnum, galois, seed, level0, out);
 }
 
 ts_status_t ts_convert_keys_serialize(const ts_convert_t *cv, int zstd_level, uint8_t **out,

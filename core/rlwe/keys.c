@@ -379,3 +379,83 @@ const ts_rlwe_ksk_t *ts_rlwe_galois_keys_find(const ts_rlwe_galois_keys_t *g, ui
             return g->keys[i];
     return NULL;
 }
+
+/* ------------------------------------------------------- serialized body */
+
+static bool limb_in_body(bool level0, uint32_t nq, uint32_t j, uint32_t l)
+{
+    return !level0 || (j == 0 && (l == 0 || l >= nq));
+}
+
+void ts_rlwe_ksk_put_body(ts_writer_t *w, const ts_rlwe_ksk_t *k, bool level0)
+{
+    if (!w || !k)
+        return;
+    uint32_t nq = ts_ring_q_count(k->ring), np = ts_ring_p_count(k->ring), n = ts_ring_n(k->ring);
+    size_t pw = (size_t)(nq + np) * n;
+    for (uint32_t j = 0; j < k->dnum; j++)
+        for (uint32_t l = 0; l < nq + np; l++)
+            if (limb_in_body(level0, nq, j, l))
+                ts_put_packed(w, k->data + 2 * j * pw + (size_t)l * n, n,
+                              ts_serial_width(ts_ring_modulus(k->ring, l)->q));
+}
+
+ts_status_t ts_rlwe_ksk_get_body(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum, uint64_t galois,
+                                 const uint8_t seed[TS_SEED_BYTES], bool level0,
+                                 ts_rlwe_ksk_t **out)
+{
+    if (!r || !ring || !seed || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (r->err != TS_OK)
+        return r->err;
+    uint32_t alpha, nq = ts_ring_q_count(ring), np = ts_ring_p_count(ring), n = ts_ring_n(ring);
+    if (ts_rlwe_ksk_shape(ring, dnum, &alpha) != TS_OK)
+        return TS_EFORMAT;
+    /* the exact size of what follows is known: check before allocating */
+    size_t need = 0;
+    for (uint32_t l = 0; l < nq + np; l++) {
+        size_t b;
+        if (!ts_serial_packed_bytes(n, ts_serial_width(ts_ring_modulus(ring, l)->q), &b))
+            return TS_EFORMAT;
+        need += (level0 ? (l == 0 || l >= nq) : dnum) * b;
+    }
+    if (ts_reader_left(r) < need)
+        return TS_EFORMAT;
+    ts_rlwe_ksk_t *k = ts_calloc(1, sizeof(*k));
+    if (!k)
+        return TS_ENOMEM;
+    k->refs = 1;
+    k->dnum = dnum;
+    k->alpha = alpha;
+    k->galois = galois;
+    memcpy(k->seed, seed, TS_SEED_BYTES);
+    k->ring = ts_ring_ref(ring);
+    size_t pw = (size_t)(nq + np) * n;
+    ts_status_t st =
+        ts_backend_alloc(ts_ring_backend(ring), 2 * (size_t)dnum * pw * 8, (void **)&k->data);
+    if (st == TS_OK && level0)
+        memset(k->data, 0, 2 * (size_t)dnum * pw * 8);
+    for (uint32_t j = 0; j < dnum && st == TS_OK; j++) {
+        for (uint32_t l = 0; l < nq + np && r->err == TS_OK; l++) {
+            uint64_t q = ts_ring_modulus(ring, l)->q;
+            if (limb_in_body(level0, nq, j, l))
+                ts_get_packed(r, k->data + 2 * j * pw + (size_t)l * n, n, ts_serial_width(q), q);
+        }
+        st = r->err;
+        ts_poly_t a = {.ring = ring,
+                       .data = k->data + (2 * j + 1) * pw,
+                       .nq = nq,
+                       .np = np,
+                       .cap_limbs = nq + np,
+                       .is_ntt = true};
+        if (st == TS_OK)
+            st = ts_rlwe_expand_a(seed, j + 1, &a);
+    }
+    if (st != TS_OK) {
+        ts_rlwe_ksk_free(k);
+        return st;
+    }
+    *out = k;
+    return TS_OK;
+}

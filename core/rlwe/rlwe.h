@@ -40,6 +40,7 @@
 
 #include "core/base/base.h"
 #include "core/ring/ring.h"
+#include "core/serial/serial.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -115,6 +116,27 @@ ts_status_t ts_rlwe_galois_key_new(const ts_rlwe_sk_t *sk, uint64_t k, uint32_t 
                                    ts_prng_t *prng, ts_rlwe_ksk_t **out);
 ts_rlwe_ksk_t *ts_rlwe_ksk_ref(ts_rlwe_ksk_t *k);
 void ts_rlwe_ksk_free(ts_rlwe_ksk_t *k); /* drops a reference; accepts NULL */
+
+/*
+ * Serialized body of a seeded key-switching key (core/serial): the b halves
+ * of the dnum digits, every limb bit-packed at its prime's width, in digit
+ * then limb order; the a halves are regenerated from k->seed (streams 1..dnum)
+ * and not written. level0: only limb 0 and the P limbs of digit 0 (a key used
+ * at level 0 only, e.g. the RingSwitch keys of core/convert); the other limbs
+ * read back as zero. Callers write and check their own header (dnum, Galois
+ * element, seed).
+ */
+void ts_rlwe_ksk_put_body(ts_writer_t *w, const ts_rlwe_ksk_t *k, bool level0);
+/*
+ * Read such a body for a key of `ring` with dnum digits, Galois element
+ * `galois` and seed `seed`: its exact size is checked against what the
+ * reader holds before allocating, residues are checked below their moduli.
+ * Errors: TS_EFORMAT (short, malformed, dnum not valid for the ring),
+ * TS_ENOMEM.
+ */
+ts_status_t ts_rlwe_ksk_get_body(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum, uint64_t galois,
+                                 const uint8_t seed[TS_SEED_BYTES], bool level0,
+                                 ts_rlwe_ksk_t **out);
 
 /* A set of Galois keys (rotation steps and optionally conjugation). */
 typedef struct ts_rlwe_galois_keys {
