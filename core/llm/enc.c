@@ -850,8 +850,10 @@ static ts_status_t tfhe_eval(ts_llm_enc_session_t *s, int p, ct_t *x, const size
     ts_status_t st = need(s, x, ts_nonlinear_slots_in_level(s->nls[p]));
     if (st == TS_OK)
         st = ts_nonlinear_slots_eval(s->nls[p], s->ev, x, slots, count, -1, out);
-    s->stats.conversions++;
-    s->stats.lookups += count;
+    if (st == TS_OK) {
+        s->stats.conversions++;
+        s->stats.lookups += count;
+    }
     stage_to(s, prev_stage);
     return st;
 }

@@ -212,7 +212,6 @@ START_TEST(test_enc_matvec)
     ts_llm_enc_stats_t ss;
     ts_llm_enc_session_stats(f.s, &ss);
     ck_assert(ss.seconds[TS_LLM_STAGE_MATVEC] > 0.0);
-    ck_assert(ss.seconds[TS_LLM_STAGE_MATVEC] > 10.0 * ss.seconds[TS_LLM_STAGE_OTHER]);
     ck_assert(ss.seconds[TS_LLM_STAGE_NONLINEAR] == 0.0 &&
               ss.seconds[TS_LLM_STAGE_BOOTSTRAP] == 0.0);
     ck_assert_uint_eq(ss.bootstraps, 0);
@@ -692,7 +691,7 @@ START_TEST(test_enc_decode_slow)
     ts_llm_enc_config_policy(&cfg, pol, 32);
     printf("enc decode: policy %s\n", ts_sched_policy_name(pol));
     fx_t f;
-    /* TS_ENC_PARAMS=test-boot-n12-dense: dense secret, encapsulation, 11 levels left */
+    /* TS_ENC_PARAMS=test-boot-n12-dense: dense secret, encapsulation, 12 levels left */
     const char *preset = getenv("TS_ENC_PARAMS") ? getenv("TS_ENC_PARAMS") : "test-boot-n12";
     fx_open(&f, preset, &cfg, true);
     ts_llm_state_t *st = NULL;
