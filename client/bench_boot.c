@@ -132,7 +132,7 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
     if (c->encap_h > 0)
         CHECK(ts_boot_encap_keygen(p, &cfg, sk, prng, &ekeys));
     size_t nkeys = 0;
-    CHECK(ts_boot_rotation_steps(p, &cfg, NULL, &nkeys, NULL));
+    CHECK(ts_boot_rotation_steps(p, &cfg, NULL, NULL, &nkeys, NULL));
     double t_keys = now_s() - t0;
     t0 = now_s();
     ts_boot_t *bt;

@@ -97,6 +97,13 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
 {
     const int64_t *steps = pi ? pi->rotation_steps : mi->rotation_steps;
     size_t n_steps = pi ? pi->n_rotation_steps : mi->n_rotation_steps;
+    /* keys capped at the level each step is used at (full keys when the daemon
+     * does not say) */
+    const int32_t *lv = pi ? pi->rotation_levels : mi->rotation_levels;
+    size_t n_lv = pi ? pi->n_rotation_levels : mi->n_rotation_levels;
+    int *levels = n_lv == n_steps && n_steps ? calloc(n_steps, sizeof *levels) : NULL;
+    for (size_t i = 0; levels && i < n_steps; i++)
+        levels[i] = lv[i];
     ts_status_t st = TS_OK;
     uint64_t t0 = ts_now_ns();
     if (keys_dir) {
@@ -123,10 +130,13 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
     }
     if (st != TS_OK || (st = ts_ckks_evalkeys_new(g->p, &g->ek)) != TS_OK ||
         (st = ts_ckks_evalkeys_gen_relin(g->ek, g->sk, g->prng)) != TS_OK ||
-        (st = ts_ckks_evalkeys_gen_rotations(g->ek, g->sk, steps, n_steps, g->prng)) != TS_OK) {
+        (st = ts_ckks_evalkeys_gen_rotations_at(g->ek, g->sk, steps, levels, n_steps, g->prng)) !=
+            TS_OK) {
+        free(levels);
         fprintf(stderr, "%s: key generation failed: %s\n", g->prog, ts_strerror(st));
         return TS_EXIT_LOCAL;
     }
+    free(levels);
     if (mi->bootstrap) {
         ts_boot_config_t bc;
         if ((st = ts_boot_config_default(g->p, &bc)) != TS_OK ||

@@ -46,6 +46,7 @@ typedef struct dec_policy {
     ts_sched_policy_t pol;
     ts_llm_enc_t *enc; /* borrowed from the model for ckks */
     int64_t *steps;
+    int32_t *levels; /* the highest level each step's rotations run at */
     size_t n_steps;
     bool tfhe;
     ts_tfhe_params_lit_t lit;
@@ -61,6 +62,7 @@ struct ts_dec_model {
     ts_boot_t *boot;
     ts_llm_enc_t *enc;
     int64_t *steps;
+    int32_t *levels; /* parallel to steps (ModelInfo.rotation_levels) */
     size_t n_steps;
     int max_ctx;
     ts_llm_sanitize_info_t san;
@@ -131,6 +133,7 @@ static void model_clear(ts_dec_model_t *md)
         if (md->pol[i].enc != md->enc)
             ts_llm_enc_free(md->pol[i].enc);
         ts_free(md->pol[i].steps);
+        ts_free(md->pol[i].levels);
     }
     ts_boot_free(md->stc);
     ts_llm_enc_free(md->enc);
@@ -138,6 +141,7 @@ static void model_clear(ts_dec_model_t *md)
     ts_ckks_params_free(md->p);
     ts_llm_model_free(md->m);
     ts_free(md->steps);
+    ts_free(md->levels);
     memset(md, 0, sizeof *md);
 }
 
@@ -182,40 +186,68 @@ static ts_status_t load_approx(const char *path, ts_llm_enc_config_t *cfg, char 
     return TS_OK;
 }
 
-static int cmp_i64(const void *a, const void *b)
+/* Add step at level to the list (steps/levels with room), keeping the highest level. */
+static void step_add(int64_t *steps, int32_t *levels, size_t *n, int64_t step, int level)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+    for (size_t i = 0; i < *n; i++)
+        if (steps[i] == step) {
+            if (levels[i] < level)
+                levels[i] = level;
+            return;
+        }
+    steps[*n] = step;
+    levels[(*n)++] = level;
+}
+
+/*
+ * The Galois steps of an engine (at its rotation level) and, when stc is
+ * given, of the SlotToCoeff-first bootstrapper (each at its own level).
+ * [out] *steps, *levels: ts_calloc'd.
+ */
+static ts_status_t engine_steps(ts_dec_model_t *md, const ts_llm_enc_t *enc, const ts_boot_t *stc,
+                                int64_t **steps, int32_t **levels, size_t *count)
+{
+    size_t ne = 0, nb = 0;
+    bool conj = false;
+    ts_boot_config_t bc;
+    int64_t *es = NULL, *bs = NULL;
+    int *bl = NULL;
+    ts_status_t st = ts_llm_enc_rotation_steps(enc, NULL, &ne);
+    if (st == TS_OK && stc) {
+        bc = *ts_boot_config(stc);
+        st = ts_boot_rotation_steps(md->p, &bc, NULL, NULL, &nb, &conj);
+    }
+    if (st != TS_OK)
+        return st;
+    es = ts_calloc(ne + 1, sizeof *es);
+    bs = ts_calloc(nb + 1, sizeof *bs);
+    bl = ts_calloc(nb + 1, sizeof *bl);
+    *steps = ts_calloc(ne + nb + 1, sizeof **steps);
+    *levels = ts_calloc(ne + nb + 1, sizeof **levels);
+    if (!es || !bs || !bl || !*steps || !*levels)
+        st = TS_ENOMEM;
+    if (st == TS_OK)
+        st = ts_llm_enc_rotation_steps(enc, es, &ne);
+    if (st == TS_OK && stc)
+        st = ts_boot_rotation_steps(md->p, &bc, bs, bl, &nb, &conj);
+    size_t n = 0;
+    int lv = ts_llm_enc_rotation_level(enc);
+    for (size_t i = 0; i < ne && st == TS_OK; i++)
+        step_add(*steps, *levels, &n, es[i], lv);
+    for (size_t i = 0; stc && i < nb && st == TS_OK; i++)
+        step_add(*steps, *levels, &n, bs[i], bl[i]);
+    *count = n;
+    ts_free(es);
+    ts_free(bs);
+    ts_free(bl);
+    return st;
 }
 
 /* The Galois steps of a policy: its engine's and, with TFHE, the StC-first bootstrapper's. */
 static ts_status_t policy_steps(ts_dec_model_t *md, dec_policy_t *pl)
 {
-    size_t ne = 0, nb = 0;
-    bool conj = false;
-    ts_boot_config_t bc;
-    ts_status_t st = ts_llm_enc_rotation_steps(pl->enc, NULL, &ne);
-    if (st == TS_OK && pl->tfhe) {
-        bc = *ts_boot_config(md->stc);
-        st = ts_boot_rotation_steps(md->p, &bc, NULL, &nb, &conj);
-    }
-    if (st != TS_OK)
-        return st;
-    pl->steps = ts_calloc(ne + nb + 1, sizeof(int64_t));
-    if (!pl->steps)
-        return TS_ENOMEM;
-    size_t n1 = ne, n2 = nb;
-    if ((st = ts_llm_enc_rotation_steps(pl->enc, pl->steps, &n1)) != TS_OK)
-        return st;
-    if (pl->tfhe && (st = ts_boot_rotation_steps(md->p, &bc, pl->steps + n1, &n2, &conj)) != TS_OK)
-        return st;
-    size_t n = n1 + n2, k = 0;
-    qsort(pl->steps, n, sizeof(int64_t), cmp_i64);
-    for (size_t i = 0; i < n; i++)
-        if (k == 0 || pl->steps[k - 1] != pl->steps[i])
-            pl->steps[k++] = pl->steps[i];
-    pl->n_steps = k;
-    return TS_OK;
+    return engine_steps(md, pl->enc, pl->tfhe ? md->stc : NULL, &pl->steps, &pl->levels,
+                        &pl->n_steps);
 }
 
 /*
@@ -289,6 +321,8 @@ static ts_status_t model_policies(ts_dec_model_t *md, const char *file, char *er
         pi->policy = (char *)pl->name;
         pi->rotation_steps = pl->steps;
         pi->n_rotation_steps = pl->n_steps;
+        pi->rotation_levels = pl->levels;
+        pi->n_rotation_levels = pl->n_steps;
         pi->input_level = (uint32_t)ts_llm_enc_input_level(pl->enc);
         pi->tfhe = pl->tfhe;
         if (pl->tfhe) {
@@ -355,15 +389,8 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
                  file, c->params, ts_strerror(st), ts_ckks_params_slots(md->p));
         return st;
     }
-    size_t n = 0;
-    if ((st = ts_llm_enc_rotation_steps(md->enc, NULL, &n)) != TS_OK)
+    if ((st = engine_steps(md, md->enc, NULL, &md->steps, &md->levels, &md->n_steps)) != TS_OK)
         return st;
-    md->steps = ts_calloc(n ? n : 1, sizeof(int64_t));
-    if (!md->steps)
-        return TS_ENOMEM;
-    if ((st = ts_llm_enc_rotation_steps(md->enc, md->steps, &n)) != TS_OK)
-        return st;
-    md->n_steps = n;
     md->max_ctx = ts_llm_enc_max_positions(md->enc);
     if (c->max_context < md->max_ctx)
         md->max_ctx = (int)c->max_context;
@@ -568,6 +595,8 @@ void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi)
     mi->slots = (uint32_t)ts_ckks_params_slots(md->p);
     mi->rotation_steps = md->steps;
     mi->n_rotation_steps = md->n_steps;
+    mi->rotation_levels = md->levels;
+    mi->n_rotation_levels = md->n_steps;
     mi->bootstrap = md->boot != NULL;
     mi->vocab = (uint32_t)c->vocab_size;
     mi->dim = (uint32_t)c->dim;
@@ -713,29 +742,40 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, const ts
                  pl->name);
         st = TS_ENOKEY;
     }
-    for (size_t i = 0; i < pl->n_steps && st == TS_OK; i++)
-        if (!ts_ckks_evalkeys_has_rotation(s->ek, pl->steps[i])) {
+    for (size_t i = 0; i < pl->n_steps && st == TS_OK; i++) {
+        int have = ts_ckks_evalkeys_rotation_level(s->ek, pl->steps[i]);
+        if (have < 0) {
             snprintf(why, why_size,
                      "no rotation key for step %lld (PolicyInfo.rotation_steps of policy %s)",
                      (long long)pl->steps[i], pl->name);
             st = TS_ENOKEY;
+        } else if (have < pl->levels[i]) {
+            snprintf(why, why_size,
+                     "the rotation key for step %lld serves levels up to %d; policy %s rotates at "
+                     "level %d (PolicyInfo.rotation_levels)",
+                     (long long)pl->steps[i], have, pl->name, (int)pl->levels[i]);
+            st = TS_ENOKEY;
         }
+    }
     if (st == TS_OK && md->boot) {
         size_t nb = 0;
         bool conj = false;
         ts_boot_config_t bc = *ts_boot_config(md->boot);
-        st = ts_boot_rotation_steps(md->p, &bc, NULL, &nb, &conj);
+        st = ts_boot_rotation_steps(md->p, &bc, NULL, NULL, &nb, &conj);
         int64_t *bs = st == TS_OK ? ts_calloc(nb ? nb : 1, sizeof *bs) : NULL;
-        if (st == TS_OK && !bs)
+        int *bl = st == TS_OK ? ts_calloc(nb ? nb : 1, sizeof *bl) : NULL;
+        if (st == TS_OK && (!bs || !bl))
             st = TS_ENOMEM;
         if (st == TS_OK)
-            st = ts_boot_rotation_steps(md->p, &bc, bs, &nb, &conj);
+            st = ts_boot_rotation_steps(md->p, &bc, bs, bl, &nb, &conj);
         for (size_t i = 0; i < nb && st == TS_OK; i++)
-            if (!ts_ckks_evalkeys_has_rotation(s->ek, bs[i])) {
-                snprintf(why, why_size, "no bootstrapping rotation key for step %lld",
-                         (long long)bs[i]);
+            if (ts_ckks_evalkeys_rotation_level(s->ek, bs[i]) < bl[i]) {
+                snprintf(why, why_size,
+                         "no bootstrapping rotation key for step %lld serving level %d",
+                         (long long)bs[i], bl[i]);
                 st = TS_ENOKEY;
             }
+        ts_free(bl);
         if (st == TS_OK && conj && !ts_ckks_evalkeys_has_conjugate(s->ek)) {
             snprintf(why, why_size, "no conjugation key (bootstrapping needs it)");
             st = TS_ENOKEY;

@@ -382,77 +382,102 @@ static ts_status_t plan_build(const ts_ckks_params_t *p, const ts_boot_config_t 
 
 /* --------------------------------------------------------- key list */
 
-static void add_step(int64_t *steps, size_t cap, size_t *n, int64_t s)
+/* A step and the highest level its rotations run at (the key's cap). */
+typedef struct {
+    int64_t *steps;
+    int *levels;
+    size_t cap, n;
+} step_list_t;
+
+static void add_step(step_list_t *sl, int64_t s, int level)
 {
     if (s == 0)
         return;
-    for (size_t i = 0; i < *n && i < cap; i++)
-        if (steps && steps[i] == s)
+    for (size_t i = 0; i < sl->n && i < sl->cap; i++)
+        if (sl->steps[i] == s) {
+            if (sl->levels[i] < level)
+                sl->levels[i] = level;
             return;
-    if (steps && *n < cap)
-        steps[*n] = s;
-    (*n)++;
+        }
+    if (sl->n < sl->cap) {
+        sl->steps[sl->n] = s;
+        sl->levels[sl->n] = level;
+    }
+    sl->n++;
 }
 
-/* The rotations ts_ckks_lintrans_apply makes for m with baby steps n1. */
-static void dmat_steps(const ts__dmat_t *m, int64_t *steps, size_t cap, size_t *n)
+/* The rotations ts_ckks_lintrans_apply makes for m with baby steps n1, all at
+ * the level of its input. */
+static void dmat_steps(const ts__dmat_t *m, step_list_t *sl, int level)
 {
     size_t n1 = ts__dmat_n1(m);
     for (size_t k = 0; k < m->count; k++) {
         size_t o = (size_t)m->off[k];
-        add_step(steps, cap, n, (int64_t)(o % n1));
-        add_step(steps, cap, n, (int64_t)(o - o % n1));
+        add_step(sl, (int64_t)(o % n1), level);
+        add_step(sl, (int64_t)(o - o % n1), level);
     }
 }
 
-/* Without a steps array, add_step cannot deduplicate: collect into scratch. */
 ts_status_t ts_boot_rotation_steps(const ts_ckks_params_t *params, const ts_boot_config_t *cfg,
-                                   int64_t *steps, size_t *count, bool *conjugate)
+                                   int64_t *steps, int *levels, size_t *count, bool *conjugate)
 {
     if (!params || !cfg || !count)
         return TS_EINVAL;
     ts_status_t st = check_config(params, cfg);
     if (st != TS_OK)
         return st;
+    int em_depth;
+    st = ts_boot_depth(params, cfg, NULL, &em_depth, NULL, NULL);
+    if (st != TS_OK)
+        return st;
     plan_t pl;
     st = plan_build(params, cfg, &pl);
     if (st != TS_OK)
         return st;
-    size_t cap = 4096, n = 0;
-    int64_t *all = ts_malloc(sizeof(int64_t) * cap);
-    if (!all) {
+    /* the levels each group runs at (as ts_boot_new encodes them): the trace
+     * and CoeffToSlot from the top after ModRaise; SlotToCoeff after EvalMod
+     * (CoeffToSlot first) or from level stc_levels (SlotToCoeff first, after
+     * the drop); the sparse-complex combination at EvalMod's output */
+    const int top = ts_ckks_params_max_level(params);
+    const int em_out = top - cfg->cts_levels - em_depth;
+    step_list_t sl = {.cap = 4096};
+    sl.steps = ts_malloc(sizeof(int64_t) * sl.cap);
+    sl.levels = ts_malloc(sizeof(int) * sl.cap);
+    if (!sl.steps || !sl.levels) {
+        ts_free(sl.steps);
+        ts_free(sl.levels);
         plan_clear(&pl);
         return TS_ENOMEM;
     }
     /* trace to the subring of n slots: rotations by n 2^j on N/2 slots */
     if (!pl.full)
         for (size_t s = pl.n; s < ((size_t)1 << (pl.log_n - 1)); s *= 2)
-            add_step(all, cap, &n, (int64_t)s);
+            add_step(&sl, (int64_t)s, top);
     for (int g = 0; g < pl.ncts; g++)
-        dmat_steps(&pl.cts[g], all, cap, &n);
+        dmat_steps(&pl.cts[g], &sl, top - g);
     for (int g = 0; g < pl.nstc; g++)
-        dmat_steps(&pl.stc[g], all, cap, &n);
+        dmat_steps(&pl.stc[g], &sl, em_out - g);
     for (int g = 0; g < pl.nstc1; g++)
-        dmat_steps(&pl.stc1[g], all, cap, &n);
+        dmat_steps(&pl.stc1[g], &sl, cfg->stc_levels - g);
     if (pl.has_combine)
-        dmat_steps(&pl.combine, all, cap, &n);
+        dmat_steps(&pl.combine, &sl, em_out);
     plan_clear(&pl);
-    if (n > cap) {
-        ts_free(all);
-        return TS_ENOMEM;
-    }
+    size_t n = sl.n;
+    if (n > sl.cap)
+        st = TS_ENOMEM;
+    else if (steps && n > *count)
+        st = TS_ERANGE;
     if (conjugate)
         *conjugate = true;
-    if (steps && n > *count) {
+    if (st == TS_OK && steps)
+        memcpy(steps, sl.steps, sizeof(int64_t) * n);
+    if (st == TS_OK && levels)
+        memcpy(levels, sl.levels, sizeof(int) * n);
+    if (st == TS_OK || st == TS_ERANGE)
         *count = n;
-        ts_free(all);
-        return TS_ERANGE;
-    }
-    if (steps)
-        memcpy(steps, all, sizeof(int64_t) * n);
-    *count = n;
-    ts_free(all);
-    return TS_OK;
+    ts_free(sl.steps);
+    ts_free(sl.levels);
+    return st;
 }
 
 ts_status_t ts_boot_keygen(const ts_ckks_params_t *params, const ts_boot_config_t *cfg,
@@ -461,20 +486,23 @@ ts_status_t ts_boot_keygen(const ts_ckks_params_t *params, const ts_boot_config_
     if (!params || !cfg || !ek || !sk || !prng)
         return TS_EINVAL;
     size_t count = 0;
-    ts_status_t st = ts_boot_rotation_steps(params, cfg, NULL, &count, NULL);
+    ts_status_t st = ts_boot_rotation_steps(params, cfg, NULL, NULL, &count, NULL);
     if (st != TS_OK)
         return st;
     int64_t *steps = ts_malloc(sizeof(int64_t) * (count + 1));
-    if (!steps)
-        return TS_ENOMEM;
-    st = ts_boot_rotation_steps(params, cfg, steps, &count, NULL);
+    int *levels = ts_malloc(sizeof(int) * (count + 1));
+    if (!steps || !levels)
+        st = TS_ENOMEM;
+    if (st == TS_OK)
+        st = ts_boot_rotation_steps(params, cfg, steps, levels, &count, NULL);
     if (st == TS_OK && !ts_ckks_evalkeys_has_relin(ek))
         st = ts_ckks_evalkeys_gen_relin(ek, sk, prng);
     if (st == TS_OK && !ts_ckks_evalkeys_has_conjugate(ek))
         st = ts_ckks_evalkeys_gen_conjugate(ek, sk, prng);
     if (st == TS_OK)
-        st = ts_ckks_evalkeys_gen_rotations(ek, sk, steps, count, prng);
+        st = ts_ckks_evalkeys_gen_rotations_at(ek, sk, steps, levels, count, prng);
     ts_free(steps);
+    ts_free(levels);
     return st;
 }
 
@@ -599,7 +627,7 @@ static ts_status_t get_encap_ksk(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum,
         return r->err;
     if (d != dnum)
         return TS_EFORMAT;
-    return ts_rlwe_ksk_get_body(r, ring, dnum, 0, seed, false, out);
+    return ts_rlwe_ksk_get_body(r, ring, dnum, 0, 0, seed, false, out);
 }
 
 ts_status_t ts_boot_encap_keys_serialize(const ts_boot_encap_keys_t *keys, int zstd_level,

@@ -107,18 +107,23 @@ ts_status_t ts_boot_depth(const ts_ckks_params_t *params, const ts_boot_config_t
 
 /*
  * Exactly the rotation keys the configuration needs: the steps (left
- * rotations, in [1, N/2)) for ts_ckks_evalkeys_gen_rotations, written to
- * steps (capacity *count; steps NULL: only count), and whether the
- * conjugation key is needed (always true). The relinearization key is needed
- * too. TS_ERANGE when the capacity is too small (*count set to the need).
- * The parameters' default slot count must be N/2 (keys are generated mod it).
+ * rotations, in [1, N/2)) for ts_ckks_evalkeys_gen_rotations_at, written to
+ * steps (capacity *count; steps NULL: only count), with levels (may be NULL)
+ * the highest level each step's rotations run at (the key's cap: the trace
+ * and CoeffToSlot from the top, SlotToCoeff at EvalMod's output level or, in
+ * the SlotToCoeff-first order, from level stc_levels after the drop), and
+ * whether the conjugation key is needed (always true; it serves the top).
+ * The relinearization key is needed too. TS_ERANGE when the capacity is too
+ * small (*count set to the need). The parameters' default slot count must be
+ * N/2 (keys are generated mod it).
  */
 ts_status_t ts_boot_rotation_steps(const ts_ckks_params_t *params, const ts_boot_config_t *cfg,
-                                   int64_t *steps, size_t *count, bool *conjugate);
+                                   int64_t *steps, int *levels, size_t *count, bool *conjugate);
 
 /*
  * Generate into ek everything the configuration needs (relin, conjugation,
- * rotations). With cfg->encap_h > 0 the key list also holds the two
+ * rotations, each rotation key capped at its level; a step ek already holds
+ * at a lower cap is widened). With cfg->encap_h > 0 the key list also holds the two
  * encapsulation keys, made by ts_boot_encap_keygen and given to the
  * bootstrapper with ts_boot_set_encap_keys (they do not live in ek).
  */

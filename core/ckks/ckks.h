@@ -334,11 +334,27 @@ ts_status_t ts_ckks_evalkeys_gen_relin(ts_ckks_evalkeys_t *ek, const ts_ckks_sec
  * mod the slot count of the parameters; duplicates and 0 are skipped). */
 ts_status_t ts_ckks_evalkeys_gen_rotations(ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk,
                                            const int64_t *steps, size_t count, ts_prng_t *prng);
+/*
+ * The same with level-capped keys: the key of steps[i] serves ciphertexts up
+ * to level levels[i] only (it holds the first levels[i] + 1 Q primes and the
+ * digits covering them; see ts_rlwe_ksk_t), a fraction of a full key's memory
+ * and bytes when the rotation is only used low in the chain. levels NULL or a
+ * level < 0 or >= the top: full keys. A step whose key already serves that
+ * level is kept; a narrower key is replaced by a wider one. Rotating a
+ * ciphertext above its key's level returns TS_ELEVEL.
+ */
+ts_status_t ts_ckks_evalkeys_gen_rotations_at(ts_ckks_evalkeys_t *ek,
+                                              const ts_ckks_secret_key_t *sk, const int64_t *steps,
+                                              const int *levels, size_t count, ts_prng_t *prng);
 ts_status_t ts_ckks_evalkeys_gen_conjugate(ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk,
                                            ts_prng_t *prng);
 bool ts_ckks_evalkeys_has_relin(const ts_ckks_evalkeys_t *ek);
 bool ts_ckks_evalkeys_has_rotation(const ts_ckks_evalkeys_t *ek, int64_t step);
 bool ts_ckks_evalkeys_has_conjugate(const ts_ckks_evalkeys_t *ek);
+/* The highest level the rotation key of step serves (-1: no key). */
+int ts_ckks_evalkeys_rotation_level(const ts_ckks_evalkeys_t *ek, int64_t step);
+/* Memory held by the keys of ek (bytes of key data). */
+size_t ts_ckks_evalkeys_bytes(const ts_ckks_evalkeys_t *ek);
 /* The relinearization key and the Galois key of element k (NULL when absent). */
 const ts_rlwe_ksk_t *ts_ckks_evalkeys_relin(const ts_ckks_evalkeys_t *ek);
 const ts_rlwe_ksk_t *ts_ckks_evalkeys_galois(const ts_ckks_evalkeys_t *ek, uint64_t k);
@@ -502,12 +518,15 @@ ts_status_t ts_ckks_chebyshev_fit(double (*f)(double x, void *ctx), void *ctx, d
  *  public key (TS_OBJ_PUBLIC_KEY): u32 nq, u32 np, u8 is_ntt, the residues of
  *    b over its Q then P limbs, the 32-byte seed of a (stream 0).
  *  relinearization key (TS_OBJ_RELIN_KEY): one key-switching key:
- *    u32 dnum, u64 Galois element (0), the 32-byte seed of the a_j (stream
- *    j + 1), then b_0 .. b_{dnum-1}, each over all Q and P primes.
+ *    u32 dnum, u32 kq (the Q primes the key holds; all of them for the
+ *    relinearization key), u64 Galois element (0), the 32-byte seed of the
+ *    a_j (stream j + 1), then b_0 .. b_{ndig-1} (ndig = ceil(kq / alpha)),
+ *    each over the first kq Q primes and the P primes.
  *  Galois keys (TS_OBJ_GALOIS_KEYS): u64 count, then count times: i64 step
  *    (the left rotation j with k = 5^j mod 2N, or -1 when k is not a power of
  *    5, e.g. conjugation k = 2N - 1) and a key-switching key as above with its
- *    odd element k (distinct keys, each step checked against its element).
+ *    odd element k (distinct keys, each step checked against its element;
+ *    1 <= kq <= the Q primes: level-capped keys keep their cap).
  *
  * Deserializers validate everything against `params` (the envelope's
  * parameter id: TS_EMISMATCH; counts before allocation, level, degree,

@@ -209,12 +209,22 @@ static const ts_rlwe_ksk_t *find_galois(const ts_ckks_evalkeys_t *ek, uint64_t k
     return NULL;
 }
 
+/* Add (or widen) the key of element k so that it serves levels 0 .. level
+ * (level < 0 or >= the top: a full key). An existing key that already serves
+ * them is kept; a narrower one is replaced. */
 static ts_status_t add_galois(ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk, uint64_t k,
-                              ts_prng_t *prng)
+                              int level, ts_prng_t *prng)
 {
-    if (find_galois(ek, k))
-        return TS_OK;
-    if (ek->ngal == ek->capgal) {
+    const uint32_t lq = (uint32_t)ek->params->nq;
+    const uint32_t kq = (level < 0 || (uint32_t)level + 1 >= lq) ? lq : (uint32_t)level + 1;
+    size_t at = ek->ngal;
+    for (size_t i = 0; i < ek->ngal; i++)
+        if (ek->gal_el[i] == k) {
+            if (ek->gal[i]->kq >= kq)
+                return TS_OK;
+            at = i;
+        }
+    if (at == ek->ngal && ek->ngal == ek->capgal) {
         size_t cap = ek->capgal ? 2 * ek->capgal : 8;
         uint64_t *el = ts_realloc(ek->gal_el, sizeof(uint64_t) * cap);
         if (!el)
@@ -227,12 +237,16 @@ static ts_status_t add_galois(ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t
         ek->capgal = cap;
     }
     ts_rlwe_ksk_t *key = NULL;
-    ts_status_t st = ts_rlwe_galois_key_new(sk->sk, k, (uint32_t)ek->params->dnum, prng, &key);
+    ts_status_t st = ts_rlwe_galois_key_new(sk->sk, k, (uint32_t)ek->params->dnum, kq, prng, &key);
     if (st != TS_OK)
         return st;
-    ek->gal_el[ek->ngal] = k;
-    ek->gal[ek->ngal] = key;
-    ek->ngal++;
+    if (at < ek->ngal) {
+        ts_rlwe_ksk_free(ek->gal[at]);
+    } else {
+        ek->gal_el[at] = k;
+        ek->ngal++;
+    }
+    ek->gal[at] = key;
     return TS_OK;
 }
 
@@ -248,6 +262,13 @@ static uint64_t rotation_element(const ts_ckks_params_t *p, int64_t step, size_t
 ts_status_t ts_ckks_evalkeys_gen_rotations(ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk,
                                            const int64_t *steps, size_t count, ts_prng_t *prng)
 {
+    return ts_ckks_evalkeys_gen_rotations_at(ek, sk, steps, NULL, count, prng);
+}
+
+ts_status_t ts_ckks_evalkeys_gen_rotations_at(ts_ckks_evalkeys_t *ek,
+                                              const ts_ckks_secret_key_t *sk, const int64_t *steps,
+                                              const int *levels, size_t count, ts_prng_t *prng)
+{
     ts_status_t st = check_keygen(ek, sk, prng);
     if (st != TS_OK)
         return st;
@@ -257,7 +278,8 @@ ts_status_t ts_ckks_evalkeys_gen_rotations(ts_ckks_evalkeys_t *ek, const ts_ckks
     for (size_t i = 0; i < count && st == TS_OK; i++) {
         if (steps[i] % (int64_t)slots == 0)
             continue;
-        st = add_galois(ek, sk, rotation_element(ek->params, steps[i], slots), prng);
+        st = add_galois(ek, sk, rotation_element(ek->params, steps[i], slots),
+                        levels ? levels[i] : -1, prng);
     }
     return st;
 }
@@ -268,7 +290,7 @@ ts_status_t ts_ckks_evalkeys_gen_conjugate(ts_ckks_evalkeys_t *ek, const ts_ckks
     ts_status_t st = check_keygen(ek, sk, prng);
     if (st != TS_OK)
         return st;
-    return add_galois(ek, sk, ts_ring_galois_conjugate(ek->params->ring), prng);
+    return add_galois(ek, sk, ts_ring_galois_conjugate(ek->params->ring), -1, prng);
 }
 
 bool ts_ckks_evalkeys_has_relin(const ts_ckks_evalkeys_t *ek)
@@ -284,6 +306,27 @@ bool ts_ckks_evalkeys_has_rotation(const ts_ckks_evalkeys_t *ek, int64_t step)
     if (step % (int64_t)slots == 0)
         return true;
     return find_galois(ek, rotation_element(ek->params, step, slots)) != NULL;
+}
+
+int ts_ckks_evalkeys_rotation_level(const ts_ckks_evalkeys_t *ek, int64_t step)
+{
+    if (!ek)
+        return -1;
+    size_t slots = (size_t)1 << ek->params->log_slots;
+    if (step % (int64_t)slots == 0)
+        return ek->params->nq - 1;
+    const ts_rlwe_ksk_t *k = find_galois(ek, rotation_element(ek->params, step, slots));
+    return k ? (int)k->kq - 1 : -1;
+}
+
+size_t ts_ckks_evalkeys_bytes(const ts_ckks_evalkeys_t *ek)
+{
+    if (!ek)
+        return 0;
+    size_t b = ts_rlwe_ksk_bytes(ek->relin);
+    for (size_t i = 0; i < ek->ngal; i++)
+        b += ts_rlwe_ksk_bytes(ek->gal[i]);
+    return b;
 }
 
 bool ts_ckks_evalkeys_has_conjugate(const ts_ckks_evalkeys_t *ek)

@@ -461,13 +461,17 @@ out_free:
 
 /* ------------------------------------------------------ key-switching keys */
 
-/* Bytes of one key-switching key after its header: dnum b polynomials over Q and P. */
-static size_t ksk_body_bytes(const ts_ckks_params_t *p)
+/* Bytes of one key-switching key after its header, capped at kq Q limbs:
+ * ceil(kq / alpha) b polynomials over those limbs and P (kq = nq: a full key). */
+static size_t ksk_body_bytes(const ts_ckks_params_t *p, uint32_t kq)
 {
-    return (size_t)p->dnum * poly_bytes(p, p->nq, p->np);
+    uint32_t alpha;
+    if (ts_rlwe_ksk_shape(p->ring, (uint32_t)p->dnum, &alpha) != TS_OK)
+        return 0;
+    return (size_t)((kq + alpha - 1) / alpha) * poly_bytes(p, kq, p->np);
 }
 
-#define KSK_HEADER_BYTES (4 + 8 + TS_SEED_BYTES)
+#define KSK_HEADER_BYTES (4 + 4 + 8 + TS_SEED_BYTES)
 
 static void put_ksk(ts_writer_t *w, const ts_ckks_params_t *p, const ts_rlwe_ksk_t *k)
 {
@@ -477,6 +481,7 @@ static void put_ksk(ts_writer_t *w, const ts_ckks_params_t *p, const ts_rlwe_ksk
         return;
     }
     ts_put_u32(w, k->dnum);
+    ts_put_u32(w, k->kq);
     ts_put_u64(w, k->galois);
     ts_put_bytes(w, k->seed, TS_SEED_BYTES);
     ts_rlwe_ksk_put_body(w, k, false);
@@ -487,6 +492,7 @@ static ts_status_t get_ksk(ts_reader_t *r, ts_ckks_params_t *p, bool galois, ts_
 {
     *out = NULL;
     uint32_t dnum = ts_get_u32(r);
+    uint32_t kq = ts_get_u32(r);
     uint64_t el = ts_get_u64(r);
     uint8_t seed[TS_SEED_BYTES];
     ts_get_bytes(r, seed, TS_SEED_BYTES);
@@ -495,9 +501,12 @@ static ts_status_t get_ksk(ts_reader_t *r, ts_ckks_params_t *p, bool galois, ts_
     uint64_t two_n = 2 * (uint64_t)p->n;
     if (dnum != (uint32_t)p->dnum)
         return TS_EFORMAT;
+    /* Galois keys may be level-capped; the relinearization key serves every level */
+    if (kq < 1 || kq > (uint32_t)p->nq || (!galois && kq != (uint32_t)p->nq))
+        return TS_EFORMAT;
     if (galois ? (el >= two_n || !(el & 1) || el == 1) : el != 0)
         return TS_EFORMAT;
-    return ts_rlwe_ksk_get_body(r, p->ring, dnum, el, seed, false, out);
+    return ts_rlwe_ksk_get_body(r, p->ring, dnum, kq, el, seed, false, out);
 }
 
 ts_status_t ts_ckks_relin_key_serialize(const ts_ckks_evalkeys_t *ek, int zstd_level, uint8_t **out,
@@ -526,8 +535,9 @@ ts_status_t ts_ckks_relin_key_deserialize(ts_ckks_evalkeys_t *ek, const void *da
         return TS_ENOTSUP;
     uint8_t *payload = NULL;
     size_t psize = 0;
-    ts_status_t st = open_env(p, data, size, TS_OBJ_RELIN_KEY, KSK_HEADER_BYTES + ksk_body_bytes(p),
-                              &payload, &psize);
+    ts_status_t st =
+        open_env(p, data, size, TS_OBJ_RELIN_KEY,
+                 KSK_HEADER_BYTES + ksk_body_bytes(p, (uint32_t)p->nq), &payload, &psize);
     if (st != TS_OK)
         return st;
     ts_reader_t r;
@@ -581,7 +591,8 @@ ts_status_t ts_ckks_galois_keys_deserialize(ts_ckks_evalkeys_t *ek, const void *
     if (p->np == 0)
         return TS_ENOTSUP;
     /* at most N distinct odd elements below 2N */
-    size_t per_key = 8 + KSK_HEADER_BYTES + ksk_body_bytes(p);
+    size_t per_key = 8 + KSK_HEADER_BYTES + ksk_body_bytes(p, (uint32_t)p->nq);
+    size_t min_key = 8 + KSK_HEADER_BYTES + ksk_body_bytes(p, 1);
     uint64_t max_raw = 8 + (uint64_t)per_key * p->n;
     uint8_t *payload = NULL;
     size_t psize = 0;
@@ -593,8 +604,11 @@ ts_status_t ts_ckks_galois_keys_deserialize(ts_ckks_evalkeys_t *ek, const void *
     uint64_t count = ts_get_count(&r, p->n);
     ts_rlwe_ksk_t **keys = NULL;
     st = r.err;
-    if (st == TS_OK && ts_reader_left(&r) != count * per_key)
-        st = TS_EFORMAT; /* the exact size, checked before allocating */
+    /* keys may be level-capped: a lower bound on the size before allocating the
+     * list; each key's exact size is checked before its allocation (get_ksk) */
+    if (st == TS_OK &&
+        (ts_reader_left(&r) < count * min_key || ts_reader_left(&r) > count * per_key))
+        st = TS_EFORMAT;
     if (st == TS_OK && count) {
         keys = ts_calloc((size_t)count, sizeof *keys);
         if (!keys)

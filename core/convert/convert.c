@@ -75,12 +75,6 @@ void ts_convert_free(ts_convert_t *cv)
     ts_free(cv);
 }
 
-static size_t ksk_bytes(const ts_rlwe_ksk_t *k)
-{
-    return (size_t)2 * k->dnum * (ts_ring_q_count(k->ring) + ts_ring_p_count(k->ring)) *
-           ts_ring_n(k->ring) * 8;
-}
-
 /* The parts of a ts_convert_t every copy has: rings, TFHE parameters, key-switch
  * work objects and scratch (no keys). */
 static ts_status_t cv_alloc(ts_ckks_params_t *ckks, const ts_tfhe_params_lit_t *tlit,
@@ -153,9 +147,10 @@ fail:
 
 static void count_key_bytes(ts_convert_t *cv)
 {
-    cv->key_bytes = ksk_bytes(cv->ksk_down) + ksk_bytes(cv->ksk_up) + ts_tfhe_evalkey_bytes(cv->ek);
+    cv->key_bytes = ts_rlwe_ksk_bytes(cv->ksk_down) + ts_rlwe_ksk_bytes(cv->ksk_up) +
+                    ts_tfhe_evalkey_bytes(cv->ek);
     for (uint32_t k = 0; k < cv->log_n_br; k++)
-        cv->key_bytes += ksk_bytes(cv->gal[k]);
+        cv->key_bytes += ts_rlwe_ksk_bytes(cv->gal[k]);
 }
 
 ts_status_t ts_convert_keygen(ts_ckks_params_t *ckks, const ts_ckks_secret_key_t *sk,
@@ -207,7 +202,7 @@ ts_status_t ts_convert_keygen(ts_ckks_params_t *ckks, const ts_ckks_secret_key_t
         goto fail;
     /* Galois keys of the trace */
     for (uint32_t k = 1; k <= cv->log_n_br; k++)
-        if ((st = ts_rlwe_galois_key_new(sk_br, (1ull << k) + 1, 1, prng, &cv->gal[k - 1])) !=
+        if ((st = ts_rlwe_galois_key_new(sk_br, (1ull << k) + 1, 1, 0, prng, &cv->gal[k - 1])) !=
             TS_OK)
             goto fail;
     count_key_bytes(cv);
@@ -637,7 +632,7 @@ static ts_status_t get_key(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum, uint6
         return r->err;
     if (el != galois || d != dnum)
         return TS_EFORMAT;
-    return ts_rlwe_ksk_get_body(r, ring, dnum, galois, seed, level0, out);
+    return ts_rlwe_ksk_get_body(r, ring, dnum, 0, galois, seed, level0, out);
 }
 
 ts_status_t ts_convert_keys_serialize(const ts_convert_t *cv, int zstd_level, uint8_t **out,

@@ -428,6 +428,21 @@ ts_status_t ts_llm_enc_rotation_steps(const ts_llm_enc_t *e, int64_t *steps, siz
     return fits ? TS_OK : TS_ERANGE;
 }
 
+int ts_llm_enc_rotation_level(const ts_llm_enc_t *e)
+{
+    if (!e)
+        return -1;
+    int level = ts_llm_enc_input_level(e);
+    /* look-ups come back through the SlotToCoeff-first bootstrapper's
+     * ModRecover, which lands above a bootstrap's output */
+    ts_boot_config_t bc;
+    int left;
+    if (ts_llm_enc_uses_tfhe(e) && ts_llm_enc_tfhe_boot_config(e, &bc) == TS_OK &&
+        ts_boot_depth(e->params, &bc, NULL, NULL, NULL, &left) == TS_OK && left > level)
+        level = left;
+    return level;
+}
+
 bool ts_llm_enc_uses_tfhe(const ts_llm_enc_t *e)
 {
     if (!e)

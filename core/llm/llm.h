@@ -422,6 +422,10 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
 void ts_llm_enc_free(ts_llm_enc_t *enc);
 /* The rotation steps the engine needs (capacity *count; steps NULL: count only). */
 ts_status_t ts_llm_enc_rotation_steps(const ts_llm_enc_t *enc, int64_t *steps, size_t *count);
+/* The highest level any of those rotations runs at (their keys may be capped
+ * there, ts_ckks_evalkeys_gen_rotations_at): the input level, or the level the
+ * look-ups' ModRecover returns at when higher. */
+int ts_llm_enc_rotation_level(const ts_llm_enc_t *enc);
 /* The level clients encrypt inputs at: the level a bootstrap leaves (whose
  * primes are close to the scale), or the top level without bootstrapping. */
 int ts_llm_enc_input_level(const ts_llm_enc_t *enc);

@@ -211,8 +211,37 @@ ts_rlwe_ksk_t *ts_rlwe_ksk_ref(ts_rlwe_ksk_t *k)
     return k;
 }
 
+/* [out] a copy of p (Q and P limbs, NTT form) keeping its first kq Q limbs. */
+static ts_status_t limbs_prefix(const ts_poly_t *p, uint32_t kq, ts_poly_t **out)
+{
+    ts_status_t st = ts_poly_new(p->ring, kq, p->np, p->is_ntt, out);
+    if (st != TS_OK)
+        return st;
+    ts_backend_t *be = ts_ring_backend(p->ring);
+    const size_t n = ts_ring_n(p->ring);
+    st = ts_backend_copy(be, (*out)->data, p->data, (size_t)kq * n * sizeof(uint64_t));
+    if (st == TS_OK && p->np)
+        st = ts_backend_copy(be, (*out)->data + (size_t)kq * n, p->data + (size_t)p->nq * n,
+                             (size_t)p->np * n * sizeof(uint64_t));
+    return st;
+}
+
+size_t ts_rlwe_ksk_bytes(const ts_rlwe_ksk_t *k)
+{
+    if (!k)
+        return 0;
+    return 2 * (size_t)k->ndig * (k->kq + ts_ring_p_count(k->ring)) * ts_ring_n(k->ring) *
+           sizeof(uint64_t);
+}
+
 ts_status_t ts_rlwe_ksk_new(const ts_rlwe_sk_t *sk, const ts_poly_t *s_from, uint32_t dnum,
                             ts_prng_t *prng, ts_rlwe_ksk_t **out)
+{
+    return ts_rlwe_ksk_new_capped(sk, s_from, dnum, sk ? ts_ring_q_count(sk->ring) : 0, prng, out);
+}
+
+ts_status_t ts_rlwe_ksk_new_capped(const ts_rlwe_sk_t *sk, const ts_poly_t *s_from, uint32_t dnum,
+                                   uint32_t kq, ts_prng_t *prng, ts_rlwe_ksk_t **out)
 {
     if (!out)
         return TS_EINVAL;
@@ -223,6 +252,8 @@ ts_status_t ts_rlwe_ksk_new(const ts_rlwe_sk_t *sk, const ts_poly_t *s_from, uin
     const uint32_t lq = ts_ring_q_count(r), kp = ts_ring_p_count(r), n = ts_ring_n(r);
     if (s_from->ring != r || s_from->nq != lq || s_from->np != kp || !s_from->is_ntt)
         return TS_EMISMATCH;
+    if (kq < 1 || kq > lq)
+        return TS_EINVAL;
     uint32_t alpha;
     ts_status_t st = ts_rlwe_ksk_shape(r, dnum, &alpha);
     if (st != TS_OK)
@@ -233,38 +264,45 @@ ts_status_t ts_rlwe_ksk_new(const ts_rlwe_sk_t *sk, const ts_poly_t *s_from, uin
     k->refs = 1;
     k->dnum = dnum;
     k->alpha = alpha;
+    k->kq = kq;
+    k->ndig = (kq + alpha - 1) / alpha;
     k->ring = ts_ring_ref(r);
-    const size_t poly_words = (size_t)(lq + kp) * n;
-    ts_poly_t *t = NULL;
-    st = ts_backend_alloc(ts_ring_backend(r), 2 * dnum * poly_words * sizeof(uint64_t),
+    const size_t poly_words = (size_t)(kq + kp) * n;
+    ts_poly_t *t = NULL, *s_to = NULL, *s_fr = NULL;
+    st = ts_backend_alloc(ts_ring_backend(r), 2 * k->ndig * poly_words * sizeof(uint64_t),
                           (void **)&k->data);
     if (st != TS_OK)
         goto out_free;
     st = ts_prng_bytes(prng, k->seed, TS_SEED_BYTES);
     if (st == TS_OK)
-        st = ts_poly_new(r, lq, kp, true, &t);
+        st = ts_poly_new(r, kq, kp, true, &t);
+    /* both secrets on the key's limbs (the first kq Q primes and P) */
+    if (st == TS_OK)
+        st = limbs_prefix(sk->s, kq, &s_to);
+    if (st == TS_OK)
+        st = limbs_prefix(s_from, kq, &s_fr);
     if (st != TS_OK)
         goto out_free;
     /* [P]_{q_i} for every Q prime */
     uint64_t pmod[TS_RNS_MAX_MODULI], scal[TS_RNS_MAX_MODULI];
-    for (uint32_t i = 0; i < lq; i++) {
+    for (uint32_t i = 0; i < kq; i++) {
         const ts_modulus_t *m = ts_ring_modulus(r, i);
         uint64_t v = 1;
         for (uint32_t j = 0; j < kp; j++)
             v = ts_mod_mul(v, ts_ring_modulus(r, lq + j)->q, m);
         pmod[i] = v;
     }
-    for (uint32_t j = 0; j < dnum && st == TS_OK; j++) {
-        ts_poly_t b = ts__poly_view(r, k->data + 2 * j * poly_words, lq, kp, true);
-        ts_poly_t a = ts__poly_view(r, k->data + (2 * j + 1) * poly_words, lq, kp, true);
+    for (uint32_t j = 0; j < k->ndig && st == TS_OK; j++) {
+        ts_poly_t b = ts__poly_view(r, k->data + 2 * j * poly_words, kq, kp, true);
+        ts_poly_t a = ts__poly_view(r, k->data + (2 * j + 1) * poly_words, kq, kp, true);
         st = ts_rlwe_expand_a(k->seed, j + 1, &a);
         if (st == TS_OK)
-            st = rlwe_sample(sk, sk->s, &b, &a, prng);
+            st = rlwe_sample(sk, s_to, &b, &a, prng);
         /* + [P]_{q_i} s_from on the primes of digit j */
-        for (uint32_t l = 0; l < lq + kp; l++)
-            scal[l] = (l < lq && l >= j * alpha && l < (j + 1) * alpha) ? pmod[l] : 0;
+        for (uint32_t l = 0; l < kq + kp; l++)
+            scal[l] = (l < kq && l >= j * alpha && l < (j + 1) * alpha) ? pmod[l] : 0;
         if (st == TS_OK)
-            st = ts_poly_mul_scalar(t, s_from, scal);
+            st = ts_poly_mul_scalar(t, s_fr, scal);
         if (st == TS_OK)
             st = ts_poly_add(&b, &b, t);
     }
@@ -272,10 +310,14 @@ ts_status_t ts_rlwe_ksk_new(const ts_rlwe_sk_t *sk, const ts_poly_t *s_from, uin
     if (st != TS_OK)
         goto out_free;
     poly_free_secret(t);
+    poly_free_secret(s_to);
+    poly_free_secret(s_fr);
     *out = k;
     return TS_OK;
 out_free:
     poly_free_secret(t);
+    poly_free_secret(s_to);
+    poly_free_secret(s_fr);
     ts_rlwe_ksk_free(k);
     return st;
 }
@@ -299,7 +341,7 @@ ts_status_t ts_rlwe_relin_key_new(const ts_rlwe_sk_t *sk, uint32_t dnum, ts_prng
     return st;
 }
 
-ts_status_t ts_rlwe_galois_key_new(const ts_rlwe_sk_t *sk, uint64_t k, uint32_t dnum,
+ts_status_t ts_rlwe_galois_key_new(const ts_rlwe_sk_t *sk, uint64_t k, uint32_t dnum, uint32_t kq,
                                    ts_prng_t *prng, ts_rlwe_ksk_t **out)
 {
     if (!out)
@@ -317,7 +359,7 @@ ts_status_t ts_rlwe_galois_key_new(const ts_rlwe_sk_t *sk, uint64_t k, uint32_t 
         return st;
     st = ts_poly_automorphism(sk_k, sk->s, k);
     if (st == TS_OK)
-        st = ts_rlwe_ksk_new(sk, sk_k, dnum, prng, out);
+        st = ts_rlwe_ksk_new_capped(sk, sk_k, dnum, kq ? kq : ts_ring_q_count(sk->ring), prng, out);
     if (st == TS_OK)
         (*out)->galois = k;
     poly_free_secret(sk_k);
@@ -359,7 +401,7 @@ ts_status_t ts_rlwe_galois_keys_new(const ts_rlwe_sk_t *sk, const int64_t *steps
                                 : ts_ring_galois_conjugate(sk->ring);
         if (k == 1 || ts_rlwe_galois_keys_find(g, k))
             continue;
-        ts_status_t st = ts_rlwe_galois_key_new(sk, k, dnum, prng, &g->keys[g->count]);
+        ts_status_t st = ts_rlwe_galois_key_new(sk, k, dnum, 0, prng, &g->keys[g->count]);
         if (st != TS_OK) {
             ts_rlwe_galois_keys_free(g);
             return st;
@@ -391,17 +433,18 @@ void ts_rlwe_ksk_put_body(ts_writer_t *w, const ts_rlwe_ksk_t *k, bool level0)
 {
     if (!w || !k)
         return;
-    uint32_t nq = ts_ring_q_count(k->ring), np = ts_ring_p_count(k->ring), n = ts_ring_n(k->ring);
-    size_t pw = (size_t)(nq + np) * n;
-    for (uint32_t j = 0; j < k->dnum; j++)
-        for (uint32_t l = 0; l < nq + np; l++)
-            if (limb_in_body(level0, nq, j, l))
+    uint32_t kq = k->kq, np = ts_ring_p_count(k->ring), n = ts_ring_n(k->ring);
+    const uint32_t *idx = ts_ring_limb_index(k->ring, kq, np);
+    size_t pw = (size_t)(kq + np) * n;
+    for (uint32_t j = 0; j < k->ndig; j++)
+        for (uint32_t l = 0; l < kq + np; l++)
+            if (limb_in_body(level0, kq, j, l))
                 ts_put_packed(w, k->data + 2 * j * pw + (size_t)l * n, n,
-                              ts_serial_width(ts_ring_modulus(k->ring, l)->q));
+                              ts_serial_width(ts_ring_modulus(k->ring, idx[l])->q));
 }
 
-ts_status_t ts_rlwe_ksk_get_body(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum, uint64_t galois,
-                                 const uint8_t seed[TS_SEED_BYTES], bool level0,
+ts_status_t ts_rlwe_ksk_get_body(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum, uint32_t kq,
+                                 uint64_t galois, const uint8_t seed[TS_SEED_BYTES], bool level0,
                                  ts_rlwe_ksk_t **out)
 {
     if (!r || !ring || !seed || !out)
@@ -409,16 +452,22 @@ ts_status_t ts_rlwe_ksk_get_body(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum,
     *out = NULL;
     if (r->err != TS_OK)
         return r->err;
-    uint32_t alpha, nq = ts_ring_q_count(ring), np = ts_ring_p_count(ring), n = ts_ring_n(ring);
+    uint32_t alpha, lq = ts_ring_q_count(ring), np = ts_ring_p_count(ring), n = ts_ring_n(ring);
     if (ts_rlwe_ksk_shape(ring, dnum, &alpha) != TS_OK)
         return TS_EFORMAT;
+    if (kq == 0)
+        kq = lq;
+    if (kq > lq)
+        return TS_EFORMAT;
+    const uint32_t ndig = (kq + alpha - 1) / alpha;
+    const uint32_t *idx = ts_ring_limb_index(ring, kq, np);
     /* the exact size of what follows is known: check before allocating */
     size_t need = 0;
-    for (uint32_t l = 0; l < nq + np; l++) {
+    for (uint32_t l = 0; l < kq + np; l++) {
         size_t b;
-        if (!ts_serial_packed_bytes(n, ts_serial_width(ts_ring_modulus(ring, l)->q), &b))
+        if (!ts_serial_packed_bytes(n, ts_serial_width(ts_ring_modulus(ring, idx[l])->q), &b))
             return TS_EFORMAT;
-        need += (level0 ? (l == 0 || l >= nq) : dnum) * b;
+        need += (level0 ? (l == 0 || l >= kq) : ndig) * b;
     }
     if (ts_reader_left(r) < need)
         return TS_EFORMAT;
@@ -428,26 +477,28 @@ ts_status_t ts_rlwe_ksk_get_body(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum,
     k->refs = 1;
     k->dnum = dnum;
     k->alpha = alpha;
+    k->kq = kq;
+    k->ndig = ndig;
     k->galois = galois;
     memcpy(k->seed, seed, TS_SEED_BYTES);
     k->ring = ts_ring_ref(ring);
-    size_t pw = (size_t)(nq + np) * n;
+    size_t pw = (size_t)(kq + np) * n;
     ts_status_t st =
-        ts_backend_alloc(ts_ring_backend(ring), 2 * (size_t)dnum * pw * 8, (void **)&k->data);
+        ts_backend_alloc(ts_ring_backend(ring), 2 * (size_t)ndig * pw * 8, (void **)&k->data);
     if (st == TS_OK && level0)
-        memset(k->data, 0, 2 * (size_t)dnum * pw * 8);
-    for (uint32_t j = 0; j < dnum && st == TS_OK; j++) {
-        for (uint32_t l = 0; l < nq + np && r->err == TS_OK; l++) {
-            uint64_t q = ts_ring_modulus(ring, l)->q;
-            if (limb_in_body(level0, nq, j, l))
+        st = ts_backend_zero(ts_ring_backend(ring), k->data, 2 * (size_t)ndig * pw * 8);
+    for (uint32_t j = 0; j < ndig && st == TS_OK; j++) {
+        for (uint32_t l = 0; l < kq + np && r->err == TS_OK; l++) {
+            uint64_t q = ts_ring_modulus(ring, idx[l])->q;
+            if (limb_in_body(level0, kq, j, l))
                 ts_get_packed(r, k->data + 2 * j * pw + (size_t)l * n, n, ts_serial_width(q), q);
         }
         st = r->err;
         ts_poly_t a = {.ring = ring,
                        .data = k->data + (2 * j + 1) * pw,
-                       .nq = nq,
+                       .nq = kq,
                        .np = np,
-                       .cap_limbs = nq + np,
+                       .cap_limbs = kq + np,
                        .is_ntt = true};
         if (st == TS_OK)
             st = ts_rlwe_expand_a(seed, j + 1, &a);

@@ -313,15 +313,15 @@ static ts_status_t keyswitch_digits(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d,
     k &= mask;
     if (!(k & 1) || (key->galois ? key->galois != k : k != 1))
         return TS_EINVAL;
-    const uint32_t nq = d->nq, kp = ks->kp, lq = ks->lq;
-    if (u0->cap_limbs < nq || u1->cap_limbs < nq)
+    const uint32_t nq = d->nq, kp = ks->kp, kq = key->kq;
+    if (u0->cap_limbs < nq || u1->cap_limbs < nq || nq > kq)
         return TS_ELEVEL;
     ts_backend_t *be = ks->be;
     ts_bk_ring_t *bk = ts_ring_bk(ks->ring);
     const size_t n = ks->n, stride = qp_stride(ks);
     const uint32_t *qp_idx = ts_ring_limb_index(ks->ring, nq, kp);
     const uint32_t *qidx = ts_ring_limb_index(ks->ring, nq, 0);
-    const uint32_t *all_idx = ts_ring_limb_index(ks->ring, lq, 0); /* 0 .. lq + kp - 1 */
+    const uint32_t *key_idx = ts_ring_limb_index(ks->ring, kq, kp);
     ts_status_t st;
     ts_bk_batch_t digits = batch(d->data, d->ndig, nq + kp, stride, qp_idx);
     if (d->rotated != 1 && d->rotated != k)
@@ -336,8 +336,9 @@ static ts_status_t keyswitch_digits(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d,
     for (uint32_t l = 0; l < nq; l++)
         ks->key_limb[l] = l;
     for (uint32_t l = 0; l < kp; l++)
-        ks->key_limb[nq + l] = lq + l;
-    ts_bk_batch_t kb = batch(key->data, 2 * key->dnum, lq + kp, stride, all_idx);
+        ks->key_limb[nq + l] = kq + l;
+    /* the key's own shape: ndig digits over its kq Q limbs and P */
+    ts_bk_batch_t kb = batch(key->data, 2 * key->ndig, kq + kp, (size_t)(kq + kp) * n, key_idx);
     ts_bk_batch_t acc = batch(ks->acc, 2, nq + kp, stride, qp_idx);
     st = ts_backend_keyswitch_inner(be, bk, &acc, &digits, &kb, ks->key_limb);
     if (st != TS_OK)

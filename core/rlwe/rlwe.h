@@ -88,13 +88,23 @@ void ts_rlwe_pk_free(ts_rlwe_pk_t *pk);
 /*
  * A key-switching key s' -> s (layout in the overview). Heavy and shared:
  * reference-counted, immutable after creation. `data` is backend memory holding
- * 2 * dnum polynomials of (q_count + p_count) limbs in NTT form; polynomial
- * 2j is b_j, 2j + 1 is a_j (regenerable from seed, stream j + 1).
+ * 2 * ndig polynomials of (kq + p_count) limbs in NTT form; polynomial 2j is
+ * b_j, 2j + 1 is a_j (regenerable from seed, stream j + 1).
+ *
+ * Level-capped keys: a key may hold only the first kq Q primes (and all P
+ * primes): it then switches ciphertexts of at most kq limbs (level kq - 1)
+ * and needs only the ndig = ceil(kq / alpha) digits covering them. The gadget
+ * is the full key's restricted to those primes (digit j is 1 on its own
+ * primes, 0 on the others), so a capped key is the full key with limbs and
+ * digits left out: at N = 2^16 a rotation used only at the computation levels
+ * takes a quarter of the memory. kq = q_count is a full key.
  */
 typedef struct ts_rlwe_ksk {
     ts_ring_t *ring; /* holds a reference */
-    uint32_t dnum;   /* digits */
+    uint32_t dnum;   /* digits of the full key (the ring's and key switcher's shape) */
     uint32_t alpha;  /* primes per digit */
+    uint32_t kq;     /* Q limbs held (1..q_count): serves levels 0 .. kq - 1 */
+    uint32_t ndig;   /* digits held: ceil(kq / alpha) */
     uint64_t galois; /* k for a Galois key s(X^k) -> s; 0 otherwise */
     uint8_t seed[TS_SEED_BYTES];
     uint64_t *data;
@@ -108,34 +118,38 @@ ts_status_t ts_rlwe_ksk_shape(const ts_ring_t *r, uint32_t dnum, uint32_t *alpha
 /* [out] the key s_from -> sk. s_from: NTT form over all Q and P primes. */
 ts_status_t ts_rlwe_ksk_new(const ts_rlwe_sk_t *sk, const ts_poly_t *s_from, uint32_t dnum,
                             ts_prng_t *prng, ts_rlwe_ksk_t **out);
+/* The same key capped at kq Q limbs (1..q_count; see ts_rlwe_ksk_t). */
+ts_status_t ts_rlwe_ksk_new_capped(const ts_rlwe_sk_t *sk, const ts_poly_t *s_from, uint32_t dnum,
+                                   uint32_t kq, ts_prng_t *prng, ts_rlwe_ksk_t **out);
+/* Bytes of the key's data (both halves). */
+size_t ts_rlwe_ksk_bytes(const ts_rlwe_ksk_t *k);
 /* Relinearization key s^2 -> s. */
 ts_status_t ts_rlwe_relin_key_new(const ts_rlwe_sk_t *sk, uint32_t dnum, ts_prng_t *prng,
                                   ts_rlwe_ksk_t **out);
-/* Galois key s(X^k) -> s for an odd k (ts_ring_galois_rotate / _conjugate). */
-ts_status_t ts_rlwe_galois_key_new(const ts_rlwe_sk_t *sk, uint64_t k, uint32_t dnum,
+/* Galois key s(X^k) -> s for an odd k (ts_ring_galois_rotate / _conjugate),
+ * capped at kq Q limbs (0: a full key). */
+ts_status_t ts_rlwe_galois_key_new(const ts_rlwe_sk_t *sk, uint64_t k, uint32_t dnum, uint32_t kq,
                                    ts_prng_t *prng, ts_rlwe_ksk_t **out);
 ts_rlwe_ksk_t *ts_rlwe_ksk_ref(ts_rlwe_ksk_t *k);
 void ts_rlwe_ksk_free(ts_rlwe_ksk_t *k); /* drops a reference; accepts NULL */
 
 /*
  * Serialized body of a seeded key-switching key (core/serial): the b halves
- * of the dnum digits, every limb bit-packed at its prime's width, in digit
- * then limb order; the a halves are regenerated from k->seed (streams 1..dnum)
- * and not written. level0: only limb 0 and the P limbs of digit 0 (a key used
- * at level 0 only, e.g. the RingSwitch keys of core/convert); the other limbs
- * read back as zero. Callers write and check their own header (dnum, Galois
- * element, seed).
+ * of the ndig digits, each over its kq Q limbs and the P limbs, every limb
+ * bit-packed at its prime's width, in digit then limb order; the a halves are regenerated from
+ * k->seed (streams 1..dnum) and not written. level0: only limb 0 and the P limbs of digit 0 (a key
+ * used at level 0 only, e.g. the RingSwitch keys of core/convert); the other limbs read back as
+ * zero. Callers write and check their own header (dnum, Galois element, seed).
  */
 void ts_rlwe_ksk_put_body(ts_writer_t *w, const ts_rlwe_ksk_t *k, bool level0);
 /*
- * Read such a body for a key of `ring` with dnum digits, Galois element
- * `galois` and seed `seed`: its exact size is checked against what the
- * reader holds before allocating, residues are checked below their moduli.
- * Errors: TS_EFORMAT (short, malformed, dnum not valid for the ring),
- * TS_ENOMEM.
+ * Read such a body for a key of `ring` with dnum digits capped at kq Q limbs
+ * (0: a full key), Galois element `galois` and seed `seed`: its exact size is checked against what
+ * the reader holds before allocating, residues are checked below their moduli. Errors: TS_EFORMAT
+ * (short, malformed, dnum not valid for the ring), TS_ENOMEM.
  */
-ts_status_t ts_rlwe_ksk_get_body(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum, uint64_t galois,
-                                 const uint8_t seed[TS_SEED_BYTES], bool level0,
+ts_status_t ts_rlwe_ksk_get_body(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum, uint32_t kq,
+                                 uint64_t galois, const uint8_t seed[TS_SEED_BYTES], bool level0,
                                  ts_rlwe_ksk_t **out);
 
 /* A set of Galois keys (rotation steps and optionally conjugation). */
@@ -179,7 +193,8 @@ ts_status_t ts_rlwe_decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, ts_rlwe_deco
  * for k, s'' = s(X^k) and the output is the key-switched part of a rotation
  * (the caller adds sigma_k(c0) to u0). k must equal key->galois when that is set
  * (or be 1 for other keys). u0, u1 need capacity for c's limbs; they may not
- * alias each other. TS_EMISMATCH for keys of another ring/dnum.
+ * alias each other. TS_EMISMATCH for keys of another ring/dnum; TS_ELEVEL when
+ * c has more limbs than a capped key holds.
  */
 ts_status_t ts_rlwe_keyswitch_hoisted(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d, uint64_t k,
                                       const ts_rlwe_ksk_t *key, ts_poly_t *u0, ts_poly_t *u1);

@@ -313,13 +313,13 @@ START_TEST(test_boot_keys_and_config)
     load(&f, "test-boot-n10");
     size_t cnt = 0, N = ts_ckks_params_n(f.p);
     bool conj = false;
-    ck_assert_ts_ok(ts_boot_rotation_steps(f.p, &f.cfg, NULL, &cnt, &conj));
+    ck_assert_ts_ok(ts_boot_rotation_steps(f.p, &f.cfg, NULL, NULL, &cnt, &conj));
     ck_assert(conj);
     int64_t *steps = malloc(sizeof(int64_t) * cnt);
     size_t small = 1;
-    ck_assert_ts_status(ts_boot_rotation_steps(f.p, &f.cfg, steps, &small, NULL), TS_ERANGE);
+    ck_assert_ts_status(ts_boot_rotation_steps(f.p, &f.cfg, steps, NULL, &small, NULL), TS_ERANGE);
     ck_assert_uint_eq(small, cnt);
-    ck_assert_ts_ok(ts_boot_rotation_steps(f.p, &f.cfg, steps, &cnt, NULL));
+    ck_assert_ts_ok(ts_boot_rotation_steps(f.p, &f.cfg, steps, NULL, &cnt, NULL));
     for (size_t i = 0; i < cnt; i++) {
         ck_assert(steps[i] > 0 && steps[i] < (int64_t)N / 2);
         for (size_t j = 0; j < i; j++)
@@ -329,7 +329,7 @@ START_TEST(test_boot_keys_and_config)
     c.log_slots = 3;
     c.cts_levels = c.stc_levels = 2;
     size_t cnt_sparse = 0;
-    ck_assert_ts_ok(ts_boot_rotation_steps(f.p, &c, NULL, &cnt_sparse, NULL));
+    ck_assert_ts_ok(ts_boot_rotation_steps(f.p, &c, NULL, NULL, &cnt_sparse, NULL));
     ck_assert_uint_lt(cnt_sparse, cnt);
     int left_full, left_sparse, em;
     ck_assert_ts_ok(ts_boot_depth(f.p, &f.cfg, NULL, &em, NULL, &left_full));
@@ -338,7 +338,7 @@ START_TEST(test_boot_keys_and_config)
     ck_assert_int_eq(left_sparse, left_full + 2);
     c = f.cfg;
     c.cts_levels = 0;
-    ck_assert_ts_status(ts_boot_rotation_steps(f.p, &c, NULL, &cnt, NULL), TS_EINVAL);
+    ck_assert_ts_status(ts_boot_rotation_steps(f.p, &c, NULL, NULL, &cnt, NULL), TS_EINVAL);
     c = f.cfg;
     c.real_only = true; /* CTS_FIRST bootstraps complex coefficients */
     ck_assert_ts_status(ts_boot_depth(f.p, &c, NULL, NULL, NULL, NULL), TS_EINVAL);

@@ -444,6 +444,111 @@ START_TEST(test_rotations)
 }
 END_TEST
 
+/* Level-capped rotation keys: they rotate at and below their level like full
+ * keys, refuse higher levels, take the memory the formula says, widen (never
+ * narrow) when regenerated, and survive serialization with their cap. */
+START_TEST(test_capped_rotations)
+{
+    fx_t f;
+    fx_init(&f, "test-n10");
+    size_t n = f.slots;
+    const int cap = 2;
+    ck_assert_int_gt(f.top, cap + 1);
+    const int64_t steps[2] = {1, 5};
+    const int levels[2] = {cap, cap};
+    ts_ckks_evalkeys_t *ek = NULL, *ek2 = NULL;
+    ts_ckks_evaluator_t *ev = NULL, *ev2 = NULL;
+    ck_assert_ts_ok(ts_ckks_evalkeys_new(f.p, &ek));
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations_at(ek, f.sk, steps, levels, 2, f.prng));
+    ck_assert_int_eq(ts_ckks_evalkeys_rotation_level(ek, 1), cap);
+    ck_assert_int_eq(ts_ckks_evalkeys_rotation_level(ek, 5), cap);
+    ck_assert_int_eq(ts_ckks_evalkeys_rotation_level(ek, 2), -1);
+    /* memory: 2 keys x 2 halves x ceil((cap + 1) / alpha) digits x (cap + 1 + #P) limbs */
+    const ts_rlwe_ksk_t *k1 =
+        ts_ckks_evalkeys_galois(ek, ts_ring_galois_rotate(ts_ckks_params_ring(f.p), 1));
+    ck_assert_ptr_nonnull(k1);
+    ck_assert_uint_eq(k1->kq, (unsigned)cap + 1);
+    ck_assert_uint_eq(k1->ndig, (cap + k1->alpha) / k1->alpha);
+    size_t np = ts_ckks_params_p_count(f.p), N = 2 * n;
+    ck_assert_uint_eq(ts_ckks_evalkeys_bytes(ek),
+                      2 * 2 * (size_t)k1->ndig * (cap + 1 + np) * N * sizeof(uint64_t));
+    size_t full = 2 * 2 * (size_t)k1->dnum * (f.top + 1 + np) * N * sizeof(uint64_t);
+    ck_assert_uint_lt(ts_ckks_evalkeys_bytes(ek), full / 2);
+
+    double complex *x = ts_malloc(sizeof(double complex) * n);
+    double complex *w = ts_malloc(sizeof(double complex) * n);
+    fill(x, n, 9);
+    ts_ckks_ciphertext_t *a = enc_vec(&f, x, n, f.top), *o = NULL, *o2 = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, f.top, &o));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, f.top, &o2));
+    ck_assert_ts_ok(ts_ckks_evaluator_new(f.p, ek, &ev));
+    /* above the cap: refused */
+    ck_assert_ts_status(ts_ckks_rotate(ev, a, 1, o), TS_ELEVEL);
+    ts_ckks_ciphertext_t *outs[2] = {o, o2};
+    ck_assert_ts_status(ts_ckks_rotate_hoisted(ev, a, steps, 2, outs), TS_ELEVEL);
+    /* at and below the cap: the rotation, single and hoisted */
+    for (int lv = cap; lv >= 0; lv--) {
+        ck_assert_ts_ok(ts_ckks_drop_to_level(f.ev, a, lv, a));
+        for (int s = 0; s < 2; s++) {
+            ck_assert_ts_ok(ts_ckks_rotate(ev, a, steps[s], o));
+            for (size_t i = 0; i < n; i++)
+                w[i] = x[(i + (size_t)steps[s]) % n];
+            CHECK_PREC(&f, o, w, n, 19, "capped rotation");
+        }
+        ck_assert_ts_ok(ts_ckks_rotate_hoisted(ev, a, steps, 2, outs));
+        for (size_t i = 0; i < n; i++)
+            w[i] = x[(i + 5) % n];
+        CHECK_PREC(&f, o2, w, n, 19, "capped hoisted rotation");
+    }
+    /* serialized with the cap; the copy rotates bit-identically */
+    uint8_t *blob = NULL, *c1 = NULL, *c2 = NULL;
+    size_t bsize = 0, s1 = 0, s2 = 0;
+    ck_assert_ts_ok(ts_ckks_galois_keys_serialize(ek, 0, &blob, &bsize));
+    ck_assert_ts_ok(ts_ckks_evalkeys_new(f.p, &ek2));
+    ck_assert_ts_ok(ts_ckks_galois_keys_deserialize(ek2, blob, bsize));
+    ck_assert_int_eq(ts_ckks_evalkeys_rotation_level(ek2, 5), cap);
+    ck_assert_uint_eq(ts_ckks_evalkeys_bytes(ek2), ts_ckks_evalkeys_bytes(ek));
+    ck_assert_ts_ok(ts_ckks_evaluator_new(f.p, ek2, &ev2));
+    ck_assert_ts_ok(ts_ckks_rotate(ev, a, 5, o));
+    ck_assert_ts_ok(ts_ckks_rotate(ev2, a, 5, o2));
+    ck_assert_ts_ok(ts_ckks_ciphertext_serialize(o, 0, &c1, &s1));
+    ck_assert_ts_ok(ts_ckks_ciphertext_serialize(o2, 0, &c2, &s2));
+    ck_assert_uint_eq(s1, s2);
+    ck_assert(memcmp(c1, c2, s1) == 0);
+    ts_free(c1);
+    ts_free(c2);
+    /* a truncated blob is refused, ek2 keeps its keys */
+    ck_assert_int_ne(ts_ckks_galois_keys_deserialize(ek2, blob, bsize - 1), TS_OK);
+    ck_assert_int_eq(ts_ckks_evalkeys_rotation_level(ek2, 5), cap);
+    ts_free(blob);
+    /* widening replaces a narrow key; a narrower request keeps the wide one */
+    const int64_t one = 1;
+    const int top = f.top, zero = 0;
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations_at(ek, f.sk, &one, &top, 1, f.prng));
+    ck_assert_int_eq(ts_ckks_evalkeys_rotation_level(ek, 1), f.top);
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations_at(ek, f.sk, &one, &zero, 1, f.prng));
+    ck_assert_int_eq(ts_ckks_evalkeys_rotation_level(ek, 1), f.top);
+    ts_ckks_evaluator_free(ev);
+    ck_assert_ts_ok(ts_ckks_evaluator_new(f.p, ek, &ev));
+    ts_ckks_ciphertext_free(a);
+    a = enc_vec(&f, x, n, f.top);
+    ck_assert_ts_ok(ts_ckks_rotate(ev, a, 1, o));
+    for (size_t i = 0; i < n; i++)
+        w[i] = x[(i + 1) % n];
+    CHECK_PREC(&f, o, w, n, 19, "widened rotation key");
+    ts_ckks_ciphertext_free(a);
+    ts_ckks_ciphertext_free(o);
+    ts_ckks_ciphertext_free(o2);
+    ts_ckks_evaluator_free(ev);
+    ts_ckks_evaluator_free(ev2);
+    ts_ckks_evalkeys_free(ek);
+    ts_ckks_evalkeys_free(ek2);
+    ts_free(x);
+    ts_free(w);
+    fx_clear(&f);
+}
+END_TEST
+
 START_TEST(test_checks)
 {
     fx_t f;
@@ -765,6 +870,7 @@ TS_TEST_SUITE(ckks_eval)
     tcase_add_test(tc, test_add_sub_plain_const);
     tcase_add_test(tc, test_mul_relin_rescale);
     tcase_add_test(tc, test_rotations);
+    tcase_add_test(tc, test_capped_rotations);
     tcase_add_test(tc, test_checks);
     tcase_add_test(tc, test_poly_power_basis);
     tcase_add_test(tc, test_poly_chebyshev);

@@ -308,6 +308,31 @@ START_TEST(test_decode_hostile)
         kb[i].len = 32;
         ts_free(blob[i]);
     }
+    /* keys capped one level below where the engine rotates: refused */
+    ck_assert_uint_eq(mi->n_rotation_levels, mi->n_rotation_steps);
+    {
+        ts_ckks_evalkeys_t *low = NULL;
+        int *lv = calloc(mi->n_rotation_steps, sizeof *lv);
+        ck_assert_ptr_nonnull(lv);
+        for (size_t i = 0; i < mi->n_rotation_steps; i++) {
+            ck_assert_int_ge(mi->rotation_levels[i], 1);
+            lv[i] = mi->rotation_levels[i] - 1;
+        }
+        ck_assert_ts_ok(ts_ckks_evalkeys_new(p, &low));
+        ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations_at(low, sk, mi->rotation_steps, lv,
+                                                          mi->n_rotation_steps, prng));
+        uint8_t *lb = NULL;
+        size_t ls = 0;
+        ck_assert_ts_ok(ts_ckks_galois_keys_serialize(low, 0, &lb, &ls));
+        ts_upload_report_t rep;
+        ck_assert_ts_ok(ts_client_key_upload(c, lb, ls, "galois", "test-llm-tiny", 0, false, &rep));
+        ProtobufCBinaryData capped[3] = {kb[0], kb[1], {.data = rep.sha256, .len = 32}};
+        open_session(c, capped, 3, "tiny", "ckks", TESSERA__ERROR_CODE__ERROR_NOT_FOUND,
+                     "serves levels up to");
+        ts_free(lb);
+        free(lv);
+        ts_ckks_evalkeys_free(low);
+    }
     /* refused sessions */
     open_session(c, kb, 3, "nope", "ckks", TESSERA__ERROR_CODE__ERROR_NOT_FOUND, "no model");
     open_session(c, kb, 3, "tiny", "hybrid", TESSERA__ERROR_CODE__ERROR_UNSUPPORTED,
