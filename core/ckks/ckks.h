@@ -349,6 +349,8 @@ ts_status_t ts_ckks_evalkeys_gen_rotations_at(ts_ckks_evalkeys_t *ek,
 ts_status_t ts_ckks_evalkeys_gen_conjugate(ts_ckks_evalkeys_t *ek, const ts_ckks_secret_key_t *sk,
                                            ts_prng_t *prng);
 bool ts_ckks_evalkeys_has_relin(const ts_ckks_evalkeys_t *ek);
+/* Whether a key for step exists (it may be level-capped: see
+ * ts_ckks_evalkeys_rotation_level). */
 bool ts_ckks_evalkeys_has_rotation(const ts_ckks_evalkeys_t *ek, int64_t step);
 bool ts_ckks_evalkeys_has_conjugate(const ts_ckks_evalkeys_t *ek);
 /* The highest level the rotation key of step serves (-1: no key). */
