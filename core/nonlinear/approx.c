@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/nonlinear/nonlinear.h"
+#include "core/nonlinear/nonlinear_int.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -145,6 +146,194 @@ double ts_nonlinear_newton_rsqrt(double x, double y0, int steps)
     return y;
 }
 
+/* ------------------------------------------------ 1/sqrt(x): scaled Newton */
+
+#define RS_MAX_STEPS 64
+
+/*
+ * The polynomial p of degree d on [lo, hi] (Chebyshev basis) minimizing
+ * max |sqrt(x) p(x) - 1| over a grid (Chebyshev nodes plus geometric points,
+ * so that both ends of a wide range are dense), by Lawson's iteratively
+ * reweighted least squares (30 rounds; the true range of x p^2 is measured
+ * afterwards, so the result need not be the exact minimax one).
+ */
+static ts_status_t rsqrt_rel_fit(double lo, double hi, int d, double *coeffs)
+{
+    enum { G = 1536, ROUNDS = 30 };
+    const int n = d + 1;
+    double *T = ts_malloc((size_t)G * (size_t)n * sizeof(double));
+    double *sf = ts_malloc((size_t)G * sizeof(double)); /* sqrt(x) = 1 / f */
+    double *w = ts_malloc((size_t)G * sizeof(double));
+    double *A = ts_malloc((size_t)n * (size_t)n * sizeof(double));
+    double *b = ts_malloc((size_t)n * sizeof(double));
+    ts_status_t st = TS_OK;
+    if (!T || !sf || !w || !A || !b) {
+        st = TS_ENOMEM;
+        goto done;
+    }
+    for (int i = 0; i < G; i++) {
+        double x;
+        if (i < G / 2)
+            x = 0.5 * (hi - lo) * cos(M_PI * (i + 0.5) / (G / 2)) + 0.5 * (hi + lo);
+        else
+            x = lo * pow(hi / lo, (double)(i - G / 2) / (G / 2 - 1));
+        double t = (2.0 * x - lo - hi) / (hi - lo);
+        t = t < -1 ? -1 : t > 1 ? 1 : t;
+        double *row = T + (size_t)i * n;
+        row[0] = 1.0;
+        if (n > 1)
+            row[1] = t;
+        for (int j = 2; j < n; j++)
+            row[j] = 2.0 * t * row[j - 1] - row[j - 2];
+        sf[i] = sqrt(x);
+        w[i] = 1.0 / G;
+    }
+    for (int r = 0; r < ROUNDS; r++) {
+        /* normal equations of min sum w_i (sqrt(x_i) p(x_i) - 1)^2 */
+        memset(A, 0, (size_t)n * n * sizeof(double));
+        memset(b, 0, (size_t)n * sizeof(double));
+        for (int i = 0; i < G; i++) {
+            const double *row = T + (size_t)i * n;
+            double ws = w[i] * sf[i] * sf[i], wb = w[i] * sf[i];
+            for (int j = 0; j < n; j++) {
+                b[j] += wb * row[j];
+                for (int k = 0; k <= j; k++)
+                    A[j * n + k] += ws * row[j] * row[k];
+            }
+        }
+        /* Cholesky (lower), with a tiny ridge for safety */
+        for (int j = 0; j < n; j++) {
+            A[j * n + j] *= 1.0 + 1e-13;
+            for (int k = 0; k <= j; k++) {
+                double v = A[j * n + k];
+                for (int m = 0; m < k; m++)
+                    v -= A[j * n + m] * A[k * n + m];
+                if (k == j) {
+                    if (!(v > 0)) {
+                        st = TS_ERANGE;
+                        goto done;
+                    }
+                    A[j * n + j] = sqrt(v);
+                } else {
+                    A[j * n + k] = v / A[k * n + k];
+                }
+            }
+        }
+        for (int j = 0; j < n; j++) {
+            double v = b[j];
+            for (int m = 0; m < j; m++)
+                v -= A[j * n + m] * coeffs[m];
+            coeffs[j] = v / A[j * n + j];
+        }
+        for (int j = n - 1; j >= 0; j--) {
+            double v = coeffs[j];
+            for (int m = j + 1; m < n; m++)
+                v -= A[m * n + j] * coeffs[m];
+            coeffs[j] = v / A[j * n + j];
+        }
+        double sum = 0;
+        for (int i = 0; i < G; i++) {
+            const double *row = T + (size_t)i * n;
+            double p = 0;
+            for (int j = 0; j < n; j++)
+                p += coeffs[j] * row[j];
+            w[i] *= fabs(sf[i] * p - 1.0) + 1e-300;
+            sum += w[i];
+        }
+        for (int i = 0; i < G; i++)
+            w[i] /= sum;
+    }
+done:
+    ts_free(T);
+    ts_free(sf);
+    ts_free(w);
+    ts_free(A);
+    ts_free(b);
+    return st;
+}
+
+/* The range of x p(x)^2 on [lo, hi] over a dense grid (Chebyshev nodes plus geometric points). */
+static void rsqrt_t_range(const ts_nonlinear_cheb_t *c, double lo, double hi, double *tmin,
+                          double *tmax)
+{
+    enum { G = 8192 };
+    double mn = INFINITY, mx = -INFINITY;
+    for (int i = 0; i < 2 * G; i++) {
+        double x = i < G ? 0.5 * (hi - lo) * cos(M_PI * i / (G - 1)) + 0.5 * (hi + lo)
+                         : lo * pow(hi / lo, (double)(i - G) / (G - 1));
+        double y = ts_nonlinear_cheb_eval(c, x);
+        double t = x * y * y;
+        if (y <= 0)
+            t = -1; /* a non-positive guess never converges */
+        if (t < mn)
+            mn = t;
+        if (t > mx)
+            mx = t;
+    }
+    /* margin for the grid (the polynomial is smooth between points) */
+    *tmin = mn * (1 - 1e-3);
+    *tmax = mx * (1 + 1e-3);
+}
+
+/*
+ * The step y <- y (a - b x y^2) that maps t = x y^2 in [m, M] to the relative
+ * factor g(t) = sqrt(t) (a - b t) closest to 1 in the max norm: with
+ * h(t) = sqrt(t) (c - t), c = a / b, g ranges over b [h_min, h_max]; b
+ * centres that range and c (> M, so that g > 0) minimizes its relative width
+ * delta = (h_max - h_min) / (h_max + h_min), found by a scan and a golden
+ * section (delta is unimodal in c).
+ */
+static double h_t(double t, double c)
+{
+    return sqrt(t) * (c - t);
+}
+
+static double step_delta(double m, double M, double c, double *b)
+{
+    double tc = c / 3.0;
+    tc = tc < m ? m : tc > M ? M : tc;
+    double hmax = h_t(tc, c), hmin = fmin(h_t(m, c), h_t(M, c));
+    if (!(hmin > 0))
+        return INFINITY;
+    if (b)
+        *b = 2.0 / (hmax + hmin);
+    return (hmax - hmin) / (hmax + hmin);
+}
+
+static double rsqrt_step(double m, double M, double *a, double *b)
+{
+    double lo = M * (1 + 1e-12), hi = 3.0 * M + 3.0;
+    /* coarse scan */
+    double best = lo, bd = INFINITY;
+    for (int i = 0; i <= 256; i++) {
+        double c = lo + (hi - lo) * i / 256.0;
+        double d = step_delta(m, M, c, NULL);
+        if (d < bd) {
+            bd = d;
+            best = c;
+        }
+    }
+    double step = (hi - lo) / 256.0;
+    double l = fmax(lo, best - step), r = fmin(hi, best + step);
+    const double g = 0.6180339887498949;
+    for (int i = 0; i < 100; i++) {
+        double c1 = r - g * (r - l), c2 = l + g * (r - l);
+        if (step_delta(m, M, c1, NULL) < step_delta(m, M, c2, NULL))
+            r = c2;
+        else
+            l = c1;
+    }
+    double c = 0.5 * (l + r), bb = 0;
+    double d = step_delta(m, M, c, &bb);
+    if (d > bd) { /* the scan's point was better (flat region) */
+        c = best;
+        d = step_delta(m, M, c, &bb);
+    }
+    *b = bb;
+    *a = bb * c;
+    return d;
+}
+
 /* ------------------------------------------------------- one approximation */
 
 struct ts_nonlinear_approx {
@@ -153,7 +342,74 @@ struct ts_nonlinear_approx {
     bool has_cheb, has_lut;
     ts_nonlinear_cheb_t cheb;
     ts_nonlinear_lut_t lut;
+    double rs_a[RS_MAX_STEPS], rs_b[RS_MAX_STEPS]; /* ITER rsqrt: the step coefficients */
+    double rel_bound;                              /* ITER: ts_nonlinear_approx_rel_bound */
 };
+
+void ts__nonlinear_rsqrt_coeffs(const ts_nonlinear_approx_t *a, const double **ak,
+                                const double **bk)
+{
+    *ak = a->rs_a;
+    *bk = a->rs_b;
+}
+
+double ts_nonlinear_approx_rel_bound(const ts_nonlinear_approx_t *a)
+{
+    return a ? a->rel_bound : NAN;
+}
+
+/* Fit the 1/sqrt(x) ITER guess and the step coefficients of a, and its bound. */
+static ts_status_t rsqrt_setup(ts_nonlinear_approx_t *a)
+{
+    const ts_nonlinear_spec_t *s = &a->spec;
+    ts_nonlinear_fn_t f = TS_NL_FN_RSQRT;
+    ts_status_t st;
+    bool scaled = s->iter == TS_NL_ITER_SCALED;
+    if (scaled) {
+        double *c = ts_calloc((size_t)s->degree + 1, sizeof(double));
+        if (!c)
+            return TS_ENOMEM;
+        if ((st = rsqrt_rel_fit(s->lo, s->hi, s->degree, c)) != TS_OK) {
+            ts_free(c);
+            return st;
+        }
+        a->cheb = (ts_nonlinear_cheb_t){.lo = s->lo, .hi = s->hi, .degree = s->degree, .coeffs = c};
+    } else if ((st = ts_nonlinear_cheb_init(&a->cheb, exact_cb, &f, s->lo, s->hi, s->degree)) !=
+               TS_OK) {
+        return st;
+    }
+    a->has_cheb = true;
+    double m, M;
+    rsqrt_t_range(&a->cheb, s->lo, s->hi, &m, &M);
+    if (scaled && !(m > 0))
+        return TS_ERANGE;
+    double d = fmax(fabs(sqrt(fmax(m, 0)) - 1.0), fabs(sqrt(M) - 1.0));
+    for (int k = 0; k < s->steps; k++) {
+        if (scaled) {
+            d = rsqrt_step(m, M, &a->rs_a[k], &a->rs_b[k]);
+        } else {
+            a->rs_a[k] = 1.5;
+            a->rs_b[k] = 0.5;
+            d = (m > 0 && M < 3) ? step_delta(m, M, 3.0, NULL) : INFINITY;
+            /* plain Newton is centred at 1 only in the limit: the range of g is
+             * [min(g(m), g(M)), 1] */
+            if (isfinite(d)) {
+                double gm = fmin(0.5 * h_t(m, 3.0), 0.5 * h_t(M, 3.0));
+                d = 1.0 - gm;
+            }
+        }
+        if (!isfinite(d)) {
+            a->rel_bound = INFINITY;
+            return TS_OK;
+        }
+        /* tiny widening for rounding */
+        d = d * (1 + 1e-9) + 1e-16;
+        m = (1 - d) * (1 - d);
+        M = (1 + d) * (1 + d);
+    }
+    a->rel_bound = d;
+    return TS_OK;
+}
 
 ts_status_t ts_nonlinear_approx_new(ts_nonlinear_fn_t fn, const ts_nonlinear_spec_t *spec,
                                     ts_nonlinear_approx_t **out)
@@ -178,6 +434,9 @@ ts_status_t ts_nonlinear_approx_new(ts_nonlinear_fn_t fn, const ts_nonlinear_spe
         return TS_EINVAL;
     if (m == TS_NL_ITER && fn == TS_NL_FN_EXP && spec->steps > 30)
         return TS_EINVAL;
+    if (spec->iter != TS_NL_ITER_CLASSIC && (spec->iter != TS_NL_ITER_SCALED || m != TS_NL_ITER ||
+                                             fn != TS_NL_FN_RSQRT || spec->degree > 63))
+        return TS_EINVAL;
     if ((unsigned)m > TS_NL_LUT)
         return TS_EINVAL;
 
@@ -186,6 +445,7 @@ ts_status_t ts_nonlinear_approx_new(ts_nonlinear_fn_t fn, const ts_nonlinear_spe
         return TS_ENOMEM;
     a->fn = fn;
     a->spec = *spec;
+    a->rel_bound = NAN;
     ts_status_t st = TS_OK;
     ts_nonlinear_fn_t f = fn;
     switch (m) {
@@ -199,10 +459,11 @@ ts_status_t ts_nonlinear_approx_new(ts_nonlinear_fn_t fn, const ts_nonlinear_spe
         break;
     }
     case TS_NL_ITER:
-        if (fn == TS_NL_FN_RSQRT) {
-            st = ts_nonlinear_cheb_init(&a->cheb, exact_cb, &f, spec->lo, spec->hi, spec->degree);
-            a->has_cheb = st == TS_OK;
-        }
+        a->rel_bound = NAN;
+        if (fn == TS_NL_FN_RSQRT)
+            st = rsqrt_setup(a);
+        else if (fn == TS_NL_FN_RECIP)
+            a->rel_bound = ts_nonlinear_goldschmidt_bound(spec->lo, spec->hi, spec->steps);
         break;
     case TS_NL_LUT:
         st = ts_nonlinear_lut_init(&a->lut, exact_cb, &f, spec->lo, spec->hi, spec->n_seg,
@@ -248,8 +509,13 @@ double ts_nonlinear_approx_eval(const ts_nonlinear_approx_t *a, double x)
         case TS_NL_FN_RECIP:
             return ts_nonlinear_goldschmidt_recip(x, s->lo, s->hi, s->steps);
         case TS_NL_FN_RSQRT: {
-            double y0 = a->has_cheb ? ts_nonlinear_cheb_eval(&a->cheb, x) : 1.0 / sqrt(s->hi);
-            return ts_nonlinear_newton_rsqrt(x, y0, s->steps);
+            /* degree 0: the constant 1/sqrt at the midpoint (the one-node interpolant) */
+            double y = ts_nonlinear_cheb_eval(&a->cheb, x);
+            if (s->iter != TS_NL_ITER_SCALED)
+                return ts_nonlinear_newton_rsqrt(x, y, s->steps);
+            for (int i = 0; i < s->steps; i++)
+                y = y * (a->rs_a[i] - a->rs_b[i] * x * y * y);
+            return y;
         }
         case TS_NL_FN_EXP: {
             double y = 1.0 + ldexp(x, -s->steps);

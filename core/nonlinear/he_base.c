@@ -92,6 +92,100 @@ static ts_status_t mulc(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *a, double
     return ts_ckks_rescale(ev, out, out);
 }
 
+/*
+ * 1/sqrt(x) by y <- y (a_k - b_k x y^2) from the approximation's guess, on
+ * x' = x / hi and y' = y sqrt(lo) (see nonlinear.h): the step is
+ * y' <- a_k y' - (b_k hi / lo) x' y'^3, two levels when x' has a level more
+ * than y' (x' is only read; each step scales a copy), three otherwise. The
+ * last step folds the 1 / sqrt(lo) back into its constants. x is consumed
+ * (left as x'); the result goes to y; t and u are scratch.
+ */
+static ts_status_t rsqrt_ckks(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
+                              const ts_nonlinear_approx_t *a, ts_ckks_ciphertext_t *x,
+                              ts_ckks_ciphertext_t *y, ts_ckks_ciphertext_t *t,
+                              ts_ckks_ciphertext_t *u)
+{
+    const ts_nonlinear_spec_t *s = ts_nonlinear_approx_spec(a);
+    const ts_nonlinear_cheb_t *c = ts_nonlinear_approx_cheb(a);
+    if (!c)
+        return TS_EINVAL;
+    const double *ak, *bk;
+    ts__nonlinear_rsqrt_coeffs(a, &ak, &bk);
+    const int steps = s->steps;
+    const double sl = sqrt(s->lo), r = s->hi / s->lo;
+    const double ys = steps > 0 ? sl : 1.0; /* the guess is computed as ys p(x) */
+    ts_ckks_params_t *p = ts_ckks_ciphertext_params(x);
+    ts_ckks_ciphertext_t *v = NULL;
+    double *cf = NULL;
+    ts_status_t st;
+    if ((st = ts_ckks_ciphertext_new(p, ts_ckks_params_max_level(p), &v)) != TS_OK)
+        return st;
+    /* x' = x / hi while x still has a level (a bootstrap of x at its own
+     * magnitude would leave EvalMod's range when hi is large) */
+    if ((st = ensure(ev, bt, x, 1)) != TS_OK || (st = mulc(ev, x, 1.0 / s->hi, x)) != TS_OK)
+        goto done;
+    if (c->degree > 0) {
+        int depth = 2;
+        while ((1 << (depth - 1)) <= c->degree)
+            depth++;
+        cf = ts_malloc(((size_t)c->degree + 1) * sizeof(double));
+        if (!cf) {
+            st = TS_ENOMEM;
+            goto done;
+        }
+        for (int j = 0; j <= c->degree; j++)
+            cf[j] = ys * c->coeffs[j];
+        if ((st = ensure(ev, bt, x, depth + 1)) != TS_OK ||
+            (st = ts_ckks_eval_chebyshev(ev, x, cf, (size_t)c->degree, s->lo / s->hi, 1.0, 0, y)) !=
+                TS_OK)
+            goto done;
+    } else {
+        /* y = 0 x + ys c_0 at x's scale */
+        if ((st = ts_ckks_mul_int(ev, x, 0, y)) != TS_OK ||
+            (st = ts_ckks_add_const(ev, y, ys * c->coeffs[0], y)) != TS_OK)
+            goto done;
+    }
+    for (int i = 0; i < steps; i++) {
+        double fa = ak[i], fb = bk[i] * r;
+        if (i + 1 == steps) {
+            fa /= sl;
+            fb /= sl;
+        }
+        if (bt && ts_ckks_ciphertext_level(y) < 2 && (st = boot_drop(ev, bt, y)) != TS_OK)
+            goto done;
+        if (bt && ts_ckks_ciphertext_level(x) < 2 && (st = boot_drop(ev, bt, x)) != TS_OK)
+            goto done;
+        /* u = fb x' y; t = y^2; u = fb x' y^3 */
+        if ((st = ts_ckks_ciphertext_copy(u, x)) != TS_OK || (st = mulc(ev, u, fb, u)) != TS_OK ||
+            (st = ts_ckks_ciphertext_copy(t, y)) != TS_OK || (st = mulr(ev, u, t, u)) != TS_OK ||
+            (st = ts_ckks_ciphertext_copy(t, y)) != TS_OK ||
+            (st = ts_ckks_ciphertext_copy(v, y)) != TS_OK || (st = mulr(ev, t, v, t)) != TS_OK ||
+            (st = mulr(ev, u, t, u)) != TS_OK)
+            goto done;
+        /* y = fa y, rescaled to exactly u's scale, minus u */
+        int lv = ts_ckks_ciphertext_level(y);
+        if (lv < 1) {
+            st = TS_ELEVEL;
+            goto done;
+        }
+        double cs = ts_ckks_ciphertext_scale(u) * (double)ts_ckks_params_q(p, (size_t)lv) /
+                    ts_ckks_ciphertext_scale(y);
+        if ((st = ts_ckks_mul_const(ev, y, fa, cs, y)) != TS_OK ||
+            (st = ts_ckks_rescale(ev, y, y)) != TS_OK ||
+            (st = ts_ckks_drop_to_level(ev, y, ts_ckks_ciphertext_level(u), y)) != TS_OK)
+            goto done;
+        if ((st = ts_ckks_ciphertext_set_meta(y, ts_ckks_ciphertext_level(y), 1,
+                                              ts_ckks_ciphertext_scale(u),
+                                              ts_ckks_ciphertext_slots(y))) != TS_OK ||
+            (st = ts_ckks_sub(ev, y, u, y)) != TS_OK)
+            goto done;
+    }
+done:
+    ts_free(cf);
+    ts_ckks_ciphertext_free(v);
+    return st;
+}
+
 ts_status_t ts_nonlinear_ckks_eval(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
                                    const ts_nonlinear_approx_t *a, const ts_ckks_ciphertext_t *in,
                                    ts_ckks_ciphertext_t *out)
@@ -136,8 +230,9 @@ ts_status_t ts_nonlinear_ckks_eval(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
     case TS_NL_ITER:
         if (fn == TS_NL_FN_RECIP) {
             double sc = 2.0 / (s->lo + s->hi);
-            /* a = x sc; b = 1 */
-            if ((st = ensure(ev, bt, x, 3)) != TS_OK || (st = mulc(ev, x, sc, x)) != TS_OK)
+            /* a = x sc; b = 1 (scaled first, while x has a level: a bootstrap of x
+             * itself may leave EvalMod's range for a wide [lo, hi]) */
+            if ((st = ensure(ev, bt, x, 1)) != TS_OK || (st = mulc(ev, x, sc, x)) != TS_OK)
                 goto done;
             for (int i = 0; i < s->steps; i++) {
                 if (i > 0 && ts_ckks_ciphertext_level(y) < 2 && bt) {
@@ -167,45 +262,8 @@ ts_status_t ts_nonlinear_ckks_eval(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
             if ((st = ensure(ev, bt, y, 1)) != TS_OK || (st = mulc(ev, y, sc, y)) != TS_OK)
                 goto done;
         } else if (fn == TS_NL_FN_RSQRT) {
-            const ts_nonlinear_cheb_t *c = ts_nonlinear_approx_cheb(a);
-            if (c && c->degree > 0) {
-                int depth = 2;
-                while ((1 << (depth - 1)) <= c->degree)
-                    depth++;
-                if ((st = ensure(ev, bt, x, depth + 1)) != TS_OK ||
-                    (st = ts_ckks_eval_chebyshev(ev, x, c->coeffs, (size_t)c->degree, c->lo, c->hi,
-                                                 0, y)) != TS_OK)
-                    goto done;
-            } else {
-                double y0 =
-                    c ? ts_nonlinear_cheb_eval(c, 0.5 * (s->lo + s->hi)) : 1.0 / sqrt(s->hi);
-                /* y = 0 x + y0 at x's scale */
-                if ((st = ts_ckks_mul_int(ev, x, 0, y)) != TS_OK ||
-                    (st = ts_ckks_add_const(ev, y, y0, y)) != TS_OK)
-                    goto done;
-            }
-            /* xh = x / 2 */
-            if ((st = mulc(ev, x, 0.5, x)) != TS_OK)
+            if ((st = rsqrt_ckks(ev, bt, a, x, y, t, u)) != TS_OK)
                 goto done;
-            for (int i = 0; i < s->steps; i++) {
-                if (bt && ts_ckks_ciphertext_level(y) < 3) {
-                    if ((st = boot_drop(ev, bt, y)) != TS_OK)
-                        goto done;
-                    if (ts_ckks_ciphertext_level(x) < 3 && (st = boot_drop(ev, bt, x)) != TS_OK)
-                        goto done;
-                }
-                if ((st = ts_ckks_ciphertext_copy(t, y)) != TS_OK ||
-                    (st = ts_ckks_ciphertext_copy(u, y)) != TS_OK ||
-                    (st = mulr(ev, t, u, t)) != TS_OK)
-                    goto done;
-                if ((st = ts_ckks_ciphertext_copy(u, x)) != TS_OK ||
-                    (st = mulr(ev, t, u, t)) != TS_OK)
-                    goto done;
-                if ((st = ts_ckks_neg(ev, t, t)) != TS_OK ||
-                    (st = ts_ckks_add_const(ev, t, 1.5, t)) != TS_OK ||
-                    (st = mulr(ev, y, t, y)) != TS_OK)
-                    goto done;
-            }
         } else if (fn == TS_NL_FN_EXP) {
             if ((st = mulc(ev, x, ldexp(1.0, -s->steps), y)) != TS_OK ||
                 (st = ts_ckks_add_const(ev, y, 1.0, y)) != TS_OK)

@@ -20,10 +20,21 @@
  *   ITER   iterative methods. 1/x: Goldschmidt, after the optimal linear
  *          scaling x' = 2x/(lo+hi) which maps [lo, hi] into (0, 2); relative
  *          error (|1-x'|)^(2^steps). 1/sqrt(x): Newton y <- y(3 - x y^2)/2
- *          from the constant guess 1/sqrt(hi) when degree = 0 (converges on
- *          all of (0, 3 hi), slowly for x << hi), or from the Chebyshev
+ *          from the constant guess 1/sqrt((lo+hi)/2) when degree = 0 (the
+ *          one-node interpolant; slow for x << hi), or from the Chebyshev
  *          interpolant of degree `degree` of 1/sqrt on [lo, hi], which must
- *          satisfy 0 < x y0^2 < 3 there (checked: TS_EINVAL otherwise).
+ *          satisfy 0 < x y0^2 < 3 there (not checked: outside, the
+ *          iteration diverges). With spec.iter = TS_NL_ITER_SCALED (1/sqrt
+ *          only): the guess is the polynomial of degree `degree` (Chebyshev
+ *          basis) that minimizes the maximum RELATIVE error on [lo, hi]
+ *          (Lawson iterations on a grid), and step k is y <- y (a_k - b_k x
+ *          y^2) with (a_k, b_k) chosen so that the worst relative error over
+ *          the whole interval after the step is the smallest possible (the
+ *          range of x y^2 is tracked exactly from step to step: plain Newton
+ *          is a_k = 3/2, b_k = 1/2); it converges for any ratio hi / lo,
+ *          and ts_nonlinear_approx_rel_bound() gives the guaranteed worst
+ *          relative error (e.g. [1, 8192], degree 15: 4 steps 2^-17.5,
+ *          5 steps 2^-35). TS_ERANGE when the fitted guess is not positive.
  *          exp: (1 + x/2^steps)^(2^steps).
  *   LUT    the adaptive segmented LUT of ROSETTA section 3.1: N_seg segments
  *          [tau_s, tau_{s+1}], each split into N_br equal intervals carrying the
@@ -174,6 +185,12 @@ typedef enum {
 /* "exact", "poly", "iter", "lut". */
 const char *ts_nonlinear_method_name(ts_nonlinear_method_t m);
 
+/* ITER variants (1/sqrt(x) only; see the module overview). */
+typedef enum {
+    TS_NL_ITER_CLASSIC = 0, /* Chebyshev-interpolant guess, plain Newton */
+    TS_NL_ITER_SCALED = 1,  /* relative-minimax guess, per-step optimal coefficients */
+} ts_nonlinear_iter_t;
+
 /* The documented parameters of one primitive's approximation (plain literal). */
 typedef struct ts_nonlinear_spec {
     ts_nonlinear_method_t method;
@@ -183,6 +200,7 @@ typedef struct ts_nonlinear_spec {
     int n_seg, n_br; /* LUT */
     ts_nonlinear_bounds_t bounds; /* LUT */
     int index_bits;               /* LUT: fractional bits of the in-segment position (0 = exact) */
+    int iter;                     /* ITER rsqrt: ts_nonlinear_iter_t (0 = CLASSIC) */
 } ts_nonlinear_spec_t;
 
 /*
@@ -202,6 +220,15 @@ const ts_nonlinear_spec_t *ts_nonlinear_approx_spec(const ts_nonlinear_approx_t 
 /* The fitted objects the encrypted engine reads; NULL when the method has none. */
 const ts_nonlinear_cheb_t *ts_nonlinear_approx_cheb(const ts_nonlinear_approx_t *a);
 const ts_nonlinear_lut_t *ts_nonlinear_approx_lut(const ts_nonlinear_approx_t *a);
+/*
+ * The guaranteed worst relative error |approx / exact - 1| on [lo, hi] of an
+ * ITER approximation in exact arithmetic: Goldschmidt's bound for 1/x; for
+ * 1/sqrt(x) the range of x y^2 tracked through the steps (SCALED: the
+ * guess's range measured on a dense grid, then exact; CLASSIC: the same
+ * recursion with a = 3/2, b = 1/2, +inf when the guess leaves (0, 3)).
+ * NAN for other methods and functions.
+ */
+double ts_nonlinear_approx_rel_bound(const ts_nonlinear_approx_t *a);
 /*
  * Max and mean absolute error against the exact function on a uniform grid of
  * `samples` (>= 2) points of [lo, hi] (both ends included).
@@ -324,8 +351,12 @@ double ts_nonlinear_lut_he_decode(const ts_nonlinear_lut_he_t *he, uint64_t phas
  * ts_nonlinear_approx_eval defines it: POLY by ts_ckks_eval_chebyshev on the
  * same coefficients (exp: then `steps` squarings); ITER recip by Goldschmidt
  * (x' = 2x/(lo+hi), f = 2 - a, a *= f, b *= f; result b * 2/(lo+hi)); ITER
- * rsqrt by Newton y <- y (1.5 - (x/2) y^2) from the approximation's
- * Chebyshev guess (or 1/sqrt(hi)); ITER exp by (1 + x/2^steps)^(2^steps).
+ * rsqrt by the steps y <- y (a_k - b_k x y^2) from the approximation's
+ * guess (CLASSIC: a_k = 3/2, b_k = 1/2), computed on the pre-scaled
+ * x' = x / hi and y' = y sqrt(lo) (both O(1), so that a bootstrap of
+ * either stays inside EvalMod's range; the input itself is scaled first,
+ * while it still has a level, and is never bootstrapped at its own
+ * magnitude); ITER exp by (1 + x/2^steps)^(2^steps).
  * LUT and EXACT are refused (TS_EINVAL). When a step finds fewer than 3
  * levels left and bt != NULL, the running ciphertexts are bootstrapped
  * (ts_boot_bootstrap); without bt that is TS_ELEVEL. The evaluator needs

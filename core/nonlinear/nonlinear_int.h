@@ -29,4 +29,8 @@ ts_status_t ts__nonlinear_mulr(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *a,
 ts_status_t ts__nonlinear_bootstrap(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
                                     ts_ckks_ciphertext_t *c);
 
+/* ITER rsqrt: the step coefficients y <- y (ak[i] - bk[i] x y^2), i < spec.steps. */
+void ts__nonlinear_rsqrt_coeffs(const ts_nonlinear_approx_t *a, const double **ak,
+                                const double **bk);
+
 #endif /* TS_NONLINEAR_INT_H */

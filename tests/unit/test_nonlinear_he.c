@@ -277,6 +277,14 @@ START_TEST(test_nonlinear_he_ckks)
     sp =
         (ts_nonlinear_spec_t){.method = TS_NL_ITER, .lo = 1.0, .hi = 16.0, .degree = 4, .steps = 3};
     ckks_case(p, sk, enc, ev, prng, TS_NL_FN_RSQRT, &sp, 1e-5);
+    /* the wide variance range of Table 6, pre-scaled in CKKS (x / hi, y sqrt(lo)) */
+    sp = (ts_nonlinear_spec_t){.method = TS_NL_ITER,
+                               .lo = 1.0,
+                               .hi = 8192.0,
+                               .degree = 7,
+                               .steps = 4,
+                               .iter = TS_NL_ITER_SCALED};
+    ckks_case(p, sk, enc, ev, prng, TS_NL_FN_RSQRT, &sp, 1e-5);
     sp = (ts_nonlinear_spec_t){.method = TS_NL_POLY, .lo = -8.0, .hi = 8.0, .degree = 31};
     ckks_case(p, sk, enc, ev, prng, TS_NL_FN_SILU, &sp, 1e-4);
     sp = (ts_nonlinear_spec_t){.method = TS_NL_POLY, .lo = -4.0, .hi = 0.0, .degree = 15};
