@@ -312,6 +312,14 @@ void ts_nonlinear_softmax_ref(const double *z, size_t n, double *out);
  * Cost: n_seg - 1 HomComp, n_seg + 1 plaintext products, n_seg + 2 blind
  * rotations, n_seg + 1 traces (the paper's count).
  *
+ * Segment decisions are made on the input grid (u rounded), so an input
+ * within half a grid step of a boundary may get the neighbouring segment;
+ * the step-3 tables of segment s therefore hold, for t outside [0, 1), the
+ * line of the LUT interval (of whichever segment) containing tau_s + t w_s,
+ * and the result stays the cleartext LUT's. This needs every segment to be
+ * wider than a grid step step = (hi - lo) / 2^in_bits (w (1 - 2^-k) >=
+ * step (1 + 1/64)): TS_ERANGE otherwise (e.g. 8 LOG segments on [1, 8192]
+ * with in_bits = 10: the first is 2.08 wide, the step 8).
  * Requirements (TS_EINVAL otherwise): n_br a power of two, index_bits >=
  * log2 n_br, box widths N_br / 2^(index_bits+1) and N_br / n_seg at least
  * 8 coefficients, in_bits <= ts_tfhe_homcomp_max_bits, in_bits + frac_bits

@@ -248,12 +248,94 @@ START_TEST(test_nonlinear_layers_norms)
 }
 END_TEST
 
+/*
+ * The variance range [1, 8192] of Table 6.
+ * HYBRID: the regression of the bench's LayerNorm d = 256 outlier (5.9 bits).
+ * That draw's variance + eps was 11.3687517: on the input grid of the
+ * look-up (2^10 points, step 8) it rounds to 9, below the grid threshold of
+ * the segment boundary 9.5, so the segment decision took the segment below
+ * and the line of its last interval was extrapolated 1.9 units (1.7%
+ * relative error of 1/sqrt). The step-3 tables now carry the neighbouring
+ * segments' lines for t outside [0, 1), and segments narrower than a grid
+ * step (8 LOG segments on [1, 8192]: the first is 2.08 wide) are refused.
+ * CKKS: RMSNorm with the scaled Newton 1/sqrt (degree 15, 4 steps, bound
+ * 2^-17.5) at both ends of the range, through bootstraps.
+ */
+START_TEST(test_nonlinear_layers_wide)
+{
+    const size_t n = 16;
+    lfx_t f;
+    lfx_init(&f, n);
+    const double lo = 1.0, hi = 8192.0, eps = 1e-5;
+    ts_nonlinear_spec_t s8 = lut(lo, hi), s4 = lut(lo, hi);
+    s4.n_seg = 4; /* segments >= 8.5 wide: at least one grid step */
+    ts_nonlinear_spec_t s_c = {.method = TS_NL_ITER,
+                               .lo = lo,
+                               .hi = hi,
+                               .degree = 15,
+                               .steps = 4,
+                               .iter = TS_NL_ITER_SCALED};
+    ts_nonlinear_approx_t *rs8, *rs4, *rs_c;
+    ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &s8, &rs8));
+    ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &s4, &rs4));
+    ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &s_c, &rs_c));
+    ts_nonlinear_layer_spec_t sp = {
+        .kind = TS_NL_LAYER_LAYERNORM, .mode = TS_NL_LAYER_HYBRID, .n = n, .eps = eps};
+    ts_nonlinear_slots_cfg_default(TS_NL_SLOTS_HYBRID, &sp.slots_cfg);
+    ts_nonlinear_layer_t *ly = NULL;
+    sp.inv_a = rs8;
+    ck_assert_ts_status(ts_nonlinear_layer_new(f.p, &sp, f.cv, f.bt_stc, f.bt_boot, &ly),
+                        TS_ERANGE);
+    const double vars[3] = {11.3687517 - 1e-5, 2.5, 3000.0};
+    for (int c = 0; c < 3; c++) {
+        double x[16], exact[16], mean = 0, ms = 0;
+        for (size_t i = 0; i < n; i++) {
+            x[i] = 2 * uniform(&f) - 1;
+            mean += x[i] / (double)n;
+        }
+        for (size_t i = 0; i < n; i++)
+            ms += (x[i] - mean) * (x[i] - mean) / (double)n;
+        double sc = sqrt(vars[c] / ms), m2 = 0;
+        for (size_t i = 0; i < n; i++) {
+            x[i] = (x[i] - mean) * sc + (c == 0 ? 0.5 * sqrt(vars[c]) : 0.0);
+            m2 += x[i] / (double)n;
+        }
+        double v2 = 0;
+        if (c == 0) { /* LayerNorm */
+            for (size_t i = 0; i < n; i++)
+                v2 += (x[i] - m2) * (x[i] - m2) / (double)n;
+            for (size_t i = 0; i < n; i++)
+                exact[i] = (x[i] - m2) / sqrt(v2 + eps);
+            sp.inv_a = rs4;
+            /* mirror: the look-up's output noise; exact: the 4 x 16 LUT (1.5%
+             * relative near 11.4) times |x - mean| / sd <= 1.8 */
+            run_layer(&f, &sp, x, exact, 2e-3, 0.05);
+        } else { /* RMSNorm, pure CKKS */
+            for (size_t i = 0; i < n; i++)
+                v2 += x[i] * x[i] / (double)n;
+            for (size_t i = 0; i < n; i++)
+                exact[i] = x[i] / sqrt(v2 + eps);
+            ts_nonlinear_layer_spec_t sc_sp = {
+                .kind = TS_NL_LAYER_RMSNORM, .mode = TS_NL_LAYER_CKKS, .n = n, .eps = eps};
+            sc_sp.inv_a = rs_c;
+            /* the bootstrap of x / 8192 costs relative precision at the low end */
+            run_layer(&f, &sc_sp, x, exact, 1e-2, 1e-2);
+        }
+    }
+    ts_nonlinear_approx_free(rs8);
+    ts_nonlinear_approx_free(rs4);
+    ts_nonlinear_approx_free(rs_c);
+    lfx_clear(&f);
+}
+END_TEST
+
 TS_TEST_SUITE(nonlinear_layers)
 {
     Suite *s = suite_create("nonlinear_layers");
     TCase *tc = ts_tcase("layers", 0);
     tcase_add_test(tc, test_nonlinear_layers_softmax);
     tcase_add_test(tc, test_nonlinear_layers_norms);
+    tcase_add_test(tc, test_nonlinear_layers_wide);
     suite_add_tcase(s, tc);
     return s;
 }
