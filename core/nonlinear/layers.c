@@ -58,18 +58,25 @@ void ts_nonlinear_layer_free(ts_nonlinear_layer_t *ly)
     ts_free(ly);
 }
 
-static bool pow2(size_t n)
+/* the window of the rotations: n rounded up to a power of two (slots [n, np2) hold zeros) */
+static size_t next_pow2(size_t n)
 {
-    return n && !(n & (n - 1));
+    size_t p = 1;
+    while (p < n)
+        p *= 2;
+    return p;
 }
 
 ts_status_t ts_nonlinear_layer_rotation_steps(const ts_nonlinear_layer_spec_t *spec, size_t slots,
                                               int64_t *steps, size_t *count)
 {
-    if (!spec || !count || !pow2(spec->n) || spec->n > slots)
+    if (!spec || !count || spec->n < 2 || spec->n > slots)
+        return TS_EINVAL;
+    const size_t np2 = next_pow2(spec->n);
+    if (np2 > slots)
         return TS_EINVAL;
     size_t c = 0, cap = steps ? *count : 0;
-    for (size_t s = 1; s < spec->n; s *= 2) {
+    for (size_t s = 1; s < np2; s *= 2) {
         if (c < cap)
             steps[c] = (int64_t)s;
         c++;
@@ -77,9 +84,9 @@ ts_status_t ts_nonlinear_layer_rotation_steps(const ts_nonlinear_layer_spec_t *s
             steps[c] = -(int64_t)s;
         c++;
     }
-    if (2 * spec->n <= slots) {
+    if (2 * np2 <= slots) {
         if (c < cap)
-            steps[c] = -(int64_t)spec->n;
+            steps[c] = -(int64_t)np2;
         c++;
     }
     bool fits = steps && c <= *count;
@@ -95,7 +102,7 @@ ts_status_t ts_nonlinear_layer_new(ts_ckks_params_t *params, const ts_nonlinear_
         return TS_EINVAL;
     *out = NULL;
     size_t slots = ts_ckks_params_slots(params);
-    if (!pow2(spec->n) || spec->n < 2 || spec->n > slots || !spec->inv_a)
+    if (spec->n < 2 || next_pow2(spec->n) > slots || !spec->inv_a)
         return TS_EINVAL;
     bool softmax = spec->kind == TS_NL_LAYER_SOFTMAX;
     if (softmax && (!spec->exp_a || !spec->inv2_a || spec->k < 0 || spec->k > 30))
@@ -192,13 +199,14 @@ static ts_status_t sum_all(const ts_nonlinear_layer_t *ly, ts_ckks_evaluator_t *
                            ts_ckks_ciphertext_t *x, ts_ckks_ciphertext_t *t)
 {
     ts_status_t st = TS_OK;
-    if (2 * ly->spec.n <= ly->slots) {
-        st = ts_ckks_rotate(ev, x, -(int64_t)ly->spec.n, t);
+    const size_t np2 = next_pow2(ly->spec.n);
+    if (2 * np2 <= ly->slots) {
+        st = ts_ckks_rotate(ev, x, -(int64_t)np2, t);
         if (st == TS_OK)
             st = ts_ckks_add(ev, x, t, x);
     }
     if (st == TS_OK)
-        st = window_sum(ev, x, t, ly->spec.n);
+        st = window_sum(ev, x, t, np2);
     return st;
 }
 
@@ -233,7 +241,7 @@ static ts_status_t sum_inv(const ts_nonlinear_layer_t *ly, ts_ckks_evaluator_t *
     int out_level = ts_ckks_ciphertext_level(v);
     if ((st = ts_ckks_ciphertext_copy(inv, v)) != TS_OK)
         return st;
-    st = ckks ? sum_all(ly, ev, inv, t) : window_sum(ev, inv, t, ly->spec.n);
+    st = ckks ? sum_all(ly, ev, inv, t) : window_sum(ev, inv, t, next_pow2(ly->spec.n));
     if (st == TS_OK && mul != 1.0) {
         if ((st = refresh(ly, ev, inv, 2)) == TS_OK)
             st = mulc(ev, inv, mul, inv);
@@ -259,7 +267,7 @@ static ts_status_t sum_inv(const ts_nonlinear_layer_t *ly, ts_ckks_evaluator_t *
         out_level = ts_nonlinear_slots_max_level(ns);
     if ((st = ts_nonlinear_slots_eval(ns, ev, inv, &zero, 1, out_level, inv)) != TS_OK)
         return st;
-    return broadcast(ev, inv, t, ly->spec.n);
+    return broadcast(ev, inv, t, next_pow2(ly->spec.n));
 }
 
 /* x := x times the indicator of slots [0, n) plus `fill` elsewhere (one level; the scale is kept).

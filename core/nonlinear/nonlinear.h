@@ -574,9 +574,9 @@ const char *ts_nonlinear_layer_kind_name(ts_nonlinear_layer_kind_t kind); /* "so
 typedef struct ts_nonlinear_layer_spec {
     ts_nonlinear_layer_kind_t kind;
     ts_nonlinear_layer_mode_t mode;
-    size_t n;                            /* elements: a power of two, 2..slots */
-    int k;                               /* softmax: normalize-and-square rounds, 0..30 */
-    double eps;                          /* norms: added to the mean square / variance */
+    size_t n;   /* elements: 2.., rounded up to a power of two <= slots for the rotations */
+    int k;      /* softmax: normalize-and-square rounds, 0..30 */
+    double eps; /* norms: added to the mean square / variance */
     const ts_nonlinear_approx_t *exp_a;  /* softmax: exp on x = z / 2^k */
     const ts_nonlinear_approx_t *inv_a;  /* softmax round 0: 1/x; norms: 1/sqrt(x) */
     const ts_nonlinear_approx_t *inv2_a; /* softmax rounds >= 1: 1/x on [1/n, 1] */

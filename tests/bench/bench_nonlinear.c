@@ -15,11 +15,15 @@
  * [-M, M], sigma^2 = M^2 / 3; Table 5: M = 128; Table 6: RMSNorm and
  * LayerNorm with variances in [0.2, 150] and [1, 8192]) run on the insecure
  * test-boot-n12 preset (N = 2^12, 2048 slots) in the three modes of
- * ts_nonlinear_layer_* at REDUCED sizes (n, d <= 1024; --quick: 16), each
- * size recorded in the JSON. Precision = -log2 RMSE against the exact layer;
- * latency = thread CPU time of one layer evaluation.
+ * ts_nonlinear_layer_* at REDUCED sizes (n, d <= 1024), each size recorded
+ * in the JSON; --paper: the paper's sizes (softmax n in {128, 512, 2048},
+ * M in {8, 16, 32} and 128; norms d in {768, 2048, 4096}) on test-boot-n13
+ * (N = 2^13, 4096 slots), all three modes in one run (TFHE softmax only where
+ * the n slots lie on the N_br = 2^10 subring, n <= 512). Precision = -log2
+ * RMSE against the exact layer; latency = thread CPU time of one layer
+ * evaluation. --quick: the primitives only, 2 points each (seconds).
  *
- * Usage: bench_nonlinear [--json PATH] [--quick] [--no-layers]
+ * Usage: bench_nonlinear [--json PATH] [--quick] [--no-layers] [--paper]
  */
 #include <math.h>
 #include <stdio.h>
@@ -108,7 +112,10 @@ typedef struct {
     double M;      /* softmax: inputs in [-M, M] */
     double lo, hi; /* norms: variance range */
     double bits[3], sec[3];
-    int status[3];
+    int status[3];        /* ts_status_t per mode; -1: not run (TFHE softmax off the subring) */
+    double var;           /* norms: the drawn variance */
+    double rel_bound;     /* CKKS inverse: the iteration's worst relative error */
+    int lut_seg, in_bits; /* hybrid LUT used */
 } lrow_t;
 
 static uint64_t rnd_u(ts_prng_t *prng, uint64_t b)
@@ -157,12 +164,38 @@ static int goldschmidt_steps(double lo, double hi)
     return s;
 }
 
-static void run_layers(bool quick, lrow_t *rows, size_t *nrows_out)
+/* does every slot j < n of a 2^log_slots-slot ciphertext lie on the N_br subring? */
+static bool on_subring(const ts_ckks_params_t *p, const ts_convert_t *cv, size_t n)
 {
+    int log_n = 0, log_slots = 0;
+    while ((1u << log_n) < ts_ckks_params_n(p))
+        log_n++;
+    while (((size_t)1 << log_slots) < ts_ckks_params_slots(p))
+        log_slots++;
+    for (size_t j = 0; j < n; j++)
+        if (ts_convert_slot_coeff(log_n, log_slots, ts_convert_n_br(cv), j, false) < 0)
+            return false;
+    return true;
+}
+
+/*
+ * Layer rows. Default: test-boot-n12 at REDUCED sizes; --paper: test-boot-n13
+ * (4096 slots) at the paper's sizes (Table 4 n in {128, 512, 2048}, Table 6
+ * d in {768, 2048, 4096}). The hybrid LUT is 8 x 16 LOG at in_bits 10 when
+ * every segment is wider than the input grid's step; otherwise in_bits 11,
+ * then fewer segments (recorded per row). TFHE softmax needs all n slots on
+ * the N_br subring: rows beyond it are reported as not run (status -1).
+ */
+static void run_layers(int mode, lrow_t *rows, size_t *nrows_out, const char **preset_out,
+                       int *levels_out)
+{
+    const bool paper = mode == 2;
+    const char *preset = paper ? "test-boot-n13" : "test-boot-n12";
+    *preset_out = preset;
     char path[512];
     const char *root = getenv("TS_SOURCE_DIR");
-    snprintf(path, sizeof(path), "%s%sconfigs/params/test-boot-n12.yaml", root ? root : "",
-             root ? "/" : "");
+    snprintf(path, sizeof(path), "%s%sconfigs/params/%s.yaml", root ? root : "", root ? "/" : "",
+             preset);
     ts_ckks_params_t *p;
     ts_cfg_error_t err;
     CHECK(ts_ckks_params_load_file(path, true, &p, &err));
@@ -186,15 +219,73 @@ static void run_layers(bool quick, lrow_t *rows, size_t *nrows_out)
     CHECK(ts_boot_new(p, &cs, &bt_stc));
     CHECK(ts_boot_new(p, &cb, &bt_boot));
     size_t slots = ts_ckks_params_slots(p);
-    /* rotations for every size up to 1024 */
+    *levels_out = ts_boot_levels_left(bt_boot);
+    size_t nr = 0;
+    if (mode == 0) {
+        const size_t ns[] = {64, 256};
+        const double Ms[] = {8, 32};
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++)
+                rows[nr++] = (lrow_t){"table4", "softmax", TS_NL_LAYER_SOFTMAX,
+                                      ns[i],    Ms[j],     0,
+                                      0,        {0},       {0},
+                                      {0},      0,         0,
+                                      0,        0};
+        rows[nr++] = (lrow_t){
+            "table5", "softmax", TS_NL_LAYER_SOFTMAX, 256, 128, 0, 0, {0}, {0}, {0}, 0, 0, 0, 0};
+    } else {
+        const size_t ns[] = {128, 512, 2048};
+        const double Ms[] = {8, 16, 32};
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+                rows[nr++] = (lrow_t){"table4", "softmax", TS_NL_LAYER_SOFTMAX,
+                                      ns[i],    Ms[j],     0,
+                                      0,        {0},       {0},
+                                      {0},      0,         0,
+                                      0,        0};
+        rows[nr++] = (lrow_t){
+            "table5", "softmax", TS_NL_LAYER_SOFTMAX, 512, 128, 0, 0, {0}, {0}, {0}, 0, 0, 0, 0};
+    }
     {
-        ts_nonlinear_layer_spec_t sp = {.n = 1024};
-        int64_t steps[64];
-        size_t count = 64;
-        CHECK(ts_nonlinear_layer_rotation_steps(&sp, slots, steps, &count));
-        /* sizes below 1024 also need -n */
-        for (size_t n = 16; n < 1024; n *= 2)
-            steps[count++] = -(int64_t)n;
+        const size_t ds_red[] = {256, 1024}, ds_pap[] = {768, 2048, 4096};
+        const size_t *ds = paper ? ds_pap : ds_red;
+        const int nd = paper ? 3 : 2;
+        const double rl[2][2] = {{0.2, 150}, {1, 8192}};
+        for (int kd = 0; kd < 2; kd++)
+            for (int i = 0; i < nd; i++)
+                for (int j = 0; j < 2; j++)
+                    rows[nr++] = (lrow_t){"table6",
+                                          kd ? "layernorm" : "rmsnorm",
+                                          kd ? TS_NL_LAYER_LAYERNORM : TS_NL_LAYER_RMSNORM,
+                                          ds[i],
+                                          0,
+                                          rl[j][0],
+                                          rl[j][1],
+                                          {0},
+                                          {0},
+                                          {0},
+                                          0,
+                                          0,
+                                          0,
+                                          0};
+    }
+    /* rotations for every size */
+    {
+        int64_t steps[256];
+        size_t count = 0;
+        for (size_t r = 0; r < nr; r++) {
+            ts_nonlinear_layer_spec_t sp = {.n = rows[r].n};
+            int64_t st1[64];
+            size_t c1 = 64;
+            CHECK(ts_nonlinear_layer_rotation_steps(&sp, slots, st1, &c1));
+            for (size_t i = 0; i < c1; i++) {
+                bool have = false;
+                for (size_t j = 0; j < count; j++)
+                    have = have || steps[j] == st1[i];
+                if (!have && count < 256)
+                    steps[count++] = st1[i];
+            }
+        }
         CHECK(ts_ckks_evalkeys_gen_rotations(ek, sk, steps, count, prng));
     }
     ts_ckks_evaluator_t *ev;
@@ -206,40 +297,12 @@ static void run_layers(bool quick, lrow_t *rows, size_t *nrows_out)
     ts_convert_t *cv;
     CHECK(ts_convert_keygen(p, sk, &tl, prng, &cv));
 
-    size_t nr = 0;
-    if (quick) {
-        rows[nr++] = (lrow_t){"table4", "softmax", TS_NL_LAYER_SOFTMAX, 16, 8, 0, 0, {0}, {0}, {0}};
-        rows[nr++] =
-            (lrow_t){"table6", "rmsnorm", TS_NL_LAYER_RMSNORM, 16, 0, 0.2, 150, {0}, {0}, {0}};
-    } else {
-        const size_t ns[] = {64, 256};
-        const double Ms[] = {8, 32};
-        for (int i = 0; i < 2; i++)
-            for (int j = 0; j < 2; j++)
-                rows[nr++] = (lrow_t){
-                    "table4", "softmax", TS_NL_LAYER_SOFTMAX, ns[i], Ms[j], 0, 0, {0}, {0}, {0}};
-        rows[nr++] =
-            (lrow_t){"table5", "softmax", TS_NL_LAYER_SOFTMAX, 256, 128, 0, 0, {0}, {0}, {0}};
-        const size_t ds[] = {256, 1024};
-        const double rl[2][2] = {{0.2, 150}, {1, 8192}};
-        for (int kd = 0; kd < 2; kd++)
-            for (int i = 0; i < 2; i++)
-                for (int j = 0; j < 2; j++)
-                    rows[nr++] = (lrow_t){"table6",
-                                          kd ? "layernorm" : "rmsnorm",
-                                          kd ? TS_NL_LAYER_LAYERNORM : TS_NL_LAYER_RMSNORM,
-                                          ds[i],
-                                          0,
-                                          rl[j][0],
-                                          rl[j][1],
-                                          {0},
-                                          {0},
-                                          {0}};
-    }
     double *v = calloc(slots, sizeof(double)), *out = calloc(slots, sizeof(double));
     double *exact = calloc(slots, sizeof(double));
-    printf("\n%-7s %-9s %5s %-12s | %-16s | %-16s | %-16s\n", "table", "layer", "n", "range",
-           "hybrid bits / s", "CKKS bits / s", "TFHE bits / s");
+    printf("\n%s (%zu slots, %d levels after a bootstrap)\n%-7s %-9s %5s %-12s | %-16s | %-16s | "
+           "%-16s | LUT\n",
+           preset, slots, *levels_out, "table", "layer", "n", "range", "hybrid bits / s",
+           "CKKS bits / s", "TFHE bits / s");
     for (size_t r = 0; r < nr; r++) {
         lrow_t *R = &rows[r];
         const size_t n = R->n;
@@ -264,38 +327,36 @@ static void run_layers(bool quick, lrow_t *rows, size_t *nrows_out)
                 ms += (v[i] - mean) * (v[i] - mean) / (double)n;
             for (size_t i = 0; i < n; i++)
                 exact[i] = (v[i] - mean) / sqrt(ms + 1e-5);
+            R->var = ms;
         }
         int k = 0;
         while (sm && ldexp(1.0, k) < R->M)
             k++;
         double e2 = exp(2 * R->M / ldexp(1.0, k));
         ts_nonlinear_spec_t sexp = {.method = TS_NL_POLY, .lo = -1, .hi = 1, .degree = 8};
-        ts_nonlinear_spec_t si_l = sm ? lut_spec(1 / e2, e2) : lut_spec(R->lo, R->hi);
-        ts_nonlinear_spec_t si2_l = lut_spec(1.0 / (double)n, 1.0);
         ts_nonlinear_spec_t si_c =
             sm ? (ts_nonlinear_spec_t){.method = TS_NL_ITER,
                                        .lo = 1 / e2,
                                        .hi = e2,
                                        .steps = goldschmidt_steps(1 / e2, e2)}
-               : (ts_nonlinear_spec_t){
-                     .method = TS_NL_ITER, .lo = R->lo, .hi = R->hi, .degree = 15, .steps = 3};
+               : (ts_nonlinear_spec_t){.method = TS_NL_ITER,
+                                       .lo = R->lo,
+                                       .hi = R->hi,
+                                       .degree = 15,
+                                       .steps = 4,
+                                       .iter = TS_NL_ITER_SCALED};
         ts_nonlinear_spec_t si2_c = {.method = TS_NL_ITER,
                                      .lo = 1.0 / (double)n,
                                      .hi = 1.0,
                                      .steps = goldschmidt_steps(1.0 / (double)n, 1.0)};
         ts_nonlinear_fn_t ifn = sm ? TS_NL_FN_RECIP : TS_NL_FN_RSQRT;
-        ts_nonlinear_approx_t *aexp = NULL, *inv_l = NULL, *inv2_l = NULL, *inv_c = NULL,
-                              *inv2_c = NULL;
+        ts_nonlinear_approx_t *aexp = NULL, *inv_c = NULL, *inv2_c = NULL;
         CHECK(ts_nonlinear_approx_new(TS_NL_FN_EXP, &sexp, &aexp));
-        CHECK(ts_nonlinear_approx_new(ifn, &si_l, &inv_l));
-        CHECK(ts_nonlinear_approx_new(TS_NL_FN_RECIP, &si2_l, &inv2_l));
-        ts_status_t cst = ts_nonlinear_approx_new(ifn, &si_c, &inv_c);
-        if (cst != TS_OK && !sm) {
-            si_c.degree = 31; /* a closer guess for wide ranges */
-            cst = ts_nonlinear_approx_new(ifn, &si_c, &inv_c);
-        }
-        CHECK(cst);
+        CHECK(ts_nonlinear_approx_new(ifn, &si_c, &inv_c));
         CHECK(ts_nonlinear_approx_new(TS_NL_FN_RECIP, &si2_c, &inv2_c));
+        R->rel_bound = ts_nonlinear_approx_rel_bound(inv_c);
+        R->lut_seg = 0;
+        R->in_bits = 0;
         for (int m = 0; m < 3; m++) {
             ts_nonlinear_layer_spec_t sp = {.kind = R->kind,
                                             .mode = (ts_nonlinear_layer_mode_t)m,
@@ -303,15 +364,50 @@ static void run_layers(bool quick, lrow_t *rows, size_t *nrows_out)
                                             .k = k,
                                             .eps = 1e-5,
                                             .exp_a = aexp};
-            bool ck = sp.mode == TS_NL_LAYER_CKKS;
-            sp.inv_a = ck ? inv_c : inv_l;
-            sp.inv2_a = ck ? inv2_c : inv2_l;
             ts_nonlinear_slots_cfg_default(
                 sp.mode == TS_NL_LAYER_TFHE ? TS_NL_SLOTS_TFHE : TS_NL_SLOTS_HYBRID, &sp.slots_cfg);
             R->bits[m] = NAN;
             R->sec[m] = NAN;
             ts_nonlinear_layer_t *ly = NULL;
-            ts_status_t st = ts_nonlinear_layer_new(p, &sp, cv, bt_stc, bt_boot, &ly);
+            ts_nonlinear_approx_t *inv_l = NULL, *inv2_l = NULL;
+            ts_status_t st = TS_OK;
+            if (sp.mode == TS_NL_LAYER_CKKS) {
+                sp.inv_a = inv_c;
+                sp.inv2_a = inv2_c;
+                st = ts_nonlinear_layer_new(p, &sp, cv, bt_stc, bt_boot, &ly);
+            } else if (sp.mode == TS_NL_LAYER_TFHE && sm && !on_subring(p, cv, n)) {
+                st = TS_ERANGE; /* exp per element: the n slots are not all on the subring */
+                R->status[m] = -1;
+            } else {
+                /* the finest valid LUT: 8 LOG segments at in_bits 10, then 11, then fewer */
+                st = TS_ERANGE;
+                for (int seg = 8; seg >= 3 && st == TS_ERANGE; seg--) {
+                    for (int ib = 10; ib <= 11 && st == TS_ERANGE; ib++) {
+                        ts_nonlinear_spec_t si_l =
+                            sm ? lut_spec(1 / e2, e2) : lut_spec(R->lo, R->hi);
+                        ts_nonlinear_spec_t si2_l = lut_spec(1.0 / (double)n, 1.0);
+                        si_l.n_seg = si2_l.n_seg = seg;
+                        ts_nonlinear_approx_free(inv_l);
+                        ts_nonlinear_approx_free(inv2_l);
+                        inv_l = inv2_l = NULL;
+                        CHECK(ts_nonlinear_approx_new(ifn, &si_l, &inv_l));
+                        CHECK(ts_nonlinear_approx_new(TS_NL_FN_RECIP, &si2_l, &inv2_l));
+                        sp.inv_a = inv_l;
+                        sp.inv2_a = inv2_l;
+                        if (sp.mode == TS_NL_LAYER_HYBRID)
+                            sp.slots_cfg.in_bits = ib;
+                        st = ts_nonlinear_layer_new(p, &sp, cv, bt_stc, bt_boot, &ly);
+                        if (st == TS_OK && sp.mode == TS_NL_LAYER_HYBRID) {
+                            R->lut_seg = seg;
+                            R->in_bits = ib;
+                        }
+                        if (sp.mode == TS_NL_LAYER_TFHE)
+                            break; /* the PBS baseline has no segments */
+                    }
+                    if (sp.mode == TS_NL_LAYER_TFHE)
+                        break;
+                }
+            }
             int L = ts_boot_levels_left(bt_boot);
             ts_ckks_ciphertext_t *ct = NULL;
             CHECK(ts_ckks_ciphertext_new(p, ts_ckks_params_max_level(p), &ct));
@@ -321,7 +417,8 @@ static void run_layers(bool quick, lrow_t *rows, size_t *nrows_out)
             if (st == TS_OK)
                 st = ts_nonlinear_layer_eval(ly, ev, ct, ct);
             double t = cpu_now() - t0;
-            R->status[m] = (int)st;
+            if (R->status[m] != -1)
+                R->status[m] = (int)st;
             if (st == TS_OK) {
                 ts_ckks_plaintext_t *pt;
                 CHECK(ts_ckks_plaintext_new(p, ts_ckks_ciphertext_level(ct), &pt));
@@ -336,19 +433,25 @@ static void run_layers(bool quick, lrow_t *rows, size_t *nrows_out)
             }
             ts_ckks_ciphertext_free(ct);
             ts_nonlinear_layer_free(ly);
+            ts_nonlinear_approx_free(inv_l);
+            ts_nonlinear_approx_free(inv2_l);
         }
         char range[32];
         if (sm)
             snprintf(range, sizeof(range), "[-%g, %g]", R->M, R->M);
         else
             snprintf(range, sizeof(range), "[%g, %g]", R->lo, R->hi);
-        printf("%-7s %-9s %5zu %-12s | %6.1f / %7.2f | %6.1f / %7.2f | %6.1f / %7.2f\n", R->table,
-               R->kind_name, n, range, R->bits[0], R->sec[0], R->bits[1], R->sec[1], R->bits[2],
-               R->sec[2]);
+        printf("%-7s %-9s %5zu %-12s | %6.1f / %7.2f | %6.1f / %7.2f | %6.1f / %7.2f | %d x 16, "
+               "in_bits %d",
+               R->table, R->kind_name, n, range, R->bits[0], R->sec[0], R->bits[1], R->sec[1],
+               R->bits[2], R->sec[2], R->lut_seg, R->in_bits);
+        if (!sm)
+            printf(", var %.4g", R->var);
+        if (R->status[2] == -1)
+            printf(", TFHE: n > subring");
+        printf("\n");
         fflush(stdout);
         ts_nonlinear_approx_free(aexp);
-        ts_nonlinear_approx_free(inv_l);
-        ts_nonlinear_approx_free(inv2_l);
         ts_nonlinear_approx_free(inv_c);
         ts_nonlinear_approx_free(inv2_c);
     }
@@ -370,7 +473,7 @@ static void run_layers(bool quick, lrow_t *rows, size_t *nrows_out)
 int main(int argc, char **argv)
 {
     const char *json = NULL;
-    bool quick = false, layers = true;
+    bool quick = false, layers = true, paper = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
@@ -378,7 +481,11 @@ int main(int argc, char **argv)
             quick = true;
         else if (!strcmp(argv[i], "--no-layers"))
             layers = false;
+        else if (!strcmp(argv[i], "--paper"))
+            paper = true;
     }
+    if (quick && !paper)
+        layers = false; /* --quick: the primitives on 2 points each (seconds) */
     ts_log_set_level(TS_LOG_ERROR);
     /* CKKS: a chain of 40-bit levels over a 55-bit q0 (which is also the TFHE modulus) */
     ts_ckks_params_literal_t lit;
@@ -463,7 +570,7 @@ int main(int argc, char **argv)
     };
     const size_t nrows = sizeof(rows) / sizeof(rows[0]);
     const int n_seg = 4, n_br = 16, k = 5, in_bits = 10, frac_bits = 20;
-    const int pts = quick ? 4 : 24;
+    const int pts = quick ? 2 : 24;
     res_t hy[6], ck[6], tf[6];
     size_t slots = ts_ckks_params_slots(p);
     printf("%-8s %-6s %-14s | %-22s | %-24s | %-22s\n", "table", "fn", "range",
@@ -561,10 +668,12 @@ int main(int argc, char **argv)
                1e3 * tf[r].sec);
         fflush(stdout);
     }
-    lrow_t lrows[32];
+    lrow_t lrows[40];
     size_t nl = 0;
+    const char *preset = "";
+    int boot_levels = 0;
     if (layers)
-        run_layers(quick, lrows, &nl);
+        run_layers(paper ? 2 : 0, lrows, &nl, &preset, &boot_levels);
     if (json) {
         FILE *f = fopen(json, "w");
         if (!f) {
@@ -597,10 +706,14 @@ int main(int argc, char **argv)
                     isnan(ck[r].sec) ? -1.0 : 1e3 * ck[r].sec / (double)slots, tf[r].bits,
                     1e3 * tf[r].sec, r + 1 < nrows ? "," : "");
         }
-        fprintf(f, "  ],\n  \"layers_params\": {\"preset\": \"test-boot-n12\", \"log_n\": 12, "
-                   "\"slots\": 2048, \"n_br\": 1024, \"insecure\": true, \"lut\": \"8 x 16 LOG, "
-                   "index_bits 5\", \"tfhe_lut_p\": 32, \"exp\": \"Chebyshev deg 8 on [-1, 1]\", "
-                   "\"reduced_sizes\": true},\n  \"layers\": [\n");
+        fprintf(f,
+                "  ],\n  \"layers_params\": {\"preset\": \"%s\", \"paper_sizes\": %s, "
+                "\"levels_after_bootstrap\": %d, \"n_br\": 1024, \"insecure\": true, "
+                "\"lut\": \"LOG x 16, index_bits 5 (segments and in_bits per row)\", "
+                "\"tfhe_lut_p\": 32, \"exp\": \"Chebyshev deg 8 on [-1, 1]\", "
+                "\"rsqrt_ckks\": \"scaled Newton, degree-15 relative-minimax guess, 4 steps\"},"
+                "\n  \"layers\": [\n",
+                preset, paper ? "true" : "false", boot_levels);
         for (size_t r = 0; r < nl; r++) {
             const lrow_t *R = &lrows[r];
             fprintf(f, "    {\"table\": \"%s\", \"layer\": \"%s\", \"n\": %zu, ", R->table,
@@ -608,7 +721,9 @@ int main(int argc, char **argv)
             if (R->kind == TS_NL_LAYER_SOFTMAX)
                 fprintf(f, "\"M\": %g, ", R->M);
             else
-                fprintf(f, "\"var_lo\": %g, \"var_hi\": %g, ", R->lo, R->hi);
+                fprintf(f, "\"var_lo\": %g, \"var_hi\": %g, \"var\": %.6g, ", R->lo, R->hi, R->var);
+            fprintf(f, "\"lut_seg\": %d, \"in_bits\": %d, \"ckks_inv_rel_bound\": %.3g, ",
+                    R->lut_seg, R->in_bits, R->rel_bound);
             const char *mn[3] = {"hybrid", "ckks", "tfhe"};
             for (int m = 0; m < 3; m++)
                 fprintf(f, "\"%s\": {\"bits\": %.2f, \"s\": %.3f, \"status\": %d}%s", mn[m],

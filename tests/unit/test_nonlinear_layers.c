@@ -324,6 +324,29 @@ START_TEST(test_nonlinear_layers_wide)
             run_layer(&f, &sc_sp, x, exact, 1e-2, 1e-2);
         }
     }
+    /* a size that is not a power of two (the paper's d = 768): n = 12 values in
+     * a window of 16 (the rotations of n = 16), mean and mean square over 12 */
+    {
+        const size_t m = 12;
+        double x[16] = {0}, exact[16] = {0}, mean = 0, ms = 0;
+        for (size_t i = 0; i < m; i++) {
+            x[i] = 6 * (2 * uniform(&f) - 1) + 2.0;
+            mean += x[i] / (double)m;
+        }
+        for (size_t i = 0; i < m; i++)
+            ms += (x[i] - mean) * (x[i] - mean) / (double)m;
+        for (size_t i = 0; i < m; i++)
+            exact[i] = (x[i] - mean) / sqrt(ms + eps);
+        ts_nonlinear_spec_t s_l = lut(0.2, 150.0);
+        ts_nonlinear_approx_t *rs_l;
+        ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &s_l, &rs_l));
+        ts_nonlinear_layer_spec_t sp12 = {
+            .kind = TS_NL_LAYER_LAYERNORM, .mode = TS_NL_LAYER_HYBRID, .n = m, .eps = eps};
+        ts_nonlinear_slots_cfg_default(TS_NL_SLOTS_HYBRID, &sp12.slots_cfg);
+        sp12.inv_a = rs_l;
+        run_layer(&f, &sp12, x, exact, 2e-3, 1e-2);
+        ts_nonlinear_approx_free(rs_l);
+    }
     ts_nonlinear_approx_free(rs8);
     ts_nonlinear_approx_free(rs4);
     ts_nonlinear_approx_free(rs_c);
