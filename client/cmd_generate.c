@@ -89,10 +89,10 @@ static ts_status_t make_convert_keys(gen_t *g, const Tessera__PolicyInfo *pi, ui
     return st;
 }
 
-/* Make (or load) and upload the keys; shas[0..*n_keys) get their hashes (4 with conversion keys).
- */
+/* Make (or load) and upload the keys; shas[0..*n_keys) get their hashes (public, relin, Galois,
+ * then the conversion keys of a TFHE policy and the encapsulation keys of a dense-secret model). */
 static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__PolicyInfo *pi,
-                     const char *keys_dir, const char *pdir, bool insecure, uint8_t shas[4][32],
+                     const char *keys_dir, const char *pdir, bool insecure, uint8_t shas[5][32],
                      size_t *n_keys)
 {
     const int64_t *steps = pi ? pi->rotation_steps : mi->rotation_steps;
@@ -137,28 +137,45 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
         return TS_EXIT_LOCAL;
     }
     free(levels);
+    uint8_t *blob[5] = {NULL, NULL, NULL, NULL, NULL};
+    size_t size[5] = {0, 0, 0, 0, 0};
+    const char *kinds[5] = {"public", "relin", "galois", NULL, NULL};
+    int nk = 3;
     if (mi->bootstrap) {
         ts_boot_config_t bc;
         if ((st = ts_boot_config_default(g->p, &bc)) != TS_OK ||
+            (mi->encap_h > 0 &&
+             (st = ts_boot_config_encapsulate(g->p, mi->encap_h, &bc)) != TS_OK) ||
             (st = ts_boot_keygen(g->p, &bc, g->ek, g->sk, g->prng)) != TS_OK) {
             fprintf(stderr, "%s: bootstrapping keys failed: %s\n", g->prog, ts_strerror(st));
             return TS_EXIT_LOCAL;
         }
+        if (mi->encap_h > 0) {
+            /* the sparse-secret encapsulation keys (s -> s' mod q_0 p_e, s' -> s) */
+            ts_boot_encap_keys_t *ek = NULL;
+            if ((st = ts_boot_encap_keygen(g->p, &bc, g->sk, g->prng, &ek)) == TS_OK)
+                st = ts_boot_encap_keys_serialize(ek, 0, &blob[nk], &size[nk]);
+            ts_boot_encap_keys_free(ek);
+            if (st != TS_OK) {
+                fprintf(stderr, "%s: encapsulation keys (h' = %d) failed: %s\n", g->prog,
+                        mi->encap_h, ts_strerror(st));
+                return TS_EXIT_LOCAL;
+            }
+            kinds[nk++] = "encap";
+        }
     }
-    uint8_t *blob[4] = {NULL, NULL, NULL, NULL};
-    size_t size[4] = {0, 0, 0, 0};
-    static const char *kinds[4] = {"public", "relin", "galois", "convert"};
-    int nk = 3;
     if (pi && pi->tfhe) {
         if (g->tty && !g->json)
             fprintf(stderr, "%s: making the CKKS-TFHE conversion keys (policy %s)\n", g->prog,
                     pi->policy);
-        if ((st = make_convert_keys(g, pi, &blob[3], &size[3])) != TS_OK) {
+        if ((st = make_convert_keys(g, pi, &blob[nk], &size[nk])) != TS_OK) {
             fprintf(stderr, "%s: conversion keys (TFHE %s, log_n_br %u) failed: %s\n", g->prog,
                     pi->tfhe_preset ? pi->tfhe_preset : "?", pi->tfhe_log_n_br, ts_strerror(st));
+            for (int i = 0; i < 5; i++)
+                ts_free(blob[i]);
             return TS_EXIT_LOCAL;
         }
-        nk = 4;
+        kinds[nk++] = "convert";
     }
     double keygen_ms = ms_since(t0);
     int rc = TS_EXIT_OK;
@@ -168,6 +185,10 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
         fprintf(stderr, "%s: serializing keys failed: %s\n", g->prog, ts_strerror(st));
         rc = TS_EXIT_LOCAL;
     }
+    /* the client needs only its secret key from here: the evaluation keys
+     * (GBs at N = 2^16) live on as their serialized bytes until uploaded */
+    ts_ckks_evalkeys_free(g->ek);
+    g->ek = NULL;
     uint64_t t1 = ts_now_ns();
     for (int i = 0; i < nk && rc == TS_EXIT_OK; i++) {
         ts_upload_report_t rep;
@@ -181,9 +202,9 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
     }
     if (rc == TS_EXIT_OK && g->tty)
         fprintf(stderr, "%s: keys generated in %.0f ms, uploaded %.1f MiB in %.0f ms\n", g->prog,
-                keygen_ms, (double)(size[0] + size[1] + size[2] + size[3]) / 1048576.0,
+                keygen_ms, (double)(size[0] + size[1] + size[2] + size[3] + size[4]) / 1048576.0,
                 ms_since(t1));
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         ts_free(blob[i]);
     *n_keys = (size_t)nk;
     return rc;
@@ -400,13 +421,13 @@ int ts_cmd_generate(int argc, char **argv)
                 "%s: WARNING: policy %s converts at a test size (N_br = 2^%u), not 128-bit\n", prog,
                 policy, pi->tfhe_log_n_br);
     uint32_t in_level = pi ? pi->input_level : mi->input_level;
-    uint8_t shas[4][32];
+    uint8_t shas[5][32];
     size_t n_keys = 0;
     if ((rc = make_keys(&g, mi, pi, keys_dir, pdir, insecure, shas, &n_keys)) != TS_EXIT_OK)
         goto out;
     rc = TS_EXIT_LOCAL;
     Tessera__SessionOpen so = TESSERA__SESSION_OPEN__INIT;
-    ProtobufCBinaryData kb[4];
+    ProtobufCBinaryData kb[5];
     for (size_t i = 0; i < n_keys; i++) {
         kb[i].data = shas[i];
         kb[i].len = 32;

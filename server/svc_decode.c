@@ -88,6 +88,10 @@ struct ts_dec_session {
     ts_llm_enc_session_t *s;
     const dec_policy_t *pol;
     ts_convert_t *cv; /* conversion keys (TFHE policies), no secrets */
+    /* dense-secret presets: the client's encapsulation keys and views of the
+     * model's bootstrappers that use them */
+    ts_boot_encap_keys_t *encap;
+    ts_boot_t *boot, *stc;
     ts_prng_t *prng;
     int next_pos;
     bool broken; /* a step failed part-way: the KV cache may be inconsistent */
@@ -374,7 +378,10 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
     }
     if (c->bootstrap) {
         ts_boot_config_t bc;
+        /* dense-secret presets bootstrap with sparse-secret encapsulation (h' = 32) */
+        bool dense = ts_ckks_params_secret(md->p) != TS_CKKS_SECRET_SPARSE_TERNARY;
         if ((st = ts_boot_config_default(md->p, &bc)) != TS_OK ||
+            (dense && (st = ts_boot_config_encapsulate(md->p, TS_DEC_ENCAP_H, &bc)) != TS_OK) ||
             (st = ts_boot_new(md->p, &bc, &md->boot)) != TS_OK) {
             snprintf(err, err_size, "%s: bootstrapping with params %s: %s", file, c->params,
                      ts_strerror(st));
@@ -597,6 +604,7 @@ void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi)
     mi->n_rotation_steps = md->n_steps;
     mi->rotation_levels = md->levels;
     mi->n_rotation_levels = md->n_steps;
+    mi->encap_h = md->boot ? ts_boot_config(md->boot)->encap_h : 0;
     mi->bootstrap = md->boot != NULL;
     mi->vocab = (uint32_t)c->vocab_size;
     mi->dim = (uint32_t)c->dim;
@@ -622,6 +630,9 @@ void ts_dec_session_free(ts_dec_session_t *s)
     if (!s)
         return;
     ts_llm_enc_session_free(s->s);
+    ts_boot_free(s->boot);
+    ts_boot_free(s->stc);
+    ts_boot_encap_keys_free(s->encap);
     ts_convert_free(s->cv);
     ts_ckks_evaluator_free(s->ev);
     ts_ckks_evalkeys_free(s->ek);
@@ -714,10 +725,24 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, const ts
         case TS_OBJ_GALOIS_KEYS:
             st = ts_ckks_galois_keys_deserialize(s->ek, keys[i].data, keys[i].size);
             break;
+        case TS_OBJ_BOOTSTRAP_KEYS:
+            if (!md->boot || ts_boot_config(md->boot)->encap_h <= 0) {
+                snprintf(why, why_size,
+                         "key %zu is a set of encapsulation keys, which model %s does not use", i,
+                         md->name);
+                st = TS_EINVAL;
+            } else if (s->encap) {
+                snprintf(why, why_size, "two sets of encapsulation keys");
+                st = TS_EINVAL;
+            } else {
+                st = ts_boot_encap_keys_deserialize(md->p, ts_boot_config(md->boot), keys[i].data,
+                                                    keys[i].size, &s->encap);
+            }
+            break;
         default:
             snprintf(why, why_size,
                      "key %zu has object type %u, not a public, relinearization, "
-                     "Galois or conversion key",
+                     "Galois, encapsulation or conversion key",
                      i, h.type);
             st = TS_EINVAL;
             break;
@@ -733,6 +758,14 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, const ts
     }
     if (st == TS_OK && !ts_ckks_evalkeys_has_relin(s->ek)) {
         snprintf(why, why_size, "the session needs a relinearization key");
+        st = TS_ENOKEY;
+    }
+    if (st == TS_OK && md->boot && ts_boot_config(md->boot)->encap_h > 0 && !s->encap) {
+        snprintf(why, why_size,
+                 "model %s bootstraps with sparse-secret encapsulation (h' = %d, "
+                 "ModelInfo.encap_h): the session needs the client's encapsulation keys "
+                 "(ts_boot_encap_keygen)",
+                 md->name, ts_boot_config(md->boot)->encap_h);
         st = TS_ENOKEY;
     }
     if (st == TS_OK && pl->tfhe && !s->cv) {
@@ -798,8 +831,18 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, const ts
         st = ts_ckks_evaluator_new(md->p, s->ek, &s->ev);
     if (st == TS_OK)
         st = ts_llm_enc_session_new(pl->enc, s->ev, &s->s);
+    if (st == TS_OK && s->encap) {
+        /* the shared bootstrappers, with this client's encapsulation keys */
+        st = ts_boot_view(md->boot, s->encap, &s->boot);
+        if (st == TS_OK)
+            st = ts_llm_enc_session_set_boot(s->s, s->boot);
+        if (st == TS_OK && pl->tfhe)
+            st = ts_boot_view(md->stc, s->encap, &s->stc);
+        if (st != TS_OK)
+            snprintf(why, why_size, "the encapsulation keys: %s", ts_strerror(st));
+    }
     if (st == TS_OK && pl->tfhe &&
-        (st = ts_llm_enc_session_set_tfhe(s->s, s->cv, md->stc)) != TS_OK)
+        (st = ts_llm_enc_session_set_tfhe(s->s, s->cv, s->stc ? s->stc : md->stc)) != TS_OK)
         snprintf(why, why_size, "the TFHE side of policy %s: %s", pl->name, ts_strerror(st));
     if (st != TS_OK) {
         if (!why[0])

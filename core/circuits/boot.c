@@ -723,6 +723,7 @@ struct ts_boot {
     double *cheb;                      /* cheb_degree + 1 coefficients */
     uint64_t ginv[TS_CKKS_MAX_Q];      /* (N / 2n)^-1 mod q_l */
     const ts_boot_encap_keys_t *encap; /* borrowed; cfg.encap_h > 0 */
+    const ts_boot_t *base;             /* a view (ts_boot_view): the owner of the rest */
 };
 
 ts_status_t ts_boot_set_encap_keys(ts_boot_t *bt, const ts_boot_encap_keys_t *keys)
@@ -737,10 +738,35 @@ ts_status_t ts_boot_set_encap_keys(ts_boot_t *bt, const ts_boot_encap_keys_t *ke
     return TS_OK;
 }
 
+ts_status_t ts_boot_view(const ts_boot_t *bt, const ts_boot_encap_keys_t *keys, ts_boot_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (!bt || !keys)
+        return TS_EINVAL;
+    if (bt->cfg.encap_h == 0 || keys->h != bt->cfg.encap_h)
+        return TS_EINVAL;
+    if (!ts_ckks_params_equal(bt->params, keys->params))
+        return TS_EMISMATCH;
+    ts_boot_t *v = ts_malloc(sizeof(*v));
+    if (!v)
+        return TS_ENOMEM;
+    *v = *bt;
+    v->base = bt->base ? bt->base : bt;
+    v->encap = keys;
+    *out = v;
+    return TS_OK;
+}
+
 void ts_boot_free(ts_boot_t *bt)
 {
     if (!bt)
         return;
+    if (bt->base) { /* a view owns only itself */
+        ts_free(bt);
+        return;
+    }
     for (int i = 0; i < MAX_GROUPS; i++) {
         ts_ckks_lintrans_free(bt->cts[i]);
         ts_ckks_lintrans_free(bt->stc[i]);

@@ -202,6 +202,14 @@ void ts_boot_free(ts_boot_t *bt); /* accepts NULL */
  * another h'; TS_EMISMATCH for keys of other parameters.
  */
 ts_status_t ts_boot_set_encap_keys(ts_boot_t *bt, const ts_boot_encap_keys_t *keys);
+/*
+ * A view of bt with its own encapsulation keys, for one client among several
+ * sharing one bootstrapper (the encoded DFT matrices are shared, not copied):
+ * the daemon's sessions each bootstrap with their client's keys. bt and keys
+ * are borrowed and must outlive the view; free the view with ts_boot_free
+ * (which then frees only the view). Errors as ts_boot_set_encap_keys.
+ */
+ts_status_t ts_boot_view(const ts_boot_t *bt, const ts_boot_encap_keys_t *keys, ts_boot_t **out);
 const ts_boot_config_t *ts_boot_config(const ts_boot_t *bt);
 /* Levels left after ts_boot_bootstrap with this bootstrapper's order. */
 int ts_boot_levels_left(const ts_boot_t *bt);

@@ -34,6 +34,7 @@ enum { P_EXP, P_RECIP, P_RSQRT, P_SILU, P_RECIP_NORM, P_RECIP_LAST, P_COUNT };
 
 struct ts_llm_enc_session {
     const ts_llm_enc_t *e;
+    const ts_boot_t *boot; /* e->boot, or a view with the session's keys */
     ts_ckks_evaluator_t *ev;
     ts_ckks_encoder_t *ecd;
     ts_ckks_plaintext_t *pt;
@@ -568,6 +569,7 @@ ts_status_t ts_llm_enc_session_new(const ts_llm_enc_t *e, ts_ckks_evaluator_t *e
         return TS_ENOMEM;
     memset(s, 0, sizeof(*s));
     s->e = e;
+    s->boot = e->boot;
     s->ev = ev;
     ts_status_t st = ts_ckks_encoder_new(e->params, &s->ecd);
     if (st == TS_OK)
@@ -588,6 +590,17 @@ ts_status_t ts_llm_enc_session_new(const ts_llm_enc_t *e, ts_ckks_evaluator_t *e
         return st;
     }
     *out = s;
+    return TS_OK;
+}
+
+ts_status_t ts_llm_enc_session_set_boot(ts_llm_enc_session_t *s, const ts_boot_t *boot)
+{
+    if (!s || !boot || !s->e->boot)
+        return TS_EINVAL;
+    const ts_boot_config_t *a = ts_boot_config(boot), *b = ts_boot_config(s->e->boot);
+    if (memcmp(a, b, sizeof(*a)) != 0)
+        return TS_EMISMATCH;
+    s->boot = boot;
     return TS_OK;
 }
 
@@ -704,7 +717,7 @@ static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
 {
     if (ts_ckks_ciphertext_level(ct) >= lv)
         return TS_OK;
-    if (!s->e->boot)
+    if (!s->boot)
         return TS_ELEVEL;
     double sc = ts_ckks_ciphertext_scale(ct);
     int deg = ts_ckks_ciphertext_degree(ct);
@@ -713,7 +726,7 @@ static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
                                                  sc * ENC_BOOT_SHRINK, sl);
     if (st == TS_OK) {
         int prev_stage = stage_to(s, TS_LLM_STAGE_BOOTSTRAP);
-        st = ts_boot_bootstrap(s->e->boot, s->ev, ct, ct);
+        st = ts_boot_bootstrap(s->boot, s->ev, ct, ct);
         stage_to(s, prev_stage);
     }
     if (st == TS_OK)
@@ -830,7 +843,7 @@ static ts_status_t cheb_body(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t 
 {
     ts_status_t st = ts_ckks_eval_chebyshev(s->ev, x, cb->coeffs, (size_t)cb->degree, cb->lo,
                                             cb->hi, s->e->delta, out);
-    if (st == TS_ELEVEL && s->e->boot) {
+    if (st == TS_ELEVEL && s->boot) {
         int lv = ts_ckks_params_max_level(s->e->params);
         if ((st = need(s, x, lv + 1)) != TS_ELEVEL && st != TS_OK)
             return st;

@@ -468,6 +468,14 @@ ts_status_t ts_llm_enc_tfhe_literal(const ts_llm_enc_t *enc, ts_tfhe_params_lit_
 /* True when the configuration evaluates some primitive in TFHE. */
 bool ts_llm_enc_uses_tfhe(const ts_llm_enc_t *enc);
 /*
+ * Bootstrap this session with `boot` instead of the engine's bootstrapper: a
+ * view of it with the session's encapsulation keys (ts_boot_view), when
+ * several clients share one engine. Borrowed; must outlive the session.
+ * TS_EMISMATCH when its configuration differs from the engine's; TS_EINVAL
+ * when the engine has no bootstrapper.
+ */
+ts_status_t ts_llm_enc_session_set_boot(ts_llm_enc_session_t *s, const ts_boot_t *boot);
+/*
  * Give a session the TFHE side: cv (conversion keys of this client) and
  * stc_boot (ts_boot_new of ts_llm_enc_tfhe_boot_config), both borrowed and
  * outliving the session. Required before a step when ts_llm_enc_uses_tfhe.
