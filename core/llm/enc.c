@@ -156,43 +156,36 @@ static bool ends_with(const char *s, const char *suffix)
     return a >= b && memcmp(s + a - b, suffix, b) == 0;
 }
 
-ts_status_t ts_llm_enc_config_from_plan(ts_llm_enc_config_t *cfg, const ts_sched_graph_t *g,
-                                        const ts_sched_plan_t *plan, int max_pos, int *n_tfhe)
+unsigned ts_llm_enc_config_tfhe_kinds(const ts_llm_enc_config_t *cfg)
 {
-    if (!cfg || !g || !plan || plan->n_steps != ts_sched_graph_count(g))
-        return TS_EINVAL;
-    ts_llm_enc_config_policy(cfg, plan->policy, max_pos);
-    /* votes per primitive kind: [kind][0 = CKKS, 1 = TFHE] */
-    int votes[5][2] = {{0}};
-    enum { V_EXP, V_RECIP, V_RECIP_NORM, V_RSQRT, V_SILU };
-    for (size_t i = 0; i < plan->n_steps; i++) {
-        const ts_sched_op_t *op = ts_sched_graph_op(g, i);
-        if (!op || !ts_op_kind_is_nonarith(op->kind))
-            continue;
-        int k = -1;
-        if (op->kind == TS_OP_EXP)
-            k = V_EXP;
-        else if (op->kind == TS_OP_INVSQRT)
-            k = V_RSQRT;
-        else if (op->kind == TS_OP_SILU)
-            k = V_SILU;
-        else if (op->kind == TS_OP_INV)
-            k = ends_with(op->name, ".step0.inv") ? V_RECIP : V_RECIP_NORM;
-        if (k >= 0)
-            votes[k][plan->steps[i].scheme == TS_SCHEME_TFHE]++;
-    }
-    ts_llm_eval_t tf = plan->policy == TS_SCHED_TFHE ? TS_LLM_EVAL_PBS : TS_LLM_EVAL_LUT;
-    ts_llm_eval_t *ev[5] = {&cfg->eval_exp, &cfg->eval_recip, &cfg->eval_recip_norm,
-                            &cfg->eval_rsqrt, &cfg->eval_silu};
-    ts_nonlinear_spec_t *sp[5] = {&cfg->exp, &cfg->recip, &cfg->recip_norm, &cfg->rsqrt,
-                                  &cfg->silu};
+    if (!cfg)
+        return 0;
+    return (cfg->eval_exp != TS_LLM_EVAL_CKKS ? 1u << TS_LLM_KIND_EXP : 0) |
+           (cfg->eval_recip != TS_LLM_EVAL_CKKS ? 1u << TS_LLM_KIND_RECIP : 0) |
+           (cfg->eval_recip_norm != TS_LLM_EVAL_CKKS ? 1u << TS_LLM_KIND_RECIP_NORM : 0) |
+           (cfg->eval_rsqrt != TS_LLM_EVAL_CKKS ? 1u << TS_LLM_KIND_RSQRT : 0) |
+           (cfg->eval_silu != TS_LLM_EVAL_CKKS ? 1u << TS_LLM_KIND_SILU : 0);
+}
+
+void ts_llm_enc_config_kinds(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy, int max_pos,
+                             unsigned tfhe_kinds)
+{
+    if (!cfg)
+        return;
+    ts_llm_enc_config_policy(cfg, policy, max_pos);
+    ts_llm_eval_t tf = policy == TS_SCHED_TFHE ? TS_LLM_EVAL_PBS : TS_LLM_EVAL_LUT;
+    ts_llm_eval_t *ev[TS_LLM_KIND_COUNT] = {&cfg->eval_exp, &cfg->eval_recip, &cfg->eval_recip_norm,
+                                            &cfg->eval_rsqrt, &cfg->eval_silu};
+    ts_nonlinear_spec_t *sp[TS_LLM_KIND_COUNT] = {&cfg->exp, &cfg->recip, &cfg->recip_norm,
+                                                  &cfg->rsqrt, &cfg->silu};
     ts_llm_enc_config_t ck;
     ts_llm_enc_config_default(&ck);
-    const ts_nonlinear_spec_t *ck_sp[5] = {&ck.exp, &ck.recip, &ck.recip_norm, &ck.rsqrt, &ck.silu};
-    int n = 0;
-    for (int k = 0; k < 5; k++) {
-        bool to_tfhe = votes[k][1] > votes[k][0];
-        n += to_tfhe;
+    const ts_nonlinear_spec_t *ck_sp[TS_LLM_KIND_COUNT] = {&ck.exp, &ck.recip, &ck.recip_norm,
+                                                           &ck.rsqrt, &ck.silu};
+    for (int k = 0; k < TS_LLM_KIND_COUNT; k++) {
+        bool to_tfhe = (tfhe_kinds >> k) & 1u;
+        if (to_tfhe == (*ev[k] != TS_LLM_EVAL_CKKS))
+            continue; /* where the policy's defaults put it: their spec */
         if (!to_tfhe) {
             *ev[k] = TS_LLM_EVAL_CKKS;
             *sp[k] = *ck_sp[k];
@@ -200,7 +193,8 @@ ts_status_t ts_llm_enc_config_from_plan(ts_llm_enc_config_t *cfg, const ts_sched
         }
         *ev[k] = tf;
         if (tf == TS_LLM_EVAL_LUT && sp[k]->method != TS_NL_LUT) {
-            bool log = k == V_RECIP || k == V_RECIP_NORM || k == V_RSQRT;
+            bool log =
+                k == TS_LLM_KIND_RECIP || k == TS_LLM_KIND_RECIP_NORM || k == TS_LLM_KIND_RSQRT;
             spec_lut(sp[k], sp[k]->lo, sp[k]->hi, 4, 32,
                      log ? TS_NL_BOUNDS_LOG : TS_NL_BOUNDS_UNIFORM);
         }
@@ -215,6 +209,39 @@ ts_status_t ts_llm_enc_config_from_plan(ts_llm_enc_config_t *cfg, const ts_sched
         cfg->recip_norm.lo = cfg->recip_last.lo = 0.8 / max_pos; /* the normalized-sum range */
         cfg->recip_norm.hi = cfg->recip_last.hi = 1.25;
     }
+}
+
+ts_status_t ts_llm_enc_config_from_plan(ts_llm_enc_config_t *cfg, const ts_sched_graph_t *g,
+                                        const ts_sched_plan_t *plan, int max_pos, int *n_tfhe)
+{
+    if (!cfg || !g || !plan || plan->n_steps != ts_sched_graph_count(g))
+        return TS_EINVAL;
+    /* votes per primitive kind: [kind][0 = CKKS, 1 = TFHE] */
+    int votes[TS_LLM_KIND_COUNT][2] = {{0}};
+    for (size_t i = 0; i < plan->n_steps; i++) {
+        const ts_sched_op_t *op = ts_sched_graph_op(g, i);
+        if (!op || !ts_op_kind_is_nonarith(op->kind))
+            continue;
+        int k = -1;
+        if (op->kind == TS_OP_EXP)
+            k = TS_LLM_KIND_EXP;
+        else if (op->kind == TS_OP_INVSQRT)
+            k = TS_LLM_KIND_RSQRT;
+        else if (op->kind == TS_OP_SILU)
+            k = TS_LLM_KIND_SILU;
+        else if (op->kind == TS_OP_INV)
+            k = ends_with(op->name, ".step0.inv") ? TS_LLM_KIND_RECIP : TS_LLM_KIND_RECIP_NORM;
+        if (k >= 0)
+            votes[k][plan->steps[i].scheme == TS_SCHEME_TFHE]++;
+    }
+    unsigned mask = 0;
+    int n = 0;
+    for (int k = 0; k < TS_LLM_KIND_COUNT; k++)
+        if (votes[k][1] > votes[k][0]) {
+            mask |= 1u << k;
+            n++;
+        }
+    ts_llm_enc_config_kinds(cfg, plan->policy, max_pos, mask);
     if (n_tfhe)
         *n_tfhe = n;
     return TS_OK;
@@ -375,6 +402,29 @@ int ts_llm_enc_max_positions(const ts_llm_enc_t *e)
     return e ? e->max_pos : 0;
 }
 
+void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->m = e->m;
+    out->params = e->params;
+    out->cfg = &e->cfg;
+    out->boot = e->boot;
+    out->slots = e->slots;
+    out->pd = e->pd;
+    out->ph = e->ph;
+    out->pv = e->pv;
+    out->dim = e->dim;
+    out->hid = e->hid;
+    out->vocab = e->vocab;
+    out->nh = e->nh;
+    out->hd = e->hd;
+    out->nl = e->nl;
+    out->max_pos = e->max_pos;
+    out->a_exp = e->a_exp;
+    out->a_rsqrt = e->a_rsqrt;
+    out->a_silu = e->a_silu;
+}
+
 static void add_step(int64_t *steps, size_t cap, size_t *n, int64_t step, int slots)
 {
     step %= slots;
@@ -455,7 +505,8 @@ bool ts_llm_enc_uses_tfhe(const ts_llm_enc_t *e)
 
 ts_status_t ts_llm_enc_tfhe_literal(const ts_llm_enc_t *e, ts_tfhe_params_lit_t *lit)
 {
-    if (!e || !lit)
+    (void)e; /* the same for every engine (NULL accepted) */
+    if (!lit)
         return TS_EINVAL;
     ts_status_t st = ts_tfhe_params_preset("tfhe_test_small", lit);
     if (st == TS_OK) {
@@ -841,8 +892,16 @@ done:
 static ts_status_t cheb_body(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, ct_t *x,
                              ct_t *out)
 {
-    ts_status_t st = ts_ckks_eval_chebyshev(s->ev, x, cb->coeffs, (size_t)cb->degree, cb->lo,
-                                            cb->hi, s->e->delta, out);
+    /* bootstrap first when x has fewer levels than the series takes (the affine map
+     * to [-1, 1], then Paterson-Stockmeyer): at too low a level the evaluation may
+     * fail with another error than TS_ELEVEL (a constant out of range) */
+    int depth =
+        ts_ckks_chebyshev_depth((size_t)cb->degree) + (cb->lo == -1.0 && cb->hi == 1.0 ? 0 : 1);
+    ts_status_t st = need(s, x, depth);
+    if (st != TS_OK)
+        return st;
+    st = ts_ckks_eval_chebyshev(s->ev, x, cb->coeffs, (size_t)cb->degree, cb->lo, cb->hi,
+                                s->e->delta, out);
     if (st == TS_ELEVEL && s->boot) {
         int lv = ts_ckks_params_max_level(s->e->params);
         if ((st = need(s, x, lv + 1)) != TS_ELEVEL && st != TS_OK)

@@ -405,6 +405,30 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
  */
 ts_status_t ts_llm_enc_config_from_plan(ts_llm_enc_config_t *cfg, const ts_sched_graph_t *g,
                                         const ts_sched_plan_t *plan, int max_pos, int *n_tfhe);
+/* The primitive kinds the engine places as a whole (one evaluation per kind
+ * in every layer): bits of a TFHE mask. RECIP is the 1/x of the first
+ * softmax round, RECIP_NORM that of the later rounds (the last round's
+ * recip_last goes with it). */
+enum {
+    TS_LLM_KIND_EXP = 0,
+    TS_LLM_KIND_RECIP,
+    TS_LLM_KIND_RECIP_NORM,
+    TS_LLM_KIND_RSQRT,
+    TS_LLM_KIND_SILU,
+    TS_LLM_KIND_COUNT
+};
+/*
+ * The policy's defaults (ts_llm_enc_config_policy) with the kinds of
+ * `tfhe_kinds` in TFHE (segmented LUT, or one PBS per value under policy
+ * tfhe) and the others in CKKS: a kind the defaults already place where the
+ * mask wants it keeps their spec; one moved to TFHE gets a 4-segment LUT on
+ * its interval (the policy tfhe: its interval), one moved to CKKS the ckks
+ * policy's spec. ts_llm_enc_config_from_plan ends here.
+ */
+void ts_llm_enc_config_kinds(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy, int max_pos,
+                             unsigned tfhe_kinds);
+/* The kinds a configuration evaluates in TFHE (a mask as above). */
+unsigned ts_llm_enc_config_tfhe_kinds(const ts_llm_enc_config_t *cfg);
 /* The same approximations as a simulator config (for ts_llm_simulate). */
 void ts_llm_enc_config_to_sim(const ts_llm_enc_config_t *cfg, ts_llm_sim_config_t *sim);
 
@@ -519,6 +543,60 @@ const char *ts_llm_stage_name(ts_llm_stage_t st); /* "matvec", "attention", ... 
 /* Totals since the session started (or since the last reset). */
 void ts_llm_enc_session_stats(const ts_llm_enc_session_t *s, ts_llm_enc_stats_t *out);
 void ts_llm_enc_session_stats_reset(ts_llm_enc_session_t *s);
+
+/*
+ * The scheduler's view of the engine (core/llm/enc_plan.c): the decode step
+ * of ts_llm_enc_step as a core/sched graph, one operator per ciphertext
+ * operation whose level matters, in the engine's order and under the
+ * engine's configuration: products and constant products, rotate-and-sums,
+ * the Chebyshev series (depth of the affine map plus Paterson-Stockmeyer),
+ * Newton and Goldschmidt iterations, softmax_k rounds, the KV cache, and
+ * each primitive pinned where the configuration evaluates it (TFHE: its
+ * conversions, values and LUT segments or PBS); need levels as the engine's
+ * `need` calls ask; each operator's group is the ts_llm_stage_t it is timed
+ * in. ts_sched_plan_new_engine on this graph predicts exactly the
+ * bootstraps, conversions and look-ups of a step (ts_llm_enc_session_stats).
+ * Llama only (TS_ENOTSUP for other engines, and when a rescaling prime below
+ * the input level is not within 2^-10 of the scale: the engine's mul_cc then
+ * spends a level the model does not count).
+ */
+typedef struct ts_llm_enc_levels {
+    int input;    /* level of fresh inputs and of bootstrap outputs */
+    int tfhe_in;  /* level a conversion needs (SlotToCoeff budget + 1) */
+    int tfhe_out; /* level a conversion's result is recovered to */
+    int sub;      /* slots [0, sub) land on the small ring (values per batch) */
+    bool boot;    /* the engine bootstraps when levels run out */
+    bool assumed; /* no bootstrapper given: the default one's levels are assumed */
+} ts_llm_enc_levels_t;
+ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out);
+/* The graph of the step at position pos. [out] *out (ts_sched_graph_free).
+ * TS_ERANGE (pos), TS_ENOTSUP, TS_ENOMEM. */
+ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, ts_sched_graph_t **out);
+/*
+ * The graph and the engine's plan of the step at pos under `costs` (policy:
+ * recorded in the plan; the configuration decides the schemes). TS_ELEVEL
+ * when the step cannot run (a need above the bootstrap level, or
+ * bootstraps without a bootstrapper), with a sentence in msg (may be NULL).
+ */
+ts_status_t ts_llm_enc_plan(const ts_llm_enc_t *enc, int pos, const ts_sched_costs_t *costs,
+                            ts_sched_policy_t policy, ts_sched_graph_t **g, ts_sched_plan_t **plan,
+                            char *msg, size_t msg_size);
+/* The plan's predicted latency per engine stage (bootstraps in BOOTSTRAP,
+ * TFHE operators in CONVERT), ns. */
+void ts_llm_enc_plan_stages(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
+                            double ns[TS_LLM_STAGE_COUNT]);
+/*
+ * Why each primitive is where it is: for every primitive kind the predicted
+ * total of the same engine with that kind moved to the other scheme
+ * (ts_llm_enc_config_kinds with the kind's bit flipped, re-planned);
+ * alt[i] (g's operator count) gets it for every primitive operator of g (NAN
+ * for the others), kind_total (may be NULL) per kind; INFINITY when the
+ * variant cannot run. For ts_sched_plan_explain_alt.
+ */
+ts_status_t ts_llm_enc_plan_alternatives(const ts_llm_enc_t *enc, int pos,
+                                         const ts_sched_costs_t *costs, ts_sched_policy_t policy,
+                                         const ts_sched_graph_t *g, double *alt,
+                                         double kind_total[TS_LLM_KIND_COUNT]);
 
 /*
  * One decode step: x = the encrypted embedding of the token at `pos` (pos must

@@ -109,4 +109,15 @@ typedef struct ts__llm_prims {
 ts_status_t ts__llm_forward_ex(const ts_llm_model_t *model, ts_llm_state_t *state, int token,
                                int pos, const ts__llm_prims_t *p, const float **logits);
 
+/* What core/llm/enc_plan.c reads of an encrypted engine (enc.c fills it). */
+typedef struct ts__llm_enc_shape {
+    const ts_llm_model_t *m;
+    ts_ckks_params_t *params;
+    const ts_llm_enc_config_t *cfg;
+    const ts_boot_t *boot;
+    int slots, pd, ph, pv, dim, hid, vocab, nh, hd, nl, max_pos;
+    const ts_nonlinear_approx_t *a_exp, *a_rsqrt, *a_silu;
+} ts__llm_enc_shape_t;
+void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out);
+
 #endif

@@ -16,6 +16,11 @@
         .name = key, .type = TS_CFG_INTLIST, .offset = OFF(f), .required = true, .min = 0,         \
         .max = INT64_MAX, .cap = capn, .count_offset = OFF(nf)                                     \
     }
+#define LISTOPT(key, f, nf, capn)                                                                  \
+    {                                                                                              \
+        .name = key, .type = TS_CFG_INTLIST, .offset = OFF(f), .required = false, .min = 0,        \
+        .max = INT64_MAX, .cap = capn, .count_offset = OFF(nf)                                     \
+    }
 #define INT(key, f, lo, hi, req)                                                                   \
     {                                                                                              \
         .name = key, .type = TS_CFG_INT, .offset = OFF(f), .required = req, .min = lo, .max = hi   \
@@ -29,6 +34,7 @@ static const ts_cfg_directive_t ckks_table[] = {
     LIST("cmul_ns", cmul_ns, n_cmul, TS_SCHED_MAX_LEVELS),
     LIST("rot_ns", rot_ns, n_rot, TS_SCHED_MAX_LEVELS),
     LIST("rescale_ns", rescale_ns, n_rescale, TS_SCHED_MAX_LEVELS),
+    LISTOPT("encode_ns", encode_ns, n_encode, TS_SCHED_MAX_LEVELS),
     {.name = NULL},
 };
 
@@ -43,6 +49,7 @@ static const ts_cfg_directive_t convert_table[] = {
     LIST("extract_ns", extract_ns, n_extract, TS_SCHED_MAX_BATCHES),
     INT("extract_depth", extract_depth, 0, TS_SCHED_MAX_LEVELS - 1, true),
     LIST("recover_ns", recover_ns, n_recover, TS_SCHED_MAX_LEVELS),
+    INT("roundtrip_ns", roundtrip_ns, 0, INT64_MAX, false),
     {.name = NULL},
 };
 
@@ -52,6 +59,9 @@ static const ts_cfg_directive_t tfhe_table[] = {
     INT("small_pmul_ns", small_pmul_ns, 0, INT64_MAX, true),
     INT("trace_ns", trace_ns, 0, INT64_MAX, true),
     INT("n_seg", n_seg, 1, 64, true),
+    LISTOPT("lut_seg", lut_seg, n_lut_seg, 8),
+    LISTOPT("lut_value_ns", lut_value_ns, n_lut_value, 8),
+    INT("pbs_value_ns", pbs_value_ns, 0, INT64_MAX, false),
     {.name = NULL},
 };
 
@@ -127,6 +137,30 @@ static ts_status_t validate(const ts_sched_costs_t *c, char *msg, size_t size, c
         k = "extract_ns";
         snprintf(buf, sizeof buf, "extract_ns has %zu entries, batch_sizes %zu", c->n_extract,
                  c->n_batch_sizes);
+        goto fail;
+    }
+    if (c->n_encode != 0 && c->n_encode != want) {
+        k = "encode_ns";
+        snprintf(buf, sizeof buf, "'encode_ns' has %zu entries; max_level %lld needs %zu",
+                 c->n_encode, (long long)c->max_level, want);
+        goto fail;
+    }
+    if (c->n_lut_value != c->n_lut_seg || c->n_lut_seg > 8) {
+        k = "lut_value_ns";
+        snprintf(buf, sizeof buf, "lut_value_ns has %zu entries, lut_seg %zu", c->n_lut_value,
+                 c->n_lut_seg);
+        goto fail;
+    }
+    for (size_t i = 0; i < c->n_lut_seg; i++) {
+        if (c->lut_seg[i] < 1 || c->lut_seg[i] > 64) {
+            k = "lut_seg";
+            snprintf(buf, sizeof buf, "lut_seg entries must be in [1, 64]");
+            goto fail;
+        }
+    }
+    if (c->roundtrip_ns < 0 || c->pbs_value_ns < 0) {
+        k = c->roundtrip_ns < 0 ? "roundtrip_ns" : "pbs_value_ns";
+        snprintf(buf, sizeof buf, "%s must not be negative", k);
         goto fail;
     }
     if (c->n_seg < 1) {
@@ -310,6 +344,8 @@ ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path)
     put_list(f, "  ", "cmul_ns", c->cmul_ns, c->n_cmul);
     put_list(f, "  ", "rot_ns", c->rot_ns, c->n_rot);
     put_list(f, "  ", "rescale_ns", c->rescale_ns, c->n_rescale);
+    if (c->n_encode)
+        put_list(f, "  ", "encode_ns", c->encode_ns, c->n_encode);
     fprintf(f, "bootstrap:\n  latency_ns: %lld\n  output_level: %lld\n", (long long)c->boot_ns,
             (long long)c->boot_output_level);
     fputs("convert:\n", f);
@@ -317,11 +353,19 @@ ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path)
     put_list(f, "  ", "extract_ns", c->extract_ns, c->n_extract);
     fprintf(f, "  extract_depth: %lld\n", (long long)c->extract_depth);
     put_list(f, "  ", "recover_ns", c->recover_ns, c->n_recover);
+    if (c->roundtrip_ns)
+        fprintf(f, "  roundtrip_ns: %lld\n", (long long)c->roundtrip_ns);
     fprintf(f,
             "tfhe:\n  pbs_ns: %lld\n  homcomp_ns: %lld\n  small_pmul_ns: %lld\n  trace_ns: %lld\n"
             "  n_seg: %lld\n",
             (long long)c->pbs_ns, (long long)c->homcomp_ns, (long long)c->small_pmul_ns,
             (long long)c->trace_ns, (long long)c->n_seg);
+    if (c->n_lut_seg) {
+        put_list(f, "  ", "lut_seg", c->lut_seg, c->n_lut_seg);
+        put_list(f, "  ", "lut_value_ns", c->lut_value_ns, c->n_lut_value);
+    }
+    if (c->pbs_value_ns)
+        fprintf(f, "  pbs_value_ns: %lld\n", (long long)c->pbs_value_ns);
     if (fflush(f) != 0 || ferror(f))
         st = TS_EIO;
     if (fclose(f) != 0)
@@ -375,11 +419,24 @@ void ts_sched_costs_default(ts_sched_costs_t *c)
     c->n_seg = 4;
 }
 
-double ts_sched_costs_lut_ns(const ts_sched_costs_t *c)
+double ts_sched_costs_value_ns(const ts_sched_costs_t *c, int seg)
 {
-    double s = (double)c->n_seg;
+    if (seg == TS_SCHED_LUT_PBS)
+        return c->pbs_value_ns > 0 ? (double)c->pbs_value_ns
+                                   : (double)c->pbs_ns + (double)c->trace_ns;
+    if (seg <= 0)
+        seg = (int)c->n_seg;
+    for (size_t i = 0; i < c->n_lut_seg && i < c->n_lut_value; i++)
+        if (c->lut_seg[i] == seg)
+            return (double)c->lut_value_ns[i];
+    double s = (double)seg;
     return (s - 1) * (double)c->homcomp_ns + (s + 2) * (double)c->pbs_ns +
            (s + 1) * ((double)c->small_pmul_ns + (double)c->trace_ns);
+}
+
+double ts_sched_costs_lut_ns(const ts_sched_costs_t *c)
+{
+    return ts_sched_costs_value_ns(c, 0);
 }
 
 static double extract_for(const ts_sched_costs_t *c, double b)
@@ -411,8 +468,19 @@ double ts_sched_costs_convert_ns(const ts_sched_costs_t *c, uint32_t n, uint32_t
         batches = (double)n_ct;
     if (batches < 1)
         batches = 1;
+    if (c->roundtrip_ns > 0)
+        return batches * (double)c->roundtrip_ns;
     double per = ceil((double)n / batches);
     return batches * (extract_for(c, per) + (double)c->recover_ns[level]);
+}
+
+/* All of an implementation's operations at level l. */
+static double level_ns(const ts_sched_costs_t *c, const ts_sched_impl_t *im, int l)
+{
+    return im->n_add * (double)c->add_ns[l] + im->n_pmul * (double)c->pmul_ns[l] +
+           im->n_cmul * (double)c->cmul_ns[l] + im->n_rot * (double)c->rot_ns[l] +
+           im->n_rescale * (double)c->rescale_ns[l] +
+           ((size_t)l < c->n_encode ? im->n_encode * (double)c->encode_ns[l] : 0.0);
 }
 
 double ts_sched_costs_impl_ns(const ts_sched_costs_t *c, const ts_sched_impl_t *im, int level,
@@ -424,10 +492,7 @@ double ts_sched_costs_impl_ns(const ts_sched_costs_t *c, const ts_sched_impl_t *
     if (cur > c->max_level)
         cur = (int)c->max_level;
     if (im->depth == 0) {
-        int l = cur < 0 ? 0 : cur;
-        ns = im->n_add * (double)c->add_ns[l] + im->n_pmul * (double)c->pmul_ns[l] +
-             im->n_cmul * (double)c->cmul_ns[l] + im->n_rot * (double)c->rot_ns[l] +
-             im->n_rescale * (double)c->rescale_ns[l];
+        ns = level_ns(c, im, cur < 0 ? 0 : cur);
     } else {
         double d = im->depth;
         for (int j = 0; j < im->depth; j++) {
@@ -436,10 +501,7 @@ double ts_sched_costs_impl_ns(const ts_sched_costs_t *c, const ts_sched_impl_t *
                 boots++;
                 cur = (int)c->boot_output_level;
             }
-            ns += (im->n_add * (double)c->add_ns[cur] + im->n_pmul * (double)c->pmul_ns[cur] +
-                   im->n_cmul * (double)c->cmul_ns[cur] + im->n_rot * (double)c->rot_ns[cur] +
-                   im->n_rescale * (double)c->rescale_ns[cur]) /
-                  d;
+            ns += level_ns(c, im, cur) / d;
             cur--;
         }
     }
@@ -448,4 +510,32 @@ double ts_sched_costs_impl_ns(const ts_sched_costs_t *c, const ts_sched_impl_t *
     if (n_boot)
         *n_boot = boots;
     return ns;
+}
+
+uint32_t ts__sched_conversions(const ts_sched_costs_t *c, const ts_sched_op_t *op)
+{
+    if (op->n_conv)
+        return op->n_conv;
+    double bmax = (double)c->batch_sizes[c->n_batch_sizes - 1];
+    double batches = ceil((double)op->n_values / bmax);
+    if (batches < (double)op->n_ct)
+        batches = (double)op->n_ct;
+    if (batches < 1)
+        batches = 1;
+    return batches > UINT32_MAX ? UINT32_MAX : (uint32_t)batches;
+}
+
+double ts__sched_tfhe_ns(const ts_sched_costs_t *c, const ts_sched_op_t *op, int level)
+{
+    double conv;
+    if (!op->n_conv) {
+        conv = ts_sched_costs_convert_ns(c, op->n_values, op->n_ct, level);
+    } else if (c->roundtrip_ns > 0) {
+        conv = (double)op->n_conv * (double)c->roundtrip_ns;
+    } else {
+        int l = level < 0 ? 0 : level > c->max_level ? (int)c->max_level : level;
+        double per = ceil((double)op->n_values / (double)op->n_conv);
+        conv = (double)op->n_conv * (extract_for(c, per) + (double)c->recover_ns[l]);
+    }
+    return conv + (double)op->n_values * ts_sched_costs_value_ns(c, op->lut_seg);
 }

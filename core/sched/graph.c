@@ -98,9 +98,15 @@ ts_status_t ts_sched_graph_add_op(ts_sched_graph_t *g, const ts_sched_op_t *op,
     for (int j = 0; j < op->n_impl; j++) {
         const ts_sched_impl_t *im = &op->impl[j];
         if (im->depth < 0 || im->depth > 4096 || !(im->n_add >= 0) || !(im->n_pmul >= 0) ||
-            !(im->n_cmul >= 0) || !(im->n_rot >= 0) || !(im->n_rescale >= 0))
+            !(im->n_cmul >= 0) || !(im->n_rot >= 0) || !(im->n_rescale >= 0) ||
+            !(im->n_encode >= 0))
             return TS_EINVAL;
     }
+    if (op->pin > TS_SCHED_PIN_TFHE || op->group >= TS_SCHED_MAX_GROUPS || op->need_level < 0 ||
+        op->need_level > 4096 || op->tfhe_in_level < 0 || op->tfhe_in_level > 4096 ||
+        op->tfhe_out_level < 0 || op->tfhe_out_level > 4096 || op->lut_seg < TS_SCHED_LUT_PBS ||
+        op->lut_seg > 64 || (op->pin == TS_SCHED_PIN_TFHE && !op->tfhe_ok))
+        return TS_EINVAL;
     bool nonarith = ts_op_kind_is_nonarith(op->kind);
     if (op->tfhe_ok && (!nonarith || op->n_values == 0))
         return TS_EINVAL;

@@ -163,6 +163,21 @@ ts_status_t ts_sched_graph_digest(const ts_sched_graph_t *g, uint8_t out[32])
             ts_put_f64(&w, im->n_cmul);
             ts_put_f64(&w, im->n_rot);
             ts_put_f64(&w, im->n_rescale);
+            if (im->n_encode != 0)
+                ts_put_f64(&w, im->n_encode);
+        }
+        /* the engine level model's fields, when used (generic graphs keep their digest) */
+        if (op->pin || op->group || op->inplace || op->need_level || op->tfhe_in_level ||
+            op->tfhe_out_level || op->n_conv || op->lut_seg || op->deep_levels) {
+            ts_put_u8(&w, op->pin);
+            ts_put_u8(&w, op->group);
+            ts_put_u8(&w, op->inplace);
+            ts_put_u32(&w, (uint32_t)op->need_level);
+            ts_put_u32(&w, (uint32_t)op->tfhe_in_level);
+            ts_put_u32(&w, (uint32_t)op->tfhe_out_level);
+            ts_put_u32(&w, op->n_conv);
+            ts_put_u32(&w, (uint32_t)op->lut_seg);
+            ts_put_u64(&w, op->deep_levels);
         }
         ts_put_u64(&w, g->rot_n[k]);
         for (size_t j = 0; j < g->rot_n[k]; j++)
@@ -182,6 +197,8 @@ ts_status_t ts_sched_plan_serialize(const ts_sched_plan_t *p, const ts_sched_gra
         return TS_EINVAL;
     *out = NULL;
     *out_size = 0;
+    if (p->engine) /* the engine re-plans from its own graph; nothing to send */
+        return TS_ENOTSUP;
     uint8_t digest[32];
     ts_status_t st = ts_sched_graph_digest(g, digest);
     if (st != TS_OK)

@@ -208,10 +208,21 @@ ts_status_t ts_sched_plan_explain(const ts_sched_plan_t *p, const ts_sched_graph
     if (!alt)
         return TS_ENOMEM;
     ts_status_t st = ts__sched_alternatives(g, costs, p, alt);
-    if (st != TS_OK) {
-        ts_free(alt);
-        return st;
-    }
+    if (st == TS_OK)
+        st = ts_sched_plan_explain_alt(
+            p, g, costs, alt,
+            "delta = whole plan re-solved with this one primitive in the other scheme", text, len);
+    ts_free(alt);
+    return st;
+}
+
+ts_status_t ts_sched_plan_explain_alt(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
+                                      const ts_sched_costs_t *costs, const double *alt,
+                                      const char *why, char **text, size_t *len)
+{
+    if (!p || !g || !costs || !alt || !text || p->n_steps != g->n_ops)
+        return TS_EINVAL;
+    *text = NULL;
     sbuf_t b = {0};
     sb_printf(&b, "plan: policy %s, cost table %s%s, %zu operators\n",
               ts_sched_policy_name(p->policy), costs->name, costs->estimated ? " (estimated)" : "",
@@ -225,8 +236,12 @@ ts_status_t ts_sched_plan_explain(const ts_sched_plan_t *p, const ts_sched_graph
     sb_printf(&b, " (%u primitives)\n  other CKKS:      ", p->n_tfhe);
     ms(&b, p->total_ns - p->boot_ns - p->convert_ns);
     sb_printf(&b, "\n  rotation keys:   %zu steps\n", p->n_rot_steps);
-    sb_printf(&b, "non-arithmetic primitives (delta = whole plan re-solved with this one "
-                  "primitive in the other scheme):\n");
+    sb_printf(&b, "  counts:          %u bootstraps, %u conversions, %u values looked up%s\n",
+              p->n_boot, p->n_convert, p->n_lookup,
+              p->engine ? " (the engine's level model: exact)" : "");
+    sb_printf(&b, "non-arithmetic primitives (%s):\n", why ? why : "delta = alternative");
+    const char *forced =
+        p->engine ? " (the policy's configuration; the other is cheaper)" : " (forced by policy)";
     for (size_t k = 0; k < g->n_ops; k++) {
         const ts_sched_op_t *op = &g->ops[k];
         const ts_sched_step_t *s = &p->steps[k];
@@ -258,11 +273,10 @@ ts_status_t ts_sched_plan_explain(const ts_sched_plan_t *p, const ts_sched_graph
         sb_printf(&b, "%s", d >= 0 ? "+" : "-");
         ms(&b, fabs(d));
         if (s->scheme == TS_SCHEME_TFHE)
-            sb_printf(&b, "%s\n", d >= 0 ? " (TFHE is cheaper)" : " (forced by policy)");
+            sb_printf(&b, "%s\n", d >= 0 ? " (TFHE is cheaper)" : forced);
         else
-            sb_printf(&b, "%s\n", d >= 0 ? " (CKKS is cheaper)" : " (forced by policy)");
+            sb_printf(&b, "%s\n", d >= 0 ? " (CKKS is cheaper)" : forced);
     }
-    ts_free(alt);
     return sb_finish(&b, text, len);
 }
 

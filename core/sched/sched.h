@@ -111,6 +111,7 @@ typedef struct ts_sched_impl {
     char name[32]; /* "goldschmidt-6", "cheb-59", "bsgs" ... */
     int depth;     /* levels consumed, >= 0 */
     double n_add, n_pmul, n_cmul, n_rot, n_rescale;
+    double n_encode; /* plaintexts encoded on the fly (costs->encode_ns; 0 when not listed) */
 } ts_sched_impl_t;
 
 /*
@@ -132,7 +133,32 @@ typedef struct ts_sched_op {
     int n_impl;                /* CKKS implementations, 1..TS_SCHED_MAX_IMPL */
     ts_sched_impl_t impl[TS_SCHED_MAX_IMPL];
     bool tfhe_ok; /* true when a TFHE alternative exists (non-arithmetic only) */
+
+    /* The level model of an executing engine (ts_sched_plan_new_engine;
+     * the shortest-path solver ignores these fields, 0 = default). */
+    uint8_t pin;          /* TS_SCHED_PIN_*: where the engine evaluates a primitive */
+    uint8_t group;        /* a free tag < TS_SCHED_MAX_GROUPS (core/llm: the engine stage) */
+    uint8_t inplace;      /* bit i: the engine bootstraps / aligns input i in place, so later
+                           * readers of that value see the new level; clear: it works on a copy */
+    int need_level;       /* CKKS: an input below this level is bootstrapped first
+                           * (0 = impl[0].depth) */
+    int tfhe_in_level;    /* TFHE: level a conversion needs; an input below it is bootstrapped
+                           * once per conversion (0 = costs->extract_depth + 1) */
+    int tfhe_out_level;   /* TFHE: level the result is recovered to (0 = the bootstrap level) */
+    uint32_t n_conv;      /* TFHE: conversions (batches of values); 0 = as in
+                           * ts_sched_costs_convert_ns */
+    int lut_seg;          /* TFHE: segments per value's look-up (0 = costs->n_seg);
+                           * TS_SCHED_LUT_PBS = one plain PBS per value (the tfhe policy) */
+    uint64_t deep_levels; /* CKKS: bit l set: run at level l, the operator consumes one
+                           * level more than its depth (a scale correction after
+                           * rescaling by a prime far from the scale) */
 } ts_sched_op_t;
+
+#define TS_SCHED_PIN_NONE   0 /* the policy decides */
+#define TS_SCHED_PIN_CKKS   1
+#define TS_SCHED_PIN_TFHE   2
+#define TS_SCHED_LUT_PBS    (-1)
+#define TS_SCHED_MAX_GROUPS 16
 
 /* ---------------------------------------------------------------- graph */
 
@@ -300,11 +326,22 @@ ts_status_t ts_sched_graph_build_decoder(const ts_sched_model_dims_t *dims, ts_s
  *                                          Trace/ModSwitch/ExtractLWE for a batch
  *     extract_depth: 3                     levels SlotToCoeff consumes
  *     recover_ns:   [L+1 ints]             RingSwitch back + ModRecover to level l
+ *     roundtrip_ns: N                      optional, measured: one conversion of a
+ *                                          batch (SlotToCoeff, RingSwitch, split,
+ *                                          merge, ModRecover) without its values
  *   tfhe:
  *     pbs_ns: N  homcomp_ns: N  small_pmul_ns: N  trace_ns: N  n_seg: 4
+ *     lut_seg: [2, 4]  lut_value_ns: [..]  optional, measured: per value of a
+ *                                          conversion, a segmented-LUT look-up
+ *                                          with that many segments (Traces incl.)
+ *     pbs_value_ns: N                      optional, measured: per value, one
+ *                                          plain PBS (the tfhe policy)
+ *   ckks.encode_ns: [L+1 ints]             optional: encoding one plaintext
  *
  * One segmented-LUT evaluation (section 3.2) costs (n_seg - 1) HomComp,
- * n_seg + 2 PBS, n_seg + 1 small-ring plaintext products and n_seg + 1 Traces.
+ * n_seg + 2 PBS, n_seg + 1 small-ring plaintext products and n_seg + 1 Traces
+ * (the formula, used when lut_value_ns does not list the segment count); a
+ * conversion costs roundtrip_ns when measured, else extract_ns + recover_ns.
  */
 typedef struct ts_sched_costs {
     int64_t format;
@@ -343,6 +380,16 @@ typedef struct ts_sched_costs {
     int64_t small_pmul_ns;
     int64_t trace_ns;
     int64_t n_seg;
+
+    /* Optional measured entries (0 / empty: not measured; the formulas above). */
+    int64_t encode_ns[TS_SCHED_MAX_LEVELS];
+    size_t n_encode;
+    int64_t roundtrip_ns;
+    int64_t lut_seg[8];
+    size_t n_lut_seg;
+    int64_t lut_value_ns[8];
+    size_t n_lut_value;
+    int64_t pbs_value_ns;
 } ts_sched_costs_t;
 
 /*
@@ -361,8 +408,12 @@ ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path);
 /* The built-in estimate (same numbers as configs/costs/cpu-default.yaml). */
 void ts_sched_costs_default(ts_sched_costs_t *out);
 
-/* Latency of one segmented-LUT evaluation. */
+/* Latency of one segmented-LUT evaluation (n_seg segments). */
 double ts_sched_costs_lut_ns(const ts_sched_costs_t *c);
+/* Latency of one value's evaluation in TFHE: a look-up with `seg` segments
+ * (0 = c->n_seg) or one plain PBS (TS_SCHED_LUT_PBS): the measured entry when
+ * the table lists it, else the formula. */
+double ts_sched_costs_value_ns(const ts_sched_costs_t *c, int seg);
 /*
  * Latency of the conversion round trip of `n` values held in `n_ct`
  * ciphertexts, recovered to `level`: batches = max(n_ct, ceil(n / largest
@@ -415,11 +466,15 @@ typedef struct ts_sched_plan {
     ts_sched_policy_t policy;
     size_t n_steps;
     ts_sched_step_t *steps;
-    double total_ns;   /* sum of op_ns + boot_ns */
-    double boot_ns;    /* of which bootstrapping */
-    double convert_ns; /* of which conversions + LUTs (TFHE operators) */
-    uint32_t n_boot;   /* ciphertexts bootstrapped */
-    uint32_t n_tfhe;   /* operators placed in TFHE */
+    double total_ns;    /* sum of op_ns + boot_ns */
+    double boot_ns;     /* of which bootstrapping */
+    double convert_ns;  /* of which conversions + LUTs (TFHE operators) */
+    uint32_t n_boot;    /* ciphertexts bootstrapped */
+    uint32_t n_tfhe;    /* operators placed in TFHE */
+    uint32_t n_convert; /* CKKS -> TFHE -> CKKS round trips (batches of values) */
+    uint32_t n_lookup;  /* values evaluated in TFHE */
+    bool engine;        /* levels from the engine's level model (ts_sched_plan_new_engine) */
+    int engine_input_level, engine_boot_level; /* its levels (engine plans) */
     size_t n_rot_steps;
     int32_t *rot_steps; /* sorted, distinct: the rotation keys the plan needs */
     char costs_name[64];
@@ -458,7 +513,31 @@ ts_status_t ts_sched_plan_alternatives(const ts_sched_plan_t *p, const ts_sched_
                                        const ts_sched_costs_t *costs, double *alt);
 
 /*
- * Check a plan against its graph and costs: every level in range and not
+ * The plan an executing engine follows (instead of the shortest path): each
+ * primitive where op->pin puts it (unpinned ones: TFHE under policy tfhe,
+ * else CKKS), and levels as the engine manages them, lazily: before an
+ * operator, an input below its need (need_level, the depth, or for TFHE the
+ * conversion's input level) is bootstrapped to `boot_level` (in place when
+ * the op's inplace bit says so; a TFHE input once per conversion, on a
+ * copy; operands in order, so a value given twice, once as a copy, may be
+ * bootstrapped twice); binary operators drop both inputs to the lower level
+ * (in place per inplace); a CKKS operator leaves its result depth levels lower; a TFHE one
+ * at its recovery level. Fresh inputs (TS_SCHED_FRESH) start at
+ * `input_level`. Nothing is dropped on purpose, so the plan predicts exactly
+ * the bootstraps, conversions and look-ups (n_boot, n_convert, n_lookup) of
+ * an engine that follows these rules (core/llm builds such a graph for its
+ * decode step). Levels below 0 are TS_ELEVEL (infeasible), as is a need
+ * above boot_level. boot_level / input_level <= 0: costs->boot_output_level.
+ * [out] *out (ts_sched_plan_free); p->engine is set. TS_EINVAL, TS_ELEVEL
+ * (msg, may be NULL, says where), TS_ENOMEM.
+ */
+ts_status_t ts_sched_plan_new_engine(const ts_sched_graph_t *g, const ts_sched_costs_t *costs,
+                                     ts_sched_policy_t policy, int input_level, int boot_level,
+                                     ts_sched_plan_t **out, char *msg, size_t msg_size);
+
+/*
+ * Check a plan against its graph and costs (engine plans: replayed and
+ * compared step by step): every level in range and not
  * below the operator's depth, inputs available at the levels claimed,
  * schemes allowed by the policy, totals consistent. TS_ELEVEL / TS_EINVAL
  * with a reason in msg (may be NULL).
@@ -482,6 +561,17 @@ ts_status_t ts_sched_plan_to_json(const ts_sched_plan_t *p, const ts_sched_graph
  */
 ts_status_t ts_sched_plan_explain(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
                                   const ts_sched_costs_t *costs, char **text, size_t *len);
+/*
+ * The same with the alternatives given by the caller: alt[i] (g's operator
+ * count entries) is the predicted total when operator i is moved to the other
+ * scheme (NAN: not applicable, INFINITY: infeasible); `why` (may be NULL) is
+ * printed as the line that says what alt means. For engine plans, whose
+ * engine moves a primitive kind in every layer at once (core/llm computes
+ * them by re-planning the engine with that kind flipped).
+ */
+ts_status_t ts_sched_plan_explain_alt(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
+                                      const ts_sched_costs_t *costs, const double *alt,
+                                      const char *why, char **text, size_t *len);
 
 /*
  * The graph itself for people and tools (issue 7): JSON (one node per

@@ -29,4 +29,13 @@ ts_status_t ts__sched_alternatives(const ts_sched_graph_t *g, const ts_sched_cos
 ts_status_t ts__sched_plan_finish(ts_sched_plan_t *p, const ts_sched_graph_t *g,
                                   const ts_sched_costs_t *c);
 
+/* An engine plan against a replay of its graph (ts_sched_plan_check). */
+ts_status_t ts__sched_engine_check(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
+                                   const ts_sched_costs_t *c, char *msg, size_t msg_size);
+
+/* Conversions (batches) of a TFHE operator, and its latency recovered to `level`
+ * (conversions plus one evaluation per value). */
+uint32_t ts__sched_conversions(const ts_sched_costs_t *c, const ts_sched_op_t *op);
+double ts__sched_tfhe_ns(const ts_sched_costs_t *c, const ts_sched_op_t *op, int level);
+
 #endif

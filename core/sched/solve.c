@@ -148,7 +148,6 @@ static ts_status_t solver_init(solver_t *S, const ts_sched_graph_t *g, const ts_
     }
     ts_free(diff);
     ts_free(cnt);
-    double lut = ts_sched_costs_lut_ns(c);
     for (size_t k = 0; k < n; k++) {
         const ts_sched_op_t *op = &g->ops[k];
         for (int j = 0; j < op->n_impl; j++) {
@@ -162,10 +161,7 @@ static ts_status_t solver_init(solver_t *S, const ts_sched_graph_t *g, const ts_
             }
         }
         for (int r = 0; r <= S->L; r++)
-            S->tfhe_ns[k * nl + (size_t)r] =
-                op->tfhe_ok ? ts_sched_costs_convert_ns(c, op->n_values, op->n_ct, r) +
-                                  (double)op->n_values * lut
-                            : INFINITY;
+            S->tfhe_ns[k * nl + (size_t)r] = op->tfhe_ok ? ts__sched_tfhe_ns(c, op, r) : INFINITY;
     }
     return TS_OK;
 }
@@ -323,7 +319,7 @@ ts_status_t ts__sched_plan_finish(ts_sched_plan_t *p, const ts_sched_graph_t *g,
                                   const ts_sched_costs_t *c)
 {
     p->total_ns = p->boot_ns = p->convert_ns = 0;
-    p->n_boot = p->n_tfhe = 0;
+    p->n_boot = p->n_tfhe = p->n_convert = p->n_lookup = 0;
     ts_free(p->rot_steps);
     p->rot_steps = NULL;
     p->n_rot_steps = 0;
@@ -335,6 +331,8 @@ ts_status_t ts__sched_plan_finish(ts_sched_plan_t *p, const ts_sched_graph_t *g,
         p->n_boot += s->n_boot + s->n_boot_inner;
         if (s->scheme == TS_SCHEME_TFHE) {
             p->n_tfhe++;
+            p->n_convert += ts__sched_conversions(c, &g->ops[k]);
+            p->n_lookup += g->ops[k].n_values;
             p->convert_ns += s->op_ns;
         } else {
             nrot += g->rot_n[k];
@@ -567,6 +565,8 @@ ts_status_t ts_sched_plan_check(const ts_sched_plan_t *p, const ts_sched_graph_t
         return TS_EINVAL;
     if (p->n_steps != g->n_ops || ts_sched_costs_validate(c, NULL, 0) != TS_OK)
         return TS_EINVAL;
+    if (p->engine)
+        return ts__sched_engine_check(p, g, c, msg, msg_size);
     ts_status_t st = TS_OK;
     size_t n = g->n_ops;
     int *lev = ts_malloc(n * sizeof *lev);
@@ -582,7 +582,7 @@ ts_status_t ts_sched_plan_check(const ts_sched_plan_t *p, const ts_sched_graph_t
             if (g->ops[k].in[i] >= 0)
                 last[g->ops[k].in[i]] = (int)k;
     int L = (int)c->max_level, B = (int)c->boot_output_level;
-    double total = 0, lut = ts_sched_costs_lut_ns(c);
+    double total = 0;
     for (size_t k = 0; k < n; k++) {
         const ts_sched_op_t *op = &g->ops[k];
         const ts_sched_step_t *s = &p->steps[k];
@@ -651,8 +651,7 @@ ts_status_t ts_sched_plan_check(const ts_sched_plan_t *p, const ts_sched_graph_t
             if (s->level_out < 0 || s->level_out > B)
                 FAIL(TS_ELEVEL, "op %zu (%s): recovery level %d outside [0, %d]", k, op->name,
                      s->level_out, B);
-            ns = ts_sched_costs_convert_ns(c, op->n_values, op->n_ct, s->level_out) +
-                 op->n_values * lut;
+            ns = ts__sched_tfhe_ns(c, op, s->level_out);
         }
         if (fabs(ns - s->op_ns) > 1e-6 * (fabs(ns) + 1))
             FAIL(TS_EINVAL, "op %zu (%s): cost %.0f ns, plan says %.0f", k, op->name, ns, s->op_ns);

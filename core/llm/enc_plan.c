@@ -1,0 +1,592 @@
+/*
+ * core/llm/enc_plan.c — the scheduler's view of the encrypted decode engine
+ * (issue 10): the decode step of ts_llm_enc_step as a core/sched graph, one
+ * operator per ciphertext operation whose level matters, in the engine's
+ * order, with the engine's configuration (each primitive pinned where the
+ * configuration evaluates it, the Chebyshev degrees, Newton and Goldschmidt
+ * iterations, softmax rounds, conversion batches, values and LUT segments),
+ * the levels its `need` calls ask for and the stage each is timed in. Every
+ * builder function below mirrors the enc.c function of the same name; keep
+ * them in step (tests/unit/test_llm_plan.c compares the counts the plan
+ * predicts with those the engine executes).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/convert/convert.h"
+#include "core/llm/llm_int.h"
+
+typedef struct gb {
+    uint64_t snap;      /* levels whose rescaling prime is far from the scale (enc.c snap) */
+    uint64_t deep_next; /* deep_levels of the next operator added */
+    ts_sched_graph_t *g;
+    const ts__llm_enc_shape_t *e;
+    const ts_llm_enc_levels_t *lv;
+    int pos, layer, stage;
+    const char *where; /* name prefix: "L0.attn" */
+    ts_status_t st;
+} gb_t;
+
+static int ilog2_ceil(int n)
+{
+    int k = 0;
+    while ((1 << k) < n)
+        k++;
+    return k;
+}
+
+/* Append one operator; returns its id (-1 after an error, which sticks). */
+static int add(gb_t *b, ts_op_kind_t kind, const char *nm, int x, int y, unsigned inplace,
+               int depth, int need, const double cnt[6])
+{
+    if (b->st != TS_OK)
+        return -1;
+    ts_sched_op_t op;
+    memset(&op, 0, sizeof op);
+    op.kind = kind;
+    snprintf(op.name, sizeof op.name, "%s.%s", b->where, nm);
+    op.layer = b->layer;
+    op.in[0] = x;
+    op.in[1] = y;
+    op.n_ct = 1;
+    op.n_impl = 1;
+    ts_sched_impl_t *im = &op.impl[0];
+    snprintf(im->name, sizeof im->name, "%s", nm);
+    im->depth = depth;
+    im->n_add = cnt[0];
+    im->n_pmul = cnt[1];
+    im->n_cmul = cnt[2];
+    im->n_rot = cnt[3];
+    im->n_rescale = cnt[4];
+    im->n_encode = cnt[5];
+    op.group = (uint8_t)b->stage;
+    op.inplace = (uint8_t)inplace;
+    op.need_level = need;
+    op.deep_levels = b->deep_next;
+    b->deep_next = 0;
+    int id = -1;
+    b->st = ts_sched_graph_add_op(b->g, &op, NULL, 0, &id);
+    return id;
+}
+
+#define BOTH   3u /* inplace: both inputs */
+#define FIRST  1u
+#define SECOND 2u
+
+/* ciphertext products: mul_cc's snap spends a level where the prime is far from the scale */
+static int prod(gb_t *b, ts_op_kind_t kind, const char *nm, int x, int y, unsigned inplace,
+                int need)
+{
+    const double c[6] = {0, 0, 1, 0, 1, 0};
+    b->deep_next = b->snap;
+    return add(b, kind, nm, x, y, inplace, 1, need, c);
+}
+
+static int mul_cc(gb_t *b, const char *nm, int x, int y, unsigned inplace, int need)
+{
+    return prod(b, TS_OP_MUL_CC, nm, x, y, inplace, need);
+}
+
+/* mul_k (constant) and mul_buf (encoded vector: one encoding) */
+static int mul_k(gb_t *b, const char *nm, int x, bool encode)
+{
+    const double c[6] = {0, 1, 0, 0, 1, encode ? 1 : 0};
+    return add(b, TS_OP_MUL_CP, nm, x, TS_SCHED_NONE, FIRST, 1, 1, c);
+}
+
+static int add_cc(gb_t *b, const char *nm, int x, int y)
+{
+    const double c[6] = {1, 0, 0, 0, 0, 0};
+    return add(b, TS_OP_ADD_CC, nm, x, y, BOTH, 0, 0, c);
+}
+
+static int add_k(gb_t *b, const char *nm, int x, bool encode)
+{
+    const double c[6] = {1, 0, 0, 0, 0, encode ? 1 : 0};
+    return add(b, TS_OP_ADD_CP, nm, x, TS_SCHED_NONE, 0, 0, 0, c);
+}
+
+/* x += rot(x, r) for r = first, 2 first, ... while |r| < lim */
+static int rot_sum(gb_t *b, const char *nm, int x, int first, int lim)
+{
+    int n = 0;
+    for (long r = first; (r < 0 ? -r : r) < lim; r *= 2)
+        n++;
+    const double c[6] = {n, 0, 0, n, 0, 0};
+    return add(b, TS_OP_SUM, nm, x, TS_SCHED_NONE, 0, 0, 0, c);
+}
+
+/* BSGS matvec on period pin: n1 - 1 hoisted baby rotations, n2 - 1 giant ones,
+ * pin diagonals encoded and multiplied, one rescale. */
+static int matvec(gb_t *b, const char *nm, int x, int pin, int need)
+{
+    int n1 = 1;
+    while (n1 * n1 < pin)
+        n1 <<= 1;
+    if (n1 > 64)
+        n1 = 64;
+    int n2 = pin / n1;
+    const double c[6] = {pin, pin, 0, (n1 - 1) + (n2 - 1), 1, pin};
+    int prev = b->stage;
+    b->stage = TS_LLM_STAGE_MATVEC;
+    int id = add(b, TS_OP_MATVEC, nm, x, TS_SCHED_NONE, FIRST, 1, need, c);
+    b->stage = prev;
+    return id;
+}
+
+/* A primitive evaluated where the configuration says: its Chebyshev series
+ * (CKKS: depth = the affine map to [-1, 1] + Paterson-Stockmeyer depth;
+ * the engine bootstraps x in place and retries when that does not fit) or
+ * one TFHE evaluation of `values` values in `conv` conversions. */
+static int prim(gb_t *b, ts_op_kind_t kind, const char *nm, int x, ts_llm_eval_t ev,
+                const ts_nonlinear_spec_t *sp, const ts_nonlinear_approx_t *a, uint32_t values,
+                uint32_t conv)
+{
+    if (b->st != TS_OK)
+        return -1;
+    ts_sched_op_t op;
+    memset(&op, 0, sizeof op);
+    op.kind = kind;
+    snprintf(op.name, sizeof op.name, "%s.%s", b->where, nm);
+    op.layer = b->layer;
+    op.in[0] = x;
+    op.in[1] = TS_SCHED_NONE;
+    op.n_ct = 1;
+    op.n_impl = 1;
+    op.n_values = values;
+    op.range_lo = sp->lo;
+    op.range_hi = sp->hi;
+    op.tfhe_ok = true;
+    ts_sched_impl_t *im = &op.impl[0];
+    if (ev == TS_LLM_EVAL_CKKS) {
+        const ts_nonlinear_cheb_t *cb = a ? ts_nonlinear_approx_cheb(a) : NULL;
+        if (!cb) {
+            b->st = TS_EINVAL;
+            return -1;
+        }
+        int d = cb->degree;
+        bool affine = !(cb->lo == -1.0 && cb->hi == 1.0);
+        int k = (int)ts_ckks_chebyshev_ps_k((size_t)d);
+        int depth = ts_ckks_chebyshev_depth((size_t)d) + (affine ? 1 : 0);
+        double cm = (k - 1) + ilog2_ceil((d + k) / k) + (d + k - 1) / k;
+        snprintf(im->name, sizeof im->name, "cheb%d", d);
+        im->depth = depth;
+        im->n_add = d + 1;
+        im->n_pmul = d + (affine ? 1 : 0);
+        im->n_cmul = cm;
+        im->n_rescale = cm + 1 + (affine ? 1 : 0);
+        op.pin = TS_SCHED_PIN_CKKS;
+        op.need_level = depth;
+        op.inplace = FIRST;
+        op.group = TS_LLM_STAGE_NONLINEAR;
+    } else {
+        snprintf(im->name, sizeof im->name, "-");
+        op.pin = TS_SCHED_PIN_TFHE;
+        op.tfhe_in_level = b->lv->tfhe_in;
+        op.tfhe_out_level = b->lv->tfhe_out;
+        op.n_conv = conv;
+        op.lut_seg = ev == TS_LLM_EVAL_PBS ? TS_SCHED_LUT_PBS : sp->n_seg;
+        op.group = TS_LLM_STAGE_CONVERT;
+    }
+    int id = -1;
+    b->st = ts_sched_graph_add_op(b->g, &op, NULL, 0, &id);
+    return id;
+}
+
+/* ------------------------------------------------ mirrors of enc.c */
+
+static int rsqrt(gb_t *b, int x)
+{
+    const ts__llm_enc_shape_t *e = b->e;
+    int y =
+        prim(b, TS_OP_INVSQRT, "invsqrt", x, TS_LLM_EVAL_CKKS, &e->cfg->rsqrt, e->a_rsqrt, 1, 1);
+    int xh = mul_k(b, "invsqrt.xh", x, false);
+    for (int i = 0; i < e->cfg->rsqrt.steps; i++) {
+        int y2 = mul_cc(b, "newton.y2", y, y, BOTH, 2); /* need(y, 2) in place */
+        int a = mul_cc(b, "newton.xy", xh, y, FIRST, 1);
+        a = mul_cc(b, "newton.xy3", a, y2, BOTH, 1);
+        int y15 = mul_k(b, "newton.1.5y", y, false);
+        y = add_cc(b, "newton.sum", a, y15);
+    }
+    return y;
+}
+
+/* Goldschmidt; the first operator carries the primitive (kind INV) */
+static int recip(gb_t *b, const char *nm, const ts_nonlinear_spec_t *sp, int x)
+{
+    const double c[6] = {0, 1, 0, 0, 1, 0};
+    if (b->st != TS_OK)
+        return -1;
+    ts_sched_op_t op;
+    memset(&op, 0, sizeof op);
+    op.kind = TS_OP_INV;
+    snprintf(op.name, sizeof op.name, "%s.%s", b->where, nm);
+    op.layer = b->layer;
+    op.in[0] = x;
+    op.in[1] = TS_SCHED_NONE;
+    op.n_ct = 1;
+    op.n_impl = 1;
+    op.n_values = (uint32_t)b->e->nh;
+    op.range_lo = sp->lo;
+    op.range_hi = sp->hi;
+    op.tfhe_ok = true;
+    snprintf(op.impl[0].name, sizeof op.impl[0].name, "goldschmidt-%d", sp->steps);
+    op.impl[0].depth = 1;
+    op.impl[0].n_pmul = c[1];
+    op.impl[0].n_rescale = c[4];
+    op.pin = TS_SCHED_PIN_CKKS;
+    op.inplace = FIRST;
+    op.need_level = 1;
+    op.group = TS_LLM_STAGE_NONLINEAR;
+    int a = -1;
+    b->st = ts_sched_graph_add_op(b->g, &op, NULL, 0, &a);
+    if (sp->steps == 0) {
+        int o = mul_k(b, "recip.zero", x, false);
+        return add_k(b, "recip.const", o, false);
+    }
+    int bb = -1;
+    for (int i = 0; i < sp->steps; i++) {
+        int f = add_k(b, "goldschmidt.f", a, false);
+        if (i == 0)
+            bb = mul_k(b, "goldschmidt.b", f, false);
+        else
+            bb = mul_cc(b, "goldschmidt.b", bb, f, FIRST, 1);
+        if (i + 1 < sp->steps)
+            a = mul_cc(b, "goldschmidt.a", a, f, BOTH, 1);
+    }
+    return bb;
+}
+
+static int rmsnorm(gb_t *b, const char *where, int x)
+{
+    const ts__llm_enc_shape_t *e = b->e;
+    b->where = where;
+    int prev = b->stage;
+    b->stage = TS_LLM_STAGE_NONLINEAR;
+    int sq = mul_cc(b, "square", x, x, BOTH, 3); /* need(x, 3) in place */
+    sq = rot_sum(b, "sum", sq, 1, e->pd);
+    sq = mul_k(b, "mean", sq, false);
+    sq = add_k(b, "eps", sq, false);
+    int r;
+    if (e->cfg->eval_rsqrt == TS_LLM_EVAL_CKKS) {
+        r = rsqrt(b, sq);
+    } else {
+        r = prim(b, TS_OP_INVSQRT, "invsqrt", sq, e->cfg->eval_rsqrt, &e->cfg->rsqrt, NULL, 1, 1);
+        r = rot_sum(b, "spread", r, -1, e->pd);
+        r = rot_sum(b, "spread_blocks", r, -e->pd, e->slots);
+    }
+    int xw = mul_k(b, "gain", x, true);
+    int out = mul_cc(b, "normalize", xw, r, BOTH, 1);
+    b->stage = prev;
+    return out;
+}
+
+/* put x's first block into the cache: mul_buf, popcount(pos) rotations, add */
+static int cache_put(gb_t *b, const char *nm, int x)
+{
+    int rots = 0;
+    for (int bit = 0; (1 << bit) <= b->pos; bit++)
+        rots += (b->pos >> bit) & 1;
+    const double c[6] = {b->pos > 0 ? 1 : 0, 1, 0, rots, 1, 1};
+    return add(b, TS_OP_MUL_CP, nm, x, TS_SCHED_NONE, FIRST, 1, 1, c);
+}
+
+static int attention(gb_t *b, int xb)
+{
+    const ts__llm_enc_shape_t *e = b->e;
+    const ts_llm_enc_config_t *cfg = e->cfg;
+    int k = cfg->softmax_k;
+    b->stage = TS_LLM_STAGE_ATTENTION;
+    int q = matvec(b, "wq", xb, e->pd, 3); /* need(xb, 3) in place */
+    int kk = matvec(b, "wk", xb, e->pd, 1);
+    int v = matvec(b, "wv", xb, e->pd, 1);
+    const double rc[6] = {2, 3, 0, 2, 1, 3};
+    q = add(b, TS_OP_ROPE, "rope_q", q, TS_SCHED_NONE, FIRST, 1, 1, rc);
+    kk = add(b, TS_OP_ROPE, "rope_k", kk, TS_SCHED_NONE, FIRST, 1, 1, rc);
+    int kc = cache_put(b, "cache_k", kk);
+    int vc = cache_put(b, "cache_v", v);
+    /* z = copy(K cache) * q: the cache copy may be bootstrapped, the cache not */
+    int z = prod(b, TS_OP_ATTN_QK, "scores", kc, q, SECOND, 1);
+    z = rot_sum(b, "scores.sum", z, 1, e->hd);
+    z = mul_k(b, "scores.scale", z, true);
+    z = rot_sum(b, "scores.spread", z, -1, e->hd);
+    int y;
+    if (cfg->eval_exp != TS_LLM_EVAL_CKKS) {
+        int per = b->lv->sub / e->pd, nt = b->pos + 1;
+        if (per < 1) {
+            b->st = TS_ENOTSUP;
+            return -1;
+        }
+        y = prim(b, TS_OP_EXP, "softmax.exp", z, cfg->eval_exp, &cfg->exp, NULL,
+                 (uint32_t)(nt * e->nh), (uint32_t)((nt + per - 1) / per));
+        y = rot_sum(b, "softmax.exp.spread", y, -1, e->hd);
+    } else {
+        y = prim(b, TS_OP_EXP, "softmax.exp", z, TS_LLM_EVAL_CKKS, &cfg->exp, e->a_exp,
+                 (uint32_t)((b->pos + 1) * e->nh), 1);
+        y = add_k(b, "softmax.exp.mask", y, true);
+    }
+    for (int round = 0; round < (k > 0 ? k : 1); round++) {
+        char nm[40];
+        int sq = y;
+        if (k > 0) {
+            snprintf(nm, sizeof nm, "softmax.step%d.square", round);
+            sq = mul_cc(b, nm, y, y, SECOND, 1); /* need(copy of y), then need(y) */
+        }
+        snprintf(nm, sizeof nm, "softmax.step%d.sum", round);
+        int sum = rot_sum(b, nm, sq, e->pd, e->slots);
+        bool first = round == 0, last = !first && round == k - 1;
+        ts_llm_eval_t where = first  ? cfg->eval_recip
+                              : last ? cfg->eval_recip_last
+                                     : cfg->eval_recip_norm;
+        const ts_nonlinear_spec_t *rsp = first  ? &cfg->recip
+                                         : last ? &cfg->recip_last
+                                                : &cfg->recip_norm;
+        snprintf(nm, sizeof nm, "softmax.step%d.inv", round);
+        int r;
+        if (where == TS_LLM_EVAL_CKKS) {
+            int prev = b->stage;
+            b->stage = TS_LLM_STAGE_NONLINEAR;
+            r = recip(b, nm, rsp, sum);
+            b->stage = prev;
+        } else {
+            if (first)
+                sum = mul_k(b, "softmax.mean", sum, false);
+            r = prim(b, TS_OP_INV, nm, sum, where, rsp, NULL, (uint32_t)e->nh, 1);
+            r = rot_sum(b, "softmax.inv.spread", r, -1, e->hd);
+            r = rot_sum(b, "softmax.inv.spread_blocks", r, -e->pd, e->slots);
+            if (first)
+                r = mul_k(b, "softmax.mean.undo", r, false);
+        }
+        snprintf(nm, sizeof nm, "softmax.step%d.mul", round);
+        y = mul_cc(b, nm, sq, r, BOTH, 1);
+    }
+    int o = prod(b, TS_OP_ATTN_PV, "attn_v", y, vc, FIRST, 1);
+    return rot_sum(b, "attn_v.sum", o, e->pd, e->slots);
+}
+
+static int ffn(gb_t *b, int xb)
+{
+    const ts__llm_enc_shape_t *e = b->e;
+    b->stage = TS_LLM_STAGE_OTHER;
+    int h1 = matvec(b, "w1", xb, e->pd, 2); /* need(xb, 2) in place */
+    int h3 = matvec(b, "w3", xb, e->pd, 1);
+    int g;
+    if (e->cfg->eval_silu == TS_LLM_EVAL_CKKS) {
+        g = prim(b, TS_OP_SILU, "silu", h1, TS_LLM_EVAL_CKKS, &e->cfg->silu, e->a_silu,
+                 (uint32_t)e->hid, 1);
+    } else {
+        g = prim(b, TS_OP_SILU, "silu", h1, e->cfg->eval_silu, &e->cfg->silu, NULL,
+                 (uint32_t)e->hid, 1);
+        g = rot_sum(b, "silu.spread", g, -e->ph, e->slots);
+    }
+    g = mul_cc(b, "glu", g, h3, BOTH, 1);
+    return matvec(b, "w2", g, e->ph, 1);
+}
+
+static ts_status_t build_step(gb_t *b)
+{
+    const ts__llm_enc_shape_t *e = b->e;
+    int xx = TS_SCHED_FRESH;
+    char where[24];
+    for (int l = 0; l < e->nl && b->st == TS_OK; l++) {
+        b->layer = l;
+        snprintf(where, sizeof where, "L%d.attn_norm", l);
+        b->stage = TS_LLM_STAGE_OTHER;
+        int xb = rmsnorm(b, where, xx);
+        snprintf(where, sizeof where, "L%d.attn", l);
+        b->where = where;
+        int o = attention(b, xb);
+        b->stage = TS_LLM_STAGE_OTHER;
+        o = matvec(b, "wo", o, e->pd, 1);
+        xx = add_cc(b, "resid", xx, o);
+        snprintf(where, sizeof where, "L%d.ffn_norm", l);
+        xb = rmsnorm(b, where, xx);
+        snprintf(where, sizeof where, "L%d.ffn", l);
+        b->where = where;
+        o = ffn(b, xb);
+        b->stage = TS_LLM_STAGE_OTHER;
+        xx = add_cc(b, "resid", xx, o);
+    }
+    b->layer = -1;
+    b->stage = TS_LLM_STAGE_OTHER;
+    int xb = rmsnorm(b, "final_norm", xx);
+    b->where = "head";
+    matvec(b, "lm_head", xb, e->pd, 1);
+    return b->st;
+}
+
+/* ------------------------------------------------------------ public */
+
+ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out)
+{
+    if (!enc || !out)
+        return TS_EINVAL;
+    memset(out, 0, sizeof(*out));
+    ts__llm_enc_shape_t e;
+    ts__llm_enc_shape(enc, &e);
+    ts_boot_config_t bc;
+    int left = -1;
+    if (e.boot) {
+        out->input = ts_boot_levels_left(e.boot);
+        out->boot = true;
+    } else if (ts_boot_config_default(e.params, &bc) == TS_OK &&
+               ts_boot_depth(e.params, &bc, NULL, NULL, NULL, &left) == TS_OK && left >= 1) {
+        out->input = left; /* as the engine will run: with the default bootstrapper */
+        out->boot = true;
+        out->assumed = true;
+    } else {
+        out->input = ts_ckks_params_max_level(e.params);
+    }
+    int cts, em, stc;
+    ts_tfhe_params_lit_t lit;
+    if (ts_llm_enc_tfhe_boot_config(enc, &bc) == TS_OK &&
+        ts_boot_depth(e.params, &bc, &cts, &em, &stc, &left) == TS_OK && left >= 1 &&
+        ts_llm_enc_tfhe_literal(enc, &lit) == TS_OK) {
+        out->tfhe_in = bc.stc_levels + 1;
+        out->tfhe_out = left - 1; /* ModRecover's level - 1 */
+        int log_n = ts_ckks_params_log_n(e.params);
+        uint32_t n_br = 1u << lit.log_n_br;
+        while (out->sub < e.slots &&
+               ts_convert_slot_coeff(log_n, bc.log_slots, n_br, (size_t)out->sub, false) >= 0)
+            out->sub++;
+    }
+    return TS_OK;
+}
+
+ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, ts_sched_graph_t **out)
+{
+    if (!enc || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    ts__llm_enc_shape_t e;
+    ts__llm_enc_shape(enc, &e);
+    if (pos < 0 || pos >= e.max_pos)
+        return TS_ERANGE;
+    ts_llm_enc_levels_t lv;
+    ts_status_t st = ts_llm_enc_levels(enc, &lv);
+    if (st != TS_OK)
+        return st;
+    gb_t b = {.e = &e, .lv = &lv, .pos = pos, .where = "step"};
+    /* after a product of two values at scale Delta rescaled by q_l, enc.c's snap
+     * corrects the scale with one more level unless q_l is within 2^-10 of Delta */
+    double delta = ts_ckks_params_scale(e.params);
+    int top = ts_ckks_params_max_level(e.params);
+    for (int l = 1; l <= top && l < 64; l++)
+        if (fabs(delta / (double)ts_ckks_params_q(e.params, (size_t)l) - 1.0) >= 0x1p-10)
+            b.snap |= (uint64_t)1 << l;
+    st = ts_sched_graph_new(&b.g);
+    if (st != TS_OK)
+        return st;
+    st = build_step(&b);
+    if (st != TS_OK) {
+        ts_sched_graph_free(b.g);
+        return st;
+    }
+    *out = b.g;
+    return TS_OK;
+}
+
+ts_status_t ts_llm_enc_plan(const ts_llm_enc_t *enc, int pos, const ts_sched_costs_t *costs,
+                            ts_sched_policy_t policy, ts_sched_graph_t **g_out,
+                            ts_sched_plan_t **plan_out, char *msg, size_t msg_size)
+{
+    if (msg && msg_size)
+        msg[0] = '\0';
+    if (!enc || !costs || !g_out || !plan_out)
+        return TS_EINVAL;
+    *g_out = NULL;
+    *plan_out = NULL;
+    ts_llm_enc_levels_t lv;
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *p = NULL;
+    ts_status_t st = ts_llm_enc_levels(enc, &lv);
+    if (st == TS_OK)
+        st = ts_llm_enc_graph(enc, pos, &g);
+    if (st == TS_OK)
+        st = ts_sched_plan_new_engine(g, costs, policy, lv.input, lv.input, &p, msg, msg_size);
+    if (st == TS_OK && !lv.boot && p->n_boot > 0) {
+        if (msg && msg_size)
+            snprintf(msg, msg_size, "the step needs %u bootstraps and the engine has none",
+                     p->n_boot);
+        st = TS_ELEVEL;
+    }
+    if (st != TS_OK) {
+        ts_sched_plan_free(p);
+        ts_sched_graph_free(g);
+        return st;
+    }
+    *g_out = g;
+    *plan_out = p;
+    return TS_OK;
+}
+
+void ts_llm_enc_plan_stages(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
+                            double ns[TS_LLM_STAGE_COUNT])
+{
+    for (int i = 0; i < TS_LLM_STAGE_COUNT; i++)
+        ns[i] = 0;
+    if (!p || !g || p->n_steps != ts_sched_graph_count(g))
+        return;
+    for (size_t k = 0; k < p->n_steps; k++) {
+        const ts_sched_op_t *op = ts_sched_graph_op(g, k);
+        int grp = op->group < TS_LLM_STAGE_COUNT ? op->group : TS_LLM_STAGE_OTHER;
+        if (p->steps[k].scheme == TS_SCHEME_TFHE)
+            grp = TS_LLM_STAGE_CONVERT;
+        ns[grp] += p->steps[k].op_ns;
+        ns[TS_LLM_STAGE_BOOTSTRAP] += p->steps[k].boot_ns;
+    }
+}
+
+static int kind_of(const ts_sched_op_t *op)
+{
+    switch (op->kind) {
+    case TS_OP_EXP:
+        return TS_LLM_KIND_EXP;
+    case TS_OP_INVSQRT:
+        return TS_LLM_KIND_RSQRT;
+    case TS_OP_SILU:
+        return TS_LLM_KIND_SILU;
+    case TS_OP_INV: {
+        size_t n = strlen(op->name);
+        return n >= 10 && !strcmp(op->name + n - 10, ".step0.inv") ? TS_LLM_KIND_RECIP
+                                                                   : TS_LLM_KIND_RECIP_NORM;
+    }
+    default:
+        return -1;
+    }
+}
+
+ts_status_t ts_llm_enc_plan_alternatives(const ts_llm_enc_t *enc, int pos,
+                                         const ts_sched_costs_t *costs, ts_sched_policy_t policy,
+                                         const ts_sched_graph_t *g, double *alt,
+                                         double kind_total[TS_LLM_KIND_COUNT])
+{
+    if (!enc || !costs || !g || !alt)
+        return TS_EINVAL;
+    ts__llm_enc_shape_t e;
+    ts__llm_enc_shape(enc, &e);
+    unsigned mask = ts_llm_enc_config_tfhe_kinds(e.cfg);
+    double tot[TS_LLM_KIND_COUNT];
+    for (int k = 0; k < TS_LLM_KIND_COUNT; k++) {
+        ts_llm_enc_config_t cfg;
+        ts_llm_enc_config_kinds(&cfg, policy, e.max_pos, mask ^ (1u << k));
+        ts_llm_enc_t *v = NULL;
+        ts_sched_graph_t *gv = NULL;
+        ts_sched_plan_t *pv = NULL;
+        tot[k] = INFINITY;
+        if (ts_llm_enc_new(e.m, e.params, &cfg, e.boot, &v) == TS_OK &&
+            ts_llm_enc_plan(v, pos, costs, policy, &gv, &pv, NULL, 0) == TS_OK)
+            tot[k] = pv->total_ns;
+        ts_sched_plan_free(pv);
+        ts_sched_graph_free(gv);
+        ts_llm_enc_free(v);
+        if (kind_total)
+            kind_total[k] = tot[k];
+    }
+    for (size_t i = 0; i < ts_sched_graph_count(g); i++) {
+        int k = kind_of(ts_sched_graph_op(g, i));
+        alt[i] = k >= 0 ? tot[k] : NAN;
+    }
+    return TS_OK;
+}

@@ -1,0 +1,375 @@
+/*
+ * The scheduler's plan of the encrypted engine (core/llm/enc_plan.c +
+ * ts_sched_plan_new_engine) against the engine itself. Oracle: exact counts.
+ * On the tiny model of tests/unit/llm_tiny.h at the bootstrapping preset
+ * test-llm-tiny-boot, for each policy (ckks, hybrid, tfhe) the engine runs
+ * decode steps (positions 0 and, for tfhe, 1) and counts its bootstraps, conversions
+ * and looked-up values (ts_llm_enc_session_stats); the engine plan of the
+ * same step must predict exactly these numbers, every level it assigns must
+ * be feasible (ts_sched_plan_check replays it; no level below 0, every CKKS
+ * operator at a level covering its depth). Timing is not asserted here: the
+ * predicted and measured latencies go to `tessera bench decode`.
+ * Also: the level model itself on hand-made graphs (in-place vs copy
+ * bootstraps, align drops, TFHE batches), and the explanation of a plan.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/convert/convert.h"
+#include "core/llm/llm.h"
+#include "tests/unit/llm_tiny.h"
+#include "tests/unit/ts_test.h"
+
+/* ------------------------------------------------ the level model alone */
+
+static int op_add(ts_sched_graph_t *g, ts_op_kind_t kind, int a, int b, int depth, int need,
+                  unsigned inplace)
+{
+    ts_sched_op_t op;
+    memset(&op, 0, sizeof op);
+    op.kind = kind;
+    snprintf(op.name, sizeof op.name, "op%zu", ts_sched_graph_count(g));
+    op.in[0] = a;
+    op.in[1] = b;
+    op.n_ct = 1;
+    op.n_impl = 1;
+    op.impl[0].depth = depth;
+    op.impl[0].n_cmul = 1;
+    op.need_level = need;
+    op.inplace = (uint8_t)inplace;
+    int id = -1;
+    ck_assert_ts_ok(ts_sched_graph_add_op(g, &op, NULL, 0, &id));
+    return id;
+}
+
+START_TEST(test_engine_levels_model)
+{
+    ts_sched_costs_t c;
+    ts_sched_costs_default(&c);
+    c.boot_output_level = 4;
+    ts_sched_graph_t *g = NULL;
+    ck_assert_ts_ok(ts_sched_graph_new(&g));
+    /* fresh at 4: x = mul(fresh) -> 3; y = mul(x) -> 2; z = mul(y) -> 1 */
+    int x = op_add(g, TS_OP_MUL_CP, TS_SCHED_FRESH, TS_SCHED_NONE, 1, 1, 1);
+    int y = op_add(g, TS_OP_MUL_CP, x, TS_SCHED_NONE, 1, 1, 1);
+    int z = op_add(g, TS_OP_MUL_CP, y, TS_SCHED_NONE, 1, 1, 1);
+    /* w = z * x aligned in place: x drops to 1 (in place) -> w at 0 */
+    int w = op_add(g, TS_OP_MUL_CC, z, x, 1, 1, 3);
+    /* x needs 1: still 1, no bootstrap -> 0 */
+    int u = op_add(g, TS_OP_MUL_CP, x, TS_SCHED_NONE, 1, 1, 1);
+    /* w (level 0) on a copy: bootstrapped, w stays 0; twice */
+    op_add(g, TS_OP_MUL_CP, w, TS_SCHED_NONE, 1, 1, 0);
+    op_add(g, TS_OP_MUL_CP, w, TS_SCHED_NONE, 1, 1, 0);
+    /* u (level 0) in place with need 3: bootstrapped once to 4 -> 3; then 2 */
+    int v = op_add(g, TS_OP_MUL_CP, u, TS_SCHED_NONE, 1, 3, 1);
+    op_add(g, TS_OP_ADD_CC, u, v, 0, 0, 0);
+    ts_sched_plan_t *p = NULL;
+    char msg[200];
+    ck_assert_ts_ok(ts_sched_plan_new_engine(g, &c, TS_SCHED_CKKS, 0, 0, &p, msg, sizeof msg));
+    ck_assert(p->engine);
+    int want_out[] = {3, 2, 1, 0, 0, 3, 3, 3, 3};
+    uint32_t want_boot[] = {0, 0, 0, 0, 0, 1, 1, 1, 0};
+    ck_assert_uint_eq(p->n_steps, 9);
+    for (size_t k = 0; k < p->n_steps; k++) {
+        ck_assert_msg(p->steps[k].level_out == want_out[k], "op %zu: level %d, want %d", k,
+                      p->steps[k].level_out, want_out[k]);
+        ck_assert_uint_eq(p->steps[k].n_boot, want_boot[k]);
+    }
+    ck_assert_int_eq(p->steps[8].level_in, 3);
+    ck_assert_uint_eq(p->n_boot, 3);
+    ck_assert_ts_ok(ts_sched_plan_check(p, g, &c, msg, sizeof msg));
+    /* a tampered plan is caught by the replay */
+    p->steps[2].level_out = 2;
+    ck_assert_ts_status(ts_sched_plan_check(p, g, &c, NULL, 0), TS_EINVAL);
+    ts_sched_plan_free(p);
+    /* a need above the bootstrap level is infeasible */
+    op_add(g, TS_OP_MUL_CP, v, TS_SCHED_NONE, 1, 5, 1);
+    ck_assert_ts_status(ts_sched_plan_new_engine(g, &c, TS_SCHED_CKKS, 0, 0, &p, msg, sizeof msg),
+                        TS_ELEVEL);
+    ck_assert_ptr_null(p);
+    ck_assert(strstr(msg, "needs level 5") != NULL);
+    (void)y;
+    ts_sched_graph_free(g);
+
+    /* TFHE: bootstraps once per conversion (on copies), counts values */
+    ck_assert_ts_ok(ts_sched_graph_new(&g));
+    x = op_add(g, TS_OP_MUL_CP, TS_SCHED_FRESH, TS_SCHED_NONE, 4, 4, 1); /* -> 0 */
+    ts_sched_op_t op;
+    memset(&op, 0, sizeof op);
+    op.kind = TS_OP_EXP;
+    op.in[0] = x;
+    op.in[1] = TS_SCHED_NONE;
+    op.n_ct = 1;
+    op.n_impl = 1;
+    op.n_values = 10;
+    op.tfhe_ok = true;
+    op.pin = TS_SCHED_PIN_TFHE;
+    op.n_conv = 3;
+    op.lut_seg = 2;
+    op.tfhe_in_level = 2;
+    op.tfhe_out_level = 3;
+    ck_assert_ts_ok(ts_sched_graph_add_op(g, &op, NULL, 0, NULL));
+    op.pin = TS_SCHED_PIN_NONE; /* unpinned: the policy */
+    op.in[0] = 1;
+    op.n_conv = 0;
+    ck_assert_ts_ok(ts_sched_graph_add_op(g, &op, NULL, 0, NULL));
+    ck_assert_ts_ok(ts_sched_plan_new_engine(g, &c, TS_SCHED_HYBRID, 0, 0, &p, msg, sizeof msg));
+    ck_assert_int_eq(p->steps[1].scheme, TS_SCHEME_TFHE);
+    ck_assert_uint_eq(p->steps[1].n_boot, 3);
+    ck_assert_int_eq(p->steps[1].level_out, 3);
+    ck_assert_int_eq(p->steps[2].scheme, TS_SCHEME_CKKS);
+    ck_assert_uint_eq(p->n_convert, 3);
+    ck_assert_uint_eq(p->n_lookup, 10);
+    /* 3 conversions of ceil(10 / 3) = 4 values (batch size 4), recovered to 3 */
+    double want =
+        3.0 * (double)(c.extract_ns[1] + c.recover_ns[3]) + 10 * ts_sched_costs_value_ns(&c, 2);
+    ck_assert(fabs(p->steps[1].op_ns - want) < 1);
+    ts_sched_plan_free(p);
+    ck_assert_ts_ok(ts_sched_plan_new_engine(g, &c, TS_SCHED_TFHE, 0, 0, &p, msg, sizeof msg));
+    ck_assert_int_eq(p->steps[2].scheme, TS_SCHEME_TFHE);
+    ck_assert_uint_eq(p->n_lookup, 20);
+    ts_sched_plan_free(p);
+    ts_sched_graph_free(g);
+}
+END_TEST
+
+/* --------------------------------------------------- engine vs plan */
+
+typedef struct {
+    ts_llm_model_t *m;
+    ts_ckks_params_t *p;
+    ts_ckks_secret_key_t *sk;
+    ts_ckks_evalkeys_t *ek;
+    ts_ckks_evaluator_t *ev;
+    ts_ckks_encoder_t *ecd;
+    ts_prng_t *prng;
+    ts_llm_enc_t *enc;
+    ts_llm_enc_session_t *s;
+    ts_boot_t *boot, *stc;
+    ts_convert_t *cv;
+} fx_t;
+
+static void fx_open(fx_t *f, const char *model, const ts_llm_enc_config_t *cfg)
+{
+    memset(f, 0, sizeof(*f));
+    ck_assert_ts_ok(ts_llm_model_load(model, &f->m, NULL, 0));
+    ck_assert_ts_ok(
+        ts_ckks_params_load_file("configs/params/test-llm-tiny-boot.yaml", true, &f->p, NULL));
+    uint8_t seed[TS_SEED_BYTES] = {9};
+    ck_assert_ts_ok(ts_prng_new_seeded(seed, 1, &f->prng));
+    ck_assert_ts_ok(ts_ckks_keygen_secret(f->p, f->prng, &f->sk));
+    ck_assert_ts_ok(ts_ckks_evalkeys_new(f->p, &f->ek));
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(f->ek, f->sk, f->prng));
+    ts_boot_config_t bc;
+    ck_assert_ts_ok(ts_boot_config_default(f->p, &bc));
+    ck_assert_ts_ok(ts_boot_keygen(f->p, &bc, f->ek, f->sk, f->prng));
+    ck_assert_ts_ok(ts_boot_new(f->p, &bc, &f->boot));
+    ck_assert_ts_ok(ts_llm_enc_new(f->m, f->p, cfg, f->boot, &f->enc));
+    if (ts_llm_enc_uses_tfhe(f->enc)) {
+        ck_assert_ts_ok(ts_llm_enc_tfhe_boot_config(f->enc, &bc));
+        ck_assert_ts_ok(ts_boot_keygen(f->p, &bc, f->ek, f->sk, f->prng));
+        ck_assert_ts_ok(ts_boot_new(f->p, &bc, &f->stc));
+        ts_tfhe_params_lit_t lit;
+        ck_assert_ts_ok(ts_llm_enc_tfhe_literal(f->enc, &lit));
+        ck_assert_ts_ok(ts_convert_keygen(f->p, f->sk, &lit, f->prng, &f->cv));
+    }
+    size_t n = 0;
+    ck_assert_ts_ok(ts_llm_enc_rotation_steps(f->enc, NULL, &n));
+    int64_t *steps = malloc(n * sizeof(int64_t));
+    ck_assert_ptr_nonnull(steps);
+    ck_assert_ts_ok(ts_llm_enc_rotation_steps(f->enc, steps, &n));
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations(f->ek, f->sk, steps, n, f->prng));
+    free(steps);
+    ck_assert_ts_ok(ts_ckks_evaluator_new(f->p, f->ek, &f->ev));
+    ck_assert_ts_ok(ts_ckks_encoder_new(f->p, &f->ecd));
+    ck_assert_ts_ok(ts_llm_enc_session_new(f->enc, f->ev, &f->s));
+    if (f->cv)
+        ck_assert_ts_ok(ts_llm_enc_session_set_tfhe(f->s, f->cv, f->stc));
+}
+
+static void fx_close(fx_t *f)
+{
+    ts_llm_enc_session_free(f->s);
+    ts_llm_enc_free(f->enc);
+    ts_boot_free(f->boot);
+    ts_boot_free(f->stc);
+    ts_convert_free(f->cv);
+    ts_ckks_encoder_free(f->ecd);
+    ts_ckks_evaluator_free(f->ev);
+    ts_ckks_evalkeys_free(f->ek);
+    ts_ckks_secret_key_free(f->sk);
+    ts_prng_free(f->prng);
+    ts_ckks_params_free(f->p);
+    ts_llm_model_free(f->m);
+}
+
+static void tiny_dir(char *dir, size_t size, char *model, size_t msize)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, size, "%s/tessera-plan-XXXXXX", base && *base ? base : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(model, msize, "%s/tiny.bin", dir);
+    ck_assert_int_eq(tiny_model_write(model), 0);
+}
+
+/* The engine's counts of one step at each position vs the plan's. */
+static void check_policy(const char *model, ts_sched_policy_t pol)
+{
+    ts_llm_enc_config_t cfg;
+    ts_llm_enc_config_policy(&cfg, pol, TINY_SEQ);
+    fx_t f;
+    fx_open(&f, model, &cfg);
+    ts_sched_costs_t costs;
+    ts_sched_costs_default(&costs);
+    /* the table's levels must cover the preset's */
+    costs.max_level = ts_ckks_params_max_level(f.p);
+    for (int l = 0; l <= costs.max_level; l++) {
+        costs.add_ns[l] = costs.add_ns[0];
+        costs.pmul_ns[l] = costs.pmul_ns[0];
+        costs.cmul_ns[l] = costs.cmul_ns[0];
+        costs.rot_ns[l] = costs.rot_ns[0];
+        costs.rescale_ns[l] = costs.rescale_ns[0];
+        costs.recover_ns[l] = costs.recover_ns[0];
+    }
+    costs.n_add = costs.n_pmul = costs.n_cmul = costs.n_rot = costs.n_rescale = costs.n_recover =
+        (size_t)costs.max_level + 1;
+    costs.boot_output_level = ts_boot_levels_left(f.boot);
+    ts_llm_enc_levels_t lv;
+    ck_assert_ts_ok(ts_llm_enc_levels(f.enc, &lv));
+    ck_assert(lv.boot && !lv.assumed);
+    ck_assert_int_eq(lv.input, ts_llm_enc_input_level(f.enc));
+    if (f.stc)
+        ck_assert_int_eq(lv.tfhe_out, ts_boot_mod_recover_level(f.stc) - 1);
+    /* positions change the counts only through the exp's conversion batches and
+     * values (tfhe); one position for the other policies keeps the suite short */
+    const int positions = ts_test_quick() || pol != TS_SCHED_TFHE ? 1 : 2;
+    for (int pos = 0; pos < positions; pos++) {
+        ts_sched_graph_t *g = NULL;
+        ts_sched_plan_t *plan = NULL;
+        char msg[256] = "";
+        ts_status_t st = ts_llm_enc_plan(f.enc, pos, &costs, pol, &g, &plan, msg, sizeof msg);
+        ck_assert_msg(st == TS_OK, "%s pos %d: plan: %s: %s", ts_sched_policy_name(pol), pos,
+                      ts_status_name(st), msg);
+        ck_assert_ts_ok(ts_sched_plan_check(plan, g, &costs, msg, sizeof msg));
+        for (size_t k = 0; k < plan->n_steps; k++) {
+            const ts_sched_op_t *op = ts_sched_graph_op(g, k);
+            const ts_sched_step_t *sp = &plan->steps[k];
+            ck_assert_int_ge(sp->level_out, 0);
+            if (sp->scheme == TS_SCHEME_CKKS)
+                ck_assert_int_ge(sp->level_in, op->impl[0].depth);
+            else
+                ck_assert_int_ge(sp->level_in, lv.tfhe_in);
+        }
+        if (getenv("TS_PLAN_TRACE"))
+            for (size_t k = 0; k < plan->n_steps; k++)
+                fprintf(stderr, "PLAN %-40s %s in %d out %d boot %u\n",
+                        ts_sched_graph_op(g, k)->name, plan->steps[k].scheme ? "tfhe" : "ckks",
+                        plan->steps[k].level_in, plan->steps[k].level_out, plan->steps[k].n_boot);
+        /* one step of the engine */
+        ts_ckks_ciphertext_t *x = NULL, *logits = NULL;
+        ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &x));
+        ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &logits));
+        ck_assert_ts_ok(ts_llm_enc_encrypt_token(f.enc, f.ecd, f.sk, f.prng, 3 + pos, x));
+        ts_llm_enc_session_stats_reset(f.s);
+        ck_assert_ts_ok(ts_llm_enc_step(f.s, x, pos, logits));
+        ts_llm_enc_stats_t ss;
+        ts_llm_enc_session_stats(f.s, &ss);
+        printf("plan %s pos %d: %zu ops; predicted %u bootstraps %u conversions %u values; "
+               "engine %llu %llu %llu\n",
+               ts_sched_policy_name(pol), pos, plan->n_steps, plan->n_boot, plan->n_convert,
+               plan->n_lookup, (unsigned long long)ss.bootstraps,
+               (unsigned long long)ss.conversions, (unsigned long long)ss.lookups);
+        ck_assert_uint_eq(plan->n_boot, ss.bootstraps);
+        ck_assert_uint_eq(plan->n_convert, ss.conversions);
+        ck_assert_uint_eq(plan->n_lookup, ss.lookups);
+        /* the logits come back at the level the plan says */
+        ck_assert_int_eq(ts_ckks_ciphertext_level(logits),
+                         plan->steps[plan->n_steps - 1].level_out);
+        ts_ckks_ciphertext_free(x);
+        ts_ckks_ciphertext_free(logits);
+        ts_sched_plan_free(plan);
+        ts_sched_graph_free(g);
+    }
+    fx_close(&f);
+}
+
+START_TEST(test_engine_plan_counts)
+{
+    char dir[256], model[300];
+    tiny_dir(dir, sizeof dir, model, sizeof model);
+    static const ts_sched_policy_t pols[3] = {TS_SCHED_CKKS, TS_SCHED_HYBRID, TS_SCHED_TFHE};
+    check_policy(model, pols[_i]);
+    unlink(model);
+    rmdir(dir);
+}
+END_TEST
+
+/* The explanation: every primitive kind priced in the other scheme. */
+START_TEST(test_engine_plan_explain)
+{
+    char dir[256], model[300];
+    tiny_dir(dir, sizeof dir, model, sizeof model);
+    ts_llm_model_t *m = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(model, &m, NULL, 0));
+    ts_ckks_params_t *p = NULL;
+    ck_assert_ts_ok(
+        ts_ckks_params_load_file("configs/params/test-llm-tiny-boot.yaml", true, &p, NULL));
+    ts_llm_enc_config_t cfg;
+    ts_llm_enc_config_policy(&cfg, TS_SCHED_HYBRID, TINY_SEQ);
+    ck_assert_uint_eq(ts_llm_enc_config_tfhe_kinds(&cfg), (1u << TS_LLM_KIND_RECIP) |
+                                                              (1u << TS_LLM_KIND_RECIP_NORM) |
+                                                              (1u << TS_LLM_KIND_RSQRT));
+    /* the mask reproduces the policy's configuration */
+    ts_llm_enc_config_t again;
+    ts_llm_enc_config_kinds(&again, TS_SCHED_HYBRID, TINY_SEQ, ts_llm_enc_config_tfhe_kinds(&cfg));
+    ck_assert_int_eq(memcmp(&again, &cfg, sizeof cfg), 0);
+    ts_llm_enc_t *e = NULL;
+    ck_assert_ts_ok(ts_llm_enc_new(m, p, &cfg, NULL, &e));
+    ts_llm_enc_levels_t lv;
+    ck_assert_ts_ok(ts_llm_enc_levels(e, &lv));
+    ck_assert(lv.boot && lv.assumed); /* no bootstrapper given: the default one's levels */
+    ts_sched_costs_t costs;
+    ts_sched_costs_default(&costs);
+    costs.boot_output_level = lv.input;
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *plan = NULL;
+    ck_assert_ts_ok(ts_llm_enc_plan(e, 3, &costs, TS_SCHED_HYBRID, &g, &plan, NULL, 0));
+    double *alt = malloc(ts_sched_graph_count(g) * sizeof(double));
+    double kt[TS_LLM_KIND_COUNT];
+    ck_assert_ts_ok(ts_llm_enc_plan_alternatives(e, 3, &costs, TS_SCHED_HYBRID, g, alt, kt));
+    for (int k = 0; k < TS_LLM_KIND_COUNT; k++)
+        ck_assert(isfinite(kt[k]) && kt[k] > 0);
+    char *text = NULL;
+    ck_assert_ts_ok(ts_sched_plan_explain_alt(plan, g, &costs, alt, "why", &text, NULL));
+    ck_assert(strstr(text, "invsqrt") && strstr(text, "TFHE") && strstr(text, "exact"));
+    double st[TS_LLM_STAGE_COUNT], sum = 0;
+    ts_llm_enc_plan_stages(plan, g, st);
+    for (int i = 0; i < TS_LLM_STAGE_COUNT; i++)
+        sum += st[i];
+    ck_assert(fabs(sum - plan->total_ns) < 1e-6 * plan->total_ns);
+    ck_assert(st[TS_LLM_STAGE_CONVERT] > 0 && st[TS_LLM_STAGE_MATVEC] > 0);
+    ts_free(text);
+    free(alt);
+    ts_sched_plan_free(plan);
+    ts_sched_graph_free(g);
+    ts_llm_enc_free(e);
+    ts_ckks_params_free(p);
+    ts_llm_model_free(m);
+    unlink(model);
+    rmdir(dir);
+}
+END_TEST
+
+TS_TEST_SUITE(llm_plan)
+{
+    Suite *s = suite_create("llm_plan");
+    TCase *tc = ts_tcase("plan", 0);
+    tcase_add_test(tc, test_engine_levels_model);
+    tcase_add_test(tc, test_engine_plan_explain);
+    tcase_add_loop_test(tc, test_engine_plan_counts, 0, 3);
+    suite_add_tcase(s, tc);
+    return s;
+}
