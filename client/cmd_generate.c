@@ -89,11 +89,49 @@ static ts_status_t make_convert_keys(gen_t *g, const Tessera__PolicyInfo *pi, ui
     return st;
 }
 
-/* Make (or load) and upload the keys; shas[0..*n_keys) get their hashes (public, relin, Galois,
- * then the conversion keys of a TFHE policy and the encapsulation keys of a dense-secret model). */
+/* Galois keys travel in at most this many blobs, each generated, serialized,
+ * uploaded and freed in turn: at N = 2^16 all keys together are GBs. */
+#define GEN_GALOIS_BLOBS 10
+#define GEN_MAX_KEYS     (4 + GEN_GALOIS_BLOBS)
+
+/* Add step at level to the list (room for it), keeping the highest level. */
+static void steps_add(int64_t *steps, int *levels, size_t *n, int64_t step, int level)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (steps[i] == step) {
+            if (levels[i] < level)
+                levels[i] = level;
+            return;
+        }
+    steps[*n] = step;
+    levels[(*n)++] = level;
+}
+
+/* Upload one blob; its hash to shas[*nk]. */
+static int upload_one(gen_t *g, const Tessera__ModelInfo *mi, const uint8_t *blob, size_t size,
+                      const char *kind, uint8_t shas[][32], size_t *nk, double *bytes)
+{
+    ts_upload_report_t rep;
+    ts_status_t st =
+        ts_client_key_upload(g->c, blob, size, kind, mi->param_id, 0, g->tty && !g->json, &rep);
+    if (st != TS_OK)
+        return ts_cli_fail(g->prog, g->c, st, g->json);
+    memcpy(shas[(*nk)++], rep.sha256, 32);
+    *bytes += (double)size;
+    return TS_EXIT_OK;
+}
+
+/*
+ * Make (or load) the keys and upload them as they are made; shas[0..*n_keys)
+ * get their hashes: public, relinearization, the Galois keys in up to
+ * GEN_GALOIS_BLOBS blobs (each key capped at the level the daemon says it is
+ * used at, bootstrapping's included), then the encapsulation keys of a
+ * dense-secret model and the conversion keys of a TFHE policy. Only one batch
+ * of evaluation keys is in memory at a time.
+ */
 static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__PolicyInfo *pi,
-                     const char *keys_dir, const char *pdir, bool insecure, uint8_t shas[5][32],
-                     size_t *n_keys)
+                     const char *keys_dir, const char *pdir, bool insecure,
+                     uint8_t shas[GEN_MAX_KEYS][32], size_t *n_keys)
 {
     const int64_t *steps = pi ? pi->rotation_steps : mi->rotation_steps;
     size_t n_steps = pi ? pi->n_rotation_steps : mi->n_rotation_steps;
@@ -101,9 +139,6 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
      * does not say) */
     const int32_t *lv = pi ? pi->rotation_levels : mi->rotation_levels;
     size_t n_lv = pi ? pi->n_rotation_levels : mi->n_rotation_levels;
-    int *levels = n_lv == n_steps && n_steps ? calloc(n_steps, sizeof *levels) : NULL;
-    for (size_t i = 0; levels && i < n_steps; i++)
-        levels[i] = lv[i];
     ts_status_t st = TS_OK;
     uint64_t t0 = ts_now_ns();
     if (keys_dir) {
@@ -128,85 +163,130 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
     } else if ((st = ts_ckks_keygen_secret(g->p, g->prng, &g->sk)) == TS_OK) {
         st = ts_ckks_keygen_public(g->sk, g->prng, &g->pk);
     }
-    if (st != TS_OK || (st = ts_ckks_evalkeys_new(g->p, &g->ek)) != TS_OK ||
-        (st = ts_ckks_evalkeys_gen_relin(g->ek, g->sk, g->prng)) != TS_OK ||
-        (st = ts_ckks_evalkeys_gen_rotations_at(g->ek, g->sk, steps, levels, n_steps, g->prng)) !=
-            TS_OK) {
-        free(levels);
+    if (st != TS_OK) {
         fprintf(stderr, "%s: key generation failed: %s\n", g->prog, ts_strerror(st));
         return TS_EXIT_LOCAL;
     }
-    free(levels);
-    uint8_t *blob[5] = {NULL, NULL, NULL, NULL, NULL};
-    size_t size[5] = {0, 0, 0, 0, 0};
-    const char *kinds[5] = {"public", "relin", "galois", NULL, NULL};
-    int nk = 3;
-    if (mi->bootstrap) {
-        ts_boot_config_t bc;
-        if ((st = ts_boot_config_default(g->p, &bc)) != TS_OK ||
-            (mi->encap_h > 0 &&
-             (st = ts_boot_config_encapsulate(g->p, mi->encap_h, &bc)) != TS_OK) ||
-            (st = ts_boot_keygen(g->p, &bc, g->ek, g->sk, g->prng)) != TS_OK) {
-            fprintf(stderr, "%s: bootstrapping keys failed: %s\n", g->prog, ts_strerror(st));
-            return TS_EXIT_LOCAL;
-        }
-        if (mi->encap_h > 0) {
-            /* the sparse-secret encapsulation keys (s -> s' mod q_0 p_e, s' -> s) */
-            ts_boot_encap_keys_t *ek = NULL;
-            if ((st = ts_boot_encap_keygen(g->p, &bc, g->sk, g->prng, &ek)) == TS_OK)
-                st = ts_boot_encap_keys_serialize(ek, 0, &blob[nk], &size[nk]);
-            ts_boot_encap_keys_free(ek);
-            if (st != TS_OK) {
-                fprintf(stderr, "%s: encapsulation keys (h' = %d) failed: %s\n", g->prog,
-                        mi->encap_h, ts_strerror(st));
-                return TS_EXIT_LOCAL;
-            }
-            kinds[nk++] = "encap";
-        }
+    /* every Galois key: the engine's steps and bootstrapping's, at their levels */
+    ts_boot_config_t bc;
+    size_t nb = 0;
+    bool conj = false;
+    if (mi->bootstrap &&
+        ((st = ts_boot_config_default(g->p, &bc)) != TS_OK ||
+         (mi->encap_h > 0 && (st = ts_boot_config_encapsulate(g->p, mi->encap_h, &bc)) != TS_OK) ||
+         (st = ts_boot_rotation_steps(g->p, &bc, NULL, NULL, &nb, &conj)) != TS_OK)) {
+        fprintf(stderr, "%s: bootstrapping keys failed: %s\n", g->prog, ts_strerror(st));
+        return TS_EXIT_LOCAL;
     }
-    if (pi && pi->tfhe) {
+    int64_t *all = calloc(n_steps + nb + 1, sizeof *all);
+    int *all_lv = calloc(n_steps + nb + 1, sizeof *all_lv);
+    int64_t *bs = calloc(nb + 1, sizeof *bs);
+    int *bl = calloc(nb + 1, sizeof *bl);
+    size_t n_all = 0;
+    if (!all || !all_lv || !bs || !bl)
+        st = TS_ENOMEM;
+    if (st == TS_OK && mi->bootstrap)
+        st = ts_boot_rotation_steps(g->p, &bc, bs, bl, &nb, &conj);
+    for (size_t i = 0; st == TS_OK && i < n_steps; i++)
+        steps_add(all, all_lv, &n_all, steps[i], n_lv == n_steps ? lv[i] : -1);
+    for (size_t i = 0; st == TS_OK && i < nb; i++)
+        steps_add(all, all_lv, &n_all, bs[i], bl[i]);
+    free(bs);
+    free(bl);
+    int rc = TS_EXIT_OK;
+    size_t nk = 0;
+    double up_bytes = 0;
+    uint64_t up_ns = 0;
+    uint8_t *blob = NULL;
+    size_t size = 0;
+    /* public and relinearization keys */
+    if (st == TS_OK && (st = ts_wire_pk_encode(g->pk, g->pid, &blob, &size)) == TS_OK) {
+        uint64_t t1 = ts_now_ns();
+        rc = upload_one(g, mi, blob, size, "public", shas, &nk, &up_bytes);
+        up_ns += ts_now_ns() - t1;
+    }
+    ts_free(blob);
+    blob = NULL;
+    if (st == TS_OK && rc == TS_EXIT_OK && (st = ts_ckks_evalkeys_new(g->p, &g->ek)) == TS_OK &&
+        (st = ts_ckks_evalkeys_gen_relin(g->ek, g->sk, g->prng)) == TS_OK &&
+        (st = ts_ckks_relin_key_serialize(g->ek, 0, &blob, &size)) == TS_OK) {
+        uint64_t t1 = ts_now_ns();
+        rc = upload_one(g, mi, blob, size, "relin", shas, &nk, &up_bytes);
+        up_ns += ts_now_ns() - t1;
+    }
+    ts_free(blob);
+    blob = NULL;
+    ts_ckks_evalkeys_free(g->ek);
+    g->ek = NULL;
+    /* Galois keys in batches (the conjugation key, when bootstrapping needs it, in the first) */
+    size_t per = (n_all + GEN_GALOIS_BLOBS - 1) / GEN_GALOIS_BLOBS;
+    if (per == 0)
+        per = 1;
+    for (size_t b = 0; st == TS_OK && rc == TS_EXIT_OK && (b < n_all || (b == 0 && conj));
+         b += per) {
+        size_t cnt = n_all - b < per ? n_all - b : per;
+        if ((st = ts_ckks_evalkeys_new(g->p, &g->ek)) == TS_OK && b == 0 && conj)
+            st = ts_ckks_evalkeys_gen_conjugate(g->ek, g->sk, g->prng);
+        if (st == TS_OK)
+            st = ts_ckks_evalkeys_gen_rotations_at(g->ek, g->sk, all + b, all_lv + b, cnt, g->prng);
+        if (st == TS_OK)
+            st = ts_ckks_galois_keys_serialize(g->ek, 0, &blob, &size);
+        ts_ckks_evalkeys_free(g->ek);
+        g->ek = NULL;
+        if (st == TS_OK) {
+            uint64_t t1 = ts_now_ns();
+            rc = upload_one(g, mi, blob, size, "galois", shas, &nk, &up_bytes);
+            up_ns += ts_now_ns() - t1;
+        }
+        ts_free(blob);
+        blob = NULL;
+        if (n_all == 0)
+            break;
+    }
+    free(all);
+    free(all_lv);
+    if (st == TS_OK && rc == TS_EXIT_OK && mi->bootstrap && mi->encap_h > 0) {
+        /* the sparse-secret encapsulation keys (s -> s' mod q_0 p_e, s' -> s) */
+        ts_boot_encap_keys_t *ek = NULL;
+        if ((st = ts_boot_encap_keygen(g->p, &bc, g->sk, g->prng, &ek)) == TS_OK)
+            st = ts_boot_encap_keys_serialize(ek, 0, &blob, &size);
+        ts_boot_encap_keys_free(ek);
+        if (st == TS_OK) {
+            uint64_t t1 = ts_now_ns();
+            rc = upload_one(g, mi, blob, size, "encap", shas, &nk, &up_bytes);
+            up_ns += ts_now_ns() - t1;
+        } else {
+            fprintf(stderr, "%s: encapsulation keys (h' = %d) failed: %s\n", g->prog, mi->encap_h,
+                    ts_strerror(st));
+            rc = TS_EXIT_LOCAL;
+        }
+        ts_free(blob);
+        blob = NULL;
+    }
+    if (st == TS_OK && rc == TS_EXIT_OK && pi && pi->tfhe) {
         if (g->tty && !g->json)
             fprintf(stderr, "%s: making the CKKS-TFHE conversion keys (policy %s)\n", g->prog,
                     pi->policy);
-        if ((st = make_convert_keys(g, pi, &blob[nk], &size[nk])) != TS_OK) {
+        if ((st = make_convert_keys(g, pi, &blob, &size)) == TS_OK) {
+            uint64_t t1 = ts_now_ns();
+            rc = upload_one(g, mi, blob, size, "convert", shas, &nk, &up_bytes);
+            up_ns += ts_now_ns() - t1;
+        } else {
             fprintf(stderr, "%s: conversion keys (TFHE %s, log_n_br %u) failed: %s\n", g->prog,
                     pi->tfhe_preset ? pi->tfhe_preset : "?", pi->tfhe_log_n_br, ts_strerror(st));
-            for (int i = 0; i < 5; i++)
-                ts_free(blob[i]);
-            return TS_EXIT_LOCAL;
+            rc = TS_EXIT_LOCAL;
         }
-        kinds[nk++] = "convert";
+        ts_free(blob);
+        blob = NULL;
     }
-    double keygen_ms = ms_since(t0);
-    int rc = TS_EXIT_OK;
-    if ((st = ts_wire_pk_encode(g->pk, g->pid, &blob[0], &size[0])) != TS_OK ||
-        (st = ts_ckks_relin_key_serialize(g->ek, 0, &blob[1], &size[1])) != TS_OK ||
-        (st = ts_ckks_galois_keys_serialize(g->ek, 0, &blob[2], &size[2])) != TS_OK) {
-        fprintf(stderr, "%s: serializing keys failed: %s\n", g->prog, ts_strerror(st));
+    if (st != TS_OK && rc == TS_EXIT_OK) {
+        fprintf(stderr, "%s: key generation failed: %s\n", g->prog, ts_strerror(st));
         rc = TS_EXIT_LOCAL;
     }
-    /* the client needs only its secret key from here: the evaluation keys
-     * (GBs at N = 2^16) live on as their serialized bytes until uploaded */
-    ts_ckks_evalkeys_free(g->ek);
-    g->ek = NULL;
-    uint64_t t1 = ts_now_ns();
-    for (int i = 0; i < nk && rc == TS_EXIT_OK; i++) {
-        ts_upload_report_t rep;
-        st = ts_client_key_upload(g->c, blob[i], size[i], kinds[i], mi->param_id, 0,
-                                  g->tty && !g->json, &rep);
-        if (st != TS_OK) {
-            rc = ts_cli_fail(g->prog, g->c, st, g->json);
-            break;
-        }
-        memcpy(shas[i], rep.sha256, 32);
-    }
     if (rc == TS_EXIT_OK && g->tty)
-        fprintf(stderr, "%s: keys generated in %.0f ms, uploaded %.1f MiB in %.0f ms\n", g->prog,
-                keygen_ms, (double)(size[0] + size[1] + size[2] + size[3] + size[4]) / 1048576.0,
-                ms_since(t1));
-    for (int i = 0; i < 5; i++)
-        ts_free(blob[i]);
-    *n_keys = (size_t)nk;
+        fprintf(stderr, "%s: keys generated and uploaded in %.0f ms (%.1f MiB, upload %.0f ms)\n",
+                g->prog, ms_since(t0), up_bytes / 1048576.0, (double)up_ns / 1e6);
+    *n_keys = nk;
     return rc;
 }
 
@@ -421,13 +501,13 @@ int ts_cmd_generate(int argc, char **argv)
                 "%s: WARNING: policy %s converts at a test size (N_br = 2^%u), not 128-bit\n", prog,
                 policy, pi->tfhe_log_n_br);
     uint32_t in_level = pi ? pi->input_level : mi->input_level;
-    uint8_t shas[5][32];
+    uint8_t shas[GEN_MAX_KEYS][32];
     size_t n_keys = 0;
     if ((rc = make_keys(&g, mi, pi, keys_dir, pdir, insecure, shas, &n_keys)) != TS_EXIT_OK)
         goto out;
     rc = TS_EXIT_LOCAL;
     Tessera__SessionOpen so = TESSERA__SESSION_OPEN__INIT;
-    ProtobufCBinaryData kb[5];
+    ProtobufCBinaryData kb[GEN_MAX_KEYS];
     for (size_t i = 0; i < n_keys; i++) {
         kb[i].data = shas[i];
         kb[i].len = 32;

@@ -1417,31 +1417,22 @@ static void dec_work_done(ts_server_t *s, conn_t *c, dec_work_t *w, int op)
     server_maybe_finish(s);
 }
 
+/* Key i of a session, read from the store when the session parses it. */
+static ts_status_t decode_key_load(void *ctx, size_t i, uint8_t **data, size_t *size, char *why,
+                                   size_t why_size)
+{
+    dec_work_t *w = ctx;
+    ts_status_t st = ts_keystore_load(w->c->srv->ks, w->ns, w->shas[i], data, size);
+    if (st != TS_OK)
+        snprintf(why, why_size, "key %zu cannot be read from the store: %s", i, ts_strerror(st));
+    return st;
+}
+
 static void decode_open_work(uv_work_t *uw)
 {
     dec_work_t *w = uw->data;
-    ts_dec_blob_t *blobs = ts_calloc(w->n_keys ? w->n_keys : 1, sizeof *blobs);
-    if (!blobs) {
-        w->st = TS_ENOMEM;
-        return;
-    }
-    w->st = TS_OK;
-    for (size_t i = 0; i < w->n_keys && w->st == TS_OK; i++) {
-        uint8_t *d = NULL;
-        size_t n = 0;
-        w->st = ts_keystore_load(w->c->srv->ks, w->ns, w->shas[i], &d, &n);
-        if (w->st != TS_OK)
-            snprintf(w->why, sizeof w->why, "key %zu cannot be read from the store: %s", i,
-                     ts_strerror(w->st));
-        blobs[i].data = d;
-        blobs[i].size = n;
-    }
-    if (w->st == TS_OK)
-        w->st = ts_dec_session_open(w->md, w->policy, blobs, w->n_keys, w->cap, &w->sess, w->why,
-                                    sizeof w->why);
-    for (size_t i = 0; i < w->n_keys; i++)
-        ts_free((void *)blobs[i].data);
-    ts_free(blobs);
+    w->st = ts_dec_session_open(w->md, w->policy, w->n_keys, decode_key_load, w, w->cap, &w->sess,
+                                w->why, sizeof w->why);
 }
 
 static void decode_open_after(uv_work_t *uw, int status)

@@ -674,9 +674,9 @@ static ts_status_t load_convert(ts_dec_session_t *s, size_t i, const ts_dec_blob
     return st;
 }
 
-ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, const ts_dec_blob_t *keys,
-                                size_t n_keys, uint64_t memory_cap, ts_dec_session_t **out,
-                                char *why, size_t why_size)
+ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, size_t n_keys,
+                                ts_dec_key_load_fn load, void *load_ctx, uint64_t memory_cap,
+                                ts_dec_session_t **out, char *why, size_t why_size)
 {
     *out = NULL;
     const dec_policy_t *pl = find_policy(md, policy);
@@ -690,18 +690,26 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, const ts
     ts_status_t st = ts_ckks_evalkeys_new(md->p, &s->ek);
     if (st == TS_OK)
         st = ts_prng_new_os(&s->prng);
-    uint64_t key_bytes = 0;
+    /* one blob in memory at a time: at N = 2^16 the Galois keys are GBs */
+    ts_dec_blob_t blob = {NULL, 0};
     for (size_t i = 0; i < n_keys && st == TS_OK; i++) {
+        ts_free((void *)blob.data);
+        blob.data = NULL;
+        blob.size = 0;
+        uint8_t *d = NULL;
+        st = load(load_ctx, i, &d, &blob.size, why, why_size);
+        blob.data = d;
+        if (st != TS_OK)
+            break;
         ts_serial_header_t h;
-        key_bytes += keys[i].size;
-        st = ts_serial_peek(keys[i].data, keys[i].size, &h);
+        st = ts_serial_peek(blob.data, blob.size, &h);
         if (st != TS_OK) {
             snprintf(why, why_size, "key %zu is not a serialized object", i);
             break;
         }
         if (h.type == TS_OBJ_RING_SWITCH_KEY) {
             /* bound to SHA-256(CKKS id || TFHE id): checked by the parser */
-            st = load_convert(s, i, &keys[i], why, why_size);
+            st = load_convert(s, i, &blob, why, why_size);
             continue;
         }
         if (memcmp(h.param_id, md->pid, TS_SHA256_BYTES) != 0) {
@@ -717,13 +725,13 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, const ts
                 st = TS_EINVAL;
                 break;
             }
-            st = ts_ckks_public_key_deserialize(md->p, keys[i].data, keys[i].size, &s->pk);
+            st = ts_ckks_public_key_deserialize(md->p, blob.data, blob.size, &s->pk);
             break;
         case TS_OBJ_RELIN_KEY:
-            st = ts_ckks_relin_key_deserialize(s->ek, keys[i].data, keys[i].size);
+            st = ts_ckks_relin_key_deserialize(s->ek, blob.data, blob.size);
             break;
         case TS_OBJ_GALOIS_KEYS:
-            st = ts_ckks_galois_keys_deserialize(s->ek, keys[i].data, keys[i].size);
+            st = ts_ckks_galois_keys_deserialize(s->ek, blob.data, blob.size);
             break;
         case TS_OBJ_BOOTSTRAP_KEYS:
             if (!md->boot || ts_boot_config(md->boot)->encap_h <= 0) {
@@ -735,8 +743,8 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, const ts
                 snprintf(why, why_size, "two sets of encapsulation keys");
                 st = TS_EINVAL;
             } else {
-                st = ts_boot_encap_keys_deserialize(md->p, ts_boot_config(md->boot), keys[i].data,
-                                                    keys[i].size, &s->encap);
+                st = ts_boot_encap_keys_deserialize(md->p, ts_boot_config(md->boot), blob.data,
+                                                    blob.size, &s->encap);
             }
             break;
         default:
@@ -750,6 +758,7 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, const ts
         if (st != TS_OK && !why[0])
             snprintf(why, why_size, "key %zu does not parse: %s", i, ts_strerror(st));
     }
+    ts_free((void *)blob.data);
     if (st == TS_OK && !s->pk) {
         snprintf(why, why_size,
                  "the session needs the client's public key (logits are "
@@ -815,8 +824,9 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, const ts
         }
         ts_free(bs);
     }
-    /* memory: keys expand about 4x from their packed, seeded form; the KV cache at most kv_bytes */
-    s->mem = 4 * key_bytes + md->kv_bytes;
+    /* memory: the expanded keys (exact) and the KV cache at most kv_bytes */
+    s->mem =
+        ts_ckks_evalkeys_bytes(s->ek) + (s->cv ? ts_convert_keys_bytes(s->cv) : 0) + md->kv_bytes;
     if (st == TS_OK && (s->mem > (uint64_t)md->cfg.session_memory_bytes || s->mem > memory_cap)) {
         snprintf(why, why_size,
                  "session would hold about %llu MiB (keys and KV cache), over the limit of %llu "

@@ -269,15 +269,20 @@ void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi);
 ts_status_t ts_dec_policy_check(const ts_dec_model_t *md, const char *policy, char *why,
                                 size_t why_size);
 
-/* Worker: parse the keys (public, relinearization, Galois and, for the
- * hybrid and tfhe policies, the conversion keys of core/convert; any order),
- * check they belong to the model's parameters (the conversion keys also to
- * the policy's TFHE literal) and cover the policy's rotation steps (and
- * bootstrapping's), and build the session of `policy` (NULL or "": ckks).
- * memory_cap: the daemon's limit. */
-ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, const ts_dec_blob_t *keys,
-                                size_t n_keys, uint64_t memory_cap, ts_dec_session_t **out,
-                                char *why, size_t why_size);
+/* Load key i of a session (ts_malloc'd bytes, freed by the caller of the
+ * loader); on failure a sentence in why. */
+typedef ts_status_t (*ts_dec_key_load_fn)(void *ctx, size_t i, uint8_t **data, size_t *size,
+                                          char *why, size_t why_size);
+/* Worker: load and parse the n_keys keys one at a time (public,
+ * relinearization, Galois, the encapsulation keys of a dense-secret model and,
+ * for the hybrid and tfhe policies, the conversion keys of core/convert; any
+ * order), check they belong to the model's parameters (the conversion keys
+ * also to the policy's TFHE literal) and cover the policy's rotation steps
+ * (and bootstrapping's) at their levels, and build the session of `policy`
+ * (NULL or "": ckks). memory_cap: the daemon's limit. */
+ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, size_t n_keys,
+                                ts_dec_key_load_fn load, void *load_ctx, uint64_t memory_cap,
+                                ts_dec_session_t **out, char *why, size_t why_size);
 void ts_dec_session_free(ts_dec_session_t *s);
 uint64_t ts_dec_session_memory(const ts_dec_session_t *s);
 int ts_dec_session_next_pos(const ts_dec_session_t *s);
