@@ -96,11 +96,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         char err[256] = "";
         ts_llm_enc_config_to_sim(&cfg, &sim);
         TRY(ts_llm_sim_config_load(approx, &sim, err, sizeof err));
-        cfg.softmax_k = sim.softmax_k;
-        cfg.exp = sim.prim[TS_NL_FN_EXP];
-        cfg.recip = sim.prim[TS_NL_FN_RECIP];
-        cfg.rsqrt = sim.prim[TS_NL_FN_RSQRT];
-        cfg.silu = sim.prim[TS_NL_FN_SILU];
+        ts_llm_enc_config_from_sim(&sim, &cfg);
     }
     uint64_t t0 = ts_now_ns();
     TRY(ts_prng_new_os(&prng));

@@ -182,11 +182,7 @@ static ts_status_t load_approx(const char *path, ts_llm_enc_config_t *cfg, char 
     ts_status_t st = ts_llm_sim_config_load(path, &sim, err, err_size);
     if (st != TS_OK)
         return st;
-    cfg->softmax_k = sim.softmax_k;
-    cfg->exp = sim.prim[TS_NL_FN_EXP];
-    cfg->recip = sim.prim[TS_NL_FN_RECIP];
-    cfg->rsqrt = sim.prim[TS_NL_FN_RSQRT];
-    cfg->silu = sim.prim[TS_NL_FN_SILU];
+    ts_llm_enc_config_from_sim(&sim, cfg);
     return TS_OK;
 }
 
@@ -388,12 +384,13 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
             return st;
         }
     }
-    st = ts_llm_enc_new(md->m, md->p, &ecfg, md->boot, &md->enc);
+    why[0] = 0;
+    st = ts_llm_enc_supports(md->m, md->p, why, sizeof why);
+    if (st == TS_OK)
+        st = ts_llm_enc_new(md->m, md->p, &ecfg, md->boot, &md->enc);
     if (st != TS_OK) {
-        snprintf(err, err_size,
-                 "%s: the encrypted engine cannot run this model with params %s: %s (it needs a "
-                 "LLAMA model whose padded widths divide the %zu slots)",
-                 file, c->params, ts_strerror(st), ts_ckks_params_slots(md->p));
+        snprintf(err, err_size, "%s: the encrypted engine cannot run this model with params %s: %s",
+                 file, c->params, why[0] ? why : ts_strerror(st));
         return st;
     }
     if ((st = engine_steps(md, md->enc, NULL, &md->steps, &md->levels, &md->n_steps)) != TS_OK)

@@ -1,8 +1,9 @@
 /*
- * core/llm encrypted decode engine (pure-CKKS policy): packing, matrix-vector
- * products by periodic diagonals with baby-step giant-step, RMSNorm, RoPE,
- * attention over an encrypted KV cache with the max-free softmax, SwiGLU, LM
- * head. See the overview in core/llm/llm.h.
+ * core/llm encrypted decode engine: packing, matrix-vector products by
+ * periodic diagonals with baby-step giant-step (plaintext biases), RMSNorm and
+ * LayerNorm (one norm routine), RoPE, learned positions, attention over an
+ * encrypted KV cache with the max-free softmax, SwiGLU and GELU FFNs, LM head.
+ * See the overview in core/llm/llm.h.
  */
 #include <math.h>
 #include <string.h>
@@ -22,7 +23,17 @@ struct ts_llm_enc {
     int dim, hid, vocab, nh, hd, nl;
     int max_pos;
     double delta;
-    ts_nonlinear_approx_t *a_exp, *a_recip, *a_rsqrt, *a_silu, *a_recip_norm, *a_recip_last;
+    ts_nonlinear_approx_t *a_exp, *a_recip, *a_rsqrt, *a_silu, *a_recip_norm, *a_recip_last,
+        *a_gelu;
+    /* GPT2: LayerNorm, biases, learned positions, GELU. The norms run without
+     * gain and bias (out = (x - mean) / sqrt(var + eps)); gain g and bias b of
+     * a norm are folded into the matrices it feeds: W diag(g) (the products
+     * w_ij g_j of two floats are exact in double) and the bias W b + b_W
+     * (summed in double). bias_raw / bias_fold: [n_layers][bias_stride] in
+     * the order bq bk bv bo b1 b2, then the LM head's bias (raw: none). */
+    bool gpt2;
+    double *bias_raw, *bias_fold;
+    size_t bias_stride;
     /* grouped-query attention: wk and wv with each key/value head's rows
      * repeated for the n_heads / n_kv_heads query heads that share it
      * ([n_layers][dim][dim]); NULL for multi-head attention */
@@ -30,7 +41,7 @@ struct ts_llm_enc {
 };
 
 /* The primitives the engine evaluates (index into the session's TFHE objects). */
-enum { P_EXP, P_RECIP, P_RSQRT, P_SILU, P_RECIP_NORM, P_RECIP_LAST, P_COUNT };
+enum { P_EXP, P_RECIP, P_RSQRT, P_SILU, P_RECIP_NORM, P_RECIP_LAST, P_GELU, P_COUNT };
 
 struct ts_llm_enc_session {
     const ts_llm_enc_t *e;
@@ -98,6 +109,11 @@ void ts_llm_enc_config_default(ts_llm_enc_config_t *cfg)
     spec_iter(&cfg->recip, 0.02, 256.0, 0, 14);
     spec_iter(&cfg->rsqrt, 0.005, 1.0, 7, 2);
     spec_poly(&cfg->silu, -8.0, 8.0, 15);
+    /* GPT2's GELU (unused by LLAMA): GELU(x) is x Phi(x), as smooth as SiLU,
+     * on the same interval (GELU is 0 below -4 and x above 4 to 1e-4, so the
+     * interval only has to hold the pre-activations; the tests size it for
+     * their model from measured ranges). */
+    spec_poly(&cfg->gelu, -8.0, 8.0, 15);
     cfg->recip_norm = cfg->recip;
     cfg->recip_last = cfg->recip;
 }
@@ -137,6 +153,9 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
         spec_lut(&cfg->recip_norm, 0.8 / max_pos, 1.25, 2, 32, TS_NL_BOUNDS_LOG);
         spec_lut(&cfg->recip_last, 0.8 / max_pos, 1.25, 4, 32, TS_NL_BOUNDS_LOG);
         spec_lut(&cfg->rsqrt, 0.005, 1.0, 4, 32, TS_NL_BOUNDS_LOG);
+        /* GELU (GPT2) as a segmented LUT with equal widths (ROSETTA) */
+        spec_lut(&cfg->gelu, cfg->gelu.lo, cfg->gelu.hi, 4, 32, TS_NL_BOUNDS_UNIFORM);
+        cfg->eval_gelu = TS_LLM_EVAL_LUT;
         cfg->eval_recip = TS_LLM_EVAL_LUT;
         cfg->eval_recip_norm = TS_LLM_EVAL_LUT;
         cfg->eval_recip_last = TS_LLM_EVAL_LUT;
@@ -147,6 +166,7 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
         cfg->eval_recip_last = TS_LLM_EVAL_PBS;
         cfg->eval_exp = cfg->eval_recip = cfg->eval_rsqrt = cfg->eval_silu = cfg->eval_recip_norm =
             TS_LLM_EVAL_PBS;
+        cfg->eval_gelu = TS_LLM_EVAL_PBS;
     }
 }
 
@@ -164,7 +184,8 @@ unsigned ts_llm_enc_config_tfhe_kinds(const ts_llm_enc_config_t *cfg)
            (cfg->eval_recip != TS_LLM_EVAL_CKKS ? 1u << TS_LLM_KIND_RECIP : 0) |
            (cfg->eval_recip_norm != TS_LLM_EVAL_CKKS ? 1u << TS_LLM_KIND_RECIP_NORM : 0) |
            (cfg->eval_rsqrt != TS_LLM_EVAL_CKKS ? 1u << TS_LLM_KIND_RSQRT : 0) |
-           (cfg->eval_silu != TS_LLM_EVAL_CKKS ? 1u << TS_LLM_KIND_SILU : 0);
+           (cfg->eval_silu != TS_LLM_EVAL_CKKS ? 1u << TS_LLM_KIND_SILU : 0) |
+           (cfg->eval_gelu != TS_LLM_EVAL_CKKS ? 1u << TS_LLM_KIND_GELU : 0);
 }
 
 void ts_llm_enc_config_kinds(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy, int max_pos,
@@ -174,14 +195,15 @@ void ts_llm_enc_config_kinds(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy,
         return;
     ts_llm_enc_config_policy(cfg, policy, max_pos);
     ts_llm_eval_t tf = policy == TS_SCHED_TFHE ? TS_LLM_EVAL_PBS : TS_LLM_EVAL_LUT;
-    ts_llm_eval_t *ev[TS_LLM_KIND_COUNT] = {&cfg->eval_exp, &cfg->eval_recip, &cfg->eval_recip_norm,
-                                            &cfg->eval_rsqrt, &cfg->eval_silu};
-    ts_nonlinear_spec_t *sp[TS_LLM_KIND_COUNT] = {&cfg->exp, &cfg->recip, &cfg->recip_norm,
-                                                  &cfg->rsqrt, &cfg->silu};
+    ts_llm_eval_t *ev[TS_LLM_KIND_COUNT] = {&cfg->eval_exp,        &cfg->eval_recip,
+                                            &cfg->eval_recip_norm, &cfg->eval_rsqrt,
+                                            &cfg->eval_silu,       &cfg->eval_gelu};
+    ts_nonlinear_spec_t *sp[TS_LLM_KIND_COUNT] = {&cfg->exp,   &cfg->recip, &cfg->recip_norm,
+                                                  &cfg->rsqrt, &cfg->silu,  &cfg->gelu};
     ts_llm_enc_config_t ck;
     ts_llm_enc_config_default(&ck);
-    const ts_nonlinear_spec_t *ck_sp[TS_LLM_KIND_COUNT] = {&ck.exp, &ck.recip, &ck.recip_norm,
-                                                           &ck.rsqrt, &ck.silu};
+    const ts_nonlinear_spec_t *ck_sp[TS_LLM_KIND_COUNT] = {&ck.exp,   &ck.recip, &ck.recip_norm,
+                                                           &ck.rsqrt, &ck.silu,  &ck.gelu};
     for (int k = 0; k < TS_LLM_KIND_COUNT; k++) {
         bool to_tfhe = (tfhe_kinds >> k) & 1u;
         if (to_tfhe == (*ev[k] != TS_LLM_EVAL_CKKS))
@@ -229,6 +251,8 @@ ts_status_t ts_llm_enc_config_from_plan(ts_llm_enc_config_t *cfg, const ts_sched
             k = TS_LLM_KIND_RSQRT;
         else if (op->kind == TS_OP_SILU)
             k = TS_LLM_KIND_SILU;
+        else if (op->kind == TS_OP_GELU)
+            k = TS_LLM_KIND_GELU;
         else if (op->kind == TS_OP_INV)
             k = ends_with(op->name, ".step0.inv") ? TS_LLM_KIND_RECIP : TS_LLM_KIND_RECIP_NORM;
         if (k >= 0)
@@ -268,6 +292,19 @@ void ts_llm_enc_config_to_sim(const ts_llm_enc_config_t *cfg, ts_llm_sim_config_
     sim->recip_last = cfg->recip_last;
     sim->softmax_mean_first = cfg->eval_recip != TS_LLM_EVAL_CKKS;
     sim->prim[TS_NL_FN_SILU] = cfg->silu;
+    sim->prim[TS_NL_FN_GELU] = cfg->gelu;
+}
+
+void ts_llm_enc_config_from_sim(const ts_llm_sim_config_t *sim, ts_llm_enc_config_t *cfg)
+{
+    if (!cfg || !sim)
+        return;
+    cfg->softmax_k = sim->softmax_k;
+    cfg->exp = sim->prim[TS_NL_FN_EXP];
+    cfg->recip = sim->prim[TS_NL_FN_RECIP];
+    cfg->rsqrt = sim->prim[TS_NL_FN_RSQRT];
+    cfg->silu = sim->prim[TS_NL_FN_SILU];
+    cfg->gelu = sim->prim[TS_NL_FN_GELU];
 }
 
 void ts_llm_enc_free(ts_llm_enc_t *e)
@@ -280,6 +317,9 @@ void ts_llm_enc_free(ts_llm_enc_t *e)
     ts_nonlinear_approx_free(e->a_silu);
     ts_nonlinear_approx_free(e->a_recip_norm);
     ts_nonlinear_approx_free(e->a_recip_last);
+    ts_nonlinear_approx_free(e->a_gelu);
+    ts_free(e->bias_raw);
+    ts_free(e->bias_fold);
     ts_free(e->wk_x);
     ts_free(e->wv_x);
     ts_ckks_params_free(e->params);
@@ -302,6 +342,84 @@ static bool spec_fits(const ts_nonlinear_spec_t *sp, ts_llm_eval_t ev, ts_nonlin
     }
 }
 
+ts_status_t ts_llm_enc_supports(const ts_llm_model_t *model, const ts_ckks_params_t *params,
+                                char *err, size_t err_size)
+{
+    if (!model || !params)
+        return TS_EINVAL;
+    const ts_llm_config_t *c = &model->cfg;
+    int slots = (int)ts_ckks_params_slots(params);
+    const char *arch = ts_llm_arch_name(c->arch);
+    if (c->arch != TS_LLM_ARCH_LLAMA && c->arch != TS_LLM_ARCH_GPT2)
+        return ts__llm_errf(TS_ENOTSUP, err, err_size, "architecture %d is not supported",
+                            (int)c->arch);
+    if (c->n_kv_heads < 1 || c->n_heads % c->n_kv_heads)
+        return ts__llm_errf(TS_ENOTSUP, err, err_size,
+                            "%s: %d query heads are not a multiple of %d key/value heads", arch,
+                            c->n_heads, c->n_kv_heads);
+    if (c->n_heads * c->head_dim != c->dim)
+        return ts__llm_errf(TS_ENOTSUP, err, err_size,
+                            "%s: %d heads of %d do not make the residual width %d", arch,
+                            c->n_heads, c->head_dim, c->dim);
+    if (c->head_dim & (c->head_dim - 1))
+        return ts__llm_errf(TS_ENOTSUP, err, err_size,
+                            "%s: head width %d is not a power of two (the per-head sums rotate "
+                            "by powers of two)",
+                            arch, c->head_dim);
+    const int w[3] = {c->dim, c->hidden_dim, c->vocab_size};
+    static const char *const wn[3] = {"residual width", "FFN width", "vocabulary"};
+    for (int i = 0; i < 3; i++)
+        if (slots % pow2_at_least(w[i]))
+            return ts__llm_errf(TS_ENOTSUP, err, err_size,
+                                "%s: the %s %d (padded to %d) does not divide the %d slots of "
+                                "the parameters",
+                                arch, wn[i], w[i], pow2_at_least(w[i]), slots);
+    return TS_OK;
+}
+
+/* GPT2: the raw and the folded biases (see struct ts_llm_enc). */
+static ts_status_t fold_biases(ts_llm_enc_t *e)
+{
+    const ts_llm_model_t *m = e->m;
+    int d = e->dim, h = e->hid;
+    e->bias_stride = 5 * (size_t)d + (size_t)h;
+    size_t n = (size_t)e->nl * e->bias_stride + (size_t)e->vocab;
+    e->bias_raw = ts_calloc(n, sizeof(double));
+    e->bias_fold = ts_calloc(n, sizeof(double));
+    if (!e->bias_raw || !e->bias_fold)
+        return TS_ENOMEM;
+    for (int l = 0; l < e->nl; l++) {
+        const ts__llm_layer_t *ly = &m->layers[l];
+        double *raw = e->bias_raw + (size_t)l * e->bias_stride;
+        double *fold = e->bias_fold + (size_t)l * e->bias_stride;
+        /* matrix, its bias, rows, the norm bias it follows (NULL: none) */
+        const float *mw[6] = {ly->wq, ly->wk, ly->wv, ly->wo, ly->w1, ly->w2};
+        const float *mb[6] = {ly->bq, ly->bk, ly->bv, ly->bo, ly->b1, ly->b2};
+        const float *nb[6] = {
+            ly->attn_norm_b, ly->attn_norm_b, ly->attn_norm_b, NULL, ly->ffn_norm_b, NULL};
+        const int rows[6] = {d, d, d, d, h, d}, cols[6] = {d, d, d, d, d, h};
+        for (int k = 0; k < 6; k++) {
+            for (int r = 0; r < rows[k]; r++) {
+                double b = mb[k] ? (double)mb[k][r] : 0.0, f = b;
+                for (int j = 0; nb[k] && j < cols[k]; j++)
+                    f += (double)mw[k][(size_t)r * cols[k] + j] * (double)nb[k][j];
+                raw[r] = b;
+                fold[r] = f;
+            }
+            raw += rows[k];
+            fold += rows[k];
+        }
+    }
+    double *fold = e->bias_fold + (size_t)e->nl * e->bias_stride;
+    for (int r = 0; r < e->vocab; r++) {
+        double f = 0.0;
+        for (int j = 0; m->final_norm_b && j < d; j++)
+            f += (double)m->wcls[(size_t)r * d + j] * (double)m->final_norm_b[j];
+        fold[r] = f;
+    }
+    return TS_OK;
+}
+
 ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params,
                            const ts_llm_enc_config_t *cfg, const ts_boot_t *boot,
                            ts_llm_enc_t **out)
@@ -310,9 +428,13 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         return TS_EINVAL;
     *out = NULL;
     const ts_llm_config_t *c = &model->cfg;
-    if (c->arch != TS_LLM_ARCH_LLAMA || c->n_kv_heads < 1 || c->n_heads % c->n_kv_heads ||
-        c->n_heads * c->head_dim != c->dim)
-        return TS_ENOTSUP;
+    char why[256] = "";
+    ts_status_t sup = ts_llm_enc_supports(model, params, why, sizeof why);
+    if (sup != TS_OK) {
+        ts_log(TS_LOG_DEBUG, "llm", "encrypted engine: %s", why);
+        return sup;
+    }
+    bool gpt2 = c->arch == TS_LLM_ARCH_GPT2;
     ts_llm_enc_config_t def;
     if (!cfg) {
         ts_llm_enc_config_default(&def);
@@ -326,7 +448,8 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         !spec_fits(&cfg->recip_last, cfg->eval_recip_last, TS_NL_ITER) ||
         !spec_fits(&cfg->rsqrt, cfg->eval_rsqrt, TS_NL_ITER) ||
         (cfg->eval_rsqrt == TS_LLM_EVAL_CKKS && cfg->rsqrt.degree < 1) ||
-        !spec_fits(&cfg->silu, cfg->eval_silu, TS_NL_POLY))
+        (!gpt2 && !spec_fits(&cfg->silu, cfg->eval_silu, TS_NL_POLY)) ||
+        (gpt2 && !spec_fits(&cfg->gelu, cfg->eval_gelu, TS_NL_POLY)))
         return TS_EINVAL;
     ts_llm_enc_t *e = ts_malloc(sizeof(*e));
     if (!e)
@@ -347,8 +470,9 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
     e->ph = pow2_at_least(c->hidden_dim);
     e->pv = pow2_at_least(c->vocab_size);
     e->delta = ts_ckks_params_scale(params);
-    ts_status_t st = TS_ENOTSUP;
-    if (e->slots % e->pd || e->slots % e->ph || e->slots % e->pv || (e->hd & (e->hd - 1)))
+    e->gpt2 = gpt2;
+    ts_status_t st;
+    if (gpt2 && (st = fold_biases(e)) != TS_OK)
         goto fail;
     e->max_pos = e->slots / e->pd;
     if (e->max_pos > c->seq_len)
@@ -381,7 +505,9 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         (st = ts_nonlinear_approx_new(TS_NL_FN_SILU, &cfg->silu, &e->a_silu)) != TS_OK ||
         (st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip_norm, &e->a_recip_norm)) !=
             TS_OK ||
-        (st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip_last, &e->a_recip_last)) != TS_OK)
+        (st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip_last, &e->a_recip_last)) !=
+            TS_OK ||
+        (gpt2 && (st = ts_nonlinear_approx_new(TS_NL_FN_GELU, &cfg->gelu, &e->a_gelu)) != TS_OK))
         goto fail;
     *out = e;
     return TS_OK;
@@ -423,6 +549,8 @@ void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out)
     out->a_exp = e->a_exp;
     out->a_rsqrt = e->a_rsqrt;
     out->a_silu = e->a_silu;
+    out->a_gelu = e->a_gelu;
+    out->gpt2 = e->gpt2;
 }
 
 static void add_step(int64_t *steps, size_t cap, size_t *n, int64_t step, int slots)
@@ -499,7 +627,9 @@ bool ts_llm_enc_uses_tfhe(const ts_llm_enc_t *e)
     if (!e)
         return false;
     const ts_llm_enc_config_t *c = &e->cfg;
-    return c->eval_exp || c->eval_recip || c->eval_rsqrt || c->eval_silu || c->eval_recip_norm ||
+    /* the FFN activation the model has: SiLU (LLAMA) or GELU (GPT2) */
+    ts_llm_eval_t act = e->gpt2 ? c->eval_gelu : c->eval_silu;
+    return c->eval_exp || c->eval_recip || c->eval_rsqrt || act || c->eval_recip_norm ||
            c->eval_recip_last;
 }
 
@@ -661,11 +791,16 @@ ts_status_t ts_llm_enc_session_set_tfhe(ts_llm_enc_session_t *s, ts_convert_t *c
     if (!s || !cv || !stc_boot)
         return TS_EINVAL;
     const ts_llm_enc_t *e = s->e;
-    const ts_llm_eval_t ev[P_COUNT] = {e->cfg.eval_exp,        e->cfg.eval_recip,
-                                       e->cfg.eval_rsqrt,      e->cfg.eval_silu,
-                                       e->cfg.eval_recip_norm, e->cfg.eval_recip_last};
-    const ts_nonlinear_approx_t *ap[P_COUNT] = {e->a_exp,  e->a_recip,      e->a_rsqrt,
-                                                e->a_silu, e->a_recip_norm, e->a_recip_last};
+    /* the activation the model does not have stays unset */
+    const ts_llm_eval_t ev[P_COUNT] = {e->cfg.eval_exp,
+                                       e->cfg.eval_recip,
+                                       e->cfg.eval_rsqrt,
+                                       e->gpt2 ? TS_LLM_EVAL_CKKS : e->cfg.eval_silu,
+                                       e->cfg.eval_recip_norm,
+                                       e->cfg.eval_recip_last,
+                                       e->gpt2 ? e->cfg.eval_gelu : TS_LLM_EVAL_CKKS};
+    const ts_nonlinear_approx_t *ap[P_COUNT] = {
+        e->a_exp, e->a_recip, e->a_rsqrt, e->a_silu, e->a_recip_norm, e->a_recip_last, e->a_gelu};
     ts_status_t st = TS_OK;
     for (int p = 0; p < P_COUNT; p++) {
         ts_nonlinear_slots_free(s->nls[p]);
@@ -873,6 +1008,26 @@ static ts_status_t mul_buf(ts_llm_enc_session_t *s, ct_t *a, ct_t *out)
     return st;
 }
 
+/* ct += s->buf as a plaintext (encoded at ct's level and scale: no level). */
+static ts_status_t add_buf(ts_llm_enc_session_t *s, ct_t *ct)
+{
+    ts_status_t st =
+        ts_ckks_encode_real(s->ecd, s->buf, (size_t)s->e->slots, (size_t)s->e->slots,
+                            ts_ckks_ciphertext_level(ct), ts_ckks_ciphertext_scale(ct), s->pt);
+    return st == TS_OK ? ts_ckks_add_plain(s->ev, ct, s->pt, ct) : st;
+}
+
+/* ct += v as a plaintext, v of width w repeated with period per (zero padded). */
+static ts_status_t add_vec(ts_llm_enc_session_t *s, ct_t *ct, const double *dv, const float *fv,
+                           int w, int per)
+{
+    for (int j = 0; j < s->e->slots; j++) {
+        int i = j % per;
+        s->buf[j] = i >= w ? 0.0 : dv ? dv[i] : (double)fv[i];
+    }
+    return add_buf(s, ct);
+}
+
 /* x += rot(x, r) for r = first, first*2, ... while |r| < lim (signs as given). */
 static ts_status_t rot_sum(ts_llm_enc_session_t *s, ct_t *x, int first, int lim)
 {
@@ -1005,12 +1160,15 @@ static ts_status_t tfhe_eval_blocks(ts_llm_enc_session_t *s, int p, ct_t *x, int
 /* ------------------------------------------------------------ matvec */
 
 /*
- * out = W x, W rows x cols row-major (float), x periodic with period pin >= cols,
- * out periodic with period pout >= rows. Periodic diagonals with BSGS; the
- * diagonals are encoded on the fly at x's level (scale q_level: exact).
+ * out = W diag(gain) x + b, W rows x cols row-major (float), x periodic with
+ * period pin >= cols, out periodic with period pout >= rows. gain (a folded norm
+ * gain, cols) and b (rows) may be NULL. Periodic diagonals with BSGS; the
+ * diagonals are encoded on the fly at x's level (scale q_level: exact), the
+ * bias is added as a plaintext after the rescale.
  */
-static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, int rows, int cols, int pin,
-                          int pout, ct_t *x, ct_t *out)
+static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *gain,
+                          const double *bias, int rows, int cols, int pin, int pout, ct_t *x,
+                          ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
     int slots = e->slots, n1 = baby_steps(pin), n2 = pin / n1;
@@ -1040,6 +1198,8 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, int rows, int
                 int jj = ((j - g * n1) % slots + slots) % slots;
                 int row = jj % pout, col = (jj + r) % pin;
                 double v = row < rows && col < cols ? (double)w[(size_t)row * cols + col] : 0.0;
+                if (gain && col < cols)
+                    v *= (double)gain[col]; /* exact: a product of two floats */
                 s->buf[j] = v;
                 nz |= v != 0.0;
             }
@@ -1070,6 +1230,8 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, int rows, int
         goto done;
     }
     TRY(ts_ckks_rescale(s->ev, tot, out));
+    if (bias)
+        TRY(add_vec(s, out, bias, NULL, rows, pout));
 done:
     stage_to(s, prev_stage);
     for (int b = 0; b < n1; b++)
@@ -1080,31 +1242,49 @@ done:
     return st;
 }
 
-static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, ct_t *x, ct_t *out)
+/*
+ * Model matrix `which` (0 wq 1 wk 2 wv 3 wo 4 w1 5 w3 6 w2 7 wcls) with its
+ * bias (GPT2). fold (GPT2): x is the unit-gain norm output, and the gain and
+ * bias of the norm before the matrix are folded in (struct ts_llm_enc).
+ */
+static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, bool fold, ct_t *x,
+                                ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
-    if (which == 7)
-        return matvec(s, e->m->wcls, e->vocab, e->dim, e->pd, e->pv, x, out);
-    if (layer < 0 || layer >= e->nl || which < 0 || which > 7)
+    if (which == 7) {
+        const double *b = e->gpt2 && fold ? e->bias_fold + (size_t)e->nl * e->bias_stride : NULL;
+        const float *g = e->gpt2 && fold ? e->m->final_norm : NULL;
+        return matvec(s, e->m->wcls, g, b, e->vocab, e->dim, e->pd, e->pv, x, out);
+    }
+    if (layer < 0 || layer >= e->nl || which < 0 || which > 7 || (e->gpt2 && which == 5))
         return TS_EINVAL;
     const ts__llm_layer_t *ly = &e->m->layers[layer];
+    const float *g = NULL;
+    const double *b = NULL;
+    if (e->gpt2) {
+        /* bq bk bv bo (dim each), b1 (hid), b2 (dim) */
+        size_t at = which <= 4 ? (size_t)which * e->dim : 4 * (size_t)e->dim + (size_t)e->hid;
+        b = (fold ? e->bias_fold : e->bias_raw) + (size_t)layer * e->bias_stride + at;
+        if (fold)
+            g = which <= 2 ? ly->attn_norm : which == 4 ? ly->ffn_norm : NULL;
+    }
     switch (which) {
     case 0:
-        return matvec(s, ly->wq, e->dim, e->dim, e->pd, e->pd, x, out);
+        return matvec(s, ly->wq, g, b, e->dim, e->dim, e->pd, e->pd, x, out);
     case 1:
-        return matvec(s, e->wk_x ? e->wk_x + (size_t)layer * e->dim * e->dim : ly->wk, e->dim,
+        return matvec(s, e->wk_x ? e->wk_x + (size_t)layer * e->dim * e->dim : ly->wk, g, b, e->dim,
                       e->dim, e->pd, e->pd, x, out);
     case 2:
-        return matvec(s, e->wv_x ? e->wv_x + (size_t)layer * e->dim * e->dim : ly->wv, e->dim,
+        return matvec(s, e->wv_x ? e->wv_x + (size_t)layer * e->dim * e->dim : ly->wv, g, b, e->dim,
                       e->dim, e->pd, e->pd, x, out);
     case 3:
-        return matvec(s, ly->wo, e->dim, e->dim, e->pd, e->pd, x, out);
+        return matvec(s, ly->wo, g, b, e->dim, e->dim, e->pd, e->pd, x, out);
     case 4:
-        return matvec(s, ly->w1, e->hid, e->dim, e->pd, e->ph, x, out);
+        return matvec(s, ly->w1, g, b, e->hid, e->dim, e->pd, e->ph, x, out);
     case 5:
-        return matvec(s, ly->w3, e->hid, e->dim, e->pd, e->ph, x, out);
+        return matvec(s, ly->w3, g, b, e->hid, e->dim, e->pd, e->ph, x, out);
     default:
-        return matvec(s, ly->w2, e->dim, e->hid, e->ph, e->pd, x, out);
+        return matvec(s, ly->w2, g, b, e->dim, e->hid, e->ph, e->pd, x, out);
     }
 }
 
@@ -1118,7 +1298,7 @@ ts_status_t ts_llm_enc_matvec(ts_llm_enc_session_t *s, int layer, int which,
     stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, x));
-    TRY(matvec_which(s, layer, which, t, out));
+    TRY(matvec_which(s, layer, which, false, t, out));
 done:
     stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
@@ -1206,20 +1386,40 @@ done:
     return st;
 }
 
-/* ------------------------------------------------------------ RMSNorm */
+/* ------------------------------------------------------------ norms */
 
-static ts_status_t rmsnorm(ts_llm_enc_session_t *s, const float *w, ct_t *x, ct_t *out)
+/*
+ * The norm of the model: RMSNorm (LLAMA), out = w x / sqrt(mean(x^2) + eps),
+ * or LayerNorm (GPT2), out = w (x - mean) / sqrt(var + eps) + b, with var
+ * the mean square of x - mean. The mean is a rotate-and-sum over the period
+ * times a plaintext 1/dim on the real slots (one level; the padding stays 0);
+ * then both are the same computation. w and b may be NULL (a gain folded
+ * into the following matrices; no bias); b is added as a plaintext.
+ */
+static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b, ct_t *x, ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
-    ct_t *sq = NULL, *r = NULL, *xw = NULL;
+    ct_t *sq = NULL, *r = NULL, *xw = NULL, *xc = NULL;
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
     TRY(ct_new(s, &sq));
     TRY(ct_new(s, &r));
     TRY(ct_new(s, &xw));
-    TRY(need(s, x, 3));
-    TRY(ts_ckks_ciphertext_copy(sq, x));
-    TRY(mul_cc(s, sq, x, sq));
+    TRY(ct_new(s, &xc));
+    TRY(need(s, x, 3 + e->gpt2));
+    TRY(ts_ckks_ciphertext_copy(xc, x));
+    if (e->gpt2) {
+        /* xc = x - mean on the real slots of every period */
+        TRY(ts_ckks_ciphertext_copy(sq, x));
+        TRY(rot_sum(s, sq, 1, e->pd));
+        for (int j = 0; j < e->slots; j++)
+            s->buf[j] = j % e->pd < e->dim ? 1.0 / e->dim : 0.0;
+        TRY(mul_buf(s, sq, sq));
+        TRY(align(s, xc, sq));
+        TRY(ts_ckks_sub(s->ev, xc, sq, xc));
+    }
+    TRY(ts_ckks_ciphertext_copy(sq, xc));
+    TRY(mul_cc(s, sq, xc, sq));
     TRY(rot_sum(s, sq, 1, e->pd));
     TRY(mul_k(s, sq, 1.0 / e->dim, sq));
     TRY(ts_ckks_add_const(s->ev, sq, (double)e->m->cfg.norm_eps, sq));
@@ -1232,17 +1432,24 @@ static ts_status_t rmsnorm(ts_llm_enc_session_t *s, const float *w, ct_t *x, ct_
         TRY(rot_sum(s, r, -1, e->pd));
         TRY(rot_sum(s, r, -e->pd, e->slots));
     }
-    for (int j = 0; j < e->slots; j++) {
-        int i = j % e->pd;
-        s->buf[j] = i < e->dim ? (double)w[i] : 0.0;
+    if (w) {
+        for (int j = 0; j < e->slots; j++) {
+            int i = j % e->pd;
+            s->buf[j] = i < e->dim ? (double)w[i] : 0.0;
+        }
+        TRY(mul_buf(s, xc, xw));
+    } else {
+        TRY(ts_ckks_ciphertext_copy(xw, xc));
     }
-    TRY(mul_buf(s, x, xw));
     TRY(mul_cc(s, xw, r, out));
+    if (b)
+        TRY(add_vec(s, out, NULL, b, e->dim, e->pd));
 done:
     stage_to(s, prev_stage);
     ts_ckks_ciphertext_free(sq);
     ts_ckks_ciphertext_free(r);
     ts_ckks_ciphertext_free(xw);
+    ts_ckks_ciphertext_free(xc);
     return st;
 }
 
@@ -1253,15 +1460,19 @@ ts_status_t ts_llm_enc_rmsnorm(ts_llm_enc_session_t *s, int layer, int which,
         return TS_EINVAL;
     if (which < 2 && (layer < 0 || layer >= s->e->nl))
         return TS_EINVAL;
-    const float *w = which == 2   ? s->e->m->final_norm
-                     : which == 0 ? s->e->m->layers[layer].attn_norm
-                                  : s->e->m->layers[layer].ffn_norm;
+    const ts_llm_model_t *m = s->e->m;
+    const float *w = which == 2   ? m->final_norm
+                     : which == 0 ? m->layers[layer].attn_norm
+                                  : m->layers[layer].ffn_norm;
+    const float *b = which == 2   ? m->final_norm_b
+                     : which == 0 ? m->layers[layer].attn_norm_b
+                                  : m->layers[layer].ffn_norm_b; /* NULL for LLAMA */
     ct_t *t = NULL;
     ts_status_t st;
     stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, x));
-    TRY(rmsnorm(s, w, t, out));
+    TRY(norm(s, w, b, t, out));
 done:
     stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
@@ -1348,7 +1559,8 @@ done:
     return st;
 }
 
-static ts_status_t attention(ts_llm_enc_session_t *s, int layer, ct_t *xb, int pos, ct_t *out)
+static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, int pos,
+                             ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
     int k = e->cfg.softmax_k;
@@ -1366,11 +1578,13 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, ct_t *xb, int p
     TRY(ct_new(s, &r));
     TRY(ct_new(s, &vc));
     TRY(need(s, xb, 3));
-    TRY(matvec_which(s, layer, 0, xb, q));
-    TRY(matvec_which(s, layer, 1, xb, kk));
-    TRY(matvec_which(s, layer, 2, xb, v));
-    TRY(rope(s, q, pos, q));
-    TRY(rope(s, kk, pos, kk));
+    TRY(matvec_which(s, layer, 0, fold, xb, q));
+    TRY(matvec_which(s, layer, 1, fold, xb, kk));
+    TRY(matvec_which(s, layer, 2, fold, xb, v));
+    if (!e->gpt2) { /* GPT2: learned positions, added to the input */
+        TRY(rope(s, q, pos, q));
+        TRY(rope(s, kk, pos, kk));
+    }
     TRY(cache_put(s, &s->kc[layer], kk, pos));
     TRY(cache_put(s, &s->vc[layer], v, pos));
     /* scores: q (.) K, summed inside each head, masked and scaled, replicated */
@@ -1460,7 +1674,7 @@ ts_status_t ts_llm_enc_attention(ts_llm_enc_session_t *s, int layer, const ts_ck
     stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, xb));
-    TRY(attention(s, layer, t, pos, out));
+    TRY(attention(s, layer, false, t, pos, out));
 done:
     stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
@@ -1469,7 +1683,30 @@ done:
 
 /* ------------------------------------------------------------ FFN */
 
-static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, ct_t *xb, ct_t *out)
+/* out = act(h) on the hid values of h (period ph): SiLU (LLAMA) or GELU (GPT2),
+ * in CKKS or through TFHE as the configuration says. */
+static ts_status_t activation(ts_llm_enc_session_t *s, ct_t *h, ct_t *out)
+{
+    const ts_llm_enc_t *e = s->e;
+    int p = e->gpt2 ? P_GELU : P_SILU;
+    ts_llm_eval_t where = e->gpt2 ? e->cfg.eval_gelu : e->cfg.eval_silu;
+    if (where == TS_LLM_EVAL_CKKS)
+        return cheb(s, ts_nonlinear_approx_cheb(e->gpt2 ? e->a_gelu : e->a_silu), h, out);
+    /* hid values at slots [0, hid), spread over the periods of ph */
+    if (s->nls[p] && (e->hid > s->sub || (size_t)e->hid > ts_convert_n_br(s->cv)))
+        return TS_ENOTSUP; /* (without keys tfhe_eval says so) */
+    size_t *at = ts_malloc((size_t)e->hid * sizeof(size_t));
+    if (!at)
+        return TS_ENOMEM;
+    for (int i = 0; i < e->hid; i++)
+        at[i] = (size_t)i;
+    ts_status_t st = tfhe_eval(s, p, h, at, (size_t)e->hid, out);
+    ts_free(at);
+    return st == TS_OK ? rot_sum(s, out, -e->ph, e->slots) : st;
+}
+
+/* LLAMA: out = w2(silu(w1 xb) * (w3 xb)); GPT2: out = w2 gelu(w1 xb + b1) + b2. */
+static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
     ct_t *h1 = NULL, *h3 = NULL, *g = NULL;
@@ -1478,31 +1715,13 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, ct_t *xb, ct_t *out)
     TRY(ct_new(s, &h3));
     TRY(ct_new(s, &g));
     TRY(need(s, xb, 2));
-    TRY(matvec_which(s, layer, 4, xb, h1));
-    TRY(matvec_which(s, layer, 5, xb, h3));
-    if (e->cfg.eval_silu == TS_LLM_EVAL_CKKS) {
-        TRY(cheb(s, ts_nonlinear_approx_cheb(e->a_silu), h1, g));
-    } else {
-        /* hid values at slots [0, hid), spread over the periods of ph */
-        if (e->hid > s->sub || (size_t)e->hid > ts_convert_n_br(s->cv)) {
-            st = TS_ENOTSUP;
-            goto done;
-        }
-        size_t *at = ts_malloc((size_t)e->hid * sizeof(size_t));
-        if (!at) {
-            st = TS_ENOMEM;
-            goto done;
-        }
-        for (int i = 0; i < e->hid; i++)
-            at[i] = (size_t)i;
-        st = tfhe_eval(s, P_SILU, h1, at, (size_t)e->hid, g);
-        ts_free(at);
-        if (st != TS_OK)
-            goto done;
-        TRY(rot_sum(s, g, -e->ph, e->slots));
-    }
-    TRY(mul_cc(s, g, h3, g));
-    TRY(matvec_which(s, layer, 6, g, out));
+    TRY(matvec_which(s, layer, 4, fold, xb, h1));
+    if (!e->gpt2)
+        TRY(matvec_which(s, layer, 5, fold, xb, h3));
+    TRY(activation(s, h1, g));
+    if (!e->gpt2)
+        TRY(mul_cc(s, g, h3, g));
+    TRY(matvec_which(s, layer, 6, fold, g, out));
 done:
     ts_ckks_ciphertext_free(h1);
     ts_ckks_ciphertext_free(h3);
@@ -1520,7 +1739,7 @@ ts_status_t ts_llm_enc_ffn(ts_llm_enc_session_t *s, int layer, const ts_ckks_cip
     stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, xb));
-    TRY(ffn(s, layer, t, out));
+    TRY(ffn(s, layer, false, t, out));
 done:
     stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
@@ -1544,18 +1763,23 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
     TRY(ct_new(s, &xb));
     TRY(ct_new(s, &o));
     TRY(ts_ckks_ciphertext_copy(xx, x));
+    /* GPT2: the learned position row, added as a plaintext; the norms run
+     * with unit gain and no bias, folded into the matrices after them */
+    bool g2 = e->gpt2;
+    if (g2)
+        TRY(add_vec(s, xx, NULL, e->m->pos_emb + (size_t)pos * e->dim, e->dim, e->pd));
     for (int l = 0; l < e->nl; l++) {
         const ts__llm_layer_t *ly = &e->m->layers[l];
-        TRY(rmsnorm(s, ly->attn_norm, xx, xb));
-        TRY(attention(s, l, xb, pos, o));
-        TRY(matvec_which(s, l, 3, o, o));
+        TRY(norm(s, g2 ? NULL : ly->attn_norm, NULL, xx, xb));
+        TRY(attention(s, l, g2, xb, pos, o));
+        TRY(matvec_which(s, l, 3, g2, o, o));
         TRY(add_cc(s, xx, o, xx));
-        TRY(rmsnorm(s, ly->ffn_norm, xx, xb));
-        TRY(ffn(s, l, xb, o));
+        TRY(norm(s, g2 ? NULL : ly->ffn_norm, NULL, xx, xb));
+        TRY(ffn(s, l, g2, xb, o));
         TRY(add_cc(s, xx, o, xx));
     }
-    TRY(rmsnorm(s, e->m->final_norm, xx, xb));
-    TRY(matvec_which(s, 0, 7, xb, logits));
+    TRY(norm(s, g2 ? NULL : e->m->final_norm, NULL, xx, xb));
+    TRY(matvec_which(s, 0, 7, g2, xb, logits));
     s->next_pos = pos + 1;
     s->stats.steps++;
 done:
@@ -1588,10 +1812,12 @@ ts_status_t ts_llm_enc_embed(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t
     for (int v = 0; v < e->vocab; v++)
         for (int i = 0; i < e->dim; i++)
             wt[(size_t)i * e->vocab + v] = e->m->tok_emb[(size_t)v * e->dim + i];
+    stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, onehot));
-    TRY(matvec(s, wt, e->dim, e->vocab, e->pv, e->pd, t, out));
+    TRY(matvec(s, wt, NULL, NULL, e->dim, e->vocab, e->pv, e->pd, t, out));
 done:
+    stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
     ts_free(wt);
     return st;

@@ -135,6 +135,19 @@ static int matvec(gb_t *b, const char *nm, int x, int pin, int need)
     return id;
 }
 
+/* matvec and, for GPT2, its bias (a plaintext addition, no level) */
+static int matvec_b(gb_t *b, const char *nm, int x, int pin, int need)
+{
+    int id = matvec(b, nm, x, pin, need);
+    if (!b->e->gpt2)
+        return id;
+    int prev = b->stage;
+    b->stage = TS_LLM_STAGE_MATVEC;
+    id = add_k(b, "bias", id, true);
+    b->stage = prev;
+    return id;
+}
+
 /* A primitive evaluated where the configuration says: its Chebyshev series
  * (CKKS: depth = the affine map to [-1, 1] + Paterson-Stockmeyer depth;
  * the engine bootstraps x in place and retries when that does not fit) or
@@ -264,7 +277,19 @@ static int rmsnorm(gb_t *b, const char *where, int x)
     b->where = where;
     int prev = b->stage;
     b->stage = TS_LLM_STAGE_NONLINEAR;
-    int sq = mul_cc(b, "square", x, x, BOTH, 3); /* need(x, 3) in place */
+    int xc = x, sq;
+    if (e->gpt2) {
+        /* LayerNorm: need(x, 4) in place; the mean of a copy, subtracted from
+         * another copy (align drops the copy) */
+        const double c[6] = {0, 0, 0, 0, 0, 0};
+        int m = add(b, TS_OP_SUM, "center.need", x, TS_SCHED_NONE, FIRST, 0, 4, c);
+        m = rot_sum(b, "center.sum", m, 1, e->pd);
+        m = mul_k(b, "center.mean", m, true);
+        xc = add(b, TS_OP_ADD_CC, "center.sub", x, m, SECOND, 0, 0, c);
+        sq = mul_cc(b, "square", xc, xc, BOTH, 1);
+    } else {
+        sq = mul_cc(b, "square", x, x, BOTH, 3); /* need(x, 3) in place */
+    }
     sq = rot_sum(b, "sum", sq, 1, e->pd);
     sq = mul_k(b, "mean", sq, false);
     sq = add_k(b, "eps", sq, false);
@@ -276,7 +301,8 @@ static int rmsnorm(gb_t *b, const char *where, int x)
         r = rot_sum(b, "spread", r, -1, e->pd);
         r = rot_sum(b, "spread_blocks", r, -e->pd, e->slots);
     }
-    int xw = mul_k(b, "gain", x, true);
+    /* GPT2: unit gain (folded into the following matrices) */
+    int xw = e->gpt2 ? xc : mul_k(b, "gain", x, true);
     int out = mul_cc(b, "normalize", xw, r, BOTH, 1);
     b->stage = prev;
     return out;
@@ -298,12 +324,14 @@ static int attention(gb_t *b, int xb)
     const ts_llm_enc_config_t *cfg = e->cfg;
     int k = cfg->softmax_k;
     b->stage = TS_LLM_STAGE_ATTENTION;
-    int q = matvec(b, "wq", xb, e->pd, 3); /* need(xb, 3) in place */
-    int kk = matvec(b, "wk", xb, e->pd, 1);
-    int v = matvec(b, "wv", xb, e->pd, 1);
+    int q = matvec_b(b, "wq", xb, e->pd, 3); /* need(xb, 3) in place */
+    int kk = matvec_b(b, "wk", xb, e->pd, 1);
+    int v = matvec_b(b, "wv", xb, e->pd, 1);
     const double rc[6] = {2, 3, 0, 2, 1, 3};
-    q = add(b, TS_OP_ROPE, "rope_q", q, TS_SCHED_NONE, FIRST, 1, 1, rc);
-    kk = add(b, TS_OP_ROPE, "rope_k", kk, TS_SCHED_NONE, FIRST, 1, 1, rc);
+    if (!e->gpt2) { /* GPT2: learned positions instead */
+        q = add(b, TS_OP_ROPE, "rope_q", q, TS_SCHED_NONE, FIRST, 1, 1, rc);
+        kk = add(b, TS_OP_ROPE, "rope_k", kk, TS_SCHED_NONE, FIRST, 1, 1, rc);
+    }
     int kc = cache_put(b, "cache_k", kk);
     int vc = cache_put(b, "cache_v", v);
     /* z = copy(K cache) * q: the cache copy may be bootstrapped, the cache not */
@@ -369,9 +397,17 @@ static int ffn(gb_t *b, int xb)
 {
     const ts__llm_enc_shape_t *e = b->e;
     b->stage = TS_LLM_STAGE_OTHER;
-    int h1 = matvec(b, "w1", xb, e->pd, 2); /* need(xb, 2) in place */
-    int h3 = matvec(b, "w3", xb, e->pd, 1);
+    int h1 = matvec_b(b, "w1", xb, e->pd, 2); /* need(xb, 2) in place */
     int g;
+    if (e->gpt2) { /* w2 gelu(w1 x + b1) + b2 */
+        ts_llm_eval_t ev = e->cfg->eval_gelu;
+        g = prim(b, TS_OP_GELU, "gelu", h1, ev, &e->cfg->gelu,
+                 ev == TS_LLM_EVAL_CKKS ? e->a_gelu : NULL, (uint32_t)e->hid, 1);
+        if (ev != TS_LLM_EVAL_CKKS)
+            g = rot_sum(b, "gelu.spread", g, -e->ph, e->slots);
+        return matvec_b(b, "w2", g, e->ph, 1);
+    }
+    int h3 = matvec(b, "w3", xb, e->pd, 1);
     if (e->cfg->eval_silu == TS_LLM_EVAL_CKKS) {
         g = prim(b, TS_OP_SILU, "silu", h1, TS_LLM_EVAL_CKKS, &e->cfg->silu, e->a_silu,
                  (uint32_t)e->hid, 1);
@@ -389,6 +425,10 @@ static ts_status_t build_step(gb_t *b)
     const ts__llm_enc_shape_t *e = b->e;
     int xx = TS_SCHED_FRESH;
     char where[24];
+    if (e->gpt2) { /* the learned position row */
+        b->where = "embed";
+        xx = add_k(b, "pos_emb", xx, true);
+    }
     for (int l = 0; l < e->nl && b->st == TS_OK; l++) {
         b->layer = l;
         snprintf(where, sizeof where, "L%d.attn_norm", l);
@@ -398,7 +438,7 @@ static ts_status_t build_step(gb_t *b)
         b->where = where;
         int o = attention(b, xb);
         b->stage = TS_LLM_STAGE_OTHER;
-        o = matvec(b, "wo", o, e->pd, 1);
+        o = matvec_b(b, "wo", o, e->pd, 1);
         xx = add_cc(b, "resid", xx, o);
         snprintf(where, sizeof where, "L%d.ffn_norm", l);
         xb = rmsnorm(b, where, xx);
@@ -412,7 +452,7 @@ static ts_status_t build_step(gb_t *b)
     b->stage = TS_LLM_STAGE_OTHER;
     int xb = rmsnorm(b, "final_norm", xx);
     b->where = "head";
-    matvec(b, "lm_head", xb, e->pd, 1);
+    matvec_b(b, "lm_head", xb, e->pd, 1);
     return b->st;
 }
 
@@ -547,6 +587,8 @@ static int kind_of(const ts_sched_op_t *op)
         return TS_LLM_KIND_RSQRT;
     case TS_OP_SILU:
         return TS_LLM_KIND_SILU;
+    case TS_OP_GELU:
+        return TS_LLM_KIND_GELU;
     case TS_OP_INV: {
         size_t n = strlen(op->name);
         return n >= 10 && !strcmp(op->name + n - 10, ".step0.inv") ? TS_LLM_KIND_RECIP

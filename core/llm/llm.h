@@ -324,8 +324,7 @@ ts_status_t ts_llm_simulate_greedy(const ts_llm_model_t *model, const ts_llm_sim
  * inside each head, then the max-free softmax (exp by Chebyshev, 1/x by
  * Goldschmidt, softmax_k normalize-and-square rounds) computed across the
  * blocks of one ciphertext; SwiGLU with SiLU by Chebyshev (spec silu, POLY).
- * RMSNorm weights are folded into the following matrices; RoPE is a
- * three-diagonal plaintext transform per position.
+ * RoPE is a three-diagonal plaintext transform per position.
  *
  * Levels: before each step the engine checks the levels the step needs and
  * bootstraps (ts_boot_bootstrap) when a bootstrapper was given; without one it
@@ -339,7 +338,19 @@ ts_status_t ts_llm_simulate_greedy(const ts_llm_model_t *model, const ts_llm_sim
  * LLAMA models, with multi-head or grouped-query attention (GQA runs as
  * multi-head attention: each key/value head's rows of wk and wv are repeated
  * for the query heads sharing it, so k and v are dim wide; the KV cache is
- * n_heads / n_kv_heads times larger than necessary). GPT2: TS_ENOTSUP.
+ * n_heads / n_kv_heads times larger than necessary).
+ * GPT2 models: the server adds row pos of the learned position table to the
+ * input embedding as a plaintext (inside ts_llm_enc_step); LayerNorm is the
+ * RMSNorm code after a mean subtraction (rotate-and-sum, times a plaintext
+ * 1/dim on the real slots: one level) and runs with unit gain and no bias:
+ * each norm's gain g and bias b are folded into the matrices it feeds (q, k,
+ * v; the FFN's up matrix; the tied LM head) as W diag(g) (products of two
+ * floats, exact in double) and the bias W b + b_W (in double); every linear
+ * layer's bias is a plaintext addition after its rescale (no level); the FFN
+ * is w2 gelu(w1 x + b1) + b2 with GELU (spec gelu) evaluated like SiLU (POLY
+ * in CKKS, a uniform segmented LUT in hybrid, PBS in tfhe). The norm's 1/sqrt
+ * follows eval_rsqrt as for LLAMA. Shapes the engine cannot pack are refused
+ * with TS_ENOTSUP and a sentence (ts_llm_enc_supports).
  */
 /*
  * Where a non-arithmetic primitive is evaluated (the policies of core/sched):
@@ -375,6 +386,9 @@ typedef struct ts_llm_enc_config {
     ts_nonlinear_spec_t recip_last;
     int softmax_k; /* normalize-and-square rounds, 0..8 */
     ts_llm_eval_t eval_exp, eval_recip, eval_rsqrt, eval_silu, eval_recip_norm, eval_recip_last;
+    /* GPT2's FFN activation (CKKS: POLY); LLAMA models ignore it (and GPT2 silu) */
+    ts_nonlinear_spec_t gelu;
+    ts_llm_eval_t eval_gelu;
 } ts_llm_enc_config_t;
 
 /* Defaults sized for the bundled aidreams260K model (ranges with margin),
@@ -386,7 +400,8 @@ void ts_llm_enc_config_default(ts_llm_enc_config_t *cfg);
  * heads), exp and SiLU in CKKS, with softmax_k = 5 so that exp(z / 32) and
  * the first round's mean sum (1/n) sum_t exp(z_t / 16) have narrow ranges
  * (a 10-bit LUT input grid cannot resolve wide ones); when the first round's
- * 1/x runs in TFHE the engine looks up the mean and divides by n after.
+ * 1/x runs in TFHE the engine looks up the mean and divides by n after;
+ * GPT2's GELU as a uniform segmented LUT (4 x 32 lines on its interval).
  * tfhe: every primitive by one PBS per value. max_pos: the positions the
  * session may hold (sets the normalized-sum range [0.8 / max_pos, 1.25]).
  */
@@ -394,7 +409,8 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
 /*
  * Where a scheduler plan puts each primitive, for a plan of the decoder graph
  * of ts_sched_graph_build_decoder (operator names ending in ".invsqrt",
- * ".exp", ".step0.inv" (first softmax round), ".stepK.inv" (K >= 1), ".silu").
+ * ".exp", ".step0.inv" (first softmax round), ".stepK.inv" (K >= 1), ".silu",
+ * ".gelu").
  * The engine evaluates one primitive kind the same way in every layer, so a
  * kind goes to TFHE when the plan places the majority of its operators
  * there: as a segmented LUT (specs from the hybrid defaults; exp and SiLU on
@@ -415,6 +431,7 @@ enum {
     TS_LLM_KIND_RECIP_NORM,
     TS_LLM_KIND_RSQRT,
     TS_LLM_KIND_SILU,
+    TS_LLM_KIND_GELU, /* GPT2's FFN activation */
     TS_LLM_KIND_COUNT
 };
 /*
@@ -431,14 +448,24 @@ void ts_llm_enc_config_kinds(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy,
 unsigned ts_llm_enc_config_tfhe_kinds(const ts_llm_enc_config_t *cfg);
 /* The same approximations as a simulator config (for ts_llm_simulate). */
 void ts_llm_enc_config_to_sim(const ts_llm_enc_config_t *cfg, ts_llm_sim_config_t *sim);
+/* The other way (a configs/approx file loaded with ts_llm_sim_config_load):
+ * softmax_k, exp, recip, rsqrt, silu, gelu; the rest of cfg is kept. */
+void ts_llm_enc_config_from_sim(const ts_llm_sim_config_t *sim, ts_llm_enc_config_t *cfg);
 
 typedef struct ts_llm_enc ts_llm_enc_t;
 
 /*
+ * Whether the engine can run model at params: TS_OK, or TS_ENOTSUP with a
+ * sentence in err (n_heads not a multiple of n_kv_heads, n_heads * head_dim
+ * != dim, head_dim not a power of two, padded widths not dividing the slots).
+ */
+ts_status_t ts_llm_enc_supports(const ts_llm_model_t *model, const ts_ckks_params_t *params,
+                                char *err, size_t err_size);
+/*
  * Server side: the model's plaintext diagonals encoded for params (shared,
  * immutable after creation). boot may be NULL (no bootstrapping: TS_ELEVEL
- * when levels run out). Errors: TS_ENOTSUP (GPT2, n_heads not a multiple of
- * n_kv_heads, periods not dividing the slots), TS_EINVAL, TS_ENOMEM.
+ * when levels run out). Errors: TS_ENOTSUP (see ts_llm_enc_supports),
+ * TS_EINVAL (a spec the configured evaluation cannot run), TS_ENOMEM.
  */
 ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params,
                            const ts_llm_enc_config_t *cfg, const ts_boot_t *boot,
@@ -608,17 +635,20 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
 
 /* The blocks on their own (for tests). */
 /* out = W x for a model matrix: 0 wq 1 wk 2 wv 3 wo 4 w1 5 w3 6 w2 7 wcls (norm weights not
- * folded). */
+ * folded; GPT2: plus the layer's bias, and no w3). */
 ts_status_t ts_llm_enc_matvec(ts_llm_enc_session_t *s, int layer, int which,
                               const ts_ckks_ciphertext_t *x, ts_ckks_ciphertext_t *out);
-/* out = w * x / sqrt(mean(x^2) + eps): which 0 attention norm, 1 FFN norm, 2 final norm. */
+/* The model's norm with its weights: LLAMA out = w * x / sqrt(mean(x^2) + eps), GPT2 the
+ * LayerNorm w * (x - mean) / sqrt(var + eps) + b; which 0 attention norm, 1 FFN norm, 2 final
+ * norm. */
 ts_status_t ts_llm_enc_rmsnorm(ts_llm_enc_session_t *s, int layer, int which,
                                const ts_ckks_ciphertext_t *x, ts_ckks_ciphertext_t *out);
 /* out = attention(layer, xb) at pos (xb = the weighted attention-norm output),
  * appending k, v to the cache; out is the input of wo (not yet multiplied). */
 ts_status_t ts_llm_enc_attention(ts_llm_enc_session_t *s, int layer, const ts_ckks_ciphertext_t *xb,
                                  int pos, ts_ckks_ciphertext_t *out);
-/* out = w2(silu(w1 xb) * (w3 xb)) for the weighted FFN-norm output xb. */
+/* out = w2(silu(w1 xb) * (w3 xb)) (GPT2: w2 gelu(w1 xb + b1) + b2) for the weighted FFN-norm
+ * output xb. */
 ts_status_t ts_llm_enc_ffn(ts_llm_enc_session_t *s, int layer, const ts_ckks_ciphertext_t *xb,
                            ts_ckks_ciphertext_t *out);
 

@@ -1,6 +1,7 @@
 /*
  * A tiny synthetic llama2.c model and tokenizer written by tests (the bundled
- * aidreams260K takes minutes per encrypted token on a 2-core machine).
+ * aidreams260K takes minutes per encrypted token on a 2-core machine), and a
+ * tiny synthetic GPT-2 GGUF (tiny_gpt2_gguf, at the end).
  * Shape: dim 16, hidden 32, 1 layer, 2 heads of 8, vocab 32, seq_len 8, its
  * own classifier;
  * weights from a fixed LCG, so every run writes the same bytes. The
@@ -12,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "tests/unit/gguf_writer.h"
 
 #define TINY_DIM    16
 #define TINY_HID    32
@@ -96,6 +99,74 @@ static inline int tiny_tokenizer_write(const char *path)
         rc |= fwrite(piece, 1, (size_t)len, f) == (size_t)len ? 0 : -1;
     }
     rc |= fclose(f);
+    return rc;
+}
+
+/*
+ * The tiny GPT-2: dim 16, FFN 32 (GPT-2 has 4 x dim; 2 x halves the look-ups
+ * of the hybrid and tfhe tests), 1 layer, 2 heads of 8, vocab
+ * 32, context 8, LayerNorm gains 1 +- 0.2 and biases +- 0.1, every linear
+ * layer with a bias, learned positions (+- 0.3), tied LM head; F32 tensors
+ * from the same LCG. wq and wk are small (scores near 0, as in the llama).
+ * Returns the GGUF bytes (free()) or NULL.
+ */
+#define TINY_G2_HID 32
+static inline uint8_t *tiny_gpt2_gguf(size_t *size)
+{
+    enum { d = TINY_DIM, h = TINY_G2_HID, V = TINY_VOCAB, C = TINY_SEQ };
+    static float wte[V * d], wpe[C * d], lnf_w[d], lnf_b[d], ln1_w[d], ln1_b[d], ln2_w[d], ln2_b[d],
+        qkv_w[3 * d * d], qkv_b[3 * d], o_w[d * d], o_b[d], up_w[h * d], up_b[h], down_w[d * h],
+        down_b[d];
+    struct {
+        float *v;
+        size_t n;
+        float a, bias;
+    } fill[] = {
+        {wte, V * d, 1.0f, 0},   {wpe, C * d, 0.3f, 0},        {ln1_w, d, 0.2f, 1},
+        {ln1_b, d, 0.1f, 0},     {qkv_w, 2 * d * d, 0.15f, 0}, {qkv_w + 2 * d * d, d * d, 0.4f, 0},
+        {qkv_b, 3 * d, 0.1f, 0}, {o_w, d * d, 0.4f, 0},        {o_b, d, 0.1f, 0},
+        {ln2_w, d, 0.2f, 1},     {ln2_b, d, 0.1f, 0},          {up_w, h * d, 0.4f, 0},
+        {up_b, h, 0.2f, 0},      {down_w, d * h, 0.3f, 0},     {down_b, d, 0.1f, 0},
+        {lnf_w, d, 0.2f, 1},     {lnf_b, d, 0.1f, 0}};
+    uint64_t s = 0x9e2;
+    for (size_t k = 0; k < sizeof fill / sizeof fill[0]; k++)
+        for (size_t i = 0; i < fill[k].n; i++)
+            fill[k].v[i] = fill[k].bias + tiny_rand(&s, fill[k].a);
+    const gguf_gpt2_t g = {.dim = d,
+                           .hid = h,
+                           .layers = 1,
+                           .heads = TINY_HEADS,
+                           .vocab = V,
+                           .ctx = C,
+                           .wte = wte,
+                           .wpe = wpe,
+                           .lnf_w = lnf_w,
+                           .lnf_b = lnf_b,
+                           .ln1_w = ln1_w,
+                           .ln1_b = ln1_b,
+                           .ln2_w = ln2_w,
+                           .ln2_b = ln2_b,
+                           .qkv_w = qkv_w,
+                           .qkv_b = qkv_b,
+                           .o_w = o_w,
+                           .o_b = o_b,
+                           .up_w = up_w,
+                           .up_b = up_b,
+                           .down_w = down_w,
+                           .down_b = down_b};
+    return gguf_gpt2_build(&g, true, T_F32, T_F32, size);
+}
+
+/* Write the tiny GPT-2 GGUF to `path`; returns 0 on success. */
+static inline int tiny_gpt2_write(const char *path)
+{
+    size_t n = 0;
+    uint8_t *g = tiny_gpt2_gguf(&n);
+    FILE *f = g ? fopen(path, "wb") : NULL;
+    int rc = f && fwrite(g, 1, n, f) == n ? 0 : -1;
+    if (f && fclose(f) != 0)
+        rc = -1;
+    free(g);
     return rc;
 }
 

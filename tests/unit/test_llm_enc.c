@@ -25,6 +25,7 @@
 #include "core/llm/llm.h"
 #include "core/convert/convert.h"
 #include "core/llm/llm_int.h"
+#include "tests/unit/llm_tiny.h"
 #include "tests/unit/ts_test.h"
 
 #define printf(...) (printf(__VA_ARGS__), fflush(stdout))
@@ -45,12 +46,13 @@ typedef struct {
     ts_boot_encap_keys_t *encap; /* dense-secret presets */
 } fx_t;
 
-static void fx_open(fx_t *f, const char *preset, const ts_llm_enc_config_t *cfg, bool boot)
+/* The fixture for model m (owned by the fixture from now on). */
+static void fx_open_model(fx_t *f, ts_llm_model_t *m, const char *preset,
+                          const ts_llm_enc_config_t *cfg, bool boot)
 {
     char path[512];
     memset(f, 0, sizeof(*f));
-    snprintf(path, sizeof(path), "%s/aidreams260K.bin", ts_test_model_dir());
-    ck_assert_ts_ok(ts_llm_model_load(path, &f->m, NULL, 0));
+    f->m = m;
     snprintf(path, sizeof(path), "configs/params/%s.yaml", preset);
     ck_assert_ts_ok(ts_ckks_params_load_file(path, true, &f->p, NULL));
     uint8_t seed[TS_SEED_BYTES] = {7};
@@ -95,6 +97,16 @@ static void fx_open(fx_t *f, const char *preset, const ts_llm_enc_config_t *cfg,
     ck_assert_ts_ok(ts_llm_enc_session_new(f->enc, f->ev, &f->s));
     if (f->cv)
         ck_assert_ts_ok(ts_llm_enc_session_set_tfhe(f->s, f->cv, f->stc));
+}
+
+/* The fixture for the bundled aidreams260K. */
+static void fx_open(fx_t *f, const char *preset, const ts_llm_enc_config_t *cfg, bool boot)
+{
+    char path[512];
+    ts_llm_model_t *m = NULL;
+    snprintf(path, sizeof(path), "%s/aidreams260K.bin", ts_test_model_dir());
+    ck_assert_ts_ok(ts_llm_model_load(path, &m, NULL, 0));
+    fx_open_model(f, m, preset, cfg, boot);
 }
 
 static void fx_close(fx_t *f)
@@ -748,6 +760,381 @@ START_TEST(test_enc_decode_slow)
 }
 END_TEST
 
+/* ------------------------------------------------------------ GPT-2 */
+
+static ts_llm_model_t *tiny_gpt2(void)
+{
+    size_t n = 0;
+    uint8_t *g = tiny_gpt2_gguf(&n);
+    ck_assert_ptr_nonnull(g);
+    ts_llm_model_t *m = NULL;
+    char err[256] = "";
+    ck_assert_msg(ts_llm_model_load_buffer(g, n, &m, err, sizeof err) == TS_OK, "%s", err);
+    free(g);
+    ck_assert_int_eq(m->cfg.arch, TS_LLM_ARCH_GPT2);
+    return m;
+}
+
+/* The teacher-forced tokens of the GPT-2 tests (positions 0..7). */
+static const int g2_toks[8] = {1, 10, 20, 5, 30, 3, 17, 8};
+
+/*
+ * The tiny GPT-2's approximations for a policy: the intervals of
+ * configs/approx/tiny-gpt2-test.yaml (sized there from the ranges
+ * test_gpt2_ranges prints); ckks: that file as it is (one softmax round,
+ * shallow polynomials: no bootstrapping at test-llm-tiny); hybrid / tfhe: the
+ * policy's structure (LUT / PBS) on the same intervals, with one
+ * normalize-and-square round (the scores are narrow: exp(z / 2) needs no
+ * conditioning), so a step converts 5 times (3 norms, the softmax sum, GELU)
+ * instead of 9.
+ */
+static void g2_cfg(ts_sched_policy_t pol, ts_llm_enc_config_t *cfg)
+{
+    ts_llm_enc_config_t file;
+    ts_llm_sim_config_t sim;
+    ts_llm_enc_config_default(&file);
+    ts_llm_enc_config_to_sim(&file, &sim);
+    char err[256] = "";
+    ck_assert_msg(ts_llm_sim_config_load("configs/approx/tiny-gpt2-test.yaml", &sim, err,
+                                         sizeof err) == TS_OK,
+                  "%s", err);
+    ts_llm_enc_config_from_sim(&sim, &file);
+    ts_llm_enc_config_policy(cfg, pol, 8);
+    if (pol == TS_SCHED_CKKS) {
+        ts_llm_enc_config_from_sim(&sim, cfg);
+        return;
+    }
+    cfg->softmax_k = 1;
+    ts_nonlinear_spec_t *sp[4] = {&cfg->exp, &cfg->recip, &cfg->rsqrt, &cfg->gelu};
+    const ts_nonlinear_spec_t *fs[4] = {&file.exp, &file.recip, &file.rsqrt, &file.gelu};
+    for (int i = 0; i < 4; i++) {
+        sp[i]->lo = fs[i]->lo;
+        sp[i]->hi = fs[i]->hi;
+    }
+}
+
+/* The ranges the approximations are sized from (exact pass over g2_toks), and
+ * the ciphertext-aligned simulation of each policy's configuration: every
+ * primitive input inside its interval, argmax equal at all 8 positions. */
+START_TEST(test_gpt2_ranges)
+{
+    ts_llm_model_t *m = tiny_gpt2();
+    ts_llm_sim_config_t sim;
+    ts_llm_sim_config_default(&sim);
+    ts_llm_sim_report_t rep;
+    ck_assert_ts_ok(ts_llm_simulate(m, &sim, g2_toks, 8, &rep));
+    for (int fn = 0; fn < TS_NL_FN_COUNT; fn++)
+        if (rep.prim[fn].count)
+            printf("gpt2 tiny: %s inputs in [%.4f, %.4f] (%llu calls)\n",
+                   ts_nonlinear_fn_name((ts_nonlinear_fn_t)fn), rep.prim[fn].in_min,
+                   rep.prim[fn].in_max, (unsigned long long)rep.prim[fn].count);
+    printf("gpt2 tiny: scores in [%.4f, %.4f]\n", rep.score_min, rep.score_max);
+    ts_llm_sim_report_clear(&rep);
+    const ts_sched_policy_t pols[3] = {TS_SCHED_CKKS, TS_SCHED_HYBRID, TS_SCHED_TFHE};
+    for (int pi = 0; pi < 3; pi++) {
+        ts_llm_enc_config_t cfg;
+        g2_cfg(pols[pi], &cfg);
+        ts_llm_enc_config_to_sim(&cfg, &sim);
+        ck_assert_ts_ok(ts_llm_simulate(m, &sim, g2_toks, 8, &rep));
+        printf("gpt2 tiny sim %s: logits max err %.3e mean %.3e, argmax agree %zu / %zu\n",
+               ts_sched_policy_name(pols[pi]), rep.logits_max_err, rep.logits_mean_err, rep.agree,
+               rep.positions);
+        for (int fn = 0; fn < TS_NL_FN_COUNT; fn++) {
+            if (rep.prim[fn].count)
+                printf("   %s max err %.2e, %llu out of range\n",
+                       ts_nonlinear_fn_name((ts_nonlinear_fn_t)fn), rep.prim[fn].max_abs_err,
+                       (unsigned long long)rep.prim[fn].out_of_range);
+            ck_assert_uint_eq(rep.prim[fn].out_of_range, 0);
+        }
+        ck_assert_uint_eq(rep.agree, rep.positions);
+        ts_llm_sim_report_clear(&rep);
+    }
+    ts_llm_model_free(m);
+}
+END_TEST
+
+/* Logits of the encrypted steps at positions 0..npos-1 vs ts_llm_forward. */
+static void g2_decode(fx_t *f, int npos, double tol, const char *what)
+{
+    const ts_llm_model_t *m = f->m;
+    int V = m->cfg.vocab_size;
+    ts_llm_state_t *st = NULL;
+    ck_assert_ts_ok(ts_llm_state_new(m, &st));
+    ts_ckks_ciphertext_t *oh = NULL, *x = NULL, *lg = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, 0, &oh));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, 0, &x));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, 0, &lg));
+    float got[64];
+    for (int pos = 0; pos < npos; pos++) {
+        int tok = g2_toks[pos];
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        ck_assert_ts_ok(ts_llm_enc_encrypt_onehot(f->enc, f->ecd, f->sk, f->prng, tok, oh));
+        ck_assert_ts_ok(ts_llm_enc_embed(f->s, oh, x));
+        ck_assert_ts_ok(ts_llm_enc_step(f->s, x, pos, lg));
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        ck_assert_ts_ok(ts_llm_enc_decrypt_vec(f->ecd, f->sk, lg, got, V));
+        const float *ref = NULL;
+        ck_assert_ts_ok(ts_llm_forward(m, st, tok, pos, &ref));
+        double mx = 0, ra = 0;
+        for (int i = 0; i < V; i++) {
+            mx = fmax(mx, fabs((double)got[i] - ref[i]));
+            ra = fmax(ra, fabs(ref[i]));
+        }
+        int a = ts_llm_argmax(got, V), b = ts_llm_argmax(ref, V);
+        printf("gpt2 %s pos %d token %d: %.0f ms, logits level %d, max err %.2e (%.1f bits below "
+               "max |logit| %.2f), argmax enc %d plain %d, %llu bootstraps\n",
+               what, pos, tok,
+               1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec),
+               ts_ckks_ciphertext_level(lg), mx, log2(ra / mx), ra, a, b,
+               (unsigned long long)ts_llm_enc_session_bootstraps(f->s));
+        ts_llm_enc_stats_t ss;
+        ts_llm_enc_session_stats(f->s, &ss);
+        printf("  %llu conversions, %llu look-ups; time so far by stage:",
+               (unsigned long long)ss.conversions, (unsigned long long)ss.lookups);
+        for (int k = 0; k < TS_LLM_STAGE_COUNT; k++)
+            printf(" %s %.2f s", ts_llm_stage_name((ts_llm_stage_t)k), ss.seconds[k]);
+        printf("\n");
+        ck_assert_msg(mx < tol, "%s pos %d: logits off by %g (tolerance %g)", what, pos, mx, tol);
+        ck_assert_int_eq(a, b);
+    }
+    ts_ckks_ciphertext_free(oh);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(lg);
+    ts_llm_state_free(st);
+}
+
+static void ref_layernorm(const float *w, const float *b, const double *x, int n, double eps,
+                          double *y)
+{
+    double mean = 0, var = 0;
+    for (int i = 0; i < n; i++)
+        mean += x[i];
+    mean /= n;
+    for (int i = 0; i < n; i++)
+        var += (x[i] - mean) * (x[i] - mean);
+    double r = 1.0 / sqrt(var / n + eps);
+    for (int i = 0; i < n; i++)
+        y[i] = w[i] * (x[i] - mean) * r + b[i];
+}
+
+static double ref_gelu(double v)
+{
+    return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+}
+
+/* The GPT-2 blocks against double references: LayerNorm (gain, bias), a
+ * projection with its bias, the GELU FFN with biases. */
+START_TEST(test_gpt2_blocks)
+{
+    ts_llm_enc_config_t cfg;
+    g2_cfg(TS_SCHED_CKKS, &cfg);
+    fx_t f;
+    fx_open_model(&f, tiny_gpt2(), "test-llm-tiny", &cfg, false);
+    const ts_llm_model_t *m = f.m;
+    const ts__llm_layer_t *ly = &m->layers[0];
+    int d = m->cfg.dim, h = m->cfg.hidden_dim;
+    double x[16] = {0}, y[64] = {0}, z[64] = {0}, u[64] = {0};
+    float xf[64];
+    for (int i = 0; i < d; i++)
+        x[i] = xf[i] = m->tok_emb[10 * d + i] + m->pos_emb[2 * d + i];
+    ts_ckks_ciphertext_t *ct = fx_enc(&f, xf, d), *out = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &out));
+    /* LayerNorm: vs exact, and vs the same Newton 1/sqrt */
+    ck_assert_ts_ok(ts_llm_enc_rmsnorm(f.s, 0, 0, ct, out));
+    ref_layernorm(ly->attn_norm, ly->attn_norm_b, x, d, m->cfg.norm_eps, y);
+    ts_nonlinear_approx_t *a = NULL;
+    ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &cfg.rsqrt, &a));
+    double mean = 0, var = 0;
+    for (int i = 0; i < d; i++)
+        mean += x[i] / d;
+    for (int i = 0; i < d; i++)
+        var += (x[i] - mean) * (x[i] - mean) / d;
+    double r = ts_nonlinear_approx_eval(a, var + m->cfg.norm_eps);
+    ts_nonlinear_approx_free(a);
+    for (int i = 0; i < d; i++)
+        z[i] = ly->attn_norm[i] * (x[i] - mean) * r + ly->attn_norm_b[i];
+    double e_ln = fx_err(&f, out, z, d), e_ln_exact = fx_err(&f, out, y, d);
+    /* q = wq x + bq on the LayerNorm output */
+    to_float(y, xf, d);
+    for (int i = 0; i < d; i++)
+        y[i] = xf[i];
+    ts_ckks_ciphertext_t *cy = fx_enc(&f, xf, d);
+    ck_assert_ts_ok(ts_llm_enc_matvec(f.s, 0, 0, cy, out));
+    ref_matvec(ly->wq, y, d, d, z);
+    for (int i = 0; i < d; i++)
+        z[i] += ly->bq[i];
+    double e_q = fx_err(&f, out, z, d);
+    ck_assert_ts_status(ts_llm_enc_matvec(f.s, 0, 5, cy, out), TS_EINVAL); /* no w3 */
+    ck_assert_ts_ok(ts_llm_enc_matvec(f.s, 0, 4, cy, out));                /* up: w1 y + b1 */
+    ref_matvec(ly->w1, y, h, d, u);
+    for (int i = 0; i < h; i++)
+        u[i] += ly->b1[i];
+    double e_up = fx_err(&f, out, u, h);
+    /* FFN: w2 gelu(w1 y + b1) + b2, GELU by the same Chebyshev */
+    ck_assert_ts_ok(ts_llm_enc_ffn(f.s, 0, cy, out));
+    ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_GELU, &cfg.gelu, &a));
+    ref_matvec(ly->w1, y, h, d, u);
+    for (int i = 0; i < h; i++)
+        u[i] = ts_nonlinear_approx_eval(a, u[i] + ly->b1[i]);
+    ts_nonlinear_approx_free(a);
+    ref_matvec(ly->w2, u, d, h, z);
+    for (int i = 0; i < d; i++)
+        z[i] += ly->b2[i];
+    double e_ffn = fx_err(&f, out, z, d);
+    ref_matvec(ly->w1, y, h, d, u);
+    for (int i = 0; i < h; i++)
+        u[i] = ref_gelu(u[i] + ly->b1[i]);
+    ref_matvec(ly->w2, u, d, h, z);
+    for (int i = 0; i < d; i++)
+        z[i] += ly->b2[i];
+    double e_ffn_exact = fx_err(&f, out, z, d);
+    printf("gpt2 blocks: layernorm vs aligned %.2e (vs exact %.2e), q and up with biases %.2e "
+           "%.2e, ffn vs aligned %.2e (vs exact %.2e)\n",
+           e_ln, e_ln_exact, e_q, e_up, e_ffn, e_ffn_exact);
+    ck_assert(e_ln < 1e-4 && e_q < 1e-4 && e_up < 1e-4 && e_ffn < 1e-4);
+    ck_assert(e_ln_exact < 1e-2 && e_ffn_exact < 1e-2);
+    ts_ckks_ciphertext_free(ct);
+    ts_ckks_ciphertext_free(cy);
+    ts_ckks_ciphertext_free(out);
+    fx_close(&f);
+}
+END_TEST
+
+START_TEST(test_gpt2_ckks)
+{
+    ts_llm_enc_config_t cfg;
+    g2_cfg(TS_SCHED_CKKS, &cfg);
+    fx_t f;
+    fx_open_model(&f, tiny_gpt2(), "test-llm-tiny", &cfg, false);
+    g2_decode(&f, 3, 5e-2, "ckks");
+    fx_close(&f);
+}
+END_TEST
+
+START_TEST(test_gpt2_hybrid)
+{
+    ts_llm_enc_config_t cfg;
+    g2_cfg(TS_SCHED_HYBRID, &cfg);
+    fx_t f;
+    fx_open_model(&f, tiny_gpt2(), "test-llm-tiny-boot", &cfg, true);
+    g2_decode(&f, 2, 5e-2, "hybrid");
+    fx_close(&f);
+}
+END_TEST
+
+/* A GPT-2 of the given shape (zero weights, unit gains) as a model. */
+static ts_llm_model_t *g2_shape(int dim, int hid, int heads, int vocab)
+{
+    const int ctx = 4;
+    float *z = calloc((size_t)(vocab + ctx + 3 * dim + 2 * hid) * (size_t)dim + 16 * (size_t)hid,
+                      sizeof(float));
+    float *one = malloc((size_t)dim * sizeof(float));
+    ck_assert(z && one);
+    for (int i = 0; i < dim; i++)
+        one[i] = 1.0f;
+    const gguf_gpt2_t g = {.dim = dim,
+                           .hid = hid,
+                           .layers = 1,
+                           .heads = heads,
+                           .vocab = vocab,
+                           .ctx = ctx,
+                           .wte = z,
+                           .wpe = z,
+                           .lnf_w = one,
+                           .lnf_b = z,
+                           .ln1_w = one,
+                           .ln1_b = z,
+                           .ln2_w = one,
+                           .ln2_b = z,
+                           .qkv_w = z,
+                           .qkv_b = z,
+                           .o_w = z,
+                           .o_b = z,
+                           .up_w = z,
+                           .up_b = z,
+                           .down_w = z,
+                           .down_b = z};
+    size_t n = 0;
+    uint8_t *buf = gguf_gpt2_build(&g, true, T_F32, T_F32, &n);
+    ts_llm_model_t *m = NULL;
+    char err[256] = "";
+    ck_assert_msg(ts_llm_model_load_buffer(buf, n, &m, err, sizeof err) == TS_OK, "%s", err);
+    free(buf);
+    free(z);
+    free(one);
+    return m;
+}
+
+/* Shapes and configurations the engine cannot run: TS_ENOTSUP with a
+ * sentence naming the reason, or TS_EINVAL for a spec the evaluation cannot
+ * take; and a tfhe-configured GELU without conversion keys: TS_ENOKEY. */
+START_TEST(test_gpt2_refusals)
+{
+    ts_ckks_params_t *p = NULL;
+    ck_assert_ts_ok(ts_ckks_params_load_file("configs/params/test-llm-tiny.yaml", true, &p, NULL));
+    struct {
+        int dim, hid, heads, vocab;
+        const char *why;
+    } bad[] = {{24, 32, 2, 32, "not a power of two"}, /* heads of 12 */
+               {16, 32, 2, 200, "vocabulary 200"},    /* 256 > 128 slots */
+               {16, 160, 2, 32, "FFN width 160"}};
+    char err[256];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ts_llm_model_t *m = g2_shape(bad[i].dim, bad[i].hid, bad[i].heads, bad[i].vocab);
+        err[0] = 0;
+        ck_assert_ts_status(ts_llm_enc_supports(m, p, err, sizeof err), TS_ENOTSUP);
+        printf("gpt2 refused: %s\n", err);
+        ck_assert_msg(strstr(err, bad[i].why) && strstr(err, "gpt2"), "%s", err);
+        ts_llm_enc_t *e = NULL;
+        ck_assert_ts_status(ts_llm_enc_new(m, p, NULL, NULL, &e), TS_ENOTSUP);
+        ck_assert_ptr_null(e);
+        ts_llm_model_free(m);
+    }
+    ts_llm_model_t *m = tiny_gpt2();
+    ck_assert_ts_ok(ts_llm_enc_supports(m, p, NULL, 0));
+    ts_llm_enc_config_t cfg;
+    g2_cfg(TS_SCHED_CKKS, &cfg);
+    cfg.gelu.method = TS_NL_ITER; /* CKKS evaluates GELU as a polynomial only */
+    ts_llm_enc_t *e = NULL;
+    ck_assert_ts_status(ts_llm_enc_new(m, p, &cfg, NULL, &e), TS_EINVAL);
+    /* GELU by PBS without the TFHE side */
+    g2_cfg(TS_SCHED_CKKS, &cfg);
+    cfg.eval_gelu = TS_LLM_EVAL_PBS;
+    ck_assert_ts_ok(ts_llm_enc_new(m, p, &cfg, NULL, &e));
+    ck_assert(ts_llm_enc_uses_tfhe(e));
+    ts_ckks_evaluator_t *ev = NULL;
+    ck_assert_ts_ok(ts_ckks_evaluator_new(p, NULL, &ev));
+    ts_llm_enc_session_t *s = NULL;
+    ck_assert_ts_ok(ts_llm_enc_session_new(e, ev, &s));
+    ts_ckks_ciphertext_t *x = NULL, *y = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(p, ts_ckks_params_max_level(p), &x));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(p, 0, &y));
+    ck_assert_ts_status(ts_llm_enc_ffn(s, 0, x, y), TS_ENOKEY);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(y);
+    ts_llm_enc_session_free(s);
+    ts_ckks_evaluator_free(ev);
+    ts_llm_enc_free(e);
+    ts_llm_model_free(m);
+    ts_ckks_params_free(p);
+}
+END_TEST
+
+/* TS_SLOW_TESTS=1: the tfhe policy (every primitive by PBS). */
+START_TEST(test_gpt2_tfhe_slow)
+{
+    if (!getenv("TS_SLOW_TESTS"))
+        return;
+    ts_llm_enc_config_t cfg;
+    g2_cfg(TS_SCHED_TFHE, &cfg);
+    fx_t f;
+    fx_open_model(&f, tiny_gpt2(), "test-llm-tiny-boot", &cfg, true);
+    g2_decode(&f, 2, 5e-2, "tfhe");
+    fx_close(&f);
+}
+END_TEST
+
 TS_TEST_SUITE(llm_enc)
 {
     Suite *s = suite_create("llm_enc");
@@ -761,8 +1148,16 @@ TS_TEST_SUITE(llm_enc)
     tcase_add_test(tc, test_enc_ffn);
     tcase_add_test(tc, test_enc_attention);
     suite_add_tcase(s, tc);
+    TCase *g2 = ts_tcase("gpt2", 0);
+    tcase_add_test(g2, test_gpt2_ranges);
+    tcase_add_test(g2, test_gpt2_refusals);
+    tcase_add_test(g2, test_gpt2_blocks);
+    tcase_add_test(g2, test_gpt2_ckks);
+    tcase_add_test(g2, test_gpt2_hybrid);
+    suite_add_tcase(s, g2);
     TCase *slow = ts_tcase("decode_slow", 36000);
     tcase_add_test(slow, test_enc_decode_slow);
+    tcase_add_test(slow, test_gpt2_tfhe_slow);
     suite_add_tcase(s, slow);
     return s;
 }

@@ -1,6 +1,6 @@
 /*
- * GGUF loading on small files the test writes itself (a minimal GGUF writer
- * lives below). Oracles: values exactly representable in F16 and Q8_0, so
+ * GGUF loading on small files the test writes itself (the minimal GGUF writer
+ * of tests/unit/gguf_writer.h). Oracles: values exactly representable in F16 and Q8_0, so
  * dequantization must reproduce them bit for bit; the same Llama weights
  * written as a llama2.c checkpoint must give identical logits; an independent
  * double-precision GPT-2 forward (full attention, no cache) written here;
@@ -10,163 +10,7 @@
 
 #include "core/llm/llm.h"
 
-/* ------------------------------------------------------------- writer */
-
-typedef struct {
-    uint8_t *b;
-    size_t n, cap;
-} wb_t;
-
-static void w_bytes(wb_t *w, const void *p, size_t n)
-{
-    if (w->n + n > w->cap) {
-        w->cap = (w->n + n) * 2 + 64;
-        w->b = realloc(w->b, w->cap);
-    }
-    memcpy(w->b + w->n, p, n);
-    w->n += n;
-}
-static void w_u32(wb_t *w, uint32_t v)
-{
-    w_bytes(w, &v, 4);
-}
-static void w_u64(wb_t *w, uint64_t v)
-{
-    w_bytes(w, &v, 8);
-}
-static void w_str(wb_t *w, const char *s)
-{
-    w_u64(w, strlen(s));
-    w_bytes(w, s, strlen(s));
-}
-static void kv_str(wb_t *w, const char *k, const char *v)
-{
-    w_str(w, k);
-    w_u32(w, 8);
-    w_str(w, v);
-}
-static void kv_u32(wb_t *w, const char *k, uint32_t v)
-{
-    w_str(w, k);
-    w_u32(w, 4);
-    w_u32(w, v);
-}
-static void kv_f32(wb_t *w, const char *k, float v)
-{
-    w_str(w, k);
-    w_u32(w, 6);
-    w_bytes(w, &v, 4);
-}
-static void kv_strs(wb_t *w, const char *k, const char *const *v, size_t n)
-{
-    w_str(w, k);
-    w_u32(w, 9);
-    w_u32(w, 8);
-    w_u64(w, n);
-    for (size_t i = 0; i < n; i++)
-        w_str(w, v[i]);
-}
-static void kv_f32s(wb_t *w, const char *k, const float *v, size_t n)
-{
-    w_str(w, k);
-    w_u32(w, 9);
-    w_u32(w, 6);
-    w_u64(w, n);
-    w_bytes(w, v, 4 * n);
-}
-
-enum { T_F32 = 0, T_F16 = 1, T_Q8_0 = 8 };
-
-typedef struct {
-    char name[64];
-    uint64_t ne0, ne1;
-    int type;
-    const float *v; /* values exactly representable in `type` (see rnd_val) */
-} wt_t;
-
-/* Exactly representable in F16 and, per 32-block with scale 1/64, in Q8_0:
- * multiples of 1/64 in [-1, 1]. */
-static float rnd_val(uint32_t *s)
-{
-    *s = *s * 1664525u + 1013904223u;
-    return (float)((int)((*s >> 9) % 129) - 64) / 64.0f;
-}
-
-static uint16_t f16_of(float f)
-{
-    /* Only for multiples of 2^-6 with |f| <= 1: exact normal halves or 0. */
-    if (f == 0.0f)
-        return 0;
-    uint16_t sign = f < 0 ? 0x8000 : 0;
-    float a = fabsf(f);
-    int e = 0;
-    while (a >= 2.0f) {
-        a /= 2;
-        e++;
-    }
-    while (a < 1.0f) {
-        a *= 2;
-        e--;
-    }
-    uint16_t m = (uint16_t)((a - 1.0f) * 1024.0f);
-    return (uint16_t)(sign | (uint16_t)((e + 15) << 10) | m);
-}
-
-/* Write a GGUF with kvs already in `meta` (count n_kv) and tensors `t`. */
-static uint8_t *gguf_build(const wb_t *meta, uint64_t n_kv, const wt_t *t, size_t nt, size_t *size)
-{
-    wb_t w = {0};
-    w_bytes(&w, "GGUF", 4);
-    w_u32(&w, 3);
-    w_u64(&w, nt);
-    w_u64(&w, n_kv);
-    w_bytes(&w, meta->b, meta->n);
-    uint64_t off = 0;
-    uint64_t *offs = calloc(nt + 1, 8);
-    for (size_t i = 0; i < nt; i++) {
-        w_str(&w, t[i].name);
-        int nd = t[i].ne1 > 1 ? 2 : 1;
-        w_u32(&w, (uint32_t)nd);
-        w_u64(&w, t[i].ne0);
-        if (nd == 2)
-            w_u64(&w, t[i].ne1);
-        w_u32(&w, (uint32_t)t[i].type);
-        w_u64(&w, off);
-        offs[i] = off;
-        uint64_t n = t[i].ne0 * t[i].ne1;
-        uint64_t bytes = t[i].type == T_F32 ? 4 * n : t[i].type == T_F16 ? 2 * n : n / 32 * 34;
-        off += (bytes + 31) / 32 * 32;
-    }
-    while (w.n % 32)
-        w_bytes(&w, "", 1);
-    size_t data = w.n;
-    uint8_t zero[32] = {0};
-    for (size_t i = 0; i < nt; i++) {
-        while (w.n < data + offs[i])
-            w_bytes(&w, zero, 1);
-        uint64_t n = t[i].ne0 * t[i].ne1;
-        for (uint64_t j = 0; j < n; j++) {
-            if (t[i].type == T_F32) {
-                w_bytes(&w, &t[i].v[j], 4);
-            } else if (t[i].type == T_F16) {
-                uint16_t h = f16_of(t[i].v[j]);
-                w_bytes(&w, &h, 2);
-            } else if (j % 32 == 0) {
-                uint16_t d = f16_of(1.0f / 64.0f);
-                w_bytes(&w, &d, 2);
-                for (int k = 0; k < 32; k++) {
-                    int8_t q = (int8_t)lrintf(t[i].v[j + (uint64_t)k] * 64.0f);
-                    w_bytes(&w, &q, 1);
-                }
-            }
-        }
-    }
-    while (w.n % 32)
-        w_bytes(&w, zero, 1);
-    free(offs);
-    *size = w.n;
-    return w.b;
-}
+#include "tests/unit/gguf_writer.h"
 
 /* ------------------------------------------------------------- llama */
 
@@ -504,57 +348,29 @@ static void gpt2_ref(const gpt2_w_t *w, const int *tok, int n, double *logits)
 
 static uint8_t *gpt2_build(const gpt2_w_t *w, bool fused, int type, size_t *size)
 {
-    wb_t m = {0};
-    kv_str(&m, "general.architecture", "gpt2");
-    kv_u32(&m, "gpt2.context_length", GCTX);
-    kv_u32(&m, "gpt2.embedding_length", GD);
-    kv_u32(&m, "gpt2.feed_forward_length", GH);
-    kv_u32(&m, "gpt2.block_count", GL);
-    kv_u32(&m, "gpt2.attention.head_count", GNH);
-    kv_f32(&m, "gpt2.attention.layer_norm_epsilon", 1e-5f);
-    wt_t t[64];
-    size_t n = 0;
-    char nm[64];
-#define T(a, b, ptr, ty)                                                                           \
-    (snprintf(t[n].name, 64, "%s", nm), t[n].ne0 = a, t[n].ne1 = b, t[n].type = ty, t[n].v = ptr,  \
-     n++)
-    snprintf(nm, 64, "token_embd.weight");
-    T(GD, GV, w->wte, type);
-    snprintf(nm, 64, "position_embd.weight");
-    T(GD, GCTX, w->wpe, T_F32);
-    snprintf(nm, 64, "output_norm.weight");
-    T(GD, 1, w->lnf_w, T_F32);
-    snprintf(nm, 64, "output_norm.bias");
-    T(GD, 1, w->lnf_b, T_F32);
-    for (int l = 0; l < GL; l++) {
-#define B(s) snprintf(nm, 64, "blk.%d.%s", l, s)
-        B("attn_norm.weight"), T(GD, 1, w->ln1_w[l], T_F32);
-        B("attn_norm.bias"), T(GD, 1, w->ln1_b[l], T_F32);
-        B("ffn_norm.weight"), T(GD, 1, w->ln2_w[l], T_F32);
-        B("ffn_norm.bias"), T(GD, 1, w->ln2_b[l], T_F32);
-        if (fused) {
-            B("attn_qkv.weight"), T(GD, 3 * GD, w->qkv_w[l], type);
-            B("attn_qkv.bias"), T(3 * GD, 1, w->qkv_b[l], T_F32);
-        } else {
-            B("attn_q.weight"), T(GD, GD, w->qkv_w[l], type);
-            B("attn_k.weight"), T(GD, GD, w->qkv_w[l] + GD * GD, type);
-            B("attn_v.weight"), T(GD, GD, w->qkv_w[l] + 2 * GD * GD, type);
-            B("attn_q.bias"), T(GD, 1, w->qkv_b[l], T_F32);
-            B("attn_k.bias"), T(GD, 1, w->qkv_b[l] + GD, T_F32);
-            B("attn_v.bias"), T(GD, 1, w->qkv_b[l] + 2 * GD, T_F32);
-        }
-        B("attn_output.weight"), T(GD, GD, w->o_w[l], type);
-        B("attn_output.bias"), T(GD, 1, w->o_b[l], T_F32);
-        B("ffn_up.weight"), T(GD, GH, w->up_w[l], type);
-        B("ffn_up.bias"), T(GH, 1, w->up_b[l], T_F32);
-        B("ffn_down.weight"), T(GH, GD, w->down_w[l], T_F16);
-        B("ffn_down.bias"), T(GD, 1, w->down_b[l], T_F32);
-#undef B
-    }
-#undef T
-    uint8_t *g = gguf_build(&m, 7, t, n, size);
-    free(m.b);
-    return g;
+    const gguf_gpt2_t g = {.dim = GD,
+                           .hid = GH,
+                           .layers = GL,
+                           .heads = GNH,
+                           .vocab = GV,
+                           .ctx = GCTX,
+                           .wte = w->wte,
+                           .wpe = w->wpe,
+                           .lnf_w = w->lnf_w,
+                           .lnf_b = w->lnf_b,
+                           .ln1_w = w->ln1_w[0],
+                           .ln1_b = w->ln1_b[0],
+                           .ln2_w = w->ln2_w[0],
+                           .ln2_b = w->ln2_b[0],
+                           .qkv_w = w->qkv_w[0],
+                           .qkv_b = w->qkv_b[0],
+                           .o_w = w->o_w[0],
+                           .o_b = w->o_b[0],
+                           .up_w = w->up_w[0],
+                           .up_b = w->up_b[0],
+                           .down_w = w->down_w[0],
+                           .down_b = w->down_b[0]};
+    return gguf_gpt2_build(&g, fused, type, T_F16, size);
 }
 
 START_TEST(test_gguf_gpt2_reference)

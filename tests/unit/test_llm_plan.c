@@ -9,6 +9,7 @@
  * be feasible (ts_sched_plan_check replays it; no level below 0, every CKKS
  * operator at a level covering its depth). Timing is not asserted here: the
  * predicted and measured latencies go to `tessera bench decode`.
+ * The same for the tiny GPT-2 (policy ckks; all three with TS_SLOW_TESTS=1).
  * Also: the level model itself on hand-made graphs (in-place vs copy
  * bootstraps, align drops, TFHE batches), and the explanation of a plan.
  */
@@ -307,6 +308,25 @@ START_TEST(test_engine_plan_counts)
 }
 END_TEST
 
+/* The same for the tiny GPT-2 (LayerNorm, biases, positions, GELU): policy
+ * ckks by default, hybrid and tfhe with TS_SLOW_TESTS=1 (their conversions
+ * take ~20 s a step here). */
+START_TEST(test_engine_plan_counts_gpt2)
+{
+    static const ts_sched_policy_t pols[3] = {TS_SCHED_CKKS, TS_SCHED_HYBRID, TS_SCHED_TFHE};
+    if (pols[_i] != TS_SCHED_CKKS && !getenv("TS_SLOW_TESTS"))
+        return;
+    char dir[256], model[300], g2[320];
+    tiny_dir(dir, sizeof dir, model, sizeof model);
+    snprintf(g2, sizeof g2, "%s/tiny-gpt2.gguf", dir);
+    ck_assert_int_eq(tiny_gpt2_write(g2), 0);
+    check_policy(g2, pols[_i]);
+    unlink(g2);
+    unlink(model);
+    rmdir(dir);
+}
+END_TEST
+
 /* The explanation: every primitive kind priced in the other scheme. */
 START_TEST(test_engine_plan_explain)
 {
@@ -319,9 +339,10 @@ START_TEST(test_engine_plan_explain)
         ts_ckks_params_load_file("configs/params/test-llm-tiny-boot.yaml", true, &p, NULL));
     ts_llm_enc_config_t cfg;
     ts_llm_enc_config_policy(&cfg, TS_SCHED_HYBRID, TINY_SEQ);
-    ck_assert_uint_eq(ts_llm_enc_config_tfhe_kinds(&cfg), (1u << TS_LLM_KIND_RECIP) |
-                                                              (1u << TS_LLM_KIND_RECIP_NORM) |
-                                                              (1u << TS_LLM_KIND_RSQRT));
+    /* (GELU: the hybrid default of GPT-2 models; LLAMA models never evaluate it) */
+    ck_assert_uint_eq(ts_llm_enc_config_tfhe_kinds(&cfg),
+                      (1u << TS_LLM_KIND_RECIP) | (1u << TS_LLM_KIND_RECIP_NORM) |
+                          (1u << TS_LLM_KIND_RSQRT) | (1u << TS_LLM_KIND_GELU));
     /* the mask reproduces the policy's configuration */
     ts_llm_enc_config_t again;
     ts_llm_enc_config_kinds(&again, TS_SCHED_HYBRID, TINY_SEQ, ts_llm_enc_config_tfhe_kinds(&cfg));
@@ -370,6 +391,7 @@ TS_TEST_SUITE(llm_plan)
     tcase_add_test(tc, test_engine_levels_model);
     tcase_add_test(tc, test_engine_plan_explain);
     tcase_add_loop_test(tc, test_engine_plan_counts, 0, 3);
+    tcase_add_loop_test(tc, test_engine_plan_counts_gpt2, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }

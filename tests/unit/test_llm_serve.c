@@ -40,11 +40,7 @@ static void enc_cfg_from_yaml(const char *path, ts_llm_enc_config_t *cfg)
     ts_llm_enc_config_to_sim(cfg, &sim);
     char err[256] = "";
     ck_assert_msg(ts_llm_sim_config_load(path, &sim, err, sizeof err) == TS_OK, "%s", err);
-    cfg->softmax_k = sim.softmax_k;
-    cfg->exp = sim.prim[TS_NL_FN_EXP];
-    cfg->recip = sim.prim[TS_NL_FN_RECIP];
-    cfg->rsqrt = sim.prim[TS_NL_FN_RSQRT];
-    cfg->silu = sim.prim[TS_NL_FN_SILU];
+    ts_llm_enc_config_from_sim(&sim, cfg);
 }
 
 static void sfx_open(sfx_t *f, const char *model, const char *preset, const char *approx)
