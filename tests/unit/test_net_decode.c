@@ -19,6 +19,7 @@
  * hybrid/tfhe key upload and validation path and a hybrid step that converts
  * on the server; TS_SLOW_TESTS=1 adds the greedy-ids oracle of --policy
  * hybrid on aidreams260K at test-boot-n12 (case decode_slow).
+ * GPT-2: the tiny GGUF GPT-2 served, two steps against ts_llm_forward.
  * Sessions: two connections step concurrently (both right), the model's
  * session limit refuses a third, and a disconnect in the middle of a step
  * cancels it (the session is freed, its slot serves a new one).
@@ -1070,6 +1071,83 @@ START_TEST(test_decode_concurrent)
 }
 END_TEST
 
+/*
+ * A GPT-2 model served (the tiny GGUF of tests/unit/llm_tiny.h at
+ * test-llm-tiny, approximations configs/approx/tiny-gpt2-test.yaml): the
+ * server embeds the one-hot token, adds the position row, and two steps over
+ * TLS decrypt to sanitized logits within 5e-2 of ts_llm_forward, same argmax.
+ */
+START_TEST(test_decode_gpt2)
+{
+    dfx_t f;
+    memset(&f, 0, sizeof f);
+    net_tmpdir(f.certs, sizeof f.certs, "dec-gpt2");
+    net_make_certs(f.certs, "client");
+    snprintf(f.models, sizeof f.models, "%s/models", f.certs);
+    ck_assert_int_eq(mkdir(f.models, 0700), 0);
+    snprintf(f.model, sizeof f.model, "%s/tiny-gpt2.gguf", f.certs);
+    ck_assert_int_eq(tiny_gpt2_write(f.model), 0);
+    char path[800];
+    snprintf(path, sizeof path, "%s/gpt2.yaml", f.models);
+    FILE *y = fopen(path, "w");
+    ck_assert_ptr_nonnull(y);
+    fprintf(y,
+            "path: %s\nparams: test-llm-tiny\napprox: configs/approx/tiny-gpt2-test.yaml\n"
+            "max_context: 8\nmax_sessions: 1\nsanitize_lambda: 20\n",
+            f.model);
+    fclose(y);
+    char sections[800];
+    snprintf(sections, sizeof sections, "models_dir: %s\n", f.models);
+    net_daemon_start(&f.d, f.certs, NULL, NULL, sections, true);
+    ts_client_t *c = connect_lib(&f);
+    keys_t k;
+    keys_make(&k, c); /* the daemon's only model */
+    uint64_t sid =
+        open_session(c, k.kb, 3, "gpt2", "ckks", TESSERA__ERROR_CODE__ERROR_UNSPECIFIED, NULL);
+    ts_llm_model_t *m = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(f.model, &m, NULL, 0));
+    ck_assert_int_eq(ts_llm_model_config(m)->arch, TS_LLM_ARCH_GPT2);
+    ts_llm_state_t *st = NULL;
+    ck_assert_ts_ok(ts_llm_state_new(m, &st));
+    static const int toks[2] = {1, 10};
+    for (uint32_t pos = 0; pos < 2; pos++) {
+        size_t n = 0;
+        uint8_t *t = token_ct(&k, toks[pos], &n);
+        Tessera__DecodeStep ds;
+        Tessera__Envelope req, *rep = NULL;
+        step_req(&req, &ds, sid, pos, t, n);
+        ck_assert_msg(ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &rep) == TS_OK,
+                      "step: %s", c->err);
+        const Tessera__DecodeResult *dr = rep->decode_result;
+        ts_ckks_ciphertext_t *lg = NULL;
+        char why[256];
+        ck_assert_ts_ok(ts_wire_ct_decode(k.p, k.pid, dr->logits.data, dr->logits.len, 1, &lg, why,
+                                          sizeof why));
+        float got[TINY_VOCAB];
+        ck_assert_ts_ok(ts_llm_enc_decrypt_vec(k.ecd, k.sk, lg, got, TINY_VOCAB));
+        const float *ref = NULL;
+        ck_assert_ts_ok(ts_llm_forward(m, st, toks[pos], (int)pos, &ref));
+        double mx = 0;
+        for (int j = 0; j < TINY_VOCAB; j++)
+            mx = fmax(mx, fabs((double)got[j] - ref[j]));
+        int a = ts_llm_argmax(got, TINY_VOCAB), b = ts_llm_argmax(ref, TINY_VOCAB);
+        printf("gpt2 over TLS pos %u: logits within %.2e, argmax %d (plaintext %d), server %.0f "
+               "ms\n",
+               pos, mx, a, b, dr->server_ms);
+        ck_assert(mx < 5e-2);
+        ck_assert_int_eq(a, b);
+        ts_ckks_ciphertext_free(lg);
+        ts_net_envelope_free(rep);
+        ts_free(t);
+    }
+    ts_llm_state_free(st);
+    ts_llm_model_free(m);
+    keys_clear(&k);
+    ts_client_close(c);
+    dfx_stop(&f);
+}
+END_TEST
+
 /* Model files: every mistake stops loading with "file: reason". */
 static void registry_expect(const char *dir, const char *yaml, const char *name, ts_status_t want,
                             const char *text)
@@ -1151,6 +1229,7 @@ TS_TEST_SUITE(net_decode)
     tcase_add_test(tc, test_generate_greedy);
     tcase_add_test(tc, test_decode_hostile);
     tcase_add_test(tc, test_decode_concurrent);
+    tcase_add_test(tc, test_decode_gpt2);
     suite_add_tcase(s, tc);
     TCase *th = ts_tcase("decode_policies", 600);
     tcase_add_test(th, test_decode_policies);
