@@ -150,17 +150,6 @@ ts_status_t ts_nonlinear_lut_he_new(ts_convert_t *cv, const ts_nonlinear_lut_t *
     c = ts_calloc(n, 8);
     if (!he->tau || !he->b2 || !he->b3 || !he->a3 || !he->box || !he->res || !c)
         goto fail;
-    /* The segment decision rounds x to the input grid (HomComp on u), so an
-     * input within half a grid step of a boundary may be given the
-     * neighbouring segment; the step-3 tables below cover t in [-1/2, 3/2)
-     * with the neighbours' lines, which absorbs that as long as every
-     * segment is wider than a grid step (plus the rounding of t). A
-     * narrower segment cannot be told apart on this grid: refuse it. */
-    for (int s = 0; s < lut->n_seg; s++) {
-        double w = lut->bounds[s + 1] - lut->bounds[s];
-        if (w * (1.0 - ldexp(1.0, -k)) < he->step * (1.0 + 1.0 / 64))
-            goto range;
-    }
     /* thresholds on the input grid */
     const uint64_t top = 1ull << in_bits;
     for (int j = 1; j < he->n_seg; j++) {
@@ -172,6 +161,10 @@ ts_status_t ts_nonlinear_lut_he_new(ts_convert_t *cv, const ts_nonlinear_lut_t *
         while ((uint64_t)u < top && !(ts_nonlinear_lut_he_grid(he, (double)u) >= b))
             u++;
         he->tau[j - 1] = (uint64_t)u;
+        /* a segment holding no grid point can never be selected (its
+         * segment decision would need a finer grid) */
+        if (he->tau[j - 1] <= (j >= 2 ? he->tau[j - 2] : 0) || he->tau[j - 1] >= top)
+            goto range;
     }
     /* step 2: box s of n_seg holds V_s = t_s 2^k + 2^(k-1) at scale dv */
     const long double two_k = ldexpl(1.0L, k);
@@ -190,18 +183,12 @@ ts_status_t ts_nonlinear_lut_he_new(ts_convert_t *cv, const ts_nonlinear_lut_t *
         for (uint32_t i = 0; i < n; i++) {
             int64_t j = (int64_t)(((uint64_t)i * p3) / n);
             int64_t t = j - (1ll << (k - 1));
-            size_t e;
-            if (t >= 0 && t < (1ll << k)) {
-                e = (size_t)s * n_br + (size_t)(t >> he->guard); /* floor */
-            } else {
-                /* t outside [0, 1): the segment decision was off by the grid's
-                 * rounding; the line of the interval (of any segment) holding
-                 * x = tau_s + t w_s */
-                long double w = (long double)lut->bounds[s + 1] - lut->bounds[s];
-                double xm = (double)(lut->bounds[s] + (long double)t / two_k * w);
-                int s2 = ts_nonlinear_lut_segment(lut, xm);
-                e = (size_t)s2 * n_br + (size_t)ts_nonlinear_lut_interval(lut, s2, xm);
-            }
+            int64_t iv = t < 0 ? -1 : t >> he->guard; /* floor for t >= 0 */
+            if (iv < 0)
+                iv = 0;
+            if (iv > n_br - 1)
+                iv = n_br - 1;
+            size_t e = (size_t)s * n_br + (size_t)iv;
             long double a = lut->slope[e], b = lut->offset[e];
             c[i] = enc_real(a * he->step * he->dy / he->du, q);
             he->b3[(size_t)s * n + i] = enc_real((a * he->lo + b) * he->dy, q);

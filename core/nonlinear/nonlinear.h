@@ -312,14 +312,12 @@ void ts_nonlinear_softmax_ref(const double *z, size_t n, double *out);
  * Cost: n_seg - 1 HomComp, n_seg + 1 plaintext products, n_seg + 2 blind
  * rotations, n_seg + 1 traces (the paper's count).
  *
- * Segment decisions are made on the input grid (u rounded), so an input
- * within half a grid step of a boundary may get the neighbouring segment;
- * the step-3 tables of segment s therefore hold, for t outside [0, 1), the
- * line of the LUT interval (of whichever segment) containing tau_s + t w_s,
- * and the result stays the cleartext LUT's. This needs every segment to be
- * wider than a grid step step = (hi - lo) / 2^in_bits (w (1 - 2^-k) >=
- * step (1 + 1/64)): TS_ERANGE otherwise (e.g. 8 LOG segments on [1, 8192]
- * with in_bits = 10: the first is 2.08 wide, the step 8).
+ * Segment decisions are made on the input grid (u rounded to an integer):
+ * for an input off the grid between a LUT boundary and its decision point
+ * lo + (tau_j - 1/2) step the neighbouring segment's end line is
+ * extrapolated; ts_nonlinear_slots therefore moves the boundaries onto the
+ * decision points first (see there). TS_ERANGE when a segment holds no grid
+ * threshold (tau not increasing: a finer grid is needed).
  * Requirements (TS_EINVAL otherwise): n_br a power of two, index_bits >=
  * log2 n_br, box widths N_br / 2^(index_bits+1) and N_br / n_seg at least
  * 8 coefficients, in_bits <= ts_tfhe_homcomp_max_bits, in_bits + frac_bits
@@ -437,6 +435,13 @@ double ts_nonlinear_pbs_ref(const ts_nonlinear_pbs_t *pb, double x);
  *      to level + 1;
  *   5. one constant product (1 at scale out_scale q_{level+1} / Delta_y)
  *      and a rescale: out at `level`, scale out_scale.
+ * HYBRID computes the approximation's LUT refitted on boundaries moved to
+ * the look-up's segment decision points lo + (tau_j - 1/2) step (step =
+ * (hi - lo) / 2^in_bits, tau_j the grid threshold of boundary j), so that
+ * inputs off the grid get their own segment's line (before, an input
+ * between a boundary and its decision point got the neighbour's end line
+ * extrapolated: the LayerNorm [1, 8192] outlier); ts_nonlinear_slots_ref
+ * is that refitted LUT. TS_ERANGE when two boundaries share a grid cell.
  * Inputs must lie in [lo, hi) (HYBRID: u in [0, 2^in_bits); outside, the
  * comparisons and the PBS wrap around: no clamping). On the input grid
  * (ts_nonlinear_slots_grid) the result equals ts_nonlinear_slots_ref up to

@@ -25,8 +25,10 @@ struct ts_nonlinear_slots {
     uint32_t n_br;
     int log_n, log_slots;
     ts_nonlinear_lut_he_t *he; /* hybrid */
-    ts_nonlinear_pbs_t *pb;    /* tfhe */
-    uint64_t p;                /* tfhe: PBS message space */
+    ts_nonlinear_lut_t snap;   /* hybrid: the LUT on grid-snapped boundaries (what is computed) */
+    bool has_snap;
+    ts_nonlinear_pbs_t *pb; /* tfhe */
+    uint64_t p;             /* tfhe: PBS message space */
 };
 
 void ts_nonlinear_slots_cfg_default(ts_nonlinear_slots_mode_t mode, ts_nonlinear_slots_cfg_t *cfg)
@@ -53,12 +55,61 @@ const char *ts_nonlinear_slots_mode_name(ts_nonlinear_slots_mode_t mode)
     return "?";
 }
 
+static double f_exact(double x, void *ctx)
+{
+    return ts_nonlinear_exact(*(const ts_nonlinear_fn_t *)ctx, x);
+}
+
+/*
+ * The segment decision of the look-up compares x rounded to its input grid
+ * (step (hi - lo) / 2^in_bits, HomComp on u) with the grid threshold of each
+ * boundary, so the decision boundary in x is lo + (tau - 1/2) step, not the
+ * LUT's own boundary: an x between the two got the neighbouring segment and
+ * the line of its end interval extrapolated (up to half a step away; the
+ * LayerNorm [1, 8192] outlier). dst = src refitted (f exact, same n_br and
+ * index_bits) on the boundaries moved to those decision points, so that the
+ * encrypted segment decision is the cleartext one up to the noise.
+ * TS_ERANGE when two boundaries fall between the same grid points (a
+ * segment narrower than the grid can resolve).
+ */
+static ts_status_t lut_snapped(const ts_nonlinear_lut_t *src, ts_nonlinear_fn_t fn, int in_bits,
+                               ts_nonlinear_lut_t *dst)
+{
+    if (in_bits < 1 || in_bits > 30)
+        return TS_EINVAL;
+    double *b = ts_calloc((size_t)src->n_seg + 1, sizeof(double));
+    if (!b)
+        return TS_ENOMEM;
+    const double step = (src->hi - src->lo) / ldexp(1.0, in_bits);
+    b[0] = src->lo;
+    b[src->n_seg] = src->hi;
+    ts_status_t st = TS_OK;
+    for (int j = 1; j < src->n_seg && st == TS_OK; j++) {
+        /* tau: the smallest grid index u with lo + u step >= bounds[j] (lut_he's rule) */
+        double u = ceil((src->bounds[j] - src->lo) / step) - 2;
+        if (u < 0)
+            u = 0;
+        while (src->lo + u * step < src->bounds[j])
+            u++;
+        b[j] = src->lo + (u - 0.5) * step;
+        if (!(b[j] > b[j - 1]) || !(b[j] < src->hi))
+            st = TS_ERANGE;
+    }
+    if (st == TS_OK)
+        st = ts_nonlinear_lut_init_bounds(dst, f_exact, &fn, b, src->n_seg, src->n_br,
+                                          src->index_bits);
+    ts_free(b);
+    return st;
+}
+
 void ts_nonlinear_slots_free(ts_nonlinear_slots_t *ns)
 {
     if (!ns)
         return;
     ts_nonlinear_lut_he_free(ns->he);
     ts_nonlinear_pbs_free(ns->pb);
+    if (ns->has_snap)
+        ts_nonlinear_lut_clear(&ns->snap);
     ts_free(ns);
 }
 
@@ -135,6 +186,15 @@ ts_status_t ts_nonlinear_slots_new(ts_convert_t *cv, const ts_boot_t *bt,
     ns->n_br = ts_convert_n_br(cv);
     ns->log_slots = bc->log_slots;
     ns->out_max = cfg->out_max;
+    if (cfg->mode == TS_NL_SLOTS_HYBRID) {
+        ts_status_t sst = lut_snapped(lut, ns->fn, cfg->in_bits, &ns->snap);
+        if (sst != TS_OK) {
+            ts_free(ns);
+            return sst;
+        }
+        ns->has_snap = true;
+        lut = &ns->snap;
+    }
     if (ns->out_max == 0) {
         /* the largest |value| of the approximation (or of f at the PBS midpoints) */
         const int pts = 4096;
@@ -190,7 +250,7 @@ double ts_nonlinear_slots_out_max(const ts_nonlinear_slots_t *ns)
 double ts_nonlinear_slots_ref(const ts_nonlinear_slots_t *ns, double x)
 {
     if (ns->cfg.mode == TS_NL_SLOTS_HYBRID)
-        return ts_nonlinear_lut_eval(ts_nonlinear_approx_lut(ns->a), x);
+        return ts_nonlinear_lut_eval(&ns->snap, x);
     return ts_nonlinear_pbs_ref(ns->pb, x);
 }
 

@@ -23,7 +23,8 @@
  * RMSE against the exact layer; latency = thread CPU time of one layer
  * evaluation. --quick: the primitives only, 2 points each (seconds).
  *
- * Usage: bench_nonlinear [--json PATH] [--quick] [--no-layers] [--paper]
+ * Usage: bench_nonlinear [--json PATH] [--quick] [--no-layers] [--paper] [--only tableN]
+ * (--only: those layer rows, no primitives)
  */
 #include <math.h>
 #include <stdio.h>
@@ -112,10 +113,11 @@ typedef struct {
     double M;      /* softmax: inputs in [-M, M] */
     double lo, hi; /* norms: variance range */
     double bits[3], sec[3];
-    int status[3];        /* ts_status_t per mode; -1: not run (TFHE softmax off the subring) */
-    double var;           /* norms: the drawn variance */
-    double rel_bound;     /* CKKS inverse: the iteration's worst relative error */
-    int lut_seg, in_bits; /* hybrid LUT used */
+    int status[3];           /* ts_status_t per mode; -1: not run (TFHE softmax off the subring) */
+    double var;              /* norms: the drawn variance */
+    double rel_bound;        /* CKKS inverse: the iteration's worst relative error */
+    int lut_seg, in_bits;    /* hybrid LUT used */
+    int ck_degree, ck_steps; /* CKKS inverse of round 0 */
 } lrow_t;
 
 static uint64_t rnd_u(ts_prng_t *prng, uint64_t b)
@@ -154,6 +156,43 @@ static ts_nonlinear_spec_t lut_spec(double lo, double hi)
                                  .index_bits = 5};
 }
 
+/*
+ * The CKKS 1/sqrt baseline on [lo, hi]: the scaled Newton (degree d
+ * relative-minimax guess, s steps) with a worst-case bound <= 2^-20 that
+ * costs the fewest levels (guess depth + 2 per step), d in {3, 7, 15, 31}.
+ */
+static ts_nonlinear_spec_t rsqrt_ckks_spec(double lo, double hi)
+{
+    ts_nonlinear_spec_t best = {0};
+    int best_cost = 1 << 30;
+    for (int d = 3; d <= 31; d = 2 * d + 1) {
+        int depth = 2;
+        while ((1 << (depth - 1)) <= d)
+            depth++;
+        for (int st = 1; st <= 8; st++) {
+            ts_nonlinear_spec_t sp = {.method = TS_NL_ITER,
+                                      .lo = lo,
+                                      .hi = hi,
+                                      .degree = d,
+                                      .steps = st,
+                                      .iter = TS_NL_ITER_SCALED};
+            ts_nonlinear_approx_t *a = NULL;
+            if (ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &sp, &a) != TS_OK)
+                continue;
+            double b = ts_nonlinear_approx_rel_bound(a);
+            ts_nonlinear_approx_free(a);
+            if (b <= 0x1p-20) {
+                if (depth + 2 * st < best_cost) {
+                    best_cost = depth + 2 * st;
+                    best = sp;
+                }
+                break;
+            }
+        }
+    }
+    return best;
+}
+
 static int goldschmidt_steps(double lo, double hi)
 {
     /* (1 - 2 lo / (lo + hi))^(2^s) <= 2^-24 */
@@ -186,8 +225,8 @@ static bool on_subring(const ts_ckks_params_t *p, const ts_convert_t *cv, size_t
  * then fewer segments (recorded per row). TFHE softmax needs all n slots on
  * the N_br subring: rows beyond it are reported as not run (status -1).
  */
-static void run_layers(int mode, lrow_t *rows, size_t *nrows_out, const char **preset_out,
-                       int *levels_out)
+static void run_layers(int mode, const char *only, lrow_t *rows, size_t *nrows_out,
+                       const char **preset_out, int *levels_out)
 {
     const bool paper = mode == 2;
     const char *preset = paper ? "test-boot-n13" : "test-boot-n12";
@@ -230,9 +269,11 @@ static void run_layers(int mode, lrow_t *rows, size_t *nrows_out, const char **p
                                       ns[i],    Ms[j],     0,
                                       0,        {0},       {0},
                                       {0},      0,         0,
-                                      0,        0};
+                                      0,        0,         0,
+                                      0};
         rows[nr++] = (lrow_t){
-            "table5", "softmax", TS_NL_LAYER_SOFTMAX, 256, 128, 0, 0, {0}, {0}, {0}, 0, 0, 0, 0};
+            "table5", "softmax", TS_NL_LAYER_SOFTMAX, 256, 128, 0, 0, {0}, {0}, {0}, 0, 0, 0, 0,
+            0,        0};
     } else {
         const size_t ns[] = {128, 512, 2048};
         const double Ms[] = {8, 16, 32};
@@ -242,9 +283,11 @@ static void run_layers(int mode, lrow_t *rows, size_t *nrows_out, const char **p
                                       ns[i],    Ms[j],     0,
                                       0,        {0},       {0},
                                       {0},      0,         0,
-                                      0,        0};
+                                      0,        0,         0,
+                                      0};
         rows[nr++] = (lrow_t){
-            "table5", "softmax", TS_NL_LAYER_SOFTMAX, 512, 128, 0, 0, {0}, {0}, {0}, 0, 0, 0, 0};
+            "table5", "softmax", TS_NL_LAYER_SOFTMAX, 512, 128, 0, 0, {0}, {0}, {0}, 0, 0, 0, 0,
+            0,        0};
     }
     {
         const size_t ds_red[] = {256, 1024}, ds_pap[] = {768, 2048, 4096};
@@ -267,7 +310,16 @@ static void run_layers(int mode, lrow_t *rows, size_t *nrows_out, const char **p
                                           0,
                                           0,
                                           0,
+                                          0,
+                                          0,
                                           0};
+    }
+    if (only) { /* --only tableN: keep those rows */
+        size_t w = 0;
+        for (size_t r = 0; r < nr; r++)
+            if (!strcmp(rows[r].table, only))
+                rows[w++] = rows[r];
+        nr = w;
     }
     /* rotations for every size */
     {
@@ -339,12 +391,7 @@ static void run_layers(int mode, lrow_t *rows, size_t *nrows_out, const char **p
                                        .lo = 1 / e2,
                                        .hi = e2,
                                        .steps = goldschmidt_steps(1 / e2, e2)}
-               : (ts_nonlinear_spec_t){.method = TS_NL_ITER,
-                                       .lo = R->lo,
-                                       .hi = R->hi,
-                                       .degree = 15,
-                                       .steps = 4,
-                                       .iter = TS_NL_ITER_SCALED};
+               : rsqrt_ckks_spec(R->lo, R->hi);
         ts_nonlinear_spec_t si2_c = {.method = TS_NL_ITER,
                                      .lo = 1.0 / (double)n,
                                      .hi = 1.0,
@@ -355,6 +402,8 @@ static void run_layers(int mode, lrow_t *rows, size_t *nrows_out, const char **p
         CHECK(ts_nonlinear_approx_new(ifn, &si_c, &inv_c));
         CHECK(ts_nonlinear_approx_new(TS_NL_FN_RECIP, &si2_c, &inv2_c));
         R->rel_bound = ts_nonlinear_approx_rel_bound(inv_c);
+        R->ck_degree = si_c.degree;
+        R->ck_steps = si_c.steps;
         R->lut_seg = 0;
         R->in_bits = 0;
         for (int m = 0; m < 3; m++) {
@@ -446,7 +495,8 @@ static void run_layers(int mode, lrow_t *rows, size_t *nrows_out, const char **p
                R->table, R->kind_name, n, range, R->bits[0], R->sec[0], R->bits[1], R->sec[1],
                R->bits[2], R->sec[2], R->lut_seg, R->in_bits);
         if (!sm)
-            printf(", var %.4g", R->var);
+            printf(", var %.4g, CKKS deg %d x %d steps (bound 2^%.1f)", R->var, R->ck_degree,
+                   R->ck_steps, log2(R->rel_bound));
         if (R->status[2] == -1)
             printf(", TFHE: n > subring");
         printf("\n");
@@ -473,7 +523,8 @@ static void run_layers(int mode, lrow_t *rows, size_t *nrows_out, const char **p
 int main(int argc, char **argv)
 {
     const char *json = NULL;
-    bool quick = false, layers = true, paper = false;
+    bool quick = false, layers = true, paper = false, prims = true;
+    const char *only = NULL; /* --only table4|table5|table6: those layer rows, no primitives */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
@@ -483,9 +534,13 @@ int main(int argc, char **argv)
             layers = false;
         else if (!strcmp(argv[i], "--paper"))
             paper = true;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
     }
     if (quick && !paper)
         layers = false; /* --quick: the primitives on 2 points each (seconds) */
+    if (only)
+        prims = false;
     ts_log_set_level(TS_LOG_ERROR);
     /* CKKS: a chain of 40-bit levels over a 55-bit q0 (which is also the TFHE modulus) */
     ts_ckks_params_literal_t lit;
@@ -568,7 +623,7 @@ int main(int argc, char **argv)
          TS_NL_BOUNDS_UNIFORM,
          {.method = TS_NL_POLY, .lo = -20.0, .hi = 20.0, .degree = 59}},
     };
-    const size_t nrows = sizeof(rows) / sizeof(rows[0]);
+    const size_t nrows = prims ? sizeof(rows) / sizeof(rows[0]) : 0;
     const int n_seg = 4, n_br = 16, k = 5, in_bits = 10, frac_bits = 20;
     const int pts = quick ? 2 : 24;
     res_t hy[6], ck[6], tf[6];
@@ -673,7 +728,7 @@ int main(int argc, char **argv)
     const char *preset = "";
     int boot_levels = 0;
     if (layers)
-        run_layers(paper ? 2 : 0, lrows, &nl, &preset, &boot_levels);
+        run_layers(paper ? 2 : 0, only, lrows, &nl, &preset, &boot_levels);
     if (json) {
         FILE *f = fopen(json, "w");
         if (!f) {
@@ -722,8 +777,11 @@ int main(int argc, char **argv)
                 fprintf(f, "\"M\": %g, ", R->M);
             else
                 fprintf(f, "\"var_lo\": %g, \"var_hi\": %g, \"var\": %.6g, ", R->lo, R->hi, R->var);
-            fprintf(f, "\"lut_seg\": %d, \"in_bits\": %d, \"ckks_inv_rel_bound\": %.3g, ",
-                    R->lut_seg, R->in_bits, R->rel_bound);
+            fprintf(
+                f,
+                "\"lut_seg\": %d, \"in_bits\": %d, \"ckks_inv\": {\"degree\": %d, \"steps\": %d, "
+                "\"rel_bound\": %.3g}, ",
+                R->lut_seg, R->in_bits, R->ck_degree, R->ck_steps, R->rel_bound);
             const char *mn[3] = {"hybrid", "ckks", "tfhe"};
             for (int m = 0; m < 3; m++)
                 fprintf(f, "\"%s\": {\"bits\": %.2f, \"s\": %.3f, \"status\": %d}%s", mn[m],
