@@ -8,7 +8,8 @@
  * ciphertext each way; see tests/unit/test_net_decode.c).
  *
  * Cases: tiny (the synthetic model of tests/unit/llm_tiny.h at test-llm-tiny,
- * no bootstrapping; --quick: 2 positions, else 8) and, unless --quick,
+ * no bootstrapping; --quick: 2 positions, else 8), unless --quick the tiny
+ * GPT-2 of the same header likewise (8 positions), and, unless --quick,
  * aidreams260K at test-boot-n12 with bootstrapping for --aidreams-positions
  * positions (default 1; about 200 s each on a loaded 2-core machine).
  *
@@ -257,8 +258,9 @@ static void usage(FILE *f)
                "                            [--threads N]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
                "sanitized logits) and its breakdown by stage, in process on this machine: the\n"
-               "tiny synthetic model at test-llm-tiny (8 positions; --quick: 2) and, unless\n"
-               "--quick, aidreams260K at test-boot-n12 with bootstrapping (N positions, default\n"
+               "tiny synthetic model at test-llm-tiny (8 positions; --quick: 2), unless --quick\n"
+               "the tiny synthetic GPT-2 likewise (8 positions) and aidreams260K at\n"
+               "test-boot-n12 with bootstrapping (N positions, default\n"
                "1; minutes each on a small CPU) in each --policy (default ckks; hybrid and tfhe\n"
                "also make the conversion keys) at --params (default test-boot-n12; dense-secret\n"
                "presets such as test-boot-n12-dense bootstrap with sparse-secret encapsulation).\n"
@@ -352,7 +354,7 @@ int ts_bench_decode(int argc, char **argv)
     }
     if (n_pol == 0)
         pols[n_pol++] = TS_SCHED_CKKS;
-    case_t cs[4];
+    case_t cs[5];
     memset(cs, 0, sizeof cs);
     int nc = 0;
     /* tiny */
@@ -376,6 +378,20 @@ int ts_bench_decode(int argc, char **argv)
     k->lambda = 20;
     run_case(k, model, "configs/approx/tiny-test.yaml", tiny_toks, quick ? 2 : 8);
     unlink(model);
+    if (!quick) {
+        /* the tiny GPT-2 (GGUF; LayerNorm, biases, positions, GELU) likewise */
+        snprintf(model, sizeof model, "%s/tiny-gpt2.gguf", dir);
+        k = &cs[nc++];
+        snprintf(k->model, sizeof k->model, "tiny-gpt2");
+        snprintf(k->params, sizeof k->params, "test-llm-tiny");
+        k->policy = TS_SCHED_CKKS;
+        k->lambda = 20;
+        if (tiny_gpt2_write(model) != 0)
+            k->st = TS_EIO;
+        else
+            run_case(k, model, "configs/approx/tiny-gpt2-test.yaml", tiny_toks, 8);
+        unlink(model);
+    }
     rmdir(dir);
     for (int pi = 0; pi < n_pol && !quick && aid_pos > 0; pi++) {
         static const int aid_toks[7] = {1, 303, 281, 269, 435, 447, 275};
