@@ -34,7 +34,7 @@
  *                 c <- c + sigma_{2^k + 1}(c), k = log N_br .. 1, after a
  *                 multiplication by N_br^{-1} mod Q (Chen-Dai-Kim-Song 2021):
  *                 keeps the constant coefficient, zeroes the others. The
- *                 Galois keys live in a ring (N_br, {q_0}, CKKS P primes).
+ *                 Galois keys live in a ring (N_br, {q_0}, P_br).
  *   Repack        LWE (a, b) -> RLWE whose constant phase coefficient is the
  *                 LWE phase (a'(Y) = a_0 - sum_{i>0} a_i Y^{N_br - i}),
  *                 Trace, shift to its position by Y^pos, sum.
@@ -47,17 +47,33 @@
  * K results back by Y^c, sums them, does one RingSwitch up and one
  * ModRecover.
  *
- * The conversion key set (client generated, ts_convert_keygen):
- *   - ksk_down: s -> s_sub in R_N over (q_0, P): 2 dnum polynomials of
- *     (L + 1 + #P) limbs (only the first digit is used at level 0);
- *   - ksk_up:   s_sub -> s, the same shape;
- *   - log2 N_br Galois keys sigma_{2^k+1} in (N_br, {q_0}, P), dnum 1:
- *     2 (1 + #P) N_br words each;
+ * The conversion key set (client generated, ts_convert_keygen), all at
+ * level 0 only (one digit: q_0 over the special primes):
+ *   - ksk_down: s -> s_sub in (N, {q_0}, P_br): 2 (1 + #P_br) N words;
+ *   - ksk_up:   s_sub -> s in (N, {q_0}, P): 2 (1 + #P) N words;
+ *   - log2 N_br Galois keys sigma_{2^k+1} in (N_br, {q_0}, P_br), dnum 1:
+ *     2 (1 + #P_br) N_br words each;
  *   - the TFHE evaluation key (bootstrapping key of the small LWE key under
  *     s_br, and the key-switching key), ts_tfhe_evalkey_bytes().
  * ts_convert_keys_bytes() reports the total. The object also keeps the
  * secrets s_br and the small LWE key (for the client and for tests); the
  * server's copy, made by ts_convert_keys_deserialize, has none.
+ *
+ * Security (ts_convert_security_check). Everything the server holds under
+ * s_br is an RLWE instance of dimension N_br: the projected ciphertexts and
+ * the bootstrapping key modulo q_0, the trace's Galois keys modulo q_0 P_br,
+ * and ksk_down too (its secret s_sub(X) = s_br(X^g) lies in the subring, so
+ * the key splits into g RLWE samples of dimension N_br modulo q_0 P_br).
+ * P_br is therefore not the CKKS P (five 61-bit primes would need N_br >=
+ * 2^14) but one dedicated prime of floor(bound(N_br) - log2 q_0) bits, 1
+ * mod 2N, where bound is the dense-ternary table of the CKKS gate
+ * (ts_ckks_security_max_logqp: 106 bits at N_br = 2^12, so a 46-bit P_br
+ * next to a 60-bit q_0); the CKKS P when q_0 P already fits. The small LWE
+ * (and the LWE key-switching key) is held to ts_tfhe_security_check.
+ * ts_convert_keygen refuses (TS_ESECURITY) a configuration that fails,
+ * unless the CKKS parameters or the TFHE literal are marked insecure.
+ * The 128-bit TFHE set for the conversion is the preset "tfhe_conv128"
+ * (N_br = 2^12, n = 1024, see core/tfhe and docs/parameters.md).
  *
  * Objects: a ts_convert_t holds keys and scratch; not thread-safe.
  */
@@ -80,10 +96,23 @@ extern "C" {
 typedef struct ts_convert ts_convert_t;
 
 /*
+ * The security gate of the conversion (see the overview): TS_OK when the
+ * small ring (N_br, q_0 and q_0 P_br against the dense-ternary table of
+ * core/ckks, q_0 and rlwe_sigma against core/tfhe's table) and the small
+ * LWE (ts_tfhe_security_check) are 128-bit secure, TS_ESECURITY otherwise
+ * (why, when not NULL, says which part and by how much), TS_EINVAL for
+ * bad arguments. The insecure flags are not consulted here.
+ */
+ts_status_t ts_convert_security_check(const ts_ckks_params_t *ckks,
+                                      const ts_tfhe_params_lit_t *tlit, char *why, size_t why_size);
+
+/*
  * [out] out: the conversion keys and scratch for CKKS params `ckks` (with
  * special primes) and the TFHE literal `tlit` (its q_br is replaced by q_0,
- * log_n_br must not exceed log N). Randomness from prng. Errors: TS_EPARAMS,
- * TS_EINVAL, TS_ENOMEM, errors of the key generators.
+ * log_n_br must not exceed log N). Randomness from prng. Unless `ckks` or
+ * `tlit` is marked insecure, ts_convert_security_check must pass
+ * (TS_ESECURITY otherwise). Errors: TS_ESECURITY, TS_EPARAMS, TS_EINVAL,
+ * TS_ENOMEM, errors of the key generators.
  */
 ts_status_t ts_convert_keygen(ts_ckks_params_t *ckks, const ts_ckks_secret_key_t *sk,
                               const ts_tfhe_params_lit_t *tlit, ts_prng_t *prng,
@@ -108,9 +137,8 @@ int64_t ts_convert_slot_coeff(int log_n, int log_slots, uint32_t n_br, size_t j,
  * The evaluation keys for a server (no secrets), as one core/serial envelope
  * of type TS_OBJ_RING_SWITCH_KEY bound to SHA-256(CKKS parameter id || TFHE
  * parameter id). Seeded: every a part is regenerated from a 32-byte seed;
- * ksk_down / ksk_up carry only the b limbs RingSwitch uses (digit 0 at q_0
- * and the P primes: both switches run at level 0), the trace's Galois keys
- * their whole b, and the TFHE evaluation key its own seeded envelope
+ * ksk_down / ksk_up (level 0 only), the trace's Galois keys carry their
+ * whole b, and the TFHE evaluation key its own seeded envelope
  * (ts_tfhe_evalkey_serialize). zstd_level as ts_serial_seal (keys are
  * uniform residues; 0 is right). [out] *out: ts_malloc'd.
  * Errors: TS_EINVAL, TS_ENOKEY (a copy without keys), TS_ENOMEM.

@@ -638,6 +638,11 @@ ts_status_t ts_llm_enc_tfhe_literal(const ts_llm_enc_t *e, ts_tfhe_params_lit_t 
     (void)e; /* the same for every engine (NULL accepted) */
     if (!lit)
         return TS_EINVAL;
+    /* 128-bit CKKS parameters get the 128-bit conversion set (N_br = 2^12,
+     * n = 1024; core/convert's security gate); insecure test presets keep
+     * the fast test set (N_br = 2^10, n = 256, BR gadget 2^12 x 3) */
+    if (!ts_ckks_params_insecure(e->params))
+        return ts_tfhe_params_preset("tfhe_conv128", lit);
     ts_status_t st = ts_tfhe_params_preset("tfhe_test_small", lit);
     if (st == TS_OK) {
         lit->log_n_br = 10;

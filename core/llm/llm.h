@@ -508,12 +508,14 @@ void ts_llm_enc_session_free(ts_llm_enc_session_t *s);
  */
 ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *enc, ts_boot_config_t *cfg);
 /*
- * The TFHE literal for the conversion keys (ts_convert_keygen): the small
- * ring of degree N_br = 2^10 and a 3-level blind-rotation gadget (with 2
- * levels the look-ups come out about 100 times noisier: errors of 5% of the
- * value were measured at test-boot-n12). NOTE: the small ring works modulo
- * q_0 (55-60 bits), so N_br = 2^10 is below 128-bit security; a secure
- * conversion needs N_br >= 2^12 at that modulus (docs/SECURITY.md).
+ * The TFHE literal for the conversion keys (ts_convert_keygen). CKKS
+ * parameters not marked insecure get "tfhe_conv128" (N_br = 2^12 modulo
+ * q_0, n = 1024, BR gadget 2^15 x 3: passes core/convert's security gate,
+ * docs/parameters.md); insecure test presets get the fast test set
+ * tfhe_test_small with N_br = 2^10 and a 3-level blind-rotation gadget
+ * (with 2 levels the look-ups come out about 100 times noisier: errors of
+ * 5% of the value were measured at test-boot-n12), which is not 128-bit
+ * secure (the small ring works modulo q_0 of 55-60 bits).
  */
 ts_status_t ts_llm_enc_tfhe_literal(const ts_llm_enc_t *enc, ts_tfhe_params_lit_t *lit);
 /* True when the configuration evaluates some primitive in TFHE. */

@@ -90,8 +90,9 @@ void ts_tfhe_evalkey_free(ts_tfhe_evalkey_t *ek)
 size_t ts_tfhe_evalkey_bytes(const ts_tfhe_evalkey_t *ek)
 {
     size_t count = ek->dist == TS_TFHE_SECRET_BINARY ? ek->n : 2 * (size_t)ek->n;
+    /* key-switching rows are 32-bit words */
     size_t ksk = ek->ksk ? (size_t)ek->ksk->n_in * ek->ksk->levels * (ek->ksk->n_out + 1) : 0;
-    return (count * ek->rgsw_words + ksk) * sizeof(uint64_t);
+    return count * ek->rgsw_words * sizeof(uint64_t) + ksk * sizeof(uint32_t);
 }
 
 /* ---------------------------------------------------------- evaluator */

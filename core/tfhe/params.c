@@ -56,6 +56,37 @@ static const ts_tfhe_params_lit_t preset_std128_ternary = {
     .ks_levels = 5,
 };
 
+/*
+ * tfhe_conv128: the 128-bit set of the CKKS <-> TFHE conversion
+ * (core/convert), whose RLWE modulus is the CKKS q_0 (q_br is replaced by it;
+ * 60 bits on the 128-bit CKKS presets): N_br = 2^12 admits log2 Q <= 106 in
+ * the dense table (room for q_0 and the 46-bit special prime of the small
+ * ring's keys), the small LWE is tfhe_std128's (n = 1024, q = 2^26, sigma
+ * 6.4, binary). BR gadget 2^15 x 3 (45 of Q's 60 bits): blind-rotation noise
+ * 2^-33 of Q, below the trace's. KS gadget 2^2 x 12 (top 24 of 26 bits): key
+ * switching from dimension 4096 adds std 1739 (q_lwe units; 2^4 x 5 gave
+ * 4355), which keeps HomComp at 10 bits (the engine's HYBRID grid) within
+ * 2^-64 per PBS (9 bits with 2^3 x 8, 8 with 2^4 x 5). log_q_br 60 is used
+ * only when the set runs on its own (q_br = 0). See docs/parameters.md.
+ */
+static const ts_tfhe_params_lit_t preset_conv128 = {
+    .name = "tfhe_conv128",
+    .insecure = false,
+    .lwe_n = 1024,
+    .lwe_logq = 26,
+    .lwe_sigma = 6.4,
+    .lwe_secret = TS_TFHE_SECRET_BINARY,
+    .log_n_br = 12,
+    .log_q_br = 60,
+    .q_br = 0,
+    .rlwe_sigma = 3.2,
+    .rlwe_secret = TS_TFHE_SECRET_TERNARY,
+    .br_log_base = 15,
+    .br_levels = 3,
+    .ks_log_base = 2,
+    .ks_levels = 12,
+};
+
 /* Insecure sets for fast tests. */
 static const ts_tfhe_params_lit_t preset_test_tiny = {
     .name = "tfhe_test_tiny",
@@ -93,10 +124,11 @@ static const ts_tfhe_params_lit_t preset_test_small = {
     .ks_levels = 5,
 };
 
-static const ts_tfhe_params_lit_t *const presets[] = {&preset_std128, &preset_std128_ternary,
-                                                      &preset_test_tiny, &preset_test_small, NULL};
-static const char *const preset_names[] = {"tfhe_std128", "tfhe_std128_ternary", "tfhe_test_tiny",
-                                           "tfhe_test_small", NULL};
+static const ts_tfhe_params_lit_t *const presets[] = {&preset_std128,     &preset_std128_ternary,
+                                                      &preset_conv128,    &preset_test_tiny,
+                                                      &preset_test_small, NULL};
+static const char *const preset_names[] = {"tfhe_std128",    "tfhe_std128_ternary", "tfhe_conv128",
+                                           "tfhe_test_tiny", "tfhe_test_small",     NULL};
 
 const char *const *ts_tfhe_params_preset_names(void)
 {

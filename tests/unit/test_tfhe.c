@@ -167,8 +167,8 @@ START_TEST(test_tfhe_params_yaml)
     ck_assert_int_ne(ts_tfhe_params_load_yaml(path, &lit, &err), TS_OK);
     unlink(path);
     /* the committed YAML files describe exactly the presets */
-    const char *files[] = {"tfhe_std128", "tfhe_std128_ternary", "tfhe_test_small"};
-    for (size_t i = 0; i < 3; i++) {
+    const char *files[] = {"tfhe_std128", "tfhe_std128_ternary", "tfhe_conv128", "tfhe_test_small"};
+    for (size_t i = 0; i < 4; i++) {
         char fpath[256];
         snprintf(fpath, sizeof fpath, "configs/params/%s.yaml", files[i]);
         ts_tfhe_params_lit_t want, got;
