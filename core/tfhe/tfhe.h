@@ -91,7 +91,8 @@ typedef struct ts_tfhe_params ts_tfhe_params_t;
  * [out] lit: a named preset. Secure: "tfhe_std128" (binary LWE key, the
  * ROSETTA shape n = 1024, N_br = 2048, 53-bit Q), "tfhe_std128_ternary",
  * "tfhe_conv128" (the CKKS <-> TFHE conversion's set: N_br = 4096 on the
- * CKKS q_0 of up to 60 bits, n = 1024, BR gadget 2^15 x 3). Insecure, for tests: "tfhe_test_tiny", "tfhe_test_small". TS_ENOENT otherwise.
+ * CKKS q_0 of up to 60 bits, n = 1024, BR gadget 2^15 x 3). Insecure, for tests: "tfhe_test_tiny",
+ * "tfhe_test_small". TS_ENOENT otherwise.
  */
 ts_status_t ts_tfhe_params_preset(const char *name, ts_tfhe_params_lit_t *lit);
 /* Names of the presets, NULL-terminated. */
