@@ -68,7 +68,11 @@
  * 2^14) but one dedicated prime of floor(bound(N_br) - log2 q_0) bits, 1
  * mod 2N, where bound is the dense-ternary table of the CKKS gate
  * (ts_ckks_security_max_logqp: 106 bits at N_br = 2^12, so a 46-bit P_br
- * next to a 60-bit q_0); the CKKS P when q_0 P already fits. The small LWE
+ * next to a 60-bit q_0); the CKKS P when q_0 P already fits. With a
+ * dedicated P_br (smaller than q_0) the keys over it decompose q_0 into two
+ * unsigned digits (digit key i switches 2^(i dig_bits) s_from -> s), so a
+ * switch adds ~digit e / P_br + rounding instead of q_0 e / P_br (which the
+ * trace would multiply by up to N_br). The small LWE
  * (and the LWE key-switching key) is held to ts_tfhe_security_check.
  * ts_convert_keygen refuses (TS_ESECURITY) a configuration that fails,
  * unless the CKKS parameters or the TFHE literal are marked insecure.
