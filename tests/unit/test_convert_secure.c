@@ -5,7 +5,11 @@
  *    (N_br = 2^11) are refused once flagged secure, by
  *    ts_convert_security_check and by ts_convert_keygen (TS_ESECURITY);
  *    tfhe_conv128 (N_br = 2^12) passes, with the dedicated 46-bit special
- *    prime of the small ring; an insecure flag skips the gate.
+ *    prime of the small ring; an insecure flag skips the gate. At N_br =
+ *    2^12 with that prime (two digits of q_0) the server's deserialized copy
+ *    switches bit-identically, a flipped byte is refused, and the trace keeps
+ *    the constant coefficient within 2^20 (a single-digit switch over the
+ *    46-bit prime would leave ~2^31).
  *  - end to end at an insecure CKKS preset (test-boot-n12, q_0 of 60 bits)
  *    with tfhe_conv128: values at slots go through split (SlotToCoeff,
  *    RingSwitch, Trace), the look-up (TFHE: one PBS of p = 32; HYBRID: the
@@ -29,6 +33,75 @@ static const char secure_yaml[] = "name: gate-n13\n"
                                   "dnum: 1\n"
                                   "scale_log2: 40\n"
                                   "secret: ternary\n";
+
+static bool rlwe_eq(ts_tfhe_rlwe_t *a, ts_tfhe_rlwe_t *b, uint32_t n)
+{
+    return memcmp(ts_tfhe_rlwe_poly(a, 0), ts_tfhe_rlwe_poly(b, 0), n * 8) == 0 &&
+           memcmp(ts_tfhe_rlwe_poly(a, 1), ts_tfhe_rlwe_poly(b, 1), n * 8) == 0;
+}
+
+static void digits_check(ts_ckks_params_t *p, const ts_tfhe_params_lit_t *lit,
+                         const ts_ckks_secret_key_t *sk, ts_convert_t *cv, ts_prng_t *prng)
+{
+    uint32_t nbr = ts_convert_n_br(cv);
+    uint64_t q = ts_convert_q(cv);
+    uint8_t *b = NULL;
+    size_t nb = 0;
+    ck_assert_ts_ok(ts_convert_keys_serialize(cv, 0, &b, &nb));
+    ts_convert_t *srv = NULL;
+    ck_assert_ts_ok(ts_convert_keys_deserialize(p, lit, b, nb, &srv));
+    /* a flipped byte in the keys is refused */
+    b[nb / 2] ^= 0x40;
+    ts_convert_t *bad = NULL;
+    ck_assert_int_ne(ts_convert_keys_deserialize(p, lit, b, nb, &bad), TS_OK);
+    ck_assert_ptr_null(bad);
+    ts_free(b);
+    ck_assert_uint_eq(ts_convert_keys_bytes(srv), ts_convert_keys_bytes(cv));
+    /* RingSwitch down from a CKKS ciphertext at level 0 */
+    ts_ckks_encoder_t *enc;
+    ck_assert_ts_ok(ts_ckks_encoder_new(p, &enc));
+    size_t slots = ts_ckks_params_slots(p);
+    double *v = calloc(slots, sizeof(double));
+    for (size_t i = 0; i < slots; i++)
+        v[i] = sin(0.1 * (double)i);
+    ts_ckks_ciphertext_t *ct;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(p, 0, &ct));
+    ck_assert_ts_ok(ts_ckks_encrypt_sk_real(enc, sk, v, slots, slots, 0, ts_ckks_params_scale(p),
+                                            prng, NULL, ct));
+    ts_tfhe_rlwe_t *r1, *r2;
+    ck_assert_ts_ok(ts_tfhe_rlwe_new(ts_convert_tfhe_params(cv), &r1));
+    ck_assert_ts_ok(ts_tfhe_rlwe_new(ts_convert_tfhe_params(srv), &r2));
+    ck_assert_ts_ok(ts_convert_ring_down(cv, ct, r1));
+    ck_assert_ts_ok(ts_convert_ring_down(srv, ct, r2));
+    ck_assert(rlwe_eq(r1, r2, nbr));
+    /* Trace of a fresh small-ring encryption of m(Y) */
+    uint64_t *m = calloc(nbr, 8), *ph = calloc(nbr, 8);
+    for (uint32_t i = 0; i < nbr; i++)
+        m[i] = (uint64_t)(i + 1) << 40;
+    ck_assert_ts_ok(ts_tfhe_rlwe_encrypt(ts_convert_rlwe_key(cv), r1, m, prng));
+    ck_assert_ts_ok(ts_tfhe_rlwe_copy(r2, r1));
+    ck_assert_ts_ok(ts_convert_trace(cv, r1));
+    ck_assert_ts_ok(ts_convert_trace(srv, r2));
+    ck_assert(rlwe_eq(r1, r2, nbr));
+    ck_assert_ts_ok(ts_tfhe_rlwe_phase(ts_convert_rlwe_key(cv), r1, ph));
+    double worst = 0;
+    for (uint32_t i = 0; i < nbr; i++) {
+        int64_t want = i == 0 ? (int64_t)m[0] : 0;
+        worst = fmax(worst, fabs((double)(ts_tfhe_centered(ph[i], q) - want)));
+    }
+    fprintf(stderr, "convert128 digits: trace at N_br = %u, q0 P_br keys: max |error| 2^%.1f\n",
+            nbr, log2(worst + 1));
+    /* one switch adds ~2^4, the trace at most N_br times that */
+    ck_assert(worst < 0x1p20);
+    free(m);
+    free(ph);
+    free(v);
+    ts_tfhe_rlwe_free(r1);
+    ts_tfhe_rlwe_free(r2);
+    ts_ckks_ciphertext_free(ct);
+    ts_ckks_encoder_free(enc);
+    ts_convert_free(srv);
+}
 
 START_TEST(test_convert_secure_gate)
 {
@@ -74,6 +147,15 @@ START_TEST(test_convert_secure_gate)
     ck_assert_ts_ok(ts_tfhe_params_preset("tfhe_test_small", &lit));
     ck_assert(lit.insecure);
     ck_assert_ts_ok(ts_convert_keygen(p, sk, &lit, prng, &cv));
+    ts_convert_free(cv);
+    /* N_br = 2^12 with the dedicated P_br and two digits of q_0 (the small
+     * test LWE keeps it cheap): the server's copy from the serialized keys
+     * switches bit-identically, and a traced ciphertext keeps its constant
+     * coefficient with small noise (the digits keep every switch near the
+     * ModDown rounding) */
+    lit.log_n_br = 12;
+    ck_assert_ts_ok(ts_convert_keygen(p, sk, &lit, prng, &cv));
+    digits_check(p, &lit, sk, cv, prng);
     ts_convert_free(cv);
     ck_assert_ts_status(ts_convert_security_check(NULL, &lit, NULL, 0), TS_EINVAL);
     lit.log_n_br = 14; /* above log N */
