@@ -165,7 +165,7 @@ typedef struct {
 int main(int argc, char **argv)
 {
     const char *json = NULL, *params = "boot-n16-dense", *tfhe = "tfhe_conv128";
-    bool quick = false, hybrid = true;
+    bool quick = false, hybrid = true, recover = true;
     int K = 4, log_slots = 7, samples = 4096, npbs = 32;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
@@ -186,10 +186,13 @@ int main(int argc, char **argv)
             npbs = atoi(argv[++i]);
         else if (strcmp(argv[i], "--no-hybrid") == 0)
             hybrid = false;
+        else if (strcmp(argv[i], "--no-recover") == 0)
+            recover = false;
         else {
             fprintf(stderr,
                     "usage: %s [--json PATH] [--quick] [--params NAME|PATH] [--tfhe NAME] "
-                    "[--values K] [--log-slots S] [--samples N] [--pbs N] [--no-hybrid]\n",
+                    "[--values K] [--log-slots S] [--samples N] [--pbs N] [--no-hybrid] "
+                    "[--no-recover]\n",
                     argv[0]);
             return 2;
         }
@@ -254,9 +257,30 @@ int main(int argc, char **argv)
     ts_boot_t *bt;
     ts_boot_encap_keys_t *encap = NULL;
     TRY(ts_ckks_evalkeys_new(p, &eks));
-    TRY(ts_boot_keygen(p, &cfg, eks, sk, prng));
-    if (cfg.encap_h > 0)
-        TRY(ts_boot_encap_keygen(p, &cfg, sk, prng, &encap));
+    if (recover) {
+        TRY(ts_boot_keygen(p, &cfg, eks, sk, prng));
+        if (cfg.encap_h > 0)
+            TRY(ts_boot_encap_keygen(p, &cfg, sk, prng, &encap));
+    } else {
+        /* only what SlotToCoeff needs: every step's key capped at its
+         * levels (a step shared with CoeffToSlot is listed at the top; capped
+         * here it serves SlotToCoeff only), no CoeffToSlot / EvalMod keys at
+         * the top, no ModRecover */
+        size_t cnt = 0;
+        bool conj;
+        ts_boot_rotation_steps(p, &cfg, NULL, NULL, &cnt, &conj);
+        int64_t *steps = calloc(cnt + 1, sizeof(int64_t));
+        int *levels = calloc(cnt + 1, sizeof(int));
+        TRY(ts_boot_rotation_steps(p, &cfg, steps, levels, &cnt, &conj));
+        for (size_t i = 0; i < cnt; i++)
+            if (levels[i] > cfg.stc_levels)
+                levels[i] = cfg.stc_levels;
+        TRY(ts_ckks_evalkeys_gen_rotations_at(eks, sk, steps, levels, cnt, prng));
+        fprintf(stderr, "SlotToCoeff keys only: %zu rotation steps capped at level %d, %.1f MiB\n",
+                cnt, cfg.stc_levels, ts_ckks_evalkeys_bytes(eks) / 1048576.0);
+        free(steps);
+        free(levels);
+    }
     TRY(ts_ckks_evaluator_new(p, eks, &ev));
     TRY(ts_boot_new(p, &cfg, &bt));
     if (encap)
@@ -296,7 +320,7 @@ int main(int argc, char **argv)
     memset(e2e, 0, sizeof(e2e));
     ts_ckks_ciphertext_t *ct;
     TRY(ts_ckks_ciphertext_new(p, L, &ct));
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < 2 && recover; m++) {
         if (m == 0 && !hybrid)
             continue;
         ts_nonlinear_slots_mode_t mode = m == 0 ? TS_NL_SLOTS_HYBRID : TS_NL_SLOTS_TFHE;
@@ -397,8 +421,9 @@ int main(int argc, char **argv)
         s->up = now_s() - t0;
         TRY(ts_ckks_ciphertext_set_meta(c, 0, 1, ts_ckks_params_scale(p), n));
         t0 = now_s();
-        TRY(ts_convert_mod_recover(bt, ev, c, -1, c));
-        s->recover = now_s() - t0;
+        if (recover)
+            TRY(ts_convert_mod_recover(bt, ev, c, -1, c));
+        s->recover = recover ? now_s() - t0 : -1;
         fprintf(stderr,
                 "%s stages: SlotToCoeff %.3f s, RingSwitch down %.3f s, X^-c + Trace %.3f s per "
                 "value, look-up %.3f s per value (%s), shift + sum + RingSwitch up %.3f s, "
