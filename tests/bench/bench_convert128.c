@@ -21,7 +21,8 @@
  *
  * Usage: bench_convert128 [--json PATH] [--quick] [--params NAME|PATH]
  *        [--tfhe NAME] [--values K] [--log-slots S] [--samples N] [--pbs N]
- *        [--no-hybrid] [--no-recover] [--wall]
+ *        [--no-hybrid] [--no-recover] [--wall] [--br LOG_BASE LEVELS]
+ * --br: another blind-rotation gadget for the TFHE set (the set keeps its name).
  * --quick: test-boot-n12 (insecure CKKS, same TFHE set), fewer samples.
  */
 #include <math.h>
@@ -172,7 +173,7 @@ int main(int argc, char **argv)
 {
     const char *json = NULL, *params = "boot-n16-dense", *tfhe = "tfhe_conv128";
     bool quick = false, hybrid = true, recover = true;
-    int K = 4, log_slots = 7, samples = 4096, npbs = 32;
+    int K = 4, log_slots = 7, samples = 4096, npbs = 32, br_base = 0, br_levels = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
             json = argv[++i];
@@ -196,11 +197,14 @@ int main(int argc, char **argv)
             recover = false;
         else if (strcmp(argv[i], "--wall") == 0)
             use_wall = true;
-        else {
+        else if (strcmp(argv[i], "--br") == 0 && i + 2 < argc) {
+            br_base = atoi(argv[++i]);
+            br_levels = atoi(argv[++i]);
+        } else {
             fprintf(stderr,
                     "usage: %s [--json PATH] [--quick] [--params NAME|PATH] [--tfhe NAME] "
                     "[--values K] [--log-slots S] [--samples N] [--pbs N] [--no-hybrid] "
-                    "[--no-recover] [--wall]\n",
+                    "[--no-recover] [--wall] [--br LOG_BASE LEVELS]\n",
                     argv[0]);
             return 2;
         }
@@ -225,6 +229,10 @@ int main(int argc, char **argv)
     bool secure = !ts_ckks_params_insecure(p);
     ts_tfhe_params_lit_t lit;
     TRY(ts_tfhe_params_preset(tfhe, &lit));
+    if (br_base > 0 && br_levels > 0) {
+        lit.br_log_base = (uint32_t)br_base;
+        lit.br_levels = (uint32_t)br_levels;
+    }
     uint64_t q0 = ts_ckks_params_q(p, 0);
     char why[160];
     ts_status_t gate = ts_convert_security_check(p, &lit, why, sizeof(why));
