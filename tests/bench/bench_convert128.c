@@ -173,6 +173,7 @@ int main(int argc, char **argv)
 {
     const char *json = NULL, *params = "boot-n16-dense", *tfhe = "tfhe_conv128";
     bool quick = false, hybrid = true, recover = true;
+    bool values_set = false;
     int K = 4, log_slots = 7, samples = 4096, npbs = 32, br_base = 0, br_levels = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
@@ -183,9 +184,10 @@ int main(int argc, char **argv)
             params = argv[++i];
         else if (strcmp(argv[i], "--tfhe") == 0 && i + 1 < argc)
             tfhe = argv[++i];
-        else if (strcmp(argv[i], "--values") == 0 && i + 1 < argc)
+        else if (strcmp(argv[i], "--values") == 0 && i + 1 < argc) {
             K = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--log-slots") == 0 && i + 1 < argc)
+            values_set = true;
+        } else if (strcmp(argv[i], "--log-slots") == 0 && i + 1 < argc)
             log_slots = atoi(argv[++i]);
         else if (strcmp(argv[i], "--samples") == 0 && i + 1 < argc)
             samples = atoi(argv[++i]);
@@ -213,7 +215,7 @@ int main(int argc, char **argv)
         params = "test-boot-n12";
         samples = 512;
         npbs = 4;
-        K = K > 2 ? 2 : K;
+        K = values_set ? K : 2;
     }
     if (K < 1 || K > 8)
         K = 4;
