@@ -438,11 +438,11 @@ ts_status_t ts_convert_keygen(ts_ckks_params_t *ckks, const ts_ckks_secret_key_t
             TS_OK ||
         (st = ts_tfhe_evaluator_new(cv->tp, cv->ek, &cv->tev)) != TS_OK)
         goto fail;
-    /* ring-switching keys, level 0 only (one digit: q0 over P_br / P) */
-    if ((st = ts_rlwe_ksk_new(s_u, sub_u->s, 1, prng, &cv->ksk_up)) != TS_OK)
-        goto fail;
+    /* ring-switching keys, level 0 only (one digit: q0 over P_br / P);
+     * ksk_down first (the order of the randomness as before) */
     if (cv->ndig == 1) {
-        if ((st = ts_rlwe_ksk_new(sub_d, s_d->s, 1, prng, &cv->ksk_down[0])) != TS_OK)
+        if ((st = ts_rlwe_ksk_new(sub_d, s_d->s, 1, prng, &cv->ksk_down[0])) != TS_OK ||
+            (st = ts_rlwe_ksk_new(s_u, sub_u->s, 1, prng, &cv->ksk_up)) != TS_OK)
             goto fail;
         /* Galois keys of the trace */
         for (uint32_t k = 1; k <= cv->log_n_br; k++)
@@ -450,7 +450,8 @@ ts_status_t ts_convert_keygen(ts_ckks_params_t *ckks, const ts_ckks_secret_key_t
                                              &cv->gal[k - 1])) != TS_OK)
                 goto fail;
     } else {
-        if ((st = digit_keys(cv, sub_d, s_d->s, 0, prng, cv->ksk_down)) != TS_OK)
+        if ((st = digit_keys(cv, sub_d, s_d->s, 0, prng, cv->ksk_down)) != TS_OK ||
+            (st = ts_rlwe_ksk_new(s_u, sub_u->s, 1, prng, &cv->ksk_up)) != TS_OK)
             goto fail;
         for (uint32_t k = 1; k <= cv->log_n_br; k++)
             if ((st = digit_keys(cv, sk_br, sk_br->s, (1ull << k) + 1, prng,
