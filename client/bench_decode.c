@@ -38,6 +38,12 @@ typedef struct {
     uint64_t boots, convs, lookups;
     double err, bits;
     int am_enc, am_ref;
+    /* the scheduler's engine plan of this step (--costs): predicted latency per
+     * engine stage (index = ts_llm_stage_t) and counts */
+    bool pred;
+    double mst[TS_LLM_STAGE_COUNT]; /* measured engine stages, embedding included, ms */
+    double pred_ms, pred_st[TS_LLM_STAGE_COUNT];
+    uint32_t pred_boots, pred_convs, pred_lookups;
 } pos_t;
 
 typedef struct {
@@ -65,8 +71,44 @@ static double ms_since(uint64_t t0)
         }                                                                                          \
     } while (0)
 
+/* The engine's plan of the step at pos (ts_llm_enc_plan) under costs. */
+static void predict(const ts_llm_enc_t *enc, const ts_sched_costs_t *costs, ts_sched_policy_t pol,
+                    pos_t *q)
+{
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *p = NULL;
+    char msg[256] = "";
+    /* the daemon's path: one-hot input embedded on the server, then the step */
+    ts_status_t st =
+        ts_llm_enc_plan(enc, q->pos, TS_LLM_PLAN_ONEHOT, costs, pol, &g, &p, msg, sizeof msg);
+    if (st != TS_OK) {
+        fprintf(stderr, "bench decode: no plan for pos %d: %s %s\n", q->pos, ts_status_name(st),
+                msg);
+        return;
+    }
+    q->pred = true;
+    q->pred_ms = p->total_ns / 1e6;
+    ts_llm_enc_plan_stages(p, g, q->pred_st);
+    for (int i = 0; i < TS_LLM_STAGE_COUNT; i++)
+        q->pred_st[i] /= 1e6;
+    q->pred_boots = p->n_boot;
+    q->pred_convs = p->n_convert;
+    q->pred_lookups = p->n_lookup;
+    ts_sched_plan_free(p);
+    ts_sched_graph_free(g);
+}
+
+/* The measured embedding and step (the engine's stages, without sanitization). */
+static double step_ms(const pos_t *q)
+{
+    double t = 0;
+    for (int i = 0; i < TS_LLM_STAGE_COUNT; i++)
+        t += q->mst[i];
+    return t;
+}
+
 static ts_status_t run_case(case_t *k, const char *model_path, const char *approx,
-                            const int *tokens, int n)
+                            const int *tokens, int n, const ts_sched_costs_t *costs)
 {
     ts_status_t st = TS_OK;
     ts_llm_model_t *m = NULL;
@@ -190,6 +232,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         pos_t *q = &k->p[pos];
         q->pos = pos;
         q->token = tokens[pos];
+        if (costs)
+            predict(enc, costs, k->policy, q);
         ts_llm_enc_stats_t a, b, c;
         TRY(ts_llm_enc_encrypt_onehot(enc, ecd, sk, prng, tokens[pos], x));
         uint64_t t1 = ts_now_ns();
@@ -206,7 +250,9 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         for (int i = 0; i < TS_LLM_STAGE_COUNT && i + 1 < NSTAGE - 1; i++) {
             double d = c.seconds[i] - b.seconds[i];
             q->st[i + 1] = d > 0 ? d * 1e3 : 0.0;
+            q->mst[i] = q->st[i + 1];
         }
+        q->mst[TS_LLM_STAGE_MATVEC] += q->st[0]; /* the embedding is one matvec */
         q->boots = c.bootstraps - a.bootstraps;
         q->convs = c.conversions - a.conversions;
         q->lookups = c.lookups - a.lookups;
@@ -255,7 +301,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: tessera bench decode [--json PATH] [--quick] [--aidreams-positions N]\n"
                "                            [--policy ckks|hybrid|tfhe]... [--params PRESET]\n"
-               "                            [--threads N]\n\n"
+               "                            [--threads N] [--costs FILE]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
                "sanitized logits) and its breakdown by stage, in process on this machine: the\n"
                "tiny synthetic model at test-llm-tiny (8 positions; --quick: 2), unless --quick\n"
@@ -266,7 +312,11 @@ static void usage(FILE *f)
                "presets such as test-boot-n12-dense bootstrap with sparse-secret encapsulation).\n"
                "Insecure test presets: the numbers show where time goes, not production\n"
                "latency. A table on stdout (ms); --json the report (machine, threads,\n"
-               "parameters, per-position results with bootstraps, conversions and look-ups).\n");
+               "parameters, per-position results with bootstraps, conversions and look-ups).\n"
+               "--costs FILE (a `tessera bench costs` table, best measured at --params): the\n"
+               "scheduler's plan of each bootstrapping step (core/llm ts_llm_enc_plan) side by\n"
+               "side with the measured step: predicted and measured ms per stage, predicted and\n"
+               "executed bootstraps, conversions and look-ups.\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
@@ -306,7 +356,26 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                     q->am_enc, q->am_ref);
             for (int j = 0; j < NSTAGE; j++)
                 fprintf(f, "%s\"%s\": %.1f", j ? ", " : "", stage_names[j], q->st[j]);
-            fprintf(f, "}}");
+            fprintf(f, "}");
+            if (q->pred) {
+                /* the scheduler's engine plan side by side with the measured step */
+                fprintf(
+                    f,
+                    ",\n         \"predicted\": {\"step_ms\": %.1f, \"measured_step_ms\": %.1f, "
+                    "\"ratio\": %.3f, \"bootstraps\": %u, \"conversions\": %u, \"lookups\": %u, "
+                    "\"counts_match\": %s, \"stages_ms\": {",
+                    q->pred_ms, step_ms(q), step_ms(q) > 0 ? q->pred_ms / step_ms(q) : 0.0,
+                    q->pred_boots, q->pred_convs, q->pred_lookups,
+                    q->pred_boots == q->boots && q->pred_convs == q->convs &&
+                            q->pred_lookups == q->lookups
+                        ? "true"
+                        : "false");
+                for (int j = 0; j < TS_LLM_STAGE_COUNT; j++)
+                    fprintf(f, "%s\"%s\": {\"predicted\": %.1f, \"measured\": %.1f}", j ? ", " : "",
+                            stage_names[j + 1], q->pred_st[j], q->mst[j]);
+                fprintf(f, "}}");
+            }
+            fprintf(f, "}");
         }
         fprintf(f, "\n      ]}%s\n", c + 1 < nc ? "," : "");
     }
@@ -315,7 +384,7 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
 
 int ts_bench_decode(int argc, char **argv)
 {
-    const char *json = NULL, *aid_params = "test-boot-n12";
+    const char *json = NULL, *aid_params = "test-boot-n12", *costs_path = NULL;
     bool quick = false;
     int aid_pos = 1, n_pol = 0;
     ts_sched_policy_t pols[3];
@@ -338,6 +407,8 @@ int ts_bench_decode(int argc, char **argv)
             n_pol++;
         } else if (!strcmp(argv[i], "--params") && i + 1 < argc) {
             aid_params = argv[++i];
+        } else if (!strcmp(argv[i], "--costs") && i + 1 < argc) {
+            costs_path = argv[++i];
         } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             if (atoi(argv[i + 1]) < 1) {
                 fprintf(stderr, "bench decode: --threads must be >= 1\n");
@@ -354,6 +425,21 @@ int ts_bench_decode(int argc, char **argv)
     }
     if (n_pol == 0)
         pols[n_pol++] = TS_SCHED_CKKS;
+    ts_sched_costs_t costs;
+    if (costs_path) {
+        ts_cfg_error_t err;
+        if (ts_sched_costs_load(costs_path, &costs, &err) != TS_OK) {
+            char line[600];
+            ts_cfg_error_format(&err, line, sizeof line);
+            fprintf(stderr, "bench decode: %s\n", line);
+            return TS_EXIT_LOCAL;
+        }
+        if (strcmp(costs.params, aid_params) != 0)
+            fprintf(stderr,
+                    "bench decode: note: the cost table was measured at '%s', the decode runs at "
+                    "%s\n",
+                    costs.params, aid_params);
+    }
     case_t cs[5];
     memset(cs, 0, sizeof cs);
     int nc = 0;
@@ -376,7 +462,7 @@ int ts_bench_decode(int argc, char **argv)
     snprintf(k->params, sizeof k->params, "test-llm-tiny");
     k->policy = TS_SCHED_CKKS; /* no bootstrapping at test-llm-tiny: no conversions either */
     k->lambda = 20;
-    run_case(k, model, "configs/approx/tiny-test.yaml", tiny_toks, quick ? 2 : 8);
+    run_case(k, model, "configs/approx/tiny-test.yaml", tiny_toks, quick ? 2 : 8, NULL);
     unlink(model);
     if (!quick) {
         /* the tiny GPT-2 (GGUF; LayerNorm, biases, positions, GELU) likewise */
@@ -389,7 +475,7 @@ int ts_bench_decode(int argc, char **argv)
         if (tiny_gpt2_write(model) != 0)
             k->st = TS_EIO;
         else
-            run_case(k, model, "configs/approx/tiny-gpt2-test.yaml", tiny_toks, 8);
+            run_case(k, model, "configs/approx/tiny-gpt2-test.yaml", tiny_toks, 8, NULL);
         unlink(model);
     }
     rmdir(dir);
@@ -401,7 +487,7 @@ int ts_bench_decode(int argc, char **argv)
         k->boot = true;
         k->lambda = 20;
         k->policy = pols[pi];
-        run_case(k, "models/aidreams260K.bin", NULL, aid_toks, aid_pos);
+        run_case(k, "models/aidreams260K.bin", NULL, aid_toks, aid_pos, costs_path ? &costs : NULL);
     }
     printf("%-13s %-20s %-6s %3s %9s %7s %8s %8s %8s %9s %8s %5s %5s %6s\n", "model", "params",
            "policy", "pos", "ms", "embed", "matvec", "attn", "nonlin", "bootstrap", "convert",
@@ -415,6 +501,34 @@ int ts_bench_decode(int argc, char **argv)
                    q->st[0], q->st[1], q->st[2], q->st[3], q->st[4], q->st[5],
                    (unsigned long long)q->boots, (unsigned long long)q->convs, q->bits);
         }
+    bool any_pred = false;
+    for (int c = 0; c < nc; c++)
+        for (int i = 0; i < cs[c].n; i++)
+            any_pred |= cs[c].p[i].pred;
+    if (any_pred) {
+        printf("\npredicted (the scheduler's engine plan, %s) vs measured embedding + step, "
+               "ms:\n",
+               costs_path);
+        printf("%-13s %-6s %3s %9s %9s %6s %5s %5s %6s", "model", "policy", "pos", "predicted",
+               "measured", "ratio", "boots", "convs", "values");
+        for (int j = 1; j <= TS_LLM_STAGE_COUNT; j++)
+            printf(" %17s", stage_names[j]);
+        printf("\n");
+        for (int c = 0; c < nc; c++)
+            for (int i = 0; i < cs[c].n; i++) {
+                const pos_t *q = &cs[c].p[i];
+                if (!q->pred)
+                    continue;
+                printf("%-13s %-6s %3d %9.0f %9.0f %6.2f %2u/%-2llu %2u/%-2llu %3u/%-3llu",
+                       cs[c].model, ts_sched_policy_name(cs[c].policy), q->pos, q->pred_ms,
+                       step_ms(q), step_ms(q) > 0 ? q->pred_ms / step_ms(q) : 0.0, q->pred_boots,
+                       (unsigned long long)q->boots, q->pred_convs, (unsigned long long)q->convs,
+                       q->pred_lookups, (unsigned long long)q->lookups);
+                for (int j = 0; j < TS_LLM_STAGE_COUNT; j++)
+                    printf(" %8.0f/%-8.0f", q->pred_st[j], q->mst[j]);
+                printf("\n");
+            }
+    }
     if (json) {
         FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
         if (!f) {

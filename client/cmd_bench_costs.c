@@ -4,16 +4,18 @@
  * format of configs/costs/cpu-default.yaml (ts_sched_costs_save).
  *
  * Measured: CKKS add, plaintext product, ct-ct product with relinearization,
- * rotation and rescale at every level of the preset (median of the
+ * rotation, rescale and encoding at every level of the preset (median of the
  * repetitions; rescale at level 0 does not exist and is extrapolated from
  * level 1); bootstrapping latency and output level (core/circuits, when the
  * preset admits bootstrapping); TFHE PBS and HomComp (core/tfhe, preset
- * tfhe_std128 by default, the ROSETTA shape). Not measured yet and kept
- * from the built-in estimate (resampled to the preset's levels): the
- * conversion entries (extract_ns, recover_ns, extract_depth), the small-ring
- * products and Traces (small_pmul_ns, trace_ns), and bootstrapping when the
- * preset cannot bootstrap. The table has a single `estimated` flag: it is
- * false only when every entry was measured; the note and a trailing comment
+ * tfhe_std128 by default, the ROSETTA shape); when the preset bootstraps,
+ * the conversions as the encrypted engine runs them (measure_convert: one
+ * conversion, and per value a 2- or 4-segment LUT or a PBS). Not measured
+ * and kept from the built-in estimate (resampled to the preset's levels):
+ * extract_ns and recover_ns (unused once roundtrip_ns is measured), the
+ * small-ring products and Traces (small_pmul_ns, trace_ns), and
+ * bootstrapping and conversions when the preset cannot bootstrap. The table has a single
+ * `estimated` flag: it is false only when every entry was measured; the note and a trailing comment
  * block list which entries are measured and which are estimated.
  */
 #include <stdio.h>
@@ -22,6 +24,8 @@
 
 #include "client/client.h"
 #include "core/circuits/circuits.h"
+#include "core/convert/convert.h"
+#include "core/llm/llm.h"
 #include "core/sched/sched.h"
 #include "core/tfhe/tfhe.h"
 #include "server/ckks_wire.h"
@@ -29,7 +33,7 @@
 
 typedef struct bench_opts {
     const char *params, *params_dir, *out, *backend, *tfhe;
-    bool quick, json, insecure;
+    bool quick, json, insecure, no_convert;
     int reps;
 } bench_opts_t;
 
@@ -78,7 +82,7 @@ static ts_status_t measure_ckks(const bench_opts_t *o, ts_ckks_params_t *p,
         st = ts_ckks_encrypt_sk_real(enc, sk, x, slots, 0, top, scale, rng, NULL, t);
     if (st == TS_OK)
         st = ts_ckks_encrypt_sk_real(enc, sk, x, slots, 0, top, scale, rng, NULL, u);
-    int64_t v[5][64];
+    int64_t v[6][64];
     for (int l = top; st == TS_OK && l >= 0; l--) {
         st = ts_ckks_drop_to_level(ev, t, l, a);
         if (st == TS_OK)
@@ -101,6 +105,10 @@ static ts_status_t measure_ckks(const bench_opts_t *o, ts_ckks_params_t *p,
             if (st == TS_OK)
                 st = ts_ckks_rotate(ev, a, 1, out);
             uint64_t t5 = ts_now_ns();
+            if (st == TS_OK)
+                st = ts_ckks_encode_real(enc, x, slots, 0, l, scale, pt);
+            uint64_t t6 = ts_now_ns();
+            v[5][r] = (int64_t)(t6 - t5);
             v[0][r] = (int64_t)(t1 - t0);
             v[1][r] = (int64_t)(t2 - t1);
             v[2][r] = (int64_t)(t3 - t2);
@@ -114,6 +122,7 @@ static ts_status_t measure_ckks(const bench_opts_t *o, ts_ckks_params_t *p,
         c->rescale_ns[l] = median(v[2], o->reps);
         c->cmul_ns[l] = median(v[3], o->reps);
         c->rot_ns[l] = median(v[4], o->reps);
+        c->encode_ns[l] = median(v[5], o->reps);
     }
     /* No rescale below level 0: half of level 1's (one limb instead of two). */
     if (st == TS_OK)
@@ -121,7 +130,7 @@ static ts_status_t measure_ckks(const bench_opts_t *o, ts_ckks_params_t *p,
     for (int l = 0; l <= top; l++) /* the validator wants positive latencies */
         if (c->add_ns[l] <= 0)
             c->add_ns[l] = 1;
-    c->n_add = c->n_pmul = c->n_cmul = c->n_rot = c->n_rescale = (size_t)top + 1;
+    c->n_add = c->n_pmul = c->n_cmul = c->n_rot = c->n_rescale = c->n_encode = (size_t)top + 1;
     ts_ckks_plaintext_free(pt);
     ts_ckks_ciphertext_free(out);
     ts_ckks_ciphertext_free(u);
@@ -259,6 +268,149 @@ static ts_status_t measure_tfhe(const bench_opts_t *o, ts_sched_costs_t *c, char
     return st;
 }
 
+/*
+ * Conversions as the encrypted engine runs them (core/llm: the SlotToCoeff-
+ * first bootstrapper of ts_llm_tfhe_boot_config, the small ring of
+ * ts_llm_tfhe_literal, ts_nonlinear_slots): one evaluation of k values
+ * at the engine's input level, for k = 1 and k = kmax, in three ways: a
+ * segmented LUT of 2 and of 4 segments (the engine's 1/x and 1/sqrt(x)
+ * look-ups: 32 entries, log bounds) and one PBS per value (the tfhe
+ * policy). Per value: the slope (t(kmax) - t(1)) / (kmax - 1); one
+ * conversion without its values (StC, RingSwitch, split, merge, ModRecover):
+ * the median of the three intercepts t(1) - slope. Writes roundtrip_ns,
+ * lut_seg / lut_value_ns, pbs_value_ns and extract_depth (the StC budget).
+ */
+static ts_status_t measure_convert(const bench_opts_t *o, ts_ckks_params_t *p,
+                                   ts_ckks_secret_key_t *sk, ts_ckks_evalkeys_t *ek,
+                                   ts_ckks_evaluator_t *ev, ts_ckks_encoder_t *enc, ts_prng_t *rng,
+                                   int encap_h, ts_sched_costs_t *c, char *why, size_t why_size)
+{
+    ts_boot_config_t bc;
+    ts_tfhe_params_lit_t lit;
+    ts_boot_t *stc = NULL;
+    ts_convert_t *cv = NULL;
+    ts_nonlinear_approx_t *ap[3] = {NULL, NULL, NULL};
+    ts_nonlinear_slots_t *ns = NULL;
+    ts_ckks_ciphertext_t *in = NULL, *out = NULL;
+    size_t slots = ts_ckks_params_slots(p);
+    double *x = malloc(slots * sizeof *x);
+    ts_status_t st = x ? TS_OK : TS_ENOMEM;
+    if (st == TS_OK)
+        st = ts_llm_tfhe_boot_config(p, encap_h, &bc);
+    if (st == TS_OK)
+        st = ts_llm_tfhe_literal(p, &lit);
+    if (st == TS_OK)
+        st = ts_boot_keygen(p, &bc, ek, sk, rng);
+    if (st == TS_OK)
+        st = ts_boot_new(p, &bc, &stc);
+    if (st == TS_OK)
+        st = ts_convert_keygen(p, sk, &lit, rng, &cv);
+    if (st != TS_OK) {
+        snprintf(why, why_size, "conversion keys at %s: %s", o->params, ts_strerror(st));
+        goto out;
+    }
+    /* values on the small ring: a prefix of the slots */
+    size_t sub = 0;
+    while (sub < slots && ts_convert_slot_coeff(ts_ckks_params_log_n(p), bc.log_slots,
+                                                ts_convert_n_br(cv), sub, false) >= 0)
+        sub++;
+    size_t kmax = o->quick ? 8 : 16;
+    if (kmax > sub)
+        kmax = sub;
+    if (kmax < 2) {
+        snprintf(why, why_size, "conversions at %s: %zu slots on the small ring", o->params, sub);
+        st = TS_ENOTSUP;
+        goto out;
+    }
+    size_t at[16];
+    for (size_t i = 0; i < kmax; i++)
+        at[i] = i;
+    int in_level = bc.stc_levels + 1;
+    for (size_t i = 0; i < slots; i++)
+        x[i] = 1.0;
+    st = ts_ckks_ciphertext_new(p, in_level, &in);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_new(p, in_level, &out);
+    if (st == TS_OK)
+        st = ts_ckks_encrypt_sk_real(enc, sk, x, slots, 0, in_level, ts_ckks_params_scale(p), rng,
+                                     NULL, in);
+    /* the engine's 1/x look-up on [0.125, 4] with 2 and 4 segments; PBS on the same range */
+    const int segs[2] = {2, 4};
+    for (int m = 0; m < 3 && st == TS_OK; m++) {
+        ts_nonlinear_spec_t sp;
+        memset(&sp, 0, sizeof sp);
+        sp.lo = 0.125;
+        sp.hi = 4.0;
+        if (m < 2) {
+            sp.method = TS_NL_LUT;
+            sp.n_seg = segs[m];
+            sp.n_br = 32;
+            sp.bounds = TS_NL_BOUNDS_LOG;
+            sp.index_bits = 5;
+        } else {
+            sp.method = TS_NL_ITER;
+            sp.steps = 1;
+        }
+        st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &sp, &ap[m]);
+    }
+    double icpt[3], slope[3];
+    for (int m = 0; m < 3 && st == TS_OK; m++) {
+        ts_nonlinear_slots_cfg_t sc;
+        ts_nonlinear_slots_mode_t mode = m < 2 ? TS_NL_SLOTS_HYBRID : TS_NL_SLOTS_TFHE;
+        ts_nonlinear_slots_cfg_default(mode, &sc);
+        sc.out_scale = ts_ckks_params_scale(p);
+        st = ts_nonlinear_slots_new(cv, stc, ap[m], &sc, &ns);
+        int64_t v[2][64];
+        for (int r = 0; st == TS_OK && r < o->reps; r++) {
+            for (int k = 0; k < 2 && st == TS_OK; k++) {
+                uint64_t t0 = ts_now_ns();
+                st = ts_nonlinear_slots_eval(ns, ev, in, at, k ? kmax : 1, -1, out);
+                v[k][r] = (int64_t)(ts_now_ns() - t0);
+            }
+        }
+        if (st == TS_OK) {
+            double t1 = (double)median(v[0], o->reps), tk = (double)median(v[1], o->reps);
+            slope[m] = (tk - t1) / (double)(kmax - 1);
+            if (slope[m] < 1)
+                slope[m] = 1;
+            icpt[m] = t1 - slope[m];
+            fprintf(stderr,
+                    "tessera bench costs: conversion (%s): 1 value %.1f ms, %zu values %.1f ms\n",
+                    m == 0   ? "LUT, 2 segments"
+                    : m == 1 ? "LUT, 4 segments"
+                             : "PBS",
+                    t1 / 1e6, kmax, tk / 1e6);
+        }
+        ts_nonlinear_slots_free(ns);
+        ns = NULL;
+    }
+    if (st != TS_OK) {
+        snprintf(why, why_size, "conversions at %s: %s", o->params, ts_strerror(st));
+        goto out;
+    }
+    /* the median of the three intercepts */
+    double a = icpt[0], b = icpt[1], d = icpt[2];
+    double med = a > b ? (b > d ? b : (a > d ? d : a)) : (a > d ? a : (b > d ? d : b));
+    c->roundtrip_ns = med > 1 ? (int64_t)med : 1;
+    c->n_lut_seg = c->n_lut_value = 2;
+    for (int m = 0; m < 2; m++) {
+        c->lut_seg[m] = segs[m];
+        c->lut_value_ns[m] = (int64_t)slope[m];
+    }
+    c->pbs_value_ns = (int64_t)slope[2];
+    c->extract_depth = bc.stc_levels;
+out:
+    for (int m = 0; m < 3; m++)
+        ts_nonlinear_approx_free(ap[m]);
+    ts_nonlinear_slots_free(ns);
+    ts_ckks_ciphertext_free(in);
+    ts_ckks_ciphertext_free(out);
+    ts_convert_free(cv);
+    ts_boot_free(stc);
+    free(x);
+    return st;
+}
+
 /* A per-level list of the default estimate resampled to max_level + 1 entries
  * (the default's level l, clamped to its last entry). */
 static void resample(const int64_t *src, size_t n_src, int64_t *dst, size_t *n_dst, int max_level)
@@ -273,12 +425,15 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tessera bench costs --params PRESET --out FILE [--backend cpu|gpu|auto]\n"
             "                           [--quick] [--json] [--tfhe PRESET] [--reps N]\n"
+            "                           [--no-convert]\n"
             "                           [--params-dir D] [--insecure-params]\n\n"
             "Measure the scheduler's cost table (latency of every CKKS operation per level,\n"
             "bootstrapping, PBS, HomComp) on this machine and write it to FILE in the format of\n"
             "configs/costs/cpu-default.yaml; use it with `tessera plan --costs FILE`.\n"
-            "Entries not measured (conversions, small-ring products and Traces, and\n"
-            "bootstrapping for presets that cannot bootstrap) keep the built-in estimate;\n"
+            "Conversions are measured as the encrypted engine runs them (one conversion,\n"
+            "and per value a 2- or 4-segment LUT or a PBS) when the preset bootstraps.\n"
+            "Entries not measured (small-ring products and Traces, and bootstrapping and\n"
+            "conversions for presets that cannot bootstrap) keep the built-in estimate;\n"
             "the note and a comment at the end of FILE say which.\n\n"
             "      --params PRESET     CKKS preset (configs/params/PRESET.yaml)\n"
             "      --tfhe PRESET       TFHE preset for PBS/HomComp (default tfhe_std128;\n"
@@ -286,6 +441,7 @@ static void usage(FILE *f)
             "      --backend B         compute backend: cpu, gpu or auto (default auto;\n"
             "                          env TESSERA_BACKEND)\n"
             "      --quick             one repetition per entry (default 5)\n"
+            "      --no-convert        skip the conversions (keep their estimate)\n"
             "      --json              print a JSON summary on stdout\n\n%s",
             ts_cli_exit_help);
 }
@@ -316,6 +472,8 @@ int ts_bench_costs(int argc, char **argv)
             o.json = true;
         else if (!strcmp(a, "--insecure-params"))
             o.insecure = true;
+        else if (!strcmp(a, "--no-convert"))
+            o.no_convert = true;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return TS_EXIT_OK;
@@ -421,16 +579,33 @@ int ts_bench_costs(int argc, char **argv)
         goto out;
     }
     tfhe_measured = true;
+    /* conversions need the bootstrapping chain (SlotToCoeff first, ModRecover) */
+    bool conv_measured = false;
+    if (boot_measured && !o.no_convert) {
+        st = measure_convert(&o, p, sk, ek, ev, enc, rng, cfg.encap_h, &c, why, sizeof why);
+        if (st != TS_OK) {
+            fprintf(stderr, "tessera bench costs: %s\n", why);
+            goto out;
+        }
+        conv_measured = true;
+    }
 
-    const char *est_list = boot_measured
-                               ? "convert.*, tfhe.small_pmul_ns, tfhe.trace_ns"
-                               : "bootstrap.*, convert.*, tfhe.small_pmul_ns, tfhe.trace_ns";
-    c.estimated = true; /* conversions and small-ring entries are never measured yet */
+    const char *est_list =
+        conv_measured   ? "convert.extract_ns and recover_ns (unused: roundtrip_ns is measured), "
+                          "tfhe.small_pmul_ns, tfhe.trace_ns"
+        : boot_measured ? "convert.*, tfhe.small_pmul_ns, tfhe.trace_ns"
+                        : "bootstrap.*, convert.*, tfhe.small_pmul_ns, tfhe.trace_ns";
+    const char *conv_list = conv_measured ? ", convert.roundtrip_ns and extract_depth, "
+                                            "tfhe.lut_value_ns (2, 4 segments) and pbs_value_ns "
+                                            "(the engine's conversions)"
+                                          : "";
+    c.estimated = true; /* the small-ring entries are never measured */
     snprintf(c.note, sizeof c.note,
-             "tessera bench costs%s: measured ckks.* (rescale_ns[0] extrapolated)%s, tfhe.pbs_ns "
-             "and tfhe.homcomp_ns (%s); estimated (built-in default, resampled to %d levels): %s",
-             o.quick ? " --quick" : "", boot_measured ? ", bootstrap.*" : "", o.tfhe, top + 1,
-             est_list);
+             "tessera bench costs%s: measured ckks.* (rescale_ns[0] extrapolated)%s%s, "
+             "tfhe.pbs_ns and tfhe.homcomp_ns (%s); estimated (built-in default, resampled to %d "
+             "levels): %s",
+             o.quick ? " --quick" : "", boot_measured ? ", bootstrap.*" : "", conv_list, o.tfhe,
+             top + 1, est_list);
     char msg[256];
     st = ts_sched_costs_validate(&c, msg, sizeof msg);
     if (st != TS_OK) {
@@ -446,17 +621,23 @@ int ts_bench_costs(int argc, char **argv)
     if (f) {
         fprintf(f,
                 "# provenance (tessera bench costs, backend %s, params %s, tfhe %s):\n"
-                "#   measured:  ckks.add_ns pmul_ns cmul_ns rot_ns rescale_ns (levels 1..%d;"
-                " level 0 of rescale_ns extrapolated)%s%s\n"
+                "#   measured:  ckks.add_ns pmul_ns cmul_ns rot_ns rescale_ns encode_ns (levels "
+                "1..%d; level 0 of rescale_ns extrapolated)%s%s%s\n"
                 "#   estimated: %s\n",
                 be_name, o.params, o.tfhe, top, boot_measured ? ", bootstrap.*" : "",
-                tfhe_measured ? ", tfhe.pbs_ns homcomp_ns" : "", est_list);
+                tfhe_measured ? ", tfhe.pbs_ns homcomp_ns" : "", conv_list, est_list);
         fclose(f);
     }
     fprintf(stderr, "tessera bench costs: %s: top level %d: add %.3f ms, cmul %.3f ms, rot %.3f ms",
             o.params, top, c.add_ns[top] / 1e6, c.cmul_ns[top] / 1e6, c.rot_ns[top] / 1e6);
-    fprintf(stderr, "; boot %.1f ms%s; PBS %.2f ms, HomComp %.2f ms -> %s\n", c.boot_ns / 1e6,
-            boot_measured ? "" : " (estimate)", c.pbs_ns / 1e6, c.homcomp_ns / 1e6, o.out);
+    fprintf(stderr, "; boot %.1f ms%s; PBS %.2f ms, HomComp %.2f ms", c.boot_ns / 1e6,
+            boot_measured ? "" : " (estimate)", c.pbs_ns / 1e6, c.homcomp_ns / 1e6);
+    if (conv_measured)
+        fprintf(stderr,
+                "; conversion %.1f ms + per value LUT-2 %.2f ms, LUT-4 %.2f ms, PBS %.2f ms",
+                c.roundtrip_ns / 1e6, c.lut_value_ns[0] / 1e6, c.lut_value_ns[1] / 1e6,
+                c.pbs_value_ns / 1e6);
+    fprintf(stderr, " -> %s\n", o.out);
     if (o.json) {
         printf("{\"benchmark\":\"costs\",\"params\":");
         ts_cli_json_str(stdout, o.params);
@@ -465,14 +646,20 @@ int ts_bench_costs(int argc, char **argv)
         printf(",\"out\":");
         ts_cli_json_str(stdout, o.out);
         printf(",\"max_level\":%d,\"boot_measured\":%s,\"boot_ns\":%lld,\"boot_output_level\":%lld,"
-               "\"pbs_ns\":%lld,\"homcomp_ns\":%lld,\"levels\":[",
+               "\"pbs_ns\":%lld,\"homcomp_ns\":%lld,\"convert_measured\":%s,"
+               "\"roundtrip_ns\":%lld,\"lut2_value_ns\":%lld,\"lut4_value_ns\":%lld,"
+               "\"pbs_value_ns\":%lld,\"levels\":[",
                top, boot_measured ? "true" : "false", (long long)c.boot_ns,
-               (long long)c.boot_output_level, (long long)c.pbs_ns, (long long)c.homcomp_ns);
+               (long long)c.boot_output_level, (long long)c.pbs_ns, (long long)c.homcomp_ns,
+               conv_measured ? "true" : "false", (long long)c.roundtrip_ns,
+               (long long)(c.n_lut_value > 0 ? c.lut_value_ns[0] : 0),
+               (long long)(c.n_lut_value > 1 ? c.lut_value_ns[1] : 0), (long long)c.pbs_value_ns);
         for (int l = 0; l <= top; l++)
             printf("%s{\"level\":%d,\"add_ns\":%lld,\"pmul_ns\":%lld,\"cmul_ns\":%lld,"
-                   "\"rot_ns\":%lld,\"rescale_ns\":%lld}",
+                   "\"rot_ns\":%lld,\"rescale_ns\":%lld,\"encode_ns\":%lld}",
                    l ? "," : "", l, (long long)c.add_ns[l], (long long)c.pmul_ns[l],
-                   (long long)c.cmul_ns[l], (long long)c.rot_ns[l], (long long)c.rescale_ns[l]);
+                   (long long)c.cmul_ns[l], (long long)c.rot_ns[l], (long long)c.rescale_ns[l],
+                   (long long)c.encode_ns[l]);
         printf("]}\n");
     }
 out:

@@ -11,8 +11,17 @@
  * Without --costs the built-in estimate (configs/costs/cpu-default.yaml) is
  * used and the output says so. --policy all prints the three plans' totals
  * side by side (with --json: one object holding the three plans).
+ *
+ * With --model FILE --params PRESET (or --costs FILE of a table measured at
+ * a preset of configs/params) the plan is the encrypted engine's own
+ * (core/llm ts_llm_enc_plan): its decode step at that preset under the
+ * policy's configuration, operation by operation, with the bootstraps,
+ * conversions and look-ups it will execute, the predicted latency per stage
+ * and, for each primitive kind, the predicted total with that kind in the
+ * other scheme (why it is where it is).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +37,13 @@ static void usage(FILE *f)
           "--vocab V)\n"
           "                    [--arch llama|gpt2] [--pos N] [--slots S] [--embed-public]\n"
           "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
+          "       tessera plan --model FILE --params PRESET [--insecure-params] [--pos N]\n"
+          "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
           "Prints the scheme-aware plan of one decode step: every operator with its scheme,\n"
           "levels, bootstraps and rotation keys, the predicted latency, and the reason for\n"
-          "each TFHE/CKKS choice. Without --costs the estimated cpu-default table is used.\n",
+          "each TFHE/CKKS choice. Without --costs the estimated cpu-default table is used.\n"
+          "With --params: the encrypted engine's own plan at that CKKS preset (its exact\n"
+          "operations, bootstraps, conversions and look-ups, latency per stage).\n",
           f);
 }
 
@@ -110,11 +123,175 @@ static int print_plan(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
     return 0;
 }
 
+static const char *const kind_names[TS_LLM_KIND_COUNT] = {
+    "exp", "1/x (softmax round 1)", "1/x (later rounds)", "1/sqrt(x)", "SiLU", "GELU"};
+
+/* Kinds the model has (SiLU for Llama, GELU for GPT-2). */
+static bool kind_used(const ts_sched_graph_t *g, int k)
+{
+    if (k == TS_LLM_KIND_SILU)
+        return ts_sched_graph_count_kind(g, TS_OP_SILU) > 0;
+    if (k == TS_LLM_KIND_GELU)
+        return ts_sched_graph_count_kind(g, TS_OP_GELU) > 0;
+    return true;
+}
+
+/* The engine's plan of one policy; prints it (text or JSON object). */
+static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
+                           const ts_sched_costs_t *costs, ts_sched_policy_t pol, int pos,
+                           unsigned flags, bool json, bool brief, double *total)
+{
+    ts_llm_enc_t *e0 = NULL, *e = NULL;
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *p = NULL;
+    double *alt = NULL, kt[TS_LLM_KIND_COUNT];
+    char msg[256] = "", *text = NULL;
+    int rc = 1;
+    ts_llm_enc_config_t cfg;
+    ts_status_t st = ts_llm_enc_new(m, params, NULL, NULL, &e0);
+    if (st == TS_OK) {
+        ts_llm_enc_config_policy(&cfg, pol, ts_llm_enc_max_positions(e0));
+        st = ts_llm_enc_new(m, params, &cfg, NULL, &e);
+    }
+    if (st == TS_OK && pos >= ts_llm_enc_max_positions(e))
+        st = TS_ERANGE;
+    if (st == TS_OK)
+        st = ts_llm_enc_plan(e, pos, flags, costs, pol, &g, &p, msg, sizeof msg);
+    if (st != TS_OK) {
+        fprintf(stderr, "tessera plan: policy %s: %s%s%s\n", ts_sched_policy_name(pol),
+                ts_strerror(st), *msg ? ": " : "", msg);
+        goto out;
+    }
+    *total = p->total_ns;
+    double stg[TS_LLM_STAGE_COUNT];
+    ts_llm_enc_plan_stages(p, g, stg);
+    alt = ts_malloc(ts_sched_graph_count(g) * sizeof *alt);
+    if (!alt || ts_llm_enc_plan_alternatives(e, pos, flags, costs, pol, g, alt, kt) != TS_OK)
+        goto out;
+    unsigned mask = ts_llm_enc_config_tfhe_kinds(&cfg);
+    if (json) {
+        char *pj = NULL;
+        if (ts_sched_plan_to_json(p, g, &pj, NULL) != TS_OK)
+            goto out;
+        printf("{\"policy\":\"%s\",\"position\":%d,\"predicted_ns\":%.0f,\"n_bootstrap\":%u,"
+               "\"n_convert\":%u,\"n_lookup\":%u,\"stages_ns\":{",
+               ts_sched_policy_name(pol), pos, p->total_ns, p->n_boot, p->n_convert, p->n_lookup);
+        for (int i = 0; i < TS_LLM_STAGE_COUNT; i++)
+            printf("%s\"%s\":%.0f", i ? "," : "", ts_llm_stage_name((ts_llm_stage_t)i), stg[i]);
+        printf("},\"kinds\":[");
+        for (int k = 0, n = 0; k < TS_LLM_KIND_COUNT; k++)
+            if (kind_used(g, k))
+                printf("%s{\"kind\":\"%s\",\"scheme\":\"%s\",\"other_scheme_total_ns\":%.0f}",
+                       n++ ? "," : "", kind_names[k], (mask >> k) & 1 ? "tfhe" : "ckks",
+                       isfinite(kt[k]) ? kt[k] : -1.0);
+        printf("],\"plan\":%s}", pj);
+        ts_free(pj);
+        rc = 0;
+        goto out;
+    }
+    printf("%-7s %10.2f s  %5u bootstraps %4u conversions %5u values  (", ts_sched_policy_name(pol),
+           p->total_ns / 1e9, p->n_boot, p->n_convert, p->n_lookup);
+    for (int i = 0; i < TS_LLM_STAGE_COUNT; i++)
+        printf("%s%s %.2f", i ? ", " : "", ts_llm_stage_name((ts_llm_stage_t)i), stg[i] / 1e9);
+    printf(")\n");
+    if (brief) {
+        rc = 0;
+        goto out;
+    }
+    printf("primitive kinds (the engine places a kind in every layer at once; total = the whole "
+           "step re-planned with that kind in the other scheme):\n");
+    for (int k = 0; k < TS_LLM_KIND_COUNT; k++) {
+        if (!kind_used(g, k))
+            continue;
+        bool tf = (mask >> k) & 1;
+        printf("  %-22s %s", kind_names[k], tf ? "TFHE" : "CKKS");
+        if (!isfinite(kt[k])) {
+            printf("  (in %s the step cannot run)\n", tf ? "CKKS" : "TFHE");
+            continue;
+        }
+        double d = kt[k] - p->total_ns;
+        printf("  in %s: %.2f s (%s%.2f s)%s\n", tf ? "CKKS" : "TFHE", kt[k] / 1e9,
+               d >= 0 ? "+" : "-", fabs(d) / 1e9,
+               d >= 0 ? (tf ? "  TFHE is cheaper" : "  CKKS is cheaper")
+                      : "  the policy's choice is the slower one here");
+    }
+    if (ts_sched_plan_explain_alt(p, g, costs, alt,
+                                  "delta = the step with this primitive's kind in the other "
+                                  "scheme in every layer",
+                                  &text, NULL) == TS_OK)
+        fputs(text, stdout);
+    rc = 0;
+out:
+    ts_free(text);
+    ts_free(alt);
+    ts_sched_plan_free(p);
+    ts_sched_graph_free(g);
+    ts_llm_enc_free(e);
+    ts_llm_enc_free(e0);
+    return rc;
+}
+
+static int engine_plan(const char *model, const char *preset, bool insecure,
+                       const ts_sched_costs_t *costs, bool costs_given, bool all,
+                       ts_sched_policy_t policy, int pos, unsigned flags, bool json)
+{
+    char path[600];
+    snprintf(path, sizeof path, "configs/params/%s.yaml", preset);
+    ts_ckks_params_t *params = NULL;
+    ts_cfg_error_t perr;
+    ts_status_t st = ts_ckks_params_load_file(path, insecure, &params, &perr);
+    if (st != TS_OK) {
+        fprintf(stderr, "tessera plan: %s: %s%s\n", path, ts_strerror(st),
+                insecure ? "" : " (test presets need --insecure-params)");
+        return 1;
+    }
+    ts_llm_model_t *m = NULL;
+    char err[256] = "";
+    st = ts_llm_model_load(model, &m, err, sizeof err);
+    if (st != TS_OK) {
+        fprintf(stderr, "tessera plan: %s: %s %s\n", model, ts_strerror(st), err);
+        ts_ckks_params_free(params);
+        return 1;
+    }
+    if (!json) {
+        printf("engine plan: %s at %s, position %d, %s input; cost table %s%s\n", model, preset,
+               pos, flags & TS_LLM_PLAN_ONEHOT ? "one-hot (embedded on the server)" : "embedding",
+               costs->name,
+               costs->estimated ? " (estimated; `tessera bench costs` measures it)" : "");
+        if (!costs_given || strcmp(costs->params, preset) != 0)
+            printf("note: the cost table was measured at '%s', not at %s; pass "
+                   "--costs FILE from `tessera bench costs --params %s`\n",
+                   costs->params, preset, preset);
+    }
+    int rc = 0;
+    double tot[3] = {0, 0, 0};
+    if (json && all)
+        fputs("{", stdout);
+    for (int k = 0; k < 3 && !rc; k++) {
+        if (!all && k != (int)policy)
+            continue;
+        if (json && all)
+            printf("%s\"%s\":", k ? "," : "", ts_sched_policy_name((ts_sched_policy_t)k));
+        rc =
+            engine_plan_one(m, params, costs, (ts_sched_policy_t)k, pos, flags, json, all, &tot[k]);
+    }
+    if (json)
+        fputs(all ? "}\n" : "\n", stdout);
+    else if (all && !rc)
+        printf("hybrid speedup (predicted): %.2fx over ckks, %.2fx over tfhe\n",
+               tot[TS_SCHED_CKKS] / tot[TS_SCHED_HYBRID],
+               tot[TS_SCHED_TFHE] / tot[TS_SCHED_HYBRID]);
+    ts_llm_model_free(m);
+    ts_ckks_params_free(params);
+    return rc;
+}
+
 int ts_cmd_plan(int argc, char **argv)
 {
     ts_sched_model_dims_t d = {.act = TS_ACT_SWIGLU, .norm = TS_NORM_RMS};
-    const char *model = NULL, *costs_path = NULL, *policy_s = "hybrid", *arch = NULL;
-    bool json = false, have_dims = false;
+    const char *model = NULL, *costs_path = NULL, *policy_s = "hybrid", *arch = NULL,
+               *preset = NULL;
+    bool json = false, have_dims = false, insecure = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -128,6 +305,9 @@ int ts_cmd_plan(int argc, char **argv)
         } else if (!strcmp(a, "--embed-public")) {
             d.embed_public = true;
             continue;
+        } else if (!strcmp(a, "--insecure-params")) {
+            insecure = true;
+            continue;
         }
         if (!v) {
             fprintf(stderr, "tessera plan: '%s' needs a value\n", a);
@@ -139,6 +319,8 @@ int ts_cmd_plan(int argc, char **argv)
             model = v;
         else if (!strcmp(a, "--costs"))
             costs_path = v;
+        else if (!strcmp(a, "--params"))
+            preset = v;
         else if (!strcmp(a, "--policy"))
             policy_s = v;
         else if (!strcmp(a, "--arch"))
@@ -220,6 +402,28 @@ int ts_cmd_plan(int argc, char **argv)
         }
     } else {
         ts_sched_costs_default(&costs);
+    }
+    /* a measured table names its preset: with --model, plan the engine at it */
+    char costs_preset[80] = "";
+    if (!preset && model && costs_path && costs.params[0] &&
+        snprintf(costs_preset, sizeof costs_preset, "%s", costs.params) <
+            (int)sizeof costs_preset) {
+        char path[200];
+        snprintf(path, sizeof path, "configs/params/%s.yaml", costs_preset);
+        FILE *pf = fopen(path, "r");
+        if (pf) {
+            fclose(pf);
+            preset = costs_preset;
+        }
+    }
+    if (preset) {
+        if (!model) {
+            fprintf(stderr, "tessera plan: --params needs --model (the engine's plan)\n");
+            return 2;
+        }
+        /* the daemon's default input: the one-hot token, embedded on the server */
+        return engine_plan(model, preset, insecure, &costs, costs_path != NULL, all, policy,
+                           (int)d.seq_pos, d.embed_public ? 0 : TS_LLM_PLAN_ONEHOT, json);
     }
     if (!d.slots && costs.slots > 0)
         d.slots = (uint32_t)costs.slots;

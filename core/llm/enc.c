@@ -635,13 +635,19 @@ bool ts_llm_enc_uses_tfhe(const ts_llm_enc_t *e)
 
 ts_status_t ts_llm_enc_tfhe_literal(const ts_llm_enc_t *e, ts_tfhe_params_lit_t *lit)
 {
-    (void)e; /* the same for every engine (NULL accepted) */
-    if (!lit)
+    if (!e)
+        return TS_EINVAL;
+    return ts_llm_tfhe_literal(e->params, lit);
+}
+
+ts_status_t ts_llm_tfhe_literal(const ts_ckks_params_t *params, ts_tfhe_params_lit_t *lit)
+{
+    if (!params || !lit)
         return TS_EINVAL;
     /* 128-bit CKKS parameters get the 128-bit conversion set (N_br = 2^12,
      * n = 1024; core/convert's security gate); insecure test presets keep
      * the fast test set (N_br = 2^10, n = 256, BR gadget 2^12 x 3) */
-    if (!ts_ckks_params_insecure(e->params))
+    if (!ts_ckks_params_insecure(params))
         return ts_tfhe_params_preset("tfhe_conv128", lit);
     ts_status_t st = ts_tfhe_params_preset("tfhe_test_small", lit);
     if (st == TS_OK) {
@@ -651,20 +657,26 @@ ts_status_t ts_llm_enc_tfhe_literal(const ts_llm_enc_t *e, ts_tfhe_params_lit_t 
     return st;
 }
 
-ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg)
+ts_status_t ts_llm_tfhe_boot_config(ts_ckks_params_t *params, int encap_h, ts_boot_config_t *cfg)
 {
-    if (!e || !cfg)
+    if (!params || !cfg)
         return TS_EINVAL;
-    ts_status_t st = ts_boot_config_default(e->params, cfg);
-    /* the same sparse-secret encapsulation as the main bootstrapper */
-    int h = e->boot ? ts_boot_config(e->boot)->encap_h : 0;
-    if (st == TS_OK && h > 0)
-        st = ts_boot_config_encapsulate(e->params, h, cfg);
+    ts_status_t st = ts_boot_config_default(params, cfg);
+    if (st == TS_OK && encap_h > 0)
+        st = ts_boot_config_encapsulate(params, encap_h, cfg);
     if (st != TS_OK)
         return st;
     cfg->order = TS_BOOT_STC_FIRST;
     cfg->real_only = true;
     return TS_OK;
+}
+
+ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg)
+{
+    if (!e || !cfg)
+        return TS_EINVAL;
+    /* the same sparse-secret encapsulation as the main bootstrapper */
+    return ts_llm_tfhe_boot_config(e->params, e->boot ? ts_boot_config(e->boot)->encap_h : 0, cfg);
 }
 
 /* ------------------------------------------------------------ client side */

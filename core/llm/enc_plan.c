@@ -420,10 +420,16 @@ static int ffn(gb_t *b, int xb)
     return matvec(b, "w2", g, e->ph, 1);
 }
 
-static ts_status_t build_step(gb_t *b)
+static ts_status_t build_step(gb_t *b, unsigned flags)
 {
     const ts__llm_enc_shape_t *e = b->e;
     int xx = TS_SCHED_FRESH;
+    if (flags & TS_LLM_PLAN_ONEHOT) {
+        /* ts_llm_enc_embed: E^T onehot on a copy of the client's one-hot vector */
+        b->where = "embed";
+        b->layer = -1;
+        xx = matvec(b, "onehot", xx, e->pv, 1);
+    }
     char where[24];
     if (e->gpt2) { /* the learned position row */
         b->where = "embed";
@@ -494,7 +500,8 @@ ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out)
     return TS_OK;
 }
 
-ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, ts_sched_graph_t **out)
+ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, unsigned flags,
+                             ts_sched_graph_t **out)
 {
     if (!enc || !out)
         return TS_EINVAL;
@@ -518,7 +525,7 @@ ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, ts_sched_graph_t 
     st = ts_sched_graph_new(&b.g);
     if (st != TS_OK)
         return st;
-    st = build_step(&b);
+    st = build_step(&b, flags);
     if (st != TS_OK) {
         ts_sched_graph_free(b.g);
         return st;
@@ -527,9 +534,10 @@ ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, ts_sched_graph_t 
     return TS_OK;
 }
 
-ts_status_t ts_llm_enc_plan(const ts_llm_enc_t *enc, int pos, const ts_sched_costs_t *costs,
-                            ts_sched_policy_t policy, ts_sched_graph_t **g_out,
-                            ts_sched_plan_t **plan_out, char *msg, size_t msg_size)
+ts_status_t ts_llm_enc_plan(const ts_llm_enc_t *enc, int pos, unsigned flags,
+                            const ts_sched_costs_t *costs, ts_sched_policy_t policy,
+                            ts_sched_graph_t **g_out, ts_sched_plan_t **plan_out, char *msg,
+                            size_t msg_size)
 {
     if (msg && msg_size)
         msg[0] = '\0';
@@ -542,7 +550,7 @@ ts_status_t ts_llm_enc_plan(const ts_llm_enc_t *enc, int pos, const ts_sched_cos
     ts_sched_plan_t *p = NULL;
     ts_status_t st = ts_llm_enc_levels(enc, &lv);
     if (st == TS_OK)
-        st = ts_llm_enc_graph(enc, pos, &g);
+        st = ts_llm_enc_graph(enc, pos, flags, &g);
     if (st == TS_OK)
         st = ts_sched_plan_new_engine(g, costs, policy, lv.input, lv.input, &p, msg, msg_size);
     if (st == TS_OK && !lv.boot && p->n_boot > 0) {
@@ -599,7 +607,7 @@ static int kind_of(const ts_sched_op_t *op)
     }
 }
 
-ts_status_t ts_llm_enc_plan_alternatives(const ts_llm_enc_t *enc, int pos,
+ts_status_t ts_llm_enc_plan_alternatives(const ts_llm_enc_t *enc, int pos, unsigned flags,
                                          const ts_sched_costs_t *costs, ts_sched_policy_t policy,
                                          const ts_sched_graph_t *g, double *alt,
                                          double kind_total[TS_LLM_KIND_COUNT])
@@ -618,7 +626,7 @@ ts_status_t ts_llm_enc_plan_alternatives(const ts_llm_enc_t *enc, int pos,
         ts_sched_plan_t *pv = NULL;
         tot[k] = INFINITY;
         if (ts_llm_enc_new(e.m, e.params, &cfg, e.boot, &v) == TS_OK &&
-            ts_llm_enc_plan(v, pos, costs, policy, &gv, &pv, NULL, 0) == TS_OK)
+            ts_llm_enc_plan(v, pos, flags, costs, policy, &gv, &pv, NULL, 0) == TS_OK)
             tot[k] = pv->total_ns;
         ts_sched_plan_free(pv);
         ts_sched_graph_free(gv);

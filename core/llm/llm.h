@@ -507,6 +507,8 @@ void ts_llm_enc_session_free(ts_llm_enc_session_t *s);
  * sparse-secret encapsulation, the same h', so the same encapsulation keys).
  */
 ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *enc, ts_boot_config_t *cfg);
+/* The same for params and the main bootstrapper's encapsulation weight (0: none). */
+ts_status_t ts_llm_tfhe_boot_config(ts_ckks_params_t *params, int encap_h, ts_boot_config_t *cfg);
 /*
  * The TFHE literal for the conversion keys (ts_convert_keygen). CKKS
  * parameters not marked insecure get "tfhe_conv128" (N_br = 2^12 modulo
@@ -518,6 +520,8 @@ ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *enc, ts_boot_config_
  * secure (the small ring works modulo q_0 of 55-60 bits).
  */
 ts_status_t ts_llm_enc_tfhe_literal(const ts_llm_enc_t *enc, ts_tfhe_params_lit_t *lit);
+/* The same for CKKS parameters (what the engine at params uses). */
+ts_status_t ts_llm_tfhe_literal(const ts_ckks_params_t *params, ts_tfhe_params_lit_t *lit);
 /* True when the configuration evaluates some primitive in TFHE. */
 bool ts_llm_enc_uses_tfhe(const ts_llm_enc_t *enc);
 /*
@@ -585,9 +589,9 @@ void ts_llm_enc_session_stats_reset(ts_llm_enc_session_t *s);
  * `need` calls ask; each operator's group is the ts_llm_stage_t it is timed
  * in. ts_sched_plan_new_engine on this graph predicts exactly the
  * bootstraps, conversions and look-ups of a step (ts_llm_enc_session_stats).
- * Llama only (TS_ENOTSUP for other engines, and when a rescaling prime below
- * the input level is not within 2^-10 of the scale: the engine's mul_cc then
- * spends a level the model does not count).
+ * Llama and GPT-2, the engine's two architectures. A ciphertext product at a
+ * level whose rescaling prime is not within 2^-10 of the scale spends one
+ * level more (enc.c's snap): the graph marks those levels (deep_levels).
  */
 typedef struct ts_llm_enc_levels {
     int input;    /* level of fresh inputs and of bootstrap outputs */
@@ -598,18 +602,23 @@ typedef struct ts_llm_enc_levels {
     bool assumed; /* no bootstrapper given: the default one's levels are assumed */
 } ts_llm_enc_levels_t;
 ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out);
-/* The graph of the step at position pos. [out] *out (ts_sched_graph_free).
- * TS_ERANGE (pos), TS_ENOTSUP, TS_ENOMEM. */
-ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, ts_sched_graph_t **out);
+/* The step's input comes from ts_llm_enc_embed on the client's one-hot vector
+ * (the daemon's default), one level below a fresh embedding's. */
+#define TS_LLM_PLAN_ONEHOT 1u
+/* The graph of the step at position pos (flags: TS_LLM_PLAN_*). [out] *out
+ * (ts_sched_graph_free). TS_ERANGE (pos), TS_ENOTSUP, TS_ENOMEM. */
+ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, unsigned flags,
+                             ts_sched_graph_t **out);
 /*
- * The graph and the engine's plan of the step at pos under `costs` (policy:
+ * The graph and the engine's plan of the step at pos (flags as above) under `costs` (policy:
  * recorded in the plan; the configuration decides the schemes). TS_ELEVEL
  * when the step cannot run (a need above the bootstrap level, or
  * bootstraps without a bootstrapper), with a sentence in msg (may be NULL).
  */
-ts_status_t ts_llm_enc_plan(const ts_llm_enc_t *enc, int pos, const ts_sched_costs_t *costs,
-                            ts_sched_policy_t policy, ts_sched_graph_t **g, ts_sched_plan_t **plan,
-                            char *msg, size_t msg_size);
+ts_status_t ts_llm_enc_plan(const ts_llm_enc_t *enc, int pos, unsigned flags,
+                            const ts_sched_costs_t *costs, ts_sched_policy_t policy,
+                            ts_sched_graph_t **g, ts_sched_plan_t **plan, char *msg,
+                            size_t msg_size);
 /* The plan's predicted latency per engine stage (bootstraps in BOOTSTRAP,
  * TFHE operators in CONVERT), ns. */
 void ts_llm_enc_plan_stages(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
@@ -622,7 +631,7 @@ void ts_llm_enc_plan_stages(const ts_sched_plan_t *p, const ts_sched_graph_t *g,
  * for the others), kind_total (may be NULL) per kind; INFINITY when the
  * variant cannot run. For ts_sched_plan_explain_alt.
  */
-ts_status_t ts_llm_enc_plan_alternatives(const ts_llm_enc_t *enc, int pos,
+ts_status_t ts_llm_enc_plan_alternatives(const ts_llm_enc_t *enc, int pos, unsigned flags,
                                          const ts_sched_costs_t *costs, ts_sched_policy_t policy,
                                          const ts_sched_graph_t *g, double *alt,
                                          double kind_total[TS_LLM_KIND_COUNT]);

@@ -96,13 +96,16 @@ static ts_status_t replay(const ts_sched_graph_t *g, const ts_sched_costs_t *c,
             st->impl = 0;
             if (lin - op->impl[0].depth < 0)
                 FAIL("op %zu (%s): depth %d at level %d", k, op->name, op->impl[0].depth, lin);
+            /* priced at the table's levels (clamped to its max_level), leveled exactly */
             st->op_ns = ts_sched_costs_impl_ns(c, &op->impl[0], lin, &o, &inner) * op->n_ct;
+            o = lin - op->impl[0].depth;
             if (lin < 64 && ((op->deep_levels >> lin) & 1u)) {
                 /* one constant product and a rescale more, one level below */
                 if (o < 1)
                     FAIL("op %zu (%s): no level left for the scale correction at level %d", k,
                          op->name, lin);
-                st->op_ns += ((double)c->pmul_ns[o] + (double)c->rescale_ns[o]) * op->n_ct;
+                int oc = o > c->max_level ? (int)c->max_level : o;
+                st->op_ns += ((double)c->pmul_ns[oc] + (double)c->rescale_ns[oc]) * op->n_ct;
                 o--;
             }
             st->level_out = o;

@@ -235,7 +235,10 @@ ts_status_t ts_sched_plan_explain_alt(const ts_sched_plan_t *p, const ts_sched_g
     ms(&b, p->convert_ns);
     sb_printf(&b, " (%u primitives)\n  other CKKS:      ", p->n_tfhe);
     ms(&b, p->total_ns - p->boot_ns - p->convert_ns);
-    sb_printf(&b, "\n  rotation keys:   %zu steps\n", p->n_rot_steps);
+    if (p->engine && p->n_rot_steps == 0)
+        sb_printf(&b, "\n  rotation keys:   the engine's own list\n");
+    else
+        sb_printf(&b, "\n  rotation keys:   %zu steps\n", p->n_rot_steps);
     sb_printf(&b, "  counts:          %u bootstraps, %u conversions, %u values looked up%s\n",
               p->n_boot, p->n_convert, p->n_lookup,
               p->engine ? " (the engine's level model: exact)" : "");

@@ -2,8 +2,10 @@
  * `tessera bench costs` end to end: the real CLI measures a cost table at the
  * insecure bootstrappable preset test-boot-n10 (--quick, TFHE at
  * tfhe_test_small), the file loads with ts_sched_costs_load (which validates
- * every cross-field rule), the measured entries have the preset's shape and
- * provenance, and the scheduler makes a plan from it. A few seconds.
+ * every cross-field rule), the measured entries (conversions included) have
+ * the preset's shape and provenance, and the scheduler makes a plan from it
+ * (the generic one, and `tessera plan --params` the engine's on the tiny
+ * model). A few seconds.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/sched/sched.h"
+#include "tests/unit/llm_tiny.h"
 #include "tests/unit/ts_test.h"
 
 static int run(const char *cmd)
@@ -50,11 +53,20 @@ START_TEST(test_bench_costs_quick)
      * the estimate's 25 s / 13). */
     ck_assert_int_eq(c.boot_output_level, 2);
     ck_assert_int_lt(c.boot_ns, 25000000000LL);
-    /* Conversions are estimated: the table says so. */
+    /* Conversions are measured (the preset bootstraps); the small-ring entries are
+     * estimated: the table says so. */
     ck_assert(c.estimated);
     ck_assert_ptr_nonnull(strstr(c.note, "measured ckks.*"));
     ck_assert_ptr_nonnull(strstr(c.note, "estimated"));
-    ck_assert_ptr_nonnull(strstr(c.note, "convert.*"));
+    ck_assert_ptr_nonnull(strstr(c.note, "convert.roundtrip_ns"));
+    ck_assert_ptr_nonnull(strstr(c.note, "tfhe.trace_ns"));
+    ck_assert_int_gt(c.roundtrip_ns, 0);
+    ck_assert_int_gt(c.pbs_value_ns, 0);
+    ck_assert_uint_eq(c.n_lut_seg, 2);
+    ck_assert_int_eq(c.lut_seg[0], 2);
+    ck_assert_int_eq(c.lut_seg[1], 4);
+    ck_assert_int_gt(c.lut_value_ns[1], 0);
+    ck_assert_uint_eq(c.n_encode, (size_t)c.max_level + 1);
 
     ts_sched_model_dims_t d = {.dim = 16,
                                .hidden_dim = 32,
@@ -72,6 +84,56 @@ START_TEST(test_bench_costs_quick)
     ck_assert(plan->total_ns > 0);
     ts_sched_plan_free(plan);
     ts_sched_graph_free(g);
+
+    /* The engine's plan: `tessera plan --params` on the tiny model at the preset it
+     * runs at (a bootstrap at test-boot-n10 leaves 2 levels, too few for the engine's
+     * norms: TS_ELEVEL), the three policies, JSON with counts and stages. */
+    char model[300];
+    snprintf(model, sizeof model, "%s/tiny.bin", dir);
+    ck_assert_int_eq(tiny_model_write(model), 0);
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera plan --model %s --params test-llm-tiny-boot --insecure-params --costs %s "
+             "--policy all --json > %s/plan.json 2>/dev/null",
+             ts_test_build_dir(), model, out, dir);
+    ck_assert_int_eq(run(cmd), 0);
+    char pj[300];
+    snprintf(pj, sizeof pj, "%s/plan.json", dir);
+    FILE *f = fopen(pj, "r");
+    ck_assert_ptr_nonnull(f);
+    static char buf[1 << 20];
+    size_t nr = fread(buf, 1, sizeof buf - 1, f);
+    buf[nr] = '\0';
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "\"hybrid\":{\"policy\":\"hybrid\""));
+    ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\""));
+    ck_assert_ptr_nonnull(strstr(buf, "\"stages_ns\""));
+    ck_assert_ptr_nonnull(strstr(buf, "\"other_scheme_total_ns\""));
+    /* text: why each kind is where it is */
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera plan --model %s --params test-llm-tiny-boot --insecure-params --costs %s "
+             "--policy hybrid > %s/plan.txt 2>/dev/null",
+             ts_test_build_dir(), model, out, dir);
+    ck_assert_int_eq(run(cmd), 0);
+    snprintf(pj, sizeof pj, "%s/plan.txt", dir);
+    f = fopen(pj, "r");
+    ck_assert_ptr_nonnull(f);
+    nr = fread(buf, 1, sizeof buf - 1, f);
+    buf[nr] = '\0';
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "1/sqrt(x)"));
+    ck_assert_ptr_nonnull(strstr(buf, "TFHE  in CKKS"));
+    ck_assert_ptr_nonnull(strstr(buf, "the engine's level model: exact"));
+    /* at test-boot-n10 the step cannot run: the plan says so */
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera plan --model %s --params test-boot-n10 --insecure-params --costs %s "
+             "--policy ckks >/dev/null 2>&1",
+             ts_test_build_dir(), model, out);
+    ck_assert_int_eq(run(cmd), 1);
+    /* --params without --model is a usage error */
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera plan --dims 16,32,1,2,2,32 --params test-boot-n10 2>/dev/null",
+             ts_test_build_dir());
+    ck_assert_int_eq(run(cmd), 2);
 
     /* Bad usage: no --out. */
     snprintf(cmd, sizeof cmd, "%s/tessera bench costs --params test-n10 2>/dev/null",

@@ -3,7 +3,9 @@
  * ts_sched_plan_new_engine) against the engine itself. Oracle: exact counts.
  * On the tiny model of tests/unit/llm_tiny.h at the bootstrapping preset
  * test-llm-tiny-boot, for each policy (ckks, hybrid, tfhe) the engine runs
- * decode steps (positions 0 and, for tfhe, 1) and counts its bootstraps, conversions
+ * decode steps (positions 0 and, for tfhe, 1; the one-hot input embedded on
+ * the server as the daemon does, and for tfhe at position 0 a fresh
+ * embedding) and counts its bootstraps, conversions
  * and looked-up values (ts_llm_enc_session_stats); the engine plan of the
  * same step must predict exactly these numbers, every level it assigns must
  * be feasible (ts_sched_plan_check replays it; no level below 0, every CKKS
@@ -251,7 +253,11 @@ static void check_policy(const char *model, ts_sched_policy_t pol)
         ts_sched_graph_t *g = NULL;
         ts_sched_plan_t *plan = NULL;
         char msg[256] = "";
-        ts_status_t st = ts_llm_enc_plan(f.enc, pos, &costs, pol, &g, &plan, msg, sizeof msg);
+        /* tfhe: the fresh embedding at position 0; otherwise the daemon's path, the
+         * one-hot token embedded on the server (one level lower) */
+        unsigned flags = pol == TS_SCHED_TFHE && pos == 0 ? 0 : TS_LLM_PLAN_ONEHOT;
+        ts_status_t st =
+            ts_llm_enc_plan(f.enc, pos, flags, &costs, pol, &g, &plan, msg, sizeof msg);
         ck_assert_msg(st == TS_OK, "%s pos %d: plan: %s: %s", ts_sched_policy_name(pol), pos,
                       ts_status_name(st), msg);
         ck_assert_ts_ok(ts_sched_plan_check(plan, g, &costs, msg, sizeof msg));
@@ -273,8 +279,16 @@ static void check_policy(const char *model, ts_sched_policy_t pol)
         ts_ckks_ciphertext_t *x = NULL, *logits = NULL;
         ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &x));
         ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &logits));
-        ck_assert_ts_ok(ts_llm_enc_encrypt_token(f.enc, f.ecd, f.sk, f.prng, 3 + pos, x));
         ts_llm_enc_session_stats_reset(f.s);
+        if (flags & TS_LLM_PLAN_ONEHOT) {
+            ts_ckks_ciphertext_t *oh = NULL;
+            ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &oh));
+            ck_assert_ts_ok(ts_llm_enc_encrypt_onehot(f.enc, f.ecd, f.sk, f.prng, 3 + pos, oh));
+            ck_assert_ts_ok(ts_llm_enc_embed(f.s, oh, x));
+            ts_ckks_ciphertext_free(oh);
+        } else {
+            ck_assert_ts_ok(ts_llm_enc_encrypt_token(f.enc, f.ecd, f.sk, f.prng, 3 + pos, x));
+        }
         ck_assert_ts_ok(ts_llm_enc_step(f.s, x, pos, logits));
         ts_llm_enc_stats_t ss;
         ts_llm_enc_session_stats(f.s, &ss);
@@ -357,10 +371,12 @@ START_TEST(test_engine_plan_explain)
     costs.boot_output_level = lv.input;
     ts_sched_graph_t *g = NULL;
     ts_sched_plan_t *plan = NULL;
-    ck_assert_ts_ok(ts_llm_enc_plan(e, 3, &costs, TS_SCHED_HYBRID, &g, &plan, NULL, 0));
+    ck_assert_ts_ok(
+        ts_llm_enc_plan(e, 3, TS_LLM_PLAN_ONEHOT, &costs, TS_SCHED_HYBRID, &g, &plan, NULL, 0));
     double *alt = malloc(ts_sched_graph_count(g) * sizeof(double));
     double kt[TS_LLM_KIND_COUNT];
-    ck_assert_ts_ok(ts_llm_enc_plan_alternatives(e, 3, &costs, TS_SCHED_HYBRID, g, alt, kt));
+    ck_assert_ts_ok(ts_llm_enc_plan_alternatives(e, 3, TS_LLM_PLAN_ONEHOT, &costs, TS_SCHED_HYBRID,
+                                                 g, alt, kt));
     for (int k = 0; k < TS_LLM_KIND_COUNT; k++)
         ck_assert(isfinite(kt[k]) && kt[k] > 0);
     char *text = NULL;
