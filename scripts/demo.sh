@@ -96,34 +96,59 @@ ran+=("encrypted weighted-average aggregation, 3 clients, tesserad over TLS (128
 
 say "5. private decode: tessera generate against tesserad (aidreams260K, encrypted end to end)"
 # The server holds the model; the client makes the keys, tokenizes "I", sends each
-# position as an encrypted one-hot vector and decrypts the sanitized logits. The
-# preset is test-boot-n12 (N = 2^12, INSECURE, for a demo that fits in minutes on a
-# laptop): the 128-bit presets (boot-n16-h192, boot-n16-dense) run the same code
-# at N = 2^16, 10-20x slower per bootstrap (docs/benchmarks.md).
+# position as an encrypted one-hot vector and decrypts the sanitized logits.
+# Preset: boot-n16-dense (128-bit, N = 2^16, dense secret bootstrapped with
+# sparse-secret encapsulation; level-capped rotation keys, ~16 GB in the daemon) when
+# the machine has the memory, else test-boot-n12 (N = 2^12, INSECURE, minutes per
+# position). DEMO_PARAMS=<preset> forces one; DEMO_POLICY=ckks|hybrid|tfhe picks the policy.
+avail_gib=$(awk '/MemAvailable/ {printf "%d", $2 / 1048576}' /proc/meminfo 2>/dev/null || echo 0)
+if [ -n "${DEMO_PARAMS:-}" ]; then
+    params=$DEMO_PARAMS
+elif [ "${avail_gib:-0}" -ge 19 ]; then
+    params=boot-n16-dense
+else
+    params=test-boot-n12
+    echo "this machine has ${avail_gib} GiB available; the 128-bit decode (boot-n16-dense) needs"
+    echo "about 19 GiB (daemon ~16, client ~2): running the INSECURE test-boot-n12 preset instead"
+fi
+insecure=
+case "$params" in test-*) insecure=--insecure-params ;; esac
+if [ -z "$insecure" ]; then
+    echo "preset $params: 128-bit (docs/parameters.md); each position takes minutes to tens of"
+    echo "minutes on 2 cores (docs/benchmarks.md), key generation and upload a few minutes"
+else
+    echo "preset $params: INSECURE test size, for a demo that fits in minutes"
+fi
 mkdir -p "$work/models"
 cat > "$work/models/aidreams.yaml" <<YAML
 path: $PWD/$model
-params: test-boot-n12
+params: $params
 bootstrap: true
 max_context: 8
 max_sessions: 1
 sanitize_lambda: 20
-policies: ckks, hybrid
+policies: ${DEMO_POLICY:-hybrid}
 YAML
 kill -TERM "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; daemon_pid=
 rm -f "$work/port"
 sed -i "s|^keystore:|models_dir: $work/models\nkeystore:|" "$work/tesserad.yaml"
-"$build/tesserad" --config "$work/tesserad.yaml" --insecure-params 2>"$work/tesserad.log" &
+"$build/tesserad" --config "$work/tesserad.yaml" $insecure 2>"$work/tesserad.log" &
 daemon_pid=$!
-for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
+# the daemon encodes the model's diagonals and the bootstrapper's DFT matrices
+# before it listens (a minute or more at N = 2^16)
+for _ in $(seq 9000); do
+    [ -s "$work/port" ] && break
+    kill -0 "$daemon_pid" 2>/dev/null || break
+    sleep 0.1
+done
 [ -s "$work/port" ] || { cat "$work/tesserad.log"; fail "tesserad (decode) did not start"; }
 export TESSERA_SERVER=127.0.0.1:$(cat "$work/port")
 max_tokens=${DEMO_TOKENS:-1}
 policy=${DEMO_POLICY:-hybrid}
 echo "policy $policy (hybrid: every softmax 1/x and norm 1/sqrt looked up in TFHE, ROSETTA);"
-echo "prompt \"I\" (BOS + 1 token), $max_tokens generated token(s); a few minutes per position on 2 cores"
+echo "prompt \"I\" (BOS + 1 token), $max_tokens generated token(s)"
 "$tessera" generate --servername localhost --model aidreams --prompt "I" --max-tokens "$max_tokens" \
-    --temperature 0 --tokenizer "$tok" --insecure-params --policy "$policy" --json \
+    --temperature 0 --tokenizer "$tok" $insecure --policy "$policy" --json \
     >"$work/gen.jsonl" ||
     { tail -20 "$work/tesserad.log"; fail "tessera generate"; }
 "$tessera" run --model "$model" --tokenizer "$tok" --prompt "I" --steps $((2 + max_tokens)) \
@@ -146,9 +171,8 @@ want = ref_ids[len(rows) - len(gen) + 1:][:len(got)] if ref_ids else None
 print(f"encrypted greedy ids {got}, plaintext greedy ids {want}")
 assert want is not None and got == want
 PY
-ran+=("private decode: tessera generate against tesserad, aidreams260K encrypted, policy $policy (insecure demo preset)")
+ran+=("private decode: tessera generate against tesserad, aidreams260K encrypted, policy $policy, preset $params${insecure:+ (INSECURE)}")
 
 say "demo summary"
 for r in "${ran[@]}"; do echo "ran: $r"; done
-echo "Not in the demo: the 128-bit presets for the decode (the N = 2^16 evaluation keys"
-echo "outgrow a 24 GB machine; DEMO_POLICY=ckks|tfhe picks the other policies)."
+echo "DEMO_PARAMS=<preset> and DEMO_POLICY=ckks|hybrid|tfhe pick the decode's preset and policy."
