@@ -113,6 +113,18 @@ else
 fi
 insecure=
 case "$params" in test-*) insecure=--insecure-params ;; esac
+# policy: hybrid (ROSETTA) unless the machine is too small for its 128-bit
+# footprint (the daemon then also holds the SlotToCoeff-first bootstrapper and
+# the conversion keys: ~20 GiB against ~16 GiB for ckks)
+if [ -n "${DEMO_POLICY:-}" ]; then
+    policy=$DEMO_POLICY
+elif [ -z "$insecure" ] && [ "${avail_gib:-0}" -lt 23 ]; then
+    policy=ckks
+    echo "policy ckks: the 128-bit hybrid decode needs about 23 GiB (${avail_gib} available);"
+    echo "DEMO_POLICY=hybrid forces it"
+else
+    policy=hybrid
+fi
 if [ -z "$insecure" ]; then
     echo "preset $params: 128-bit (docs/parameters.md); each position takes minutes to tens of"
     echo "minutes on 2 cores (docs/benchmarks.md), key generation and upload a few minutes"
@@ -127,7 +139,7 @@ bootstrap: true
 max_context: 8
 max_sessions: 1
 sanitize_lambda: 20
-policies: ${DEMO_POLICY:-hybrid}
+policies: $policy
 YAML
 kill -TERM "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; daemon_pid=
 rm -f "$work/port"
@@ -144,7 +156,6 @@ done
 [ -s "$work/port" ] || { cat "$work/tesserad.log"; fail "tesserad (decode) did not start"; }
 export TESSERA_SERVER=127.0.0.1:$(cat "$work/port")
 max_tokens=${DEMO_TOKENS:-1}
-policy=${DEMO_POLICY:-hybrid}
 echo "policy $policy (hybrid: every softmax 1/x and norm 1/sqrt looked up in TFHE, ROSETTA);"
 echo "prompt \"I\" (BOS + 1 token), $max_tokens generated token(s)"
 "$tessera" generate --servername localhost --model aidreams --prompt "I" --max-tokens "$max_tokens" \
