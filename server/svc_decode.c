@@ -329,7 +329,9 @@ static ts_status_t model_policies(ts_dec_model_t *md, const char *file, char *er
             pi->tfhe_preset = (char *)pl->lit.name;
             pi->tfhe_log_n_br = pl->lit.log_n_br;
             pi->tfhe_br_levels = pl->lit.br_levels;
-            pi->tfhe_insecure = pl->lit.insecure || pl->lit.log_n_br < 12;
+            /* the conversion's own 128-bit gate (small ring, its keys, small LWE) */
+            pi->tfhe_insecure =
+                pl->lit.insecure || ts_convert_security_check(md->p, &pl->lit, NULL, 0) != TS_OK;
         }
         md->pol_names[md->n_pol - 1] = (char *)pl->name;
         md->pol_info[md->n_pol - 1] = pi;
