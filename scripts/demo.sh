@@ -156,13 +156,22 @@ done
 [ -s "$work/port" ] || { cat "$work/tesserad.log"; fail "tesserad (decode) did not start"; }
 export TESSERA_SERVER=127.0.0.1:$(cat "$work/port")
 max_tokens=${DEMO_TOKENS:-1}
+# prompt: "I" (BOS + 1 token: 2 encrypted positions); at 128 bits, where a position
+# takes minutes, BOS alone (1 position: the first token of a story). DEMO_PROMPT sets it.
+if [ -n "${DEMO_PROMPT+x}" ]; then
+    prompt=$DEMO_PROMPT
+elif [ -z "$insecure" ]; then
+    prompt=
+else
+    prompt=I
+fi
 echo "policy $policy (hybrid: every softmax 1/x and norm 1/sqrt looked up in TFHE, ROSETTA);"
-echo "prompt \"I\" (BOS + 1 token), $max_tokens generated token(s)"
-"$tessera" generate --servername localhost --model aidreams --prompt "I" --max-tokens "$max_tokens" \
+echo "prompt \"$prompt\" (BOS first), $max_tokens generated token(s)"
+"$tessera" generate --servername localhost --model aidreams --prompt "$prompt" --max-tokens "$max_tokens" \
     --temperature 0 --tokenizer "$tok" $insecure --policy "$policy" --json \
     >"$work/gen.jsonl" ||
     { tail -20 "$work/tesserad.log"; fail "tessera generate"; }
-"$tessera" run --model "$model" --tokenizer "$tok" --prompt "I" --steps $((2 + max_tokens)) \
+"$tessera" run --model "$model" --tokenizer "$tok" --prompt "$prompt" --steps $((8 + max_tokens)) \
     --json >"$work/ref.json" 2>/dev/null || fail "tessera run (reference)"
 python3 - "$work" <<'PY' || fail "encrypted generation differs from the plaintext decode"
 import json, sys
