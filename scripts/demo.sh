@@ -172,7 +172,11 @@ elif [ -z "$insecure" ]; then
 else
     prompt=I
 fi
-echo "policy $policy (hybrid: every softmax 1/x and norm 1/sqrt looked up in TFHE, ROSETTA);"
+case "$policy" in
+hybrid) echo "policy hybrid: every softmax 1/x and norm 1/sqrt looked up in TFHE (ROSETTA)" ;;
+tfhe) echo "policy tfhe: every nonlinear primitive by one PBS per value (PEGASUS-like)" ;;
+*) echo "policy ckks: every nonlinear primitive as CKKS polynomials and iterations" ;;
+esac
 echo "prompt \"$prompt\" (BOS first), $max_tokens generated token(s)"
 "$tessera" generate --servername localhost --model aidreams --prompt "$prompt" --max-tokens "$max_tokens" \
     --temperature 0 --tokenizer "$tok" $insecure --policy "$policy" --json \
