@@ -151,6 +151,12 @@ YAML
 kill -TERM "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; daemon_pid=
 rm -f "$work/port"
 sed -i "s|^keystore:|models_dir: $work/models\nkeystore:|" "$work/tesserad.yaml"
+if [ -z "$insecure" ]; then
+    # a 128-bit session holds ~9 GiB of evaluation keys (level-capped)
+    printf 'limits:\n  session_memory_bytes: %d\n  total_memory_bytes: %d\n' \
+        $((14 << 30)) $((20 << 30)) >>"$work/tesserad.yaml"
+    echo "session_memory_bytes: $((14 << 30))" >>"$work/models/aidreams.yaml"
+fi
 "$build/tesserad" --config "$work/tesserad.yaml" $insecure 2>"$work/tesserad.log" &
 daemon_pid=$!
 # the daemon encodes the model's diagonals and the bootstrapper's DFT matrices
