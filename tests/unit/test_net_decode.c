@@ -471,6 +471,48 @@ static void upload(ts_client_t *c, const uint8_t *blob, size_t n, const char *ki
 }
 
 /*
+ * `tessera generate --model MODEL --policy hybrid --prompt a --max-tokens 1`
+ * against the fixture's daemon (keys made, uploaded and used by the CLI):
+ * the positions it printed, the generated id and the conversion time summed
+ * over the positions. The prompt is BOS, " ", "a"; the generated id comes
+ * from position 2, where the tiny engine's logits are close (the presets'
+ * comment), so it must be the plaintext greedy id, want[3] of plain_greedy.
+ */
+static int generate_cli(const dfx_t *f, const char *model, size_t *positions, double *conv)
+{
+    char cmd[3000], line[4096];
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model %s "
+             "--prompt a --max-tokens 1 --temperature 0 --policy hybrid --tokenizer %s "
+             "--insecure-params --json > %s/gen-%s.json 2>%s/gen-%s.err",
+             ts_test_build_dir(), f->d.port, f->certs, model, f->tok, f->d.dir, model, f->d.dir,
+             model);
+    int rc = system(cmd);
+    if (rc != 0) {
+        snprintf(cmd, sizeof cmd, "cat %s/gen-%s.err", f->d.dir, model);
+        ck_assert_int_ge(system(cmd), 0);
+    }
+    ck_assert_int_eq(rc, 0);
+    snprintf(cmd, sizeof cmd, "%s/gen-%s.json", f->d.dir, model);
+    FILE *j = fopen(cmd, "r");
+    ck_assert_ptr_nonnull(j);
+    int got = -1;
+    *positions = 0;
+    *conv = 0;
+    while (fgets(line, sizeof line, j)) {
+        const char *ip = strstr(line, "\"id\":"), *cp = strstr(line, "\"convert\":");
+        ck_assert_ptr_nonnull(ip);
+        (*positions)++;
+        if (cp)
+            *conv += atof(cp + 10);
+        if (strstr(line, "\"prompt\":false"))
+            got = atoi(ip + 5);
+    }
+    fclose(j);
+    return got;
+}
+
+/*
  * The hybrid and tfhe policies on the bootstrapping tiny model (preset
  * test-llm-tiny-boot): ModelInfo describes what each policy needs; the
  * conversion keys travel through the key upload and are checked on the
@@ -653,34 +695,9 @@ START_TEST(test_decode_policies)
         size_t n_prompt = 0, n = plain_greedy(&f, "a", 8, want, &n_prompt);
         ck_assert_uint_eq(n_prompt, 3);
         ck_assert_uint_ge(n, 4);
-        char cmd[3000], line[4096];
-        snprintf(cmd, sizeof cmd,
-                 "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tinyb "
-                 "--prompt a --max-tokens 1 --temperature 0 --policy hybrid --tokenizer %s "
-                 "--insecure-params --json > %s/gen-hybrid.json 2>%s/gen-hybrid.err",
-                 ts_test_build_dir(), f.d.port, f.certs, f.tok, f.d.dir, f.d.dir);
-        int rc = system(cmd);
-        if (rc != 0) {
-            snprintf(cmd, sizeof cmd, "cat %s/gen-hybrid.err", f.d.dir);
-            ck_assert_int_ge(system(cmd), 0);
-        }
-        ck_assert_int_eq(rc, 0);
-        snprintf(cmd, sizeof cmd, "%s/gen-hybrid.json", f.d.dir);
-        FILE *j = fopen(cmd, "r");
-        ck_assert_ptr_nonnull(j);
-        int got = -1;
         size_t positions = 0;
         double conv = 0;
-        while (fgets(line, sizeof line, j)) {
-            const char *ip = strstr(line, "\"id\":"), *cp = strstr(line, "\"convert\":");
-            ck_assert_ptr_nonnull(ip);
-            positions++;
-            if (cp)
-                conv += atof(cp + 10);
-            if (strstr(line, "\"prompt\":false"))
-                got = atoi(ip + 5);
-        }
-        fclose(j);
+        int got = generate_cli(&f, "tinyb", &positions, &conv);
         printf("tessera generate --policy hybrid over TLS: %zu positions, conversions %.0f ms, "
                "generated %d (plaintext greedy %d)\n",
                positions, conv, got, want[3]);
@@ -775,31 +792,9 @@ START_TEST(test_decode_dense_encap)
     size_t n_prompt = 0, n = plain_greedy(&f, "a", 8, want, &n_prompt);
     ck_assert_uint_eq(n_prompt, 3);
     ck_assert_uint_ge(n, 4);
-    char cmd[3000], line[4096];
-    snprintf(cmd, sizeof cmd,
-             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tinyd "
-             "--prompt a --max-tokens 1 --temperature 0 --policy hybrid --tokenizer %s "
-             "--insecure-params --json > %s/gen-dense.json 2>%s/gen-dense.err",
-             ts_test_build_dir(), f.d.port, f.certs, f.tok, f.d.dir, f.d.dir);
-    int rc = system(cmd);
-    if (rc != 0) {
-        snprintf(cmd, sizeof cmd, "cat %s/gen-dense.err", f.d.dir);
-        ck_assert_int_ge(system(cmd), 0);
-    }
-    ck_assert_int_eq(rc, 0);
-    snprintf(cmd, sizeof cmd, "%s/gen-dense.json", f.d.dir);
-    FILE *j = fopen(cmd, "r");
-    ck_assert_ptr_nonnull(j);
-    int got = -1;
     size_t positions = 0;
-    while (fgets(line, sizeof line, j)) {
-        const char *ip = strstr(line, "\"id\":");
-        ck_assert_ptr_nonnull(ip);
-        positions++;
-        if (strstr(line, "\"prompt\":false"))
-            got = atoi(ip + 5);
-    }
-    fclose(j);
+    double conv = 0;
+    int got = generate_cli(&f, "tinyd", &positions, &conv);
     printf("tessera generate on a dense-secret model (encapsulation over TLS): generated %d "
            "(plaintext greedy %d)\n",
            got, want[3]);
