@@ -36,6 +36,20 @@ static int ilog2_ceil(int n)
     return k;
 }
 
+/* An operator of one ciphertext and one implementation at the builder's place. */
+static void op_init(const gb_t *b, ts_sched_op_t *op, ts_op_kind_t kind, const char *nm, int x,
+                    int y)
+{
+    memset(op, 0, sizeof *op);
+    op->kind = kind;
+    snprintf(op->name, sizeof op->name, "%s.%s", b->where, nm);
+    op->layer = b->layer;
+    op->in[0] = x;
+    op->in[1] = y;
+    op->n_ct = 1;
+    op->n_impl = 1;
+}
+
 /* Append one operator; returns its id (-1 after an error, which sticks). */
 static int add(gb_t *b, ts_op_kind_t kind, const char *nm, int x, int y, unsigned inplace,
                int depth, int need, const double cnt[6])
@@ -43,14 +57,7 @@ static int add(gb_t *b, ts_op_kind_t kind, const char *nm, int x, int y, unsigne
     if (b->st != TS_OK)
         return -1;
     ts_sched_op_t op;
-    memset(&op, 0, sizeof op);
-    op.kind = kind;
-    snprintf(op.name, sizeof op.name, "%s.%s", b->where, nm);
-    op.layer = b->layer;
-    op.in[0] = x;
-    op.in[1] = y;
-    op.n_ct = 1;
-    op.n_impl = 1;
+    op_init(b, &op, kind, nm, x, y);
     ts_sched_impl_t *im = &op.impl[0];
     snprintf(im->name, sizeof im->name, "%s", nm);
     im->depth = depth;
@@ -159,14 +166,7 @@ static int prim(gb_t *b, ts_op_kind_t kind, const char *nm, int x, ts_llm_eval_t
     if (b->st != TS_OK)
         return -1;
     ts_sched_op_t op;
-    memset(&op, 0, sizeof op);
-    op.kind = kind;
-    snprintf(op.name, sizeof op.name, "%s.%s", b->where, nm);
-    op.layer = b->layer;
-    op.in[0] = x;
-    op.in[1] = TS_SCHED_NONE;
-    op.n_ct = 1;
-    op.n_impl = 1;
+    op_init(b, &op, kind, nm, x, TS_SCHED_NONE);
     op.n_values = values;
     op.range_lo = sp->lo;
     op.range_hi = sp->hi;

@@ -260,6 +260,31 @@ static void step_req(Tessera__Envelope *req, Tessera__DecodeStep *ds, uint64_t s
     req->decode_step = ds;
 }
 
+/* A client's keys for preset param_id: params (and their id), CSPRNG, secret,
+ * public and evaluation keys with the relinearization key. */
+static void client_keys(const char *param_id, ts_ckks_params_t **p, uint8_t pid[32],
+                        ts_prng_t **prng, ts_ckks_secret_key_t **sk, ts_ckks_public_key_t **pk,
+                        ts_ckks_evalkeys_t **ek)
+{
+    char why[256];
+    ck_assert_ts_ok(ts_wire_params_get("configs/params", param_id, true, p, pid, why, sizeof why));
+    ck_assert_ts_ok(ts_prng_new_os(prng));
+    ck_assert_ts_ok(ts_ckks_keygen_secret(*p, *prng, sk));
+    ck_assert_ts_ok(ts_ckks_keygen_public(*sk, *prng, pk));
+    ck_assert_ts_ok(ts_ckks_evalkeys_new(*p, ek));
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(*ek, *sk, *prng));
+}
+
+static void client_keys_free(ts_ckks_params_t *p, ts_prng_t *prng, ts_ckks_secret_key_t *sk,
+                             ts_ckks_public_key_t *pk, ts_ckks_evalkeys_t *ek)
+{
+    ts_ckks_evalkeys_free(ek);
+    ts_ckks_public_key_free(pk);
+    ts_ckks_secret_key_free(sk);
+    ts_prng_free(prng);
+    ts_ckks_params_free(p);
+}
+
 START_TEST(test_decode_hostile)
 {
     dfx_t f;
@@ -283,18 +308,12 @@ START_TEST(test_decode_hostile)
     /* keys */
     ts_ckks_params_t *p = NULL;
     uint8_t pid[32];
-    char why[256];
-    ck_assert_ts_ok(
-        ts_wire_params_get("configs/params", "test-llm-tiny", true, &p, pid, why, sizeof why));
     ts_prng_t *prng = NULL;
     ts_ckks_secret_key_t *sk = NULL;
     ts_ckks_public_key_t *pk = NULL;
     ts_ckks_evalkeys_t *ek = NULL;
-    ck_assert_ts_ok(ts_prng_new_os(&prng));
-    ck_assert_ts_ok(ts_ckks_keygen_secret(p, prng, &sk));
-    ck_assert_ts_ok(ts_ckks_keygen_public(sk, prng, &pk));
-    ck_assert_ts_ok(ts_ckks_evalkeys_new(p, &ek));
-    ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(ek, sk, prng));
+    client_keys("test-llm-tiny", &p, pid, &prng, &sk, &pk, &ek);
+    char why[256];
     /* all rotation keys but the last step's */
     ck_assert_uint_gt(mi->n_rotation_steps, 1);
     ck_assert_ts_ok(
@@ -448,11 +467,7 @@ START_TEST(test_decode_hostile)
     ts_ckks_encoder_free(ecd);
     ts_llm_state_free(stt);
     ts_llm_model_free(m);
-    ts_ckks_evalkeys_free(ek);
-    ts_ckks_public_key_free(pk);
-    ts_ckks_secret_key_free(sk);
-    ts_prng_free(prng);
-    ts_ckks_params_free(p);
+    client_keys_free(p, prng, sk, pk, ek);
     ts_net_envelope_free(info);
     ts_client_close(c);
     dfx_stop(&f);
@@ -556,18 +571,11 @@ START_TEST(test_decode_policies)
     /* client keys for the hybrid policy */
     ts_ckks_params_t *p = NULL;
     uint8_t pid[32];
-    char why[256];
-    ck_assert_ts_ok(
-        ts_wire_params_get("configs/params", mi->param_id, true, &p, pid, why, sizeof why));
     ts_prng_t *prng = NULL;
     ts_ckks_secret_key_t *sk = NULL;
     ts_ckks_public_key_t *pk = NULL;
     ts_ckks_evalkeys_t *ek = NULL;
-    ck_assert_ts_ok(ts_prng_new_os(&prng));
-    ck_assert_ts_ok(ts_ckks_keygen_secret(p, prng, &sk));
-    ck_assert_ts_ok(ts_ckks_keygen_public(sk, prng, &pk));
-    ck_assert_ts_ok(ts_ckks_evalkeys_new(p, &ek));
-    ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(ek, sk, prng));
+    client_keys(mi->param_id, &p, pid, &prng, &sk, &pk, &ek);
     /* Galois blob 1: the ckks policy's steps only (bootstrapping's missing) */
     ck_assert_ts_ok(
         ts_ckks_evalkeys_gen_rotations(ek, sk, ck->rotation_steps, ck->n_rotation_steps, prng));
@@ -680,11 +688,7 @@ START_TEST(test_decode_policies)
     ts_free(ct);
     ts_ckks_ciphertext_free(x);
     ts_ckks_encoder_free(ecd);
-    ts_ckks_evalkeys_free(ek);
-    ts_ckks_public_key_free(pk);
-    ts_ckks_secret_key_free(sk);
-    ts_prng_free(prng);
-    ts_ckks_params_free(p);
+    client_keys_free(p, prng, sk, pk, ek);
     ts_net_envelope_free(info);
     ts_client_close(c);
     /* the command line: keys made, uploaded and used; prompt "a" is BOS, " ", "a" and the
@@ -736,18 +740,11 @@ START_TEST(test_decode_dense_encap)
     /* every key but the encapsulation keys */
     ts_ckks_params_t *p = NULL;
     uint8_t pid[32];
-    char why[256];
-    ck_assert_ts_ok(
-        ts_wire_params_get("configs/params", mi->param_id, true, &p, pid, why, sizeof why));
     ts_prng_t *prng = NULL;
     ts_ckks_secret_key_t *sk = NULL;
     ts_ckks_public_key_t *pk = NULL;
     ts_ckks_evalkeys_t *ek = NULL;
-    ck_assert_ts_ok(ts_prng_new_os(&prng));
-    ck_assert_ts_ok(ts_ckks_keygen_secret(p, prng, &sk));
-    ck_assert_ts_ok(ts_ckks_keygen_public(sk, prng, &pk));
-    ck_assert_ts_ok(ts_ckks_evalkeys_new(p, &ek));
-    ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(ek, sk, prng));
+    client_keys(mi->param_id, &p, pid, &prng, &sk, &pk, &ek);
     ts_boot_config_t bc;
     ck_assert_ts_ok(ts_boot_config_default(p, &bc));
     ck_assert_ts_ok(ts_boot_config_encapsulate(p, mi->encap_h, &bc));
@@ -776,11 +773,7 @@ START_TEST(test_decode_dense_encap)
     open_session(c, kb, 3, "tinyd", "ckks", TESSERA__ERROR_CODE__ERROR_NOT_FOUND,
                  "encapsulation keys");
     open_session(c, kb, 4, "tinyd", "ckks", TESSERA__ERROR_CODE__ERROR_MALFORMED, "key 3");
-    ts_ckks_evalkeys_free(ek);
-    ts_ckks_public_key_free(pk);
-    ts_ckks_secret_key_free(sk);
-    ts_prng_free(prng);
-    ts_ckks_params_free(p);
+    client_keys_free(p, prng, sk, pk, ek);
     ts_net_envelope_free(info);
     ts_client_close(c);
     /* the command line end to end (skipped under ASan: minutes) */
