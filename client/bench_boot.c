@@ -106,16 +106,10 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
     ts_cfg_error_t err;
     CHECK(ts_ckks_params_load_file(file, true, &p, &err));
     ts_boot_config_t cfg;
-    CHECK(ts_boot_config_default(p, &cfg));
-    cfg.log_slots = c->log_slots;
+    CHECK(ts_boot_config_slots(p, c->log_slots, &cfg));
     if (c->cts) {
         cfg.cts_levels = c->cts;
         cfg.stc_levels = c->stc;
-    } else {
-        /* ts_boot_config_default's level budgets for this slot count */
-        int ls = c->log_slots;
-        cfg.cts_levels = ls >= 12 ? 4 : ls >= 6 ? 3 : ls >= 2 ? 2 : 1;
-        cfg.stc_levels = ls >= 12 ? 3 : cfg.cts_levels;
     }
     size_t n = (size_t)1 << cfg.log_slots;
     ts_prng_t *prng;

@@ -55,6 +55,8 @@ typedef struct {
     double keygen_ms, key_mib, key_mem_mib;
     int lambda;
     double err_bound;
+    int max_ctx; /* the session's context limit: sizes the working slots */
+    int slots;   /* the engine's working slot count (out) */
     ts_status_t st;
 } case_t;
 
@@ -133,7 +135,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     snprintf(path, sizeof path, "configs/params/%s.yaml", k->params);
     TRY(ts_ckks_params_load_file(path, true, &p, NULL));
     ts_llm_enc_config_t cfg;
-    ts_llm_enc_config_policy(&cfg, k->policy, (int)(ts_ckks_params_slots(p) / 64));
+    int log_slots = ts_llm_enc_log_slots_for(m, p, k->max_ctx);
+    ts_llm_enc_config_policy(&cfg, k->policy, (1 << log_slots) / 64);
     if (approx && k->policy == TS_SCHED_CKKS) {
         ts_llm_sim_config_t sim;
         char err[256] = "";
@@ -141,6 +144,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         TRY(ts_llm_sim_config_load(approx, &sim, err, sizeof err));
         ts_llm_enc_config_from_sim(&sim, &cfg);
     }
+    cfg.log_slots = log_slots;
     uint64_t t0 = ts_now_ns();
     TRY(ts_prng_new_os(&prng));
     TRY(ts_ckks_keygen_secret(p, prng, &sk));
@@ -149,7 +153,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     TRY(ts_ckks_evalkeys_gen_relin(ek, sk, prng));
     if (k->boot) {
         ts_boot_config_t bc;
-        TRY(ts_boot_config_default(p, &bc));
+        TRY(ts_boot_config_slots(p, log_slots, &bc));
         /* dense-secret presets bootstrap with sparse-secret encapsulation (h' = 32) */
         bool dense = ts_ckks_params_secret(p) != TS_CKKS_SECRET_SPARSE_TERNARY;
         if (dense)
@@ -162,6 +166,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         }
     }
     TRY(ts_llm_enc_new(m, p, &cfg, boot, &enc));
+    k->slots = ts_llm_enc_slots(enc);
     if (ts_llm_enc_uses_tfhe(enc)) {
         /* the TFHE side: StC-first bootstrapper keys and conversion keys */
         ts_boot_config_t sc;
@@ -301,7 +306,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: tessera bench decode [--json PATH] [--quick] [--aidreams-positions N]\n"
                "                            [--policy ckks|hybrid|tfhe]... [--params PRESET]\n"
-               "                            [--threads N] [--costs FILE]\n\n"
+               "                            [--threads N] [--costs FILE] [--max-context N]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
                "sanitized logits) and its breakdown by stage, in process on this machine: the\n"
                "tiny synthetic model at test-llm-tiny (8 positions; --quick: 2), unless --quick\n"
@@ -316,7 +321,10 @@ static void usage(FILE *f)
                "--costs FILE (a `tessera bench costs` table, best measured at --params): the\n"
                "scheduler's plan of each bootstrapping step (core/llm ts_llm_enc_plan) side by\n"
                "side with the measured step: predicted and measured ms per stage, predicted and\n"
-               "executed bootstraps, conversions and look-ups.\n");
+               "executed bootstraps, conversions and look-ups.\n"
+               "--max-context N (default 128): the session's context limit; the engine packs\n"
+               "its ciphertexts in the fewest slots that hold N positions (sparse packing:\n"
+               "cheaper bootstraps), capped at the parameters' slots.\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
@@ -339,11 +347,11 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                 "    {\"model\": \"%s\", \"params\": \"%s\", \"policy\": \"%s\", \"bootstrap\": "
                 "%s, \"status\": \"%s\", \"keygen_ms\": %.1f, \"eval_key_mib\": %.2f, "
                 "\"eval_key_mem_mib\": %.1f, "
-                "\"sanitize_lambda\": %d, \"flood_err_bound\": %.3g, \"mean_ms_per_token\": "
-                "%.1f,\n      \"positions\": [",
+                "\"sanitize_lambda\": %d, \"flood_err_bound\": %.3g, \"max_context\": %d, "
+                "\"slots\": %d, \"mean_ms_per_token\": %.1f,\n      \"positions\": [",
                 k->model, k->params, ts_sched_policy_name(k->policy), k->boot ? "true" : "false",
                 ts_status_name(k->st), k->keygen_ms, k->key_mib, k->key_mem_mib, k->lambda,
-                k->err_bound, mean);
+                k->err_bound, k->max_ctx, k->slots, mean);
         for (int i = 0; i < k->n; i++) {
             const pos_t *q = &k->p[i];
             fprintf(f,
@@ -386,7 +394,7 @@ int ts_bench_decode(int argc, char **argv)
 {
     const char *json = NULL, *aid_params = "test-boot-n12", *costs_path = NULL;
     bool quick = false;
-    int aid_pos = 1, n_pol = 0;
+    int aid_pos = 1, n_pol = 0, max_ctx = 128;
     ts_sched_policy_t pols[3];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) {
@@ -407,6 +415,12 @@ int ts_bench_decode(int argc, char **argv)
             n_pol++;
         } else if (!strcmp(argv[i], "--params") && i + 1 < argc) {
             aid_params = argv[++i];
+        } else if (!strcmp(argv[i], "--max-context") && i + 1 < argc) {
+            max_ctx = atoi(argv[++i]);
+            if (max_ctx < 1) {
+                fprintf(stderr, "bench decode: --max-context must be >= 1\n");
+                return TS_EXIT_USAGE;
+            }
         } else if (!strcmp(argv[i], "--costs") && i + 1 < argc) {
             costs_path = argv[++i];
         } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
@@ -462,6 +476,7 @@ int ts_bench_decode(int argc, char **argv)
     snprintf(k->params, sizeof k->params, "test-llm-tiny");
     k->policy = TS_SCHED_CKKS; /* no bootstrapping at test-llm-tiny: no conversions either */
     k->lambda = 20;
+    k->max_ctx = max_ctx;
     run_case(k, model, "configs/approx/tiny-test.yaml", tiny_toks, quick ? 2 : 8, NULL);
     unlink(model);
     if (!quick) {
@@ -472,6 +487,7 @@ int ts_bench_decode(int argc, char **argv)
         snprintf(k->params, sizeof k->params, "test-llm-tiny");
         k->policy = TS_SCHED_CKKS;
         k->lambda = 20;
+        k->max_ctx = max_ctx;
         if (tiny_gpt2_write(model) != 0)
             k->st = TS_EIO;
         else
@@ -486,6 +502,7 @@ int ts_bench_decode(int argc, char **argv)
         snprintf(k->params, sizeof k->params, "%s", aid_params);
         k->boot = true;
         k->lambda = 20;
+        k->max_ctx = max_ctx;
         k->policy = pols[pi];
         run_case(k, "models/aidreams260K.bin", NULL, aid_toks, aid_pos, costs_path ? &costs : NULL);
     }

@@ -296,7 +296,7 @@ static ts_status_t measure_convert(const bench_opts_t *o, ts_ckks_params_t *p,
     double *x = malloc(slots * sizeof *x);
     ts_status_t st = x ? TS_OK : TS_ENOMEM;
     if (st == TS_OK)
-        st = ts_llm_tfhe_boot_config(p, encap_h, &bc);
+        st = ts_llm_tfhe_boot_config(p, 0, encap_h, &bc);
     if (st == TS_OK)
         st = ts_llm_tfhe_literal(p, &lit);
     if (st == TS_OK)

@@ -171,8 +171,11 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
     ts_boot_config_t bc;
     size_t nb = 0;
     bool conj = false;
+    int log_slots = 0;
+    while (log_slots < 30 && (1u << log_slots) < mi->slots)
+        log_slots++;
     if (mi->bootstrap &&
-        ((st = ts_boot_config_default(g->p, &bc)) != TS_OK ||
+        ((st = ts_boot_config_slots(g->p, log_slots, &bc)) != TS_OK ||
          (mi->encap_h > 0 && (st = ts_boot_config_encapsulate(g->p, mi->encap_h, &bc)) != TS_OK) ||
          (st = ts_boot_rotation_steps(g->p, &bc, NULL, NULL, &nb, &conj)) != TS_OK)) {
         fprintf(stderr, "%s: bootstrapping keys failed: %s\n", g->prog, ts_strerror(st));
@@ -436,7 +439,8 @@ int ts_cmd_generate(int argc, char **argv)
     }
     const Tessera__ModelInfo *mi = info_env->model_info;
     if (!mi->param_id || mi->vocab < 1 || mi->vocab > TS_LLM_MAX_VOCAB || mi->slots < 1 ||
-        mi->max_context < 1 || mi->params_sha256.len != TS_SHA256_BYTES) {
+        (mi->slots & (mi->slots - 1)) || mi->slots < mi->vocab || mi->max_context < 1 ||
+        mi->params_sha256.len != TS_SHA256_BYTES) {
         fprintf(stderr, "%s: the server's model description is incomplete\n", prog);
         rc = TS_EXIT_FAIL;
         goto out;
@@ -450,6 +454,11 @@ int ts_cmd_generate(int argc, char **argv)
     if (memcmp(g.pid, mi->params_sha256.data, TS_SHA256_BYTES) != 0) {
         fprintf(stderr, "%s: the local preset %s differs from the server's (parameter ids)\n", prog,
                 mi->param_id);
+        goto out;
+    }
+    if (mi->slots > ts_ckks_params_slots(g.p)) {
+        fprintf(stderr, "%s: the server packs %u slots, more than the %zu of %s\n", prog, mi->slots,
+                ts_ckks_params_slots(g.p), mi->param_id);
         goto out;
     }
     if (g.c->insecure_params && g.tty)
@@ -544,7 +553,7 @@ int ts_cmd_generate(int argc, char **argv)
         int token = ids[pos];
         uint64_t t0 = ts_now_ns();
         onehot[token] = 1.0f;
-        st = ts_llm_enc_encrypt_vec(ecd, g.sk, g.prng, onehot, V, (int)in_level, x);
+        st = ts_llm_enc_encrypt_vec(ecd, g.sk, g.prng, onehot, V, (int)mi->slots, (int)in_level, x);
         onehot[token] = 0.0f;
         uint8_t *ctb = NULL;
         size_t ctn = 0;

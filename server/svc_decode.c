@@ -65,6 +65,7 @@ struct ts_dec_model {
     int32_t *levels; /* parallel to steps (ModelInfo.rotation_levels) */
     size_t n_steps;
     int max_ctx;
+    int log_slots; /* the engines' working slot count (sized for max_context) */
     ts_llm_sanitize_info_t san;
     uint64_t kv_bytes; /* KV cache of a full session (estimate) */
     int sessions;      /* live sessions (loop thread) */
@@ -289,6 +290,7 @@ static ts_status_t model_policies(ts_dec_model_t *md, const char *file, char *er
         } else {
             ts_llm_enc_config_t cfg;
             ts_llm_enc_config_policy(&cfg, pol, md->max_ctx);
+            cfg.log_slots = md->log_slots;
             if ((st = ts_llm_enc_new(md->m, md->p, &cfg, md->boot, &pl->enc)) != TS_OK) {
                 snprintf(err, err_size, "%s: the %s engine cannot run with params %s: %s", file, t,
                          md->cfg.params, ts_strerror(st));
@@ -374,11 +376,15 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
         snprintf(err, err_size, "%s: approx %s: %s", file, c->approx, why);
         return st;
     }
+    /* sparse packing: the fewest slots that hold max_context positions (cheaper
+     * bootstraps and rotations; ModelInfo.slots tells the clients) */
+    md->log_slots = ts_llm_enc_log_slots_for(md->m, md->p, (int)c->max_context);
+    ecfg.log_slots = md->log_slots;
     if (c->bootstrap) {
         ts_boot_config_t bc;
         /* dense-secret presets bootstrap with sparse-secret encapsulation (h' = 32) */
         bool dense = ts_ckks_params_secret(md->p) != TS_CKKS_SECRET_SPARSE_TERNARY;
-        if ((st = ts_boot_config_default(md->p, &bc)) != TS_OK ||
+        if ((st = ts_boot_config_slots(md->p, md->log_slots, &bc)) != TS_OK ||
             (dense && (st = ts_boot_config_encapsulate(md->p, TS_DEC_ENCAP_H, &bc)) != TS_OK) ||
             (st = ts_boot_new(md->p, &bc, &md->boot)) != TS_OK) {
             snprintf(err, err_size, "%s: bootstrapping with params %s: %s", file, c->params,
@@ -598,7 +604,7 @@ void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi)
     mi->params_sha256.data = (uint8_t *)md->pid;
     mi->params_sha256.len = TS_SHA256_BYTES;
     mi->log_n = (uint32_t)ts_ckks_params_log_n(md->p);
-    mi->slots = (uint32_t)ts_ckks_params_slots(md->p);
+    mi->slots = (uint32_t)ts_llm_enc_slots(md->enc);
     mi->rotation_steps = md->steps;
     mi->n_rotation_steps = md->n_steps;
     mi->rotation_levels = md->levels;
@@ -916,10 +922,12 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t
         st = TS_ELEVEL;
         goto out;
     }
-    if (ts_ckks_ciphertext_slots(x) != ts_ckks_params_slots(md->p) ||
+    if (ts_ckks_ciphertext_slots(x) != (size_t)ts_llm_enc_slots(md->enc) ||
         fabs(ts_ckks_ciphertext_scale(x) / ts_ckks_params_scale(md->p) - 1.0) > 1e-9) {
-        snprintf(why, why_size, "the token must fill all %zu slots at the parameters' scale",
-                 ts_ckks_params_slots(md->p));
+        snprintf(why, why_size,
+                 "the token must be packed in %d slots (ModelInfo.slots) at the parameters' "
+                 "scale",
+                 ts_llm_enc_slots(md->enc));
         st = TS_EINVAL;
         goto out;
     }

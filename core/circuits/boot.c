@@ -105,8 +105,16 @@ ts_status_t ts_boot_config_default(const ts_ckks_params_t *params, ts_boot_confi
 {
     if (!params || !cfg)
         return TS_EINVAL;
+    return ts_boot_config_slots(params, ts_ckks_params_log_slots(params), cfg);
+}
+
+ts_status_t ts_boot_config_slots(const ts_ckks_params_t *params, int log_slots,
+                                 ts_boot_config_t *cfg)
+{
+    if (!params || !cfg || log_slots < 1 || log_slots > ts_ckks_params_log_slots(params))
+        return TS_EINVAL;
     memset(cfg, 0, sizeof(*cfg));
-    cfg->log_slots = ts_ckks_params_log_slots(params);
+    cfg->log_slots = log_slots;
     cfg->cts_levels = default_dft_levels(cfg->log_slots);
     /* SlotToCoeff runs on fewer limbs, so it takes one level less at large n */
     cfg->stc_levels = cfg->log_slots >= 12 ? 3 : default_dft_levels(cfg->log_slots);

@@ -451,6 +451,24 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         (!gpt2 && !spec_fits(&cfg->silu, cfg->eval_silu, TS_NL_POLY)) ||
         (gpt2 && !spec_fits(&cfg->gelu, cfg->eval_gelu, TS_NL_POLY)))
         return TS_EINVAL;
+    /* the working slot count: configured, else the bootstrapper's, else all */
+    int ls = cfg->log_slots ? cfg->log_slots
+             : boot         ? ts_boot_config(boot)->log_slots
+                            : ts_ckks_params_log_slots(params);
+    int widest = pow2_at_least(c->hidden_dim) > pow2_at_least(c->vocab_size)
+                     ? pow2_at_least(c->hidden_dim)
+                     : pow2_at_least(c->vocab_size);
+    if (widest < pow2_at_least(c->dim))
+        widest = pow2_at_least(c->dim);
+    if (ls < 1 || ls > ts_ckks_params_log_slots(params) || (1 << ls) < widest ||
+        (boot && ts_boot_config(boot)->log_slots != ls)) {
+        ts_log(TS_LOG_DEBUG, "llm",
+               "encrypted engine: working slots 2^%d (bootstrapper 2^%d, parameters 2^%d, "
+               "widest vector %d)",
+               ls, boot ? ts_boot_config(boot)->log_slots : -1, ts_ckks_params_log_slots(params),
+               widest);
+        return TS_EINVAL;
+    }
     ts_llm_enc_t *e = ts_malloc(sizeof(*e));
     if (!e)
         return TS_ENOMEM;
@@ -459,7 +477,7 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
     e->params = ts_ckks_params_ref(params);
     e->cfg = *cfg;
     e->boot = boot;
-    e->slots = (int)ts_ckks_params_slots(params);
+    e->slots = 1 << ls;
     e->dim = c->dim;
     e->hid = c->hidden_dim;
     e->vocab = c->vocab_size;
@@ -526,6 +544,27 @@ int ts_llm_enc_input_level(const ts_llm_enc_t *e)
 int ts_llm_enc_max_positions(const ts_llm_enc_t *e)
 {
     return e ? e->max_pos : 0;
+}
+
+int ts_llm_enc_slots(const ts_llm_enc_t *e)
+{
+    return e ? e->slots : 0;
+}
+
+int ts_llm_enc_log_slots_for(const ts_llm_model_t *m, const ts_ckks_params_t *p, int max_ctx)
+{
+    if (!m || !p)
+        return 0;
+    const ts_llm_config_t *c = &m->cfg;
+    int cap = ts_ckks_params_log_slots(p);
+    if (max_ctx <= 0)
+        return cap;
+    int64_t need = (int64_t)pow2_at_least(c->dim) * max_ctx;
+    int ls = 1;
+    while (ls < cap && ((int64_t)1 << ls < need || 1 << ls < pow2_at_least(c->hidden_dim) ||
+                        1 << ls < pow2_at_least(c->vocab_size)))
+        ls++;
+    return ls;
 }
 
 void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out)
@@ -657,11 +696,13 @@ ts_status_t ts_llm_tfhe_literal(const ts_ckks_params_t *params, ts_tfhe_params_l
     return st;
 }
 
-ts_status_t ts_llm_tfhe_boot_config(ts_ckks_params_t *params, int encap_h, ts_boot_config_t *cfg)
+ts_status_t ts_llm_tfhe_boot_config(ts_ckks_params_t *params, int log_slots, int encap_h,
+                                    ts_boot_config_t *cfg)
 {
     if (!params || !cfg)
         return TS_EINVAL;
-    ts_status_t st = ts_boot_config_default(params, cfg);
+    ts_status_t st =
+        ts_boot_config_slots(params, log_slots ? log_slots : ts_ckks_params_log_slots(params), cfg);
     if (st == TS_OK && encap_h > 0)
         st = ts_boot_config_encapsulate(params, encap_h, cfg);
     if (st != TS_OK)
@@ -676,19 +717,27 @@ ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *e, ts_boot_config_t 
     if (!e || !cfg)
         return TS_EINVAL;
     /* the same sparse-secret encapsulation as the main bootstrapper */
-    return ts_llm_tfhe_boot_config(e->params, e->boot ? ts_boot_config(e->boot)->encap_h : 0, cfg);
+    int ls = 0;
+    while ((1 << ls) < e->slots)
+        ls++;
+    return ts_llm_tfhe_boot_config(e->params, ls, e->boot ? ts_boot_config(e->boot)->encap_h : 0,
+                                   cfg);
 }
 
 /* ------------------------------------------------------------ client side */
 
 ts_status_t ts_llm_enc_encrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
-                                   ts_prng_t *prng, const float *v, int w, int level,
+                                   ts_prng_t *prng, const float *v, int w, int slots, int level,
                                    ts_ckks_ciphertext_t *ct)
 {
-    if (!ecd || !sk || !v || w <= 0 || !ct)
+    if (!ecd || !sk || !v || w <= 0 || !ct || slots < 0)
         return TS_EINVAL;
     ts_ckks_params_t *p = ts_ckks_ciphertext_params(ct);
-    int slots = (int)ts_ckks_params_slots(p), per = pow2_at_least(w);
+    int per = pow2_at_least(w);
+    if (!slots)
+        slots = (int)ts_ckks_params_slots(p);
+    if (slots & (slots - 1) || (size_t)slots > ts_ckks_params_slots(p))
+        return TS_EINVAL;
     if (slots % per)
         return TS_ENOTSUP;
     double *buf = ts_malloc((size_t)slots * sizeof(double));
@@ -711,7 +760,7 @@ ts_status_t ts_llm_enc_encrypt_token(const ts_llm_enc_t *e, ts_ckks_encoder_t *e
     if (!e || token < 0 || token >= e->vocab)
         return TS_EINVAL;
     return ts_llm_enc_encrypt_vec(ecd, sk, prng, e->m->tok_emb + (size_t)token * (size_t)e->dim,
-                                  e->dim, ts_llm_enc_input_level(e), ct);
+                                  e->dim, e->slots, ts_llm_enc_input_level(e), ct);
 }
 
 ts_status_t ts_llm_enc_decrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
@@ -1852,7 +1901,7 @@ ts_status_t ts_llm_enc_encrypt_onehot(const ts_llm_enc_t *e, ts_ckks_encoder_t *
     memset(v, 0, (size_t)e->vocab * sizeof(float));
     v[token] = 1.0f;
     ts_status_t st =
-        ts_llm_enc_encrypt_vec(ecd, sk, prng, v, e->vocab, ts_llm_enc_input_level(e), ct);
+        ts_llm_enc_encrypt_vec(ecd, sk, prng, v, e->vocab, e->slots, ts_llm_enc_input_level(e), ct);
     ts_memzero(v, (size_t)e->vocab * sizeof(float));
     ts_free(v);
     return st;

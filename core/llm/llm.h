@@ -389,6 +389,13 @@ typedef struct ts_llm_enc_config {
     /* GPT2's FFN activation (CKKS: POLY); LLAMA models ignore it (and GPT2 silu) */
     ts_nonlinear_spec_t gelu;
     ts_llm_eval_t eval_gelu;
+    /* The engine's working slot count 2^log_slots (sparse packing; 0: the
+     * bootstrapper's slot count when there is one, else the parameters').
+     * Every ciphertext of the engine is packed with this many slots, the
+     * bootstrapper must run at it, and the KV cache holds 2^log_slots /
+     * pow2(dim) positions; fewer slots bootstrap faster
+     * (ts_llm_enc_log_slots_for sizes it for a context length). */
+    int log_slots;
 } ts_llm_enc_config_t;
 
 /* Defaults sized for the bundled aidreams260K model (ranges with margin),
@@ -482,10 +489,22 @@ int ts_llm_enc_rotation_level(const ts_llm_enc_t *enc);
 int ts_llm_enc_input_level(const ts_llm_enc_t *enc);
 /* Maximum positions of the encrypted KV cache. */
 int ts_llm_enc_max_positions(const ts_llm_enc_t *enc);
+/* The engine's working slot count (every input and output is packed with it). */
+int ts_llm_enc_slots(const ts_llm_enc_t *enc);
+/*
+ * The smallest working log2 slot count for model at params that holds
+ * max_ctx positions in the KV cache (pow2(dim) slots per position) and the
+ * padded vocabulary and FFN widths, capped at the parameters' slots (then
+ * fewer positions fit: ts_llm_enc_max_positions). max_ctx <= 0: the cap.
+ */
+int ts_llm_enc_log_slots_for(const ts_llm_model_t *model, const ts_ckks_params_t *params,
+                             int max_ctx);
 
-/* Client: encrypt (symmetric) a plain vector of width w, periodic with period pow2(w). */
+/* Client: encrypt (symmetric) a plain vector of width w, periodic with period
+ * pow2(w), packed with `slots` slots (the engine's ts_llm_enc_slots; 0: the
+ * parameters' slots). */
 ts_status_t ts_llm_enc_encrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
-                                   ts_prng_t *prng, const float *v, int w, int level,
+                                   ts_prng_t *prng, const float *v, int w, int slots, int level,
                                    ts_ckks_ciphertext_t *ct);
 /* Client: the embedding row of `token` encrypted at the top level. */
 ts_status_t ts_llm_enc_encrypt_token(const ts_llm_enc_t *enc, ts_ckks_encoder_t *ecd,
@@ -507,8 +526,10 @@ void ts_llm_enc_session_free(ts_llm_enc_session_t *s);
  * sparse-secret encapsulation, the same h', so the same encapsulation keys).
  */
 ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *enc, ts_boot_config_t *cfg);
-/* The same for params and the main bootstrapper's encapsulation weight (0: none). */
-ts_status_t ts_llm_tfhe_boot_config(ts_ckks_params_t *params, int encap_h, ts_boot_config_t *cfg);
+/* The same for params, a working slot count (0: the parameters') and the main
+ * bootstrapper's encapsulation weight (0: none). */
+ts_status_t ts_llm_tfhe_boot_config(ts_ckks_params_t *params, int log_slots, int encap_h,
+                                    ts_boot_config_t *cfg);
 /*
  * The TFHE literal for the conversion keys (ts_convert_keygen). CKKS
  * parameters not marked insecure get "tfhe_conv128" (N_br = 2^12 modulo

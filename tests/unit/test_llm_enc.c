@@ -70,7 +70,9 @@ static void fx_open_model(fx_t *f, ts_llm_model_t *m, const char *preset,
     ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(f->ek, f->sk, f->prng));
     if (boot) {
         ts_boot_config_t bc;
-        ck_assert_ts_ok(ts_boot_config_default(f->p, &bc));
+        /* at the engine's working slot count when the configuration sets one */
+        ck_assert_ts_ok(ts_boot_config_slots(
+            f->p, cfg && cfg->log_slots ? cfg->log_slots : ts_ckks_params_log_slots(f->p), &bc));
         bool dense = ts_ckks_params_secret(f->p) != TS_CKKS_SECRET_SPARSE_TERNARY;
         if (dense) /* sparse-secret encapsulation, h' = 32 as boot-n16-dense */
             ck_assert_ts_ok(ts_boot_config_encapsulate(f->p, 32, &bc));
@@ -138,8 +140,9 @@ static ts_ckks_ciphertext_t *fx_enc(fx_t *f, const float *v, int w)
 {
     ts_ckks_ciphertext_t *ct = NULL;
     ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, 0, &ct));
-    ck_assert_ts_ok(
-        ts_llm_enc_encrypt_vec(f->ecd, f->sk, f->prng, v, w, ts_ckks_params_max_level(f->p), ct));
+    ck_assert_ts_ok(ts_llm_enc_encrypt_vec(f->ecd, f->sk, f->prng, v, w,
+                                           f->enc ? ts_llm_enc_slots(f->enc) : 0,
+                                           ts_ckks_params_max_level(f->p), ct));
     return ct;
 }
 
@@ -310,8 +313,8 @@ START_TEST(test_enc_rmsnorm_hybrid)
             x[i] = xf[i];
         ts_ckks_ciphertext_t *ct = NULL, *out = NULL;
         ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &ct));
-        ck_assert_ts_ok(
-            ts_llm_enc_encrypt_vec(f.ecd, f.sk, f.prng, xf, d, ts_llm_enc_input_level(f.enc), ct));
+        ck_assert_ts_ok(ts_llm_enc_encrypt_vec(f.ecd, f.sk, f.prng, xf, d, ts_llm_enc_slots(f.enc),
+                                               ts_llm_enc_input_level(f.enc), ct));
         ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &out));
         ck_assert_ts_ok(ts_llm_enc_rmsnorm(f.s, 0, 0, ct, out));
         ref_rmsnorm(m->layers[0].attn_norm, x, d, m->cfg.norm_eps, y);
@@ -499,6 +502,7 @@ START_TEST(test_enc_attention)
         ts_ckks_ciphertext_t *ct = fx_enc(&f, xf, d);
         if (pol_env)
             ck_assert_ts_ok(ts_llm_enc_encrypt_vec(f.ecd, f.sk, f.prng, xf, d,
+                                                   ts_llm_enc_slots(f.enc),
                                                    ts_llm_enc_input_level(f.enc), ct));
         ck_assert_ts_ok(ts_llm_enc_attention(f.s, 0, ct, pos, out));
         ts_ckks_ciphertext_free(ct);
@@ -1043,6 +1047,55 @@ START_TEST(test_gpt2_hybrid)
 }
 END_TEST
 
+/*
+ * Sparse packing: the engine at 2^7 working slots inside the 512 of
+ * test-llm-tiny-boot (a quarter), the bootstrapper and the SlotToCoeff-first
+ * conversions at 2^7 too. Oracle: the decrypted logits of two hybrid steps
+ * (bootstraps, conversions, look-ups) vs ts_llm_forward, as test_gpt2_hybrid
+ * at full slots. Refused: a bootstrapper at another slot count, fewer slots
+ * than the widest vector.
+ */
+START_TEST(test_gpt2_sparse_slots)
+{
+    ts_llm_model_t *m = tiny_gpt2();
+    ts_ckks_params_t *p = NULL;
+    ck_assert_ts_ok(
+        ts_ckks_params_load_file("configs/params/test-llm-tiny-boot.yaml", true, &p, NULL));
+    /* 8 positions of pow2(dim) = 16 slots: 2^7 */
+    ck_assert_int_eq(ts_llm_enc_log_slots_for(m, p, 8), 7);
+    ck_assert_int_eq(ts_llm_enc_log_slots_for(m, p, 1), 5); /* the vocabulary's 32 */
+    ck_assert_int_eq(ts_llm_enc_log_slots_for(m, p, 1000), 9);
+    ck_assert_int_eq(ts_llm_enc_log_slots_for(m, p, 0), 9);
+    ts_llm_enc_config_t cfg;
+    g2_cfg(TS_SCHED_HYBRID, &cfg);
+    ts_llm_enc_t *e = NULL;
+    ts_boot_config_t bc;
+    ts_boot_t *bt = NULL;
+    ck_assert_ts_ok(ts_boot_config_slots(p, 8, &bc));
+    ck_assert_ts_ok(ts_boot_new(p, &bc, &bt));
+    cfg.log_slots = 7;
+    ck_assert_ts_status(ts_llm_enc_new(m, p, &cfg, bt, &e), TS_EINVAL); /* 2^8 vs 2^7 */
+    cfg.log_slots = 4;
+    ck_assert_ts_status(ts_llm_enc_new(m, p, &cfg, NULL, &e), TS_EINVAL); /* < 32 */
+    cfg.log_slots = 0;                                                    /* the bootstrapper's */
+    ck_assert_ts_ok(ts_llm_enc_new(m, p, &cfg, bt, &e));
+    ck_assert_int_eq(ts_llm_enc_slots(e), 256);
+    ts_llm_enc_free(e);
+    ts_boot_free(bt);
+    ts_ckks_params_free(p);
+    ts_llm_model_free(m);
+
+    cfg.log_slots = 7;
+    fx_t f;
+    fx_open_model(&f, tiny_gpt2(), "test-llm-tiny-boot", &cfg, true);
+    ck_assert_int_eq(ts_llm_enc_slots(f.enc), 128);
+    ck_assert_int_eq(ts_llm_enc_max_positions(f.enc), 8);
+    ck_assert_int_eq(ts_boot_config(f.boot)->log_slots, 7);
+    g2_decode(&f, ts_test_quick() ? 1 : 2, 5e-2, "hybrid (2^7 slots)");
+    fx_close(&f);
+}
+END_TEST
+
 /* A GPT-2 of the given shape (zero weights, unit gains) as a model. */
 static ts_llm_model_t *g2_shape(int dim, int hid, int heads, int vocab)
 {
@@ -1175,6 +1228,7 @@ TS_TEST_SUITE(llm_enc)
     tcase_add_test(g2, test_gpt2_blocks);
     tcase_add_test(g2, test_gpt2_ckks);
     tcase_add_test(g2, test_gpt2_hybrid);
+    tcase_add_test(g2, test_gpt2_sparse_slots);
     suite_add_tcase(s, g2);
     TCase *slow = ts_tcase("decode_slow", 36000);
     tcase_add_test(slow, test_enc_decode_slow);

@@ -262,6 +262,15 @@ static void step_req(Tessera__Envelope *req, Tessera__DecodeStep *ds, uint64_t s
 
 /* A client's keys for preset param_id: params (and their id), CSPRNG, secret,
  * public and evaluation keys with the relinearization key. */
+/* log2 of ModelInfo.slots (the engine's working slot count: the bootstrapper's keys) */
+static int log2_slots(uint32_t slots)
+{
+    int l = 0;
+    while ((1u << l) < slots)
+        l++;
+    return l;
+}
+
 static void client_keys(const char *param_id, ts_ckks_params_t **p, uint8_t pid[32],
                         ts_prng_t **prng, ts_ckks_secret_key_t **sk, ts_ckks_public_key_t **pk,
                         ts_ckks_evalkeys_t **ek)
@@ -387,12 +396,13 @@ START_TEST(test_decode_hostile)
     ck_assert_ts_ok(ts_ckks_ciphertext_new(p, 0, &x));
     float onehot[TINY_VOCAB] = {0};
     onehot[1] = 1.0f;
-    ck_assert_ts_ok(
-        ts_llm_enc_encrypt_vec(ecd, sk, prng, onehot, TINY_VOCAB, (int)mi->input_level, x));
+    ck_assert_ts_ok(ts_llm_enc_encrypt_vec(ecd, sk, prng, onehot, TINY_VOCAB, (int)mi->slots,
+                                           (int)mi->input_level, x));
     uint8_t *good_ct = NULL, *low_ct = NULL;
     size_t good_n = 0, low_n = 0;
     ck_assert_ts_ok(ts_wire_ct_encode(x, pid, 0, &good_ct, &good_n));
-    ck_assert_ts_ok(ts_llm_enc_encrypt_vec(ecd, sk, prng, onehot, TINY_VOCAB, 3, x));
+    ck_assert_ts_ok(
+        ts_llm_enc_encrypt_vec(ecd, sk, prng, onehot, TINY_VOCAB, (int)mi->slots, 3, x));
     ck_assert_ts_ok(ts_wire_ct_encode(x, pid, 0, &low_ct, &low_n));
     Tessera__DecodeStep ds;
     step_req(&req, &ds, sid ^ 1, 0, good_ct, good_n);
@@ -586,7 +596,7 @@ START_TEST(test_decode_policies)
     ck_assert_ts_ok(ts_ckks_galois_keys_serialize(ek, 0, &blob[2], &size[2]));
     /* Galois blob 2: everything (bootstrapping and the hybrid policy's steps) */
     ts_boot_config_t bc;
-    ck_assert_ts_ok(ts_boot_config_default(p, &bc));
+    ck_assert_ts_ok(ts_boot_config_slots(p, log2_slots(mi->slots), &bc));
     ck_assert_ts_ok(ts_boot_keygen(p, &bc, ek, sk, prng));
     ck_assert_ts_ok(
         ts_ckks_evalkeys_gen_rotations(ek, sk, hy->rotation_steps, hy->n_rotation_steps, prng));
@@ -652,8 +662,8 @@ START_TEST(test_decode_policies)
     ck_assert_ts_ok(ts_ckks_ciphertext_new(p, 0, &x));
     float onehot[TINY_VOCAB] = {0};
     onehot[1] = 1.0f;
-    ck_assert_ts_ok(
-        ts_llm_enc_encrypt_vec(ecd, sk, prng, onehot, TINY_VOCAB, (int)hy->input_level, x));
+    ck_assert_ts_ok(ts_llm_enc_encrypt_vec(ecd, sk, prng, onehot, TINY_VOCAB, (int)mi->slots,
+                                           (int)hy->input_level, x));
     uint8_t *ct = NULL;
     size_t ctn = 0;
     ck_assert_ts_ok(ts_wire_ct_encode(x, pid, 0, &ct, &ctn));
@@ -746,7 +756,7 @@ START_TEST(test_decode_dense_encap)
     ts_ckks_evalkeys_t *ek = NULL;
     client_keys(mi->param_id, &p, pid, &prng, &sk, &pk, &ek);
     ts_boot_config_t bc;
-    ck_assert_ts_ok(ts_boot_config_default(p, &bc));
+    ck_assert_ts_ok(ts_boot_config_slots(p, log2_slots(mi->slots), &bc));
     ck_assert_ts_ok(ts_boot_config_encapsulate(p, mi->encap_h, &bc));
     ck_assert_ts_ok(ts_boot_keygen(p, &bc, ek, sk, prng));
     ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations_at(
@@ -893,6 +903,7 @@ typedef struct {
     ts_ckks_encoder_t *ecd;
     uint8_t shas[3][32];
     ProtobufCBinaryData kb[3];
+    int slots; /* ModelInfo.slots */
 } keys_t;
 
 static void keys_make(keys_t *k, ts_client_t *c)
@@ -904,6 +915,7 @@ static void keys_make(keys_t *k, ts_client_t *c)
     req.model_info_request = &mq;
     ck_assert_ts_ok(ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_MODEL_INFO, &info));
     const Tessera__ModelInfo *mi = info->model_info;
+    k->slots = (int)mi->slots;
     char why[256];
     ck_assert_ts_ok(
         ts_wire_params_get("configs/params", mi->param_id, true, &k->p, k->pid, why, sizeof why));
@@ -952,7 +964,7 @@ static uint8_t *token_ct(keys_t *k, int token, size_t *n)
     ck_assert_ts_ok(ts_ckks_ciphertext_new(k->p, 0, &x));
     float onehot[TINY_VOCAB] = {0};
     onehot[token] = 1.0f;
-    ck_assert_ts_ok(ts_llm_enc_encrypt_vec(k->ecd, k->sk, k->prng, onehot, TINY_VOCAB,
+    ck_assert_ts_ok(ts_llm_enc_encrypt_vec(k->ecd, k->sk, k->prng, onehot, TINY_VOCAB, k->slots,
                                            ts_ckks_params_max_level(k->p), x));
     uint8_t *b = NULL;
     ck_assert_ts_ok(ts_wire_ct_encode(x, k->pid, 0, &b, n));
