@@ -1216,6 +1216,10 @@ ts_status_t ts_boot_slot_to_coeff(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
     return st;
 }
 
+static ts_status_t boot_cts(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                            const ts_ckks_ciphertext_t *in, double delta_out,
+                            ts_ckks_ciphertext_t *out);
+
 ts_status_t ts_boot_bootstrap(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
                               const ts_ckks_ciphertext_t *in, ts_ckks_ciphertext_t *out)
 {
@@ -1232,6 +1236,30 @@ ts_status_t ts_boot_bootstrap(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
         ts_ckks_ciphertext_free(c);
         return st;
     }
+    return boot_cts(bt, ev, in, ts_ckks_ciphertext_scale(in), out);
+}
+
+ts_status_t ts_boot_bootstrap_scaled(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                                     const ts_ckks_ciphertext_t *in, double out_scale,
+                                     ts_ckks_ciphertext_t *out)
+{
+    ts_status_t st = check_io(bt, ev, in, out);
+    if (st != TS_OK)
+        return st;
+    if (bt->cfg.order != TS_BOOT_CTS_FIRST)
+        return TS_ENOTSUP;
+    double d = ts_ckks_ciphertext_scale(in);
+    if (!(out_scale >= ldexp(d, -10) && out_scale <= d))
+        return TS_EINVAL;
+    return boot_cts(bt, ev, in, out_scale, out);
+}
+
+/* The CoeffToSlot-first bootstrap with the output at scale delta_out. */
+static ts_status_t boot_cts(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                            const ts_ckks_ciphertext_t *in, double delta_out,
+                            ts_ckks_ciphertext_t *out)
+{
+    ts_status_t st;
     double delta = ts_ckks_ciphertext_scale(in);
     ts_ckks_ciphertext_t *x = NULL, *t = NULL;
     st = new_ct(bt, &x);
@@ -1248,11 +1276,11 @@ ts_status_t ts_boot_bootstrap(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
             st = ts_ckks_ciphertext_set_meta(x, 0, 1, ldexp(delta, (int)a), bt->n);
     }
     if (st == TS_OK)
-        st = recover_core(bt, ev, x, delta, x);
+        st = recover_core(bt, ev, x, delta_out, x);
     if (st == TS_OK)
         st = apply_groups(ev, bt->stc, bt->nstc, x, t);
     if (st == TS_OK)
-        st = snap_scale(x, delta, bt->n);
+        st = snap_scale(x, delta_out, bt->n);
     if (st == TS_OK)
         st = ts_ckks_ciphertext_copy(out, x);
     ts_ckks_ciphertext_free(x);

@@ -234,6 +234,17 @@ int ts_boot_levels_left(const ts_boot_t *bt);
  */
 ts_status_t ts_boot_bootstrap(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
                               const ts_ckks_ciphertext_t *in, ts_ckks_ciphertext_t *out);
+/*
+ * The same (CTS_FIRST only) with the output at scale out_scale (in.scale /
+ * 2^10 .. in.scale; the values are kept, the raw coefficients scale by
+ * out_scale / in.scale): e.g. in.scale / 2 for a pair packed as a + i b,
+ * whose parts c + conj(c) = 2a and -i (c - conj(c)) = 2b then come out at
+ * in.scale without a level. TS_ENOTSUP for STC_FIRST, TS_EINVAL outside the
+ * range.
+ */
+ts_status_t ts_boot_bootstrap_scaled(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                                     const ts_ckks_ciphertext_t *in, double out_scale,
+                                     ts_ckks_ciphertext_t *out);
 
 /*
  * ModRecover: in is a ciphertext at level 0 (higher levels are dropped)

@@ -5,6 +5,7 @@
  * encrypted KV cache with the max-free softmax, SwiGLU and GELU FFNs, LM head.
  * See the overview in core/llm/llm.h.
  */
+#include <complex.h>
 #include <math.h>
 #include <string.h>
 
@@ -989,6 +990,56 @@ static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
     return st;
 }
 
+/* Bring a and b to the same level (drops the higher one in place). */
+static ts_status_t align(ts_llm_enc_session_t *s, ct_t *a, ct_t *b);
+
+/*
+ * Make sure a and b both have at least lv levels, then align them. When both
+ * need a bootstrap they share one: c = a + i b (the product by i is exact),
+ * bootstrapped to half its scale, a = c + conj(c), b = -i (c - conj(c)) at the
+ * old scale (one bootstrap and a conjugation instead of two bootstraps; the
+ * scheduler's replay counts the pair as one).
+ */
+static ts_status_t need2(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
+{
+    ts_status_t st;
+    double sa = ts_ckks_ciphertext_scale(a), sb = ts_ckks_ciphertext_scale(b);
+    size_t sl = ts_ckks_ciphertext_slots(a);
+    bool pair = a != b && s->boot && ts_boot_config(s->boot)->order == TS_BOOT_CTS_FIRST &&
+                ts_ckks_ciphertext_level(a) < lv && ts_ckks_ciphertext_level(b) < lv &&
+                ts_ckks_ciphertext_degree(a) == 1 && ts_ckks_ciphertext_degree(b) == 1 &&
+                sl == ts_ckks_ciphertext_slots(b) && fabs(sa / sb - 1.0) < 0x1p-30;
+    if (!pair) {
+        if ((st = need(s, a, lv)) != TS_OK || (st = need(s, b, lv)) != TS_OK)
+            return st;
+        return align(s, a, b);
+    }
+    ct_t *c = NULL, *cj = NULL;
+    int prev_stage = stage_to(s, TS_LLM_STAGE_BOOTSTRAP);
+    if ((st = align(s, a, b)) != TS_OK)
+        goto done;
+    TRY(ct_new(s, &c));
+    TRY(ct_new(s, &cj));
+    TRY(ts_ckks_mul_const(s->ev, b, I, 1.0, c));
+    TRY(ts_ckks_add(s->ev, a, c, c));
+    TRY(ts_ckks_ciphertext_set_meta(c, ts_ckks_ciphertext_level(c), 1, sa * ENC_BOOT_SHRINK, sl));
+    TRY(ts_boot_bootstrap_scaled(s->boot, s->ev, c, sa * ENC_BOOT_SHRINK / 2, c));
+    s->nboot++;
+    TRY(ts_ckks_conjugate(s->ev, c, cj));
+    TRY(ts_ckks_add(s->ev, c, cj, a));
+    TRY(ts_ckks_sub(s->ev, c, cj, b));
+    TRY(ts_ckks_mul_const(s->ev, b, -I, 1.0, b));
+    TRY(ts_ckks_ciphertext_set_meta(a, ts_ckks_ciphertext_level(a), 1, sa, sl));
+    TRY(ts_ckks_ciphertext_set_meta(b, ts_ckks_ciphertext_level(b), 1, sa, sl));
+    if (ts_ckks_ciphertext_level(a) < lv)
+        st = TS_ELEVEL;
+done:
+    stage_to(s, prev_stage);
+    ts_ckks_ciphertext_free(c);
+    ts_ckks_ciphertext_free(cj);
+    return st;
+}
+
 /*
  * Bring the scale back to Delta after a ciphertext-ciphertext product: snapped
  * when the rescaling prime was close to Delta (relative 2^-10), otherwise
@@ -1024,9 +1075,7 @@ static ts_status_t align(ts_llm_enc_session_t *s, ct_t *a, ct_t *b)
 static ts_status_t mul_cc(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, ct_t *out)
 {
     ts_status_t st;
-    if ((st = need(s, a, 1)) != TS_OK || (st = need(s, b, 1)) != TS_OK)
-        return st;
-    if ((st = align(s, a, b)) != TS_OK)
+    if ((st = need2(s, a, b, 1)) != TS_OK)
         return st;
     if ((st = ts_ckks_mul_relin(s->ev, a, b, out)) != TS_OK)
         return st;
@@ -1426,6 +1475,12 @@ static ts_status_t recip(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp,
         goto done;
     }
     for (int i = 0; i < sp->steps; i++) {
+        /* a (and b: they run in lockstep) refreshed before f = 2 - a is taken
+         * from a, so that a and f are never bootstrapped apart */
+        if (i == 0)
+            TRY(need(s, a, 1));
+        else
+            TRY(need2(s, a, b, 1));
         TRY(ts_ckks_neg(s->ev, a, f));
         TRY(ts_ckks_add_const(s->ev, f, 2.0, f));
         if (i == 0) {

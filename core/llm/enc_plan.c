@@ -259,7 +259,13 @@ static int recip(gb_t *b, const char *nm, const ts_nonlinear_spec_t *sp, int x)
         return add_k(b, "recip.const", o, false);
     }
     int bb = -1;
+    const double c0[6] = {0, 0, 0, 0, 0, 0};
     for (int i = 0; i < sp->steps; i++) {
+        /* need(a, 1), then need2(a, b, 1): a pair bootstrap when both are low */
+        if (i == 0)
+            add(b, TS_OP_SUM, "goldschmidt.need", a, TS_SCHED_NONE, FIRST, 0, 1, c0);
+        else
+            add(b, TS_OP_SUM, "goldschmidt.need", a, bb, BOTH, 0, 1, c0);
         int f = add_k(b, "goldschmidt.f", a, false);
         if (i == 0)
             bb = mul_k(b, "goldschmidt.b", f, false);

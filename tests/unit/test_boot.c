@@ -171,6 +171,58 @@ START_TEST(test_boot_sparse_cts_first)
 }
 END_TEST
 
+/*
+ * Two real vectors a, b in one bootstrap: c = a + i b (the product by i is
+ * exact), ts_boot_bootstrap_scaled to half the scale, then c + conj(c) = a and
+ * -i (c - conj(c)) = b at the input's scale, no level spent. Oracle: both vs
+ * the plaintext, scale exactly the input's, levels as a bootstrap leaves.
+ * Refusals: STC_FIRST, an out_scale out of range.
+ */
+START_TEST(test_boot_pair_scaled)
+{
+    fx_t f;
+    load(&f, "test-boot-n10");
+    f.cfg.log_slots = 5;
+    setup(&f);
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_conjugate(f.ek, f.sk, f.prng));
+    size_t n = 32;
+    double complex a[32], b[32];
+    fill(a, n, true);
+    fill(b, n, true);
+    for (size_t i = 0; i < n; i++) { /* up to 4 in magnitude, as the engine's */
+        a[i] *= 4;
+        b[i] *= 3;
+    }
+    ts_ckks_ciphertext_t *ca = encrypt(&f, a, n, 1), *cb = encrypt(&f, b, n, 1), *t, *cj;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &t));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &cj));
+    double d = ts_ckks_params_scale(f.p);
+    ck_assert_ts_ok(ts_ckks_mul_const(f.ev, cb, I, 1.0, t));
+    ck_assert_ts_ok(ts_ckks_add(f.ev, ca, t, t));
+    /* values up to 5 in magnitude: shrink them by 16 for EvalMod's range */
+    ck_assert_ts_ok(ts_ckks_ciphertext_set_meta(t, 1, 1, d * 16, n));
+    ck_assert_ts_ok(ts_boot_bootstrap_scaled(f.bt, f.ev, t, d * 8, t));
+    ck_assert_int_eq(ts_ckks_ciphertext_level(t), ts_boot_levels_left(f.bt));
+    ck_assert_ts_ok(ts_ckks_conjugate(f.ev, t, cj));
+    ck_assert_ts_ok(ts_ckks_add(f.ev, t, cj, ca));
+    ck_assert_ts_ok(ts_ckks_sub(f.ev, t, cj, cb));
+    ck_assert_ts_ok(ts_ckks_mul_const(f.ev, cb, -I, 1.0, cb));
+    ck_assert_ts_ok(ts_ckks_ciphertext_set_meta(ca, ts_ckks_ciphertext_level(ca), 1, d, n));
+    ck_assert_ts_ok(ts_ckks_ciphertext_set_meta(cb, ts_ckks_ciphertext_level(cb), 1, d, n));
+    double pa = precision(&f, ca, a, n), pb = precision(&f, cb, b, n);
+    if (getenv("TS_TEST_VERBOSE"))
+        printf("pair bootstrap: a %.2f bits, b %.2f bits\n", pa, pb);
+    ck_assert_msg(pa >= PREC_BITS - 4 && pb >= PREC_BITS - 4, "precision %.2f / %.2f bits", pa, pb);
+    ck_assert_ts_status(ts_boot_bootstrap_scaled(f.bt, f.ev, t, d * 16, t),
+                        TS_EINVAL); /* > in.scale */
+    ts_ckks_ciphertext_free(ca);
+    ts_ckks_ciphertext_free(cb);
+    ts_ckks_ciphertext_free(t);
+    ts_ckks_ciphertext_free(cj);
+    fx_clear(&f);
+}
+END_TEST
+
 START_TEST(test_boot_stc_first)
 {
     run_boot(0, TS_BOOT_STC_FIRST, false, 3);
@@ -394,6 +446,7 @@ TS_TEST_SUITE(boot)
     tcase_add_test(tc, test_boot_missing_key);
     tcase_add_test(tc, test_boot_full_cts_first);
     tcase_add_test(tc, test_boot_sparse_cts_first);
+    tcase_add_test(tc, test_boot_pair_scaled);
     tcase_add_test(tc, test_boot_stc_first);
     tcase_add_test(tc, test_boot_mod_recover);
     tcase_add_test(tc, test_boot_repeated);
