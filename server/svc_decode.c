@@ -370,15 +370,22 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
                  why[0] ? why : ts_strerror(st));
         return st;
     }
+    /* sparse packing: the fewest slots that hold max_context positions (cheaper
+     * bootstraps and rotations; ModelInfo.slots tells the clients) */
+    md->log_slots = ts_llm_enc_log_slots_for(md->m, md->p, (int)c->max_context);
+    int dim = ts_llm_model_config(md->m)->dim, pd = 1, ctx;
+    while (pd < dim)
+        pd <<= 1;
+    ctx = (1 << md->log_slots) / pd;
+    if (c->max_context < ctx)
+        ctx = (int)c->max_context;
+    /* the ckks policy's approximations for that context (an approx file overrides) */
     ts_llm_enc_config_t ecfg;
-    ts_llm_enc_config_default(&ecfg);
+    ts_llm_enc_config_policy(&ecfg, TS_SCHED_CKKS, ctx);
     if (c->approx[0] && (st = load_approx(c->approx, &ecfg, why, sizeof why)) != TS_OK) {
         snprintf(err, err_size, "%s: approx %s: %s", file, c->approx, why);
         return st;
     }
-    /* sparse packing: the fewest slots that hold max_context positions (cheaper
-     * bootstraps and rotations; ModelInfo.slots tells the clients) */
-    md->log_slots = ts_llm_enc_log_slots_for(md->m, md->p, (int)c->max_context);
     ecfg.log_slots = md->log_slots;
     if (c->bootstrap) {
         ts_boot_config_t bc;
