@@ -213,7 +213,8 @@ void ts_agg_result_free(ProtobufCBinaryData *out, size_t count);
  *   params: test-boot-n12            CKKS preset in params_dir (required)
  *   approx: configs/approx/X.yaml    the engine's approximations (default: its own)
  *   bootstrap: true                  sessions bootstrap (clients add boot keys)
- *   max_context: 32                  positions per session (capped by the slots)
+ *   max_context: 32                  positions per session (capped by the slots; the
+ *                                    engine packs the fewest slots that hold it)
  *   max_sessions: 4                  live sessions of this model
  *   session_memory_bytes: 8589934592 keys + KV cache of one session
  *   sanitize_lambda: 40              flooding statistical parameter (bits)
