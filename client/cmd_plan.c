@@ -32,19 +32,21 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: tessera plan (--model FILE | --dims D,H,L,NH,NKV,V |\n"
-          "                     --dim D --hidden H --layers L --heads NH [--kv-heads NKV] "
-          "--vocab V)\n"
-          "                    [--arch llama|gpt2] [--pos N] [--slots S] [--embed-public]\n"
-          "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
-          "       tessera plan --model FILE --params PRESET [--insecure-params] [--pos N]\n"
-          "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
-          "Prints the scheme-aware plan of one decode step: every operator with its scheme,\n"
-          "levels, bootstraps and rotation keys, the predicted latency, and the reason for\n"
-          "each TFHE/CKKS choice. Without --costs the estimated cpu-default table is used.\n"
-          "With --params: the encrypted engine's own plan at that CKKS preset (its exact\n"
-          "operations, bootstraps, conversions and look-ups, latency per stage).\n",
-          f);
+    fputs(
+        "usage: tessera plan (--model FILE | --dims D,H,L,NH,NKV,V |\n"
+        "                     --dim D --hidden H --layers L --heads NH [--kv-heads NKV] "
+        "--vocab V)\n"
+        "                    [--arch llama|gpt2] [--pos N] [--slots S] [--embed-public]\n"
+        "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
+        "       tessera plan --model FILE --params PRESET [--insecure-params] [--pos N]\n"
+        "                    [--slots S] [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
+        "Prints the scheme-aware plan of one decode step: every operator with its scheme,\n"
+        "levels, bootstraps and rotation keys, the predicted latency, and the reason for\n"
+        "each TFHE/CKKS choice. Without --costs the estimated cpu-default table is used.\n"
+        "With --params: the encrypted engine's own plan at that CKKS preset (its exact\n"
+        "operations, bootstraps, conversions and look-ups, latency per stage); --slots S\n"
+        "its working slot count (sparse packing, a power of two; default the preset's).\n",
+        f);
 }
 
 static int parse_u32(const char *s, uint32_t *out)
@@ -139,7 +141,7 @@ static bool kind_used(const ts_sched_graph_t *g, int k)
 /* The engine's plan of one policy; prints it (text or JSON object). */
 static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
                            const ts_sched_costs_t *costs, ts_sched_policy_t pol, int pos,
-                           unsigned flags, bool json, bool brief, double *total)
+                           int log_slots, unsigned flags, bool json, bool brief, double *total)
 {
     ts_llm_enc_t *e0 = NULL, *e = NULL;
     ts_sched_graph_t *g = NULL;
@@ -148,9 +150,12 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
     char msg[256] = "", *text = NULL;
     int rc = 1;
     ts_llm_enc_config_t cfg;
-    ts_status_t st = ts_llm_enc_new(m, params, NULL, NULL, &e0);
+    ts_llm_enc_config_default(&cfg);
+    cfg.log_slots = log_slots;
+    ts_status_t st = ts_llm_enc_new(m, params, &cfg, NULL, &e0);
     if (st == TS_OK) {
         ts_llm_enc_config_policy(&cfg, pol, ts_llm_enc_max_positions(e0));
+        cfg.log_slots = log_slots;
         st = ts_llm_enc_new(m, params, &cfg, NULL, &e);
     }
     if (st == TS_OK && pos >= ts_llm_enc_max_positions(e))
@@ -233,7 +238,7 @@ out:
 
 static int engine_plan(const char *model, const char *preset, bool insecure,
                        const ts_sched_costs_t *costs, bool costs_given, bool all,
-                       ts_sched_policy_t policy, int pos, unsigned flags, bool json)
+                       ts_sched_policy_t policy, int pos, uint32_t slots, unsigned flags, bool json)
 {
     char path[600];
     snprintf(path, sizeof path, "configs/params/%s.yaml", preset);
@@ -263,6 +268,15 @@ static int engine_plan(const char *model, const char *preset, bool insecure,
                    "--costs FILE from `tessera bench costs --params %s`\n",
                    costs->params, preset, preset);
     }
+    int ls = 0; /* --slots: the engine's working slot count (0: the preset's) */
+    while (slots && (1u << ls) < slots && ls < 30)
+        ls++;
+    if (slots && (1u << ls) != slots) {
+        fprintf(stderr, "tessera plan: --slots %u is not a power of two\n", slots);
+        ts_llm_model_free(m);
+        ts_ckks_params_free(params);
+        return 2;
+    }
     int rc = 0;
     double tot[3] = {0, 0, 0};
     if (json && all)
@@ -272,8 +286,8 @@ static int engine_plan(const char *model, const char *preset, bool insecure,
             continue;
         if (json && all)
             printf("%s\"%s\":", k ? "," : "", ts_sched_policy_name((ts_sched_policy_t)k));
-        rc =
-            engine_plan_one(m, params, costs, (ts_sched_policy_t)k, pos, flags, json, all, &tot[k]);
+        rc = engine_plan_one(m, params, costs, (ts_sched_policy_t)k, pos, ls, flags, json, all,
+                             &tot[k]);
     }
     if (json)
         fputs(all ? "}\n" : "\n", stdout);
@@ -423,7 +437,7 @@ int ts_cmd_plan(int argc, char **argv)
         }
         /* the daemon's default input: the one-hot token, embedded on the server */
         return engine_plan(model, preset, insecure, &costs, costs_path != NULL, all, policy,
-                           (int)d.seq_pos, d.embed_public ? 0 : TS_LLM_PLAN_ONEHOT, json);
+                           (int)d.seq_pos, d.slots, d.embed_public ? 0 : TS_LLM_PLAN_ONEHOT, json);
     }
     if (!d.slots && costs.slots > 0)
         d.slots = (uint32_t)costs.slots;
