@@ -804,6 +804,37 @@ ts_status_t ts_llm_enc_decrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_
     return st;
 }
 
+ts_status_t ts_llm_enc_cache_encrypt(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
+                                     const ts_ckks_secret_key_t *sk, ts_prng_t *prng,
+                                     const float *rows, int n, int level, ts_ckks_ciphertext_t *ct)
+{
+    if (!e || !ecd || !sk || !prng || !rows || !ct)
+        return TS_EINVAL;
+    if (n < 1 || n > e->max_pos)
+        return TS_ERANGE;
+    if (level < 0 || level > ts_ckks_params_max_level(e->params))
+        return TS_ELEVEL;
+    if (!ts_ckks_params_equal(ts_ckks_ciphertext_params(ct), e->params))
+        return TS_EMISMATCH;
+    const ts_llm_config_t *c = &e->m->cfg;
+    int hd = e->hd, kvd = c->n_kv_heads * hd, g = e->nh / c->n_kv_heads;
+    double *buf = ts_malloc((size_t)e->slots * sizeof(double));
+    if (!buf)
+        return TS_ENOMEM;
+    /* block t = slots [t pd, (t + 1) pd) holds position t's dim-wide vector
+     * (query head h reads key/value head h / g), zeros elsewhere: what
+     * cache_put builds */
+    for (int j = 0; j < e->slots; j++) {
+        int t = j / e->pd, i = j % e->pd;
+        buf[j] =
+            t < n && i < e->dim ? (double)rows[(size_t)t * kvd + (i / hd / g) * hd + i % hd] : 0.0;
+    }
+    ts_status_t st = ts_ckks_encrypt_sk_real(ecd, sk, buf, (size_t)e->slots, (size_t)e->slots,
+                                             level, e->delta, prng, NULL, ct);
+    ts_free_secret(buf);
+    return st;
+}
+
 /* ---------------------------------------------------------------- session */
 
 void ts_llm_enc_session_free(ts_llm_enc_session_t *s)
@@ -913,6 +944,75 @@ ts_status_t ts_llm_enc_session_set_tfhe(ts_llm_enc_session_t *s, ts_convert_t *c
     }
     s->cv = st == TS_OK ? cv : NULL;
     return st;
+}
+
+ts_status_t ts_llm_enc_session_set_cache(ts_llm_enc_session_t *s,
+                                         const ts_ckks_ciphertext_t *const *k,
+                                         const ts_ckks_ciphertext_t *const *v, int n_pos)
+{
+    if (!s || !k || !v)
+        return TS_EINVAL;
+    const ts_llm_enc_t *e = s->e;
+    if (n_pos < 1 || n_pos > e->max_pos) {
+        ts_log(TS_LOG_WARN, "llm", "set_cache: %d positions outside 1..%d (the session's cache)",
+               n_pos, e->max_pos);
+        return TS_ERANGE;
+    }
+    /* validate everything before installing anything */
+    for (int l = 0; l < e->nl; l++)
+        for (int w = 0; w < 2; w++) {
+            const ct_t *ct = w ? v[l] : k[l];
+            if (!ct) {
+                ts_log(TS_LOG_WARN, "llm", "set_cache: layer %d has no %s cache", l, w ? "V" : "K");
+                return TS_EINVAL;
+            }
+            if (!ts_ckks_params_equal(ts_ckks_ciphertext_params(ct), e->params) ||
+                ts_ckks_ciphertext_slots(ct) != (size_t)e->slots ||
+                ts_ckks_ciphertext_degree(ct) != 1 ||
+                fabs(ts_ckks_ciphertext_scale(ct) / e->delta - 1.0) > 0x1p-20) {
+                ts_log(TS_LOG_WARN, "llm",
+                       "set_cache: layer %d %s: parameters, %zu slots (engine %d), degree %d or "
+                       "scale 2^%.3f (engine 2^%.3f) do not match the engine's",
+                       l, w ? "V" : "K", ts_ckks_ciphertext_slots(ct), e->slots,
+                       ts_ckks_ciphertext_degree(ct), log2(ts_ckks_ciphertext_scale(ct)),
+                       log2(e->delta));
+                return TS_EMISMATCH;
+            }
+            /* the scores multiply the cache by q: it needs a level (or a bootstrap) */
+            if (ts_ckks_ciphertext_level(ct) < 1 && !s->boot) {
+                ts_log(TS_LOG_WARN, "llm",
+                       "set_cache: layer %d %s at level 0 and no bootstrapper to lift it", l,
+                       w ? "V" : "K");
+                return TS_ELEVEL;
+            }
+        }
+    size_t nl = (size_t)e->nl;
+    ct_t **nk = ts_malloc(2 * nl * sizeof(ct_t *));
+    if (!nk)
+        return TS_ENOMEM;
+    memset(nk, 0, 2 * nl * sizeof(ct_t *));
+    ts_status_t st = TS_OK;
+    for (size_t i = 0; i < 2 * nl && st == TS_OK; i++) {
+        const ct_t *src = i < nl ? k[i] : v[i - nl];
+        st = ts_ckks_ciphertext_new(e->params, 0, &nk[i]);
+        if (st == TS_OK)
+            st = ts_ckks_ciphertext_copy(nk[i], src);
+    }
+    if (st != TS_OK) {
+        for (size_t i = 0; i < 2 * nl; i++)
+            ts_ckks_ciphertext_free(nk[i]);
+        ts_free(nk);
+        return st;
+    }
+    for (size_t l = 0; l < nl; l++) {
+        ts_ckks_ciphertext_free(s->kc[l]);
+        ts_ckks_ciphertext_free(s->vc[l]);
+        s->kc[l] = nk[l];
+        s->vc[l] = nk[nl + l];
+    }
+    ts_free(nk);
+    s->next_pos = n_pos;
+    return TS_OK;
 }
 
 uint64_t ts_llm_enc_session_bootstraps(const ts_llm_enc_session_t *s)

@@ -426,3 +426,16 @@ ts_status_t ts_llm_forward(const ts_llm_model_t *m, ts_llm_state_t *s, int token
 {
     return ts__llm_forward_ex(m, s, token, pos, NULL, logits);
 }
+
+ts_status_t ts_llm_state_kv(const ts_llm_model_t *m, const ts_llm_state_t *s, int layer,
+                            const float **k, const float **v, int *n_pos)
+{
+    if (!m || !s || !k || !v || !n_pos || layer < 0 || layer >= m->cfg.n_layers ||
+        s->kvd != m->cfg.n_kv_heads * m->cfg.head_dim)
+        return TS_EINVAL;
+    size_t loff = (size_t)layer * (size_t)s->n_ctx * (size_t)s->kvd;
+    *k = s->key_cache + loff;
+    *v = s->value_cache + loff;
+    *n_pos = s->next_pos;
+    return TS_OK;
+}

@@ -173,6 +173,17 @@ void ts_llm_state_free(ts_llm_state_t *state);
 ts_status_t ts_llm_forward(const ts_llm_model_t *model, ts_llm_state_t *state, int token, int pos,
                            const float **logits);
 
+/*
+ * The KV cache of one layer as ts_llm_forward left it (for benchmarks that
+ * prefill an encrypted cache, ts_llm_enc_cache_encrypt): rows [0, *n_pos) of
+ * kv_dim = n_kv_heads * head_dim floats, position t at row t; keys after RoPE
+ * (LLAMA), keys and values with their biases (GPT2). *n_pos is the next
+ * position of the state. Borrowed: valid until the next ts_llm_forward.
+ * Errors: TS_EINVAL (layer out of range, a state of another model's shape).
+ */
+ts_status_t ts_llm_state_kv(const ts_llm_model_t *model, const ts_llm_state_t *state, int layer,
+                            const float **k, const float **v, int *n_pos);
+
 /* ------------------------------------------------------------- sampling */
 
 typedef struct ts_llm_sampler_cfg {
@@ -514,6 +525,23 @@ ts_status_t ts_llm_enc_encrypt_token(const ts_llm_enc_t *enc, ts_ckks_encoder_t 
 ts_status_t ts_llm_enc_decrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
                                    const ts_ckks_ciphertext_t *ct, float *v, int w);
 
+/*
+ * Client, for benchmarks at a context length: one layer's K or V cache for
+ * positions [0, n) encrypted (symmetric) at `level` and scale Delta, in the
+ * layout the engine's own steps build (slot block t = [t Pd, t Pd + dim)
+ * holds position t, zeros elsewhere; grouped-query attention repeated per
+ * query head as the engine's k and v are). rows: n rows of kv_dim =
+ * n_kv_heads * head_dim floats as ts_llm_state_kv gives them (post-RoPE
+ * keys). ts_llm_enc_input_level is a fine level: the engine drops the cache
+ * to its new entry's level when it appends. This is a benchmark method, not a
+ * private path: K and V come from the plaintext model, whose weights a client
+ * never has. Errors: TS_EINVAL, TS_ERANGE (n outside 1..max positions),
+ * TS_ELEVEL, TS_EMISMATCH (ct of other parameters), TS_ENOMEM.
+ */
+ts_status_t ts_llm_enc_cache_encrypt(const ts_llm_enc_t *enc, ts_ckks_encoder_t *ecd,
+                                     const ts_ckks_secret_key_t *sk, ts_prng_t *prng,
+                                     const float *rows, int n, int level, ts_ckks_ciphertext_t *ct);
+
 /* One sequence (encrypted KV cache) on one evaluator (keys: relin + rotations + boot's). */
 typedef struct ts_llm_enc_session ts_llm_enc_session_t;
 ts_status_t ts_llm_enc_session_new(const ts_llm_enc_t *enc, ts_ckks_evaluator_t *ev,
@@ -561,6 +589,21 @@ ts_status_t ts_llm_enc_session_set_boot(ts_llm_enc_session_t *s, const ts_boot_t
  */
 ts_status_t ts_llm_enc_session_set_tfhe(ts_llm_enc_session_t *s, ts_convert_t *cv,
                                         const ts_boot_t *stc_boot);
+
+/*
+ * Server, for benchmarks at a context length: install copies of encrypted K
+ * and V caches of positions [0, n_pos) (k[l], v[l] for every layer l, from
+ * ts_llm_enc_cache_encrypt) in place of the session's, so the next step runs
+ * at position n_pos without running the earlier ones encrypted. All or
+ * nothing: on an error the session is unchanged. Errors: TS_EINVAL (NULL
+ * arrays or entries), TS_ERANGE (n_pos outside 1..ts_llm_enc_max_positions),
+ * TS_EMISMATCH (other parameters, slot count, degree or a scale other than
+ * Delta), TS_ELEVEL (level 0 without a bootstrapper), TS_ENOMEM; each with a
+ * warning saying which.
+ */
+ts_status_t ts_llm_enc_session_set_cache(ts_llm_enc_session_t *s,
+                                         const ts_ckks_ciphertext_t *const *k,
+                                         const ts_ckks_ciphertext_t *const *v, int n_pos);
 
 /* Bootstraps done by this session so far. */
 uint64_t ts_llm_enc_session_bootstraps(const ts_llm_enc_session_t *s);

@@ -1,0 +1,438 @@
+/*
+ * Encrypted decode at a context length without running the earlier positions
+ * encrypted: the client encrypts the plaintext model's KV cache of positions
+ * [0, L-1) in the engine's layout (ts_llm_enc_cache_encrypt, rows from
+ * ts_llm_state_kv), the server installs it (ts_llm_enc_session_set_cache) and
+ * runs the encrypted step at L-1 (the method of `tessera bench decode
+ * --context`).
+ * Oracle: the decrypted logits of that step against ts_llm_forward's at L-1
+ * after the plaintext greedy decode of positions [0, L-1) from BOS: within
+ * 2e-2 (the tolerance of the tiny engine tests in test_llm_serve.c; measured
+ * 1.6e-3..9.1e-3), argmax equal. Models (insecure test-llm-tiny, no
+ * bootstrapping, 8 positions): a tiny Llama with RoPE shaped like
+ * tests/unit/llm_tiny.h's (multi-head at L = 8, and grouped-query attention
+ * with one key/value head for two query heads at L = 6), the tiny GPT-2
+ * (L = 7); and a two-layer grouped-query Llama at test-llm-tiny-boot with
+ * bootstrapping (L = 5). The oracle discriminates: in the test, keys without
+ * RoPE and positions shifted by one block move the logits by 0.21 and 0.99
+ * (more than twice the tolerance is asserted); by hand, the layers' caches
+ * swapped (2.5..6.9) and grouped-query rows not repeated per query head (0.6)
+ * fail it. Refusals: positions outside 1..max, missing entries, other
+ * parameters, another scale, level 0 without a bootstrapper; a refused call
+ * leaves the session as it was; the client's layout decrypts to the rows.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/llm/llm.h"
+#include "tests/unit/llm_tiny.h"
+#include "tests/unit/ts_test.h"
+
+#define printf(...) (printf(__VA_ARGS__), fflush(stdout))
+
+#define CTX_TOL 2e-2
+
+typedef struct {
+    ts_llm_model_t *m;
+    ts_ckks_params_t *p;
+    ts_ckks_secret_key_t *sk;
+    ts_ckks_evalkeys_t *ek;
+    ts_ckks_evaluator_t *ev;
+    ts_ckks_encoder_t *ecd;
+    ts_prng_t *prng;
+    ts_llm_enc_t *enc;
+    ts_llm_enc_session_t *s;
+    ts_boot_t *boot;
+} cfx_t;
+
+static void cfx_open(cfx_t *f, ts_llm_model_t *m, const char *preset, const char *approx,
+                     int max_pos, bool boot)
+{
+    char path[512];
+    memset(f, 0, sizeof(*f));
+    f->m = m;
+    snprintf(path, sizeof(path), "configs/params/%s.yaml", preset);
+    ck_assert_ts_ok(ts_ckks_params_load_file(path, true, &f->p, NULL));
+    uint8_t seed[TS_SEED_BYTES] = {23};
+    ck_assert_ts_ok(ts_prng_new_seeded(seed, 1, &f->prng));
+    ck_assert_ts_ok(ts_ckks_keygen_secret(f->p, f->prng, &f->sk));
+    ck_assert_ts_ok(ts_ckks_evalkeys_new(f->p, &f->ek));
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(f->ek, f->sk, f->prng));
+    /* the approximations of a configs/approx file on the ckks policy's defaults */
+    ts_llm_enc_config_t cfg;
+    ts_llm_sim_config_t sim;
+    ts_llm_enc_config_policy(&cfg, TS_SCHED_CKKS, max_pos);
+    ts_llm_enc_config_to_sim(&cfg, &sim);
+    char err[256] = "";
+    ck_assert_msg(ts_llm_sim_config_load(approx, &sim, err, sizeof err) == TS_OK, "%s", err);
+    ts_llm_enc_config_from_sim(&sim, &cfg);
+    if (boot) {
+        ts_boot_config_t bc;
+        ck_assert_ts_ok(ts_boot_config_default(f->p, &bc));
+        ck_assert_ts_ok(ts_boot_keygen(f->p, &bc, f->ek, f->sk, f->prng));
+        ck_assert_ts_ok(ts_boot_new(f->p, &bc, &f->boot));
+    }
+    ck_assert_ts_ok(ts_llm_enc_new(f->m, f->p, &cfg, f->boot, &f->enc));
+    size_t n = 0;
+    ck_assert_ts_ok(ts_llm_enc_rotation_steps(f->enc, NULL, &n));
+    int64_t *steps = malloc(n * sizeof(int64_t));
+    ck_assert_ptr_nonnull(steps);
+    ck_assert_ts_ok(ts_llm_enc_rotation_steps(f->enc, steps, &n));
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations(f->ek, f->sk, steps, n, f->prng));
+    free(steps);
+    ck_assert_ts_ok(ts_ckks_evaluator_new(f->p, f->ek, &f->ev));
+    ck_assert_ts_ok(ts_ckks_encoder_new(f->p, &f->ecd));
+    ck_assert_ts_ok(ts_llm_enc_session_new(f->enc, f->ev, &f->s));
+}
+
+static void cfx_close(cfx_t *f)
+{
+    ts_llm_enc_session_free(f->s);
+    ts_llm_enc_free(f->enc);
+    ts_boot_free(f->boot);
+    ts_ckks_encoder_free(f->ecd);
+    ts_ckks_evaluator_free(f->ev);
+    ts_ckks_evalkeys_free(f->ek);
+    ts_ckks_secret_key_free(f->sk);
+    ts_prng_free(f->prng);
+    ts_ckks_params_free(f->p);
+    ts_llm_model_free(f->m);
+}
+
+/*
+ * A tiny llama2.c model (version 0 layout, own classifier): dim 16, hidden 32,
+ * `layers` layers, 2 query heads of 8 sharing `kv_heads` key/value heads,
+ * vocab 32, context 8; weights from llm_tiny.h's LCG (another seed), wq and
+ * wk of amplitude qk (llm_tiny.h: 0.15).
+ */
+static ts_llm_model_t *ctx_llama(int layers, int kv_heads, float qk)
+{
+    const int d = TINY_DIM, h = TINY_HID, V = TINY_VOCAB, C = TINY_SEQ, L = layers;
+    const int hd = d / TINY_HEADS, kvd = kv_heads * hd;
+    int32_t hdr[7] = {d, h, L, TINY_HEADS, kv_heads, -V, C};
+    size_t nf = (size_t)V * d +
+                (size_t)L * (d + (size_t)d * d + 2 * (size_t)kvd * d + (size_t)d * d + d +
+                             3 * (size_t)h * d) +
+                d + (size_t)C * hd + (size_t)V * d;
+    size_t size = sizeof hdr + nf * sizeof(float);
+    uint8_t *buf = calloc(1, size);
+    ck_assert_ptr_nonnull(buf);
+    memcpy(buf, hdr, sizeof hdr);
+    float *w = (float *)(buf + sizeof hdr);
+    uint64_t s = 0xc7c7;
+    struct {
+        size_t n;
+        float a, bias;
+    } part[] = {{(size_t)V * d, 1.0f, 0},       {(size_t)L * d, 0.2f, 1},
+                {(size_t)L * d * d, qk, 0},     {(size_t)L * kvd * d, qk, 0},
+                {(size_t)L * kvd * d, 0.4f, 0}, {(size_t)L * d * d, 0.4f, 0},
+                {(size_t)L * d, 0.2f, 1},       {(size_t)L * h * d, 0.4f, 0},
+                {(size_t)L * d * h, 0.3f, 0},   {(size_t)L * h * d, 0.4f, 0},
+                {(size_t)d, 0.2f, 1},           {(size_t)C * hd, 0.0f, 0}, /* RoPE tables */
+                {(size_t)V * d, 1.0f, 0}};
+    for (size_t k = 0; k < sizeof part / sizeof part[0]; k++)
+        for (size_t i = 0; i < part[k].n; i++)
+            *w++ = part[k].bias + tiny_rand(&s, part[k].a);
+    ck_assert_ptr_eq(w, (float *)(buf + size));
+    ts_llm_model_t *m = NULL;
+    char err[256] = "";
+    ck_assert_msg(ts_llm_model_load_buffer(buf, size, &m, err, sizeof err) == TS_OK, "%s", err);
+    free(buf);
+    ck_assert_int_eq(ts_llm_model_config(m)->n_kv_heads, kv_heads);
+    ck_assert_int_eq(ts_llm_model_config(m)->rope_dim, hd);
+    return m;
+}
+
+static ts_llm_model_t *ctx_gpt2(void)
+{
+    size_t n = 0;
+    uint8_t *g = tiny_gpt2_gguf(&n);
+    ck_assert_ptr_nonnull(g);
+    ts_llm_model_t *m = NULL;
+    char err[256] = "";
+    ck_assert_msg(ts_llm_model_load_buffer(g, n, &m, err, sizeof err) == TS_OK, "%s", err);
+    free(g);
+    return m;
+}
+
+/* How the test prefills: as the engine would have (CORRECT), or wrongly, to
+ * show the oracle catches it. */
+typedef enum { PREFILL_CORRECT, PREFILL_NO_ROPE, PREFILL_SHIFTED } prefill_t;
+
+/* rows (n x kvd) with RoPE undone: the keys before the rotation. */
+static void unrope(const ts_llm_config_t *c, float *rows, int n)
+{
+    int kvd = c->n_kv_heads * c->head_dim;
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < kvd; i += 2) {
+            int hdim = i % c->head_dim;
+            if (hdim >= c->rope_dim)
+                continue;
+            float freq = 1.0f / powf(c->rope_theta, hdim / (float)c->rope_dim);
+            float a = -(float)t * freq, cr = cosf(a), ci = sinf(a);
+            float *r = rows + (size_t)t * kvd + i, v0 = r[0], v1 = r[1];
+            r[0] = v0 * cr - v1 * ci;
+            r[1] = v0 * ci + v1 * cr;
+        }
+}
+
+/*
+ * Plaintext greedy decode of positions [0, L) from BOS (token 1), prefill the
+ * session with positions [0, L-1) as `how` says, run the encrypted step at
+ * L-1; returns the max abs logit error vs ts_llm_forward at L-1 and the two
+ * argmaxes.
+ */
+static double ctx_step(cfx_t *f, int L, prefill_t how, int *am_enc, int *am_ref)
+{
+    const ts_llm_model_t *m = f->m;
+    const ts_llm_config_t *c = ts_llm_model_config(m);
+    int V = c->vocab_size, nl = c->n_layers, kvd = c->n_kv_heads * c->head_dim;
+    ts_llm_state_t *st = NULL;
+    ck_assert_ts_ok(ts_llm_state_new(m, &st));
+    int tok = 1;
+    const float *ref = NULL;
+    for (int pos = 0; pos < L; pos++) {
+        ck_assert_ts_ok(ts_llm_forward(m, st, tok, pos, &ref));
+        if (pos + 1 < L)
+            tok = ts_llm_argmax(ref, V);
+    }
+    /* tok: the token at L-1; ref: its plaintext logits */
+    ts_ckks_ciphertext_t **kc = calloc((size_t)nl, sizeof *kc),
+                         **vc = calloc((size_t)nl, sizeof *vc);
+    float *rows = calloc((size_t)L * kvd, sizeof(float));
+    ck_assert(kc && vc && rows);
+    int lv = ts_llm_enc_input_level(f->enc);
+    for (int l = 0; l < nl; l++) {
+        const float *k = NULL, *v = NULL;
+        int np = 0;
+        ck_assert_ts_ok(ts_llm_state_kv(m, st, l, &k, &v, &np));
+        ck_assert_int_eq(np, L);
+        ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, 0, &kc[l]));
+        ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, 0, &vc[l]));
+        for (int w = 0; w < 2; w++) {
+            int n = L - 1;
+            memset(rows, 0, (size_t)L * kvd * sizeof(float));
+            if (how == PREFILL_SHIFTED) /* position t in block t + 1 */
+                memcpy(rows + kvd, w ? v : k, (size_t)(L - 2) * kvd * sizeof(float));
+            else
+                memcpy(rows, w ? v : k, (size_t)n * kvd * sizeof(float));
+            if (how == PREFILL_NO_ROPE && w == 0)
+                unrope(c, rows, n);
+            ck_assert_ts_ok(ts_llm_enc_cache_encrypt(f->enc, f->ecd, f->sk, f->prng, rows, n, lv,
+                                                     w ? vc[l] : kc[l]));
+        }
+    }
+    ck_assert_ts_ok(ts_llm_enc_session_set_cache(f->s, (const ts_ckks_ciphertext_t *const *)kc,
+                                                 (const ts_ckks_ciphertext_t *const *)vc, L - 1));
+    ts_ckks_ciphertext_t *oh = NULL, *x = NULL, *lg = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, 0, &oh));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, 0, &x));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, 0, &lg));
+    ck_assert_ts_ok(ts_llm_enc_encrypt_onehot(f->enc, f->ecd, f->sk, f->prng, tok, oh));
+    ck_assert_ts_ok(ts_llm_enc_embed(f->s, oh, x));
+    /* only the next position runs */
+    ck_assert_ts_status(ts_llm_enc_step(f->s, x, L - 2, lg), TS_ERANGE);
+    ck_assert_ts_ok(ts_llm_enc_step(f->s, x, L - 1, lg));
+    float got[TINY_VOCAB];
+    ck_assert_int_le(V, TINY_VOCAB);
+    ck_assert_ts_ok(ts_llm_enc_decrypt_vec(f->ecd, f->sk, lg, got, V));
+    double mx = 0, ra = 0;
+    for (int i = 0; i < V; i++) {
+        mx = fmax(mx, fabs((double)got[i] - ref[i]));
+        ra = fmax(ra, fabs((double)ref[i]));
+    }
+    *am_enc = ts_llm_argmax(got, V);
+    *am_ref = ts_llm_argmax(ref, V);
+    printf("ctx %s %d layer(s), %d/%d heads, L %d, prefill %s: logits level %d, max err %.2e "
+           "(max |logit| %.2f), argmax enc %d plain %d\n",
+           ts_llm_arch_name(c->arch), nl, c->n_heads, c->n_kv_heads, L,
+           how == PREFILL_CORRECT   ? "as the engine"
+           : how == PREFILL_NO_ROPE ? "without RoPE"
+                                    : "shifted one block",
+           ts_ckks_ciphertext_level(lg), mx, ra, *am_enc, *am_ref);
+    for (int l = 0; l < nl; l++) {
+        ts_ckks_ciphertext_free(kc[l]);
+        ts_ckks_ciphertext_free(vc[l]);
+    }
+    free(kc);
+    free(vc);
+    free(rows);
+    ts_ckks_ciphertext_free(oh);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(lg);
+    ts_llm_state_free(st);
+    return mx;
+}
+
+/* Multi-head Llama with RoPE: the prefilled step matches, wrong prefills do not. */
+START_TEST(test_ctx_llama)
+{
+    cfx_t f;
+    cfx_open(&f, ctx_llama(1, 2, 0.15f), "test-llm-tiny", "configs/approx/tiny-test.yaml", 8,
+             false);
+    ck_assert_int_eq(ts_llm_enc_max_positions(f.enc), 8);
+    int a = 0, b = 0;
+    double e = ctx_step(&f, 8, PREFILL_CORRECT, &a, &b);
+    ck_assert_msg(e < CTX_TOL, "logits off by %g", e);
+    ck_assert_int_eq(a, b);
+    double e1 = ctx_step(&f, 8, PREFILL_NO_ROPE, &a, &b);
+    double e2 = ctx_step(&f, 8, PREFILL_SHIFTED, &a, &b);
+    ck_assert_msg(e1 > 2 * CTX_TOL && e2 > 2 * CTX_TOL,
+                  "the oracle does not see a wrong prefill (%g, %g)", e1, e2);
+    cfx_close(&f);
+}
+END_TEST
+
+START_TEST(test_ctx_gqa)
+{
+    cfx_t f;
+    cfx_open(&f, ctx_llama(1, 1, 0.15f), "test-llm-tiny", "configs/approx/tiny-test.yaml", 8,
+             false);
+    int a = 0, b = 0;
+    double e = ctx_step(&f, 6, PREFILL_CORRECT, &a, &b);
+    ck_assert_msg(e < CTX_TOL, "logits off by %g", e);
+    ck_assert_int_eq(a, b);
+    cfx_close(&f);
+}
+END_TEST
+
+/* Two layers (each layer's cache where it belongs), with bootstrapping. */
+START_TEST(test_ctx_layers)
+{
+    cfx_t f;
+    cfx_open(&f, ctx_llama(2, 1, 0.15f), "test-llm-tiny-boot", "configs/approx/tiny-test.yaml", 8,
+             true);
+    int a = 0, b = 0;
+    double e = ctx_step(&f, 5, PREFILL_CORRECT, &a, &b);
+    ck_assert_msg(e < CTX_TOL, "logits off by %g", e);
+    ck_assert_int_eq(a, b);
+    cfx_close(&f);
+}
+END_TEST
+
+START_TEST(test_ctx_gpt2)
+{
+    cfx_t f;
+    cfx_open(&f, ctx_gpt2(), "test-llm-tiny", "configs/approx/tiny-gpt2-test.yaml", 8, false);
+    int a = 0, b = 0;
+    double e = ctx_step(&f, 7, PREFILL_CORRECT, &a, &b);
+    ck_assert_msg(e < CTX_TOL, "logits off by %g", e);
+    ck_assert_int_eq(a, b);
+    cfx_close(&f);
+}
+END_TEST
+
+/* Refusals of ts_llm_enc_cache_encrypt and ts_llm_enc_session_set_cache. */
+START_TEST(test_ctx_refusals)
+{
+    cfx_t f;
+    cfx_open(&f, ctx_llama(1, 2, 0.15f), "test-llm-tiny", "configs/approx/tiny-test.yaml", 8,
+             false);
+    float rows[8 * TINY_DIM];
+    for (int i = 0; i < 8 * TINY_DIM; i++)
+        rows[i] = 0.01f * (float)(i % 17);
+    int lv = ts_llm_enc_input_level(f.enc), maxp = ts_llm_enc_max_positions(f.enc);
+    ts_ckks_ciphertext_t *k = NULL, *v = NULL, *low = NULL, *other = NULL, *sc = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &k));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &v));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &low));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &sc));
+    /* client side */
+    ck_assert_ts_status(ts_llm_enc_cache_encrypt(f.enc, f.ecd, f.sk, f.prng, rows, 0, lv, k),
+                        TS_ERANGE);
+    ck_assert_ts_status(ts_llm_enc_cache_encrypt(f.enc, f.ecd, f.sk, f.prng, rows, maxp + 1, lv, k),
+                        TS_ERANGE);
+    ck_assert_ts_status(ts_llm_enc_cache_encrypt(f.enc, f.ecd, f.sk, f.prng, rows, 3,
+                                                 ts_ckks_params_max_level(f.p) + 1, k),
+                        TS_ELEVEL);
+    ck_assert_ts_status(ts_llm_enc_cache_encrypt(f.enc, f.ecd, f.sk, f.prng, NULL, 3, lv, k),
+                        TS_EINVAL);
+    ck_assert_ts_ok(ts_llm_enc_cache_encrypt(f.enc, f.ecd, f.sk, f.prng, rows, 3, lv, k));
+    ck_assert_ts_ok(ts_llm_enc_cache_encrypt(f.enc, f.ecd, f.sk, f.prng, rows, 3, lv, v));
+    ck_assert_ts_ok(ts_llm_enc_cache_encrypt(f.enc, f.ecd, f.sk, f.prng, rows, 3, 0, low));
+    /* the layout: block t holds row t (head h reads kv head h), zeros after row 3 */
+    float *dec = malloc((size_t)maxp * 16 * sizeof(float));
+    ck_assert_ptr_nonnull(dec);
+    ck_assert_ts_ok(ts_llm_enc_decrypt_vec(f.ecd, f.sk, k, dec, maxp * 16));
+    double lay = 0;
+    for (int j = 0; j < maxp * 16; j++)
+        lay = fmax(lay, fabs((double)dec[j] - (j < 3 * 16 ? rows[j] : 0.0)));
+    printf("ctx refusals: cache layout max abs err %.2e\n", lay);
+    ck_assert(lay < 1e-6);
+    free(dec);
+    /* another scale */
+    double zero[128] = {0};
+    ck_assert_ts_ok(
+        ts_ckks_encrypt_sk_real(f.ecd, f.sk, zero, 128, 128, lv, 0x1p30, f.prng, NULL, sc));
+    /* other parameters (test-llm-n10) */
+    ts_ckks_params_t *p2 = NULL;
+    ck_assert_ts_ok(ts_ckks_params_load_file("configs/params/test-llm-n10.yaml", true, &p2, NULL));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(p2, 0, &other));
+    ck_assert_ts_status(ts_llm_enc_cache_encrypt(f.enc, f.ecd, f.sk, f.prng, rows, 3, lv, other),
+                        TS_EMISMATCH);
+    ts_ckks_secret_key_t *sk2 = NULL;
+    ts_ckks_encoder_t *ecd2 = NULL;
+    ck_assert_ts_ok(ts_ckks_keygen_secret(p2, f.prng, &sk2));
+    ck_assert_ts_ok(ts_ckks_encoder_new(p2, &ecd2));
+    ck_assert_ts_ok(ts_ckks_encrypt_sk_real(ecd2, sk2, zero, 128, 128, 3, ts_ckks_params_scale(p2),
+                                            f.prng, NULL, other));
+    const ts_ckks_ciphertext_t *ks[1] = {k}, *vs[1] = {v}, *none[1] = {NULL}, *lows[1] = {low},
+                               *others[1] = {other}, *scs[1] = {sc};
+    /* server side */
+    ck_assert_ts_status(ts_llm_enc_session_set_cache(f.s, ks, vs, 0), TS_ERANGE);
+    ck_assert_ts_status(ts_llm_enc_session_set_cache(f.s, ks, vs, maxp + 1), TS_ERANGE);
+    ck_assert_ts_status(ts_llm_enc_session_set_cache(f.s, ks, none, 3), TS_EINVAL);
+    ck_assert_ts_status(ts_llm_enc_session_set_cache(f.s, NULL, vs, 3), TS_EINVAL);
+    ck_assert_ts_status(ts_llm_enc_session_set_cache(f.s, ks, others, 3), TS_EMISMATCH);
+    ck_assert_ts_status(ts_llm_enc_session_set_cache(f.s, scs, vs, 3), TS_EMISMATCH);
+    ck_assert_ts_status(ts_llm_enc_session_set_cache(f.s, ks, lows, 3), TS_ELEVEL);
+    /* nothing was installed: the session is still at position 0 */
+    ts_ckks_ciphertext_t *oh = NULL, *x = NULL, *lg = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &oh));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &x));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &lg));
+    ck_assert_ts_ok(ts_llm_enc_encrypt_onehot(f.enc, f.ecd, f.sk, f.prng, 1, oh));
+    ck_assert_ts_ok(ts_llm_enc_embed(f.s, oh, x));
+    ck_assert_ts_status(ts_llm_enc_step(f.s, x, 3, lg), TS_ERANGE);
+    /* accepted: the next step is at 3, no longer at 0 */
+    ck_assert_ts_ok(ts_llm_enc_session_set_cache(f.s, ks, vs, 3));
+    ck_assert_ts_status(ts_llm_enc_step(f.s, x, 0, lg), TS_ERANGE);
+    /* the plaintext state's cache: layers out of range */
+    const float *pk = NULL, *pv = NULL;
+    int np = -1;
+    ts_llm_state_t *st = NULL;
+    ck_assert_ts_ok(ts_llm_state_new(f.m, &st));
+    ck_assert_ts_ok(ts_llm_state_kv(f.m, st, 0, &pk, &pv, &np));
+    ck_assert_int_eq(np, 0);
+    ck_assert_ts_status(ts_llm_state_kv(f.m, st, 1, &pk, &pv, &np), TS_EINVAL);
+    ck_assert_ts_status(ts_llm_state_kv(f.m, st, -1, &pk, &pv, &np), TS_EINVAL);
+    ts_llm_state_free(st);
+    ts_ckks_ciphertext_free(oh);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(lg);
+    ts_ckks_ciphertext_free(k);
+    ts_ckks_ciphertext_free(v);
+    ts_ckks_ciphertext_free(low);
+    ts_ckks_ciphertext_free(sc);
+    ts_ckks_ciphertext_free(other);
+    ts_ckks_encoder_free(ecd2);
+    ts_ckks_secret_key_free(sk2);
+    ts_ckks_params_free(p2);
+    cfx_close(&f);
+}
+END_TEST
+
+TS_TEST_SUITE(llm_ctx)
+{
+    Suite *s = suite_create("llm_ctx");
+    TCase *tc = ts_tcase("ctx", 0);
+    tcase_add_test(tc, test_ctx_refusals);
+    tcase_add_test(tc, test_ctx_llama);
+    tcase_add_test(tc, test_ctx_gqa);
+    tcase_add_test(tc, test_ctx_gpt2);
+    tcase_add_test(tc, test_ctx_layers);
+    suite_add_tcase(s, tc);
+    return s;
+}
