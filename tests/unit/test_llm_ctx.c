@@ -13,12 +13,11 @@
  * tests/unit/llm_tiny.h's (multi-head at L = 8, and grouped-query attention
  * with one key/value head for two query heads at L = 6), the tiny GPT-2
  * (L = 7); and a two-layer grouped-query Llama at test-llm-tiny-boot with
- * bootstrapping (L = 5). The oracle discriminates: in the test, keys without
- * RoPE and positions shifted by one block move the logits by 0.21 and 0.99
- * (more than twice the tolerance is asserted); by hand, the layers' caches
- * swapped (2.5..6.9) and grouped-query rows not repeated per query head (0.6)
- * fail it. Refusals: positions outside 1..max, missing entries, other
- * parameters, another scale, level 0 without a bootstrapper; a refused call
+ * bootstrapping and sparse packing (2^7 of 2^9 slots; L = 5). The oracle discriminates: in the
+ * test, keys without RoPE and positions shifted by one block move the logits by 0.21 and 0.99 (more
+ * than twice the tolerance is asserted); by hand, the layers' caches swapped (2.5..6.9) and
+ * grouped-query rows not repeated per query head (0.6) fail it. Refusals: positions outside 1..max,
+ * missing entries, other parameters, another scale, level 0 without a bootstrapper; a refused call
  * leaves the session as it was; the client's layout decrypts to the rows.
  */
 #include <math.h>
@@ -48,7 +47,7 @@ typedef struct {
 } cfx_t;
 
 static void cfx_open(cfx_t *f, ts_llm_model_t *m, const char *preset, const char *approx,
-                     int max_pos, bool boot)
+                     int max_pos, bool boot, int log_slots)
 {
     char path[512];
     memset(f, 0, sizeof(*f));
@@ -68,9 +67,11 @@ static void cfx_open(cfx_t *f, ts_llm_model_t *m, const char *preset, const char
     char err[256] = "";
     ck_assert_msg(ts_llm_sim_config_load(approx, &sim, err, sizeof err) == TS_OK, "%s", err);
     ts_llm_enc_config_from_sim(&sim, &cfg);
+    cfg.log_slots = log_slots;
     if (boot) {
         ts_boot_config_t bc;
-        ck_assert_ts_ok(ts_boot_config_default(f->p, &bc));
+        ck_assert_ts_ok(ts_boot_config_slots(
+            f->p, log_slots ? log_slots : ts_ckks_params_log_slots(f->p), &bc));
         ck_assert_ts_ok(ts_boot_keygen(f->p, &bc, f->ek, f->sk, f->prng));
         ck_assert_ts_ok(ts_boot_new(f->p, &bc, &f->boot));
     }
@@ -245,13 +246,14 @@ static double ctx_step(cfx_t *f, int L, prefill_t how, int *am_enc, int *am_ref)
     }
     *am_enc = ts_llm_argmax(got, V);
     *am_ref = ts_llm_argmax(ref, V);
-    printf("ctx %s %d layer(s), %d/%d heads, L %d, prefill %s: logits level %d, max err %.2e "
-           "(max |logit| %.2f), argmax enc %d plain %d\n",
-           ts_llm_arch_name(c->arch), nl, c->n_heads, c->n_kv_heads, L,
+    printf("ctx %s %d layer(s), %d/%d heads, %d slots, L %d, prefill %s: %llu bootstraps, logits "
+           "level %d, max err %.2e (max |logit| %.2f), argmax enc %d plain %d\n",
+           ts_llm_arch_name(c->arch), nl, c->n_heads, c->n_kv_heads, ts_llm_enc_slots(f->enc), L,
            how == PREFILL_CORRECT   ? "as the engine"
            : how == PREFILL_NO_ROPE ? "without RoPE"
                                     : "shifted one block",
-           ts_ckks_ciphertext_level(lg), mx, ra, *am_enc, *am_ref);
+           (unsigned long long)ts_llm_enc_session_bootstraps(f->s), ts_ckks_ciphertext_level(lg),
+           mx, ra, *am_enc, *am_ref);
     for (int l = 0; l < nl; l++) {
         ts_ckks_ciphertext_free(kc[l]);
         ts_ckks_ciphertext_free(vc[l]);
@@ -270,8 +272,8 @@ static double ctx_step(cfx_t *f, int L, prefill_t how, int *am_enc, int *am_ref)
 START_TEST(test_ctx_llama)
 {
     cfx_t f;
-    cfx_open(&f, ctx_llama(1, 2, 0.15f), "test-llm-tiny", "configs/approx/tiny-test.yaml", 8,
-             false);
+    cfx_open(&f, ctx_llama(1, 2, 0.15f), "test-llm-tiny", "configs/approx/tiny-test.yaml", 8, false,
+             0);
     ck_assert_int_eq(ts_llm_enc_max_positions(f.enc), 8);
     int a = 0, b = 0;
     double e = ctx_step(&f, 8, PREFILL_CORRECT, &a, &b);
@@ -288,8 +290,8 @@ END_TEST
 START_TEST(test_ctx_gqa)
 {
     cfx_t f;
-    cfx_open(&f, ctx_llama(1, 1, 0.15f), "test-llm-tiny", "configs/approx/tiny-test.yaml", 8,
-             false);
+    cfx_open(&f, ctx_llama(1, 1, 0.15f), "test-llm-tiny", "configs/approx/tiny-test.yaml", 8, false,
+             0);
     int a = 0, b = 0;
     double e = ctx_step(&f, 6, PREFILL_CORRECT, &a, &b);
     ck_assert_msg(e < CTX_TOL, "logits off by %g", e);
@@ -298,12 +300,15 @@ START_TEST(test_ctx_gqa)
 }
 END_TEST
 
-/* Two layers (each layer's cache where it belongs), with bootstrapping. */
+/* Two layers (each layer's cache where it belongs), with bootstrapping, and
+ * sparse packing: the engine works on 2^7 of the parameters' 2^9 slots. */
 START_TEST(test_ctx_layers)
 {
     cfx_t f;
     cfx_open(&f, ctx_llama(2, 1, 0.15f), "test-llm-tiny-boot", "configs/approx/tiny-test.yaml", 8,
-             true);
+             true, 7);
+    ck_assert_int_eq(ts_llm_enc_slots(f.enc), 128);
+    ck_assert_int_lt(ts_llm_enc_slots(f.enc), (int)ts_ckks_params_slots(f.p));
     int a = 0, b = 0;
     double e = ctx_step(&f, 5, PREFILL_CORRECT, &a, &b);
     ck_assert_msg(e < CTX_TOL, "logits off by %g", e);
@@ -315,7 +320,7 @@ END_TEST
 START_TEST(test_ctx_gpt2)
 {
     cfx_t f;
-    cfx_open(&f, ctx_gpt2(), "test-llm-tiny", "configs/approx/tiny-gpt2-test.yaml", 8, false);
+    cfx_open(&f, ctx_gpt2(), "test-llm-tiny", "configs/approx/tiny-gpt2-test.yaml", 8, false, 0);
     int a = 0, b = 0;
     double e = ctx_step(&f, 7, PREFILL_CORRECT, &a, &b);
     ck_assert_msg(e < CTX_TOL, "logits off by %g", e);
@@ -328,8 +333,8 @@ END_TEST
 START_TEST(test_ctx_refusals)
 {
     cfx_t f;
-    cfx_open(&f, ctx_llama(1, 2, 0.15f), "test-llm-tiny", "configs/approx/tiny-test.yaml", 8,
-             false);
+    cfx_open(&f, ctx_llama(1, 2, 0.15f), "test-llm-tiny", "configs/approx/tiny-test.yaml", 8, false,
+             0);
     float rows[8 * TINY_DIM];
     for (int i = 0; i < 8 * TINY_DIM; i++)
         rows[i] = 0.01f * (float)(i % 17);
