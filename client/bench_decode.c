@@ -13,6 +13,14 @@
  * aidreams260K at test-boot-n12 with bootstrapping for --aidreams-positions
  * positions (default 1; about 200 s each on a loaded 2-core machine).
  *
+ * --context L[,L...] measures the step at position L-1 instead: the plaintext
+ * model decodes BOS and its greedy continuation up to position L-1, the client
+ * encrypts the plaintext KV cache of positions [0, L-1) in the engine's layout
+ * (ts_llm_enc_cache_encrypt), the session installs it
+ * (ts_llm_enc_session_set_cache), and only the step at L-1 runs encrypted.
+ * A benchmark method, not a private path (the client never has the weights);
+ * the step it times is the one the engine would run at that position.
+ *
  * `tessera bench decode` (client/cmd_bench.c) and build/bench/bench_decode
  * (tests/bench/bench_decode.c) both run ts_bench_decode below.
  */
@@ -55,8 +63,11 @@ typedef struct {
     double keygen_ms, key_mib, key_mem_mib;
     int lambda;
     double err_bound;
-    int max_ctx; /* the session's context limit: sizes the working slots */
-    int slots;   /* the engine's working slot count (out) */
+    int max_ctx;       /* the session's context limit: sizes the working slots */
+    int ctx;           /* > 0: only the step at ctx - 1 runs encrypted, after a prefill */
+    double prefill_ms; /* client encryption and installation of the prefilled caches */
+    int max_pos;       /* the session's positions */
+    int slots;         /* the engine's working slot count (out) */
     ts_status_t st;
 } case_t;
 
@@ -128,6 +139,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     ts_llm_enc_session_t *s = NULL;
     ts_llm_state_t *ref = NULL;
     ts_ckks_ciphertext_t *x = NULL, *y = NULL, *lg = NULL;
+    ts_ckks_ciphertext_t **kc = NULL, **vc = NULL;
+    int *ctx_toks = NULL, n_layers = 0;
     int64_t *steps = NULL;
     float *logits = NULL;
     char path[600];
@@ -167,6 +180,15 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     }
     TRY(ts_llm_enc_new(m, p, &cfg, boot, &enc));
     k->slots = ts_llm_enc_slots(enc);
+    k->max_pos = ts_llm_enc_max_positions(enc);
+    if (k->ctx > k->max_pos) {
+        fprintf(stderr,
+                "bench decode: context %d does not fit the session (%d positions: %d working "
+                "slots at %s, --max-context %d)\n",
+                k->ctx, k->max_pos, k->slots, k->params, k->max_ctx);
+        st = TS_ERANGE;
+        goto out;
+    }
     if (ts_llm_enc_uses_tfhe(enc)) {
         /* the TFHE side: StC-first bootstrapper keys and conversion keys */
         ts_boot_config_t sc;
@@ -233,8 +255,46 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     ts_llm_sanitize_info_t info;
     TRY(ts_llm_sanitize_plan(p, 0, k->lambda, &info));
     k->err_bound = info.err_bound;
-    for (int pos = 0; pos < n; pos++) {
-        pos_t *q = &k->p[pos];
+    int first = 0;
+    if (k->ctx > 0) {
+        /* the plaintext greedy decode from BOS (id 1) up to position ctx - 1 */
+        int L = k->ctx;
+        const float *rl = NULL;
+        n_layers = ts_llm_model_config(m)->n_layers;
+        ctx_toks = calloc((size_t)L, sizeof *ctx_toks);
+        kc = calloc((size_t)n_layers, sizeof *kc);
+        vc = calloc((size_t)n_layers, sizeof *vc);
+        if (!ctx_toks || !kc || !vc) {
+            st = TS_ENOMEM;
+            goto out;
+        }
+        ctx_toks[0] = 1;
+        for (int pos = 0; pos + 1 < L; pos++) {
+            TRY(ts_llm_forward(m, ref, ctx_toks[pos], pos, &rl));
+            ctx_toks[pos + 1] = ts_llm_argmax(rl, V);
+        }
+        /* the client encrypts the plaintext K and V of [0, L - 1), the server
+         * installs them: the session's next step is at L - 1 */
+        uint64_t tp = ts_now_ns();
+        int lv = ts_llm_enc_input_level(enc);
+        for (int l = 0; l < n_layers; l++) {
+            const float *pk = NULL, *pv = NULL;
+            int np = 0;
+            TRY(ts_llm_state_kv(m, ref, l, &pk, &pv, &np));
+            TRY(ts_ckks_ciphertext_new(p, 0, &kc[l]));
+            TRY(ts_ckks_ciphertext_new(p, 0, &vc[l]));
+            TRY(ts_llm_enc_cache_encrypt(enc, ecd, sk, prng, pk, L - 1, lv, kc[l]));
+            TRY(ts_llm_enc_cache_encrypt(enc, ecd, sk, prng, pv, L - 1, lv, vc[l]));
+        }
+        TRY(ts_llm_enc_session_set_cache(s, (const ts_ckks_ciphertext_t *const *)kc,
+                                         (const ts_ckks_ciphertext_t *const *)vc, L - 1));
+        k->prefill_ms = ms_since(tp);
+        tokens = ctx_toks;
+        first = L - 1;
+        n = L;
+    }
+    for (int pos = first; pos < n; pos++) {
+        pos_t *q = &k->p[pos - first];
         q->pos = pos;
         q->token = tokens[pos];
         if (costs)
@@ -273,7 +333,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         q->bits = mx > 0 ? log2(ra / mx) : 99.0;
         q->am_enc = ts_llm_argmax(logits, V);
         q->am_ref = ts_llm_argmax(rl, V);
-        k->n = pos + 1;
+        k->n = pos - first + 1;
         fprintf(stderr, "bench decode: %s %s pos %d: %.1f ms, err %.2e, argmax %d/%d\n", k->model,
                 ts_sched_policy_name(k->policy), pos, q->ms, mx, q->am_enc, q->am_ref);
     }
@@ -281,6 +341,13 @@ out:
     k->st = st;
     free(logits);
     free(steps);
+    free(ctx_toks);
+    for (int l = 0; l < n_layers && kc && vc; l++) {
+        ts_ckks_ciphertext_free(kc[l]);
+        ts_ckks_ciphertext_free(vc[l]);
+    }
+    free(kc);
+    free(vc);
     ts_ckks_ciphertext_free(x);
     ts_ckks_ciphertext_free(y);
     ts_ckks_ciphertext_free(lg);
@@ -306,7 +373,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: tessera bench decode [--json PATH] [--quick] [--aidreams-positions N]\n"
                "                            [--policy ckks|hybrid|tfhe]... [--params PRESET]\n"
-               "                            [--threads N] [--costs FILE] [--max-context N]\n\n"
+               "                            [--threads N] [--costs FILE] [--max-context N]\n"
+               "                            [--context L[,L...]]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
                "sanitized logits) and its breakdown by stage, in process on this machine: the\n"
                "tiny synthetic model at test-llm-tiny (8 positions; --quick: 2), unless --quick\n"
@@ -324,7 +392,15 @@ static void usage(FILE *f)
                "executed bootstraps, conversions and look-ups.\n"
                "--max-context N (default 128): the session's context limit; the engine packs\n"
                "its ciphertexts in the fewest slots that hold N positions (sparse packing:\n"
-               "cheaper bootstraps), capped at the parameters' slots.\n");
+               "cheaper bootstraps), capped at the parameters' slots.\n"
+               "--context L[,L...] (instead of the cases above): the step at position L-1 of\n"
+               "aidreams260K at --params in each --policy (--quick: the tiny model at\n"
+               "test-llm-tiny, policy ckks). The plaintext model decodes BOS and its greedy\n"
+               "continuation to position L-1; positions [0, L-1) are PREFILLED: their plaintext\n"
+               "K and V are encrypted into the session's KV cache, and only the step at L-1\n"
+               "runs encrypted (a benchmark method, not a private path: a client never has the\n"
+               "weights; the timed step is the one the engine runs at that position). L must\n"
+               "fit the session (--max-context, and the parameters' slots / pow2(dim)).\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
@@ -348,10 +424,18 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                 "%s, \"status\": \"%s\", \"keygen_ms\": %.1f, \"eval_key_mib\": %.2f, "
                 "\"eval_key_mem_mib\": %.1f, "
                 "\"sanitize_lambda\": %d, \"flood_err_bound\": %.3g, \"max_context\": %d, "
-                "\"slots\": %d, \"mean_ms_per_token\": %.1f,\n      \"positions\": [",
+                "\"slots\": %d, \"max_positions\": %d, \"mean_ms_per_token\": %.1f,",
                 k->model, k->params, ts_sched_policy_name(k->policy), k->boot ? "true" : "false",
                 ts_status_name(k->st), k->keygen_ms, k->key_mib, k->key_mem_mib, k->lambda,
-                k->err_bound, k->max_ctx, k->slots, mean);
+                k->err_bound, k->max_ctx, k->slots, k->max_pos, mean);
+        if (k->ctx > 0)
+            fprintf(f,
+                    "\n      \"context_length\": %d, \"prefilled_positions\": %d, \"prefill\": "
+                    "\"positions 0..%d prefilled from the plaintext model (their K and V "
+                    "encrypted into the session's cache; a benchmark method, not a private "
+                    "path); only position %d ran encrypted\", \"prefill_ms\": %.1f,",
+                    k->ctx, k->ctx - 1, k->ctx - 2, k->ctx - 1, k->prefill_ms);
+        fprintf(f, "\n      \"positions\": [");
         for (int i = 0; i < k->n; i++) {
             const pos_t *q = &k->p[i];
             fprintf(f,
@@ -394,7 +478,7 @@ int ts_bench_decode(int argc, char **argv)
 {
     const char *json = NULL, *aid_params = "test-boot-n12", *costs_path = NULL;
     bool quick = false;
-    int aid_pos = 1, n_pol = 0, max_ctx = 128;
+    int aid_pos = 1, n_pol = 0, max_ctx = 128, n_ctx = 0, ctxs[8];
     ts_sched_policy_t pols[3];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) {
@@ -420,6 +504,22 @@ int ts_bench_decode(int argc, char **argv)
             if (max_ctx < 1) {
                 fprintf(stderr, "bench decode: --max-context must be >= 1\n");
                 return TS_EXIT_USAGE;
+            }
+        } else if (!strcmp(argv[i], "--context") && i + 1 < argc) {
+            const char *a = argv[++i];
+            char *end = NULL;
+            n_ctx = 0;
+            for (;;) {
+                long L = strtol(a, &end, 10);
+                if (end == a || L < 2 || L > TS_LLM_MAX_SEQ || n_ctx == 8 ||
+                    (*end && *end != ',')) {
+                    fprintf(stderr, "bench decode: --context is L[,L...] (at most 8, each >= 2)\n");
+                    return TS_EXIT_USAGE;
+                }
+                ctxs[n_ctx++] = (int)L;
+                if (!*end)
+                    break;
+                a = end + 1;
             }
         } else if (!strcmp(argv[i], "--costs") && i + 1 < argc) {
             costs_path = argv[++i];
@@ -454,8 +554,9 @@ int ts_bench_decode(int argc, char **argv)
                     "%s\n",
                     costs.params, aid_params);
     }
-    case_t cs[5];
-    memset(cs, 0, sizeof cs);
+    case_t *cs = calloc(32, sizeof *cs);
+    if (!cs)
+        return TS_EXIT_LOCAL;
     int nc = 0;
     /* tiny */
     char dir[256], model[300];
@@ -463,49 +564,80 @@ int ts_bench_decode(int argc, char **argv)
     snprintf(dir, sizeof dir, "%s/tessera-bench-XXXXXX", base && *base ? base : "/tmp");
     if (!mkdtemp(dir)) {
         fprintf(stderr, "bench decode: cannot make a temporary directory\n");
+        free(cs);
         return TS_EXIT_LOCAL;
     }
     snprintf(model, sizeof model, "%s/tiny.bin", dir);
     if (tiny_model_write(model) != 0) {
         fprintf(stderr, "bench decode: cannot write %s\n", model);
+        free(cs);
         return TS_EXIT_LOCAL;
     }
     static const int tiny_toks[8] = {1, 3, 4, 5, 10, 11, 6, 7};
-    case_t *k = &cs[nc++];
-    snprintf(k->model, sizeof k->model, "tiny");
-    snprintf(k->params, sizeof k->params, "test-llm-tiny");
-    k->policy = TS_SCHED_CKKS; /* no bootstrapping at test-llm-tiny: no conversions either */
-    k->lambda = 20;
-    k->max_ctx = max_ctx;
-    run_case(k, model, "configs/approx/tiny-test.yaml", tiny_toks, quick ? 2 : 8, NULL);
-    unlink(model);
-    if (!quick) {
-        /* the tiny GPT-2 (GGUF; LayerNorm, biases, positions, GELU) likewise */
-        snprintf(model, sizeof model, "%s/tiny-gpt2.gguf", dir);
+    case_t *k = NULL;
+    /* --context: the step at L - 1 after a prefill of [0, L - 1) */
+    for (int pi = 0; pi < (quick ? 1 : n_pol); pi++)
+        for (int ci = 0; ci < n_ctx && nc < 32; ci++) {
+            k = &cs[nc++];
+            snprintf(k->model, sizeof k->model, "%s", quick ? "tiny" : "aidreams260K");
+            snprintf(k->params, sizeof k->params, "%s", quick ? "test-llm-tiny" : aid_params);
+            k->boot = !quick;
+            k->lambda = 20;
+            k->max_ctx = max_ctx;
+            k->ctx = ctxs[ci];
+            k->policy = quick ? TS_SCHED_CKKS : pols[pi];
+            run_case(k, quick ? model : "models/aidreams260K.bin",
+                     quick ? "configs/approx/tiny-test.yaml" : NULL, tiny_toks, 0,
+                     costs_path && !quick ? &costs : NULL);
+        }
+    if (n_ctx == 0) {
         k = &cs[nc++];
-        snprintf(k->model, sizeof k->model, "tiny-gpt2");
+        snprintf(k->model, sizeof k->model, "tiny");
         snprintf(k->params, sizeof k->params, "test-llm-tiny");
-        k->policy = TS_SCHED_CKKS;
+        k->policy = TS_SCHED_CKKS; /* no bootstrapping at test-llm-tiny: no conversions either */
         k->lambda = 20;
         k->max_ctx = max_ctx;
-        if (tiny_gpt2_write(model) != 0)
-            k->st = TS_EIO;
-        else
-            run_case(k, model, "configs/approx/tiny-gpt2-test.yaml", tiny_toks, 8, NULL);
+        run_case(k, model, "configs/approx/tiny-test.yaml", tiny_toks, quick ? 2 : 8, NULL);
         unlink(model);
+        if (!quick) {
+            /* the tiny GPT-2 (GGUF; LayerNorm, biases, positions, GELU) likewise */
+            snprintf(model, sizeof model, "%s/tiny-gpt2.gguf", dir);
+            k = &cs[nc++];
+            snprintf(k->model, sizeof k->model, "tiny-gpt2");
+            snprintf(k->params, sizeof k->params, "test-llm-tiny");
+            k->policy = TS_SCHED_CKKS;
+            k->lambda = 20;
+            k->max_ctx = max_ctx;
+            if (tiny_gpt2_write(model) != 0)
+                k->st = TS_EIO;
+            else
+                run_case(k, model, "configs/approx/tiny-gpt2-test.yaml", tiny_toks, 8, NULL);
+            unlink(model);
+        }
+        rmdir(dir);
+        for (int pi = 0; pi < n_pol && !quick && aid_pos > 0; pi++) {
+            static const int aid_toks[7] = {1, 303, 281, 269, 435, 447, 275};
+            k = &cs[nc++];
+            snprintf(k->model, sizeof k->model, "aidreams260K");
+            snprintf(k->params, sizeof k->params, "%s", aid_params);
+            k->boot = true;
+            k->lambda = 20;
+            k->max_ctx = max_ctx;
+            k->policy = pols[pi];
+            run_case(k, "models/aidreams260K.bin", NULL, aid_toks, aid_pos,
+                     costs_path ? &costs : NULL);
+        }
+    } else {
+        unlink(model);
+        rmdir(dir);
     }
-    rmdir(dir);
-    for (int pi = 0; pi < n_pol && !quick && aid_pos > 0; pi++) {
-        static const int aid_toks[7] = {1, 303, 281, 269, 435, 447, 275};
-        k = &cs[nc++];
-        snprintf(k->model, sizeof k->model, "aidreams260K");
-        snprintf(k->params, sizeof k->params, "%s", aid_params);
-        k->boot = true;
-        k->lambda = 20;
-        k->max_ctx = max_ctx;
-        k->policy = pols[pi];
-        run_case(k, "models/aidreams260K.bin", NULL, aid_toks, aid_pos, costs_path ? &costs : NULL);
-    }
+    for (int c = 0; c < nc; c++)
+        if (cs[c].ctx > 0) {
+            printf("context cases: positions [0, L-1) PREFILLED from the plaintext model (their K "
+                   "and V encrypted into the session's cache: a benchmark method, not a private "
+                   "path); only the step at L-1 ran encrypted\n\n");
+            break;
+        }
     printf("%-13s %-20s %-6s %3s %9s %7s %8s %8s %8s %9s %8s %5s %5s %6s\n", "model", "params",
            "policy", "pos", "ms", "embed", "matvec", "attn", "nonlin", "bootstrap", "convert",
            "boots", "convs", "bits");
@@ -550,14 +682,17 @@ int ts_bench_decode(int argc, char **argv)
         FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
         if (!f) {
             fprintf(stderr, "bench decode: cannot write %s\n", json);
+            free(cs);
             return TS_EXIT_LOCAL;
         }
         print_json(f, cs, nc, quick);
         if (f != stdout)
             fclose(f);
     }
+    int rc = TS_EXIT_OK;
     for (int c = 0; c < nc; c++)
         if (cs[c].st != TS_OK)
-            return TS_EXIT_FAIL;
-    return TS_EXIT_OK;
+            rc = TS_EXIT_FAIL;
+    free(cs);
+    return rc;
 }

@@ -19,11 +19,14 @@
  * grouped-query rows not repeated per query head (0.6) fail it. Refusals: positions outside 1..max,
  * missing entries, other parameters, another scale, level 0 without a bootstrapper; a refused call
  * leaves the session as it was; the client's layout decrypts to the rows.
+ * `tessera bench decode --quick --context 5,8` reports one prefilled step per
+ * context, saying so, with the encrypted argmax equal to the plaintext one.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/llm/llm.h"
 #include "tests/unit/llm_tiny.h"
@@ -429,6 +432,52 @@ START_TEST(test_ctx_refusals)
 }
 END_TEST
 
+/* `tessera bench decode --quick --context 5,8`: one record per context with
+ * context_length, the prefill stated, the step at L-1, argmax equal; a
+ * context the session cannot hold fails the run. */
+START_TEST(test_ctx_bench_cli)
+{
+    char dir[256], cmd[1200], path[300];
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/tessera-ctx-XXXXXX", base && *base ? base : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/decode.json", dir);
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera bench decode --quick --context 5,8 --json %s >/dev/null 2>&1",
+             ts_test_build_dir(), path);
+    ck_assert_int_eq(system(cmd), 0);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "\"context_length\": 5, \"prefilled_positions\": 4"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"context_length\": 8, \"prefilled_positions\": 7"));
+    ck_assert_ptr_nonnull(strstr(buf, "prefilled from the plaintext model"));
+    ck_assert_ptr_nonnull(strstr(buf, "{\"pos\": 4,"));
+    ck_assert_ptr_nonnull(strstr(buf, "{\"pos\": 7,"));
+    int positions = 0;
+    for (const char *p = strstr(buf, "\"argmax_enc\": "); p;
+         p = strstr(p + 1, "\"argmax_enc\": ")) {
+        const char *q = strstr(p, "\"argmax_plain\": ");
+        ck_assert_ptr_nonnull(q);
+        ck_assert_int_eq(atoi(p + 14), atoi(q + 16));
+        positions++;
+    }
+    ck_assert_int_eq(positions, 2);
+    unlink(path);
+    /* 9 positions do not fit the tiny session (8); malformed lists are usage errors */
+    snprintf(cmd, sizeof cmd, "%s/tessera bench decode --quick --context 9 >/dev/null 2>&1",
+             ts_test_build_dir());
+    ck_assert_int_ne(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/tessera bench decode --quick --context 4,x >/dev/null 2>&1",
+             ts_test_build_dir());
+    ck_assert_int_ne(system(cmd), 0);
+    rmdir(dir);
+}
+END_TEST
+
 TS_TEST_SUITE(llm_ctx)
 {
     Suite *s = suite_create("llm_ctx");
@@ -438,6 +487,7 @@ TS_TEST_SUITE(llm_ctx)
     tcase_add_test(tc, test_ctx_gqa);
     tcase_add_test(tc, test_ctx_gpt2);
     tcase_add_test(tc, test_ctx_layers);
+    tcase_add_test(tc, test_ctx_bench_cli);
     suite_add_tcase(s, tc);
     return s;
 }
