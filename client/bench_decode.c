@@ -52,6 +52,8 @@ typedef struct {
     double mst[TS_LLM_STAGE_COUNT]; /* measured engine stages, embedding included, ms */
     double pred_ms, pred_st[TS_LLM_STAGE_COUNT];
     uint32_t pred_boots, pred_convs, pred_lookups;
+    int ctx;           /* > 0: the step at ctx - 1 after a prefill of [0, ctx - 1) */
+    double prefill_ms; /* client encryption and installation of the prefilled caches */
 } pos_t;
 
 typedef struct {
@@ -63,11 +65,10 @@ typedef struct {
     double keygen_ms, key_mib, key_mem_mib;
     int lambda;
     double err_bound;
-    int max_ctx;       /* the session's context limit: sizes the working slots */
-    int ctx;           /* > 0: only the step at ctx - 1 runs encrypted, after a prefill */
-    double prefill_ms; /* client encryption and installation of the prefilled caches */
-    int max_pos;       /* the session's positions */
-    int slots;         /* the engine's working slot count (out) */
+    int max_ctx;        /* the session's context limit: sizes the working slots */
+    int n_ctx, ctxs[8]; /* contexts: each runs only the step at L - 1, after a prefill */
+    int max_pos;        /* the session's positions */
+    int slots;          /* the engine's working slot count (out) */
     ts_status_t st;
 } case_t;
 
@@ -181,14 +182,15 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     TRY(ts_llm_enc_new(m, p, &cfg, boot, &enc));
     k->slots = ts_llm_enc_slots(enc);
     k->max_pos = ts_llm_enc_max_positions(enc);
-    if (k->ctx > k->max_pos) {
-        fprintf(stderr,
-                "bench decode: context %d does not fit the session (%d positions: %d working "
-                "slots at %s, --max-context %d)\n",
-                k->ctx, k->max_pos, k->slots, k->params, k->max_ctx);
-        st = TS_ERANGE;
-        goto out;
-    }
+    for (int ci = 0; ci < k->n_ctx; ci++)
+        if (k->ctxs[ci] > k->max_pos) {
+            fprintf(stderr,
+                    "bench decode: context %d does not fit the session (%d positions: %d working "
+                    "slots at %s, --max-context %d)\n",
+                    k->ctxs[ci], k->max_pos, k->slots, k->params, k->max_ctx);
+            st = TS_ERANGE;
+            goto out;
+        }
     if (ts_llm_enc_uses_tfhe(enc)) {
         /* the TFHE side: StC-first bootstrapper keys and conversion keys */
         ts_boot_config_t sc;
@@ -255,46 +257,51 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     ts_llm_sanitize_info_t info;
     TRY(ts_llm_sanitize_plan(p, 0, k->lambda, &info));
     k->err_bound = info.err_bound;
-    int first = 0;
-    if (k->ctx > 0) {
-        /* the plaintext greedy decode from BOS (id 1) up to position ctx - 1 */
-        int L = k->ctx;
-        const float *rl = NULL;
+    if (k->n_ctx > 0) {
         n_layers = ts_llm_model_config(m)->n_layers;
-        ctx_toks = calloc((size_t)L, sizeof *ctx_toks);
+        ctx_toks = calloc((size_t)k->max_pos, sizeof *ctx_toks);
         kc = calloc((size_t)n_layers, sizeof *kc);
         vc = calloc((size_t)n_layers, sizeof *vc);
         if (!ctx_toks || !kc || !vc) {
             st = TS_ENOMEM;
             goto out;
         }
-        ctx_toks[0] = 1;
-        for (int pos = 0; pos + 1 < L; pos++) {
-            TRY(ts_llm_forward(m, ref, ctx_toks[pos], pos, &rl));
-            ctx_toks[pos + 1] = ts_llm_argmax(rl, V);
-        }
-        /* the client encrypts the plaintext K and V of [0, L - 1), the server
-         * installs them: the session's next step is at L - 1 */
-        uint64_t tp = ts_now_ns();
-        int lv = ts_llm_enc_input_level(enc);
         for (int l = 0; l < n_layers; l++) {
-            const float *pk = NULL, *pv = NULL;
-            int np = 0;
-            TRY(ts_llm_state_kv(m, ref, l, &pk, &pv, &np));
             TRY(ts_ckks_ciphertext_new(p, 0, &kc[l]));
             TRY(ts_ckks_ciphertext_new(p, 0, &vc[l]));
-            TRY(ts_llm_enc_cache_encrypt(enc, ecd, sk, prng, pk, L - 1, lv, kc[l]));
-            TRY(ts_llm_enc_cache_encrypt(enc, ecd, sk, prng, pv, L - 1, lv, vc[l]));
         }
-        TRY(ts_llm_enc_session_set_cache(s, (const ts_ckks_ciphertext_t *const *)kc,
-                                         (const ts_ckks_ciphertext_t *const *)vc, L - 1));
-        k->prefill_ms = ms_since(tp);
         tokens = ctx_toks;
-        first = L - 1;
-        n = L;
+        n = k->n_ctx;
     }
-    for (int pos = first; pos < n; pos++) {
-        pos_t *q = &k->p[pos - first];
+    for (int r = 0; r < n; r++) {
+        int pos = r;
+        pos_t *q = &k->p[r];
+        if (k->n_ctx > 0) {
+            /* the plaintext greedy decode from BOS (id 1) up to position L - 1 */
+            int L = k->ctxs[r];
+            const float *rl = NULL;
+            ctx_toks[0] = 1;
+            for (int i = 0; i + 1 < L; i++) {
+                TRY(ts_llm_forward(m, ref, ctx_toks[i], i, &rl));
+                ctx_toks[i + 1] = ts_llm_argmax(rl, V);
+            }
+            /* the client encrypts the plaintext K and V of [0, L - 1), the
+             * server installs them: the session's next step is at L - 1 */
+            uint64_t tp = ts_now_ns();
+            int lv = ts_llm_enc_input_level(enc);
+            for (int l = 0; l < n_layers; l++) {
+                const float *pk_rows = NULL, *pv_rows = NULL;
+                int np = 0;
+                TRY(ts_llm_state_kv(m, ref, l, &pk_rows, &pv_rows, &np));
+                TRY(ts_llm_enc_cache_encrypt(enc, ecd, sk, prng, pk_rows, L - 1, lv, kc[l]));
+                TRY(ts_llm_enc_cache_encrypt(enc, ecd, sk, prng, pv_rows, L - 1, lv, vc[l]));
+            }
+            TRY(ts_llm_enc_session_set_cache(s, (const ts_ckks_ciphertext_t *const *)kc,
+                                             (const ts_ckks_ciphertext_t *const *)vc, L - 1));
+            q->prefill_ms = ms_since(tp);
+            q->ctx = L;
+            pos = L - 1;
+        }
         q->pos = pos;
         q->token = tokens[pos];
         if (costs)
@@ -333,7 +340,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         q->bits = mx > 0 ? log2(ra / mx) : 99.0;
         q->am_enc = ts_llm_argmax(logits, V);
         q->am_ref = ts_llm_argmax(rl, V);
-        k->n = pos - first + 1;
+        k->n = r + 1;
         fprintf(stderr, "bench decode: %s %s pos %d: %.1f ms, err %.2e, argmax %d/%d\n", k->model,
                 ts_sched_policy_name(k->policy), pos, q->ms, mx, q->am_enc, q->am_ref);
     }
@@ -428,13 +435,11 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                 k->model, k->params, ts_sched_policy_name(k->policy), k->boot ? "true" : "false",
                 ts_status_name(k->st), k->keygen_ms, k->key_mib, k->key_mem_mib, k->lambda,
                 k->err_bound, k->max_ctx, k->slots, k->max_pos, mean);
-        if (k->ctx > 0)
-            fprintf(f,
-                    "\n      \"context_length\": %d, \"prefilled_positions\": %d, \"prefill\": "
-                    "\"positions 0..%d prefilled from the plaintext model (their K and V "
-                    "encrypted into the session's cache; a benchmark method, not a private "
-                    "path); only position %d ran encrypted\", \"prefill_ms\": %.1f,",
-                    k->ctx, k->ctx - 1, k->ctx - 2, k->ctx - 1, k->prefill_ms);
+        if (k->n_ctx > 0)
+            fprintf(f, "\n      \"prefill\": \"per context L, positions 0..L-2 prefilled from "
+                       "the plaintext model (their K and V encrypted into the session's cache; a "
+                       "benchmark method, not a private path); only position L-1 ran "
+                       "encrypted\",");
         fprintf(f, "\n      \"positions\": [");
         for (int i = 0; i < k->n; i++) {
             const pos_t *q = &k->p[i];
@@ -449,6 +454,11 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
             for (int j = 0; j < NSTAGE; j++)
                 fprintf(f, "%s\"%s\": %.1f", j ? ", " : "", stage_names[j], q->st[j]);
             fprintf(f, "}");
+            if (q->ctx > 0)
+                fprintf(f,
+                        ", \"context_length\": %d, \"prefilled_positions\": %d, "
+                        "\"prefilled_from\": \"plaintext\", \"prefill_ms\": %.1f",
+                        q->ctx, q->ctx - 1, q->prefill_ms);
             if (q->pred) {
                 /* the scheduler's engine plan side by side with the measured step */
                 fprintf(
@@ -576,20 +586,20 @@ int ts_bench_decode(int argc, char **argv)
     static const int tiny_toks[8] = {1, 3, 4, 5, 10, 11, 6, 7};
     case_t *k = NULL;
     /* --context: the step at L - 1 after a prefill of [0, L - 1) */
-    for (int pi = 0; pi < (quick ? 1 : n_pol); pi++)
-        for (int ci = 0; ci < n_ctx && nc < 32; ci++) {
-            k = &cs[nc++];
-            snprintf(k->model, sizeof k->model, "%s", quick ? "tiny" : "aidreams260K");
-            snprintf(k->params, sizeof k->params, "%s", quick ? "test-llm-tiny" : aid_params);
-            k->boot = !quick;
-            k->lambda = 20;
-            k->max_ctx = max_ctx;
-            k->ctx = ctxs[ci];
-            k->policy = quick ? TS_SCHED_CKKS : pols[pi];
-            run_case(k, quick ? model : "models/aidreams260K.bin",
-                     quick ? "configs/approx/tiny-test.yaml" : NULL, tiny_toks, 0,
-                     costs_path && !quick ? &costs : NULL);
-        }
+    for (int pi = 0; n_ctx > 0 && pi < (quick ? 1 : n_pol); pi++) {
+        k = &cs[nc++];
+        snprintf(k->model, sizeof k->model, "%s", quick ? "tiny" : "aidreams260K");
+        snprintf(k->params, sizeof k->params, "%s", quick ? "test-llm-tiny" : aid_params);
+        k->boot = !quick;
+        k->lambda = 20;
+        k->max_ctx = max_ctx;
+        k->n_ctx = n_ctx;
+        memcpy(k->ctxs, ctxs, sizeof ctxs);
+        k->policy = quick ? TS_SCHED_CKKS : pols[pi];
+        run_case(k, quick ? model : "models/aidreams260K.bin",
+                 quick ? "configs/approx/tiny-test.yaml" : NULL, tiny_toks, 0,
+                 costs_path && !quick ? &costs : NULL);
+    }
     if (n_ctx == 0) {
         k = &cs[nc++];
         snprintf(k->model, sizeof k->model, "tiny");
@@ -632,7 +642,7 @@ int ts_bench_decode(int argc, char **argv)
         rmdir(dir);
     }
     for (int c = 0; c < nc; c++)
-        if (cs[c].ctx > 0) {
+        if (cs[c].n_ctx > 0) {
             printf("context cases: positions [0, L-1) PREFILLED from the plaintext model (their K "
                    "and V encrypted into the session's cache: a benchmark method, not a private "
                    "path); only the step at L-1 ran encrypted\n\n");
