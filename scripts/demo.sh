@@ -168,9 +168,11 @@ for _ in $(seq 9000); do
 done
 [ -s "$work/port" ] || { cat "$work/tesserad.log"; fail "tesserad (decode) did not start"; }
 export TESSERA_SERVER=127.0.0.1:$(cat "$work/port")
+# prompt: "I" (BOS + 1 token: 2 encrypted positions, 1 generated token); at 128 bits,
+# where a position takes minutes, BOS alone and 2 generated tokens (2 positions: the
+# first two tokens of a story). DEMO_PROMPT and DEMO_TOKENS set them.
 max_tokens=${DEMO_TOKENS:-1}
-# prompt: "I" (BOS + 1 token: 2 encrypted positions); at 128 bits, where a position
-# takes minutes, BOS alone (1 position: the first token of a story). DEMO_PROMPT sets it.
+[ -z "$insecure" ] && max_tokens=${DEMO_TOKENS:-2}
 if [ -n "${DEMO_PROMPT+x}" ]; then
     prompt=$DEMO_PROMPT
 elif [ -z "$insecure" ]; then
