@@ -528,9 +528,10 @@ ts_status_t ts_llm_enc_decrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_
 /*
  * Client, for benchmarks at a context length: one layer's K or V cache for
  * positions [0, n) encrypted (symmetric) at `level` and scale Delta, in the
- * layout the engine's own steps build (slot block t = [t Pd, t Pd + dim)
- * holds position t, zeros elsewhere; grouped-query attention repeated per
- * query head as the engine's k and v are). rows: n rows of kv_dim =
+ * layout the engine's own steps build (packed with its working slots,
+ * ts_llm_enc_slots; slot block t = [t Pd, t Pd + dim) holds position t, zeros
+ * elsewhere; grouped-query attention repeated per query head as the engine's
+ * k and v are). rows: n rows of kv_dim =
  * n_kv_heads * head_dim floats as ts_llm_state_kv gives them (post-RoPE
  * keys). ts_llm_enc_input_level is a fine level: the engine drops the cache
  * to its new entry's level when it appends. This is a benchmark method, not a
