@@ -35,6 +35,7 @@ typedef struct bench_opts {
     const char *params, *params_dir, *out, *backend, *tfhe;
     bool quick, json, insecure, no_convert;
     int reps;
+    int log_slots; /* --slots: the bootstrappers' slot count (0: the preset's) */
 } bench_opts_t;
 
 static int cmp_i64(const void *a, const void *b)
@@ -79,9 +80,9 @@ static ts_status_t measure_ckks(const bench_opts_t *o, ts_ckks_params_t *p,
     if (st == TS_OK)
         st = ts_ckks_plaintext_new(p, top, &pt);
     if (st == TS_OK)
-        st = ts_ckks_encrypt_sk_real(enc, sk, x, slots, 0, top, scale, rng, NULL, t);
+        st = ts_ckks_encrypt_sk_real(enc, sk, x, slots, slots, top, scale, rng, NULL, t);
     if (st == TS_OK)
-        st = ts_ckks_encrypt_sk_real(enc, sk, x, slots, 0, top, scale, rng, NULL, u);
+        st = ts_ckks_encrypt_sk_real(enc, sk, x, slots, slots, top, scale, rng, NULL, u);
     int64_t v[6][64];
     for (int l = top; st == TS_OK && l >= 0; l--) {
         st = ts_ckks_drop_to_level(ev, t, l, a);
@@ -147,7 +148,7 @@ static ts_status_t measure_boot(const bench_opts_t *o, ts_ckks_params_t *p, ts_b
                                 ts_ckks_secret_key_t *sk, ts_ckks_evaluator_t *ev,
                                 ts_ckks_encoder_t *enc, ts_prng_t *rng, ts_sched_costs_t *c)
 {
-    size_t slots = ts_ckks_params_slots(p);
+    size_t slots = (size_t)1 << ts_boot_config(bt)->log_slots;
     double *x = calloc(slots, sizeof *x);
     ts_ckks_ciphertext_t *ct = NULL, *in = NULL;
     ts_status_t st = x ? TS_OK : TS_ENOMEM;
@@ -159,8 +160,8 @@ static ts_status_t measure_boot(const bench_opts_t *o, ts_ckks_params_t *p, ts_b
     if (st == TS_OK)
         st = ts_ckks_ciphertext_new(p, top, &in);
     if (st == TS_OK)
-        st = ts_ckks_encrypt_sk_real(enc, sk, x, slots, 0, top, ts_ckks_params_scale(p), rng, NULL,
-                                     in);
+        st = ts_ckks_encrypt_sk_real(enc, sk, x, slots, slots, top, ts_ckks_params_scale(p), rng,
+                                     NULL, in);
     int reps = o->quick ? 1 : 3;
     int64_t v[3];
     for (int r = 0; st == TS_OK && r < reps; r++) {
@@ -283,7 +284,8 @@ static ts_status_t measure_tfhe(const bench_opts_t *o, ts_sched_costs_t *c, char
 static ts_status_t measure_convert(const bench_opts_t *o, ts_ckks_params_t *p,
                                    ts_ckks_secret_key_t *sk, ts_ckks_evalkeys_t *ek,
                                    ts_ckks_evaluator_t *ev, ts_ckks_encoder_t *enc, ts_prng_t *rng,
-                                   int encap_h, ts_sched_costs_t *c, char *why, size_t why_size)
+                                   int log_slots, const ts_boot_encap_keys_t *encap, int encap_h,
+                                   ts_sched_costs_t *c, char *why, size_t why_size)
 {
     ts_boot_config_t bc;
     ts_tfhe_params_lit_t lit;
@@ -292,17 +294,19 @@ static ts_status_t measure_convert(const bench_opts_t *o, ts_ckks_params_t *p,
     ts_nonlinear_approx_t *ap[3] = {NULL, NULL, NULL};
     ts_nonlinear_slots_t *ns = NULL;
     ts_ckks_ciphertext_t *in = NULL, *out = NULL;
-    size_t slots = ts_ckks_params_slots(p);
+    size_t slots = (size_t)1 << log_slots;
     double *x = malloc(slots * sizeof *x);
     ts_status_t st = x ? TS_OK : TS_ENOMEM;
     if (st == TS_OK)
-        st = ts_llm_tfhe_boot_config(p, 0, encap_h, &bc);
+        st = ts_llm_tfhe_boot_config(p, log_slots, encap_h, &bc);
     if (st == TS_OK)
         st = ts_llm_tfhe_literal(p, &lit);
     if (st == TS_OK)
         st = ts_boot_keygen(p, &bc, ek, sk, rng);
     if (st == TS_OK)
         st = ts_boot_new(p, &bc, &stc);
+    if (st == TS_OK && encap)
+        st = ts_boot_set_encap_keys(stc, encap);
     if (st == TS_OK)
         st = ts_convert_keygen(p, sk, &lit, rng, &cv);
     if (st != TS_OK) {
@@ -332,8 +336,8 @@ static ts_status_t measure_convert(const bench_opts_t *o, ts_ckks_params_t *p,
     if (st == TS_OK)
         st = ts_ckks_ciphertext_new(p, in_level, &out);
     if (st == TS_OK)
-        st = ts_ckks_encrypt_sk_real(enc, sk, x, slots, 0, in_level, ts_ckks_params_scale(p), rng,
-                                     NULL, in);
+        st = ts_ckks_encrypt_sk_real(enc, sk, x, slots, slots, in_level, ts_ckks_params_scale(p),
+                                     rng, NULL, in);
     /* the engine's 1/x look-up on [0.125, 4] with 2 and 4 segments; PBS on the same range */
     const int segs[2] = {2, 4};
     for (int m = 0; m < 3 && st == TS_OK; m++) {
@@ -425,7 +429,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tessera bench costs --params PRESET --out FILE [--backend cpu|gpu|auto]\n"
             "                           [--quick] [--json] [--tfhe PRESET] [--reps N]\n"
-            "                           [--no-convert]\n"
+            "                           [--no-convert] [--slots S]\n"
             "                           [--params-dir D] [--insecure-params]\n\n"
             "Measure the scheduler's cost table (latency of every CKKS operation per level,\n"
             "bootstrapping, PBS, HomComp) on this machine and write it to FILE in the format of\n"
@@ -434,7 +438,10 @@ static void usage(FILE *f)
             "and per value a 2- or 4-segment LUT or a PBS) when the preset bootstraps.\n"
             "Entries not measured (small-ring products and Traces, and bootstrapping and\n"
             "conversions for presets that cannot bootstrap) keep the built-in estimate;\n"
-            "the note and a comment at the end of FILE say which.\n\n"
+            "the note and a comment at the end of FILE say which. Bootstrapping runs at\n"
+            "--slots S (the engine's working slot count, `tessera plan --slots`; default\n"
+            "the preset's), with sparse-secret encapsulation (h' = 32) for dense secrets,\n"
+            "as tesserad bootstraps.\n\n"
             "      --params PRESET     CKKS preset (configs/params/PRESET.yaml)\n"
             "      --tfhe PRESET       TFHE preset for PBS/HomComp (default tfhe_std128;\n"
             "                          tfhe_test_small with --quick --insecure-params)\n"
@@ -474,7 +481,15 @@ int ts_bench_costs(int argc, char **argv)
             o.insecure = true;
         else if (!strcmp(a, "--no-convert"))
             o.no_convert = true;
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        else if (!strcmp(a, "--slots") && has) {
+            long v = atol(argv[++i]);
+            while (v > 1 && (1l << o.log_slots) < v)
+                o.log_slots++;
+            if (v < 2 || (1l << o.log_slots) != v) {
+                fprintf(stderr, "tessera bench costs: --slots is a power of two >= 2\n");
+                return TS_EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return TS_EXIT_OK;
         } else {
@@ -522,7 +537,8 @@ int ts_bench_costs(int argc, char **argv)
     snprintf(c.backend, sizeof c.backend, "%s", be_name);
     snprintf(c.params, sizeof c.params, "%s", o.params);
     c.max_level = top;
-    c.slots = (int64_t)ts_ckks_params_slots(p);
+    int log_slots = o.log_slots ? o.log_slots : ts_ckks_params_log_slots(p);
+    c.slots = (int64_t)1 << log_slots;
     resample(def.recover_ns, def.n_recover, c.recover_ns, &c.n_recover, top);
     if (def.extract_depth > top)
         c.extract_depth = top;
@@ -533,9 +549,13 @@ int ts_bench_costs(int argc, char **argv)
     ts_ckks_encoder_t *enc = NULL;
     ts_ckks_evaluator_t *ev = NULL;
     ts_boot_t *bt = NULL;
+    ts_boot_encap_keys_t *encap = NULL;
     ts_boot_config_t cfg;
     int left = -1;
-    bool boot_ok = ts_boot_config_default(p, &cfg) == TS_OK &&
+    /* as tesserad: dense secrets bootstrap with encapsulation (h' = 32) */
+    bool dense = ts_ckks_params_secret(p) != TS_CKKS_SECRET_SPARSE_TERNARY;
+    bool boot_ok = ts_boot_config_slots(p, log_slots, &cfg) == TS_OK &&
+                   (!dense || ts_boot_config_encapsulate(p, 32, &cfg) == TS_OK) &&
                    ts_boot_depth(p, &cfg, NULL, NULL, NULL, &left) == TS_OK && left >= 0 &&
                    ts_boot_new(p, &cfg, &bt) == TS_OK;
     bool boot_measured = false, tfhe_measured = false;
@@ -547,6 +567,10 @@ int ts_bench_costs(int argc, char **argv)
         st = ts_ckks_evalkeys_new(p, &ek);
     if (st == TS_OK && boot_ok)
         st = ts_boot_keygen(p, &cfg, ek, sk, rng);
+    if (st == TS_OK && boot_ok && dense)
+        st = ts_boot_encap_keygen(p, &cfg, sk, rng, &encap);
+    if (st == TS_OK && encap)
+        st = ts_boot_set_encap_keys(bt, encap);
     if (st == TS_OK && !ts_ckks_evalkeys_has_relin(ek))
         st = ts_ckks_evalkeys_gen_relin(ek, sk, rng);
     /* a full key (bootstrapping's may be capped at its levels): measured at every level */
@@ -582,7 +606,8 @@ int ts_bench_costs(int argc, char **argv)
     /* conversions need the bootstrapping chain (SlotToCoeff first, ModRecover) */
     bool conv_measured = false;
     if (boot_measured && !o.no_convert) {
-        st = measure_convert(&o, p, sk, ek, ev, enc, rng, cfg.encap_h, &c, why, sizeof why);
+        st = measure_convert(&o, p, sk, ek, ev, enc, rng, log_slots, encap, cfg.encap_h, &c, why,
+                             sizeof why);
         if (st != TS_OK) {
             fprintf(stderr, "tessera bench costs: %s\n", why);
             goto out;
@@ -664,6 +689,7 @@ int ts_bench_costs(int argc, char **argv)
     }
 out:
     ts_boot_free(bt);
+    ts_boot_encap_keys_free(encap);
     ts_ckks_evaluator_free(ev);
     ts_ckks_encoder_free(enc);
     ts_ckks_evalkeys_free(ek);
