@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "core/llm/llm.h"
+#include "tests/unit/llm_fx.h"
 #include "tests/unit/llm_tiny.h"
 #include "tests/unit/ts_test.h"
 
@@ -36,33 +37,12 @@
 
 #define CTX_TOL 2e-2
 
-typedef struct {
-    ts_llm_model_t *m;
-    ts_ckks_params_t *p;
-    ts_ckks_secret_key_t *sk;
-    ts_ckks_evalkeys_t *ek;
-    ts_ckks_evaluator_t *ev;
-    ts_ckks_encoder_t *ecd;
-    ts_prng_t *prng;
-    ts_llm_enc_t *enc;
-    ts_llm_enc_session_t *s;
-    ts_boot_t *boot;
-} cfx_t;
-
-static void cfx_open(cfx_t *f, ts_llm_model_t *m, const char *preset, const char *approx,
+/* The shared fixture (tests/unit/llm_fx.h) with the ckks policy's
+ * approximations for max_pos positions overridden by a configs/approx file,
+ * at 2^log_slots working slots (0: the preset's). */
+static void cfx_open(llm_fx_t *f, ts_llm_model_t *m, const char *preset, const char *approx,
                      int max_pos, bool boot, int log_slots)
 {
-    char path[512];
-    memset(f, 0, sizeof(*f));
-    f->m = m;
-    snprintf(path, sizeof(path), "configs/params/%s.yaml", preset);
-    ck_assert_ts_ok(ts_ckks_params_load_file(path, true, &f->p, NULL));
-    uint8_t seed[TS_SEED_BYTES] = {23};
-    ck_assert_ts_ok(ts_prng_new_seeded(seed, 1, &f->prng));
-    ck_assert_ts_ok(ts_ckks_keygen_secret(f->p, f->prng, &f->sk));
-    ck_assert_ts_ok(ts_ckks_evalkeys_new(f->p, &f->ek));
-    ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(f->ek, f->sk, f->prng));
-    /* the approximations of a configs/approx file on the ckks policy's defaults */
     ts_llm_enc_config_t cfg;
     ts_llm_sim_config_t sim;
     ts_llm_enc_config_policy(&cfg, TS_SCHED_CKKS, max_pos);
@@ -71,38 +51,7 @@ static void cfx_open(cfx_t *f, ts_llm_model_t *m, const char *preset, const char
     ck_assert_msg(ts_llm_sim_config_load(approx, &sim, err, sizeof err) == TS_OK, "%s", err);
     ts_llm_enc_config_from_sim(&sim, &cfg);
     cfg.log_slots = log_slots;
-    if (boot) {
-        ts_boot_config_t bc;
-        ck_assert_ts_ok(ts_boot_config_slots(
-            f->p, log_slots ? log_slots : ts_ckks_params_log_slots(f->p), &bc));
-        ck_assert_ts_ok(ts_boot_keygen(f->p, &bc, f->ek, f->sk, f->prng));
-        ck_assert_ts_ok(ts_boot_new(f->p, &bc, &f->boot));
-    }
-    ck_assert_ts_ok(ts_llm_enc_new(f->m, f->p, &cfg, f->boot, &f->enc));
-    size_t n = 0;
-    ck_assert_ts_ok(ts_llm_enc_rotation_steps(f->enc, NULL, &n));
-    int64_t *steps = malloc(n * sizeof(int64_t));
-    ck_assert_ptr_nonnull(steps);
-    ck_assert_ts_ok(ts_llm_enc_rotation_steps(f->enc, steps, &n));
-    ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations(f->ek, f->sk, steps, n, f->prng));
-    free(steps);
-    ck_assert_ts_ok(ts_ckks_evaluator_new(f->p, f->ek, &f->ev));
-    ck_assert_ts_ok(ts_ckks_encoder_new(f->p, &f->ecd));
-    ck_assert_ts_ok(ts_llm_enc_session_new(f->enc, f->ev, &f->s));
-}
-
-static void cfx_close(cfx_t *f)
-{
-    ts_llm_enc_session_free(f->s);
-    ts_llm_enc_free(f->enc);
-    ts_boot_free(f->boot);
-    ts_ckks_encoder_free(f->ecd);
-    ts_ckks_evaluator_free(f->ev);
-    ts_ckks_evalkeys_free(f->ek);
-    ts_ckks_secret_key_free(f->sk);
-    ts_prng_free(f->prng);
-    ts_ckks_params_free(f->p);
-    ts_llm_model_free(f->m);
+    llm_fx_open(f, m, preset, &cfg, boot, 23);
 }
 
 /*
@@ -188,7 +137,7 @@ static void unrope(const ts_llm_config_t *c, float *rows, int n)
  * L-1; returns the max abs logit error vs ts_llm_forward at L-1 and the two
  * argmaxes.
  */
-static double ctx_step(cfx_t *f, int L, prefill_t how, int *am_enc, int *am_ref)
+static double ctx_step(llm_fx_t *f, int L, prefill_t how, int *am_enc, int *am_ref)
 {
     const ts_llm_model_t *m = f->m;
     const ts_llm_config_t *c = ts_llm_model_config(m);
@@ -274,7 +223,7 @@ static double ctx_step(cfx_t *f, int L, prefill_t how, int *am_enc, int *am_ref)
 /* Multi-head Llama with RoPE: the prefilled step matches, wrong prefills do not. */
 START_TEST(test_ctx_llama)
 {
-    cfx_t f;
+    llm_fx_t f;
     cfx_open(&f, ctx_llama(1, 2, 0.15f), "test-llm-tiny", "configs/approx/tiny-test.yaml", 8, false,
              0);
     ck_assert_int_eq(ts_llm_enc_max_positions(f.enc), 8);
@@ -286,20 +235,20 @@ START_TEST(test_ctx_llama)
     double e2 = ctx_step(&f, 8, PREFILL_SHIFTED, &a, &b);
     ck_assert_msg(e1 > 2 * CTX_TOL && e2 > 2 * CTX_TOL,
                   "the oracle does not see a wrong prefill (%g, %g)", e1, e2);
-    cfx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
 START_TEST(test_ctx_gqa)
 {
-    cfx_t f;
+    llm_fx_t f;
     cfx_open(&f, ctx_llama(1, 1, 0.15f), "test-llm-tiny", "configs/approx/tiny-test.yaml", 8, false,
              0);
     int a = 0, b = 0;
     double e = ctx_step(&f, 6, PREFILL_CORRECT, &a, &b);
     ck_assert_msg(e < CTX_TOL, "logits off by %g", e);
     ck_assert_int_eq(a, b);
-    cfx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
@@ -307,7 +256,7 @@ END_TEST
  * sparse packing: the engine works on 2^7 of the parameters' 2^9 slots. */
 START_TEST(test_ctx_layers)
 {
-    cfx_t f;
+    llm_fx_t f;
     cfx_open(&f, ctx_llama(2, 1, 0.15f), "test-llm-tiny-boot", "configs/approx/tiny-test.yaml", 8,
              true, 7);
     ck_assert_int_eq(ts_llm_enc_slots(f.enc), 128);
@@ -316,26 +265,26 @@ START_TEST(test_ctx_layers)
     double e = ctx_step(&f, 5, PREFILL_CORRECT, &a, &b);
     ck_assert_msg(e < CTX_TOL, "logits off by %g", e);
     ck_assert_int_eq(a, b);
-    cfx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
 START_TEST(test_ctx_gpt2)
 {
-    cfx_t f;
+    llm_fx_t f;
     cfx_open(&f, ctx_gpt2(), "test-llm-tiny", "configs/approx/tiny-gpt2-test.yaml", 8, false, 0);
     int a = 0, b = 0;
     double e = ctx_step(&f, 7, PREFILL_CORRECT, &a, &b);
     ck_assert_msg(e < CTX_TOL, "logits off by %g", e);
     ck_assert_int_eq(a, b);
-    cfx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
 /* Refusals of ts_llm_enc_cache_encrypt and ts_llm_enc_session_set_cache. */
 START_TEST(test_ctx_refusals)
 {
-    cfx_t f;
+    llm_fx_t f;
     cfx_open(&f, ctx_llama(1, 2, 0.15f), "test-llm-tiny", "configs/approx/tiny-test.yaml", 8, false,
              0);
     float rows[8 * TINY_DIM];
@@ -428,7 +377,7 @@ START_TEST(test_ctx_refusals)
     ts_ckks_encoder_free(ecd2);
     ts_ckks_secret_key_free(sk2);
     ts_ckks_params_free(p2);
-    cfx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 

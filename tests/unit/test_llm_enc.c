@@ -33,110 +33,23 @@
 #include "core/llm/llm.h"
 #include "core/convert/convert.h"
 #include "core/llm/llm_int.h"
+#include "tests/unit/llm_fx.h"
 #include "tests/unit/llm_tiny.h"
 #include "tests/unit/ts_test.h"
 
 #define printf(...) (printf(__VA_ARGS__), fflush(stdout))
 
-typedef struct {
-    ts_llm_model_t *m;
-    ts_ckks_params_t *p;
-    ts_ckks_secret_key_t *sk;
-    ts_ckks_evalkeys_t *ek;
-    ts_ckks_evaluator_t *ev;
-    ts_ckks_encoder_t *ecd;
-    ts_prng_t *prng;
-    ts_llm_enc_t *enc;
-    ts_llm_enc_session_t *s;
-    ts_boot_t *boot;
-    ts_boot_t *stc;              /* SlotToCoeff-first bootstrapper of the TFHE side */
-    ts_convert_t *cv;            /* conversion keys */
-    ts_boot_encap_keys_t *encap; /* dense-secret presets */
-} fx_t;
-
-/* The fixture for model m (owned by the fixture from now on). */
-static void fx_open_model(fx_t *f, ts_llm_model_t *m, const char *preset,
-                          const ts_llm_enc_config_t *cfg, bool boot)
-{
-    char path[512];
-    memset(f, 0, sizeof(*f));
-    f->m = m;
-    snprintf(path, sizeof(path), "configs/params/%s.yaml", preset);
-    ck_assert_ts_ok(ts_ckks_params_load_file(path, true, &f->p, NULL));
-    uint8_t seed[TS_SEED_BYTES] = {7};
-    ck_assert_ts_ok(ts_prng_new_seeded(seed, 1, &f->prng));
-    ck_assert_ts_ok(ts_ckks_keygen_secret(f->p, f->prng, &f->sk));
-    ck_assert_ts_ok(ts_ckks_evalkeys_new(f->p, &f->ek));
-    ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(f->ek, f->sk, f->prng));
-    if (boot) {
-        ts_boot_config_t bc;
-        /* at the engine's working slot count when the configuration sets one */
-        ck_assert_ts_ok(ts_boot_config_slots(
-            f->p, cfg && cfg->log_slots ? cfg->log_slots : ts_ckks_params_log_slots(f->p), &bc));
-        bool dense = ts_ckks_params_secret(f->p) != TS_CKKS_SECRET_SPARSE_TERNARY;
-        if (dense) /* sparse-secret encapsulation, h' = 32 as boot-n16-dense */
-            ck_assert_ts_ok(ts_boot_config_encapsulate(f->p, 32, &bc));
-        ck_assert_ts_ok(ts_boot_keygen(f->p, &bc, f->ek, f->sk, f->prng));
-        ck_assert_ts_ok(ts_boot_new(f->p, &bc, &f->boot));
-        if (dense) {
-            ck_assert_ts_ok(ts_boot_encap_keygen(f->p, &bc, f->sk, f->prng, &f->encap));
-            ck_assert_ts_ok(ts_boot_set_encap_keys(f->boot, f->encap));
-        }
-    }
-    ck_assert_ts_ok(ts_llm_enc_new(f->m, f->p, cfg, f->boot, &f->enc));
-    if (ts_llm_enc_uses_tfhe(f->enc)) {
-        ts_boot_config_t bc;
-        ck_assert_ts_ok(ts_llm_enc_tfhe_boot_config(f->enc, &bc));
-        ck_assert_ts_ok(ts_boot_keygen(f->p, &bc, f->ek, f->sk, f->prng));
-        ck_assert_ts_ok(ts_boot_new(f->p, &bc, &f->stc));
-        if (f->encap)
-            ck_assert_ts_ok(ts_boot_set_encap_keys(f->stc, f->encap));
-        ts_tfhe_params_lit_t lit;
-        ck_assert_ts_ok(ts_llm_enc_tfhe_literal(f->enc, &lit));
-        ck_assert_ts_ok(ts_convert_keygen(f->p, f->sk, &lit, f->prng, &f->cv));
-    }
-    size_t n = 0;
-    ck_assert_ts_ok(ts_llm_enc_rotation_steps(f->enc, NULL, &n));
-    int64_t *steps = malloc(n * sizeof(int64_t));
-    ck_assert_ptr_nonnull(steps);
-    ck_assert_ts_ok(ts_llm_enc_rotation_steps(f->enc, steps, &n));
-    ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations(f->ek, f->sk, steps, n, f->prng));
-    free(steps);
-    ck_assert_ts_ok(ts_ckks_evaluator_new(f->p, f->ek, &f->ev));
-    ck_assert_ts_ok(ts_ckks_encoder_new(f->p, &f->ecd));
-    ck_assert_ts_ok(ts_llm_enc_session_new(f->enc, f->ev, &f->s));
-    if (f->cv)
-        ck_assert_ts_ok(ts_llm_enc_session_set_tfhe(f->s, f->cv, f->stc));
-}
-
 /* The fixture for the bundled aidreams260K. */
-static void fx_open(fx_t *f, const char *preset, const ts_llm_enc_config_t *cfg, bool boot)
+static void fx_open(llm_fx_t *f, const char *preset, const ts_llm_enc_config_t *cfg, bool boot)
 {
     char path[512];
     ts_llm_model_t *m = NULL;
     snprintf(path, sizeof(path), "%s/aidreams260K.bin", ts_test_model_dir());
     ck_assert_ts_ok(ts_llm_model_load(path, &m, NULL, 0));
-    fx_open_model(f, m, preset, cfg, boot);
+    llm_fx_open(f, m, preset, cfg, boot, 7);
 }
 
-static void fx_close(fx_t *f)
-{
-    ts_llm_enc_session_free(f->s);
-    ts_llm_enc_free(f->enc);
-    ts_boot_free(f->boot);
-    ts_boot_free(f->stc);
-    ts_boot_encap_keys_free(f->encap);
-    ts_convert_free(f->cv);
-    ts_ckks_encoder_free(f->ecd);
-    ts_ckks_evaluator_free(f->ev);
-    ts_ckks_evalkeys_free(f->ek);
-    ts_ckks_secret_key_free(f->sk);
-    ts_prng_free(f->prng);
-    ts_ckks_params_free(f->p);
-    ts_llm_model_free(f->m);
-}
-
-static ts_ckks_ciphertext_t *fx_enc(fx_t *f, const float *v, int w)
+static ts_ckks_ciphertext_t *fx_enc(llm_fx_t *f, const float *v, int w)
 {
     ts_ckks_ciphertext_t *ct = NULL;
     ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, 0, &ct));
@@ -146,7 +59,7 @@ static ts_ckks_ciphertext_t *fx_enc(fx_t *f, const float *v, int w)
     return ct;
 }
 
-static double fx_err(fx_t *f, const ts_ckks_ciphertext_t *ct, const double *want, int w)
+static double fx_err(llm_fx_t *f, const ts_ckks_ciphertext_t *ct, const double *want, int w)
 {
     float *got = malloc((size_t)w * sizeof(float));
     ck_assert_ptr_nonnull(got);
@@ -197,7 +110,7 @@ static void to_float(const double *x, float *y, int n)
 
 START_TEST(test_enc_matvec)
 {
-    fx_t f;
+    llm_fx_t f;
     fx_open(&f, "test-llm-n10", NULL, false);
     const ts_llm_model_t *m = f.m;
     int d = m->cfg.dim, h = m->cfg.hidden_dim, V = m->cfg.vocab_size;
@@ -246,13 +159,13 @@ START_TEST(test_enc_matvec)
     ts_ckks_ciphertext_free(ct);
     ts_ckks_ciphertext_free(cth);
     ts_ckks_ciphertext_free(out);
-    fx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
 START_TEST(test_enc_rmsnorm)
 {
-    fx_t f;
+    llm_fx_t f;
     fx_open(&f, "test-llm-n10", NULL, false);
     const ts_llm_model_t *m = f.m;
     int d = m->cfg.dim;
@@ -283,7 +196,7 @@ START_TEST(test_enc_rmsnorm)
     ts_nonlinear_approx_free(a);
     ts_ckks_ciphertext_free(ct);
     ts_ckks_ciphertext_free(out);
-    fx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
@@ -294,7 +207,7 @@ START_TEST(test_enc_rmsnorm_hybrid)
     ts_llm_enc_config_t cfg;
     ts_llm_enc_config_policy(&cfg, TS_SCHED_HYBRID, 8);
     ck_assert_int_eq(cfg.eval_rsqrt, TS_LLM_EVAL_LUT);
-    fx_t f;
+    llm_fx_t f;
     fx_open(&f, "test-boot-n10", &cfg, false); /* inputs at the top level: no bootstrap */
     ck_assert(ts_llm_enc_uses_tfhe(f.enc));
     const ts_llm_model_t *m = f.m;
@@ -340,7 +253,7 @@ START_TEST(test_enc_rmsnorm_hybrid)
         ts_ckks_ciphertext_free(out);
     }
     ts_nonlinear_approx_free(a);
-    fx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
@@ -415,7 +328,7 @@ END_TEST
 
 START_TEST(test_enc_ffn)
 {
-    fx_t f;
+    llm_fx_t f;
     fx_open(&f, "test-llm-n10", NULL, false);
     const ts_llm_model_t *m = f.m;
     int d = m->cfg.dim, h = m->cfg.hidden_dim;
@@ -454,7 +367,7 @@ START_TEST(test_enc_ffn)
     ck_assert(e < 2e-2);
     ts_ckks_ciphertext_free(ct);
     ts_ckks_ciphertext_free(out);
-    fx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
@@ -482,7 +395,7 @@ START_TEST(test_enc_attention)
         ck_assert_ts_ok(ts_sched_policy_parse(pol_env, &pol));
         ts_llm_enc_config_policy(&cfg, pol, 32);
     }
-    fx_t f;
+    llm_fx_t f;
     fx_open(&f, pol_env ? "test-boot-n12" : "test-llm-n10", &cfg, pol_env != NULL);
     const ts_llm_model_t *m = f.m;
     const ts_llm_config_t *c = &m->cfg;
@@ -549,7 +462,7 @@ START_TEST(test_enc_attention)
     }
     ck_assert(worst < 1e-3);
     ts_ckks_ciphertext_free(out);
-    fx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
@@ -617,7 +530,7 @@ static ts_llm_model_t *gqa_model(const ts_llm_model_t *m, bool expand)
  */
 START_TEST(test_enc_gqa)
 {
-    fx_t f;
+    llm_fx_t f;
     fx_open(&f, "test-llm-n10", NULL, false);
     ts_llm_model_t *g = gqa_model(f.m, false), *mha = gqa_model(f.m, true);
     ts_llm_state_t *sg = NULL, *sm = NULL;
@@ -667,7 +580,7 @@ START_TEST(test_enc_gqa)
     ts_llm_enc_session_free(s);
     ts_llm_enc_free(e);
     ts_llm_model_free(g);
-    fx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
@@ -714,7 +627,7 @@ START_TEST(test_enc_decode_slow)
     ts_llm_enc_config_t cfg;
     ts_llm_enc_config_policy(&cfg, pol, 32);
     printf("enc decode: policy %s\n", ts_sched_policy_name(pol));
-    fx_t f;
+    llm_fx_t f;
     /* TS_ENC_PARAMS=test-boot-n12-dense: dense secret, encapsulation, 12 levels left */
     const char *preset = getenv("TS_ENC_PARAMS") ? getenv("TS_ENC_PARAMS") : "test-boot-n12";
     fx_open(&f, preset, &cfg, true);
@@ -768,7 +681,7 @@ START_TEST(test_enc_decode_slow)
     ts_llm_state_free(st);
     ts_ckks_ciphertext_free(x);
     ts_ckks_ciphertext_free(out);
-    fx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
@@ -878,7 +791,7 @@ START_TEST(test_gpt2_ranges)
 END_TEST
 
 /* Logits of the encrypted steps at positions 0..npos-1 vs ts_llm_forward. */
-static void g2_decode(fx_t *f, int npos, double tol, const char *what)
+static void g2_decode(llm_fx_t *f, int npos, double tol, const char *what)
 {
     const ts_llm_model_t *m = f->m;
     int V = m->cfg.vocab_size;
@@ -953,8 +866,8 @@ START_TEST(test_gpt2_blocks)
 {
     ts_llm_enc_config_t cfg;
     g2_cfg(TS_SCHED_CKKS, &cfg);
-    fx_t f;
-    fx_open_model(&f, tiny_gpt2(), "test-llm-tiny", &cfg, false);
+    llm_fx_t f;
+    llm_fx_open(&f, tiny_gpt2(), "test-llm-tiny", &cfg, false, 7);
     const ts_llm_model_t *m = f.m;
     const ts__llm_layer_t *ly = &m->layers[0];
     int d = m->cfg.dim, h = m->cfg.hidden_dim;
@@ -1021,7 +934,7 @@ START_TEST(test_gpt2_blocks)
     ts_ckks_ciphertext_free(ct);
     ts_ckks_ciphertext_free(cy);
     ts_ckks_ciphertext_free(out);
-    fx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
@@ -1029,10 +942,10 @@ START_TEST(test_gpt2_ckks)
 {
     ts_llm_enc_config_t cfg;
     g2_cfg(TS_SCHED_CKKS, &cfg);
-    fx_t f;
-    fx_open_model(&f, tiny_gpt2(), "test-llm-tiny", &cfg, false);
+    llm_fx_t f;
+    llm_fx_open(&f, tiny_gpt2(), "test-llm-tiny", &cfg, false, 7);
     g2_decode(&f, 3, 5e-2, "ckks");
-    fx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
@@ -1040,10 +953,10 @@ START_TEST(test_gpt2_hybrid)
 {
     ts_llm_enc_config_t cfg;
     g2_cfg(TS_SCHED_HYBRID, &cfg);
-    fx_t f;
-    fx_open_model(&f, tiny_gpt2(), "test-llm-tiny-boot", &cfg, true);
+    llm_fx_t f;
+    llm_fx_open(&f, tiny_gpt2(), "test-llm-tiny-boot", &cfg, true, 7);
     g2_decode(&f, ts_test_quick() ? 1 : 2, 5e-2, "hybrid");
-    fx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
@@ -1086,13 +999,13 @@ START_TEST(test_gpt2_sparse_slots)
     ts_llm_model_free(m);
 
     cfg.log_slots = 7;
-    fx_t f;
-    fx_open_model(&f, tiny_gpt2(), "test-llm-tiny-boot", &cfg, true);
+    llm_fx_t f;
+    llm_fx_open(&f, tiny_gpt2(), "test-llm-tiny-boot", &cfg, true, 7);
     ck_assert_int_eq(ts_llm_enc_slots(f.enc), 128);
     ck_assert_int_eq(ts_llm_enc_max_positions(f.enc), 8);
     ck_assert_int_eq(ts_boot_config(f.boot)->log_slots, 7);
     g2_decode(&f, ts_test_quick() ? 1 : 2, 5e-2, "hybrid (2^7 slots)");
-    fx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
@@ -1202,10 +1115,10 @@ START_TEST(test_gpt2_tfhe_slow)
         return;
     ts_llm_enc_config_t cfg;
     g2_cfg(TS_SCHED_TFHE, &cfg);
-    fx_t f;
-    fx_open_model(&f, tiny_gpt2(), "test-llm-tiny-boot", &cfg, true);
+    llm_fx_t f;
+    llm_fx_open(&f, tiny_gpt2(), "test-llm-tiny-boot", &cfg, true, 7);
     g2_decode(&f, 2, 0.25, "tfhe"); /* 4-6 bits per primitive: >= 4.5 bits below max |logit| */
-    fx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 

@@ -24,6 +24,7 @@
 #include "core/convert/convert.h"
 #include "core/llm/llm.h"
 #include "tests/unit/llm_tiny.h"
+#include "tests/unit/llm_fx.h"
 #include "tests/unit/ts_test.h"
 
 /* ------------------------------------------------ the level model alone */
@@ -141,72 +142,13 @@ END_TEST
 
 /* --------------------------------------------------- engine vs plan */
 
-typedef struct {
-    ts_llm_model_t *m;
-    ts_ckks_params_t *p;
-    ts_ckks_secret_key_t *sk;
-    ts_ckks_evalkeys_t *ek;
-    ts_ckks_evaluator_t *ev;
-    ts_ckks_encoder_t *ecd;
-    ts_prng_t *prng;
-    ts_llm_enc_t *enc;
-    ts_llm_enc_session_t *s;
-    ts_boot_t *boot, *stc;
-    ts_convert_t *cv;
-} fx_t;
-
-static void fx_open(fx_t *f, const char *model, const ts_llm_enc_config_t *cfg)
+/* The shared engine fixture (tests/unit/llm_fx.h) at test-llm-tiny-boot with
+ * bootstrapping, for the model file at `model`. */
+static void fx_open(llm_fx_t *f, const char *model, const ts_llm_enc_config_t *cfg)
 {
-    memset(f, 0, sizeof(*f));
-    ck_assert_ts_ok(ts_llm_model_load(model, &f->m, NULL, 0));
-    ck_assert_ts_ok(
-        ts_ckks_params_load_file("configs/params/test-llm-tiny-boot.yaml", true, &f->p, NULL));
-    uint8_t seed[TS_SEED_BYTES] = {9};
-    ck_assert_ts_ok(ts_prng_new_seeded(seed, 1, &f->prng));
-    ck_assert_ts_ok(ts_ckks_keygen_secret(f->p, f->prng, &f->sk));
-    ck_assert_ts_ok(ts_ckks_evalkeys_new(f->p, &f->ek));
-    ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(f->ek, f->sk, f->prng));
-    ts_boot_config_t bc;
-    ck_assert_ts_ok(ts_boot_config_default(f->p, &bc));
-    ck_assert_ts_ok(ts_boot_keygen(f->p, &bc, f->ek, f->sk, f->prng));
-    ck_assert_ts_ok(ts_boot_new(f->p, &bc, &f->boot));
-    ck_assert_ts_ok(ts_llm_enc_new(f->m, f->p, cfg, f->boot, &f->enc));
-    if (ts_llm_enc_uses_tfhe(f->enc)) {
-        ck_assert_ts_ok(ts_llm_enc_tfhe_boot_config(f->enc, &bc));
-        ck_assert_ts_ok(ts_boot_keygen(f->p, &bc, f->ek, f->sk, f->prng));
-        ck_assert_ts_ok(ts_boot_new(f->p, &bc, &f->stc));
-        ts_tfhe_params_lit_t lit;
-        ck_assert_ts_ok(ts_llm_enc_tfhe_literal(f->enc, &lit));
-        ck_assert_ts_ok(ts_convert_keygen(f->p, f->sk, &lit, f->prng, &f->cv));
-    }
-    size_t n = 0;
-    ck_assert_ts_ok(ts_llm_enc_rotation_steps(f->enc, NULL, &n));
-    int64_t *steps = malloc(n * sizeof(int64_t));
-    ck_assert_ptr_nonnull(steps);
-    ck_assert_ts_ok(ts_llm_enc_rotation_steps(f->enc, steps, &n));
-    ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations(f->ek, f->sk, steps, n, f->prng));
-    free(steps);
-    ck_assert_ts_ok(ts_ckks_evaluator_new(f->p, f->ek, &f->ev));
-    ck_assert_ts_ok(ts_ckks_encoder_new(f->p, &f->ecd));
-    ck_assert_ts_ok(ts_llm_enc_session_new(f->enc, f->ev, &f->s));
-    if (f->cv)
-        ck_assert_ts_ok(ts_llm_enc_session_set_tfhe(f->s, f->cv, f->stc));
-}
-
-static void fx_close(fx_t *f)
-{
-    ts_llm_enc_session_free(f->s);
-    ts_llm_enc_free(f->enc);
-    ts_boot_free(f->boot);
-    ts_boot_free(f->stc);
-    ts_convert_free(f->cv);
-    ts_ckks_encoder_free(f->ecd);
-    ts_ckks_evaluator_free(f->ev);
-    ts_ckks_evalkeys_free(f->ek);
-    ts_ckks_secret_key_free(f->sk);
-    ts_prng_free(f->prng);
-    ts_ckks_params_free(f->p);
-    ts_llm_model_free(f->m);
+    ts_llm_model_t *m = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(model, &m, NULL, 0));
+    llm_fx_open(f, m, "test-llm-tiny-boot", cfg, true, 9);
 }
 
 static void tiny_dir(char *dir, size_t size, char *model, size_t msize)
@@ -223,7 +165,7 @@ static void check_policy(const char *model, ts_sched_policy_t pol)
 {
     ts_llm_enc_config_t cfg;
     ts_llm_enc_config_policy(&cfg, pol, TINY_SEQ);
-    fx_t f;
+    llm_fx_t f;
     fx_open(&f, model, &cfg);
     ts_sched_costs_t costs;
     ts_sched_costs_default(&costs);
@@ -308,7 +250,7 @@ static void check_policy(const char *model, ts_sched_policy_t pol)
         ts_sched_plan_free(plan);
         ts_sched_graph_free(g);
     }
-    fx_close(&f);
+    llm_fx_close(&f);
 }
 
 START_TEST(test_engine_plan_counts)
