@@ -483,9 +483,8 @@ int ts_bench_costs(int argc, char **argv)
             o.no_convert = true;
         else if (!strcmp(a, "--slots") && has) {
             long v = atol(argv[++i]);
-            while (v > 1 && (1l << o.log_slots) < v)
-                o.log_slots++;
-            if (v < 2 || (1l << o.log_slots) != v) {
+            o.log_slots = v >= 2 ? ts_log2_exact((uint64_t)v) : -1;
+            if (o.log_slots < 1) {
                 fprintf(stderr, "tessera bench costs: --slots is a power of two >= 2\n");
                 return TS_EXIT_USAGE;
             }

@@ -171,11 +171,8 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
     ts_boot_config_t bc;
     size_t nb = 0;
     bool conj = false;
-    int log_slots = 0;
-    while (log_slots < 30 && (1u << log_slots) < mi->slots)
-        log_slots++;
     if (mi->bootstrap &&
-        ((st = ts_boot_config_slots(g->p, log_slots, &bc)) != TS_OK ||
+        ((st = ts_boot_config_slots(g->p, ts_log2_exact(mi->slots), &bc)) != TS_OK ||
          (mi->encap_h > 0 && (st = ts_boot_config_encapsulate(g->p, mi->encap_h, &bc)) != TS_OK) ||
          (st = ts_boot_rotation_steps(g->p, &bc, NULL, NULL, &nb, &conj)) != TS_OK)) {
         fprintf(stderr, "%s: bootstrapping keys failed: %s\n", g->prog, ts_strerror(st));
@@ -439,7 +436,7 @@ int ts_cmd_generate(int argc, char **argv)
     }
     const Tessera__ModelInfo *mi = info_env->model_info;
     if (!mi->param_id || mi->vocab < 1 || mi->vocab > TS_LLM_MAX_VOCAB || mi->slots < 1 ||
-        (mi->slots & (mi->slots - 1)) || mi->slots < mi->vocab || mi->max_context < 1 ||
+        ts_log2_exact(mi->slots) < 0 || mi->slots < mi->vocab || mi->max_context < 1 ||
         mi->params_sha256.len != TS_SHA256_BYTES) {
         fprintf(stderr, "%s: the server's model description is incomplete\n", prog);
         rc = TS_EXIT_FAIL;

@@ -268,10 +268,8 @@ static int engine_plan(const char *model, const char *preset, bool insecure,
                    "--costs FILE from `tessera bench costs --params %s`\n",
                    costs->params, preset, preset);
     }
-    int ls = 0; /* --slots: the engine's working slot count (0: the preset's) */
-    while (slots && (1u << ls) < slots && ls < 30)
-        ls++;
-    if (slots && (1u << ls) != slots) {
+    int ls = slots ? ts_log2_exact(slots) : 0; /* --slots: the working slot count (0: preset's) */
+    if (ls < 0) {
         fprintf(stderr, "tessera plan: --slots %u is not a power of two\n", slots);
         ts_llm_model_free(m);
         ts_ckks_params_free(params);

@@ -373,10 +373,7 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
     /* sparse packing: the fewest slots that hold max_context positions (cheaper
      * bootstraps and rotations; ModelInfo.slots tells the clients) */
     md->log_slots = ts_llm_enc_log_slots_for(md->m, md->p, (int)c->max_context);
-    int dim = ts_llm_model_config(md->m)->dim, pd = 1, ctx;
-    while (pd < dim)
-        pd <<= 1;
-    ctx = (1 << md->log_slots) / pd;
+    int ctx = ts_llm_enc_positions_for(md->m, md->log_slots);
     if (c->max_context < ctx)
         ctx = (int)c->max_context;
     /* the ckks policy's approximations for that context (an approx file overrides) */

@@ -73,6 +73,16 @@ bool ts_size_mul(size_t a, size_t b, size_t *out)
     return true;
 }
 
+int ts_log2_exact(uint64_t v)
+{
+    if (v == 0 || (v & (v - 1)))
+        return -1;
+    int k = 0;
+    while (v >>= 1)
+        k++;
+    return k;
+}
+
 bool ts_size_add(size_t a, size_t b, size_t *out)
 {
     if (b > SIZE_MAX - a)

@@ -115,6 +115,8 @@ int64_t ts_alloc_live(void);
 /* Overflow-checked size arithmetic: false on overflow. */
 bool ts_size_mul(size_t a, size_t b, size_t *out);
 bool ts_size_add(size_t a, size_t b, size_t *out);
+/* log2(v) when v is a power of two (v >= 1), else -1. */
+int ts_log2_exact(uint64_t v);
 
 /* ---------------------------------------------------------------- arena */
 

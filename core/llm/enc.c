@@ -20,7 +20,7 @@ struct ts_llm_enc {
     ts_ckks_params_t *params;
     ts_llm_enc_config_t cfg;
     const ts_boot_t *boot;
-    int slots, pd, ph, pv;
+    int slots, log_slots, pd, ph, pv;
     int dim, hid, vocab, nh, hd, nl;
     int max_pos;
     double delta;
@@ -68,6 +68,14 @@ static int pow2_at_least(int n)
     while (p < n)
         p <<= 1;
     return p;
+}
+
+/* The widest padded vector the engine packs: pow2 of dim, FFN width, vocabulary. */
+static int widest_vector(const ts_llm_config_t *c)
+{
+    int w = pow2_at_least(c->dim), h = pow2_at_least(c->hidden_dim),
+        v = pow2_at_least(c->vocab_size);
+    return w > h ? (w > v ? w : v) : (h > v ? h : v);
 }
 
 static int baby_steps(int pin)
@@ -475,11 +483,7 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
     int ls = cfg->log_slots ? cfg->log_slots
              : boot         ? ts_boot_config(boot)->log_slots
                             : ts_ckks_params_log_slots(params);
-    int widest = pow2_at_least(c->hidden_dim) > pow2_at_least(c->vocab_size)
-                     ? pow2_at_least(c->hidden_dim)
-                     : pow2_at_least(c->vocab_size);
-    if (widest < pow2_at_least(c->dim))
-        widest = pow2_at_least(c->dim);
+    int widest = widest_vector(c);
     if (ls < 1 || ls > ts_ckks_params_log_slots(params) || (1 << ls) < widest ||
         (boot && ts_boot_config(boot)->log_slots != ls)) {
         ts_log(TS_LOG_DEBUG, "llm",
@@ -497,6 +501,7 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
     e->params = ts_ckks_params_ref(params);
     e->cfg = *cfg;
     e->boot = boot;
+    e->log_slots = ls;
     e->slots = 1 << ls;
     e->dim = c->dim;
     e->hid = c->hidden_dim;
@@ -512,9 +517,7 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
     ts_status_t st;
     if (gpt2 && (st = fold_biases(e)) != TS_OK)
         goto fail;
-    e->max_pos = e->slots / e->pd;
-    if (e->max_pos > c->seq_len)
-        e->max_pos = c->seq_len;
+    e->max_pos = ts_llm_enc_positions_for(model, ls);
     if (c->n_kv_heads < c->n_heads) {
         /* GQA as MHA: query head h reads key/value head h / g; repeating the
          * rows of wk and wv makes k and v dim wide with that layout, so the
@@ -581,10 +584,17 @@ int ts_llm_enc_log_slots_for(const ts_llm_model_t *m, const ts_ckks_params_t *p,
         return cap;
     int64_t need = (int64_t)pow2_at_least(c->dim) * max_ctx;
     int ls = 1;
-    while (ls < cap && ((int64_t)1 << ls < need || 1 << ls < pow2_at_least(c->hidden_dim) ||
-                        1 << ls < pow2_at_least(c->vocab_size)))
+    while (ls < cap && ((int64_t)1 << ls < need || 1 << ls < widest_vector(c)))
         ls++;
     return ls;
+}
+
+int ts_llm_enc_positions_for(const ts_llm_model_t *m, int log_slots)
+{
+    if (!m || log_slots < 0 || log_slots > 30)
+        return 0;
+    int n = (1 << log_slots) / pow2_at_least(m->cfg.dim);
+    return n < m->cfg.seq_len ? n : m->cfg.seq_len;
 }
 
 void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out)
@@ -737,11 +747,8 @@ ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *e, ts_boot_config_t 
     if (!e || !cfg)
         return TS_EINVAL;
     /* the same sparse-secret encapsulation as the main bootstrapper */
-    int ls = 0;
-    while ((1 << ls) < e->slots)
-        ls++;
-    return ts_llm_tfhe_boot_config(e->params, ls, e->boot ? ts_boot_config(e->boot)->encap_h : 0,
-                                   cfg);
+    return ts_llm_tfhe_boot_config(e->params, e->log_slots,
+                                   e->boot ? ts_boot_config(e->boot)->encap_h : 0, cfg);
 }
 
 /* ------------------------------------------------------------ client side */

@@ -482,7 +482,7 @@ ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out)
     if (e.boot) {
         out->input = ts_boot_levels_left(e.boot);
         out->boot = true;
-    } else if (ts_boot_config_slots(e.params, ilog2_ceil(e.slots), &bc) == TS_OK &&
+    } else if (ts_boot_config_slots(e.params, ts_log2_exact((uint64_t)e.slots), &bc) == TS_OK &&
                /* dense secrets bootstrap with encapsulation (h' = 32, as tesserad) */
                (ts_ckks_params_secret(e.params) == TS_CKKS_SECRET_SPARSE_TERNARY ||
                 ts_boot_config_encapsulate(e.params, 32, &bc) == TS_OK) &&

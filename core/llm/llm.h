@@ -510,6 +510,9 @@ int ts_llm_enc_slots(const ts_llm_enc_t *enc);
  */
 int ts_llm_enc_log_slots_for(const ts_llm_model_t *model, const ts_ckks_params_t *params,
                              int max_ctx);
+/* The KV cache positions 2^log_slots working slots hold for model (capped at
+ * its context length): ts_llm_enc_max_positions of such an engine. */
+int ts_llm_enc_positions_for(const ts_llm_model_t *model, int log_slots);
 
 /* Client: encrypt (symmetric) a plain vector of width w, periodic with period
  * pow2(w), packed with `slots` slots (the engine's ts_llm_enc_slots; 0: the

@@ -262,15 +262,6 @@ static void step_req(Tessera__Envelope *req, Tessera__DecodeStep *ds, uint64_t s
 
 /* A client's keys for preset param_id: params (and their id), CSPRNG, secret,
  * public and evaluation keys with the relinearization key. */
-/* log2 of ModelInfo.slots (the engine's working slot count: the bootstrapper's keys) */
-static int log2_slots(uint32_t slots)
-{
-    int l = 0;
-    while ((1u << l) < slots)
-        l++;
-    return l;
-}
-
 static void client_keys(const char *param_id, ts_ckks_params_t **p, uint8_t pid[32],
                         ts_prng_t **prng, ts_ckks_secret_key_t **sk, ts_ckks_public_key_t **pk,
                         ts_ckks_evalkeys_t **ek)
@@ -596,7 +587,7 @@ START_TEST(test_decode_policies)
     ck_assert_ts_ok(ts_ckks_galois_keys_serialize(ek, 0, &blob[2], &size[2]));
     /* Galois blob 2: everything (bootstrapping and the hybrid policy's steps) */
     ts_boot_config_t bc;
-    ck_assert_ts_ok(ts_boot_config_slots(p, log2_slots(mi->slots), &bc));
+    ck_assert_ts_ok(ts_boot_config_slots(p, ts_log2_exact(mi->slots), &bc));
     ck_assert_ts_ok(ts_boot_keygen(p, &bc, ek, sk, prng));
     ck_assert_ts_ok(
         ts_ckks_evalkeys_gen_rotations(ek, sk, hy->rotation_steps, hy->n_rotation_steps, prng));
@@ -756,7 +747,7 @@ START_TEST(test_decode_dense_encap)
     ts_ckks_evalkeys_t *ek = NULL;
     client_keys(mi->param_id, &p, pid, &prng, &sk, &pk, &ek);
     ts_boot_config_t bc;
-    ck_assert_ts_ok(ts_boot_config_slots(p, log2_slots(mi->slots), &bc));
+    ck_assert_ts_ok(ts_boot_config_slots(p, ts_log2_exact(mi->slots), &bc));
     ck_assert_ts_ok(ts_boot_config_encapsulate(p, mi->encap_h, &bc));
     ck_assert_ts_ok(ts_boot_keygen(p, &bc, ek, sk, prng));
     ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations_at(
