@@ -302,6 +302,18 @@ START_TEST(test_misc)
 }
 END_TEST
 
+START_TEST(test_log2_exact)
+{
+    ck_assert_int_eq(ts_log2_exact(1), 0);
+    ck_assert_int_eq(ts_log2_exact(2), 1);
+    ck_assert_int_eq(ts_log2_exact(1024), 10);
+    ck_assert_int_eq(ts_log2_exact(1ull << 63), 63);
+    ck_assert_int_eq(ts_log2_exact(0), -1);
+    ck_assert_int_eq(ts_log2_exact(3), -1);
+    ck_assert_int_eq(ts_log2_exact(1536), -1);
+}
+END_TEST
+
 TS_TEST_SUITE(base)
 {
     Suite *s = suite_create("base");
@@ -310,6 +322,7 @@ TS_TEST_SUITE(base)
     suite_add_tcase(s, tc);
     tc = ts_tcase("alloc", 0);
     tcase_add_test(tc, test_alloc_basic);
+    tcase_add_test(tc, test_log2_exact);
     tcase_add_test(tc, test_alloc_fault_injection);
     tcase_add_test(tc, test_alloc_hook);
     tcase_add_test(tc, test_memzero_and_ct_compare);
