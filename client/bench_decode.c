@@ -65,10 +65,12 @@ typedef struct {
     double keygen_ms, key_mib, key_mem_mib;
     int lambda;
     double err_bound;
-    int max_ctx;        /* the session's context limit: sizes the working slots */
-    int n_ctx, ctxs[8]; /* contexts: each runs only the step at L - 1, after a prefill */
-    int max_pos;        /* the session's positions */
-    int slots;          /* the engine's working slot count (out) */
+    int max_ctx;         /* the session's context limit: sizes the working slots */
+    int n_ctx, ctxs[8];  /* contexts: each runs only the step at L - 1, after a prefill */
+    int max_pos;         /* the session's positions */
+    int slots;           /* the engine's working slot count (out) */
+    unsigned tfhe_kinds; /* the primitive kinds the engine runs in TFHE (out) */
+    bool best;           /* hybrid with --costs: the cheapest assignment under the table */
     ts_status_t st;
 } case_t;
 
@@ -159,6 +161,24 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         ts_llm_enc_config_from_sim(&sim, &cfg);
     }
     cfg.log_slots = log_slots;
+    if (costs && k->policy == TS_SCHED_HYBRID) {
+        /* the hybrid policy as the scheduler places it: the cheapest assignment
+         * of primitive kinds under the table, at the last position timed */
+        int mp = ts_llm_enc_positions_for(m, log_slots), last = 0;
+        for (int ci = 0; ci < k->n_ctx; ci++)
+            if (k->ctxs[ci] - 1 > last)
+                last = k->ctxs[ci] - 1;
+        if (k->n_ctx == 0)
+            last = n - 1;
+        if (mp > k->max_ctx)
+            mp = k->max_ctx;
+        if (last >= mp)
+            last = mp - 1;
+        TRY(ts_llm_enc_config_best(m, p, NULL, log_slots, mp, last < 0 ? 0 : last,
+                                   TS_LLM_PLAN_ONEHOT, costs, &cfg, NULL));
+        k->best = true;
+    }
+    k->tfhe_kinds = ts_llm_enc_config_tfhe_kinds(&cfg);
     uint64_t t0 = ts_now_ns();
     TRY(ts_prng_new_os(&prng));
     TRY(ts_ckks_keygen_secret(p, prng, &sk));
@@ -396,7 +416,9 @@ static void usage(FILE *f)
                "--costs FILE (a `tessera bench costs` table, best measured at --params): the\n"
                "scheduler's plan of each bootstrapping step (core/llm ts_llm_enc_plan) side by\n"
                "side with the measured step: predicted and measured ms per stage, predicted and\n"
-               "executed bootstraps, conversions and look-ups.\n"
+               "executed bootstraps, conversions and look-ups; policy hybrid then runs the\n"
+               "cheapest assignment of primitive kinds to CKKS or TFHE under the table (as\n"
+               "`tessera plan` and tesserad with `costs:` choose it; JSON: tfhe_kinds).\n"
                "--max-context N (default 128): the session's context limit; the engine packs\n"
                "its ciphertexts in the fewest slots that hold N positions (sparse packing:\n"
                "cheaper bootstraps), capped at the parameters' slots.\n"
@@ -435,6 +457,10 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                 k->model, k->params, ts_sched_policy_name(k->policy), k->boot ? "true" : "false",
                 ts_status_name(k->st), k->keygen_ms, k->key_mib, k->key_mem_mib, k->lambda,
                 k->err_bound, k->max_ctx, k->slots, k->max_pos, mean);
+        char kinds[96];
+        ts_llm_kinds_format(k->tfhe_kinds, kinds, sizeof kinds);
+        fprintf(f, "\n      \"tfhe_kinds\": \"%s\", \"assignment\": \"%s\",", kinds,
+                k->best ? "cheapest under the cost table" : "the policy's default");
         if (k->n_ctx > 0)
             fprintf(f, "\n      \"prefill\": \"per context L, positions 0..L-2 prefilled from "
                        "the plaintext model (their K and V encrypted into the session's cache; a "

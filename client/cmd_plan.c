@@ -153,10 +153,26 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
     ts_llm_enc_config_default(&cfg);
     cfg.log_slots = log_slots;
     ts_status_t st = ts_llm_enc_new(m, params, &cfg, NULL, &e0);
+    double fixed_ns = NAN; /* hybrid: the policy's default assignment, for comparison */
     if (st == TS_OK) {
-        ts_llm_enc_config_policy(&cfg, pol, ts_llm_enc_max_positions(e0));
+        int mp = ts_llm_enc_max_positions(e0);
+        ts_llm_enc_config_policy(&cfg, pol, mp);
         cfg.log_slots = log_slots;
-        st = ts_llm_enc_new(m, params, &cfg, NULL, &e);
+        if (pol == TS_SCHED_HYBRID && pos < mp) {
+            ts_llm_enc_t *ef = NULL;
+            ts_sched_graph_t *gf = NULL;
+            ts_sched_plan_t *pf = NULL;
+            if (ts_llm_enc_new(m, params, &cfg, NULL, &ef) == TS_OK &&
+                ts_llm_enc_plan(ef, pos, flags, costs, pol, &gf, &pf, NULL, 0) == TS_OK)
+                fixed_ns = pf->total_ns;
+            ts_sched_plan_free(pf);
+            ts_sched_graph_free(gf);
+            ts_llm_enc_free(ef);
+            st = ts_llm_enc_config_best(m, params, NULL, log_slots, mp, pos, flags, costs, &cfg,
+                                        NULL);
+        }
+        if (st == TS_OK)
+            st = ts_llm_enc_new(m, params, &cfg, NULL, &e);
     }
     if (st == TS_OK && pos >= ts_llm_enc_max_positions(e))
         st = TS_ERANGE;
@@ -189,7 +205,10 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
                 printf("%s{\"kind\":\"%s\",\"scheme\":\"%s\",\"other_scheme_total_ns\":%.0f}",
                        n++ ? "," : "", kind_names[k], (mask >> k) & 1 ? "tfhe" : "ckks",
                        isfinite(kt[k]) ? kt[k] : -1.0);
-        printf("],\"plan\":%s}", pj);
+        printf("]");
+        if (isfinite(fixed_ns))
+            printf(",\"default_assignment_ns\":%.0f", fixed_ns);
+        printf(",\"plan\":%s}", pj);
         ts_free(pj);
         rc = 0;
         goto out;
@@ -199,6 +218,10 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
     for (int i = 0; i < TS_LLM_STAGE_COUNT; i++)
         printf("%s%s %.2f", i ? ", " : "", ts_llm_stage_name((ts_llm_stage_t)i), stg[i] / 1e9);
     printf(")\n");
+    if (isfinite(fixed_ns))
+        printf("        (the cheapest assignment of primitive kinds under this table; the "
+               "default one, every 1/x and 1/sqrt(x) in TFHE: %.2f s)\n",
+               fixed_ns / 1e9);
     if (brief) {
         rc = 0;
         goto out;

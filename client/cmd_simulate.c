@@ -24,6 +24,10 @@ static const char sim_help[] =
     "  -m, --model FILE        llama2.c checkpoint (.bin) or GGUF model\n"
     "  -z, --tokenizer FILE    llama2.c tokenizer.bin (default for GGUF: the model's own)\n"
     "  -c, --config FILE       approximation config (alias --approx; default: all exact)\n"
+    "      --policy ckks|hybrid the encrypted engine's configuration of that policy for\n"
+    "                          the run's positions (ts_llm_enc_config_policy: its softmax\n"
+    "                          rounds, ranges and approximations; instead of --config;\n"
+    "                          tfhe's one-PBS-per-value tables are not simulated)\n"
     "  -p, --prompt TEXT       prompt for the greedy runs (default \"I dream of\")\n"
     "  -n, --steps N           positions (default: context length)\n"
     "      --text FILE         perplexity on this text (default: the exact greedy\n"
@@ -100,15 +104,21 @@ static const char *json_num(char buf[32], double x)
 int ts_cmd_simulate(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"model", required_argument, NULL, 'm'},  {"tokenizer", required_argument, NULL, 'z'},
-        {"config", required_argument, NULL, 'c'}, {"approx", required_argument, NULL, 'c'},
-        {"prompt", required_argument, NULL, 'p'}, {"steps", required_argument, NULL, 'n'},
-        {"text", required_argument, NULL, 0x300}, {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"model", required_argument, NULL, 'm'},
+        {"tokenizer", required_argument, NULL, 'z'},
+        {"config", required_argument, NULL, 'c'},
+        {"approx", required_argument, NULL, 'c'},
+        {"prompt", required_argument, NULL, 'p'},
+        {"steps", required_argument, NULL, 'n'},
+        {"text", required_argument, NULL, 0x300},
+        {"json", no_argument, NULL, 'j'},
+        {"policy", required_argument, NULL, 0x301},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *prog = "tessera simulate";
     const char *model_path = NULL, *tok_path = NULL, *cfg_path = NULL, *text_path = NULL;
-    const char *prompt = "I dream of";
+    const char *prompt = "I dream of", *policy = NULL;
     double steps = 0;
     bool json = false;
     int ch;
@@ -136,6 +146,9 @@ int ts_cmd_simulate(int argc, char **argv)
         case 0x300:
             text_path = optarg;
             break;
+        case 0x301:
+            policy = optarg;
+            break;
         case 'j':
             json = true;
             break;
@@ -158,6 +171,16 @@ int ts_cmd_simulate(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", prog, err);
         return RUN_EXIT_LOCAL;
     }
+    ts_sched_policy_t pol = TS_SCHED_CKKS;
+    if (policy && (ts_sched_policy_parse(policy, &pol) != TS_OK || pol == TS_SCHED_TFHE)) {
+        fprintf(stderr, "%s: --policy %s: ckks or hybrid (tfhe's PBS tables are not simulated)\n",
+                prog, policy);
+        return RUN_EXIT_USAGE;
+    }
+    if (policy && cfg_path) {
+        fprintf(stderr, "%s: --policy and --config are alternatives\n", prog);
+        return RUN_EXIT_USAGE;
+    }
     ts_llm_model_t *m = NULL;
     ts_llm_tokenizer_t *t = NULL;
     int rc = ts_cli_llm_load(prog, model_path, tok_path, &m, &t);
@@ -167,6 +190,15 @@ int ts_cmd_simulate(int argc, char **argv)
     size_t total = steps > 0 ? (size_t)steps : (size_t)c->seq_len;
     if (total > (size_t)c->seq_len)
         total = (size_t)c->seq_len;
+    char pol_name[64];
+    if (policy) {
+        /* the engine's configuration for a session of `total` positions */
+        ts_llm_enc_config_t ec;
+        ts_llm_enc_config_policy(&ec, pol, (int)total);
+        ts_llm_enc_config_to_sim(&ec, &cfg);
+        snprintf(pol_name, sizeof pol_name, "policy %s (%zu positions)", policy, total);
+        cfg_path = pol_name;
+    }
     size_t plen = strlen(prompt), pcap = ts_llm_tokenizer_max_ids(plen);
     size_t n_prompt = 0, n_exact = 0, n_approx = 0, n_seq = 0;
     int *pids = malloc(pcap * sizeof(int));

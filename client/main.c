@@ -48,20 +48,36 @@ static void usage(FILE *f)
                "Commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\nGlobal option (before COMMAND): --backend cpu|gpu|auto, or env TESSERA_BACKEND:\n"
-               "the compute backend of commands that compute (default: the CPU; `bench costs`:\n"
-               "auto). gpu without a working GPU is an error.\n");
+    fprintf(f, "\nGlobal options (before COMMAND):\n"
+               "  --backend cpu|gpu|auto, or env TESSERA_BACKEND: the compute backend of commands\n"
+               "      that compute (default: the CPU; `bench costs`: auto). gpu without a working\n"
+               "      GPU is an error.\n"
+               "  --log-level error|warn|info|debug, or env TESSERA_LOG: what the library logs on\n"
+               "      stderr (default warn; debug explains e.g. each assignment `plan` weighs).\n");
     fprintf(f, "\n%s", ts_cli_exit_help);
 }
 
 int main(int argc, char **argv)
 {
-    const char *backend = getenv("TESSERA_BACKEND");
-    if (argc >= 3 && !strcmp(argv[1], "--backend")) {
-        backend = argv[2];
+    const char *backend = getenv("TESSERA_BACKEND"), *log = getenv("TESSERA_LOG");
+    for (;;) {
+        if (argc >= 3 && !strcmp(argv[1], "--backend"))
+            backend = argv[2];
+        else if (argc >= 3 && !strcmp(argv[1], "--log-level"))
+            log = argv[2];
+        else
+            break;
         argv[2] = argv[0];
         argc -= 2;
         argv += 2;
+    }
+    if (log && *log) {
+        ts_log_level_t lv;
+        if (ts_log_level_parse(log, &lv) != TS_OK) {
+            fprintf(stderr, "tessera: unknown log level \"%s\" (error, warn, info, debug)\n", log);
+            return TS_EXIT_USAGE;
+        }
+        ts_log_set_level(lv);
     }
     if (backend && *backend) {
         char used[16], why[400];

@@ -33,6 +33,7 @@ typedef struct dec_model_cfg {
     int64_t sanitize_lambda;
     int64_t logits_level;
     char policies[64];
+    char costs[512];
 } dec_model_cfg_t;
 
 /*
@@ -129,6 +130,7 @@ static const ts_cfg_directive_t model_table[] = {
     INT("sanitize_lambda", sanitize_lambda, 0, 128),
     INT("logits_level", logits_level, 0, 63),
     STR("policies", policies),
+    STR("costs", costs),
     {.name = NULL},
 };
 
@@ -252,6 +254,46 @@ static ts_status_t policy_steps(ts_dec_model_t *md, dec_policy_t *pl)
 }
 
 /*
+ * The hybrid policy under the model file's cost table (`costs`): the
+ * cheapest assignment of primitive kinds to CKKS or TFHE at the session's
+ * last position (ts_llm_enc_config_best); logged with the default
+ * assignment's prediction.
+ */
+static ts_status_t hybrid_best(ts_dec_model_t *md, const char *file, ts_llm_enc_config_t *cfg,
+                               char *err, size_t err_size)
+{
+    ts_sched_costs_t costs;
+    ts_cfg_error_t ce;
+    memset(&ce, 0, sizeof ce);
+    ts_status_t st = ts_sched_costs_load(md->cfg.costs, &costs, &ce);
+    if (st != TS_OK) {
+        char why[400];
+        ts_cfg_error_format(&ce, why, sizeof why);
+        snprintf(err, err_size, "%s: costs: %s", file, why);
+        return st;
+    }
+    if (strcmp(costs.params, md->cfg.params) != 0)
+        ts_log(TS_LOG_WARN, "decode",
+               "model=%s costs=%s measured at params %s, not %s: the hybrid assignment follows "
+               "its numbers anyway",
+               md->name, md->cfg.costs, costs.params, md->cfg.params);
+    double ns = 0;
+    st = ts_llm_enc_config_best(md->m, md->p, md->boot, md->log_slots, md->max_ctx, md->max_ctx - 1,
+                                TS_LLM_PLAN_ONEHOT, &costs, cfg, &ns);
+    if (st != TS_OK) {
+        snprintf(err, err_size, "%s: no hybrid assignment runs with params %s: %s", file,
+                 md->cfg.params, ts_strerror(st));
+        return st;
+    }
+    char kinds[96];
+    ts_llm_kinds_format(ts_llm_enc_config_tfhe_kinds(cfg), kinds, sizeof kinds);
+    ts_log(TS_LOG_INFO, "decode",
+           "model=%s policy=hybrid tfhe_kinds=%s predicted_s=%.2f position=%d costs=%s", md->name,
+           kinds, ns / 1e9, md->max_ctx - 1, md->cfg.costs);
+    return TS_OK;
+}
+
+/*
  * The policies of the model file ("ckks" when none is named): ckks runs the
  * model's engine; hybrid and tfhe an engine of ts_llm_enc_config_policy and
  * need bootstrapping (the conversions recover through a SlotToCoeff-first
@@ -291,6 +333,9 @@ static ts_status_t model_policies(ts_dec_model_t *md, const char *file, char *er
             ts_llm_enc_config_t cfg;
             ts_llm_enc_config_policy(&cfg, pol, md->max_ctx);
             cfg.log_slots = md->log_slots;
+            if (pol == TS_SCHED_HYBRID && md->cfg.costs[0] &&
+                (st = hybrid_best(md, file, &cfg, err, err_size)) != TS_OK)
+                return st;
             if ((st = ts_llm_enc_new(md->m, md->p, &cfg, md->boot, &pl->enc)) != TS_OK) {
                 snprintf(err, err_size, "%s: the %s engine cannot run with params %s: %s", file, t,
                          md->cfg.params, ts_strerror(st));

@@ -222,6 +222,10 @@ void ts_agg_result_free(ProtobufCBinaryData *out, size_t count);
  *   policies: ckks, hybrid, tfhe     decode policies served (default ckks; hybrid
  *                                    and tfhe need bootstrap: true and the
  *                                    client's conversion keys, PolicyInfo)
+ *   costs: costs/cpu-128.yaml        a `tessera bench costs` table: the hybrid
+ *                                    policy runs the cheapest assignment of
+ *                                    primitive kinds to CKKS or TFHE under it
+ *                                    (without: 1/x and 1/sqrt(x) in TFHE)
  * Loading (startup, loop thread) checks everything; sessions open and step on
  * workers. A model is shared read-only by its sessions.
  */

@@ -7,6 +7,7 @@
  */
 #include <complex.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/llm/llm_int.h"
@@ -142,6 +143,11 @@ static void spec_lut(ts_nonlinear_spec_t *s, double lo, double hi, int n_seg, in
 
 /* Goldschmidt steps that bring 1/x on [lo, hi] to a relative 2^-bits: the
  * first error is at most e = (hi - lo) / (hi + lo) and squares every step. */
+/* Bits of 1/x a softmax round before the last needs: its per-head factor
+ * cancels in the next round, so it only has to keep the next round's sums in
+ * that round's interval [0.8 / n, 1.25] around [1 / n, 1]: a relative error
+ * of 2^-4 scales them by (1 +- 1/16)^2, within [0.88, 1.13]. */
+#define COND_BITS 4
 static int goldschmidt_steps(double lo, double hi, int bits)
 {
     double e = (hi - lo) / (hi + lo);
@@ -168,6 +174,7 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
          * constant factors cancel in the last round). Mean squares of the
          * norms in [0.012, 0.48] plus eps. */
         cfg->softmax_k = 5;
+        cfg->softmax_mean_first = true;
         spec_poly(&cfg->exp, -1.25, 1.0, 10);
         spec_lut(&cfg->recip, 0.125, 4.0, 2, 32, TS_NL_BOUNDS_LOG);
         spec_lut(&cfg->recip_norm, 0.8 / max_pos, 1.25, 2, 32, TS_NL_BOUNDS_LOG);
@@ -182,13 +189,16 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
         cfg->eval_rsqrt = TS_LLM_EVAL_LUT;
     } else if (policy == TS_SCHED_CKKS) {
         /* after the first normalization the sums of squares lie in [1/n, 1]
-         * for n positions: Goldschmidt on [0.8 / n, 1.25], converged to 2^-24
-         * (8 steps at n = 16, 11 at 128, instead of the first round's 14) */
+         * for n positions: Goldschmidt on [0.8 / n, 1.25], the last round's
+         * converged to 2^-24 (8 steps at n = 16, 11 at 128, instead of the
+         * first round's 14), the rounds between to COND_BITS (6 at 16, 9 at 128) */
         cfg->recip_norm.lo = cfg->recip_last.lo = 0.8 / max_pos;
         cfg->recip_norm.hi = cfg->recip_last.hi = 1.25;
-        cfg->recip_norm.steps = cfg->recip_last.steps =
-            goldschmidt_steps(cfg->recip_norm.lo, cfg->recip_norm.hi, 24);
+        cfg->recip_last.steps = goldschmidt_steps(cfg->recip_last.lo, cfg->recip_last.hi, 24);
+        cfg->recip_norm.steps =
+            goldschmidt_steps(cfg->recip_norm.lo, cfg->recip_norm.hi, COND_BITS);
     } else if (policy == TS_SCHED_TFHE) {
+        cfg->softmax_mean_first = true;
         cfg->recip_norm.lo = cfg->recip_last.lo = 0.8 / max_pos;
         cfg->recip_norm.hi = cfg->recip_last.hi = 1.25;
         cfg->eval_recip_last = TS_LLM_EVAL_PBS;
@@ -198,10 +208,39 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
     }
 }
 
+bool ts_llm_enc_config_mean_first(const ts_llm_enc_config_t *cfg)
+{
+    return cfg && (cfg->softmax_mean_first || cfg->eval_recip != TS_LLM_EVAL_CKKS);
+}
+
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && memcmp(s + a - b, suffix, b) == 0;
+}
+
+const char *ts_llm_kind_name(int kind)
+{
+    static const char *const names[TS_LLM_KIND_COUNT] = {"exp",   "recip", "recip_norm",
+                                                         "rsqrt", "silu",  "gelu"};
+    return kind >= 0 && kind < TS_LLM_KIND_COUNT ? names[kind] : "?";
+}
+
+void ts_llm_kinds_format(unsigned mask, char *buf, size_t size)
+{
+    if (!buf || !size)
+        return;
+    buf[0] = '\0';
+    size_t n = 0;
+    for (int k = 0; k < TS_LLM_KIND_COUNT; k++)
+        if ((mask >> k) & 1u) {
+            int w = snprintf(buf + n, size - n, "%s%s", n ? "," : "", ts_llm_kind_name(k));
+            if (w < 0 || (size_t)w >= size - n)
+                return;
+            n += (size_t)w;
+        }
+    if (!n)
+        snprintf(buf, size, "none");
 }
 
 unsigned ts_llm_enc_config_tfhe_kinds(const ts_llm_enc_config_t *cfg)
@@ -238,7 +277,15 @@ void ts_llm_enc_config_kinds(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy,
             continue; /* where the policy's defaults put it: their spec */
         if (!to_tfhe) {
             *ev[k] = TS_LLM_EVAL_CKKS;
-            *sp[k] = *ck_sp[k];
+            if (k == TS_LLM_KIND_RECIP && policy == TS_SCHED_HYBRID) {
+                /* the hybrid's first round divides the mean sum: Goldschmidt
+                 * on the look-up's narrow interval, to COND_BITS (a round
+                 * before the last) */
+                double lo = sp[k]->lo, hi = sp[k]->hi;
+                spec_iter(sp[k], lo, hi, 0, goldschmidt_steps(lo, hi, COND_BITS));
+            } else {
+                *sp[k] = *ck_sp[k];
+            }
             continue;
         }
         *ev[k] = tf;
@@ -318,7 +365,7 @@ void ts_llm_enc_config_to_sim(const ts_llm_enc_config_t *cfg, ts_llm_sim_config_
     sim->prim[TS_NL_FN_RSQRT] = cfg->rsqrt;
     sim->recip_norm = cfg->recip_norm;
     sim->recip_last = cfg->recip_last;
-    sim->softmax_mean_first = cfg->eval_recip != TS_LLM_EVAL_CKKS;
+    sim->softmax_mean_first = ts_llm_enc_config_mean_first(cfg);
     sim->prim[TS_NL_FN_SILU] = cfg->silu;
     sim->prim[TS_NL_FN_GELU] = cfg->gelu;
 }
@@ -328,6 +375,7 @@ void ts_llm_enc_config_from_sim(const ts_llm_sim_config_t *sim, ts_llm_enc_confi
     if (!cfg || !sim)
         return;
     cfg->softmax_k = sim->softmax_k;
+    cfg->softmax_mean_first = sim->softmax_mean_first;
     cfg->exp = sim->prim[TS_NL_FN_EXP];
     cfg->recip = sim->prim[TS_NL_FN_RECIP];
     cfg->rsqrt = sim->prim[TS_NL_FN_RSQRT];
@@ -1877,19 +1925,20 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         const ts_nonlinear_spec_t *rsp = p == P_RECIP        ? &e->cfg.recip
                                          : p == P_RECIP_LAST ? &e->cfg.recip_last
                                                              : &e->cfg.recip_norm;
+        /* the first round may take 1/x of the mean (1/n) sum and divide by n after */
+        bool mean = round == 0 && ts_llm_enc_config_mean_first(&e->cfg);
+        if (mean)
+            TRY(mul_k(s, sum, 1.0 / (pos + 1), sum));
         if (where == TS_LLM_EVAL_CKKS) {
             TRY(recip(s, rsp, sum, r));
         } else {
-            /* one sum per head (replicated over its slots and every block); the
-             * first round looks up the mean (1/n) sum and divides by n after */
-            if (round == 0)
-                TRY(mul_k(s, sum, 1.0 / (pos + 1), sum));
+            /* one sum per head (replicated over its slots and every block) */
             TRY(tfhe_eval_blocks(s, p, sum, 1, e->hd, e->nh, r));
             TRY(rot_sum(s, r, -1, e->hd));
             TRY(rot_sum(s, r, -e->pd, e->slots));
-            if (round == 0)
-                TRY(mul_k(s, r, 1.0 / (pos + 1), r));
         }
+        if (mean)
+            TRY(mul_k(s, r, 1.0 / (pos + 1), r));
         TRY(mul_cc(s, sq, r, y));
     }
     TRY(ts_ckks_ciphertext_copy(vc, s->vc[layer]));

@@ -378,20 +378,21 @@ static int attention(gb_t *b, int xb)
                                                 : &cfg->recip_norm;
         snprintf(nm, sizeof nm, "softmax.step%d.inv", round);
         int r;
+        bool mean = first && ts_llm_enc_config_mean_first(cfg);
+        if (mean)
+            sum = mul_k(b, "softmax.mean", sum, false);
         if (where == TS_LLM_EVAL_CKKS) {
             int prev = b->stage;
             b->stage = TS_LLM_STAGE_NONLINEAR;
             r = recip(b, nm, rsp, sum);
             b->stage = prev;
         } else {
-            if (first)
-                sum = mul_k(b, "softmax.mean", sum, false);
             r = prim(b, TS_OP_INV, nm, sum, where, rsp, NULL, (uint32_t)e->nh, 1);
             r = rot_sum(b, "softmax.inv.spread", r, -1, e->hd);
             r = rot_sum(b, "softmax.inv.spread_blocks", r, -e->pd, e->slots);
-            if (first)
-                r = mul_k(b, "softmax.mean.undo", r, false);
         }
+        if (mean)
+            r = mul_k(b, "softmax.mean.undo", r, false);
         snprintf(nm, sizeof nm, "softmax.step%d.mul", round);
         y = mul_cc(b, nm, sq, r, BOTH, 1);
     }
@@ -650,5 +651,65 @@ ts_status_t ts_llm_enc_plan_alternatives(const ts_llm_enc_t *enc, int pos, unsig
         int k = kind_of(ts_sched_graph_op(g, i));
         alt[i] = k >= 0 ? tot[k] : NAN;
     }
+    return TS_OK;
+}
+
+ts_status_t ts_llm_enc_config_best(const ts_llm_model_t *m, ts_ckks_params_t *params,
+                                   const ts_boot_t *boot, int log_slots, int max_pos, int pos,
+                                   unsigned flags, const ts_sched_costs_t *costs,
+                                   ts_llm_enc_config_t *cfg, double *ns)
+{
+    if (!m || !params || !costs || !cfg || max_pos < 1 || pos < 0 || pos >= max_pos)
+        return TS_EINVAL;
+    /* the kinds the model has: SiLU (LLAMA) or GELU (GPT2) as its activation */
+    unsigned used = (1u << TS_LLM_KIND_EXP) | (1u << TS_LLM_KIND_RECIP) |
+                    (1u << TS_LLM_KIND_RECIP_NORM) | (1u << TS_LLM_KIND_RSQRT) |
+                    (1u << (m->cfg.arch == TS_LLM_ARCH_GPT2 ? TS_LLM_KIND_GELU : TS_LLM_KIND_SILU));
+    double best = INFINITY;
+    ts_status_t last = TS_ELEVEL;
+    /* candidate 0: the ckks policy; then the hybrid structure with every
+     * subset of the used kinds in TFHE (the empty one: its CKKS form) */
+    for (unsigned c = 0; c <= used + 1u; c++) {
+        unsigned mask = c - 1u;
+        if (c > 0 && (mask & ~used))
+            continue;
+        ts_llm_enc_config_t v;
+        if (c == 0)
+            ts_llm_enc_config_policy(&v, TS_SCHED_CKKS, max_pos);
+        else
+            ts_llm_enc_config_kinds(&v, TS_SCHED_HYBRID, max_pos, mask);
+        v.log_slots = log_slots;
+        ts_llm_enc_t *e = NULL;
+        ts_sched_graph_t *g = NULL;
+        ts_sched_plan_t *p = NULL;
+        ts_status_t st = ts_llm_enc_new(m, params, &v, boot, &e);
+        if (st == TS_OK && pos >= ts_llm_enc_max_positions(e))
+            st = TS_ERANGE;
+        if (st == TS_OK)
+            st = ts_llm_enc_plan(e, pos, flags, costs, c ? TS_SCHED_HYBRID : TS_SCHED_CKKS, &g, &p,
+                                 NULL, 0);
+        if (st == TS_OK)
+            ts_log(TS_LOG_DEBUG, "llm", "assignment %s tfhe-kinds 0x%x: %.3f s, %u bootstraps",
+                   c ? "hybrid" : "ckks", c ? mask : 0u, p->total_ns / 1e9, p->n_boot);
+        if (st == TS_OK && p->total_ns < best) {
+            best = p->total_ns;
+            *cfg = v;
+        }
+        if (st == TS_ENOMEM) {
+            ts_sched_plan_free(p);
+            ts_sched_graph_free(g);
+            ts_llm_enc_free(e);
+            return st;
+        }
+        if (st != TS_OK)
+            last = st;
+        ts_sched_plan_free(p);
+        ts_sched_graph_free(g);
+        ts_llm_enc_free(e);
+    }
+    if (!isfinite(best))
+        return last;
+    if (ns)
+        *ns = best;
     return TS_OK;
 }

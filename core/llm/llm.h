@@ -396,6 +396,10 @@ typedef struct ts_llm_enc_config {
      * so they only need to keep the sums in range (a cheaper look-up). */
     ts_nonlinear_spec_t recip_last;
     int softmax_k; /* normalize-and-square rounds, 0..8 */
+    /* The first round's 1/x reads the mean sum (1/n) sum_t and divides by n
+     * after (a range that does not grow with the context); implied when that
+     * 1/x runs in TFHE (ts_llm_enc_config_mean_first). */
+    bool softmax_mean_first;
     ts_llm_eval_t eval_exp, eval_recip, eval_rsqrt, eval_silu, eval_recip_norm, eval_recip_last;
     /* GPT2's FFN activation (CKKS: POLY); LLAMA models ignore it (and GPT2 silu) */
     ts_nonlinear_spec_t gelu;
@@ -417,8 +421,8 @@ void ts_llm_enc_config_default(ts_llm_enc_config_t *cfg);
  * the norms' 1/sqrt(x) as segmented LUTs (one conversion per call for all
  * heads), exp and SiLU in CKKS, with softmax_k = 5 so that exp(z / 32) and
  * the first round's mean sum (1/n) sum_t exp(z_t / 16) have narrow ranges
- * (a 10-bit LUT input grid cannot resolve wide ones); when the first round's
- * 1/x runs in TFHE the engine looks up the mean and divides by n after;
+ * (a 10-bit LUT input grid cannot resolve wide ones), the first round on the
+ * mean sum (softmax_mean_first);
  * GPT2's GELU as a uniform segmented LUT (4 x 32 lines on its interval).
  * tfhe: every primitive by one PBS per value. max_pos: the positions the
  * session may hold (sets the normalized-sum range [0.8 / max_pos, 1.25]).
@@ -458,16 +462,26 @@ enum {
  * tfhe) and the others in CKKS: a kind the defaults already place where the
  * mask wants it keeps their spec; one moved to TFHE gets a 4-segment LUT on
  * its interval (the policy tfhe: its interval), one moved to CKKS the ckks
- * policy's spec. ts_llm_enc_config_from_plan ends here.
+ * policy's spec (under hybrid, the first round's 1/x: Goldschmidt on the
+ * look-up's interval of the mean sum, to 2^-4: a round before the last only
+ * conditions the sums).
+ * ts_llm_enc_config_from_plan ends here.
  */
 void ts_llm_enc_config_kinds(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy, int max_pos,
                              unsigned tfhe_kinds);
+/* Whether the first softmax round divides the mean sum (see softmax_mean_first). */
+bool ts_llm_enc_config_mean_first(const ts_llm_enc_config_t *cfg);
+/* A kind's short name: exp, recip, recip_norm, rsqrt, silu, gelu ("?" out of range). */
+const char *ts_llm_kind_name(int kind);
+/* The names of the kinds in mask, comma-separated, into buf ("none" for 0). */
+void ts_llm_kinds_format(unsigned mask, char *buf, size_t size);
 /* The kinds a configuration evaluates in TFHE (a mask as above). */
 unsigned ts_llm_enc_config_tfhe_kinds(const ts_llm_enc_config_t *cfg);
 /* The same approximations as a simulator config (for ts_llm_simulate). */
 void ts_llm_enc_config_to_sim(const ts_llm_enc_config_t *cfg, ts_llm_sim_config_t *sim);
 /* The other way (a configs/approx file loaded with ts_llm_sim_config_load):
- * softmax_k, exp, recip, rsqrt, silu, gelu; the rest of cfg is kept. */
+ * softmax_k, softmax_mean_first, exp, recip, rsqrt, silu, gelu; the rest of
+ * cfg is kept. */
 void ts_llm_enc_config_from_sim(const ts_llm_sim_config_t *sim, ts_llm_enc_config_t *cfg);
 
 typedef struct ts_llm_enc ts_llm_enc_t;
@@ -703,6 +717,24 @@ ts_status_t ts_llm_enc_plan_alternatives(const ts_llm_enc_t *enc, int pos, unsig
                                          const ts_sched_costs_t *costs, ts_sched_policy_t policy,
                                          const ts_sched_graph_t *g, double *alt,
                                          double kind_total[TS_LLM_KIND_COUNT]);
+
+/*
+ * The hybrid policy as a shortest path over the engine's assignments: of the
+ * ckks policy's configuration and the hybrid's with every set of the model's
+ * primitive kinds in TFHE (ts_llm_enc_config_kinds; the empty set is the
+ * hybrid structure all in CKKS), the one whose plan (ts_llm_enc_plan at
+ * position pos, flags as there) has the smallest predicted latency under
+ * `costs`; ties go to the earlier candidate (fewer kinds in TFHE). boot (may
+ * be NULL: the default bootstrapper's levels are assumed) is the one the
+ * engine will run with; log_slots its working slots; max_pos the session's
+ * positions (pos < max_pos). [out] cfg; ns (may be NULL) its predicted ns.
+ * Errors: TS_EINVAL, TS_ENOMEM, or the last candidate's error when none can
+ * run (e.g. TS_ELEVEL).
+ */
+ts_status_t ts_llm_enc_config_best(const ts_llm_model_t *m, ts_ckks_params_t *params,
+                                   const ts_boot_t *boot, int log_slots, int max_pos, int pos,
+                                   unsigned flags, const ts_sched_costs_t *costs,
+                                   ts_llm_enc_config_t *cfg, double *ns);
 
 /*
  * One decode step: x = the encrypted embedding of the token at `pos` (pos must

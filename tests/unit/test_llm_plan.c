@@ -160,28 +160,38 @@ static void tiny_dir(char *dir, size_t size, char *model, size_t msize)
     ck_assert_int_eq(tiny_model_write(model), 0);
 }
 
-/* The engine's counts of one step at each position vs the plan's. */
-static void check_policy(const char *model, ts_sched_policy_t pol)
+/* The built-in cost table with its level-0 costs at every level up to
+ * max_level (the table's levels must cover the preset's). */
+static void fit_costs(ts_sched_costs_t *costs, int max_level, int boot_level)
+{
+    ts_sched_costs_default(costs);
+    costs->max_level = max_level;
+    for (int l = 0; l <= max_level; l++) {
+        costs->add_ns[l] = costs->add_ns[0];
+        costs->pmul_ns[l] = costs->pmul_ns[0];
+        costs->cmul_ns[l] = costs->cmul_ns[0];
+        costs->rot_ns[l] = costs->rot_ns[0];
+        costs->rescale_ns[l] = costs->rescale_ns[0];
+        costs->recover_ns[l] = costs->recover_ns[0];
+    }
+    costs->n_add = costs->n_pmul = costs->n_cmul = costs->n_rot = costs->n_rescale =
+        costs->n_recover = (size_t)max_level + 1;
+    costs->boot_output_level = boot_level;
+}
+
+/* The engine's counts of one step at each position vs the plan's; kinds >= 0:
+ * the policy with those primitive kinds in TFHE (ts_llm_enc_config_kinds). */
+static void check_policy(const char *model, ts_sched_policy_t pol, int kinds)
 {
     ts_llm_enc_config_t cfg;
-    ts_llm_enc_config_policy(&cfg, pol, TINY_SEQ);
+    if (kinds >= 0)
+        ts_llm_enc_config_kinds(&cfg, pol, TINY_SEQ, (unsigned)kinds);
+    else
+        ts_llm_enc_config_policy(&cfg, pol, TINY_SEQ);
     llm_fx_t f;
     fx_open(&f, model, &cfg);
     ts_sched_costs_t costs;
-    ts_sched_costs_default(&costs);
-    /* the table's levels must cover the preset's */
-    costs.max_level = ts_ckks_params_max_level(f.p);
-    for (int l = 0; l <= costs.max_level; l++) {
-        costs.add_ns[l] = costs.add_ns[0];
-        costs.pmul_ns[l] = costs.pmul_ns[0];
-        costs.cmul_ns[l] = costs.cmul_ns[0];
-        costs.rot_ns[l] = costs.rot_ns[0];
-        costs.rescale_ns[l] = costs.rescale_ns[0];
-        costs.recover_ns[l] = costs.recover_ns[0];
-    }
-    costs.n_add = costs.n_pmul = costs.n_cmul = costs.n_rot = costs.n_rescale = costs.n_recover =
-        (size_t)costs.max_level + 1;
-    costs.boot_output_level = ts_boot_levels_left(f.boot);
+    fit_costs(&costs, ts_ckks_params_max_level(f.p), ts_boot_levels_left(f.boot));
     ts_llm_enc_levels_t lv;
     ck_assert_ts_ok(ts_llm_enc_levels(f.enc, &lv));
     ck_assert(lv.boot && !lv.assumed);
@@ -258,7 +268,19 @@ START_TEST(test_engine_plan_counts)
     char dir[256], model[300];
     tiny_dir(dir, sizeof dir, model, sizeof model);
     static const ts_sched_policy_t pols[3] = {TS_SCHED_CKKS, TS_SCHED_HYBRID, TS_SCHED_TFHE};
-    check_policy(model, pols[_i]);
+    check_policy(model, pols[_i], -1);
+    unlink(model);
+    rmdir(dir);
+}
+END_TEST
+
+/* A mixed hybrid assignment: the first softmax round's 1/x in CKKS on the
+ * mean sum (Goldschmidt), the later rounds and 1/sqrt(x) in TFHE. */
+START_TEST(test_engine_plan_counts_mixed)
+{
+    char dir[256], model[300];
+    tiny_dir(dir, sizeof dir, model, sizeof model);
+    check_policy(model, TS_SCHED_HYBRID, (1 << TS_LLM_KIND_RECIP_NORM) | (1 << TS_LLM_KIND_RSQRT));
     unlink(model);
     rmdir(dir);
 }
@@ -276,7 +298,7 @@ START_TEST(test_engine_plan_counts_gpt2)
     tiny_dir(dir, sizeof dir, model, sizeof model);
     snprintf(g2, sizeof g2, "%s/tiny-gpt2.gguf", dir);
     ck_assert_int_eq(tiny_gpt2_write(g2), 0);
-    check_policy(g2, pols[_i]);
+    check_policy(g2, pols[_i], -1);
     unlink(g2);
     unlink(model);
     rmdir(dir);
@@ -342,12 +364,116 @@ START_TEST(test_engine_plan_explain)
 }
 END_TEST
 
+/* The predicted total of the engine with configuration cfg at pos. */
+static double plan_total(const ts_llm_model_t *m, ts_ckks_params_t *p, ts_llm_enc_config_t *cfg,
+                         const ts_sched_costs_t *costs, ts_sched_policy_t pol, int pos)
+{
+    ts_llm_enc_t *e = NULL;
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *plan = NULL;
+    ck_assert_ts_ok(ts_llm_enc_new(m, p, cfg, NULL, &e));
+    ck_assert_ts_ok(ts_llm_enc_plan(e, pos, TS_LLM_PLAN_ONEHOT, costs, pol, &g, &plan, NULL, 0));
+    double t = plan->total_ns;
+    ts_sched_plan_free(plan);
+    ts_sched_graph_free(g);
+    ts_llm_enc_free(e);
+    return t;
+}
+
+/*
+ * The hybrid policy as the cheapest assignment (ts_llm_enc_config_best):
+ * no dearer than the ckks policy, the hybrid default and every assignment one
+ * kind away from it; with TFHE nearly free every kind the model has goes to
+ * TFHE, with TFHE priced out it is the ckks policy's configuration itself.
+ */
+START_TEST(test_engine_config_best)
+{
+    char dir[256], model[300];
+    tiny_dir(dir, sizeof dir, model, sizeof model);
+    ts_llm_model_t *m = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(model, &m, NULL, 0));
+    ts_ckks_params_t *p = NULL;
+    ck_assert_ts_ok(
+        ts_ckks_params_load_file("configs/params/test-llm-tiny-boot.yaml", true, &p, NULL));
+    ts_llm_enc_config_t probe;
+    ts_llm_enc_config_default(&probe);
+    ts_llm_enc_t *e = NULL;
+    ck_assert_ts_ok(ts_llm_enc_new(m, p, &probe, NULL, &e));
+    ts_llm_enc_levels_t lv;
+    ck_assert_ts_ok(ts_llm_enc_levels(e, &lv));
+    ts_llm_enc_free(e);
+    ts_sched_costs_t costs;
+    fit_costs(&costs, ts_ckks_params_max_level(p), lv.input);
+    const int pos = 3, ls = ts_ckks_params_log_slots(p);
+    const unsigned used = (1u << TS_LLM_KIND_EXP) | (1u << TS_LLM_KIND_RECIP) |
+                          (1u << TS_LLM_KIND_RECIP_NORM) | (1u << TS_LLM_KIND_RSQRT) |
+                          (1u << TS_LLM_KIND_SILU);
+    ts_llm_enc_config_t best, c;
+    double ns = 0;
+    ck_assert_ts_ok(ts_llm_enc_config_best(m, p, NULL, ls, TINY_SEQ, pos, TS_LLM_PLAN_ONEHOT,
+                                           &costs, &best, &ns));
+    ck_assert_int_eq(best.log_slots, ls);
+    ck_assert(fabs(plan_total(m, p, &best, &costs, TS_SCHED_HYBRID, pos) - ns) < 1e-6 * ns);
+    ts_llm_enc_config_policy(&c, TS_SCHED_CKKS, TINY_SEQ);
+    c.log_slots = ls;
+    double t_ckks = plan_total(m, p, &c, &costs, TS_SCHED_CKKS, pos);
+    ts_llm_enc_config_policy(&c, TS_SCHED_HYBRID, TINY_SEQ);
+    c.log_slots = ls;
+    double t_default = plan_total(m, p, &c, &costs, TS_SCHED_HYBRID, pos);
+    ck_assert(ns <= t_ckks && ns <= t_default);
+    unsigned mask = ts_llm_enc_config_tfhe_kinds(&best);
+    char kinds[96];
+    ts_llm_kinds_format(mask, kinds, sizeof kinds);
+    printf("config_best (built-in table): tfhe kinds %s, %.2f s (ckks %.2f s, hybrid default "
+           "%.2f s)\n",
+           kinds, ns / 1e9, t_ckks / 1e9, t_default / 1e9);
+    for (int k = 0; k < TS_LLM_KIND_COUNT; k++) {
+        if (!((used >> k) & 1u))
+            continue;
+        ts_llm_enc_config_kinds(&c, TS_SCHED_HYBRID, TINY_SEQ, mask ^ (1u << k));
+        c.log_slots = ls;
+        ck_assert_msg(plan_total(m, p, &c, &costs, TS_SCHED_HYBRID, pos) >= ns,
+                      "kind %s flipped is cheaper", ts_llm_kind_name(k));
+    }
+    /* TFHE nearly free: every kind in TFHE */
+    ts_sched_costs_t cheap = costs;
+    cheap.roundtrip_ns = cheap.pbs_value_ns = cheap.pbs_ns = cheap.homcomp_ns = 1;
+    for (size_t i = 0; i < cheap.n_lut_value; i++)
+        cheap.lut_value_ns[i] = 1;
+    ck_assert_ts_ok(ts_llm_enc_config_best(m, p, NULL, ls, TINY_SEQ, pos, TS_LLM_PLAN_ONEHOT,
+                                           &cheap, &best, NULL));
+    ck_assert_uint_eq(ts_llm_enc_config_tfhe_kinds(&best), used);
+    ck_assert(ts_llm_enc_config_mean_first(&best));
+    /* TFHE priced out: the ckks policy's own configuration */
+    ts_sched_costs_t dear = costs;
+    dear.roundtrip_ns = INT64_C(1) << 50;
+    ck_assert_ts_ok(ts_llm_enc_config_best(m, p, NULL, ls, TINY_SEQ, pos, TS_LLM_PLAN_ONEHOT, &dear,
+                                           &best, NULL));
+    ts_llm_enc_config_policy(&c, TS_SCHED_CKKS, TINY_SEQ);
+    c.log_slots = ls;
+    ck_assert_int_eq(memcmp(&best, &c, sizeof c), 0);
+    /* refusals */
+    ck_assert_ts_status(ts_llm_enc_config_best(m, p, NULL, ls, TINY_SEQ, TINY_SEQ,
+                                               TS_LLM_PLAN_ONEHOT, &costs, &best, NULL),
+                        TS_EINVAL);
+    ck_assert_ts_status(
+        ts_llm_enc_config_best(m, p, NULL, ls, TINY_SEQ, 0, TS_LLM_PLAN_ONEHOT, NULL, &best, NULL),
+        TS_EINVAL);
+    ts_ckks_params_free(p);
+    ts_llm_model_free(m);
+    unlink(model);
+    rmdir(dir);
+}
+END_TEST
+
 TS_TEST_SUITE(llm_plan)
 {
     Suite *s = suite_create("llm_plan");
     TCase *tc = ts_tcase("plan", 0);
     tcase_add_test(tc, test_engine_levels_model);
     tcase_add_test(tc, test_engine_plan_explain);
+    tcase_add_test(tc, test_engine_config_best);
+    tcase_add_test(tc, test_engine_plan_counts_mixed);
     tcase_add_loop_test(tc, test_engine_plan_counts, 0, 3);
     tcase_add_loop_test(tc, test_engine_plan_counts_gpt2, 0, 3);
     suite_add_tcase(s, tc);

@@ -1166,7 +1166,7 @@ static void registry_expect(const char *dir, const char *yaml, const char *name,
 
 START_TEST(test_decode_model_files)
 {
-    char dir[512], model[700], yaml[1400];
+    char dir[512], model[700], yaml[2400];
     net_tmpdir(dir, sizeof dir, "dec-models");
     snprintf(model, sizeof model, "%s/tiny.bin.model", dir);
     ck_assert_int_eq(tiny_model_write(model), 0);
@@ -1200,6 +1200,56 @@ START_TEST(test_decode_model_files)
     snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\npolicies: ckks, hybrid\n", model,
              base);
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "hybrid needs bootstrap: true");
+    /* costs: a missing or broken table; with one, the hybrid policy is the
+     * cheapest assignment under it: all CKKS when TFHE is priced out (the
+     * hybrid then needs no conversion keys), TFHE when it is nearly free */
+    const char *boot = "params: test-llm-tiny-boot\napprox: configs/approx/tiny-test.yaml\n"
+                       "bootstrap: true\nmax_context: 4\nsanitize_lambda: 20\n"
+                       "policies: ckks, hybrid\n";
+    char costs[800], tables[700];
+    snprintf(tables, sizeof tables, "%s/tables", dir); /* not a model file of dir */
+    ck_assert_int_eq(mkdir(tables, 0700), 0);
+    snprintf(costs, sizeof costs, "%s/costs.yaml", tables);
+    snprintf(yaml, sizeof yaml, "path: %s\n%scosts: %s\n", model, boot, costs);
+    registry_expect(dir, yaml, "tiny.yaml", TS_EIO, "costs");
+    FILE *cf = fopen(costs, "w");
+    ck_assert_ptr_nonnull(cf);
+    fputs("format: 1\nckks:\n  max_level: banana\n", cf);
+    fclose(cf);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "costs.yaml:3");
+    for (int dear = 0; dear < 2; dear++) {
+        ts_sched_costs_t tab;
+        ts_sched_costs_default(&tab);
+        if (dear) {
+            tab.roundtrip_ns = INT64_C(1) << 50;
+        } else {
+            tab.roundtrip_ns = tab.pbs_value_ns = tab.pbs_ns = tab.homcomp_ns = 1;
+            for (size_t i = 0; i < tab.n_lut_value; i++)
+                tab.lut_value_ns[i] = 1;
+        }
+        ck_assert_ts_ok(ts_sched_costs_save(&tab, costs));
+        char path[800], err[600] = "";
+        snprintf(path, sizeof path, "%s/tiny.yaml", dir);
+        FILE *y = fopen(path, "w");
+        ck_assert_ptr_nonnull(y);
+        fputs(yaml, y);
+        fclose(y);
+        ts_dec_registry_t *r = NULL;
+        ck_assert_msg(ts_dec_registry_load(dir, "configs/params", true, &r, err, sizeof err) ==
+                          TS_OK,
+                      "%s", err);
+        Tessera__ModelInfo mi = TESSERA__MODEL_INFO__INIT;
+        ts_dec_model_info(ts_dec_find(r, "tiny"), &mi);
+        ck_assert_uint_eq(mi.n_policy_info, 2);
+        ck_assert_str_eq(mi.policy_info[1]->policy, "hybrid");
+        ck_assert(mi.policy_info[1]->tfhe == !dear);
+        if (dear) /* the ckks policy's engine: the same rotation keys */
+            ck_assert_uint_eq(mi.policy_info[1]->n_rotation_steps,
+                              mi.policy_info[0]->n_rotation_steps);
+        ts_dec_registry_free(r);
+        unlink(path);
+    }
+    unlink(costs);
     ts_dec_registry_t *r = NULL;
     char err[600] = "";
     ck_assert_int_eq(
