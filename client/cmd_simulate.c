@@ -24,10 +24,10 @@ static const char sim_help[] =
     "  -m, --model FILE        llama2.c checkpoint (.bin) or GGUF model\n"
     "  -z, --tokenizer FILE    llama2.c tokenizer.bin (default for GGUF: the model's own)\n"
     "  -c, --config FILE       approximation config (alias --approx; default: all exact)\n"
-    "      --policy ckks|hybrid the encrypted engine's configuration of that policy for\n"
-    "                          the run's positions (ts_llm_enc_config_policy: its softmax\n"
-    "                          rounds, ranges and approximations; instead of --config;\n"
-    "                          tfhe's one-PBS-per-value tables are not simulated)\n"
+    "      --policy P          ckks|hybrid|tfhe: the encrypted engine's configuration of\n"
+    "                          that policy for the run's positions (its softmax rounds,\n"
+    "                          ranges and approximations; tfhe's one PBS per value as its\n"
+    "                          midpoint table); instead of --config\n"
     "  -p, --prompt TEXT       prompt for the greedy runs (default \"I dream of\")\n"
     "  -n, --steps N           positions (default: context length)\n"
     "      --text FILE         perplexity on this text (default: the exact greedy\n"
@@ -58,6 +58,9 @@ static void describe(const ts_nonlinear_spec_t *s, char *buf, size_t n)
                  (unsigned)s->bounds < 4 ? b[s->bounds] : "?", s->index_bits, s->lo, s->hi);
         break;
     }
+    case TS_NL_PBS:
+        snprintf(buf, n, "pbs p=%d [%g,%g]", s->n_br, s->lo, s->hi);
+        break;
     default:
         snprintf(buf, n, "?");
     }
@@ -172,9 +175,8 @@ int ts_cmd_simulate(int argc, char **argv)
         return RUN_EXIT_LOCAL;
     }
     ts_sched_policy_t pol = TS_SCHED_CKKS;
-    if (policy && (ts_sched_policy_parse(policy, &pol) != TS_OK || pol == TS_SCHED_TFHE)) {
-        fprintf(stderr, "%s: --policy %s: ckks or hybrid (tfhe's PBS tables are not simulated)\n",
-                prog, policy);
+    if (policy && ts_sched_policy_parse(policy, &pol) != TS_OK) {
+        fprintf(stderr, "%s: --policy %s: ckks, hybrid or tfhe\n", prog, policy);
         return RUN_EXIT_USAGE;
     }
     if (policy && cfg_path) {

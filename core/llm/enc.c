@@ -368,6 +368,25 @@ void ts_llm_enc_config_to_sim(const ts_llm_enc_config_t *cfg, ts_llm_sim_config_
     sim->softmax_mean_first = ts_llm_enc_config_mean_first(cfg);
     sim->prim[TS_NL_FN_SILU] = cfg->silu;
     sim->prim[TS_NL_FN_GELU] = cfg->gelu;
+    /* what runs as one PBS per value: the TFHE mode's midpoint table of
+     * 2^in_bits boxes on the spec's interval (ts_nonlinear_slots) */
+    ts_nonlinear_slots_cfg_t sc;
+    ts_nonlinear_slots_cfg_default(TS_NL_SLOTS_TFHE, &sc);
+    struct {
+        ts_llm_eval_t ev;
+        ts_nonlinear_spec_t *sp;
+    } pbs[] = {{cfg->eval_exp, &sim->prim[TS_NL_FN_EXP]},
+               {cfg->eval_recip, &sim->prim[TS_NL_FN_RECIP]},
+               {cfg->eval_rsqrt, &sim->prim[TS_NL_FN_RSQRT]},
+               {cfg->eval_recip_norm, &sim->recip_norm},
+               {cfg->eval_recip_last, &sim->recip_last},
+               {cfg->eval_silu, &sim->prim[TS_NL_FN_SILU]},
+               {cfg->eval_gelu, &sim->prim[TS_NL_FN_GELU]}};
+    for (size_t i = 0; i < sizeof pbs / sizeof pbs[0]; i++)
+        if (pbs[i].ev == TS_LLM_EVAL_PBS) {
+            pbs[i].sp->method = TS_NL_PBS;
+            pbs[i].sp->n_br = 1 << sc.in_bits;
+        }
 }
 
 void ts_llm_enc_config_from_sim(const ts_llm_sim_config_t *sim, ts_llm_enc_config_t *cfg)

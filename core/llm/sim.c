@@ -44,7 +44,7 @@ typedef struct {
     bool mean_first;
 } ydoc_t;
 
-static const char *const method_choices[] = {"exact", "poly", "iter", "lut", NULL};
+static const char *const method_choices[] = {"exact", "poly", "iter", "lut", "pbs", NULL};
 static const char *const bounds_choices[] = {"uniform", "log", "auto", "auto_rel", NULL};
 
 #define YP(field) offsetof(yprim_t, field)

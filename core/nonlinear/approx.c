@@ -16,7 +16,7 @@
 #endif
 
 static const char *const fn_names[TS_NL_FN_COUNT] = {"exp", "recip", "rsqrt", "silu", "gelu"};
-static const char *const method_names[] = {"exact", "poly", "iter", "lut"};
+static const char *const method_names[] = {"exact", "poly", "iter", "lut", "pbs"};
 
 const char *ts_nonlinear_fn_name(ts_nonlinear_fn_t fn)
 {
@@ -25,7 +25,7 @@ const char *ts_nonlinear_fn_name(ts_nonlinear_fn_t fn)
 
 const char *ts_nonlinear_method_name(ts_nonlinear_method_t m)
 {
-    return (unsigned)m <= TS_NL_LUT ? method_names[m] : "?";
+    return (unsigned)m <= TS_NL_PBS ? method_names[m] : "?";
 }
 
 double ts_nonlinear_exact(ts_nonlinear_fn_t fn, double x)
@@ -437,7 +437,9 @@ ts_status_t ts_nonlinear_approx_new(ts_nonlinear_fn_t fn, const ts_nonlinear_spe
     if (spec->iter != TS_NL_ITER_CLASSIC && (spec->iter != TS_NL_ITER_SCALED || m != TS_NL_ITER ||
                                              fn != TS_NL_FN_RSQRT || spec->degree > 63))
         return TS_EINVAL;
-    if ((unsigned)m > TS_NL_LUT)
+    if (m == TS_NL_PBS && (spec->n_br < 2 || spec->n_br > TS_NL_LUT_MAX_BR))
+        return TS_EINVAL;
+    if ((unsigned)m > TS_NL_PBS)
         return TS_EINVAL;
 
     ts_nonlinear_approx_t *a = ts_calloc(1, sizeof(*a));
@@ -469,6 +471,8 @@ ts_status_t ts_nonlinear_approx_new(ts_nonlinear_fn_t fn, const ts_nonlinear_spe
         st = ts_nonlinear_lut_init(&a->lut, exact_cb, &f, spec->lo, spec->hi, spec->n_seg,
                                    spec->n_br, spec->bounds, spec->index_bits);
         a->has_lut = st == TS_OK;
+        break;
+    case TS_NL_PBS:
         break;
     }
     if (st != TS_OK) {
@@ -528,6 +532,15 @@ double ts_nonlinear_approx_eval(const ts_nonlinear_approx_t *a, double x)
         }
     case TS_NL_LUT:
         return ts_nonlinear_lut_eval(&a->lut, x);
+    case TS_NL_PBS: {
+        /* f at the midpoint of x's box (clamped to the first and last) */
+        double step = (s->hi - s->lo) / s->n_br, u = floor((x - s->lo) / step);
+        if (!(u >= 0))
+            u = 0;
+        if (u > s->n_br - 1)
+            u = s->n_br - 1;
+        return ts_nonlinear_exact(a->fn, s->lo + (u + 0.5) * step);
+    }
     }
     return NAN;
 }

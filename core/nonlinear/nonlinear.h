@@ -180,9 +180,13 @@ typedef enum {
     TS_NL_POLY = 1,
     TS_NL_ITER = 2,
     TS_NL_LUT = 3,
+    /* One PBS per value, as the TFHE mode evaluates it (a plaintext model):
+     * f at the midpoint of x's box among n_br equal boxes of [lo, hi],
+     * clamped to the first and last box outside it. */
+    TS_NL_PBS = 4,
 } ts_nonlinear_method_t;
 
-/* "exact", "poly", "iter", "lut". */
+/* "exact", "poly", "iter", "lut", "pbs". */
 const char *ts_nonlinear_method_name(ts_nonlinear_method_t m);
 
 /* ITER variants (1/sqrt(x) only; see the module overview). */

@@ -243,6 +243,31 @@ static void check_lut(ts_nonlinear_fn_t fn, double lo, double hi, int n_seg, int
     ts_nonlinear_lut_clear(&lut);
 }
 
+/* TS_NL_PBS: f at the midpoint of x's box, clamped outside [lo, hi]. */
+START_TEST(test_pbs_method)
+{
+    ts_nonlinear_spec_t sp;
+    memset(&sp, 0, sizeof sp);
+    sp.method = TS_NL_PBS;
+    sp.lo = -1.0;
+    sp.hi = 1.0;
+    sp.n_br = 8;
+    ts_nonlinear_approx_t *a = NULL;
+    ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_EXP, &sp, &a));
+    ck_assert_str_eq(ts_nonlinear_method_name(TS_NL_PBS), "pbs");
+    for (int i = 0; i < 8; i++) {
+        double mid = -1.0 + (i + 0.5) * 0.25;
+        for (double t = 0.01; t < 0.25; t += 0.06)
+            ck_assert(fabs(ts_nonlinear_approx_eval(a, -1.0 + i * 0.25 + t) - exp(mid)) < 1e-15);
+    }
+    ck_assert(fabs(ts_nonlinear_approx_eval(a, -5.0) - exp(-0.875)) < 1e-15);
+    ck_assert(fabs(ts_nonlinear_approx_eval(a, 5.0) - exp(0.875)) < 1e-15);
+    ts_nonlinear_approx_free(a);
+    sp.n_br = 1;
+    ck_assert_ts_status(ts_nonlinear_approx_new(TS_NL_FN_EXP, &sp, &a), TS_EINVAL);
+}
+END_TEST
+
 START_TEST(test_lut_bounds)
 {
     check_lut(TS_NL_FN_RECIP, 0.01, 100.0, 4, 64, TS_NL_BOUNDS_LOG, 0);
@@ -367,6 +392,7 @@ TS_TEST_SUITE(nonlinear)
     TCase *tc = ts_tcase("approx", 0);
     tcase_add_test(tc, test_cheb);
     tcase_add_test(tc, test_iterations);
+    tcase_add_test(tc, test_pbs_method);
     tcase_add_test(tc, test_lut_bounds);
     tcase_add_test(tc, test_lut_rosetta_example);
     tcase_add_test(tc, test_softmax_maxfree);
