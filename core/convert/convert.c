@@ -11,6 +11,15 @@
 #include "core/rlwe/rlwe.h"
 #include "core/serial/serial.h"
 
+/* The mutable state of a trace on the small ring: the convert object's own
+ * (ts_convert_trace) or a worker's (ts_convert_worker_trace). */
+typedef struct {
+    ts_rlwe_ks_t *ks;
+    ts_poly_t *s0, *s1, *su0, *su1, *sr0, *sr1; /* 1 limb */
+    ts_poly_t *sd, *st0, *st1;                  /* digit scratch */
+    uint64_t *host, *host2;                     /* N_br words */
+} trace_scr_t;
+
 struct ts_convert {
     ts_ckks_params_t *ckks;
     ts_ring_t *big;              /* borrowed from ckks */
@@ -35,13 +44,13 @@ struct ts_convert {
     ts_rlwe_ksk_t **ksk_down; /* ndig */
     ts_rlwe_ksk_t *ksk_up;
     ts_rlwe_ksk_t **gal; /* log_n_br * ndig keys: element 2^k + 1, digit i at (k-1) ndig + i */
-    ts_rlwe_ks_t *ks_down, *ks_up, *ks_small;
+    ts_rlwe_ks_t *ks_down, *ks_up;
+    trace_scr_t tr; /* the trace's scratch (small ring) */
     /* scratch */
-    ts_poly_t *b0, *b1, *bu0, *bu1;             /* ring bigd, 1 limb */
-    ts_poly_t *c0, *c1, *cu0, *cu1;             /* ring bigu, 1 limb */
-    ts_poly_t *s0, *s1, *su0, *su1, *sr0, *sr1; /* small ring, 1 limb */
-    ts_poly_t *bd, *bt0, *bt1, *sd, *st0, *st1; /* digit scratch (bigd, small) */
-    uint64_t *host, *host2;                     /* N words */
+    ts_poly_t *b0, *b1, *bu0, *bu1; /* ring bigd, 1 limb */
+    ts_poly_t *c0, *c1, *cu0, *cu1; /* ring bigu, 1 limb */
+    ts_poly_t *bd, *bt0, *bt1;      /* digit scratch (bigd) */
+    uint64_t *host, *host2;         /* N words */
     ts_tfhe_rlwe_t *tmp, *acc;
     size_t key_bytes;
 };
@@ -49,6 +58,42 @@ struct ts_convert {
 static ts_status_t poly1(ts_ring_t *r, ts_poly_t **p)
 {
     return ts_poly_new(r, 1, 0, false, p);
+}
+
+static void trace_scr_clear(trace_scr_t *t)
+{
+    ts_rlwe_ks_free(t->ks);
+    ts_poly_free(t->s0);
+    ts_poly_free(t->s1);
+    ts_poly_free(t->su0);
+    ts_poly_free(t->su1);
+    ts_poly_free(t->sr0);
+    ts_poly_free(t->sr1);
+    ts_poly_free(t->sd);
+    ts_poly_free(t->st0);
+    ts_poly_free(t->st1);
+    ts_free(t->host);
+    ts_free(t->host2);
+    memset(t, 0, sizeof(*t));
+}
+
+/* t: zeroed; cleared by the caller on failure too. */
+static ts_status_t trace_scr_init(const ts_convert_t *cv, trace_scr_t *t)
+{
+    ts_status_t st;
+    if ((st = ts_rlwe_ks_new(cv->small, 1, &t->ks)) != TS_OK)
+        return st;
+    t->host = ts_malloc((size_t)cv->n_br * 8);
+    t->host2 = ts_malloc((size_t)cv->n_br * 8);
+    if (!t->host || !t->host2)
+        return TS_ENOMEM;
+    if ((st = poly1(cv->small, &t->s0)) != TS_OK || (st = poly1(cv->small, &t->s1)) != TS_OK ||
+        (st = poly1(cv->small, &t->su0)) != TS_OK || (st = poly1(cv->small, &t->su1)) != TS_OK ||
+        (st = poly1(cv->small, &t->sr0)) != TS_OK || (st = poly1(cv->small, &t->sr1)) != TS_OK ||
+        (st = poly1(cv->small, &t->sd)) != TS_OK || (st = poly1(cv->small, &t->st0)) != TS_OK ||
+        (st = poly1(cv->small, &t->st1)) != TS_OK)
+        return st;
+    return TS_OK;
 }
 
 void ts_convert_free(ts_convert_t *cv)
@@ -63,18 +108,12 @@ void ts_convert_free(ts_convert_t *cv)
     ts_poly_free(cv->c1);
     ts_poly_free(cv->cu0);
     ts_poly_free(cv->cu1);
-    ts_poly_free(cv->s0);
-    ts_poly_free(cv->s1);
-    ts_poly_free(cv->su0);
-    ts_poly_free(cv->su1);
-    ts_poly_free(cv->sr0);
-    ts_poly_free(cv->sr1);
+    trace_scr_clear(&cv->tr);
     ts_free(cv->host);
     ts_tfhe_rlwe_free(cv->tmp);
     ts_tfhe_rlwe_free(cv->acc);
     ts_rlwe_ks_free(cv->ks_down);
     ts_rlwe_ks_free(cv->ks_up);
-    ts_rlwe_ks_free(cv->ks_small);
     if (cv->gal)
         for (uint32_t k = 0; k < cv->log_n_br * cv->ndig; k++)
             ts_rlwe_ksk_free(cv->gal[k]);
@@ -87,9 +126,6 @@ void ts_convert_free(ts_convert_t *cv)
     ts_poly_free(cv->bd);
     ts_poly_free(cv->bt0);
     ts_poly_free(cv->bt1);
-    ts_poly_free(cv->sd);
-    ts_poly_free(cv->st0);
-    ts_poly_free(cv->st1);
     ts_free(cv->host2);
     ts_tfhe_evaluator_free(cv->tev);
     ts_tfhe_evalkey_free(cv->ek);
@@ -267,7 +303,7 @@ static ts_status_t cv_alloc(ts_ckks_params_t *ckks, const ts_tfhe_params_lit_t *
     }
     if ((st = ts_rlwe_ks_new(cv->bigd, 1, &cv->ks_down)) != TS_OK ||
         (st = ts_rlwe_ks_new(cv->bigu, 1, &cv->ks_up)) != TS_OK ||
-        (st = ts_rlwe_ks_new(cv->small, 1, &cv->ks_small)) != TS_OK)
+        (st = trace_scr_init(cv, &cv->tr)) != TS_OK)
         goto fail;
     /* two digits of q0 for keys over a dedicated P_br (see the struct) */
     {
@@ -284,16 +320,12 @@ static ts_status_t cv_alloc(ts_ckks_params_t *ckks, const ts_tfhe_params_lit_t *
     if (!cv->gal || !cv->ksk_down || !cv->host || !cv->host2)
         goto fail;
     if ((st = poly1(cv->bigd, &cv->bd)) != TS_OK || (st = poly1(cv->bigd, &cv->bt0)) != TS_OK ||
-        (st = poly1(cv->bigd, &cv->bt1)) != TS_OK || (st = poly1(cv->small, &cv->sd)) != TS_OK ||
-        (st = poly1(cv->small, &cv->st0)) != TS_OK || (st = poly1(cv->small, &cv->st1)) != TS_OK)
+        (st = poly1(cv->bigd, &cv->bt1)) != TS_OK)
         goto fail;
     if ((st = poly1(cv->bigd, &cv->b0)) != TS_OK || (st = poly1(cv->bigd, &cv->b1)) != TS_OK ||
         (st = poly1(cv->bigd, &cv->bu0)) != TS_OK || (st = poly1(cv->bigd, &cv->bu1)) != TS_OK ||
         (st = poly1(cv->bigu, &cv->c0)) != TS_OK || (st = poly1(cv->bigu, &cv->c1)) != TS_OK ||
         (st = poly1(cv->bigu, &cv->cu0)) != TS_OK || (st = poly1(cv->bigu, &cv->cu1)) != TS_OK ||
-        (st = poly1(cv->small, &cv->s0)) != TS_OK || (st = poly1(cv->small, &cv->s1)) != TS_OK ||
-        (st = poly1(cv->small, &cv->su0)) != TS_OK || (st = poly1(cv->small, &cv->su1)) != TS_OK ||
-        (st = poly1(cv->small, &cv->sr0)) != TS_OK || (st = poly1(cv->small, &cv->sr1)) != TS_OK ||
         (st = ts_tfhe_rlwe_new(cv->tp, &cv->tmp)) != TS_OK ||
         (st = ts_tfhe_rlwe_new(cv->tp, &cv->acc)) != TS_OK)
         goto fail;
@@ -353,21 +385,22 @@ out:
  * not modified) split into ndig unsigned digits, digit i switched with keys[i].
  * dig, t0, t1: scratch polys of ks's ring.
  */
-static ts_status_t ks_digits(ts_convert_t *cv, ts_rlwe_ks_t *ks, const ts_poly_t *c,
-                             ts_rlwe_ksk_t *const *keys, ts_poly_t *dig, ts_poly_t *t0,
-                             ts_poly_t *t1, ts_poly_t *u0, ts_poly_t *u1)
+static ts_status_t ks_digits(const ts_convert_t *cv, uint64_t *host, uint64_t *host2,
+                             ts_rlwe_ks_t *ks, const ts_poly_t *c, ts_rlwe_ksk_t *const *keys,
+                             ts_poly_t *dig, ts_poly_t *t0, ts_poly_t *t1, ts_poly_t *u0,
+                             ts_poly_t *u1)
 {
     ts_status_t st;
     uint32_t n = ts_ring_n(dig->ring);
     if ((st = ts_poly_copy(t0, c)) != TS_OK || (st = ts_poly_intt(t0)) != TS_OK ||
-        (st = ts_poly_download(t0, cv->host)) != TS_OK)
+        (st = ts_poly_download(t0, host)) != TS_OK)
         return st;
     const uint64_t mask = ((uint64_t)1 << cv->dig_bits) - 1;
     for (uint32_t i = 0; i < cv->ndig; i++) {
         for (uint32_t j = 0; j < n; j++)
-            cv->host2[j] = (cv->host[j] >> (i * cv->dig_bits)) & mask;
+            host2[j] = (host[j] >> (i * cv->dig_bits)) & mask;
         if ((st = ts_poly_reshape(dig, 1, 0, false)) != TS_OK ||
-            (st = ts_poly_upload(dig, cv->host2)) != TS_OK)
+            (st = ts_poly_upload(dig, host2)) != TS_OK)
             return st;
         ts_poly_t *o0 = i ? t0 : u0, *o1 = i ? t1 : u1;
         if ((st = ts_poly_reshape(o0, 1, 0, true)) != TS_OK ||
@@ -537,8 +570,8 @@ ts_status_t ts_convert_slot_to_coeff(const ts_boot_t *bt, ts_ckks_evaluator_t *e
 }
 
 /* small tfhe ct (a, b) -> (c0, c1) = (b, -a) in NTT form on the small ring */
-static ts_status_t small_from_tfhe(ts_convert_t *cv, const ts_tfhe_rlwe_t *in, ts_poly_t *c0,
-                                   ts_poly_t *c1)
+static ts_status_t small_from_tfhe(const ts_convert_t *cv, uint64_t *host, const ts_tfhe_rlwe_t *in,
+                                   ts_poly_t *c0, ts_poly_t *c1)
 {
     const uint64_t *a = ts_tfhe_rlwe_poly((ts_tfhe_rlwe_t *)in, 0);
     const uint64_t *b = ts_tfhe_rlwe_poly((ts_tfhe_rlwe_t *)in, 1);
@@ -549,16 +582,16 @@ static ts_status_t small_from_tfhe(ts_convert_t *cv, const ts_tfhe_rlwe_t *in, t
     if ((st = ts_poly_upload(c0, b)) != TS_OK)
         return st;
     for (uint32_t i = 0; i < cv->n_br; i++)
-        cv->host[i] = ts_mod_neg(a[i], cv->q);
-    if ((st = ts_poly_upload(c1, cv->host)) != TS_OK)
+        host[i] = ts_mod_neg(a[i], cv->q);
+    if ((st = ts_poly_upload(c1, host)) != TS_OK)
         return st;
     if ((st = ts_poly_ntt(c0)) != TS_OK)
         return st;
     return ts_poly_ntt(c1);
 }
 
-static ts_status_t small_to_tfhe(ts_convert_t *cv, ts_poly_t *c0, ts_poly_t *c1,
-                                 ts_tfhe_rlwe_t *out)
+static ts_status_t small_to_tfhe(const ts_convert_t *cv, uint64_t *host, ts_poly_t *c0,
+                                 ts_poly_t *c1, ts_tfhe_rlwe_t *out)
 {
     ts_status_t st;
     if (c0->is_ntt && (st = ts_poly_intt(c0)) != TS_OK)
@@ -566,10 +599,10 @@ static ts_status_t small_to_tfhe(ts_convert_t *cv, ts_poly_t *c0, ts_poly_t *c1,
     if (c1->is_ntt && (st = ts_poly_intt(c1)) != TS_OK)
         return st;
     uint64_t *a = ts_tfhe_rlwe_poly(out, 0), *b = ts_tfhe_rlwe_poly(out, 1);
-    if ((st = ts_poly_download(c0, b)) != TS_OK || (st = ts_poly_download(c1, cv->host)) != TS_OK)
+    if ((st = ts_poly_download(c0, b)) != TS_OK || (st = ts_poly_download(c1, host)) != TS_OK)
         return st;
     for (uint32_t i = 0; i < cv->n_br; i++)
-        a[i] = ts_mod_neg(cv->host[i], cv->q);
+        a[i] = ts_mod_neg(host[i], cv->q);
     return TS_OK;
 }
 
@@ -611,8 +644,8 @@ ts_status_t ts_convert_ring_down(ts_convert_t *cv, const ts_ckks_ciphertext_t *i
     if (cv->ndig == 1)
         st = ts_rlwe_keyswitch(cv->ks_down, cv->b1, 1, cv->ksk_down[0], cv->bu0, cv->bu1);
     else
-        st = ks_digits(cv, cv->ks_down, cv->b1, cv->ksk_down, cv->bd, cv->bt0, cv->bt1, cv->bu0,
-                       cv->bu1);
+        st = ks_digits(cv, cv->host, cv->host2, cv->ks_down, cv->b1, cv->ksk_down, cv->bd, cv->bt0,
+                       cv->bt1, cv->bu0, cv->bu1);
     if (st != TS_OK)
         return st;
     if ((st = ts_poly_add(cv->bu0, cv->bu0, cv->b0)) != TS_OK)
@@ -711,10 +744,9 @@ void ts_convert_monomial_mul(ts_convert_t *cv, ts_tfhe_rlwe_t *ct, int64_t e)
     mono(ts_tfhe_rlwe_poly(ct, 1), cv->host, cv->n_br, e, cv->q);
 }
 
-ts_status_t ts_convert_trace(ts_convert_t *cv, ts_tfhe_rlwe_t *ct)
+/* The trace of ct with scratch t (cv's keys and constants only read). */
+static ts_status_t trace_with(const ts_convert_t *cv, trace_scr_t *t, ts_tfhe_rlwe_t *ct)
 {
-    if (!cv || !ct)
-        return TS_EINVAL;
     ts_status_t st;
     /* times N_br^{-1} mod Q */
     uint64_t inv = ts_mod_inv(cv->n_br % cv->q, cv->q);
@@ -723,40 +755,46 @@ ts_status_t ts_convert_trace(ts_convert_t *cv, ts_tfhe_rlwe_t *ct)
         for (uint32_t j = 0; j < cv->n_br; j++)
             p[j] = ts_mod_mul(p[j], inv, &cv->qm);
     }
-    if ((st = small_from_tfhe(cv, ct, cv->s0, cv->s1)) != TS_OK)
+    if ((st = small_from_tfhe(cv, t->host, ct, t->s0, t->s1)) != TS_OK)
         return st;
     for (uint32_t k = cv->log_n_br; k >= 1; k--) {
         uint64_t el = (1ull << k) + 1;
-        if ((st = ts_poly_reshape(cv->su0, 1, 0, true)) != TS_OK ||
-            (st = ts_poly_reshape(cv->su1, 1, 0, true)) != TS_OK ||
-            (st = ts_poly_reshape(cv->sr0, 1, 0, true)) != TS_OK)
+        if ((st = ts_poly_reshape(t->su0, 1, 0, true)) != TS_OK ||
+            (st = ts_poly_reshape(t->su1, 1, 0, true)) != TS_OK ||
+            (st = ts_poly_reshape(t->sr0, 1, 0, true)) != TS_OK)
             return st;
         /* sigma(c0) + ks(sigma(c1)) */
         if (cv->ndig == 1) {
-            if ((st = ts_rlwe_keyswitch(cv->ks_small, cv->s1, el, cv->gal[k - 1], cv->su0,
-                                        cv->su1)) != TS_OK)
+            if ((st = ts_rlwe_keyswitch(t->ks, t->s1, el, cv->gal[k - 1], t->su0, t->su1)) != TS_OK)
                 return st;
         } else {
-            if ((st = ts_poly_reshape(cv->sr1, 1, 0, true)) != TS_OK ||
-                (st = ts_poly_automorphism(cv->sr1, cv->s1, el)) != TS_OK ||
-                (st = ks_digits(cv, cv->ks_small, cv->sr1, cv->gal + (size_t)(k - 1) * cv->ndig,
-                                cv->sd, cv->st0, cv->st1, cv->su0, cv->su1)) != TS_OK)
+            if ((st = ts_poly_reshape(t->sr1, 1, 0, true)) != TS_OK ||
+                (st = ts_poly_automorphism(t->sr1, t->s1, el)) != TS_OK ||
+                (st = ks_digits(cv, t->host, t->host2, t->ks, t->sr1,
+                                cv->gal + (size_t)(k - 1) * cv->ndig, t->sd, t->st0, t->st1, t->su0,
+                                t->su1)) != TS_OK)
                 return st;
         }
-        if ((st = ts_poly_automorphism(cv->sr0, cv->s0, el)) != TS_OK)
+        if ((st = ts_poly_automorphism(t->sr0, t->s0, el)) != TS_OK)
             return st;
-        if ((st = ts_poly_add(cv->su0, cv->su0, cv->sr0)) != TS_OK ||
-            (st = ts_poly_add(cv->s0, cv->s0, cv->su0)) != TS_OK ||
-            (st = ts_poly_add(cv->s1, cv->s1, cv->su1)) != TS_OK)
+        if ((st = ts_poly_add(t->su0, t->su0, t->sr0)) != TS_OK ||
+            (st = ts_poly_add(t->s0, t->s0, t->su0)) != TS_OK ||
+            (st = ts_poly_add(t->s1, t->s1, t->su1)) != TS_OK)
             return st;
     }
-    return small_to_tfhe(cv, cv->s0, cv->s1, ct);
+    return small_to_tfhe(cv, t->host, t->s0, t->s1, ct);
 }
 
-ts_status_t ts_convert_lwe_to_rlwe(ts_convert_t *cv, const ts_tfhe_lwe_t *in, ts_tfhe_rlwe_t *out)
+ts_status_t ts_convert_trace(ts_convert_t *cv, ts_tfhe_rlwe_t *ct)
 {
-    if (!cv || !in || !out)
+    if (!cv || !ct)
         return TS_EINVAL;
+    return trace_with(cv, &cv->tr, ct);
+}
+
+static ts_status_t lwe_to_rlwe_with(const ts_convert_t *cv, trace_scr_t *t, const ts_tfhe_lwe_t *in,
+                                    ts_tfhe_rlwe_t *out)
+{
     if (ts_tfhe_lwe_dim(in) != cv->n_br || ts_tfhe_lwe_modulus(in) != cv->q)
         return TS_EMISMATCH;
     const uint64_t *a = ts_tfhe_lwe_mask_const(in);
@@ -767,7 +805,72 @@ ts_status_t ts_convert_lwe_to_rlwe(ts_convert_t *cv, const ts_tfhe_lwe_t *in, ts
     A[0] = a[0];
     for (uint32_t i = 1; i < cv->n_br; i++)
         A[cv->n_br - i] = ts_mod_neg(a[i], cv->q);
-    return ts_convert_trace(cv, out);
+    return trace_with(cv, t, out);
+}
+
+ts_status_t ts_convert_lwe_to_rlwe(ts_convert_t *cv, const ts_tfhe_lwe_t *in, ts_tfhe_rlwe_t *out)
+{
+    if (!cv || !in || !out)
+        return TS_EINVAL;
+    return lwe_to_rlwe_with(cv, &cv->tr, in, out);
+}
+
+/* ------------------------------------------------------------- workers */
+
+struct ts_convert_worker {
+    const ts_convert_t *cv; /* borrowed: keys, rings and constants, read only */
+    ts_tfhe_evaluator_t *tev;
+    trace_scr_t tr;
+};
+
+ts_status_t ts_convert_worker_new(const ts_convert_t *cv, ts_convert_worker_t **out)
+{
+    if (!cv || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (!cv->ek)
+        return TS_ENOKEY;
+    ts_convert_worker_t *w = ts_calloc(1, sizeof(*w));
+    if (!w)
+        return TS_ENOMEM;
+    w->cv = cv;
+    ts_status_t st;
+    if ((st = ts_tfhe_evaluator_new(cv->tp, cv->ek, &w->tev)) != TS_OK ||
+        (st = trace_scr_init(cv, &w->tr)) != TS_OK) {
+        ts_convert_worker_free(w);
+        return st;
+    }
+    *out = w;
+    return TS_OK;
+}
+
+void ts_convert_worker_free(ts_convert_worker_t *w)
+{
+    if (!w)
+        return;
+    ts_tfhe_evaluator_free(w->tev);
+    trace_scr_clear(&w->tr);
+    ts_free(w);
+}
+
+ts_tfhe_evaluator_t *ts_convert_worker_tfhe_evaluator(ts_convert_worker_t *w)
+{
+    return w ? w->tev : NULL;
+}
+
+ts_status_t ts_convert_worker_trace(ts_convert_worker_t *w, ts_tfhe_rlwe_t *ct)
+{
+    if (!w || !ct)
+        return TS_EINVAL;
+    return trace_with(w->cv, &w->tr, ct);
+}
+
+ts_status_t ts_convert_worker_lwe_to_rlwe(ts_convert_worker_t *w, const ts_tfhe_lwe_t *in,
+                                          ts_tfhe_rlwe_t *out)
+{
+    if (!w || !in || !out)
+        return TS_EINVAL;
+    return lwe_to_rlwe_with(w->cv, &w->tr, in, out);
 }
 
 static void rlwe_add(ts_convert_t *cv, ts_tfhe_rlwe_t *acc, const ts_tfhe_rlwe_t *x)

@@ -79,7 +79,8 @@
  * The 128-bit TFHE set for the conversion is the preset "tfhe_conv128"
  * (N_br = 2^12, n = 1024, see core/tfhe and docs/parameters.md).
  *
- * Objects: a ts_convert_t holds keys and scratch; not thread-safe.
+ * Objects: a ts_convert_t holds keys and scratch; not thread-safe (see
+ * "Workers" below for running the per-value steps on several threads).
  */
 #ifndef TS_CONVERT_H
 #define TS_CONVERT_H
@@ -192,6 +193,28 @@ ts_status_t ts_convert_repack(ts_convert_t *cv, const ts_tfhe_lwe_t *const *in, 
 ts_status_t ts_convert_mod_recover(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
                                    const ts_ckks_ciphertext_t *in, int level,
                                    ts_ckks_ciphertext_t *out);
+
+/*
+ * Workers. A ts_convert_t is not thread-safe (its scratch is shared by all
+ * its steps), but its keys, rings and constants are only read after
+ * creation. A worker is the mutable state one more thread needs to run the
+ * per-value TFHE-side steps of the same cv concurrently: its own TFHE
+ * evaluator on cv's evaluation key (borrowed, never copied) and its own
+ * trace scratch on the small ring (a few polynomials of N_br words). Any
+ * number of workers of one cv may run at once, and alongside one thread
+ * using cv itself (ts_convert_trace, ts_convert_tfhe_evaluator, ...); the
+ * results are bit-identical to cv's own steps (no randomness). cv must
+ * outlive its workers. TS_ENOKEY when cv has no evaluation key.
+ */
+typedef struct ts_convert_worker ts_convert_worker_t;
+ts_status_t ts_convert_worker_new(const ts_convert_t *cv, ts_convert_worker_t **out);
+void ts_convert_worker_free(ts_convert_worker_t *w); /* accepts NULL */
+/* The worker's own TFHE evaluator (borrowed). */
+ts_tfhe_evaluator_t *ts_convert_worker_tfhe_evaluator(ts_convert_worker_t *w);
+/* ts_convert_trace and ts_convert_lwe_to_rlwe with the worker's scratch. */
+ts_status_t ts_convert_worker_trace(ts_convert_worker_t *w, ts_tfhe_rlwe_t *ct);
+ts_status_t ts_convert_worker_lwe_to_rlwe(ts_convert_worker_t *w, const ts_tfhe_lwe_t *in,
+                                          ts_tfhe_rlwe_t *out);
 
 /* ------------------------------------------------ multi-value batching */
 

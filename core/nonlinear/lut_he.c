@@ -8,26 +8,35 @@
 
 #include "core/math/math.h"
 #include "core/nonlinear/nonlinear.h"
+#include "core/nonlinear/nonlinear_int.h"
 #include "core/ring/ring.h"
 
+/* The mutable state of one look-up at a time (see nonlinear_int.h). */
+struct ts__nonlinear_lut_he_worker {
+    ts_tfhe_evaluator_t *tev; /* borrowed */
+    ts_convert_worker_t *cw;  /* borrowed; NULL: the convert object's own trace */
+    ts_poly_t *pa, *pb;       /* on the table's ring */
+    ts_tfhe_rlwe_t *acc, *acc2, **res;
+    ts_tfhe_lwe_t *lx, *ls, *lv, *lt;
+    int n_seg;
+};
+
+/* The tables (read only once made) and the worker of ts_nonlinear_lut_he_eval. */
 struct ts_nonlinear_lut_he {
     ts_convert_t *cv;
-    ts_tfhe_evaluator_t *tev;
     const ts_tfhe_params_t *tp;
     ts_ring_t *ring; /* (N_br, {Q}) for plaintext products */
     uint64_t q;
     uint32_t n;
     int n_seg, n_br, in_bits, frac_bits, k, guard;
     double lo, step, du, dy, dv;
-    uint64_t *tau;      /* n_seg - 1 integer thresholds */
-    ts_poly_t *a2;      /* NTT */
-    uint64_t *b2;       /* coefficients */
-    ts_poly_t **a3;     /* n_seg, NTT */
-    uint64_t *b3;       /* n_seg * N coefficients */
-    ts_poly_t **box;    /* n_seg, NTT */
-    ts_poly_t *pa, *pb; /* scratch */
-    ts_tfhe_rlwe_t *acc, *acc2, **res;
-    ts_tfhe_lwe_t *lx, *ls, *lv, *lt;
+    uint64_t *tau;                     /* n_seg - 1 integer thresholds */
+    ts_poly_t *a2;                     /* NTT */
+    uint64_t *b2;                      /* coefficients */
+    ts_poly_t **a3;                    /* n_seg, NTT */
+    uint64_t *b3;                      /* n_seg * N coefficients */
+    ts_poly_t **box;                   /* n_seg, NTT */
+    ts__nonlinear_lut_he_worker_t *w0; /* cv's evaluator and trace */
 };
 
 static uint64_t enc_real(long double v, uint64_t q)
@@ -40,10 +49,66 @@ static uint64_t enc_real(long double v, uint64_t q)
     return x >= q ? x - q : x;
 }
 
+void ts__nonlinear_lut_he_worker_free(ts__nonlinear_lut_he_worker_t *w)
+{
+    if (!w)
+        return;
+    ts_poly_free(w->pa);
+    ts_poly_free(w->pb);
+    ts_tfhe_rlwe_free(w->acc);
+    ts_tfhe_rlwe_free(w->acc2);
+    if (w->res)
+        for (int s = 0; s < w->n_seg; s++)
+            ts_tfhe_rlwe_free(w->res[s]);
+    ts_free(w->res);
+    ts_tfhe_lwe_free(w->lx);
+    ts_tfhe_lwe_free(w->ls);
+    ts_tfhe_lwe_free(w->lv);
+    ts_tfhe_lwe_free(w->lt);
+    ts_free(w);
+}
+
+ts_status_t ts__nonlinear_lut_he_worker_new(const ts_nonlinear_lut_he_t *he,
+                                            ts_tfhe_evaluator_t *tev, ts_convert_worker_t *cw,
+                                            ts__nonlinear_lut_he_worker_t **out)
+{
+    if (!he || !tev || !out)
+        return TS_EINVAL;
+    *out = NULL;
+    ts__nonlinear_lut_he_worker_t *w = ts_calloc(1, sizeof(*w));
+    if (!w)
+        return TS_ENOMEM;
+    w->tev = tev;
+    w->cw = cw;
+    w->n_seg = he->n_seg;
+    ts_status_t st = TS_ENOMEM;
+    w->res = ts_calloc((size_t)he->n_seg, sizeof(*w->res));
+    if (!w->res)
+        goto fail;
+    for (int s = 0; s < he->n_seg; s++)
+        if ((st = ts_tfhe_rlwe_new(he->tp, &w->res[s])) != TS_OK)
+            goto fail;
+    if ((st = ts_poly_new(he->ring, 1, 0, false, &w->pa)) != TS_OK ||
+        (st = ts_poly_new(he->ring, 1, 0, false, &w->pb)) != TS_OK ||
+        (st = ts_tfhe_rlwe_new(he->tp, &w->acc)) != TS_OK ||
+        (st = ts_tfhe_rlwe_new(he->tp, &w->acc2)) != TS_OK ||
+        (st = ts_tfhe_lwe_new(he->n, he->q, &w->lx)) != TS_OK ||
+        (st = ts_tfhe_lwe_new(he->n, he->q, &w->ls)) != TS_OK ||
+        (st = ts_tfhe_lwe_new(he->n, he->q, &w->lv)) != TS_OK ||
+        (st = ts_tfhe_lwe_new(he->n, he->q, &w->lt)) != TS_OK)
+        goto fail;
+    *out = w;
+    return TS_OK;
+fail:
+    ts__nonlinear_lut_he_worker_free(w);
+    return st;
+}
+
 void ts_nonlinear_lut_he_free(ts_nonlinear_lut_he_t *he)
 {
     if (!he)
         return;
+    ts__nonlinear_lut_he_worker_free(he->w0);
     ts_free(he->tau);
     ts_poly_free(he->a2);
     ts_free(he->b2);
@@ -52,21 +117,10 @@ void ts_nonlinear_lut_he_free(ts_nonlinear_lut_he_t *he)
             ts_poly_free(he->a3[s]);
         if (he->box)
             ts_poly_free(he->box[s]);
-        if (he->res)
-            ts_tfhe_rlwe_free(he->res[s]);
     }
     ts_free(he->a3);
     ts_free(he->box);
-    ts_free(he->res);
     ts_free(he->b3);
-    ts_poly_free(he->pa);
-    ts_poly_free(he->pb);
-    ts_tfhe_rlwe_free(he->acc);
-    ts_tfhe_rlwe_free(he->acc2);
-    ts_tfhe_lwe_free(he->lx);
-    ts_tfhe_lwe_free(he->ls);
-    ts_tfhe_lwe_free(he->lv);
-    ts_tfhe_lwe_free(he->lt);
     ts_ring_free(he->ring);
     ts_free(he);
 }
@@ -120,7 +174,6 @@ ts_status_t ts_nonlinear_lut_he_new(ts_convert_t *cv, const ts_nonlinear_lut_t *
     if (!he)
         return TS_ENOMEM;
     he->cv = cv;
-    he->tev = ts_convert_tfhe_evaluator(cv);
     he->tp = tp;
     he->q = q;
     he->n = n;
@@ -146,9 +199,8 @@ ts_status_t ts_nonlinear_lut_he_new(ts_convert_t *cv, const ts_nonlinear_lut_t *
     he->b3 = ts_calloc((size_t)n * he->n_seg, 8);
     he->a3 = ts_calloc((size_t)he->n_seg, sizeof(*he->a3));
     he->box = ts_calloc((size_t)he->n_seg, sizeof(*he->box));
-    he->res = ts_calloc((size_t)he->n_seg, sizeof(*he->res));
     c = ts_calloc(n, 8);
-    if (!he->tau || !he->b2 || !he->b3 || !he->a3 || !he->box || !he->res || !c)
+    if (!he->tau || !he->b2 || !he->b3 || !he->a3 || !he->box || !c)
         goto fail;
     /* thresholds on the input grid */
     const uint64_t top = 1ull << in_bits;
@@ -199,17 +251,9 @@ ts_status_t ts_nonlinear_lut_he_new(ts_convert_t *cv, const ts_nonlinear_lut_t *
             c[i] = ((uint64_t)i * (uint64_t)he->n_seg) / n == (uint64_t)s ? 1 : 0;
         if ((st = poly_from(he->ring, c, &he->box[s])) != TS_OK)
             goto fail;
-        if ((st = ts_tfhe_rlwe_new(tp, &he->res[s])) != TS_OK)
-            goto fail;
     }
-    if ((st = ts_poly_new(he->ring, 1, 0, false, &he->pa)) != TS_OK ||
-        (st = ts_poly_new(he->ring, 1, 0, false, &he->pb)) != TS_OK ||
-        (st = ts_tfhe_rlwe_new(tp, &he->acc)) != TS_OK ||
-        (st = ts_tfhe_rlwe_new(tp, &he->acc2)) != TS_OK ||
-        (st = ts_tfhe_lwe_new(n, q, &he->lx)) != TS_OK ||
-        (st = ts_tfhe_lwe_new(n, q, &he->ls)) != TS_OK ||
-        (st = ts_tfhe_lwe_new(n, q, &he->lv)) != TS_OK ||
-        (st = ts_tfhe_lwe_new(n, q, &he->lt)) != TS_OK)
+    if ((st = ts__nonlinear_lut_he_worker_new(he, ts_convert_tfhe_evaluator(cv), NULL, &he->w0)) !=
+        TS_OK)
         goto fail;
     ts_free(c);
     *out = he;
@@ -243,20 +287,21 @@ double ts_nonlinear_lut_he_decode(const ts_nonlinear_lut_he_t *he, uint64_t phas
 }
 
 /* out = P ct + B (B: coefficients or NULL) */
-static ts_status_t mul_plain(ts_nonlinear_lut_he_t *he, ts_tfhe_rlwe_t *out,
-                             const ts_tfhe_rlwe_t *ct, const ts_poly_t *p, const uint64_t *b)
+static ts_status_t mul_plain(const ts_nonlinear_lut_he_t *he, ts__nonlinear_lut_he_worker_t *w,
+                             ts_tfhe_rlwe_t *out, const ts_tfhe_rlwe_t *ct, const ts_poly_t *p,
+                             const uint64_t *b)
 {
     ts_status_t st;
     for (int i = 0; i < 2; i++) {
-        ts_poly_t *x = i ? he->pb : he->pa;
+        ts_poly_t *x = i ? w->pb : w->pa;
         if ((st = ts_poly_reshape(x, 1, 0, false)) != TS_OK ||
             (st = ts_poly_upload(x, ts_tfhe_rlwe_poly((ts_tfhe_rlwe_t *)ct, i))) != TS_OK ||
             (st = ts_poly_ntt(x)) != TS_OK || (st = ts_poly_mul(x, x, p)) != TS_OK ||
             (st = ts_poly_intt(x)) != TS_OK)
             return st;
     }
-    if ((st = ts_poly_download(he->pa, ts_tfhe_rlwe_poly(out, 0))) != TS_OK ||
-        (st = ts_poly_download(he->pb, ts_tfhe_rlwe_poly(out, 1))) != TS_OK)
+    if ((st = ts_poly_download(w->pa, ts_tfhe_rlwe_poly(out, 0))) != TS_OK ||
+        (st = ts_poly_download(w->pb, ts_tfhe_rlwe_poly(out, 1))) != TS_OK)
         return st;
     if (b) {
         uint64_t *ob = ts_tfhe_rlwe_poly(out, 1);
@@ -266,7 +311,7 @@ static ts_status_t mul_plain(ts_nonlinear_lut_he_t *he, ts_tfhe_rlwe_t *out,
     return TS_OK;
 }
 
-static void rlwe_acc(ts_nonlinear_lut_he_t *he, ts_tfhe_rlwe_t *acc, const ts_tfhe_rlwe_t *x)
+static void rlwe_acc(const ts_nonlinear_lut_he_t *he, ts_tfhe_rlwe_t *acc, const ts_tfhe_rlwe_t *x)
 {
     for (int i = 0; i < 2; i++) {
         uint64_t *p = ts_tfhe_rlwe_poly(acc, i);
@@ -276,57 +321,74 @@ static void rlwe_acc(ts_nonlinear_lut_he_t *he, ts_tfhe_rlwe_t *acc, const ts_tf
     }
 }
 
+static ts_status_t trace(const ts_nonlinear_lut_he_t *he, ts__nonlinear_lut_he_worker_t *w,
+                         ts_tfhe_rlwe_t *ct)
+{
+    return w->cw ? ts_convert_worker_trace(w->cw, ct) : ts_convert_trace(he->cv, ct);
+}
+
+ts_status_t ts__nonlinear_lut_he_eval_on(const ts_nonlinear_lut_he_t *he,
+                                         ts__nonlinear_lut_he_worker_t *w, const ts_tfhe_rlwe_t *x,
+                                         ts_tfhe_rlwe_t *y, ts_tfhe_lwe_t *seg, ts_tfhe_lwe_t *val)
+{
+    if (!he || !w || !x || !y)
+        return TS_EINVAL;
+    if (w->n_seg != he->n_seg)
+        return TS_EMISMATCH;
+    ts_status_t st;
+    /* step 1: S = sum_j [u >= tau_j] */
+    if ((st = ts_tfhe_rlwe_sample_extract(x, 0, w->lx)) != TS_OK)
+        return st;
+    ts_tfhe_lwe_mul_const(w->lx, (int64_t)1 << he->frac_bits);
+    const uint64_t dseg = ts_tfhe_delta(he->q, (uint64_t)he->n_seg);
+    ts_tfhe_lwe_trivial(w->ls, 0);
+    for (int j = 0; j + 1 < he->n_seg; j++) {
+        if ((st = ts_tfhe_homcomp(w->tev, w->lt, w->lx, (uint32_t)he->in_bits, he->tau[j], dseg)) !=
+            TS_OK)
+            return st;
+        if ((st = ts_tfhe_lwe_add(w->ls, w->ls, w->lt)) != TS_OK)
+            return st;
+    }
+    /* step 2: construct V_s in box s, select by S */
+    if ((st = mul_plain(he, w, w->acc, x, he->a2, he->b2)) != TS_OK)
+        return st;
+    if ((st = ts_tfhe_blind_rotate_index(w->tev, w->acc, w->ls, (uint64_t)he->n_seg)) != TS_OK)
+        return st;
+    if ((st = ts_tfhe_rlwe_sample_extract(w->acc, 0, w->lv)) != TS_OK)
+        return st;
+    /* step 3, round 1: per segment select by V (rounded by the ModSwitch) */
+    const uint64_t p3 = 1ull << (he->k + 1);
+    ts_tfhe_rlwe_trivial(w->acc2, NULL);
+    for (int s = 0; s < he->n_seg; s++) {
+        if ((st = mul_plain(he, w, w->res[s], x, he->a3[s], he->b3 + (size_t)s * he->n)) != TS_OK)
+            return st;
+        if ((st = ts_tfhe_blind_rotate_index(w->tev, w->res[s], w->lv, p3)) != TS_OK)
+            return st;
+        if ((st = trace(he, w, w->res[s])) != TS_OK)
+            return st;
+        /* round 2 accumulator: the value of segment s in box s */
+        if ((st = mul_plain(he, w, w->acc, w->res[s], he->box[s], NULL)) != TS_OK)
+            return st;
+        rlwe_acc(he, w->acc2, w->acc);
+    }
+    /* round 2: select by S, isolate */
+    if ((st = ts_tfhe_blind_rotate_index(w->tev, w->acc2, w->ls, (uint64_t)he->n_seg)) != TS_OK)
+        return st;
+    if ((st = trace(he, w, w->acc2)) != TS_OK)
+        return st;
+    if ((st = ts_tfhe_rlwe_copy(y, w->acc2)) != TS_OK)
+        return st;
+    if (seg && (st = ts_tfhe_lwe_copy(seg, w->ls)) != TS_OK)
+        return st;
+    if (val && (st = ts_tfhe_lwe_copy(val, w->lv)) != TS_OK)
+        return st;
+    return TS_OK;
+}
+
 ts_status_t ts_nonlinear_lut_he_eval(ts_nonlinear_lut_he_t *he, const ts_tfhe_rlwe_t *x,
                                      ts_tfhe_rlwe_t *y, ts_tfhe_lwe_t *seg, ts_tfhe_lwe_t *val)
 {
     if (!he || !x || !y)
         return TS_EINVAL;
-    ts_status_t st;
-    /* step 1: S = sum_j [u >= tau_j] */
-    if ((st = ts_tfhe_rlwe_sample_extract(x, 0, he->lx)) != TS_OK)
-        return st;
-    ts_tfhe_lwe_mul_const(he->lx, (int64_t)1 << he->frac_bits);
-    const uint64_t dseg = ts_tfhe_delta(he->q, (uint64_t)he->n_seg);
-    ts_tfhe_lwe_trivial(he->ls, 0);
-    for (int j = 0; j + 1 < he->n_seg; j++) {
-        if ((st = ts_tfhe_homcomp(he->tev, he->lt, he->lx, (uint32_t)he->in_bits, he->tau[j],
-                                  dseg)) != TS_OK)
-            return st;
-        if ((st = ts_tfhe_lwe_add(he->ls, he->ls, he->lt)) != TS_OK)
-            return st;
-    }
-    /* step 2: construct V_s in box s, select by S */
-    if ((st = mul_plain(he, he->acc, x, he->a2, he->b2)) != TS_OK)
-        return st;
-    if ((st = ts_tfhe_blind_rotate_index(he->tev, he->acc, he->ls, (uint64_t)he->n_seg)) != TS_OK)
-        return st;
-    if ((st = ts_tfhe_rlwe_sample_extract(he->acc, 0, he->lv)) != TS_OK)
-        return st;
-    /* step 3, round 1: per segment select by V (rounded by the ModSwitch) */
-    const uint64_t p3 = 1ull << (he->k + 1);
-    ts_tfhe_rlwe_trivial(he->acc2, NULL);
-    for (int s = 0; s < he->n_seg; s++) {
-        if ((st = mul_plain(he, he->res[s], x, he->a3[s], he->b3 + (size_t)s * he->n)) != TS_OK)
-            return st;
-        if ((st = ts_tfhe_blind_rotate_index(he->tev, he->res[s], he->lv, p3)) != TS_OK)
-            return st;
-        if ((st = ts_convert_trace(he->cv, he->res[s])) != TS_OK)
-            return st;
-        /* round 2 accumulator: the value of segment s in box s */
-        if ((st = mul_plain(he, he->acc, he->res[s], he->box[s], NULL)) != TS_OK)
-            return st;
-        rlwe_acc(he, he->acc2, he->acc);
-    }
-    /* round 2: select by S, isolate */
-    if ((st = ts_tfhe_blind_rotate_index(he->tev, he->acc2, he->ls, (uint64_t)he->n_seg)) != TS_OK)
-        return st;
-    if ((st = ts_convert_trace(he->cv, he->acc2)) != TS_OK)
-        return st;
-    if ((st = ts_tfhe_rlwe_copy(y, he->acc2)) != TS_OK)
-        return st;
-    if (seg && (st = ts_tfhe_lwe_copy(seg, he->ls)) != TS_OK)
-        return st;
-    if (val && (st = ts_tfhe_lwe_copy(val, he->lv)) != TS_OK)
-        return st;
-    return TS_OK;
+    return ts__nonlinear_lut_he_eval_on(he, he->w0, x, y, seg, val);
 }

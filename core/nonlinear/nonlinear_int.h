@@ -33,4 +33,30 @@ ts_status_t ts__nonlinear_bootstrap(ts_ckks_evaluator_t *ev, const ts_boot_t *bt
 void ts__nonlinear_rsqrt_coeffs(const ts_nonlinear_approx_t *a, const double **ak,
                                 const double **bk);
 
+/*
+ * The mutable state of one ts_nonlinear_lut_he look-up at a time: scratch
+ * polynomials, RLWEs and LWEs, the TFHE evaluator tev and the trace of cw
+ * (both borrowed; cw NULL: he's convert object's own trace). The tables of
+ * he are only read, so workers with distinct tev and cw may evaluate at
+ * once (ts_nonlinear_lut_he_eval is the worker made with he, on the
+ * convert object's own evaluator and trace).
+ */
+typedef struct ts__nonlinear_lut_he_worker ts__nonlinear_lut_he_worker_t;
+ts_status_t ts__nonlinear_lut_he_worker_new(const ts_nonlinear_lut_he_t *he,
+                                            ts_tfhe_evaluator_t *tev, ts_convert_worker_t *cw,
+                                            ts__nonlinear_lut_he_worker_t **out);
+void ts__nonlinear_lut_he_worker_free(ts__nonlinear_lut_he_worker_t *w);
+/* ts_nonlinear_lut_he_eval with worker w. */
+ts_status_t ts__nonlinear_lut_he_eval_on(const ts_nonlinear_lut_he_t *he,
+                                         ts__nonlinear_lut_he_worker_t *w, const ts_tfhe_rlwe_t *x,
+                                         ts_tfhe_rlwe_t *y, ts_tfhe_lwe_t *seg, ts_tfhe_lwe_t *val);
+
+/*
+ * The number of threads of ts_nonlinear_slots_eval's look-ups (step 3):
+ * 0 (the default) = the CKKS ring's backend's thread count, 1 = one value
+ * after the other on the calling thread, n > 1 = up to n threads whatever
+ * the backend (tests compare the two paths).
+ */
+void ts__nonlinear_slots_set_threads(ts_nonlinear_slots_t *ns, int threads);
+
 #endif /* TS_NONLINEAR_INT_H */

@@ -5,12 +5,37 @@
  * three-step segmented lookup or one plain PBS per value, then repacking,
  * RingSwitch up and ModRecover (ts_convert_merge), and a last constant
  * product that puts the result at the requested scale.
+ *
+ * Threads: step 3 (the look-ups) spreads the values over min(count, T)
+ * threads, T the thread count of the CKKS ring's backend (TS_THREADS or one
+ * per core for the default CPU backend; 1, i.e. sequential, for a GPU
+ * backend), each with its own TFHE evaluator and scratch
+ * (ts_convert_worker_t; the keys are shared, never copied), made on first
+ * use and kept until the object is freed. Every value goes through the same
+ * deterministic steps whichever thread takes it, so the output is
+ * bit-identical to the sequential loop. One ts_nonlinear_slots_eval at a
+ * time per convert object still (it runs its own threads).
  */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
+#include "core/backend/backend.h"
 #include "core/nonlinear/nonlinear.h"
 #include "core/nonlinear/nonlinear_int.h"
+#include "core/ring/ring.h"
+
+/* Hard cap on the look-up threads of one conversion. */
+#define SLOTS_MAX_THREADS 256
+
+/* The state of one more look-up thread (the calling thread uses ns->he and
+ * ns->cv's own). */
+typedef struct {
+    ts_convert_worker_t *cw;
+    ts__nonlinear_lut_he_worker_t *hw; /* HYBRID */
+    ts_tfhe_lwe_t *lo;                 /* TFHE: the PBS output */
+} slots_worker_t;
 
 struct ts_nonlinear_slots {
     ts_convert_t *cv;
@@ -29,7 +54,59 @@ struct ts_nonlinear_slots {
     bool has_snap;
     ts_nonlinear_pbs_t *pb; /* tfhe */
     uint64_t p;             /* tfhe: PBS message space */
+    int threads;        /* look-up threads: 0 = the backend's (ts__nonlinear_slots_set_threads) */
+    slots_worker_t *wk; /* nwk more look-up threads' state, made on first use */
+    size_t nwk;
 };
+
+static void worker_clear(slots_worker_t *w)
+{
+    ts__nonlinear_lut_he_worker_free(w->hw);
+    ts_tfhe_lwe_free(w->lo);
+    ts_convert_worker_free(w->cw);
+    memset(w, 0, sizeof(*w));
+}
+
+static ts_status_t worker_init(ts_nonlinear_slots_t *ns, slots_worker_t *w)
+{
+    ts_status_t st = ts_convert_worker_new(ns->cv, &w->cw);
+    if (st == TS_OK) {
+        if (ns->cfg.mode == TS_NL_SLOTS_HYBRID)
+            st = ts__nonlinear_lut_he_worker_new(ns->he, ts_convert_worker_tfhe_evaluator(w->cw),
+                                                 w->cw, &w->hw);
+        else
+            st = ts_tfhe_lwe_new(ns->n_br, ts_convert_q(ns->cv), &w->lo);
+    }
+    if (st != TS_OK)
+        worker_clear(w);
+    return st;
+}
+
+/* At least `want` extra workers in ns->wk. */
+static ts_status_t workers_reserve(ts_nonlinear_slots_t *ns, size_t want)
+{
+    if (ns->nwk >= want)
+        return TS_OK;
+    slots_worker_t *wk = ts_calloc(want, sizeof(*wk));
+    if (!wk)
+        return TS_ENOMEM;
+    if (ns->nwk)
+        memcpy(wk, ns->wk, ns->nwk * sizeof(*wk));
+    ts_free(ns->wk);
+    ns->wk = wk;
+    for (; ns->nwk < want; ns->nwk++) {
+        ts_status_t st = worker_init(ns, &ns->wk[ns->nwk]);
+        if (st != TS_OK)
+            return st;
+    }
+    return TS_OK;
+}
+
+void ts__nonlinear_slots_set_threads(ts_nonlinear_slots_t *ns, int threads)
+{
+    if (ns)
+        ns->threads = threads < 0 ? 0 : threads;
+}
 
 void ts_nonlinear_slots_cfg_default(ts_nonlinear_slots_mode_t mode, ts_nonlinear_slots_cfg_t *cfg)
 {
@@ -106,6 +183,9 @@ void ts_nonlinear_slots_free(ts_nonlinear_slots_t *ns)
 {
     if (!ns)
         return;
+    for (size_t i = 0; i < ns->nwk; i++)
+        worker_clear(&ns->wk[i]);
+    ts_free(ns->wk);
     ts_nonlinear_lut_he_free(ns->he);
     ts_nonlinear_pbs_free(ns->pb);
     if (ns->has_snap)
@@ -289,6 +369,125 @@ static void prescale(const ts_nonlinear_slots_t *ns, double s, double *c, double
     }
 }
 
+/* The look-up of one value: w NULL = the calling thread's state (ns->he,
+ * ns->cv and the PBS output lo), else a worker's. */
+static ts_status_t lookup_one(ts_nonlinear_slots_t *ns, slots_worker_t *w, ts_tfhe_lwe_t *lo,
+                              const ts_tfhe_rlwe_t *r, const ts_tfhe_lwe_t *lw, ts_tfhe_rlwe_t *res)
+{
+    if (ns->cfg.mode == TS_NL_SLOTS_HYBRID)
+        return w ? ts__nonlinear_lut_he_eval_on(ns->he, w->hw, r, res, NULL, NULL)
+                 : ts_nonlinear_lut_he_eval(ns->he, r, res, NULL, NULL);
+    if (w) {
+        ts_status_t st =
+            ts_nonlinear_pbs_eval(ns->pb, ts_convert_worker_tfhe_evaluator(w->cw), lw, w->lo);
+        return st == TS_OK ? ts_convert_worker_lwe_to_rlwe(w->cw, w->lo, res) : st;
+    }
+    ts_status_t st = ts_nonlinear_pbs_eval(ns->pb, ts_convert_tfhe_evaluator(ns->cv), lw, lo);
+    return st == TS_OK ? ts_convert_lwe_to_rlwe(ns->cv, lo, res) : st;
+}
+
+/* The values of one conversion, claimed one at a time by the threads. */
+typedef struct {
+    ts_nonlinear_slots_t *ns;
+    ts_tfhe_rlwe_t *const *r, *const *res;
+    ts_tfhe_lwe_t *const *lw; /* TFHE; entries NULL for HYBRID */
+    size_t count;
+    ts_status_t *st; /* per value */
+    atomic_size_t next;
+    atomic_bool failed;
+} lookups_t;
+
+typedef struct {
+    lookups_t *job;
+    slots_worker_t *w;
+} lookup_thread_t;
+
+static void lookups_drain(lookups_t *j, slots_worker_t *w, ts_tfhe_lwe_t *lo)
+{
+    while (!atomic_load(&j->failed)) {
+        size_t i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->count)
+            break;
+        ts_status_t st = lookup_one(j->ns, w, lo, j->r[i], j->lw[i], j->res[i]);
+        j->st[i] = st;
+        if (st != TS_OK)
+            atomic_store(&j->failed, true);
+    }
+}
+
+static void *lookup_thread_main(void *arg)
+{
+    lookup_thread_t *t = arg;
+    lookups_drain(t->job, t->w, NULL);
+    return NULL;
+}
+
+/* The look-up threads of a conversion of `count` values on ring p. */
+static size_t lookup_threads(const ts_nonlinear_slots_t *ns, const ts_ckks_params_t *p,
+                             size_t count)
+{
+    int t = ns->threads;
+    if (t <= 0) {
+        ts_backend_t *be = ts_ring_backend(ts_ckks_params_ring(p));
+        t = be && be->threads > 1 ? be->threads : 1;
+    }
+    if (t > SLOTS_MAX_THREADS)
+        t = SLOTS_MAX_THREADS;
+    return (size_t)t < count ? (size_t)t : count;
+}
+
+/*
+ * Step 3 for all values: res[i] from r[i] (HYBRID) or lw[i] (TFHE, lo the
+ * calling thread's PBS output). With nt > 1 threads the calling thread and
+ * nt - 1 threads of its own claim values in turn; every value is computed
+ * by the same deterministic steps whichever thread takes it, so the
+ * outputs are those of the sequential loop. On failure the error of the
+ * lowest failing value (those after it may not have run).
+ */
+static ts_status_t lookups_run(ts_nonlinear_slots_t *ns, size_t nt, ts_tfhe_lwe_t *lo,
+                               ts_tfhe_rlwe_t *const *r, ts_tfhe_rlwe_t *const *res,
+                               ts_tfhe_lwe_t *const *lw, size_t count)
+{
+    ts_status_t st = TS_OK;
+    if (nt <= 1) {
+        for (size_t i = 0; i < count && st == TS_OK; i++)
+            st = lookup_one(ns, NULL, lo, r[i], lw[i], res[i]);
+        return st;
+    }
+    if ((st = workers_reserve(ns, nt - 1)) != TS_OK)
+        return st;
+    lookups_t job = {.ns = ns, .r = r, .res = res, .lw = lw, .count = count};
+    atomic_init(&job.next, 0);
+    atomic_init(&job.failed, false);
+    job.st = ts_calloc(count, sizeof(*job.st));
+    pthread_t *tid = ts_calloc(nt - 1, sizeof(*tid));
+    lookup_thread_t *args = ts_calloc(nt - 1, sizeof(*args));
+    if (!job.st || !tid || !args) {
+        st = TS_ENOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < count; i++)
+        job.st[i] = TS_OK;
+    size_t started = 0;
+    for (size_t k = 0; k + 1 < nt; k++) {
+        args[k] = (lookup_thread_t){.job = &job, .w = &ns->wk[k]};
+        /* a thread that cannot start leaves its values to the others */
+        if (pthread_create(&tid[started], NULL, lookup_thread_main, &args[k]) != 0)
+            break;
+        started++;
+    }
+    lookups_drain(&job, NULL, lo);
+    for (size_t k = 0; k < started; k++)
+        pthread_join(tid[k], NULL);
+    for (size_t i = 0; i < count && st == TS_OK; i++)
+        st = job.st[i];
+done:
+    ts_free(job.st);
+    ts_free(tid);
+    ts_free(args);
+    return st;
+}
+
 ts_status_t ts_nonlinear_slots_eval(ts_nonlinear_slots_t *ns, ts_ckks_evaluator_t *ev,
                                     const ts_ckks_ciphertext_t *in, const size_t *slots,
                                     size_t count, int level, ts_ckks_ciphertext_t *out)
@@ -353,18 +552,9 @@ ts_status_t ts_nonlinear_slots_eval(ts_nonlinear_slots_t *ns, ts_ckks_evaluator_
     if ((st = ts_convert_split(ns->cv, ns->bt, ev, x, pos, count, r,
                                ns->cfg.mode == TS_NL_SLOTS_TFHE ? lw : NULL)) != TS_OK)
         goto done;
-    /* 3. the look-ups */
-    for (size_t i = 0; i < count; i++) {
-        if (ns->cfg.mode == TS_NL_SLOTS_HYBRID) {
-            st = ts_nonlinear_lut_he_eval(ns->he, r[i], res[i], NULL, NULL);
-        } else {
-            st = ts_nonlinear_pbs_eval(ns->pb, ts_convert_tfhe_evaluator(ns->cv), lw[i], lo);
-            if (st == TS_OK)
-                st = ts_convert_lwe_to_rlwe(ns->cv, lo, res[i]);
-        }
-        if (st != TS_OK)
-            goto done;
-    }
+    /* 3. the look-ups, on up to the backend's thread count */
+    if ((st = lookups_run(ns, lookup_threads(ns, p, count), lo, r, res, lw, count)) != TS_OK)
+        goto done;
     /* 4. repack, RingSwitch up, ModRecover one level above the target */
     if ((st = ts_convert_merge(ns->cv, ns->bt, ev, (const ts_tfhe_rlwe_t *const *)res, pos, count,
                                ns->dy, level + 1, out)) != TS_OK)

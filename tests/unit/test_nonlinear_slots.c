@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/nonlinear/nonlinear.h"
+#include "core/nonlinear/nonlinear_int.h"
 #include "tests/unit/ts_test.h"
 
 typedef struct {
@@ -126,25 +127,18 @@ typedef struct {
 } slots_result_t;
 
 /*
- * f at `count` slots of a fresh ciphertext at the top level through `mode`,
- * inputs on the grid (random when xs == NULL); checks the bound.
+ * A fresh ciphertext at the top level with x[i] at slots[i] (on the grid of
+ * ns, random when xs == NULL) and junk in range elsewhere.
  */
-static void run_case(sfx_t *f, ts_nonlinear_fn_t fn, const ts_nonlinear_spec_t *spec,
-                     ts_nonlinear_slots_mode_t mode, const size_t *slots, size_t count,
-                     const double *xs, int level, slots_result_t *res)
+static ts_ckks_ciphertext_t *encrypt_case(sfx_t *f, const ts_nonlinear_spec_t *spec,
+                                          const ts_nonlinear_slots_t *ns,
+                                          const ts_nonlinear_slots_cfg_t *cfg, const size_t *slots,
+                                          size_t count, const double *xs, double *x)
 {
-    ts_nonlinear_approx_t *a;
-    ck_assert_ts_ok(ts_nonlinear_approx_new(fn, spec, &a));
-    ts_nonlinear_slots_cfg_t cfg;
-    ts_nonlinear_slots_cfg_default(mode, &cfg);
-    ts_nonlinear_slots_t *ns;
-    ck_assert_ts_ok(ts_nonlinear_slots_new(f->cv, f->bt, a, &cfg, &ns));
-    double *v = calloc(f->n, sizeof(double)), *out = calloc(f->n, sizeof(double));
-    double *x = calloc(count, sizeof(double));
-    /* junk in the other slots: values in range */
+    double *v = calloc(f->n, sizeof(double));
     for (size_t j = 0; j < f->n; j++)
         v[j] = spec->lo + (spec->hi - spec->lo) * (double)rnd(f, 1000) / 1000.0;
-    uint64_t top = mode == TS_NL_SLOTS_HYBRID ? (1ull << cfg.in_bits) : (1ull << cfg.in_bits);
+    uint64_t top = 1ull << cfg->in_bits;
     for (size_t i = 0; i < count; i++) {
         x[i] = xs ? xs[i] : ts_nonlinear_slots_grid(ns, (double)rnd(f, top));
         v[slots[i]] = x[i];
@@ -154,8 +148,21 @@ static void run_case(sfx_t *f, ts_nonlinear_fn_t fn, const ts_nonlinear_spec_t *
     ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, L, &ct));
     ck_assert_ts_ok(ts_ckks_encrypt_sk_real(f->enc, f->sk, v, f->n, f->n, L,
                                             ts_ckks_params_scale(f->p), f->prng, NULL, ct));
-    ck_assert_ts_ok(ts_nonlinear_slots_eval(ns, f->ev, ct, slots, count, level, ct));
-    int want_level = level < 0 ? ts_nonlinear_slots_max_level(ns) : level;
+    free(v);
+    return ct;
+}
+
+/*
+ * ct (the output of ns at want_level for inputs x at slots) decrypted: each
+ * chosen slot within the bound of the cleartext reference, 0 elsewhere.
+ */
+static void check_case(sfx_t *f, ts_nonlinear_fn_t fn, const ts_nonlinear_spec_t *spec,
+                       ts_nonlinear_slots_mode_t mode, const ts_nonlinear_approx_t *a,
+                       const ts_nonlinear_slots_t *ns, const size_t *slots, size_t count,
+                       const double *x, ts_ckks_ciphertext_t *ct, int want_level,
+                       slots_result_t *res)
+{
+    double *out = calloc(f->n, sizeof(double));
     ck_assert_int_eq(ts_ckks_ciphertext_level(ct), want_level);
     ck_assert_double_eq(ts_ckks_ciphertext_scale(ct), ts_ckks_params_scale(f->p));
     ts_ckks_plaintext_t *pt;
@@ -201,9 +208,29 @@ static void run_case(sfx_t *f, ts_nonlinear_fn_t fn, const ts_nonlinear_spec_t *
             want_level, res->max_err, log2(res->max_err / res->out_max), res->out_max,
             res->neighbour, res->max_other, res->max_exact);
     ts_ckks_plaintext_free(pt);
-    ts_ckks_ciphertext_free(ct);
-    free(v);
     free(out);
+}
+
+/*
+ * f at `count` slots of a fresh ciphertext at the top level through `mode`,
+ * inputs on the grid (random when xs == NULL); checks the bound.
+ */
+static void run_case(sfx_t *f, ts_nonlinear_fn_t fn, const ts_nonlinear_spec_t *spec,
+                     ts_nonlinear_slots_mode_t mode, const size_t *slots, size_t count,
+                     const double *xs, int level, slots_result_t *res)
+{
+    ts_nonlinear_approx_t *a;
+    ck_assert_ts_ok(ts_nonlinear_approx_new(fn, spec, &a));
+    ts_nonlinear_slots_cfg_t cfg;
+    ts_nonlinear_slots_cfg_default(mode, &cfg);
+    ts_nonlinear_slots_t *ns;
+    ck_assert_ts_ok(ts_nonlinear_slots_new(f->cv, f->bt, a, &cfg, &ns));
+    double *x = calloc(count, sizeof(double));
+    ts_ckks_ciphertext_t *ct = encrypt_case(f, spec, ns, &cfg, slots, count, xs, x);
+    ck_assert_ts_ok(ts_nonlinear_slots_eval(ns, f->ev, ct, slots, count, level, ct));
+    int want_level = level < 0 ? ts_nonlinear_slots_max_level(ns) : level;
+    check_case(f, fn, spec, mode, a, ns, slots, count, x, ct, want_level, res);
+    ts_ckks_ciphertext_free(ct);
     free(x);
     ts_nonlinear_slots_free(ns);
     ts_nonlinear_approx_free(a);
@@ -259,6 +286,100 @@ START_TEST(test_nonlinear_slots_fns)
                      &r);
         }
     }
+    sfx_clear(&f);
+}
+END_TEST
+
+/* The words of ct's polynomials in order (form, limbs and N words each), with
+ * the level and scale in front; *len words, malloc'd. */
+static uint64_t *ct_words(ts_ckks_ciphertext_t *ct, size_t *len)
+{
+    int deg = ts_ckks_ciphertext_degree(ct);
+    size_t n = ts_ckks_params_n(ts_ckks_ciphertext_params(ct)), total = 3;
+    for (int i = 0; i <= deg; i++) {
+        ts_poly_t *p = ts_ckks_ciphertext_poly(ct, i);
+        total += 1 + (size_t)(p->nq + p->np) * n;
+    }
+    uint64_t *w = calloc(total, sizeof(uint64_t));
+    double sc = ts_ckks_ciphertext_scale(ct);
+    w[0] = (uint64_t)ts_ckks_ciphertext_level(ct);
+    memcpy(&w[1], &sc, sizeof(sc));
+    w[2] = (uint64_t)deg;
+    size_t at = 3;
+    for (int i = 0; i <= deg; i++) {
+        ts_poly_t *p = ts_ckks_ciphertext_poly(ct, i);
+        w[at++] = ((uint64_t)p->is_ntt << 48) | ((uint64_t)p->nq << 16) | p->np;
+        ck_assert_ts_ok(ts_poly_download(p, w + at));
+        at += (size_t)(p->nq + p->np) * n;
+    }
+    *len = total;
+    return w;
+}
+
+/*
+ * The look-ups of one conversion on several threads (ts_nonlinear_slots_eval
+ * step 3, ts__nonlinear_slots_set_threads) against one value after the
+ * other on the calling thread: for both modes, the same input ciphertext
+ * gives an output identical word for word with 1 thread, with as many
+ * threads as values, with fewer threads than values (3 for 4: a thread
+ * takes two values) and again on the kept workers (their scratch holds the
+ * previous call's state); and the output decrypts to the cleartext
+ * reference within the bound of test_nonlinear_slots_fns. The TFHE steps
+ * draw no randomness (blind rotations, key switches, traces are functions
+ * of the input and the keys), so any difference is a race or shared state.
+ */
+START_TEST(test_nonlinear_slots_threads)
+{
+    sfx_t f;
+    sfx_init(&f, "test-boot-n10", 10);
+    const size_t count = ts_test_quick() ? 2 : 4;
+    ts_nonlinear_spec_t sp = lut_spec(-8.0, 8.0, TS_NL_BOUNDS_UNIFORM);
+    ts_nonlinear_approx_t *a;
+    ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_SILU, &sp, &a));
+    for (int m = 0; m < 2; m++) {
+        ts_nonlinear_slots_mode_t mode = (ts_nonlinear_slots_mode_t)m;
+        ts_nonlinear_slots_cfg_t cfg;
+        ts_nonlinear_slots_cfg_default(mode, &cfg);
+        ts_nonlinear_slots_t *ns;
+        ck_assert_ts_ok(ts_nonlinear_slots_new(f.cv, f.bt, a, &cfg, &ns));
+        size_t slots[4];
+        double x[4];
+        random_slots(&f, slots, count);
+        ts_ckks_ciphertext_t *in = encrypt_case(&f, &sp, ns, &cfg, slots, count, NULL, x);
+        const int threads[] = {1, (int)count, 3, (int)count};
+        uint64_t *ref = NULL;
+        size_t ref_len = 0;
+        for (size_t t = 0; t < sizeof(threads) / sizeof(threads[0]); t++) {
+            ts_ckks_ciphertext_t *out;
+            ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, ts_ckks_params_max_level(f.p), &out));
+            ts__nonlinear_slots_set_threads(ns, threads[t]);
+            ck_assert_ts_ok(ts_nonlinear_slots_eval(ns, f.ev, in, slots, count, -1, out));
+            size_t len;
+            uint64_t *w = ct_words(out, &len);
+            if (!ref) {
+                ref = w;
+                ref_len = len;
+            } else {
+                ck_assert_uint_eq(len, ref_len);
+                size_t diff = 0;
+                for (size_t k = 0; k < len; k++)
+                    diff += w[k] != ref[k];
+                ck_assert_msg(diff == 0, "%s, %d threads: %zu of %zu words differ from 1 thread",
+                              ts_nonlinear_slots_mode_name(mode), threads[t], diff, len);
+                free(w);
+            }
+            if (t == 1) {
+                slots_result_t r;
+                check_case(&f, TS_NL_FN_SILU, &sp, mode, a, ns, slots, count, x, out,
+                           ts_nonlinear_slots_max_level(ns), &r);
+            }
+            ts_ckks_ciphertext_free(out);
+        }
+        free(ref);
+        ts_ckks_ciphertext_free(in);
+        ts_nonlinear_slots_free(ns);
+    }
+    ts_nonlinear_approx_free(a);
     sfx_clear(&f);
 }
 END_TEST
@@ -354,6 +475,7 @@ TS_TEST_SUITE(nonlinear_slots)
     TCase *tc = ts_tcase("slots", 0);
     tcase_add_test(tc, test_nonlinear_slots_fns);
     tcase_add_test(tc, test_nonlinear_slots_errors);
+    tcase_add_test(tc, test_nonlinear_slots_threads);
     tcase_add_test(tc, test_nonlinear_slots_n12);
     suite_add_tcase(s, tc);
     return s;
