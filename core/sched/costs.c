@@ -62,6 +62,7 @@ static const ts_cfg_directive_t tfhe_table[] = {
     LISTOPT("lut_seg", lut_seg, n_lut_seg, 8),
     LISTOPT("lut_value_ns", lut_value_ns, n_lut_value, 8),
     INT("pbs_value_ns", pbs_value_ns, 0, INT64_MAX, false),
+    INT("workers", workers, 0, 4096, false),
     {.name = NULL},
 };
 
@@ -157,6 +158,11 @@ static ts_status_t validate(const ts_sched_costs_t *c, char *msg, size_t size, c
             snprintf(buf, sizeof buf, "lut_seg entries must be in [1, 64]");
             goto fail;
         }
+    }
+    if (c->workers < 0 || c->workers > 4096) {
+        k = "workers";
+        snprintf(buf, sizeof buf, "workers must be in [0, 4096]");
+        goto fail;
     }
     if (c->roundtrip_ns < 0 || c->pbs_value_ns < 0) {
         k = c->roundtrip_ns < 0 ? "roundtrip_ns" : "pbs_value_ns";
@@ -366,6 +372,8 @@ ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path)
     }
     if (c->pbs_value_ns)
         fprintf(f, "  pbs_value_ns: %lld\n", (long long)c->pbs_value_ns);
+    if (c->workers > 1)
+        fprintf(f, "  workers: %lld\n", (long long)c->workers);
     if (fflush(f) != 0 || ferror(f))
         st = TS_EIO;
     if (fclose(f) != 0)
@@ -528,6 +536,11 @@ uint32_t ts__sched_conversions(const ts_sched_costs_t *c, const ts_sched_op_t *o
 double ts__sched_tfhe_ns(const ts_sched_costs_t *c, const ts_sched_op_t *op, int level)
 {
     double conv;
+    /* the values of each conversion, `workers` at a time */
+    double nconv = (double)ts__sched_conversions(c, op);
+    double rounds = (double)op->n_values;
+    if (c->workers > 1 && nconv >= 1)
+        rounds = nconv * ceil(ceil((double)op->n_values / nconv) / (double)c->workers);
     if (!op->n_conv) {
         conv = ts_sched_costs_convert_ns(c, op->n_values, op->n_ct, level);
     } else if (c->roundtrip_ns > 0) {
@@ -537,5 +550,5 @@ double ts__sched_tfhe_ns(const ts_sched_costs_t *c, const ts_sched_op_t *op, int
         double per = ceil((double)op->n_values / (double)op->n_conv);
         conv = (double)op->n_conv * (extract_for(c, per) + (double)c->recover_ns[l]);
     }
-    return conv + (double)op->n_values * ts_sched_costs_value_ns(c, op->lut_seg);
+    return conv + rounds * ts_sched_costs_value_ns(c, op->lut_seg);
 }

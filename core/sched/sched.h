@@ -336,6 +336,9 @@ ts_status_t ts_sched_graph_build_decoder(const ts_sched_model_dims_t *dims, ts_s
  *                                          with that many segments (Traces incl.)
  *     pbs_value_ns: N                      optional, measured: per value, one
  *                                          plain PBS (the tfhe policy)
+ *     workers: W                           optional: a conversion looks its values
+ *                                          up W at a time (threads); its values
+ *                                          cost ceil(n / W) per-value latencies
  *   ckks.encode_ns: [L+1 ints]             optional: encoding one plaintext
  *
  * One segmented-LUT evaluation (section 3.2) costs (n_seg - 1) HomComp,
@@ -390,6 +393,10 @@ typedef struct ts_sched_costs {
     int64_t lut_value_ns[8];
     size_t n_lut_value;
     int64_t pbs_value_ns;
+    /* Optional: the look-ups of one conversion run on this many threads at
+     * once (0 or 1: one at a time); per-value costs are then per round of
+     * `workers` values (lut_value_ns and pbs_value_ns measured so). */
+    int64_t workers;
 } ts_sched_costs_t;
 
 /*

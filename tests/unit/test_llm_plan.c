@@ -132,6 +132,19 @@ START_TEST(test_engine_levels_model)
         3.0 * (double)(c.extract_ns[1] + c.recover_ns[3]) + 10 * ts_sched_costs_value_ns(&c, 2);
     ck_assert(fabs(p->steps[1].op_ns - want) < 1);
     ts_sched_plan_free(p);
+    /* look-ups `workers` at a time: each conversion's 4 values in 2 rounds on 3
+     * workers, in 1 on 4 */
+    for (int w = 3; w <= 4; w++) {
+        c.workers = w;
+        ck_assert_ts_ok(
+            ts_sched_plan_new_engine(g, &c, TS_SCHED_HYBRID, 0, 0, &p, msg, sizeof msg));
+        double rounds = w == 3 ? 3 * 2 : 3 * 1;
+        want = 3.0 * (double)(c.extract_ns[1] + c.recover_ns[3]) +
+               rounds * ts_sched_costs_value_ns(&c, 2);
+        ck_assert(fabs(p->steps[1].op_ns - want) < 1);
+        ts_sched_plan_free(p);
+    }
+    c.workers = 0;
     ck_assert_ts_ok(ts_sched_plan_new_engine(g, &c, TS_SCHED_TFHE, 0, 0, &p, msg, sizeof msg));
     ck_assert_int_eq(p->steps[2].scheme, TS_SCHEME_TFHE);
     ck_assert_uint_eq(p->n_lookup, 20);

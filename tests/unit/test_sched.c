@@ -437,6 +437,13 @@ START_TEST(test_sched_costs_files)
     ck_assert_int_eq(c.boot_ns, def.boot_ns);
     ck_assert_str_eq(c.note, def.note);
     ck_assert_int_eq(c.estimated, true);
+    ck_assert_int_eq(c.workers, 0);
+    /* the look-up workers round-trip */
+    def.workers = 2;
+    ck_assert_ts_ok(ts_sched_costs_save(&def, path));
+    ck_assert_ts_ok(ts_sched_costs_load(path, &c, &err));
+    ck_assert_int_eq(c.workers, 2);
+    def.workers = 0;
     unlink(path);
 
     /* The shipped default equals the built-in one. */
