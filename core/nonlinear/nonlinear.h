@@ -421,7 +421,12 @@ double ts_nonlinear_pbs_ref(const ts_nonlinear_pbs_t *pb, double x);
  *      the PBS's rounding is the floor of the baseline's index);
  *   2. ts_convert_split: one SlotToCoeff (stc_levels), drop to level 0, one
  *      RingSwitch, X^-c and Trace per value;
- *   3. per value the lookup (HYBRID) or PBS + LWE-to-RLWE (TFHE); the
+ *   3. per value the lookup (HYBRID) or PBS + LWE-to-RLWE (TFHE), the
+ *      values spread over min(count, T) threads, T the thread count of the
+ *      CKKS ring's backend (TS_THREADS or one per core for the default CPU
+ *      backend; 1 for a GPU backend), each thread with its own TFHE
+ *      evaluator and scratch (ts_convert_worker_t; keys shared), the
+ *      output bit-identical to one value after the other (see slots.c); the
  *      outputs hold f at scale Delta_y = q0 2^-ratio_bits / out_max, so
  *      |coefficient| / q0 <= 2^-ratio_bits, inside the range where
  *      ModRecover's sine (q0 / 2 pi) sin(2 pi c / q0) is invertible. The
@@ -473,7 +478,8 @@ double ts_nonlinear_pbs_ref(const ts_nonlinear_pbs_t *pb, double x);
  * Traces; TFHE: one PBS and one Trace), one RingSwitch up, one ModRecover.
  *
  * Objects: borrows cv, bt and the approximation (all must outlive it);
- * not thread-safe (the convert's scratch and TFHE evaluator are shared).
+ * not thread-safe (the convert's scratch and TFHE evaluator are shared):
+ * one ts_nonlinear_slots_eval at a time per cv (it runs its own threads).
  */
 typedef enum {
     TS_NL_SLOTS_HYBRID = 0,

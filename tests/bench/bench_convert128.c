@@ -13,7 +13,9 @@
  *     [0.005, 1], 4 segments x 32 intervals, index_bits 5) in both modes
  *     (HYBRID: the three-step segmented look-up; TFHE: one PBS per value),
  *     end to end (ts_nonlinear_slots_eval) with its precision against the
- *     cleartext reference, and stage by stage (SlotToCoeff, RingSwitch down,
+ *     cleartext reference, twice: look-ups one after the other, then on the
+ *     backend's threads (TS_THREADS; the outputs compared word for word),
+ *     and stage by stage (SlotToCoeff, RingSwitch down,
  *     X^-c + Trace per value, the look-up per value, shift + sum + RingSwitch
  *     up, ModRecover).
  * Times are the process's CPU time (run with TS_THREADS=1 for single-thread
@@ -34,6 +36,7 @@
 
 #include "core/base/base.h"
 #include "core/nonlinear/nonlinear.h"
+#include "core/nonlinear/nonlinear_int.h"
 
 /* The clock of every measurement: the process's CPU time (default; with
  * TS_THREADS=1 this is the single-thread time and does not grow with the
@@ -161,9 +164,34 @@ static void measure_noise(const ts_tfhe_params_lit_t *lit0, uint64_t q0, int sam
     ts_tfhe_params_free(tp);
 }
 
+/* Do a and b hold the same words (polynomials, level, scale)? */
+static bool same_ct(ts_ckks_ciphertext_t *a, ts_ckks_ciphertext_t *b)
+{
+    if (ts_ckks_ciphertext_degree(a) != ts_ckks_ciphertext_degree(b) ||
+        ts_ckks_ciphertext_level(a) != ts_ckks_ciphertext_level(b) ||
+        ts_ckks_ciphertext_scale(a) != ts_ckks_ciphertext_scale(b))
+        return false;
+    size_t n = ts_ckks_params_n(ts_ckks_ciphertext_params(a));
+    bool same = true;
+    for (int i = 0; i <= ts_ckks_ciphertext_degree(a) && same; i++) {
+        ts_poly_t *pa = ts_ckks_ciphertext_poly(a, i), *pb = ts_ckks_ciphertext_poly(b, i);
+        if (pa->nq != pb->nq || pa->np != pb->np || pa->is_ntt != pb->is_ntt)
+            return false;
+        size_t w = (size_t)(pa->nq + pa->np) * n;
+        uint64_t *ha = malloc(w * 8), *hb = malloc(w * 8);
+        TRY(ts_poly_download(pa, ha));
+        TRY(ts_poly_download(pb, hb));
+        same = memcmp(ha, hb, w * 8) == 0;
+        free(ha);
+        free(hb);
+    }
+    return same;
+}
+
 typedef struct {
-    double total_s, bits_ref, bits_exact, max_err, bits_rms;
-    int neighbour; /* HYBRID: values equal to a neighbouring interval's line */
+    double total_s, seq_s, bits_ref, bits_exact, max_err, bits_rms;
+    bool identical; /* the threaded output equals the sequential one word for word */
+    int neighbour;  /* HYBRID: values equal to a neighbouring interval's line */
 } e2e_t;
 
 /* |y - ref|, or (HYBRID, when closer) the distance to the line of a
@@ -380,9 +408,20 @@ int main(int argc, char **argv)
             v[slots[i]] = x[i];
         }
         TRY(ts_ckks_encrypt_sk_real(enc, sk, v, n, n, L, ts_ckks_params_scale(p), prng, NULL, ct));
+        /* the look-ups one after the other, then on the backend's threads */
+        ts_ckks_ciphertext_t *cs;
+        TRY(ts_ckks_ciphertext_new(p, L, &cs));
+        TRY(ts_ckks_ciphertext_copy(cs, ct));
+        ts__nonlinear_slots_set_threads(ns, 1);
+        t0 = now_s();
+        TRY(ts_nonlinear_slots_eval(ns, ev, cs, slots, (size_t)K, -1, cs));
+        e2e[m].seq_s = now_s() - t0;
+        ts__nonlinear_slots_set_threads(ns, 0);
         t0 = now_s();
         TRY(ts_nonlinear_slots_eval(ns, ev, ct, slots, (size_t)K, -1, ct));
         e2e[m].total_s = now_s() - t0;
+        e2e[m].identical = same_ct(cs, ct);
+        ts_ckks_ciphertext_free(cs);
         ts_ckks_plaintext_t *pt;
         TRY(ts_ckks_plaintext_new(p, ts_ckks_ciphertext_level(ct), &pt));
         TRY(ts_ckks_decrypt(sk, ct, pt));
@@ -400,6 +439,11 @@ int main(int argc, char **argv)
         e2e[m].bits_rms = -log2(sqrt(s2 / K) / om);
         e2e[m].bits_ref = -log2(me / om);
         e2e[m].bits_exact = -log2(mx / om);
+        fprintf(stderr,
+                "%s: %d values end to end %.2f s with the look-ups one after the other, %.2f s on "
+                "the backend's threads (outputs %s)\n",
+                ts_nonlinear_slots_mode_name(mode), K, e2e[m].seq_s, e2e[m].total_s,
+                e2e[m].identical ? "identical" : "DIFFERENT");
         fprintf(stderr,
                 "%s: %d values end to end %.2f s, max |enc - cleartext LUT| %.3g (%.1f bits of "
                 "out_max %.3g; RMS %.1f bits; %d neighbouring-interval picks), max |enc - 1/sqrt "
@@ -514,11 +558,13 @@ int main(int argc, char **argv)
     for (int m = 0; m < 2; m++) {
         const stages_t *s = &stg[m];
         fprintf(f,
-                "  \"%s\": {\"end_to_end_s\": %.3f, \"bits_vs_lut\": %.2f, \"bits_rms_vs_lut\": "
+                "  \"%s\": {\"end_to_end_s\": %.3f, \"end_to_end_sequential_s\": %.3f, "
+                "\"threaded_identical\": %s, \"bits_vs_lut\": %.2f, \"bits_rms_vs_lut\": "
                 "%.2f, \"neighbour_picks\": %d, \"bits_vs_exact\": "
                 "%.2f, \"stc_s\": %.3f, \"ring_down_s\": %.3f, \"trace_s_per_value\": %.3f, "
                 "\"lookup_s_per_value\": %.3f, \"ring_up_s\": %.3f, \"mod_recover_s\": %.3f}%s\n",
-                m == 0 ? "hybrid" : "tfhe", e2e[m].total_s, e2e[m].bits_ref, e2e[m].bits_rms,
+                m == 0 ? "hybrid" : "tfhe", e2e[m].total_s, e2e[m].seq_s,
+                e2e[m].identical ? "true" : "false", e2e[m].bits_ref, e2e[m].bits_rms,
                 e2e[m].neighbour, e2e[m].bits_exact, s->stc, s->down, s->trace, s->lookup, s->up,
                 s->recover, m == 0 ? "," : "");
     }
