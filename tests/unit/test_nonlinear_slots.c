@@ -13,6 +13,8 @@
  * is accepted too (counted), as in test_nonlinear_he.
  */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -384,6 +386,111 @@ START_TEST(test_nonlinear_slots_threads)
 }
 END_TEST
 
+/* An allocator hook that records the size of every allocation in order. */
+#define HOOK_CAP 8192
+static atomic_ulong hook_calls;
+static size_t hook_size[HOOK_CAP];
+
+static void *hook_alloc(void *ctx, size_t size, size_t align)
+{
+    (void)ctx;
+    unsigned long i = atomic_fetch_add(&hook_calls, 1);
+    if (i < HOOK_CAP)
+        hook_size[i] = size;
+    void *p = NULL;
+    return posix_memalign(&p, align, size) == 0 ? p : NULL;
+}
+
+static void hook_free(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+}
+
+/* ts_nonlinear_slots_eval(ns, in) with the hook: the sizes into sizes[], *n of them. */
+static void eval_recorded(sfx_t *f, ts_nonlinear_slots_t *ns, ts_ckks_ciphertext_t *in,
+                          const size_t *slots, size_t count, ts_ckks_ciphertext_t *out,
+                          size_t *sizes, unsigned long *n)
+{
+    atomic_store(&hook_calls, 0);
+    ts_allocator_t hook = {hook_alloc, hook_free, NULL};
+    ts_set_allocator(&hook);
+    ts_status_t st = ts_nonlinear_slots_eval(ns, f->ev, in, slots, count, -1, out);
+    ts_set_allocator(NULL);
+    ck_assert_ts_ok(st);
+    *n = atomic_load(&hook_calls);
+    ck_assert_uint_lt(*n, HOOK_CAP);
+    memcpy(sizes, hook_size, *n * sizeof(size_t));
+}
+
+/*
+ * Allocation failures around and inside the threaded look-ups. Two recorded
+ * runs on one object, the first making the look-up workers, locate them: the
+ * allocation sequences agree up to the first worker allocation P and differ
+ * by the W allocations of the workers. Then, on fresh objects, every
+ * allocation from P + j on fails (sticky) for j across the workers'
+ * creation, the threads' bookkeeping and the look-ups (HYBRID: HomComp
+ * allocates on every thread; TFHE's PBS allocates nothing, so its later j
+ * land in the merge after the threads): each must return TS_ENOMEM and leak
+ * nothing once the object is freed.
+ */
+START_TEST(test_nonlinear_slots_threads_nomem)
+{
+    sfx_t f;
+    sfx_init(&f, "test-boot-n10", 10);
+    const size_t count = 2;
+    ts_nonlinear_spec_t sp = lut_spec(-8.0, 8.0, TS_NL_BOUNDS_UNIFORM);
+    ts_nonlinear_approx_t *a;
+    ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_SILU, &sp, &a));
+    size_t slots[2] = {3, 17};
+    double x[2];
+    size_t *s1 = malloc(HOOK_CAP * sizeof(size_t)), *s2 = malloc(HOOK_CAP * sizeof(size_t));
+    ts_ckks_ciphertext_t *out;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, ts_ckks_params_max_level(f.p), &out));
+    for (int m = 0; m < 2; m++) {
+        ts_nonlinear_slots_mode_t mode = (ts_nonlinear_slots_mode_t)m;
+        ts_nonlinear_slots_cfg_t cfg;
+        ts_nonlinear_slots_cfg_default(mode, &cfg);
+        ts_nonlinear_slots_t *ns;
+        ck_assert_ts_ok(ts_nonlinear_slots_new(f.cv, f.bt, a, &cfg, &ns));
+        ts_ckks_ciphertext_t *in = encrypt_case(&f, &sp, ns, &cfg, slots, count, NULL, x);
+        ts__nonlinear_slots_set_threads(ns, (int)count);
+        unsigned long n1, n2, P = 0;
+        eval_recorded(&f, ns, in, slots, count, out, s1, &n1);
+        eval_recorded(&f, ns, in, slots, count, out, s2, &n2);
+        ts_nonlinear_slots_free(ns);
+        ck_assert_uint_gt(n1, n2);
+        while (P < n2 && s1[P] == s2[P])
+            P++;
+        const unsigned long W = n1 - n2;
+        const unsigned long at[] = {0, W / 2, W - 1, W, W + 1, W + 2, W + 3, W + 5, W + 8};
+        for (size_t k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+            if (P + at[k] >= n1)
+                continue;
+            int64_t live = ts_alloc_live();
+            ck_assert_ts_ok(ts_nonlinear_slots_new(f.cv, f.bt, a, &cfg, &ns));
+            ts__nonlinear_slots_set_threads(ns, (int)count);
+            ts_alloc_fail_after(P + at[k] + 1, true);
+            ts_status_t st = ts_nonlinear_slots_eval(ns, f.ev, in, slots, count, -1, out);
+            ts_alloc_fail_after(0, false);
+            ck_assert_msg(st == TS_ENOMEM, "%s: allocations from P + %lu on (P %lu, W %lu): %s",
+                          ts_nonlinear_slots_mode_name(mode), at[k], P, W, ts_strerror(st));
+            ts_nonlinear_slots_free(ns);
+            ck_assert_int_eq(ts_alloc_live(), live);
+        }
+        fprintf(stderr,
+                "nonlinear_slots %s threads: %lu allocations, the 1 worker's %lu from %lu\n",
+                ts_nonlinear_slots_mode_name(mode), n1, W, P);
+        ts_ckks_ciphertext_free(in);
+    }
+    ts_ckks_ciphertext_free(out);
+    free(s1);
+    free(s2);
+    ts_nonlinear_approx_free(a);
+    sfx_clear(&f);
+}
+END_TEST
+
 /* The input checks: level, slot range, duplicates, mode/approx mismatch. */
 START_TEST(test_nonlinear_slots_errors)
 {
@@ -476,6 +583,7 @@ TS_TEST_SUITE(nonlinear_slots)
     tcase_add_test(tc, test_nonlinear_slots_fns);
     tcase_add_test(tc, test_nonlinear_slots_errors);
     tcase_add_test(tc, test_nonlinear_slots_threads);
+    tcase_add_test(tc, test_nonlinear_slots_threads_nomem);
     tcase_add_test(tc, test_nonlinear_slots_n12);
     suite_add_tcase(s, tc);
     return s;
