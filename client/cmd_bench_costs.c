@@ -276,10 +276,12 @@ static ts_status_t measure_tfhe(const bench_opts_t *o, ts_sched_costs_t *c, char
  * at the engine's input level, for k = 1 and k = kmax, in three ways: a
  * segmented LUT of 2 and of 4 segments (the engine's 1/x and 1/sqrt(x)
  * look-ups: 32 entries, log bounds) and one PBS per value (the tfhe
- * policy). Per value: the slope (t(kmax) - t(1)) / (kmax - 1); one
- * conversion without its values (StC, RingSwitch, split, merge, ModRecover):
- * the median of the three intercepts t(1) - slope. Writes roundtrip_ns,
- * lut_seg / lut_value_ns, pbs_value_ns and extract_depth (the StC budget).
+ * policy). The values of a conversion are looked up W at a time (the
+ * ring backend's threads): per round of W values the slope
+ * (t(kmax) - t(1)) / (ceil(kmax / W) - 1); one conversion without its values
+ * (StC, RingSwitch, split, merge, ModRecover): the median of the three
+ * intercepts t(1) - slope. Writes roundtrip_ns, lut_seg / lut_value_ns,
+ * pbs_value_ns, workers (W) and extract_depth (the StC budget).
  */
 static ts_status_t measure_convert(const bench_opts_t *o, ts_ckks_params_t *p,
                                    ts_ckks_secret_key_t *sk, ts_ckks_evalkeys_t *ek,
@@ -357,6 +359,14 @@ static ts_status_t measure_convert(const bench_opts_t *o, ts_ckks_params_t *p,
         }
         st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &sp, &ap[m]);
     }
+    /* the look-ups of a conversion run `workers` at a time (the ring
+     * backend's threads, ts_nonlinear_slots_eval): kmax values take
+     * ceil(kmax / workers) rounds */
+    ts_backend_t *be = ts_ring_backend(ts_ckks_params_ring(p));
+    size_t workers = be && be->threads > 1 ? (size_t)be->threads : 1;
+    if (workers > kmax / 2)
+        workers = kmax / 2 > 1 ? kmax / 2 : 1;
+    size_t rounds = (kmax + workers - 1) / workers;
     double icpt[3], slope[3];
     for (int m = 0; m < 3 && st == TS_OK; m++) {
         ts_nonlinear_slots_cfg_t sc;
@@ -374,7 +384,7 @@ static ts_status_t measure_convert(const bench_opts_t *o, ts_ckks_params_t *p,
         }
         if (st == TS_OK) {
             double t1 = (double)median(v[0], o->reps), tk = (double)median(v[1], o->reps);
-            slope[m] = (tk - t1) / (double)(kmax - 1);
+            slope[m] = (tk - t1) / (double)(rounds - 1);
             if (slope[m] < 1)
                 slope[m] = 1;
             icpt[m] = t1 - slope[m];
@@ -402,6 +412,7 @@ static ts_status_t measure_convert(const bench_opts_t *o, ts_ckks_params_t *p,
         c->lut_value_ns[m] = (int64_t)slope[m];
     }
     c->pbs_value_ns = (int64_t)slope[2];
+    c->workers = (int64_t)workers;
     c->extract_depth = bc.stc_levels;
 out:
     for (int m = 0; m < 3; m++)
@@ -658,9 +669,10 @@ int ts_bench_costs(int argc, char **argv)
             boot_measured ? "" : " (estimate)", c.pbs_ns / 1e6, c.homcomp_ns / 1e6);
     if (conv_measured)
         fprintf(stderr,
-                "; conversion %.1f ms + per value LUT-2 %.2f ms, LUT-4 %.2f ms, PBS %.2f ms",
+                "; conversion %.1f ms + per value LUT-2 %.2f ms, LUT-4 %.2f ms, PBS %.2f ms "
+                "(%lld at a time)",
                 c.roundtrip_ns / 1e6, c.lut_value_ns[0] / 1e6, c.lut_value_ns[1] / 1e6,
-                c.pbs_value_ns / 1e6);
+                c.pbs_value_ns / 1e6, (long long)(c.workers > 1 ? c.workers : 1));
     fprintf(stderr, " -> %s\n", o.out);
     if (o.json) {
         printf("{\"benchmark\":\"costs\",\"params\":");
@@ -672,12 +684,13 @@ int ts_bench_costs(int argc, char **argv)
         printf(",\"max_level\":%d,\"boot_measured\":%s,\"boot_ns\":%lld,\"boot_output_level\":%lld,"
                "\"pbs_ns\":%lld,\"homcomp_ns\":%lld,\"convert_measured\":%s,"
                "\"roundtrip_ns\":%lld,\"lut2_value_ns\":%lld,\"lut4_value_ns\":%lld,"
-               "\"pbs_value_ns\":%lld,\"levels\":[",
+               "\"pbs_value_ns\":%lld,\"workers\":%lld,\"levels\":[",
                top, boot_measured ? "true" : "false", (long long)c.boot_ns,
                (long long)c.boot_output_level, (long long)c.pbs_ns, (long long)c.homcomp_ns,
                conv_measured ? "true" : "false", (long long)c.roundtrip_ns,
                (long long)(c.n_lut_value > 0 ? c.lut_value_ns[0] : 0),
-               (long long)(c.n_lut_value > 1 ? c.lut_value_ns[1] : 0), (long long)c.pbs_value_ns);
+               (long long)(c.n_lut_value > 1 ? c.lut_value_ns[1] : 0), (long long)c.pbs_value_ns,
+               (long long)(c.workers > 1 ? c.workers : 1));
         for (int l = 0; l <= top; l++)
             printf("%s{\"level\":%d,\"add_ns\":%lld,\"pmul_ns\":%lld,\"cmul_ns\":%lld,"
                    "\"rot_ns\":%lld,\"rescale_ns\":%lld,\"encode_ns\":%lld}",
