@@ -178,7 +178,10 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                                    TS_LLM_PLAN_ONEHOT, costs, &cfg, NULL));
         k->best = true;
     }
-    k->tfhe_kinds = ts_llm_enc_config_tfhe_kinds(&cfg);
+    /* the kinds this model evaluates (its FFN activation: SiLU or GELU) */
+    k->tfhe_kinds = ts_llm_enc_config_tfhe_kinds(&cfg) &
+                    ~(1u << (ts_llm_model_config(m)->arch == TS_LLM_ARCH_GPT2 ? TS_LLM_KIND_SILU
+                                                                              : TS_LLM_KIND_GELU));
     uint64_t t0 = ts_now_ns();
     TRY(ts_prng_new_os(&prng));
     TRY(ts_ckks_keygen_secret(p, prng, &sk));

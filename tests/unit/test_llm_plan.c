@@ -280,20 +280,12 @@ START_TEST(test_engine_plan_counts)
 {
     char dir[256], model[300];
     tiny_dir(dir, sizeof dir, model, sizeof model);
-    static const ts_sched_policy_t pols[3] = {TS_SCHED_CKKS, TS_SCHED_HYBRID, TS_SCHED_TFHE};
-    check_policy(model, pols[_i], -1);
-    unlink(model);
-    rmdir(dir);
-}
-END_TEST
-
-/* A mixed hybrid assignment: the first softmax round's 1/x in CKKS on the
- * mean sum (Goldschmidt), the later rounds and 1/sqrt(x) in TFHE. */
-START_TEST(test_engine_plan_counts_mixed)
-{
-    char dir[256], model[300];
-    tiny_dir(dir, sizeof dir, model, sizeof model);
-    check_policy(model, TS_SCHED_HYBRID, (1 << TS_LLM_KIND_RECIP_NORM) | (1 << TS_LLM_KIND_RSQRT));
+    static const ts_sched_policy_t pols[4] = {TS_SCHED_CKKS, TS_SCHED_HYBRID, TS_SCHED_TFHE,
+                                              TS_SCHED_HYBRID};
+    /* 3: a mixed hybrid assignment, the first softmax round's 1/x in CKKS on
+     * the mean sum (Goldschmidt), the later rounds and 1/sqrt(x) in TFHE */
+    check_policy(model, pols[_i],
+                 _i < 3 ? -1 : (1 << TS_LLM_KIND_RECIP_NORM) | (1 << TS_LLM_KIND_RSQRT));
     unlink(model);
     rmdir(dir);
 }
@@ -486,8 +478,7 @@ TS_TEST_SUITE(llm_plan)
     tcase_add_test(tc, test_engine_levels_model);
     tcase_add_test(tc, test_engine_plan_explain);
     tcase_add_test(tc, test_engine_config_best);
-    tcase_add_test(tc, test_engine_plan_counts_mixed);
-    tcase_add_loop_test(tc, test_engine_plan_counts, 0, 3);
+    tcase_add_loop_test(tc, test_engine_plan_counts, 0, 4);
     tcase_add_loop_test(tc, test_engine_plan_counts_gpt2, 0, 3);
     suite_add_tcase(s, tc);
     return s;
