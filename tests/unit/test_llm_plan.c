@@ -173,6 +173,16 @@ static void tiny_dir(char *dir, size_t size, char *model, size_t msize)
     ck_assert_int_eq(tiny_model_write(model), 0);
 }
 
+/* The tiny model written to a fresh directory, loaded, and test-llm-tiny-boot. */
+static void tiny_load(char *dir, size_t size, char *model, size_t msize, ts_llm_model_t **m,
+                      ts_ckks_params_t **p)
+{
+    tiny_dir(dir, size, model, msize);
+    ck_assert_ts_ok(ts_llm_model_load(model, m, NULL, 0));
+    ck_assert_ts_ok(
+        ts_ckks_params_load_file("configs/params/test-llm-tiny-boot.yaml", true, p, NULL));
+}
+
 /* The built-in cost table with its level-0 costs at every level up to
  * max_level (the table's levels must cover the preset's). */
 static void fit_costs(ts_sched_costs_t *costs, int max_level, int boot_level)
@@ -314,12 +324,9 @@ END_TEST
 START_TEST(test_engine_plan_explain)
 {
     char dir[256], model[300];
-    tiny_dir(dir, sizeof dir, model, sizeof model);
     ts_llm_model_t *m = NULL;
-    ck_assert_ts_ok(ts_llm_model_load(model, &m, NULL, 0));
     ts_ckks_params_t *p = NULL;
-    ck_assert_ts_ok(
-        ts_ckks_params_load_file("configs/params/test-llm-tiny-boot.yaml", true, &p, NULL));
+    tiny_load(dir, sizeof dir, model, sizeof model, &m, &p);
     ts_llm_enc_config_t cfg;
     ts_llm_enc_config_policy(&cfg, TS_SCHED_HYBRID, TINY_SEQ);
     /* (GELU: the hybrid default of GPT-2 models; LLAMA models never evaluate it) */
@@ -394,12 +401,9 @@ static double plan_total(const ts_llm_model_t *m, ts_ckks_params_t *p, ts_llm_en
 START_TEST(test_engine_config_best)
 {
     char dir[256], model[300];
-    tiny_dir(dir, sizeof dir, model, sizeof model);
     ts_llm_model_t *m = NULL;
-    ck_assert_ts_ok(ts_llm_model_load(model, &m, NULL, 0));
     ts_ckks_params_t *p = NULL;
-    ck_assert_ts_ok(
-        ts_ckks_params_load_file("configs/params/test-llm-tiny-boot.yaml", true, &p, NULL));
+    tiny_load(dir, sizeof dir, model, sizeof model, &m, &p);
     ts_llm_enc_config_t probe;
     ts_llm_enc_config_default(&probe);
     ts_llm_enc_t *e = NULL;
