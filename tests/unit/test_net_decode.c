@@ -84,6 +84,22 @@ static void dfx_start(dfx_t *f)
             "sanitize_lambda: 20\n",
             f->model);
     fclose(y);
+    /* the hybrid policy under a cost table that prices TFHE out: the cheapest
+     * assignment is the ckks configuration (no conversion keys) */
+    char costs[800];
+    snprintf(costs, sizeof costs, "%s/dear-tfhe.yaml", f->certs);
+    ts_sched_costs_t tab;
+    ts_sched_costs_default(&tab);
+    tab.roundtrip_ns = INT64_C(1) << 50;
+    ck_assert_ts_ok(ts_sched_costs_save(&tab, costs));
+    snprintf(path, sizeof path, "%s/tinyc.yaml", f->models);
+    y = fopen(path, "w");
+    ck_assert_ptr_nonnull(y);
+    fprintf(y,
+            "path: %s\nparams: test-llm-tiny-boot\nbootstrap: true\npolicies: hybrid\n"
+            "max_context: 4\nmax_sessions: 2\nsanitize_lambda: 20\ncosts: %s\n",
+            f->model, costs);
+    fclose(y);
     /* and with a dense secret: bootstrapping with sparse-secret encapsulation */
     snprintf(path, sizeof path, "%s/tinyd.yaml", f->models);
     y = fopen(path, "w");
@@ -708,6 +724,16 @@ START_TEST(test_decode_policies)
                positions, conv, got, want[3]);
         ck_assert_uint_eq(positions, 3);
         ck_assert(conv > 0);
+        ck_assert_int_eq(got, want[3]);
+        /* tinyc: the hybrid the server placed all in CKKS under its cost table
+         * (PolicyInfo.tfhe false: the client makes no conversion keys, which
+         * tinyc's sessions would refuse); the steps convert nothing */
+        got = generate_cli(&f, "tinyc", &positions, &conv);
+        printf("tessera generate --policy hybrid (all CKKS under tinyc's table): %zu positions, "
+               "conversions %.0f ms, generated %d (plaintext greedy %d)\n",
+               positions, conv, got, want[3]);
+        ck_assert_uint_eq(positions, 3);
+        ck_assert(conv == 0);
         ck_assert_int_eq(got, want[3]);
     }
     dfx_stop(&f);
