@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "tests/unit/llm_fx.h"
+#include "tests/unit/llm_tiny.h"
 #include "tests/unit/ts_test.h"
 
 void llm_fx_open(llm_fx_t *f, ts_llm_model_t *m, const char *preset, const ts_llm_enc_config_t *cfg,
@@ -73,4 +74,17 @@ void llm_fx_close(llm_fx_t *f)
     ts_prng_free(f->prng);
     ts_ckks_params_free(f->p);
     ts_llm_model_free(f->m);
+}
+
+ts_llm_model_t *llm_fx_tiny_gpt2(void)
+{
+    size_t n = 0;
+    uint8_t *g = tiny_gpt2_gguf(&n);
+    ck_assert_ptr_nonnull(g);
+    ts_llm_model_t *m = NULL;
+    char err[256] = "";
+    ck_assert_msg(ts_llm_model_load_buffer(g, n, &m, err, sizeof err) == TS_OK, "%s", err);
+    free(g);
+    ck_assert_int_eq(ts_llm_model_config(m)->arch, TS_LLM_ARCH_GPT2);
+    return m;
 }

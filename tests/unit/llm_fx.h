@@ -36,5 +36,7 @@ typedef struct {
 void llm_fx_open(llm_fx_t *f, ts_llm_model_t *m, const char *preset, const ts_llm_enc_config_t *cfg,
                  bool boot, uint8_t seed);
 void llm_fx_close(llm_fx_t *f);
+/* The tiny synthetic GPT-2 of tests/unit/llm_tiny.h, loaded (the caller owns it). */
+ts_llm_model_t *llm_fx_tiny_gpt2(void);
 
 #endif

@@ -98,18 +98,6 @@ static ts_llm_model_t *ctx_llama(int layers, int kv_heads, float qk)
     return m;
 }
 
-static ts_llm_model_t *ctx_gpt2(void)
-{
-    size_t n = 0;
-    uint8_t *g = tiny_gpt2_gguf(&n);
-    ck_assert_ptr_nonnull(g);
-    ts_llm_model_t *m = NULL;
-    char err[256] = "";
-    ck_assert_msg(ts_llm_model_load_buffer(g, n, &m, err, sizeof err) == TS_OK, "%s", err);
-    free(g);
-    return m;
-}
-
 /* How the test prefills: as the engine would have (CORRECT), or wrongly, to
  * show the oracle catches it. */
 typedef enum { PREFILL_CORRECT, PREFILL_NO_ROPE, PREFILL_SHIFTED } prefill_t;
@@ -272,7 +260,8 @@ END_TEST
 START_TEST(test_ctx_gpt2)
 {
     llm_fx_t f;
-    cfx_open(&f, ctx_gpt2(), "test-llm-tiny", "configs/approx/tiny-gpt2-test.yaml", 8, false, 0);
+    cfx_open(&f, llm_fx_tiny_gpt2(), "test-llm-tiny", "configs/approx/tiny-gpt2-test.yaml", 8,
+             false, 0);
     int a = 0, b = 0;
     double e = ctx_step(&f, 7, PREFILL_CORRECT, &a, &b);
     ck_assert_msg(e < CTX_TOL, "logits off by %g", e);

@@ -729,19 +729,6 @@ END_TEST
 
 /* ------------------------------------------------------------ GPT-2 */
 
-static ts_llm_model_t *tiny_gpt2(void)
-{
-    size_t n = 0;
-    uint8_t *g = tiny_gpt2_gguf(&n);
-    ck_assert_ptr_nonnull(g);
-    ts_llm_model_t *m = NULL;
-    char err[256] = "";
-    ck_assert_msg(ts_llm_model_load_buffer(g, n, &m, err, sizeof err) == TS_OK, "%s", err);
-    free(g);
-    ck_assert_int_eq(m->cfg.arch, TS_LLM_ARCH_GPT2);
-    return m;
-}
-
 /* The teacher-forced tokens of the GPT-2 tests (positions 0..7). */
 static const int g2_toks[8] = {1, 10, 20, 5, 30, 3, 17, 8};
 
@@ -797,7 +784,7 @@ static void g2_cfg(ts_sched_policy_t pol, ts_llm_enc_config_t *cfg)
  * primitive input inside its interval, argmax equal at all 8 positions. */
 START_TEST(test_gpt2_ranges)
 {
-    ts_llm_model_t *m = tiny_gpt2();
+    ts_llm_model_t *m = llm_fx_tiny_gpt2();
     ts_llm_sim_config_t sim;
     ts_llm_sim_config_default(&sim);
     ts_llm_sim_report_t rep;
@@ -909,7 +896,7 @@ START_TEST(test_gpt2_blocks)
     ts_llm_enc_config_t cfg;
     g2_cfg(TS_SCHED_CKKS, &cfg);
     llm_fx_t f;
-    llm_fx_open(&f, tiny_gpt2(), "test-llm-tiny", &cfg, false, 7);
+    llm_fx_open(&f, llm_fx_tiny_gpt2(), "test-llm-tiny", &cfg, false, 7);
     const ts_llm_model_t *m = f.m;
     const ts__llm_layer_t *ly = &m->layers[0];
     int d = m->cfg.dim, h = m->cfg.hidden_dim;
@@ -985,7 +972,7 @@ START_TEST(test_gpt2_ckks)
     ts_llm_enc_config_t cfg;
     g2_cfg(TS_SCHED_CKKS, &cfg);
     llm_fx_t f;
-    llm_fx_open(&f, tiny_gpt2(), "test-llm-tiny", &cfg, false, 7);
+    llm_fx_open(&f, llm_fx_tiny_gpt2(), "test-llm-tiny", &cfg, false, 7);
     g2_decode(&f, 3, 5e-2, "ckks");
     llm_fx_close(&f);
 }
@@ -996,7 +983,7 @@ START_TEST(test_gpt2_hybrid)
     ts_llm_enc_config_t cfg;
     g2_cfg(TS_SCHED_HYBRID, &cfg);
     llm_fx_t f;
-    llm_fx_open(&f, tiny_gpt2(), "test-llm-tiny-boot", &cfg, true, 7);
+    llm_fx_open(&f, llm_fx_tiny_gpt2(), "test-llm-tiny-boot", &cfg, true, 7);
     g2_decode(&f, ts_test_quick() ? 1 : 2, 5e-2, "hybrid");
     llm_fx_close(&f);
 }
@@ -1012,7 +999,7 @@ END_TEST
  */
 START_TEST(test_gpt2_sparse_slots)
 {
-    ts_llm_model_t *m = tiny_gpt2();
+    ts_llm_model_t *m = llm_fx_tiny_gpt2();
     ts_ckks_params_t *p = NULL;
     ck_assert_ts_ok(
         ts_ckks_params_load_file("configs/params/test-llm-tiny-boot.yaml", true, &p, NULL));
@@ -1042,7 +1029,7 @@ START_TEST(test_gpt2_sparse_slots)
 
     cfg.log_slots = 7;
     llm_fx_t f;
-    llm_fx_open(&f, tiny_gpt2(), "test-llm-tiny-boot", &cfg, true, 7);
+    llm_fx_open(&f, llm_fx_tiny_gpt2(), "test-llm-tiny-boot", &cfg, true, 7);
     ck_assert_int_eq(ts_llm_enc_slots(f.enc), 128);
     ck_assert_int_eq(ts_llm_enc_max_positions(f.enc), 8);
     ck_assert_int_eq(ts_boot_config(f.boot)->log_slots, 7);
@@ -1119,7 +1106,7 @@ START_TEST(test_gpt2_refusals)
         ck_assert_ptr_null(e);
         ts_llm_model_free(m);
     }
-    ts_llm_model_t *m = tiny_gpt2();
+    ts_llm_model_t *m = llm_fx_tiny_gpt2();
     ck_assert_ts_ok(ts_llm_enc_supports(m, p, NULL, 0));
     ts_llm_enc_config_t cfg;
     g2_cfg(TS_SCHED_CKKS, &cfg);
@@ -1158,7 +1145,7 @@ START_TEST(test_gpt2_tfhe_slow)
     ts_llm_enc_config_t cfg;
     g2_cfg(TS_SCHED_TFHE, &cfg);
     llm_fx_t f;
-    llm_fx_open(&f, tiny_gpt2(), "test-llm-tiny-boot", &cfg, true, 7);
+    llm_fx_open(&f, llm_fx_tiny_gpt2(), "test-llm-tiny-boot", &cfg, true, 7);
     g2_decode(&f, 2, 0.25, "tfhe"); /* 4-6 bits per primitive: >= 4.5 bits below max |logit| */
     llm_fx_close(&f);
 }

@@ -16,21 +16,9 @@
 #include <unistd.h>
 
 #include "core/llm/llm.h"
+#include "tests/unit/llm_fx.h"
 #include "tests/unit/llm_tiny.h"
 #include "tests/unit/ts_test.h"
-
-typedef struct {
-    ts_llm_model_t *m;
-    ts_ckks_params_t *p;
-    ts_ckks_secret_key_t *sk;
-    ts_ckks_public_key_t *pk;
-    ts_ckks_evalkeys_t *ek;
-    ts_ckks_evaluator_t *ev;
-    ts_ckks_encoder_t *ecd;
-    ts_prng_t *prng;
-    ts_llm_enc_t *enc;
-    ts_llm_enc_session_t *s;
-} sfx_t;
 
 /* Load the approximations of a YAML file (configs/approx) as an engine config. */
 static void enc_cfg_from_yaml(const char *path, ts_llm_enc_config_t *cfg)
@@ -43,49 +31,19 @@ static void enc_cfg_from_yaml(const char *path, ts_llm_enc_config_t *cfg)
     ts_llm_enc_config_from_sim(&sim, cfg);
 }
 
-static void sfx_open(sfx_t *f, const char *model, const char *preset, const char *approx)
+/* The shared engine fixture (tests/unit/llm_fx.h) for the model file at
+ * `model`, without bootstrapping, with the approximations of `approx` (NULL:
+ * the defaults). */
+static void sfx_open(llm_fx_t *f, const char *model, const char *preset, const char *approx)
 {
-    char path[512];
-    memset(f, 0, sizeof(*f));
-    ck_assert_ts_ok(ts_llm_model_load(model, &f->m, NULL, 0));
-    snprintf(path, sizeof(path), "configs/params/%s.yaml", preset);
-    ck_assert_ts_ok(ts_ckks_params_load_file(path, true, &f->p, NULL));
-    uint8_t seed[TS_SEED_BYTES] = {11};
-    ck_assert_ts_ok(ts_prng_new_seeded(seed, 1, &f->prng));
-    ck_assert_ts_ok(ts_ckks_keygen_secret(f->p, f->prng, &f->sk));
-    ck_assert_ts_ok(ts_ckks_keygen_public(f->sk, f->prng, &f->pk));
-    ck_assert_ts_ok(ts_ckks_evalkeys_new(f->p, &f->ek));
-    ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(f->ek, f->sk, f->prng));
+    ts_llm_model_t *m = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(model, &m, NULL, 0));
     ts_llm_enc_config_t cfg;
     if (approx)
         enc_cfg_from_yaml(approx, &cfg);
     else
         ts_llm_enc_config_default(&cfg);
-    ck_assert_ts_ok(ts_llm_enc_new(f->m, f->p, &cfg, NULL, &f->enc));
-    size_t n = 0;
-    ck_assert_ts_ok(ts_llm_enc_rotation_steps(f->enc, NULL, &n));
-    int64_t *steps = malloc(n * sizeof(int64_t));
-    ck_assert_ptr_nonnull(steps);
-    ck_assert_ts_ok(ts_llm_enc_rotation_steps(f->enc, steps, &n));
-    ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations(f->ek, f->sk, steps, n, f->prng));
-    free(steps);
-    ck_assert_ts_ok(ts_ckks_evaluator_new(f->p, f->ek, &f->ev));
-    ck_assert_ts_ok(ts_ckks_encoder_new(f->p, &f->ecd));
-    ck_assert_ts_ok(ts_llm_enc_session_new(f->enc, f->ev, &f->s));
-}
-
-static void sfx_close(sfx_t *f)
-{
-    ts_llm_enc_session_free(f->s);
-    ts_llm_enc_free(f->enc);
-    ts_ckks_encoder_free(f->ecd);
-    ts_ckks_evaluator_free(f->ev);
-    ts_ckks_evalkeys_free(f->ek);
-    ts_ckks_public_key_free(f->pk);
-    ts_ckks_secret_key_free(f->sk);
-    ts_prng_free(f->prng);
-    ts_ckks_params_free(f->p);
-    ts_llm_model_free(f->m);
+    llm_fx_open(f, m, preset, &cfg, false, 11);
 }
 
 static void tiny_paths(char *model, char *tok, size_t size)
@@ -116,7 +74,7 @@ static void tiny_cleanup(const char *model)
 }
 
 /* The one-hot embedding of a few tokens equals the plaintext embedding rows. */
-static void check_embed(sfx_t *f, const int *toks, int n)
+static void check_embed(llm_fx_t *f, const int *toks, int n)
 {
     const ts_llm_config_t *c = ts_llm_model_config(f->m);
     ts_ckks_ciphertext_t *x = NULL, *y = NULL;
@@ -157,11 +115,11 @@ START_TEST(test_embed_onehot_aidreams)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s/aidreams260K.bin", ts_test_model_dir());
-    sfx_t f;
+    llm_fx_t f;
     sfx_open(&f, path, "test-llm-n10", NULL);
     static const int toks[3] = {1, 303, 511};
     check_embed(&f, toks, 3);
-    sfx_close(&f);
+    llm_fx_close(&f);
 }
 END_TEST
 
@@ -170,8 +128,10 @@ START_TEST(test_tiny_decode_sanitized)
 {
     char model[512];
     tiny_paths(model, NULL, sizeof model);
-    sfx_t f;
+    llm_fx_t f;
     sfx_open(&f, model, "test-llm-tiny", "configs/approx/tiny-test.yaml");
+    ts_ckks_public_key_t *pk = NULL; /* the sanitizer's flooding encrypts zero */
+    ck_assert_ts_ok(ts_ckks_keygen_public(f.sk, f.prng, &pk));
     static const int toks[2] = {1, 10};
     check_embed(&f, toks, 2);
     const ts_llm_config_t *c = ts_llm_model_config(f.m);
@@ -203,8 +163,8 @@ START_TEST(test_tiny_decode_sanitized)
         int lv_before = ts_ckks_ciphertext_level(lg);
         ck_assert_ts_ok(ts_ckks_ciphertext_copy(lg2, lg));
         ts_llm_sanitize_info_t got;
-        ck_assert_ts_ok(ts_llm_sanitize(f.ev, f.pk, 0, lambda, srv, lg, &got));
-        ck_assert_ts_ok(ts_llm_sanitize(f.ev, f.pk, 0, lambda, srv, lg2, NULL));
+        ck_assert_ts_ok(ts_llm_sanitize(f.ev, pk, 0, lambda, srv, lg, &got));
+        ck_assert_ts_ok(ts_llm_sanitize(f.ev, pk, 0, lambda, srv, lg2, NULL));
         ck_assert_int_eq(ts_ckks_ciphertext_level(lg), 0);
         ck_assert_int_eq(ts_ckks_ciphertext_degree(lg), 1);
         ck_assert(ts_ckks_ciphertext_scale(lg) == ts_ckks_params_scale(f.p));
@@ -230,7 +190,7 @@ START_TEST(test_tiny_decode_sanitized)
         tok = pos == 0 ? 10 : ap;
     }
     /* refusals: a level above the ciphertext's, flooding that does not fit, bad lambda */
-    ck_assert_ts_status(ts_llm_sanitize(f.ev, f.pk, 1, lambda, srv, lg, NULL), TS_ELEVEL);
+    ck_assert_ts_status(ts_llm_sanitize(f.ev, pk, 1, lambda, srv, lg, NULL), TS_ELEVEL);
     ck_assert_ts_status(ts_llm_sanitize_plan(f.p, 0, 60, &info), TS_ERANGE);
     ck_assert_ts_status(ts_llm_sanitize_plan(f.p, 0, -1, &info), TS_EINVAL);
     ck_assert_ts_status(ts_llm_sanitize(f.ev, NULL, 0, lambda, srv, lg, NULL), TS_EINVAL);
@@ -242,7 +202,8 @@ START_TEST(test_tiny_decode_sanitized)
     ts_ckks_ciphertext_free(y);
     ts_ckks_ciphertext_free(lg);
     ts_ckks_ciphertext_free(lg2);
-    sfx_close(&f);
+    ts_ckks_public_key_free(pk);
+    llm_fx_close(&f);
     tiny_cleanup(model);
 }
 END_TEST

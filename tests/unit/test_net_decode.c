@@ -534,9 +534,9 @@ static int generate_cli(const dfx_t *f, const char *model, size_t *positions, do
     while (fgets(line, sizeof line, j)) {
         const char *ip = strstr(line, "\"id\":"), *cp = strstr(line, "\"convert\":");
         ck_assert_ptr_nonnull(ip);
+        ck_assert_ptr_nonnull(cp); /* every position reports its conversion time */
         (*positions)++;
-        if (cp)
-            *conv += atof(cp + 10);
+        *conv += atof(cp + 10);
         if (strstr(line, "\"prompt\":false"))
             got = atoi(ip + 5);
     }
