@@ -341,6 +341,48 @@ ts_status_t ts_rlwe_relin_key_new(const ts_rlwe_sk_t *sk, uint32_t dnum, ts_prng
     return st;
 }
 
+/* k^-1 modulo 2N for an odd k (Newton's iteration modulo 2^64). */
+static uint64_t galois_inverse(uint64_t k, uint32_t n)
+{
+    uint64_t inv = k;
+    for (int i = 0; i < 6; i++)
+        inv *= 2 - k * inv;
+    return inv & (2 * (uint64_t)n - 1);
+}
+
+/*
+ * A Galois key for k is held permuted: every limb of both halves is
+ * sigma_k^-1 of the key's, so that the key switch applies sigma_k once to its
+ * inner product (two polynomials) instead of to every digit (keyswitch.c):
+ * sum_j sigma(d_j) key_j = sigma(sum_j d_j sigma^-1(key_j)) exactly. Applies
+ * sigma_e to all of k's limbs (e = k^-1 to store, e = k to read back).
+ */
+static ts_status_t ksk_permute(ts_rlwe_ksk_t *k, uint64_t e)
+{
+    ts_ring_t *r = k->ring;
+    ts_backend_t *be = ts_ring_backend(r);
+    const uint32_t kp = ts_ring_p_count(r), nl = k->kq + kp;
+    const size_t words = (size_t)nl * ts_ring_n(r);
+    const uint32_t *idx = ts_ring_limb_index(r, k->kq, kp);
+    uint64_t *tmp = NULL;
+    ts_status_t st = ts_backend_alloc(be, words * sizeof(uint64_t), (void **)&tmp);
+    for (uint32_t p = 0; p < 2 * k->ndig && st == TS_OK; p++) {
+        ts_bk_batch_t in = {.data = k->data + p * words,
+                            .npolys = 1,
+                            .nlimbs = nl,
+                            .poly_stride = words,
+                            .mod_idx = idx};
+        ts_bk_batch_t o = in;
+        o.data = tmp;
+        st = ts_backend_automorphism_ntt(be, ts_ring_bk(r), &o, &in, e);
+        if (st == TS_OK)
+            st = ts_backend_copy(be, in.data, tmp, words * sizeof(uint64_t));
+    }
+    if (tmp)
+        ts_backend_buf_free(be, tmp);
+    return st;
+}
+
 ts_status_t ts_rlwe_galois_key_new(const ts_rlwe_sk_t *sk, uint64_t k, uint32_t dnum, uint32_t kq,
                                    ts_prng_t *prng, ts_rlwe_ksk_t **out)
 {
@@ -360,8 +402,14 @@ ts_status_t ts_rlwe_galois_key_new(const ts_rlwe_sk_t *sk, uint64_t k, uint32_t 
     st = ts_poly_automorphism(sk_k, sk->s, k);
     if (st == TS_OK)
         st = ts_rlwe_ksk_new_capped(sk, sk_k, dnum, kq ? kq : ts_ring_q_count(sk->ring), prng, out);
-    if (st == TS_OK)
+    if (st == TS_OK) {
         (*out)->galois = k;
+        st = ksk_permute(*out, galois_inverse(k, ts_ring_n(sk->ring)));
+        if (st != TS_OK) {
+            ts_rlwe_ksk_free(*out);
+            *out = NULL;
+        }
+    }
     poly_free_secret(sk_k);
     return st;
 }
@@ -436,11 +484,38 @@ void ts_rlwe_ksk_put_body(ts_writer_t *w, const ts_rlwe_ksk_t *k, bool level0)
     uint32_t kq = k->kq, np = ts_ring_p_count(k->ring), n = ts_ring_n(k->ring);
     const uint32_t *idx = ts_ring_limb_index(k->ring, kq, np);
     size_t pw = (size_t)(kq + np) * n;
-    for (uint32_t j = 0; j < k->ndig; j++)
-        for (uint32_t l = 0; l < kq + np; l++)
-            if (limb_in_body(level0, kq, j, l))
-                ts_put_packed(w, k->data + 2 * j * pw + (size_t)l * n, n,
-                              ts_serial_width(ts_ring_modulus(k->ring, idx[l])->q));
+    /* a Galois key is written as the key itself, not as held (ksk_permute) */
+    const bool perm = k->galois > 1;
+    ts_backend_t *be = ts_ring_backend(k->ring);
+    uint64_t *tmp = NULL;
+    if (perm && w->err == TS_OK &&
+        ts_backend_alloc(be, n * sizeof(uint64_t), (void **)&tmp) != TS_OK)
+        w->err = TS_ENOMEM;
+    for (uint32_t j = 0; j < k->ndig && w->err == TS_OK; j++)
+        for (uint32_t l = 0; l < kq + np && w->err == TS_OK; l++) {
+            if (!limb_in_body(level0, kq, j, l))
+                continue;
+            const uint64_t *limb = k->data + 2 * j * pw + (size_t)l * n;
+            if (perm) {
+                ts_bk_batch_t in = {.data = (uint64_t *)limb,
+                                    .npolys = 1,
+                                    .nlimbs = 1,
+                                    .poly_stride = n,
+                                    .mod_idx = idx + l};
+                ts_bk_batch_t o = in;
+                o.data = tmp;
+                ts_status_t st =
+                    ts_backend_automorphism_ntt(be, ts_ring_bk(k->ring), &o, &in, k->galois);
+                if (st != TS_OK) {
+                    w->err = st;
+                    break;
+                }
+                limb = tmp;
+            }
+            ts_put_packed(w, limb, n, ts_serial_width(ts_ring_modulus(k->ring, idx[l])->q));
+        }
+    if (tmp)
+        ts_backend_buf_free(be, tmp);
 }
 
 ts_status_t ts_rlwe_ksk_get_body(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum, uint32_t kq,
@@ -503,6 +578,8 @@ ts_status_t ts_rlwe_ksk_get_body(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum,
         if (st == TS_OK)
             st = ts_rlwe_expand_a(seed, j + 1, &a);
     }
+    if (st == TS_OK && galois > 1)
+        st = ksk_permute(k, galois_inverse(galois, n));
     if (st != TS_OK) {
         ts_rlwe_ksk_free(k);
         return st;

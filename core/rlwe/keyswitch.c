@@ -22,7 +22,7 @@ struct ts_rlwe_ks {
     /* backend scratch */
     uint64_t *ccoef;       /* lq limbs */
     uint64_t *ext;         /* lq + kp limbs */
-    uint64_t *rot;         /* dnum polys of lq + kp limbs */
+    uint64_t *rot;         /* 2 polys of lq + kp limbs: sigma_k of the inner product */
     uint64_t *acc;         /* 2 polys of lq + kp limbs */
     uint64_t *down_tmp;    /* 2 polys of lq limbs */
     ts_rlwe_decomp_t *own; /* for ts_rlwe_keyswitch */
@@ -30,10 +30,9 @@ struct ts_rlwe_ks {
 
 struct ts_rlwe_decomp {
     const ts_rlwe_ks_t *ks;
-    uint64_t *data;   /* dnum polys, stride (lq + kp) * N */
-    uint32_t nq;      /* level of the decomposed polynomial (limbs), 0 = empty */
-    uint32_t ndig;    /* digits present at that level */
-    uint64_t rotated; /* 1, or the automorphism already applied (internal use) */
+    uint64_t *data; /* dnum polys, stride (lq + kp) * N */
+    uint32_t nq;    /* level of the decomposed polynomial (limbs), 0 = empty */
+    uint32_t ndig;  /* digits present at that level */
 };
 
 static size_t qp_stride(const ts_rlwe_ks_t *ks)
@@ -150,7 +149,7 @@ ts_status_t ts_rlwe_ks_new(ts_ring_t *r, uint32_t dnum, ts_rlwe_ks_t **out)
     if (st == TS_OK)
         st = ts_backend_alloc(be, (lq + kp) * n * w, (void **)&ks->ext);
     if (st == TS_OK)
-        st = ts_backend_alloc(be, dnum * qp_stride(ks) * w, (void **)&ks->rot);
+        st = ts_backend_alloc(be, 2 * qp_stride(ks) * w, (void **)&ks->rot);
     if (st == TS_OK)
         st = ts_backend_alloc(be, 2 * qp_stride(ks) * w, (void **)&ks->acc);
     if (st == TS_OK)
@@ -177,7 +176,6 @@ ts_status_t ts_rlwe_decomp_new(const ts_rlwe_ks_t *ks, ts_rlwe_decomp_t **out)
     if (!d)
         return TS_ENOMEM;
     d->ks = ks;
-    d->rotated = 1;
     ts_status_t st =
         ts_backend_alloc(ks->be, ks->dnum * qp_stride(ks) * sizeof(uint64_t), (void **)&d->data);
     if (st != TS_OK) {
@@ -204,13 +202,8 @@ static ts_bk_batch_t batch(uint64_t *data, uint32_t npolys, uint32_t nlimbs, siz
     return b;
 }
 
-/*
- * Decompose c; with k != 1 each digit limb is written already permuted by the
- * automorphism X -> X^k (NTT form) while it is hot after its NTT, instead of a
- * separate pass over every digit: the same values as decomposing and then
- * permuting (d->rotated = k).
- */
-static ts_status_t decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, uint64_t k, ts_rlwe_decomp_t *d)
+/* Decompose c: ModUp of every digit, NTT form over Q_nq * P. */
+static ts_status_t decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, ts_rlwe_decomp_t *d)
 {
     if (!ks || !c || !d || d->ks != ks)
         return TS_EINVAL;
@@ -224,7 +217,6 @@ static ts_status_t decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, uint64_t k, t
     const size_t n = ks->n, w = sizeof(uint64_t), stride = qp_stride(ks);
     const uint32_t *qidx = ts_ring_limb_index(ks->ring, nq, 0);
     const uint32_t *qp_idx = ts_ring_limb_index(ks->ring, nq, kp);
-    const bool rot = k != 1;
     d->nq = 0;
     /* coefficient form of c */
     ts_status_t st = ts_backend_copy(be, ks->ccoef, c->data, nq * n * w);
@@ -253,36 +245,17 @@ static ts_status_t decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, uint64_t k, t
             return st;
         /* place the converted limbs: ext holds Q below the digit, Q above, then
          * P; in the digit Q above and P are contiguous too */
-        ts_bk_batch_t eb = batch(ks->ext, 1, lo, lo * n, to);
-        ts_bk_batch_t db = batch(dj, 1, lo, lo * n, to);
-        ts_bk_batch_t ea = batch(ks->ext + lo * n, 1, nb - lo, (nb - lo) * n, to + lo);
-        ts_bk_batch_t da = batch(dj + hi * n, 1, nb - lo, (nb - lo) * n, to + lo);
-        if (lo && rot)
-            st = ts_backend_automorphism_ntt(be, bk, &db, &eb, k);
-        else if (lo)
+        if (lo)
             st = ts_backend_copy(be, dj, ks->ext, lo * n * w);
-        if (st == TS_OK && rot)
-            st = ts_backend_automorphism_ntt(be, bk, &da, &ea, k);
-        else if (st == TS_OK)
+        if (st == TS_OK)
             st = ts_backend_copy(be, dj + hi * n, ks->ext + lo * n, (nb - lo) * n * w);
         if (st != TS_OK)
             return st;
         /* the digit's own limbs are c's own residues, in NTT form */
-        ts_bk_batch_t own = batch(dj + lo * n, 1, hi - lo, (hi - lo) * n, qp_idx + lo);
-        if (c->is_ntt && rot) {
-            ts_bk_batch_t cs = batch(c->data + lo * n, 1, hi - lo, (hi - lo) * n, qp_idx + lo);
-            st = ts_backend_automorphism_ntt(be, bk, &own, &cs, k);
-        } else if (c->is_ntt) {
+        if (c->is_ntt) {
             st = ts_backend_copy(be, dj + lo * n, c->data + lo * n, (hi - lo) * n * w);
-        } else if (rot) {
-            /* NTT in ext (free again), then permute into place */
-            ts_bk_batch_t tb = batch(ks->ext, 1, hi - lo, (hi - lo) * n, qp_idx + lo);
-            st = ts_backend_copy(be, ks->ext, ks->ccoef + lo * n, (hi - lo) * n * w);
-            if (st == TS_OK)
-                st = ts_backend_ntt_forward(be, bk, &tb);
-            if (st == TS_OK)
-                st = ts_backend_automorphism_ntt(be, bk, &own, &tb, k);
         } else {
+            ts_bk_batch_t own = batch(dj + lo * n, 1, hi - lo, (hi - lo) * n, qp_idx + lo);
             st = ts_backend_copy(be, dj + lo * n, ks->ccoef + lo * n, (hi - lo) * n * w);
             if (st == TS_OK)
                 st = ts_backend_ntt_forward(be, bk, &own);
@@ -292,13 +265,12 @@ static ts_status_t decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, uint64_t k, t
     }
     d->nq = nq;
     d->ndig = ndig;
-    d->rotated = k;
     return TS_OK;
 }
 
 ts_status_t ts_rlwe_decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, ts_rlwe_decomp_t *d)
 {
-    return decompose(ks, c, 1, d);
+    return decompose(ks, c, d);
 }
 
 static ts_status_t keyswitch_digits(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d, uint64_t k,
@@ -324,15 +296,6 @@ static ts_status_t keyswitch_digits(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d,
     const uint32_t *key_idx = ts_ring_limb_index(ks->ring, kq, kp);
     ts_status_t st;
     ts_bk_batch_t digits = batch(d->data, d->ndig, nq + kp, stride, qp_idx);
-    if (d->rotated != 1 && d->rotated != k)
-        return TS_EINVAL;
-    if (k != 1 && d->rotated != k) {
-        ts_bk_batch_t rot = batch(ks->rot, d->ndig, nq + kp, stride, qp_idx);
-        st = ts_backend_automorphism_ntt(be, bk, &rot, &digits, k);
-        if (st != TS_OK)
-            return st;
-        digits = rot;
-    }
     for (uint32_t l = 0; l < nq; l++)
         ks->key_limb[l] = l;
     for (uint32_t l = 0; l < kp; l++)
@@ -343,8 +306,18 @@ static ts_status_t keyswitch_digits(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d,
     st = ts_backend_keyswitch_inner(be, bk, &acc, &digits, &kb, ks->key_limb);
     if (st != TS_OK)
         return st;
+    /* a Galois key is held as sigma_k^-1 of the key (keys.c): sigma_k of the
+     * inner product is the switch of the rotated digits */
+    uint64_t *sum = ks->acc;
+    if (k != 1) {
+        ts_bk_batch_t rot = batch(ks->rot, 2, nq + kp, stride, qp_idx);
+        st = ts_backend_automorphism_ntt(be, bk, &rot, &acc, k);
+        if (st != TS_OK)
+            return st;
+        sum = ks->rot;
+    }
     /* ModDown in NTT form: u = (acc_Q - NTT(conv_{P->Q}(INTT(acc_P)))) * P^{-1} */
-    ts_bk_batch_t accp = batch(ks->acc + (size_t)nq * n, 2, kp, stride, ks->p_idx);
+    ts_bk_batch_t accp = batch(sum + (size_t)nq * n, 2, kp, stride, ks->p_idx);
     ts_bk_batch_t tmp = batch(ks->down_tmp, 2, nq, (size_t)nq * n, qidx);
     st = ts_backend_ntt_inverse(be, bk, &accp);
     if (st == TS_OK)
@@ -359,7 +332,7 @@ static ts_status_t keyswitch_digits(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d,
         u[c]->np = 0;
         u[c]->is_ntt = true;
         ts_bk_batch_t ub = batch(u[c]->data, 1, nq, (size_t)nq * n, qidx);
-        ts_bk_batch_t aq = batch(ks->acc + c * stride, 1, nq, (size_t)nq * n, qidx);
+        ts_bk_batch_t aq = batch(sum + c * stride, 1, nq, (size_t)nq * n, qidx);
         ts_bk_batch_t tc = batch(ks->down_tmp + (size_t)c * nq * n, 1, nq, (size_t)nq * n, qidx);
         st = ts_backend_sub(be, bk, &ub, &aq, &tc);
         if (st == TS_OK)
@@ -371,8 +344,6 @@ static ts_status_t keyswitch_digits(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d,
 ts_status_t ts_rlwe_keyswitch_hoisted(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d, uint64_t k,
                                       const ts_rlwe_ksk_t *key, ts_poly_t *u0, ts_poly_t *u1)
 {
-    if (d && d->nq && d->rotated != 1)
-        return TS_EINVAL; /* only ts_rlwe_decompose's digits */
     return keyswitch_digits(ks, d, k, key, u0, u1);
 }
 
@@ -381,13 +352,8 @@ ts_status_t ts_rlwe_keyswitch(ts_rlwe_ks_t *ks, const ts_poly_t *c, uint64_t k,
 {
     if (!ks || !key)
         return TS_EINVAL;
-    /* the automorphism is fused into the decomposition when the key matches
-     * (otherwise keyswitch_digits refuses as before) */
-    const uint64_t mask = 2 * (uint64_t)ks->n - 1;
-    uint64_t kk = k & mask;
-    bool fuse = (kk & 1) && kk != 1 && key->galois == kk;
-    ts_status_t st = decompose(ks, c, fuse ? kk : 1, ks->own);
+    ts_status_t st = decompose(ks, c, ks->own);
     if (st != TS_OK)
         return st;
-    return keyswitch_digits(ks, ks->own, kk, key, u0, u1);
+    return keyswitch_digits(ks, ks->own, k, key, u0, u1);
 }

@@ -105,7 +105,10 @@ typedef struct ts_rlwe_ksk {
     uint32_t alpha;  /* primes per digit */
     uint32_t kq;     /* Q limbs held (1..q_count): serves levels 0 .. kq - 1 */
     uint32_t ndig;   /* digits held: ceil(kq / alpha) */
-    uint64_t galois; /* k for a Galois key s(X^k) -> s; 0 otherwise */
+    uint64_t galois; /* k for a Galois key s(X^k) -> s; 0 otherwise. A Galois
+                      * key's data is held as sigma_k^-1 of the key (the key
+                      * switch rotates its inner product once instead of every
+                      * digit); serialized bodies hold the key itself. */
     uint8_t seed[TS_SEED_BYTES];
     uint64_t *data;
     int refs; /* use ts_rlwe_ksk_ref / ts_rlwe_ksk_free */

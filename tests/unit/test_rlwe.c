@@ -1,8 +1,8 @@
 /*
  * core/rlwe: keys (ternary / sparse, public key error, seeded a), hybrid key
  * switching noise vs its analytic bound (printed: measured vs bound), relin
- * and Galois keys, hoisted rotations vs the plaintext permutation, gadget
- * decomposition.
+ * and Galois keys, hoisted rotations vs the plaintext permutation, the wire
+ * form of Galois keys, gadget decomposition.
  */
 #include "tests/unit/ts_test.h"
 
@@ -390,6 +390,64 @@ START_TEST(test_relin_galois)
 }
 END_TEST
 
+/*
+ * A Galois key is held permuted (sigma_k^-1 of every limb, so the switch
+ * rotates its inner product instead of every digit) but travels as the key
+ * itself: its serialized body equals, byte for byte, the body of the plain
+ * key s(X^k) -> s made from the same randomness, and reads back to a key
+ * whose switch is the same.
+ */
+START_TEST(test_galois_key_wire)
+{
+    ts_ring_t *r = test_ring();
+    ts_prng_t *p0 = seeded(9);
+    ts_rlwe_sk_t *sk;
+    ck_assert_ts_ok(ts_rlwe_sk_new(r, p0, 0, &sk));
+    const uint64_t ks_k[] = {5, 2 * 2048 - 1, 4095 - 8};
+    for (size_t t = 0; t < sizeof ks_k / sizeof ks_k[0]; t++) {
+        const uint64_t k = ks_k[t];
+        ts_prng_t *pa = seeded(21), *pb = seeded(21);
+        ts_rlwe_ksk_t *gk, *plain;
+        ck_assert_ts_ok(ts_rlwe_galois_key_new(sk, k, 3, 0, pa, &gk));
+        ts_poly_t *sk_k;
+        ck_assert_ts_ok(ts_poly_new(r, sk->s->nq, sk->s->np, true, &sk_k));
+        ck_assert_ts_ok(ts_poly_automorphism(sk_k, sk->s, k));
+        ck_assert_ts_ok(ts_rlwe_ksk_new(sk, sk_k, 3, pb, &plain));
+        ck_assert_mem_eq(gk->seed, plain->seed, TS_SEED_BYTES);
+        /* held differently ... */
+        ck_assert(memcmp(gk->data, plain->data, ts_rlwe_ksk_bytes(gk)) != 0);
+        /* ... written the same */
+        ts_writer_t wa, wb;
+        ts_writer_init(&wa);
+        ts_writer_init(&wb);
+        ts_rlwe_ksk_put_body(&wa, gk, false);
+        ts_rlwe_ksk_put_body(&wb, plain, false);
+        ck_assert_ts_ok(wa.err);
+        ck_assert_ts_ok(wb.err);
+        ck_assert_uint_eq(wa.len, wb.len);
+        ck_assert_msg(!memcmp(wa.buf, wb.buf, wa.len), "k=%llu: body is not the key itself",
+                      (unsigned long long)k);
+        /* read back: held as the original Galois key */
+        ts_reader_t rd;
+        ts_reader_init(&rd, wa.buf, wa.len);
+        ts_rlwe_ksk_t *back;
+        ck_assert_ts_ok(ts_rlwe_ksk_get_body(&rd, r, 3, 0, k, gk->seed, false, &back));
+        ck_assert(!memcmp(back->data, gk->data, ts_rlwe_ksk_bytes(gk)));
+        ts_rlwe_ksk_free(back);
+        ts_writer_clear(&wa);
+        ts_writer_clear(&wb);
+        ts_poly_free(sk_k);
+        ts_rlwe_ksk_free(gk);
+        ts_rlwe_ksk_free(plain);
+        ts_prng_free(pa);
+        ts_prng_free(pb);
+    }
+    ts_rlwe_sk_free(sk);
+    ts_prng_free(p0);
+    ts_ring_free(r);
+}
+END_TEST
+
 START_TEST(test_gadget)
 {
     uint64_t q;
@@ -544,6 +602,7 @@ TS_TEST_SUITE(rlwe)
     tcase_add_test(tc, test_keys);
     tcase_add_test(tc, test_keyswitch_noise);
     tcase_add_test(tc, test_relin_galois);
+    tcase_add_test(tc, test_galois_key_wire);
     tcase_add_test(tc, test_gadget);
     tcase_add_test(tc, test_rlwe_alloc_failures);
     suite_add_tcase(s, tc);
