@@ -289,6 +289,51 @@ START_TEST(test_poly_automorphism)
 }
 END_TEST
 
+/*
+ * Copies and zeroing of 4 MiB or more run on the pool in 1 MiB pieces: sizes
+ * around and off the piece boundaries on a 3-thread backend give exactly
+ * memcpy/memset's bytes, overlapping moves keep memmove's meaning (they stay
+ * on the caller), and bytes outside the range are untouched.
+ */
+START_TEST(test_backend_copy_zero_pool)
+{
+    ts_backend_t *be;
+    ck_assert_ts_ok(ts_backend_cpu_new(3, &be));
+    const size_t mib = (size_t)1 << 20, cap = 9 * mib + 4096;
+    uint8_t *src = NULL, *dst = NULL, *want = ts_malloc(cap);
+    ck_assert_ts_ok(ts_backend_alloc(be, cap, (void **)&src));
+    ck_assert_ts_ok(ts_backend_alloc(be, cap, (void **)&dst));
+    ck_assert_ptr_nonnull(want);
+    for (size_t i = 0; i < cap; i++)
+        src[i] = (uint8_t)(i * 2654435761u >> 13);
+    const size_t sizes[] = {4 * mib - 8, 4 * mib, 4 * mib + 8, 5 * mib + 123, 9 * mib};
+    for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++) {
+        size_t nb = sizes[t], off = t * 8;
+        memset(dst, 0xA5, cap);
+        memcpy(want, dst, cap);
+        memcpy(want + off, src + 3, nb);
+        ck_assert_ts_ok(ts_backend_copy(be, dst + off, src + 3, nb));
+        ck_assert_msg(!memcmp(dst, want, cap), "copy of %zu bytes", nb);
+        memset(want + off, 0, nb);
+        ck_assert_ts_ok(ts_backend_zero(be, dst + off, nb));
+        ck_assert_msg(!memcmp(dst, want, cap), "zero of %zu bytes", nb);
+    }
+    /* overlapping, both directions */
+    for (int dir = 0; dir < 2; dir++) {
+        memcpy(dst, src, cap);
+        memcpy(want, src, cap);
+        size_t nb = 6 * mib, a = dir ? 4096 : 0, b = dir ? 0 : 4096;
+        memmove(want + b, want + a, nb);
+        ck_assert_ts_ok(ts_backend_copy(be, dst + b, dst + a, nb));
+        ck_assert_msg(!memcmp(dst, want, cap), "overlapping move, direction %d", dir);
+    }
+    ts_free(want);
+    ts_backend_buf_free(be, src);
+    ts_backend_buf_free(be, dst);
+    ts_backend_free(be);
+}
+END_TEST
+
 /* Every op on a 1-thread and a 3-thread backend gives identical bits. */
 START_TEST(test_backend_threads)
 {
@@ -676,6 +721,7 @@ TS_TEST_SUITE(ring)
     tcase_add_test(tc, test_poly_automorphism);
     tcase_add_test(tc, test_auto_ntt_all_k);
     tcase_add_test(tc, test_backend_threads);
+    tcase_add_test(tc, test_backend_copy_zero_pool);
     tcase_add_test(tc, test_backend_conv_ks);
     tcase_add_test(tc, test_sampling);
     tcase_add_test(tc, test_sampling_kat);
