@@ -27,6 +27,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "client/client.h"
@@ -45,6 +46,20 @@ typedef struct {
     net_daemon_t d;
 } dfx_t;
 
+/* Write dir/name from a format (model files of the daemon's models_dir). */
+static void write_yaml(const char *dir, const char *name, const char *fmt, ...)
+{
+    char path[900];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *y = fopen(path, "w");
+    ck_assert_ptr_nonnull(y);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(y, fmt, ap);
+    va_end(ap);
+    ck_assert_int_eq(fclose(y), 0);
+}
+
 static void dfx_start(dfx_t *f)
 {
     memset(f, 0, sizeof *f);
@@ -56,34 +71,21 @@ static void dfx_start(dfx_t *f)
     snprintf(f->tok, sizeof f->tok, "%s/tiny_tok.bin", f->certs);
     ck_assert_int_eq(tiny_model_write(f->model), 0);
     ck_assert_int_eq(tiny_tokenizer_write(f->tok), 0);
-    char path[800];
-    snprintf(path, sizeof path, "%s/tiny.yaml", f->models);
-    FILE *y = fopen(path, "w");
-    ck_assert_ptr_nonnull(y);
-    fprintf(y,
-            "path: %s\nparams: test-llm-tiny\napprox: configs/approx/tiny-test.yaml\n"
-            "max_context: 8\nmax_sessions: 2\nsanitize_lambda: 20\n",
-            f->model);
-    fclose(y);
+    write_yaml(f->models, "tiny.yaml",
+               "path: %s\nparams: test-llm-tiny\napprox: configs/approx/tiny-test.yaml\n"
+               "max_context: 8\nmax_sessions: 2\nsanitize_lambda: 20\n",
+               f->model);
     /* the same model with a session memory limit no session fits */
-    snprintf(path, sizeof path, "%s/zsmall.yaml", f->models);
-    y = fopen(path, "w");
-    ck_assert_ptr_nonnull(y);
-    fprintf(y,
-            "path: %s\nparams: test-llm-tiny\napprox: configs/approx/tiny-test.yaml\n"
-            "session_memory_bytes: 1048576\nsanitize_lambda: 20\n",
-            f->model);
-    fclose(y);
+    write_yaml(f->models, "zsmall.yaml",
+               "path: %s\nparams: test-llm-tiny\napprox: configs/approx/tiny-test.yaml\n"
+               "session_memory_bytes: 1048576\nsanitize_lambda: 20\n",
+               f->model);
     /* the same model with bootstrapping, serving all three policies */
-    snprintf(path, sizeof path, "%s/tinyb.yaml", f->models);
-    y = fopen(path, "w");
-    ck_assert_ptr_nonnull(y);
-    fprintf(y,
-            "path: %s\nparams: test-llm-tiny-boot\napprox: configs/approx/tiny-test.yaml\n"
-            "bootstrap: true\npolicies: ckks, hybrid, tfhe\nmax_context: 4\nmax_sessions: 2\n"
-            "sanitize_lambda: 20\n",
-            f->model);
-    fclose(y);
+    write_yaml(f->models, "tinyb.yaml",
+               "path: %s\nparams: test-llm-tiny-boot\napprox: configs/approx/tiny-test.yaml\n"
+               "bootstrap: true\npolicies: ckks, hybrid, tfhe\nmax_context: 4\nmax_sessions: 2\n"
+               "sanitize_lambda: 20\n",
+               f->model);
     /* the hybrid policy under a cost table that prices TFHE out: the cheapest
      * assignment is the ckks configuration (no conversion keys) */
     char costs[800];
@@ -92,24 +94,16 @@ static void dfx_start(dfx_t *f)
     ts_sched_costs_default(&tab);
     tab.roundtrip_ns = INT64_C(1) << 50;
     ck_assert_ts_ok(ts_sched_costs_save(&tab, costs));
-    snprintf(path, sizeof path, "%s/tinyc.yaml", f->models);
-    y = fopen(path, "w");
-    ck_assert_ptr_nonnull(y);
-    fprintf(y,
-            "path: %s\nparams: test-llm-tiny-boot\nbootstrap: true\npolicies: hybrid\n"
-            "max_context: 4\nmax_sessions: 2\nsanitize_lambda: 20\ncosts: %s\n",
-            f->model, costs);
-    fclose(y);
+    write_yaml(f->models, "tinyc.yaml",
+               "path: %s\nparams: test-llm-tiny-boot\nbootstrap: true\npolicies: hybrid\n"
+               "max_context: 4\nmax_sessions: 2\nsanitize_lambda: 20\ncosts: %s\n",
+               f->model, costs);
     /* and with a dense secret: bootstrapping with sparse-secret encapsulation */
-    snprintf(path, sizeof path, "%s/tinyd.yaml", f->models);
-    y = fopen(path, "w");
-    ck_assert_ptr_nonnull(y);
-    fprintf(y,
-            "path: %s\nparams: test-llm-tiny-boot-dense\napprox: configs/approx/tiny-test.yaml\n"
-            "bootstrap: true\npolicies: ckks, hybrid\nmax_context: 4\nmax_sessions: 2\n"
-            "sanitize_lambda: 20\n",
-            f->model);
-    fclose(y);
+    write_yaml(f->models, "tinyd.yaml",
+               "path: %s\nparams: test-llm-tiny-boot-dense\napprox: configs/approx/tiny-test.yaml\n"
+               "bootstrap: true\npolicies: ckks, hybrid\nmax_context: 4\nmax_sessions: 2\n"
+               "sanitize_lambda: 20\n",
+               f->model);
     char sections[800];
     snprintf(sections, sizeof sections, "models_dir: %s\n", f->models);
     net_daemon_start(&f->d, f->certs, NULL, NULL, sections, true);
@@ -837,7 +831,7 @@ START_TEST(test_generate_aidreams_policy)
     if (!getenv("TS_SLOW_TESTS"))
         return;
     const char *policy = getenv("TS_SLOW_POLICY") ? getenv("TS_SLOW_POLICY") : "hybrid";
-    char certs[512], models[700], model[700], tok[700], path[800], cmd[3000];
+    char certs[512], models[700], model[700], tok[700], cmd[3000];
     net_tmpdir(certs, sizeof certs, "dec-slow");
     net_make_certs(certs, "client");
     snprintf(models, sizeof models, "%s/models", certs);
@@ -847,14 +841,10 @@ START_TEST(test_generate_aidreams_policy)
     snprintf(model, sizeof model, "%s/%s/aidreams260K.bin", cwd, ts_test_model_dir());
     snprintf(tok, sizeof tok, "%s/%s/tok512.bin", cwd, ts_test_model_dir());
     free(cwd);
-    snprintf(path, sizeof path, "%s/aidreams.yaml", models);
-    FILE *y = fopen(path, "w");
-    ck_assert_ptr_nonnull(y);
-    fprintf(y,
-            "path: %s\nparams: test-boot-n12\nbootstrap: true\npolicies: ckks, %s\n"
-            "max_context: 8\nmax_sessions: 1\nsanitize_lambda: 20\n",
-            model, policy);
-    fclose(y);
+    write_yaml(models, "aidreams.yaml",
+               "path: %s\nparams: test-boot-n12\nbootstrap: true\npolicies: ckks, %s\n"
+               "max_context: 8\nmax_sessions: 1\nsanitize_lambda: 20\n",
+               model, policy);
     char sections[800];
     snprintf(sections, sizeof sections, "models_dir: %s\n", models);
     net_daemon_t d;
@@ -1104,15 +1094,10 @@ START_TEST(test_decode_gpt2)
     ck_assert_int_eq(mkdir(f.models, 0700), 0);
     snprintf(f.model, sizeof f.model, "%s/tiny-gpt2.gguf", f.certs);
     ck_assert_int_eq(tiny_gpt2_write(f.model), 0);
-    char path[800];
-    snprintf(path, sizeof path, "%s/gpt2.yaml", f.models);
-    FILE *y = fopen(path, "w");
-    ck_assert_ptr_nonnull(y);
-    fprintf(y,
-            "path: %s\nparams: test-llm-tiny\napprox: configs/approx/tiny-gpt2-test.yaml\n"
-            "max_context: 8\nmax_sessions: 1\nsanitize_lambda: 20\n",
-            f.model);
-    fclose(y);
+    write_yaml(f.models, "gpt2.yaml",
+               "path: %s\nparams: test-llm-tiny\napprox: configs/approx/tiny-gpt2-test.yaml\n"
+               "max_context: 8\nmax_sessions: 1\nsanitize_lambda: 20\n",
+               f.model);
     char sections[800];
     snprintf(sections, sizeof sections, "models_dir: %s\n", f.models);
     net_daemon_start(&f.d, f.certs, NULL, NULL, sections, true);
@@ -1170,11 +1155,7 @@ static void registry_expect(const char *dir, const char *yaml, const char *name,
                             const char *text)
 {
     char path[700], err[600] = "";
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *y = fopen(path, "w");
-    ck_assert_ptr_nonnull(y);
-    fputs(yaml, y);
-    fclose(y);
+    write_yaml(dir, name, "%s", yaml);
     ts_dec_registry_t *r = NULL;
     ts_status_t st = ts_dec_registry_load(dir, "configs/params", true, &r, err, sizeof err);
     printf("  %s: %s\n", name, err[0] ? err : ts_status_name(st));
@@ -1187,6 +1168,7 @@ static void registry_expect(const char *dir, const char *yaml, const char *name,
         ck_assert_ptr_null(ts_dec_find(r, "other"));
     }
     ts_dec_registry_free(r);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     unlink(path);
 }
 
@@ -1255,11 +1237,7 @@ START_TEST(test_decode_model_files)
         }
         ck_assert_ts_ok(ts_sched_costs_save(&tab, costs));
         char path[800], err[600] = "";
-        snprintf(path, sizeof path, "%s/tiny.yaml", dir);
-        FILE *y = fopen(path, "w");
-        ck_assert_ptr_nonnull(y);
-        fputs(yaml, y);
-        fclose(y);
+        write_yaml(dir, "tiny.yaml", "%s", yaml);
         ts_dec_registry_t *r = NULL;
         ck_assert_msg(ts_dec_registry_load(dir, "configs/params", true, &r, err, sizeof err) ==
                           TS_OK,
