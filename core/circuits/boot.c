@@ -4,6 +4,7 @@
  * working view, their levels, the EvalMod polynomial) is computed by the same
  * code for the key list (client side, no keys) and for the bootstrapper.
  */
+#include <complex.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -1252,6 +1253,61 @@ ts_status_t ts_boot_bootstrap_scaled(const ts_boot_t *bt, ts_ckks_evaluator_t *e
     if (!(out_scale >= ldexp(d, -10) && out_scale <= d))
         return TS_EINVAL;
     return boot_cts(bt, ev, in, out_scale, out);
+}
+
+ts_status_t ts_boot_bootstrap_pair(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                                   ts_ckks_ciphertext_t *a, ts_ckks_ciphertext_t *b, double bound)
+{
+    ts_status_t st = check_io(bt, ev, a, b);
+    if (st == TS_OK)
+        st = check_io(bt, ev, b, a);
+    if (st != TS_OK)
+        return st;
+    if (bt->cfg.order != TS_BOOT_CTS_FIRST)
+        return TS_ENOTSUP;
+    double sa = ts_ckks_ciphertext_scale(a), sb = ts_ckks_ciphertext_scale(b);
+    if (a == b || !(bound >= 0x1p-20 && bound <= 0x1p20) || !(fabs(sa / sb - 1.0) < 0x1p-30))
+        return TS_EINVAL;
+    ts_ckks_ciphertext_t *c = NULL, *cj = NULL;
+    st = new_ct(bt, &c);
+    if (st == TS_OK)
+        st = new_ct(bt, &cj);
+    /* the real parts, at level 0 where the bootstrap starts anyway (one key
+     * switch on one prime each): a + i b would move Im(b) into a's real part
+     * and Im(a) into b's */
+    ts_ckks_ciphertext_t *xs[2] = {a, b};
+    for (int k = 0; k < 2 && st == TS_OK; k++) {
+        st = ts_ckks_drop_to_level(ev, xs[k], 0, xs[k]);
+        if (st == TS_OK)
+            st = ts_ckks_conjugate(ev, xs[k], cj);
+        if (st == TS_OK)
+            st = ts_ckks_add(ev, xs[k], cj, xs[k]); /* 2 Re at scale sa */
+    }
+    /* c = 2 (Re a + i Re b) at sa, read as (Re a + i Re b) / bound; out at a
+     * quarter of that scale, so that c + conj(c) holds 2 Re a at sa / 2 */
+    if (st == TS_OK)
+        st = ts_ckks_mul_const(ev, b, I, 1.0, c);
+    if (st == TS_OK)
+        st = ts_ckks_add(ev, a, c, c);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_set_meta(c, 0, 1, 2.0 * sa * bound, bt->n);
+    if (st == TS_OK)
+        st = boot_cts(bt, ev, c, sa * bound / 2.0, c);
+    if (st == TS_OK)
+        st = ts_ckks_conjugate(ev, c, cj);
+    if (st == TS_OK)
+        st = ts_ckks_add(ev, c, cj, a);
+    if (st == TS_OK)
+        st = ts_ckks_sub(ev, c, cj, b);
+    if (st == TS_OK)
+        st = ts_ckks_mul_const(ev, b, -I, 1.0, b);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_set_meta(a, ts_ckks_ciphertext_level(a), 1, sa, bt->n);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_set_meta(b, ts_ckks_ciphertext_level(b), 1, sa, bt->n);
+    ts_ckks_ciphertext_free(c);
+    ts_ckks_ciphertext_free(cj);
+    return st;
 }
 
 /* The CoeffToSlot-first bootstrap with the output at scale delta_out. */

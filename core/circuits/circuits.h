@@ -247,6 +247,24 @@ ts_status_t ts_boot_bootstrap_scaled(const ts_boot_t *bt, ts_ckks_evaluator_t *e
                                      ts_ckks_ciphertext_t *out);
 
 /*
+ * Two real vectors in one bootstrap (CTS_FIRST only): a and b (same slot
+ * count, scale and degree 1, any levels) are refreshed in place to
+ * ts_boot_levels_left() at their scale. Their real parts travel as one
+ * complex vector Re a + i Re b (the imaginary parts are dropped first, by a
+ * conjugation each at level 0: packed as they come, Im b would land in a's
+ * real part and Im a in b's); a conjugation splits the result. bound: the
+ * magnitude of the values (a power of two normally): they are bootstrapped
+ * read as v / bound (the message ratio then puts the bound at 2^-r of q_0),
+ * so the error is about bound times the bootstrap's error on [-1, 1], and
+ * values beyond the bound are distorted by the sine, ~(2 pi 2^-r v /
+ * bound)^2 / 6 relative. Needs the conjugation key. Errors: TS_ENOTSUP
+ * (STC_FIRST), TS_EINVAL (a == b, scales differ, bound outside 2^-20..2^20),
+ * those of ts_boot_bootstrap.
+ */
+ts_status_t ts_boot_bootstrap_pair(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
+                                   ts_ckks_ciphertext_t *a, ts_ckks_ciphertext_t *b, double bound);
+
+/*
  * ModRecover: in is a ciphertext at level 0 (higher levels are dropped)
  * whose coefficients carry values at scale in.scale: coefficient rev(j) * g
  * (and (rev(j) + n) * g for the imaginary part) holds value j. out: slot j

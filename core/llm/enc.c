@@ -14,6 +14,24 @@
 
 #define ENC_MAX_N1 64
 
+/*
+ * Bootstrap precision and magnitude bounds. The bootstrapper scales its
+ * level-0 input so that a value of 1 at the declared scale sits at 2^-12 of
+ * q_0 (the message ratio), where the sine's distortion (2 pi t)^2 / 6 is
+ * ~2^-21 relative; its own error is then about 2^-19.5 of that unit
+ * (measured: ~1.1e-6 at boot-n16-dense, 2^10-2^12 slots). A value up to B is
+ * bootstrapped with its scale declared B times larger (it reads v / B), so
+ * the absolute error is ~1.1e-6 B, and a value beyond B is distorted by
+ * ~(2 pi 2^-12 v / B)^2 / 6 relative (graceful: 1e-4 at 16 B). The engine
+ * therefore bootstraps every value with the bound of its section: values
+ * with no known bound (activations) at ENC_BOOT_BOUND (64 keeps a few
+ * hundred in the sine's linear range), the softmax's and the norms' values
+ * at the bounds their intervals give (bound_set). At 64 positions a bound
+ * of 64 on the softmax's values cost ~4 bits of the logits: their errors
+ * are multiplied by 1/sum (up to n) in the last normalization.
+ */
+#define ENC_BOOT_BOUND 64.0
+
 typedef ts_ckks_ciphertext_t ct_t;
 
 struct ts_llm_enc {
@@ -61,6 +79,7 @@ struct ts_llm_enc_session {
     ts_llm_enc_stats_t stats;
     int stage;     /* ts_llm_stage_t being timed */
     uint64_t mark; /* ts_now_ns() when it began */
+    double bound;  /* magnitude bound of what the current section bootstraps (bound_set) */
 };
 
 static int pow2_at_least(int n)
@@ -946,6 +965,7 @@ ts_status_t ts_llm_enc_session_new(const ts_llm_enc_t *e, ts_ckks_evaluator_t *e
     s->e = e;
     s->boot = e->boot;
     s->ev = ev;
+    s->bound = ENC_BOOT_BOUND;
     ts_status_t st = ts_ckks_encoder_new(e->params, &s->ecd);
     if (st == TS_OK)
         st = ts_ckks_plaintext_new(e->params, ts_ckks_params_max_level(e->params), &s->pt);
@@ -1140,6 +1160,7 @@ static void stage_begin(ts_llm_enc_session_t *s)
 {
     s->mark = ts_now_ns();
     s->stage = TS_LLM_STAGE_OTHER;
+    s->bound = ENC_BOOT_BOUND;
 }
 
 /* --------------------------------------------------------------- helpers */
@@ -1157,13 +1178,20 @@ static ts_status_t ct_new(ts_llm_enc_session_t *s, ct_t **out)
     return ts_ckks_ciphertext_new(s->e->params, 0, out);
 }
 
-/* Values are divided by this (declared scale) during a bootstrap, so that
- * softmax sums up to a few hundred stay in the sine's linear range. */
-#define ENC_BOOT_SHRINK 64.0
+/* Set the bootstrap bound of the current section (rounded up to a power of
+ * two, at least 1); returns the previous one. */
+static double bound_set(ts_llm_enc_session_t *s, double b)
+{
+    double prev = s->bound;
+    s->bound = b > 1.0 ? ldexp(1.0, (int)ceil(log2(b) - 1e-9)) : 1.0;
+    return prev;
+}
 
-/* Make sure ct has at least lv levels, bootstrapping in place when allowed. */
+/* Make sure ct has at least lv levels, bootstrapping in place (values up to
+ * the section's bound: see ENC_BOOT_BOUND) when allowed. */
 static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
 {
+    const double bound = s->bound;
     if (ts_ckks_ciphertext_level(ct) >= lv)
         return TS_OK;
     if (!s->boot)
@@ -1171,8 +1199,8 @@ static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
     double sc = ts_ckks_ciphertext_scale(ct);
     int deg = ts_ckks_ciphertext_degree(ct);
     size_t sl = ts_ckks_ciphertext_slots(ct);
-    ts_status_t st = ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct), deg,
-                                                 sc * ENC_BOOT_SHRINK, sl);
+    ts_status_t st =
+        ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct), deg, sc * bound, sl);
     if (st == TS_OK) {
         int prev_stage = stage_to(s, TS_LLM_STAGE_BOOTSTRAP);
         st = ts_boot_bootstrap(s->boot, s->ev, ct, ct);
@@ -1191,10 +1219,8 @@ static ts_status_t align(ts_llm_enc_session_t *s, ct_t *a, ct_t *b);
 
 /*
  * Make sure a and b both have at least lv levels, then align them. When both
- * need a bootstrap they share one: c = a + i b (the product by i is exact),
- * bootstrapped to half its scale, a = c + conj(c), b = -i (c - conj(c)) at the
- * old scale (one bootstrap and a conjugation instead of two bootstraps; the
- * scheduler's replay counts the pair as one).
+ * need a bootstrap they share one (ts_boot_bootstrap_pair: Re a + i Re b, at
+ * the section's bound; the scheduler's replay counts the pair as one).
  */
 static ts_status_t need2(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
 {
@@ -1210,29 +1236,14 @@ static ts_status_t need2(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
             return st;
         return align(s, a, b);
     }
-    ct_t *c = NULL, *cj = NULL;
     int prev_stage = stage_to(s, TS_LLM_STAGE_BOOTSTRAP);
-    if ((st = align(s, a, b)) != TS_OK)
-        goto done;
-    TRY(ct_new(s, &c));
-    TRY(ct_new(s, &cj));
-    TRY(ts_ckks_mul_const(s->ev, b, I, 1.0, c));
-    TRY(ts_ckks_add(s->ev, a, c, c));
-    TRY(ts_ckks_ciphertext_set_meta(c, ts_ckks_ciphertext_level(c), 1, sa * ENC_BOOT_SHRINK, sl));
-    TRY(ts_boot_bootstrap_scaled(s->boot, s->ev, c, sa * ENC_BOOT_SHRINK / 2, c));
+    st = align(s, a, b);
+    if (st == TS_OK)
+        st = ts_boot_bootstrap_pair(s->boot, s->ev, a, b, s->bound);
     s->nboot++;
-    TRY(ts_ckks_conjugate(s->ev, c, cj));
-    TRY(ts_ckks_add(s->ev, c, cj, a));
-    TRY(ts_ckks_sub(s->ev, c, cj, b));
-    TRY(ts_ckks_mul_const(s->ev, b, -I, 1.0, b));
-    TRY(ts_ckks_ciphertext_set_meta(a, ts_ckks_ciphertext_level(a), 1, sa, sl));
-    TRY(ts_ckks_ciphertext_set_meta(b, ts_ckks_ciphertext_level(b), 1, sa, sl));
-    if (ts_ckks_ciphertext_level(a) < lv)
+    if (st == TS_OK && ts_ckks_ciphertext_level(a) < lv)
         st = TS_ELEVEL;
-done:
     stage_to(s, prev_stage);
-    ts_ckks_ciphertext_free(c);
-    ts_ckks_ciphertext_free(cj);
     return st;
 }
 
@@ -1632,6 +1643,8 @@ static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
     TRY(ct_new(s, &y15));
     TRY(cheb(s, cb, x, y));
     TRY(mul_k(s, x, -0.5, xh));
+    /* y up to 1/sqrt(lo) (its square further, only near lo) */
+    double prev_bound = bound_set(s, 1.0 / sqrt(s->e->cfg.rsqrt.lo));
     for (int i = 0; i < s->e->cfg.rsqrt.steps; i++) {
         /* y <- 1.5 y + (-0.5 x y) y^2 */
         TRY(need(s, y, 2));
@@ -1644,6 +1657,7 @@ static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
         TRY(add_cc(s, a, y15, y));
     }
     TRY(ts_ckks_ciphertext_copy(out, y));
+    s->bound = prev_bound;
 done:
     stage_to(s, prev_stage);
     ts_ckks_ciphertext_free(y);
@@ -1654,6 +1668,21 @@ done:
     return st;
 }
 
+/* The bootstrap bound of a value in [lo, hi] (0 < lo < hi): hi, or a
+ * quarter of it for a wide interval, whose top is a margin rarely reached
+ * (the softmax's sums, their inverses on a uniform row): a value 4 times its
+ * bound is distorted by ~6e-6 relative (ENC_BOOT_BOUND). */
+static double interval_bound(double lo, double hi)
+{
+    return hi / lo > 16.0 ? hi / 4.0 : hi;
+}
+
+/* ... of 1/x on sp's interval. */
+static double recip_bound(const ts_nonlinear_spec_t *sp)
+{
+    return interval_bound(1.0 / sp->hi, 1.0 / sp->lo);
+}
+
 /* out = 1/x by Goldschmidt (ts_nonlinear ITER recip of spec sp). */
 static ts_status_t recip(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp, ct_t *x, ct_t *out)
 {
@@ -1661,10 +1690,13 @@ static ts_status_t recip(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp,
     ct_t *a = NULL, *b = NULL, *f = NULL;
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
+    double prev_bound = bound_set(s, interval_bound(sp->lo, sp->hi));
     TRY(ct_new(s, &a));
     TRY(ct_new(s, &b));
     TRY(ct_new(s, &f));
     TRY(mul_k(s, x, sc, a));
+    /* a in (0, 2), b rising to 1/x */
+    bound_set(s, fmax(2.0, recip_bound(sp)));
     if (sp->steps == 0) {
         TRY(mul_k(s, x, 0.0, out));
         TRY(ts_ckks_add_const(s->ev, out, sc, out));
@@ -1697,6 +1729,7 @@ static ts_status_t recip(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp,
     TRY(ts_ckks_ciphertext_copy(out, b));
 done:
     stage_to(s, prev_stage);
+    s->bound = prev_bound;
     ts_ckks_ciphertext_free(a);
     ts_ckks_ciphertext_free(b);
     ts_ckks_ciphertext_free(f);
@@ -1719,6 +1752,14 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     ct_t *sq = NULL, *r = NULL, *xw = NULL, *xc = NULL;
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
+    /* bounds (ENC_BOOT_BOUND): the mean square is in the 1/sqrt's interval,
+     * so |x_i| <= sqrt(dim hi) (RMSNorm; LayerNorm's input may carry a mean),
+     * the output |x_i w_i| / sqrt(ms) <= sqrt(dim) max |w| */
+    const double ms_hi = e->cfg.rsqrt.hi;
+    double wmax = 1.0;
+    for (int i = 0; w && i < e->dim; i++)
+        wmax = fmax(wmax, fabs((double)w[i]));
+    double prev_bound = e->gpt2 ? s->bound : bound_set(s, sqrt(e->dim * ms_hi));
     TRY(ct_new(s, &sq));
     TRY(ct_new(s, &r));
     TRY(ct_new(s, &xw));
@@ -1740,6 +1781,7 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     TRY(rot_sum(s, sq, 1, e->pd));
     TRY(mul_k(s, sq, 1.0 / e->dim, sq));
     TRY(ts_ckks_add_const(s->ev, sq, (double)e->m->cfg.norm_eps, sq));
+    bound_set(s, ms_hi);
     if (e->cfg.eval_rsqrt == TS_LLM_EVAL_CKKS) {
         TRY(rsqrt(s, sq, r));
     } else {
@@ -1758,10 +1800,14 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     } else {
         TRY(ts_ckks_ciphertext_copy(xw, xc));
     }
+    bound_set(s, fmax(sqrt(e->dim * ms_hi) * wmax, 1.0 / sqrt(e->cfg.rsqrt.lo)));
+    if (e->gpt2)
+        s->bound = prev_bound; /* xw = w (x - mean): no bound known */
     TRY(mul_cc(s, xw, r, out));
     if (b)
         TRY(add_vec(s, out, NULL, b, e->dim, e->pd));
 done:
+    s->bound = prev_bound;
     stage_to(s, prev_stage);
     ts_ckks_ciphertext_free(sq);
     ts_ckks_ciphertext_free(r);
@@ -1915,6 +1961,9 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     }
     TRY(mul_buf(s, z, z));
     TRY(rot_sum(s, z, -1, e->hd));
+    /* the softmax's values have known magnitudes (see ENC_BOOT_BOUND): the
+     * scaled scores lie in exp's interval, y = exp(z) below e^hi */
+    double act_bound = bound_set(s, fmax(fabs(e->cfg.exp.lo), fabs(e->cfg.exp.hi)));
     if (e->cfg.eval_exp != TS_LLM_EVAL_CKKS) {
         /* one value per (position, head) at t pd + h hd; blocks after pos stay 0 */
         TRY(tfhe_eval_blocks(s, P_EXP, z, pos + 1, e->hd, e->nh, y));
@@ -1930,7 +1979,9 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
                                 ts_ckks_ciphertext_scale(y), s->pt));
         TRY(ts_ckks_sub_plain(s->ev, y, s->pt, y));
     }
+    double yb = exp(e->cfg.exp.hi);
     for (int round = 0; round < (k > 0 ? k : 1); round++) {
+        bound_set(s, yb);
         if (k > 0) {
             TRY(ts_ckks_ciphertext_copy(sq, y));
             TRY(mul_cc(s, sq, y, sq));
@@ -1949,8 +2000,11 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
                                                              : &e->cfg.recip_norm;
         /* the first round may take 1/x of the mean (1/n) sum and divide by n after */
         bool mean = round == 0 && ts_llm_enc_config_mean_first(&e->cfg);
+        double sb = interval_bound(rsp->lo, rsp->hi);
+        bound_set(s, sb * (mean ? pos + 1 : 1));
         if (mean)
             TRY(mul_k(s, sum, 1.0 / (pos + 1), sum));
+        bound_set(s, sb);
         if (where == TS_LLM_EVAL_CKKS) {
             TRY(recip(s, rsp, sum, r));
         } else {
@@ -1959,10 +2013,15 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
             TRY(rot_sum(s, r, -1, e->hd));
             TRY(rot_sum(s, r, -e->pd, e->slots));
         }
+        /* sq below yb^2 (typically below yb: the scores' interval has a
+         * margin) and r = 1/sum */
+        bound_set(s, fmax(yb, recip_bound(rsp)));
         if (mean)
             TRY(mul_k(s, r, 1.0 / (pos + 1), r));
         TRY(mul_cc(s, sq, r, y));
+        yb = 1.0; /* normalized: the squares of the next round sum to ~1 */
     }
+    bound_set(s, act_bound);
     TRY(ts_ckks_ciphertext_copy(vc, s->vc[layer]));
     TRY(mul_cc(s, y, vc, out));
     TRY(rot_sum(s, out, e->pd, e->slots));
@@ -2008,18 +2067,27 @@ static ts_status_t activation(ts_llm_enc_session_t *s, ct_t *h, ct_t *out)
     const ts_llm_enc_t *e = s->e;
     int p = e->gpt2 ? P_GELU : P_SILU;
     ts_llm_eval_t where = e->gpt2 ? e->cfg.eval_gelu : e->cfg.eval_silu;
-    if (where == TS_LLM_EVAL_CKKS)
-        return cheb(s, ts_nonlinear_approx_cheb(e->gpt2 ? e->a_gelu : e->a_silu), h, out);
+    const ts_nonlinear_spec_t *sp = e->gpt2 ? &e->cfg.gelu : &e->cfg.silu;
+    double prev_bound = bound_set(s, fmax(fabs(sp->lo), fabs(sp->hi))); /* its input interval */
+    ts_status_t st;
+    if (where == TS_LLM_EVAL_CKKS) {
+        st = cheb(s, ts_nonlinear_approx_cheb(e->gpt2 ? e->a_gelu : e->a_silu), h, out);
+        s->bound = prev_bound;
+        return st;
+    }
     /* hid values at slots [0, hid), spread over the periods of ph */
+    size_t *at = NULL;
     if (s->nls[p] && (e->hid > s->sub || (size_t)e->hid > ts_convert_n_br(s->cv)))
-        return TS_ENOTSUP; /* (without keys tfhe_eval says so) */
-    size_t *at = ts_malloc((size_t)e->hid * sizeof(size_t));
-    if (!at)
-        return TS_ENOMEM;
-    for (int i = 0; i < e->hid; i++)
-        at[i] = (size_t)i;
-    ts_status_t st = tfhe_eval(s, p, h, at, (size_t)e->hid, out);
+        st = TS_ENOTSUP; /* (without keys tfhe_eval says so) */
+    else if (!(at = ts_malloc((size_t)e->hid * sizeof(size_t))))
+        st = TS_ENOMEM;
+    else {
+        for (int i = 0; i < e->hid; i++)
+            at[i] = (size_t)i;
+        st = tfhe_eval(s, p, h, at, (size_t)e->hid, out);
+    }
     ts_free(at);
+    s->bound = prev_bound;
     return st == TS_OK ? rot_sum(s, out, -e->ph, e->slots) : st;
 }
 

@@ -171,12 +171,40 @@ START_TEST(test_boot_sparse_cts_first)
 }
 END_TEST
 
+/* Encrypt re + i im (n slots) at level 1, pair-bootstrap with ct2 made the
+ * same way; returns the precision of both real parts in bits (min). */
+static double pair_once(fx_t *f, const double complex *a, const double complex *b, size_t n,
+                        double bound)
+{
+    double complex ra[32], rb[32];
+    ck_assert_uint_le(n, 32);
+    for (size_t i = 0; i < n; i++) {
+        ra[i] = creal(a[i]);
+        rb[i] = creal(b[i]);
+    }
+    ts_ckks_ciphertext_t *ca = encrypt(f, a, n, 1), *cb = encrypt(f, b, n, 1);
+    ck_assert_ts_ok(ts_boot_bootstrap_pair(f->bt, f->ev, ca, cb, bound));
+    check_meta(f, ca, ts_boot_levels_left(f->bt), n);
+    check_meta(f, cb, ts_boot_levels_left(f->bt), n);
+    double pa = precision(f, ca, ra, n), pb = precision(f, cb, rb, n);
+    ts_ckks_ciphertext_free(ca);
+    ts_ckks_ciphertext_free(cb);
+    return pa < pb ? pa : pb;
+}
+
 /*
- * Two real vectors a, b in one bootstrap: c = a + i b (the product by i is
- * exact), ts_boot_bootstrap_scaled to half the scale, then c + conj(c) = a and
- * -i (c - conj(c)) = b at the input's scale, no level spent. Oracle: both vs
- * the plaintext, scale exactly the input's, levels as a bootstrap leaves.
- * Refusals: STC_FIRST, an out_scale out of range.
+ * Two real vectors in one bootstrap (ts_boot_bootstrap_pair: Re a + i Re b,
+ * split by a conjugation, no level spent beyond the bootstrap's). Oracles:
+ * both real parts vs the plaintext, scale and level exactly a bootstrap's;
+ * (1) values up to 4 at bound 4; (2) imaginary parts of 0.5 in both inputs
+ * (as a large Goldschmidt 1/x carries) do not reach the other's real part
+ * (packed as they come, each would be off by 0.5: -log2 0.5 = 1 bit);
+ * (3) the bound is precision: values below 1/64 at bound 1/64 come out at
+ * least 3 bits more precise (absolute) than at bound 64 (measured 30.6 and
+ * 24.1 bits: the error grows with the bound above a floor of ~2^-30 here; at
+ * boot-n16-dense it is ~2^-19.5 times the bound). Refusals: the same
+ * ciphertext twice, a bound out of range, different scales, STC_FIRST;
+ * ts_boot_bootstrap_scaled above the input's scale.
  */
 START_TEST(test_boot_pair_scaled)
 {
@@ -193,32 +221,42 @@ START_TEST(test_boot_pair_scaled)
         a[i] *= 4;
         b[i] *= 3;
     }
-    ts_ckks_ciphertext_t *ca = encrypt(&f, a, n, 1), *cb = encrypt(&f, b, n, 1), *t, *cj;
-    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &t));
-    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &cj));
-    double d = ts_ckks_params_scale(f.p);
-    ck_assert_ts_ok(ts_ckks_mul_const(f.ev, cb, I, 1.0, t));
-    ck_assert_ts_ok(ts_ckks_add(f.ev, ca, t, t));
-    /* values up to 5 in magnitude: shrink them by 16 for EvalMod's range */
-    ck_assert_ts_ok(ts_ckks_ciphertext_set_meta(t, 1, 1, d * 16, n));
-    ck_assert_ts_ok(ts_boot_bootstrap_scaled(f.bt, f.ev, t, d * 8, t));
-    ck_assert_int_eq(ts_ckks_ciphertext_level(t), ts_boot_levels_left(f.bt));
-    ck_assert_ts_ok(ts_ckks_conjugate(f.ev, t, cj));
-    ck_assert_ts_ok(ts_ckks_add(f.ev, t, cj, ca));
-    ck_assert_ts_ok(ts_ckks_sub(f.ev, t, cj, cb));
-    ck_assert_ts_ok(ts_ckks_mul_const(f.ev, cb, -I, 1.0, cb));
-    ck_assert_ts_ok(ts_ckks_ciphertext_set_meta(ca, ts_ckks_ciphertext_level(ca), 1, d, n));
-    ck_assert_ts_ok(ts_ckks_ciphertext_set_meta(cb, ts_ckks_ciphertext_level(cb), 1, d, n));
-    double pa = precision(&f, ca, a, n), pb = precision(&f, cb, b, n);
+    double p1 = pair_once(&f, a, b, n, 4.0);
+    for (size_t i = 0; i < n; i++) {
+        a[i] += 0.5 * I;
+        b[i] -= 0.5 * I;
+    }
+    double p2 = pair_once(&f, a, b, n, 4.0);
+    for (size_t i = 0; i < n; i++) {
+        a[i] = creal(a[i]) / 256;
+        b[i] = creal(b[i]) / 256;
+    }
+    double loose = pair_once(&f, a, b, n, 64.0), tight = pair_once(&f, a, b, n, 1.0 / 64);
     if (getenv("TS_TEST_VERBOSE"))
-        printf("pair bootstrap: a %.2f bits, b %.2f bits\n", pa, pb);
-    ck_assert_msg(pa >= PREC_BITS - 4 && pb >= PREC_BITS - 4, "precision %.2f / %.2f bits", pa, pb);
-    ck_assert_ts_status(ts_boot_bootstrap_scaled(f.bt, f.ev, t, d * 16, t),
+        printf("pair bootstrap: %.2f bits, with imaginary parts %.2f, values < 1/64 at bound 64 "
+               "%.2f, at 1/64 %.2f\n",
+               p1, p2, loose, tight);
+    ck_assert_msg(p1 >= PREC_BITS - 4 && p2 >= PREC_BITS - 4, "precision %.2f / %.2f bits", p1, p2);
+    ck_assert_msg(tight >= loose + 3, "bound 1/64: %.2f bits, bound 64: %.2f", tight, loose);
+    /* refusals */
+    ts_ckks_ciphertext_t *ca = encrypt(&f, a, n, 1), *cb = encrypt(&f, b, n, 1);
+    ck_assert_ts_status(ts_boot_bootstrap_pair(f.bt, f.ev, ca, ca, 1.0), TS_EINVAL);
+    ck_assert_ts_status(ts_boot_bootstrap_pair(f.bt, f.ev, ca, cb, 0.0), TS_EINVAL);
+    ck_assert_ts_status(ts_boot_bootstrap_pair(f.bt, f.ev, ca, cb, 0x1p21), TS_EINVAL);
+    double d = ts_ckks_params_scale(f.p);
+    ck_assert_ts_ok(ts_ckks_ciphertext_set_meta(cb, 1, 1, d * 2, n));
+    ck_assert_ts_status(ts_boot_bootstrap_pair(f.bt, f.ev, ca, cb, 1.0), TS_EINVAL);
+    ck_assert_ts_status(ts_boot_bootstrap_scaled(f.bt, f.ev, ca, d * 2, ca),
                         TS_EINVAL); /* > in.scale */
+    ts_boot_t *stc = NULL;
+    ts_boot_config_t sc = f.cfg;
+    sc.order = TS_BOOT_STC_FIRST;
+    ck_assert_ts_ok(ts_boot_new(f.p, &sc, &stc));
+    ck_assert_ts_ok(ts_ckks_ciphertext_set_meta(cb, 1, 1, d, n));
+    ck_assert_ts_status(ts_boot_bootstrap_pair(stc, f.ev, ca, cb, 1.0), TS_ENOTSUP);
+    ts_boot_free(stc);
     ts_ckks_ciphertext_free(ca);
     ts_ckks_ciphertext_free(cb);
-    ts_ckks_ciphertext_free(t);
-    ts_ckks_ciphertext_free(cj);
     fx_clear(&f);
 }
 END_TEST
