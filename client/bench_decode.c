@@ -71,6 +71,7 @@ typedef struct {
     int slots;           /* the engine's working slot count (out) */
     unsigned tfhe_kinds; /* the primitive kinds the engine runs in TFHE (out) */
     bool best;           /* hybrid with --costs: the cheapest assignment under the table */
+    int kinds;           /* --kinds: the policy's structure with these kinds in TFHE (-1: none) */
     ts_status_t st;
 } case_t;
 
@@ -152,7 +153,10 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     TRY(ts_ckks_params_load_file(path, true, &p, NULL));
     ts_llm_enc_config_t cfg;
     int log_slots = ts_llm_enc_log_slots_for(m, p, k->max_ctx);
-    ts_llm_enc_config_policy(&cfg, k->policy, (1 << log_slots) / 64);
+    if (k->kinds >= 0)
+        ts_llm_enc_config_kinds(&cfg, k->policy, (1 << log_slots) / 64, (unsigned)k->kinds);
+    else
+        ts_llm_enc_config_policy(&cfg, k->policy, (1 << log_slots) / 64);
     if (approx && k->policy == TS_SCHED_CKKS) {
         ts_llm_sim_config_t sim;
         char err[256] = "";
@@ -161,7 +165,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         ts_llm_enc_config_from_sim(&sim, &cfg);
     }
     cfg.log_slots = log_slots;
-    if (costs && k->policy == TS_SCHED_HYBRID) {
+    if (costs && k->policy == TS_SCHED_HYBRID && k->kinds < 0) {
         /* the hybrid policy as the scheduler places it: the cheapest assignment
          * of primitive kinds under the table, at the last position timed */
         int mp = ts_llm_enc_positions_for(m, log_slots), last = 0;
@@ -404,7 +408,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: tessera bench decode [--json PATH] [--quick] [--aidreams-positions N]\n"
                "                            [--policy ckks|hybrid|tfhe]... [--params PRESET]\n"
                "                            [--threads N] [--costs FILE] [--max-context N]\n"
-               "                            [--context L[,L...]]\n\n"
+               "                            [--context L[,L...]] [--kinds LIST]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
                "sanitized logits) and its breakdown by stage, in process on this machine: the\n"
                "tiny synthetic model at test-llm-tiny (8 positions; --quick: 2), unless --quick\n"
@@ -422,6 +426,10 @@ static void usage(FILE *f)
                "executed bootstraps, conversions and look-ups; policy hybrid then runs the\n"
                "cheapest assignment of primitive kinds to CKKS or TFHE under the table (as\n"
                "`tessera plan` and tesserad with `costs:` choose it; JSON: tfhe_kinds).\n"
+               "--kinds LIST: aidreams260K in each --policy's structure (its softmax rounds)\n"
+               "with these primitive kinds in TFHE and the others in CKKS (exp, recip,\n"
+               "recip_norm, rsqrt, silu, comma-separated, or none): any assignment the\n"
+               "hybrid scheduler may choose (JSON: tfhe_kinds, assignment \"--kinds\").\n"
                "--max-context N (default 128): the session's context limit; the engine packs\n"
                "its ciphertexts in the fewest slots that hold N positions (sparse packing:\n"
                "cheaper bootstraps), capped at the parameters' slots.\n"
@@ -463,7 +471,9 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
         char kinds[96];
         ts_llm_kinds_format(k->tfhe_kinds, kinds, sizeof kinds);
         fprintf(f, "\n      \"tfhe_kinds\": \"%s\", \"assignment\": \"%s\",", kinds,
-                k->best ? "cheapest under the cost table" : "the policy's default");
+                k->best         ? "cheapest under the cost table"
+                : k->kinds >= 0 ? "--kinds"
+                                : "the policy's default");
         if (k->n_ctx > 0)
             fprintf(f, "\n      \"prefill\": \"per context L, positions 0..L-2 prefilled from "
                        "the plaintext model (their K and V encrypted into the session's cache; a "
@@ -517,7 +527,7 @@ int ts_bench_decode(int argc, char **argv)
 {
     const char *json = NULL, *aid_params = "test-boot-n12", *costs_path = NULL;
     bool quick = false;
-    int aid_pos = 1, n_pol = 0, max_ctx = 128, n_ctx = 0, ctxs[8];
+    int aid_pos = 1, n_pol = 0, max_ctx = 128, n_ctx = 0, ctxs[8], kinds = -1;
     ts_sched_policy_t pols[3];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) {
@@ -538,6 +548,14 @@ int ts_bench_decode(int argc, char **argv)
             n_pol++;
         } else if (!strcmp(argv[i], "--params") && i + 1 < argc) {
             aid_params = argv[++i];
+        } else if (!strcmp(argv[i], "--kinds") && i + 1 < argc) {
+            unsigned mk = 0;
+            if (ts_llm_kinds_parse(argv[++i], &mk) != TS_OK) {
+                fprintf(stderr, "bench decode: --kinds is a comma-separated list of exp, recip, "
+                                "recip_norm, rsqrt, silu, gelu, or none\n");
+                return TS_EXIT_USAGE;
+            }
+            kinds = (int)mk;
         } else if (!strcmp(argv[i], "--max-context") && i + 1 < argc) {
             max_ctx = atoi(argv[++i]);
             if (max_ctx < 1) {
@@ -625,6 +643,7 @@ int ts_bench_decode(int argc, char **argv)
         k->n_ctx = n_ctx;
         memcpy(k->ctxs, ctxs, sizeof ctxs);
         k->policy = quick ? TS_SCHED_CKKS : pols[pi];
+        k->kinds = quick ? -1 : kinds;
         run_case(k, quick ? model : "models/aidreams260K.bin",
                  quick ? "configs/approx/tiny-test.yaml" : NULL, tiny_toks, 0,
                  costs_path && !quick ? &costs : NULL);
@@ -634,6 +653,7 @@ int ts_bench_decode(int argc, char **argv)
         snprintf(k->model, sizeof k->model, "tiny");
         snprintf(k->params, sizeof k->params, "test-llm-tiny");
         k->policy = TS_SCHED_CKKS; /* no bootstrapping at test-llm-tiny: no conversions either */
+        k->kinds = -1;
         k->lambda = 20;
         k->max_ctx = max_ctx;
         run_case(k, model, "configs/approx/tiny-test.yaml", tiny_toks, quick ? 2 : 8, NULL);
@@ -645,6 +665,7 @@ int ts_bench_decode(int argc, char **argv)
             snprintf(k->model, sizeof k->model, "tiny-gpt2");
             snprintf(k->params, sizeof k->params, "test-llm-tiny");
             k->policy = TS_SCHED_CKKS;
+            k->kinds = -1;
             k->lambda = 20;
             k->max_ctx = max_ctx;
             if (tiny_gpt2_write(model) != 0)
@@ -663,6 +684,7 @@ int ts_bench_decode(int argc, char **argv)
             k->lambda = 20;
             k->max_ctx = max_ctx;
             k->policy = pols[pi];
+            k->kinds = kinds;
             run_case(k, "models/aidreams260K.bin", NULL, aid_toks, aid_pos,
                      costs_path ? &costs : NULL);
         }

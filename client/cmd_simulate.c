@@ -28,6 +28,10 @@ static const char sim_help[] =
     "                          that policy for the run's positions (its softmax rounds,\n"
     "                          ranges and approximations; tfhe's one PBS per value as its\n"
     "                          midpoint table); instead of --config\n"
+    "      --kinds LIST        with --policy: that policy's structure with these primitive\n"
+    "                          kinds in TFHE and the others in CKKS (exp, recip,\n"
+    "                          recip_norm, rsqrt, silu, gelu, comma-separated, or none):\n"
+    "                          an assignment the hybrid scheduler may choose\n"
     "  -p, --prompt TEXT       prompt for the greedy runs (default \"I dream of\")\n"
     "  -n, --steps N           positions (default: context length)\n"
     "      --text FILE         perplexity on this text (default: the exact greedy\n"
@@ -107,21 +111,16 @@ static const char *json_num(char buf[32], double x)
 int ts_cmd_simulate(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"model", required_argument, NULL, 'm'},
-        {"tokenizer", required_argument, NULL, 'z'},
-        {"config", required_argument, NULL, 'c'},
-        {"approx", required_argument, NULL, 'c'},
-        {"prompt", required_argument, NULL, 'p'},
-        {"steps", required_argument, NULL, 'n'},
-        {"text", required_argument, NULL, 0x300},
-        {"json", no_argument, NULL, 'j'},
-        {"policy", required_argument, NULL, 0x301},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"model", required_argument, NULL, 'm'},    {"tokenizer", required_argument, NULL, 'z'},
+        {"config", required_argument, NULL, 'c'},   {"approx", required_argument, NULL, 'c'},
+        {"prompt", required_argument, NULL, 'p'},   {"steps", required_argument, NULL, 'n'},
+        {"text", required_argument, NULL, 0x300},   {"json", no_argument, NULL, 'j'},
+        {"policy", required_argument, NULL, 0x301}, {"kinds", required_argument, NULL, 0x302},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     const char *prog = "tessera simulate";
     const char *model_path = NULL, *tok_path = NULL, *cfg_path = NULL, *text_path = NULL;
-    const char *prompt = "I dream of", *policy = NULL;
+    const char *prompt = "I dream of", *policy = NULL, *kinds = NULL;
     double steps = 0;
     bool json = false;
     int ch;
@@ -151,6 +150,9 @@ int ts_cmd_simulate(int argc, char **argv)
             break;
         case 0x301:
             policy = optarg;
+            break;
+        case 0x302:
+            kinds = optarg;
             break;
         case 'j':
             json = true;
@@ -183,6 +185,14 @@ int ts_cmd_simulate(int argc, char **argv)
         fprintf(stderr, "%s: --policy and --config are alternatives\n", prog);
         return RUN_EXIT_USAGE;
     }
+    unsigned kind_mask = 0;
+    if (kinds && (!policy || ts_llm_kinds_parse(kinds, &kind_mask) != TS_OK)) {
+        fprintf(stderr,
+                "%s: --kinds %s: with --policy, a comma-separated list of exp, recip, "
+                "recip_norm, rsqrt, silu, gelu (or none)\n",
+                prog, kinds);
+        return RUN_EXIT_USAGE;
+    }
     ts_llm_model_t *m = NULL;
     ts_llm_tokenizer_t *t = NULL;
     int rc = ts_cli_llm_load(prog, model_path, tok_path, &m, &t);
@@ -192,13 +202,17 @@ int ts_cmd_simulate(int argc, char **argv)
     size_t total = steps > 0 ? (size_t)steps : (size_t)c->seq_len;
     if (total > (size_t)c->seq_len)
         total = (size_t)c->seq_len;
-    char pol_name[64];
+    char pol_name[192];
     if (policy) {
         /* the engine's configuration for a session of `total` positions */
         ts_llm_enc_config_t ec;
-        ts_llm_enc_config_policy(&ec, pol, (int)total);
+        if (kinds)
+            ts_llm_enc_config_kinds(&ec, pol, (int)total, kind_mask);
+        else
+            ts_llm_enc_config_policy(&ec, pol, (int)total);
         ts_llm_enc_config_to_sim(&ec, &cfg);
-        snprintf(pol_name, sizeof pol_name, "policy %s (%zu positions)", policy, total);
+        snprintf(pol_name, sizeof pol_name, "policy %s%s%s (%zu positions)", policy,
+                 kinds ? ", tfhe kinds " : "", kinds ? kinds : "", total);
         cfg_path = pol_name;
     }
     size_t plen = strlen(prompt), pcap = ts_llm_tokenizer_max_ids(plen);

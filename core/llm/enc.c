@@ -265,6 +265,29 @@ void ts_llm_kinds_format(unsigned mask, char *buf, size_t size)
         snprintf(buf, size, "none");
 }
 
+ts_status_t ts_llm_kinds_parse(const char *text, unsigned *mask)
+{
+    if (!text || !mask)
+        return TS_EINVAL;
+    *mask = 0;
+    if (!strcmp(text, "none"))
+        return TS_OK;
+    const char *p = text;
+    for (;;) {
+        size_t n = strcspn(p, ",");
+        int k = 0;
+        while (k < TS_LLM_KIND_COUNT &&
+               !(strlen(ts_llm_kind_name(k)) == n && !memcmp(p, ts_llm_kind_name(k), n)))
+            k++;
+        if (k == TS_LLM_KIND_COUNT || (*mask >> k) & 1u)
+            return TS_EINVAL; /* unknown, empty or repeated */
+        *mask |= 1u << k;
+        if (!p[n])
+            return TS_OK;
+        p += n + 1;
+    }
+}
+
 unsigned ts_llm_enc_config_tfhe_kinds(const ts_llm_enc_config_t *cfg)
 {
     if (!cfg)

@@ -667,17 +667,16 @@ ts_status_t ts_llm_enc_config_best(const ts_llm_model_t *m, ts_ckks_params_t *pa
                     (1u << (m->cfg.arch == TS_LLM_ARCH_GPT2 ? TS_LLM_KIND_GELU : TS_LLM_KIND_SILU));
     double best = INFINITY;
     ts_status_t last = TS_ELEVEL;
-    /* candidate 0: the ckks policy; then the hybrid structure with every
-     * subset of the used kinds in TFHE (the empty one: its CKKS form) */
-    for (unsigned c = 0; c <= used + 1u; c++) {
-        unsigned mask = c - 1u;
-        if (c > 0 && (mask & ~used))
+    /* the ckks policy's structure (its softmax rounds and exp) with every
+     * subset of the used kinds in TFHE (the empty one first: the ckks policy
+     * itself), then the hybrid structure's (the empty one: its CKKS form) */
+    for (unsigned c = 0; c < 2u * (used + 1u); c++) {
+        bool hyb = c > used;
+        unsigned mask = hyb ? c - used - 1u : c;
+        if (mask & ~used)
             continue;
         ts_llm_enc_config_t v;
-        if (c == 0)
-            ts_llm_enc_config_policy(&v, TS_SCHED_CKKS, max_pos);
-        else
-            ts_llm_enc_config_kinds(&v, TS_SCHED_HYBRID, max_pos, mask);
+        ts_llm_enc_config_kinds(&v, hyb ? TS_SCHED_HYBRID : TS_SCHED_CKKS, max_pos, mask);
         v.log_slots = log_slots;
         ts_llm_enc_t *e = NULL;
         ts_sched_graph_t *g = NULL;
@@ -689,8 +688,9 @@ ts_status_t ts_llm_enc_config_best(const ts_llm_model_t *m, ts_ckks_params_t *pa
             st = ts_llm_enc_plan(e, pos, flags, costs, c ? TS_SCHED_HYBRID : TS_SCHED_CKKS, &g, &p,
                                  NULL, 0);
         if (st == TS_OK)
-            ts_log(TS_LOG_DEBUG, "llm", "assignment %s tfhe-kinds 0x%x: %.3f s, %u bootstraps",
-                   c ? "hybrid" : "ckks", c ? mask : 0u, p->total_ns / 1e9, p->n_boot);
+            ts_log(TS_LOG_DEBUG, "llm",
+                   "assignment %s structure, tfhe-kinds 0x%x: %.3f s, %u bootstraps",
+                   hyb ? "hybrid" : "ckks", mask, p->total_ns / 1e9, p->n_boot);
         if (st == TS_OK && p->total_ns < best) {
             best = p->total_ns;
             *cfg = v;

@@ -475,6 +475,9 @@ bool ts_llm_enc_config_mean_first(const ts_llm_enc_config_t *cfg);
 const char *ts_llm_kind_name(int kind);
 /* The names of the kinds in mask, comma-separated, into buf ("none" for 0). */
 void ts_llm_kinds_format(unsigned mask, char *buf, size_t size);
+/* Its inverse: "none" or names separated by commas; TS_EINVAL for an unknown,
+ * empty or repeated name. */
+ts_status_t ts_llm_kinds_parse(const char *text, unsigned *mask);
 /* The kinds a configuration evaluates in TFHE (a mask as above). */
 unsigned ts_llm_enc_config_tfhe_kinds(const ts_llm_enc_config_t *cfg);
 /* The same approximations as a simulator config (for ts_llm_simulate). */
@@ -720,11 +723,12 @@ ts_status_t ts_llm_enc_plan_alternatives(const ts_llm_enc_t *enc, int pos, unsig
 
 /*
  * The hybrid policy as a shortest path over the engine's assignments: of the
- * ckks policy's configuration and the hybrid's with every set of the model's
- * primitive kinds in TFHE (ts_llm_enc_config_kinds; the empty set is the
- * hybrid structure all in CKKS), the one whose plan (ts_llm_enc_plan at
+ * ckks policy's structure and the hybrid's, each with every set of the
+ * model's primitive kinds in TFHE (ts_llm_enc_config_kinds; the empty sets
+ * are the ckks policy itself and the hybrid structure all in CKKS), the one
+ * whose plan (ts_llm_enc_plan at
  * position pos, flags as there) has the smallest predicted latency under
- * `costs`; ties go to the earlier candidate (fewer kinds in TFHE). boot (may
+ * `costs`; ties go to the earlier candidate (the ckks policy first). boot (may
  * be NULL: the default bootstrapper's levels are assumed) is the one the
  * engine will run with; log_slots its working slots; max_pos the session's
  * positions (pos < max_pos). [out] cfg; ns (may be NULL) its predicted ns.

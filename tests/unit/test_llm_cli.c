@@ -110,6 +110,42 @@ START_TEST(test_cli_simulate)
     const char *a4[] = {"simulate", "--help"};
     ck_assert_int_eq(capture(ts_cmd_simulate, 2, a4, &out), 0);
     free(out);
+    /* --kinds: the policy's structure with those kinds in TFHE (the first
+     * round's 1/x as a 4 x 32 look-up on the ckks structure's interval) */
+    const char *a5[] = {"simulate", "-m",       mpath,  "-z",      tpath,        "-n",
+                        "16",       "--policy", "ckks", "--kinds", "recip,rsqrt"};
+    ck_assert_int_eq(capture(ts_cmd_simulate, 11, a5, &out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "tfhe kinds recip,rsqrt"));
+    ck_assert_ptr_nonnull(strstr(out, "lut 4x32 log b=5 [0.02,256]"));
+    ck_assert_ptr_nonnull(strstr(out, "softmax: max-free normalize-and-square, k = 3"));
+    free(out);
+    /* refused: without --policy, an unknown or repeated kind */
+    const char *bad[3][2] = {{"--steps", "recip"}, {"--policy", "ckks"}, {"--policy", "ckks"}};
+    const char *bk[3] = {"recip", "recip,bogus", "recip,recip"};
+    for (int i = 0; i < 3; i++) {
+        const char *a6[] = {"simulate",          "-m",      mpath, "-z", tpath, bad[i][0],
+                            i ? bad[i][1] : "4", "--kinds", bk[i]};
+        ck_assert_int_eq(capture(ts_cmd_simulate, 9, a6, &out), 2);
+        free(out);
+    }
+}
+END_TEST
+
+/* ts_llm_kinds_parse inverts ts_llm_kinds_format for every mask. */
+START_TEST(test_cli_kinds_parse)
+{
+    for (unsigned mask = 0; mask < (1u << TS_LLM_KIND_COUNT); mask++) {
+        char buf[128];
+        unsigned back = ~0u;
+        ts_llm_kinds_format(mask, buf, sizeof buf);
+        ck_assert_ts_ok(ts_llm_kinds_parse(buf, &back));
+        ck_assert_uint_eq(back, mask);
+    }
+    unsigned m = 0;
+    const char *bad[] = {"", "exp,", ",exp", "exp,,recip", "Exp", "exp,exp", "nonee"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        ck_assert_ts_status(ts_llm_kinds_parse(bad[i], &m), TS_EINVAL);
+    ck_assert_ts_status(ts_llm_kinds_parse(NULL, &m), TS_EINVAL);
 }
 END_TEST
 
@@ -119,6 +155,7 @@ TS_TEST_SUITE(llm_cli)
     TCase *tc = ts_tcase("cli", 0);
     tcase_add_test(tc, test_cli_run);
     tcase_add_test(tc, test_cli_simulate);
+    tcase_add_test(tc, test_cli_kinds_parse);
     suite_add_tcase(s, tc);
     return s;
 }

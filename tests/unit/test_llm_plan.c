@@ -290,12 +290,16 @@ START_TEST(test_engine_plan_counts)
 {
     char dir[256], model[300];
     tiny_dir(dir, sizeof dir, model, sizeof model);
-    static const ts_sched_policy_t pols[4] = {TS_SCHED_CKKS, TS_SCHED_HYBRID, TS_SCHED_TFHE,
-                                              TS_SCHED_HYBRID};
+    static const ts_sched_policy_t pols[5] = {TS_SCHED_CKKS, TS_SCHED_HYBRID, TS_SCHED_TFHE,
+                                              TS_SCHED_HYBRID, TS_SCHED_CKKS};
     /* 3: a mixed hybrid assignment, the first softmax round's 1/x in CKKS on
-     * the mean sum (Goldschmidt), the later rounds and 1/sqrt(x) in TFHE */
+     * the mean sum (Goldschmidt), the later rounds and 1/sqrt(x) in TFHE;
+     * 4: the ckks policy's structure (its rounds and exp) with the first
+     * round's 1/x (on the mean sum) and 1/sqrt(x) as look-ups */
     check_policy(model, pols[_i],
-                 _i < 3 ? -1 : (1 << TS_LLM_KIND_RECIP_NORM) | (1 << TS_LLM_KIND_RSQRT));
+                 _i < 3    ? -1
+                 : _i == 3 ? (1 << TS_LLM_KIND_RECIP_NORM) | (1 << TS_LLM_KIND_RSQRT)
+                           : (1 << TS_LLM_KIND_RECIP) | (1 << TS_LLM_KIND_RSQRT));
     unlink(model);
     rmdir(dir);
 }
@@ -395,8 +399,9 @@ static double plan_total(const ts_llm_model_t *m, ts_ckks_params_t *p, ts_llm_en
 /*
  * The hybrid policy as the cheapest assignment (ts_llm_enc_config_best):
  * no dearer than the ckks policy, the hybrid default and every assignment one
- * kind away from it; with TFHE nearly free every kind the model has goes to
- * TFHE, with TFHE priced out it is the ckks policy's configuration itself.
+ * kind away from it in either structure (the ckks policy's softmax rounds or
+ * the hybrid's); with TFHE nearly free the softmax's and the norms' kinds go
+ * to TFHE, with TFHE priced out it is the ckks policy's configuration itself.
  */
 START_TEST(test_engine_config_best)
 {
@@ -436,22 +441,48 @@ START_TEST(test_engine_config_best)
     printf("config_best (built-in table): tfhe kinds %s, %.2f s (ckks %.2f s, hybrid default "
            "%.2f s)\n",
            kinds, ns / 1e9, t_ckks / 1e9, t_default / 1e9);
+    ck_assert(mask != 0 || ns <= t_ckks); /* (the ckks policy is a candidate) */
+    /* its structure (the ckks policy's rounds or the hybrid's), and no
+     * assignment of either structure one kind away from it is cheaper */
+    ts_llm_enc_config_kinds(&c, TS_SCHED_CKKS, TINY_SEQ, mask);
+    c.log_slots = ls;
+    ts_sched_policy_t structure =
+        memcmp(&c, &best, sizeof c) == 0 ? TS_SCHED_CKKS : TS_SCHED_HYBRID;
+    ts_llm_enc_config_kinds(&c, structure, TINY_SEQ, mask);
+    c.log_slots = ls;
+    ck_assert_int_eq(memcmp(&c, &best, sizeof c), 0);
     for (int k = 0; k < TS_LLM_KIND_COUNT; k++) {
         if (!((used >> k) & 1u))
             continue;
-        ts_llm_enc_config_kinds(&c, TS_SCHED_HYBRID, TINY_SEQ, mask ^ (1u << k));
-        c.log_slots = ls;
-        ck_assert_msg(plan_total(m, p, &c, &costs, TS_SCHED_HYBRID, pos) >= ns,
-                      "kind %s flipped is cheaper", ts_llm_kind_name(k));
+        for (int sk = 0; sk < 2; sk++) {
+            ts_llm_enc_config_kinds(&c, sk ? TS_SCHED_HYBRID : TS_SCHED_CKKS, TINY_SEQ,
+                                    mask ^ (1u << k));
+            c.log_slots = ls;
+            ck_assert_msg(plan_total(m, p, &c, &costs, TS_SCHED_HYBRID, pos) >= ns,
+                          "kind %s flipped is cheaper (%s structure)", ts_llm_kind_name(k),
+                          sk ? "hybrid" : "ckks");
+        }
     }
-    /* TFHE nearly free: every kind in TFHE */
+    /* TFHE nearly free: the softmax's and the norms' kinds in TFHE, no dearer
+     * than every kind in TFHE */
     ts_sched_costs_t cheap = costs;
     cheap.roundtrip_ns = cheap.pbs_value_ns = cheap.pbs_ns = cheap.homcomp_ns = 1;
     for (size_t i = 0; i < cheap.n_lut_value; i++)
         cheap.lut_value_ns[i] = 1;
+    /* (the all-TFHE assignments are candidates; in the ckks structure the
+     * SiLU's look-up is dearer than its polynomial even so: 106.3 vs 104.6 s
+     * here, since a conversion also takes levels and a recovery) */
+    double t_cheap = 0;
     ck_assert_ts_ok(ts_llm_enc_config_best(m, p, NULL, ls, TINY_SEQ, pos, TS_LLM_PLAN_ONEHOT,
-                                           &cheap, &best, NULL));
-    ck_assert_uint_eq(ts_llm_enc_config_tfhe_kinds(&best), used);
+                                           &cheap, &best, &t_cheap));
+    const unsigned softmax_norms = (1u << TS_LLM_KIND_EXP) | (1u << TS_LLM_KIND_RECIP) |
+                                   (1u << TS_LLM_KIND_RECIP_NORM) | (1u << TS_LLM_KIND_RSQRT);
+    ck_assert_uint_eq(ts_llm_enc_config_tfhe_kinds(&best) & softmax_norms, softmax_norms);
+    for (int sk = 0; sk < 2; sk++) {
+        ts_llm_enc_config_kinds(&c, sk ? TS_SCHED_HYBRID : TS_SCHED_CKKS, TINY_SEQ, used);
+        c.log_slots = ls;
+        ck_assert(t_cheap <= plan_total(m, p, &c, &cheap, TS_SCHED_HYBRID, pos));
+    }
     ck_assert(ts_llm_enc_config_mean_first(&best));
     /* TFHE priced out: the ckks policy's own configuration */
     ts_sched_costs_t dear = costs;
@@ -482,7 +513,7 @@ TS_TEST_SUITE(llm_plan)
     tcase_add_test(tc, test_engine_levels_model);
     tcase_add_test(tc, test_engine_plan_explain);
     tcase_add_test(tc, test_engine_config_best);
-    tcase_add_loop_test(tc, test_engine_plan_counts, 0, 4);
+    tcase_add_loop_test(tc, test_engine_plan_counts, 0, 5);
     tcase_add_loop_test(tc, test_engine_plan_counts_gpt2, 0, 3);
     suite_add_tcase(s, tc);
     return s;
