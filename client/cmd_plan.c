@@ -174,8 +174,13 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
         if (st == TS_OK)
             st = ts_llm_enc_new(m, params, &cfg, NULL, &e);
     }
-    if (st == TS_OK && pos >= ts_llm_enc_max_positions(e))
+    if (st == TS_OK && pos >= ts_llm_enc_max_positions(e)) {
         st = TS_ERANGE;
+        snprintf(msg, sizeof msg,
+                 "--pos %d does not fit the session: %d working slots hold positions 0..%d "
+                 "(a larger --slots holds more)",
+                 pos, ts_llm_enc_slots(e), ts_llm_enc_max_positions(e) - 1);
+    }
     if (st == TS_OK)
         st = ts_llm_enc_plan(e, pos, flags, costs, pol, &g, &p, msg, sizeof msg);
     if (st != TS_OK) {
