@@ -5,7 +5,6 @@
  * encrypted KV cache with the max-free softmax, SwiGLU and GELU FFNs, LM head.
  * See the overview in core/llm/llm.h.
  */
-#include <complex.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
