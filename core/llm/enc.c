@@ -178,6 +178,43 @@ static int goldschmidt_steps(double lo, double hi, double bits)
     return k;
 }
 
+/*
+ * The 1/x spec on [lo, hi] (0 < lo < hi) to a relative 2^-bits whose
+ * Goldschmidt division (enc.c divide) is shallowest: the linear start, depth
+ * 1 + steps, or the Chebyshev-iteration guess of degree 2^m - 1
+ * (ts_nonlinear ITER SCALED), depth chebyshev_depth + 2 + steps; at equal
+ * depth the one with fewer ciphertext products. On the ckks policy's first
+ * round, [0.02, 256] to COND_BITS: degree 127 and 1 step, depth 10 instead
+ * of 15; the last round at 128 positions to 24 bits: 10 instead of 12.
+ */
+static void spec_recip(ts_nonlinear_spec_t *s, double lo, double hi, double bits)
+{
+    int steps = goldschmidt_steps(lo, hi, bits);
+    int best_depth = 1 + steps, best_d = 0, best_j = steps;
+    double best_cost = 2.0 * steps;
+    double sigma = (hi + lo) / (hi - lo);
+    for (int d = 1; d <= 1023; d = 2 * d + 1) {
+        double e = 1.0 / cosh((d + 1) * acosh(sigma));
+        int j = 0;
+        while (j < 30 && ldexp(1.0, j) * -log(e) < bits * log(2.0))
+            j++;
+        int k = (int)ts_ckks_chebyshev_ps_k((size_t)d), lk = 0;
+        while ((1 << lk) < (d + k) / k)
+            lk++;
+        double cost = (k - 1) + lk + (d + k - 1) / k + 2.0 + 2.0 * j;
+        int depth = (int)ts_ckks_chebyshev_depth((size_t)d) + 2 + j;
+        if (depth < best_depth || (depth == best_depth && cost < best_cost)) {
+            best_depth = depth;
+            best_d = d;
+            best_j = j;
+            best_cost = cost;
+        }
+    }
+    spec_iter(s, lo, hi, best_d, best_j);
+    if (best_d > 0)
+        s->iter = TS_NL_ITER_SCALED;
+}
+
 void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy, int max_pos)
 {
     if (!cfg)
@@ -209,15 +246,14 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
         cfg->eval_recip_last = TS_LLM_EVAL_LUT;
         cfg->eval_rsqrt = TS_LLM_EVAL_LUT;
     } else if (policy == TS_SCHED_CKKS) {
-        /* after the first normalization the sums of squares lie in [1/n, 1]
-         * for n positions: Goldschmidt on [0.8 / n, 1.25], the last round's
-         * converged to 2^-24 (8 steps at n = 16, 11 at 128, instead of the
-         * first round's 14), the rounds between to COND_BITS (5 at 16, 8 at 128) */
-        cfg->recip_norm.lo = cfg->recip_last.lo = 0.8 / max_pos;
-        cfg->recip_norm.hi = cfg->recip_last.hi = 1.25;
-        cfg->recip_last.steps = goldschmidt_steps(cfg->recip_last.lo, cfg->recip_last.hi, 24);
-        cfg->recip_norm.steps =
-            goldschmidt_steps(cfg->recip_norm.lo, cfg->recip_norm.hi, COND_BITS);
+        /* the first round's wide [0.02, 256] to COND_BITS; after the first
+         * normalization the sums of squares lie in [1/n, 1] for n positions:
+         * Goldschmidt on [0.8 / n, 1.25], the last round's converged to
+         * 2^-24, the rounds between to COND_BITS; each from the shallowest
+         * start (spec_recip) */
+        spec_recip(&cfg->recip, cfg->recip.lo, cfg->recip.hi, COND_BITS);
+        spec_recip(&cfg->recip_last, 0.8 / max_pos, 1.25, 24);
+        spec_recip(&cfg->recip_norm, 0.8 / max_pos, 1.25, COND_BITS);
     } else if (policy == TS_SCHED_TFHE) {
         cfg->softmax_mean_first = true;
         cfg->recip_norm.lo = cfg->recip_last.lo = 0.8 / max_pos;
@@ -325,8 +361,7 @@ void ts_llm_enc_config_kinds(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy,
                 /* the hybrid's first round divides the mean sum: Goldschmidt
                  * on the look-up's narrow interval, to COND_BITS (a round
                  * before the last) */
-                double lo = sp[k]->lo, hi = sp[k]->hi;
-                spec_iter(sp[k], lo, hi, 0, goldschmidt_steps(lo, hi, COND_BITS));
+                spec_recip(sp[k], sp[k]->lo, sp[k]->hi, COND_BITS);
             } else {
                 *sp[k] = *ck_sp[k];
             }
@@ -728,6 +763,9 @@ void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out)
     out->max_pos = e->max_pos;
     out->a_exp = e->a_exp;
     out->a_rsqrt = e->a_rsqrt;
+    out->a_recip = e->a_recip;
+    out->a_recip_norm = e->a_recip_norm;
+    out->a_recip_last = e->a_recip_last;
     out->a_silu = e->a_silu;
     out->a_gelu = e->a_gelu;
     out->gpt2 = e->gpt2;
@@ -1240,19 +1278,24 @@ static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
 static ts_status_t align(ts_llm_enc_session_t *s, ct_t *a, ct_t *b);
 
 /*
- * Make sure a and b both have at least lv levels, then align them. When both
- * need a bootstrap they share one (ts_boot_bootstrap_pair: Re a + i Re b, at
- * the section's bound; the scheduler's replay counts the pair as one).
+ * Make sure a and b both have at least lv levels, then align them. When one
+ * needs a bootstrap and the other is below a bootstrap's output level, they
+ * share one (ts_boot_bootstrap_pair: Re a + i Re b, at the section's bound;
+ * the scheduler's replay counts the pair as one): the partner rides along
+ * for free, and the product lands a bootstrap's levels high instead of at
+ * the partner's (aligning a fresh a down to b would waste them).
  */
 static ts_status_t need2(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
 {
     ts_status_t st;
     double sa = ts_ckks_ciphertext_scale(a), sb = ts_ckks_ciphertext_scale(b);
     size_t sl = ts_ckks_ciphertext_slots(a);
+    int la = ts_ckks_ciphertext_level(a), lb = ts_ckks_ciphertext_level(b);
     bool pair = a != b && s->boot && ts_boot_config(s->boot)->order == TS_BOOT_CTS_FIRST &&
-                ts_ckks_ciphertext_level(a) < lv && ts_ckks_ciphertext_level(b) < lv &&
-                ts_ckks_ciphertext_degree(a) == 1 && ts_ckks_ciphertext_degree(b) == 1 &&
-                sl == ts_ckks_ciphertext_slots(b) && fabs(sa / sb - 1.0) < 0x1p-30;
+                (la < lv || lb < lv) && la < ts_boot_levels_left(s->boot) &&
+                lb < ts_boot_levels_left(s->boot) && ts_ckks_ciphertext_degree(a) == 1 &&
+                ts_ckks_ciphertext_degree(b) == 1 && sl == ts_ckks_ciphertext_slots(b) &&
+                fabs(sa / sb - 1.0) < 0x1p-30;
     if (!pair) {
         if ((st = need(s, a, lv)) != TS_OK || (st = need(s, b, lv)) != TS_OK)
             return st;
@@ -1668,8 +1711,8 @@ static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
     /* y up to 1/sqrt(lo) (its square further, only near lo) */
     double prev_bound = bound_set(s, 1.0 / sqrt(s->e->cfg.rsqrt.lo));
     for (int i = 0; i < s->e->cfg.rsqrt.steps; i++) {
-        /* y <- 1.5 y + (-0.5 x y) y^2 */
-        TRY(need(s, y, 2));
+        /* y <- 1.5 y + (-0.5 x y) y^2; y refreshed with xh (never below it) */
+        TRY(need2(s, y, xh, 2));
         TRY(ts_ckks_ciphertext_copy(a, y));
         TRY(ts_ckks_ciphertext_copy(y2, y));
         TRY(mul_cc(s, y2, y, y2));
@@ -1705,46 +1748,73 @@ static double recip_bound(const ts_nonlinear_spec_t *sp)
     return interval_bound(1.0 / sp->hi, 1.0 / sp->lo);
 }
 
-/* out = 1/x by Goldschmidt (ts_nonlinear ITER recip of spec sp). */
-static ts_status_t recip(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp, ct_t *x, ct_t *out)
+/*
+ * out = num / den by Goldschmidt division, den in the interval of spec sp
+ * (ts_nonlinear ITER recip) once multiplied by pre: a = den c, b = num c
+ * with c = pre 2 / (lo + hi), then f = 2 - a, a *= f, b *= f, so that
+ * a -> 1 and b -> num / den. b is the reciprocal chain with the numerator
+ * folded into its first constant (the same value as num * (1/den) in exact
+ * arithmetic, one level shallower), and num must lie in [0, den] (a softmax
+ * term over its sum) so that both a and b stay in [0, 2): their pair
+ * bootstraps run at bound 2. num and den may be bootstrapped in place.
+ */
+static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp,
+                          const ts_nonlinear_approx_t *ap, double pre, ct_t *num, ct_t *den,
+                          ct_t *out)
 {
-    double sc = 2.0 / (sp->lo + sp->hi);
+    double sc = pre * 2.0 / (sp->lo + sp->hi);
     ct_t *a = NULL, *b = NULL, *f = NULL;
+    double *coeffs = NULL;
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
-    double prev_bound = bound_set(s, interval_bound(sp->lo, sp->hi));
+    double prev_bound = bound_set(s, interval_bound(sp->lo, sp->hi) / pre);
+    /* SCALED: the Chebyshev-iteration guess g replaces the constant c, as
+     * pre p(pre x): the same coefficients times pre on [lo, hi] / pre */
+    const ts_nonlinear_cheb_t *g0 = NULL;
+    ts_nonlinear_cheb_t g;
+    if (sp->iter == TS_NL_ITER_SCALED && !(g0 = ts_nonlinear_approx_cheb(ap))) {
+        st = TS_EINVAL;
+        goto done;
+    }
     TRY(ct_new(s, &a));
     TRY(ct_new(s, &b));
     TRY(ct_new(s, &f));
-    TRY(mul_k(s, x, sc, a));
-    /* a in (0, 2), b rising to 1/x */
-    bound_set(s, fmax(2.0, recip_bound(sp)));
-    if (sp->steps == 0) {
-        TRY(mul_k(s, x, 0.0, out));
-        TRY(ts_ckks_add_const(s->ev, out, sc, out));
-        goto done;
+    if (!g0) {
+        TRY(need2(s, den, num, 1));
+        TRY(mul_k(s, den, sc, a));
+        TRY(mul_k(s, num, sc, b));
+    } else {
+        g = *g0;
+        g.lo = g0->lo / pre;
+        g.hi = g0->hi / pre;
+        if (!(coeffs = ts_malloc(((size_t)g.degree + 1) * sizeof *coeffs))) {
+            st = TS_ENOMEM;
+            goto done;
+        }
+        for (int j = 0; j <= g.degree; j++)
+            coeffs[j] = g0->coeffs[j] * pre;
+        g.coeffs = coeffs;
+        TRY(need2(s, den, num, ts_ckks_chebyshev_depth((size_t)g.degree) + 2));
+        TRY(cheb(s, &g, den, f)); /* f = g(den), in (0, 2 / den) */
+        bound_set(s, 2.0);
+        TRY(mul_cc(s, den, f, a));
+        TRY(mul_cc(s, num, f, b));
     }
+    bound_set(s, 2.0);
     for (int i = 0; i < sp->steps; i++) {
-        /* a (and b: they run in lockstep) refreshed before f = 2 - a is taken
-         * from a, so that a and f are never bootstrapped apart */
-        if (i == 0)
-            TRY(need(s, a, 1));
-        else
-            TRY(need2(s, a, b, 1));
+        /* a and b refreshed together before f = 2 - a is taken from a, so
+         * that a and f are never bootstrapped apart */
+        TRY(need2(s, a, b, 1));
         TRY(ts_ckks_neg(s->ev, a, f));
         TRY(ts_ckks_add_const(s->ev, f, 2.0, f));
-        if (i == 0) {
-            TRY(mul_k(s, f, sc, b));
-        } else {
-            ct_t *f2 = NULL;
-            TRY(ct_new(s, &f2));
-            st = ts_ckks_ciphertext_copy(f2, f);
-            if (st == TS_OK)
-                st = mul_cc(s, b, f2, b);
-            ts_ckks_ciphertext_free(f2);
-            if (st != TS_OK)
-                goto done;
-        }
+        ct_t *f2 = NULL;
+        TRY(ct_new(s, &f2));
+        st = ts_ckks_ciphertext_copy(f2, f);
+        if (st == TS_OK)
+            st = mul_cc(s, b, f2, b);
+        ts_ckks_ciphertext_free(f2);
+        if (st != TS_OK)
+            goto done;
         if (i + 1 < sp->steps)
             TRY(mul_cc(s, a, f, a));
     }
@@ -1752,6 +1822,7 @@ static ts_status_t recip(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp,
 done:
     stage_to(s, prev_stage);
     s->bound = prev_bound;
+    ts_free(coeffs);
     ts_ckks_ciphertext_free(a);
     ts_ckks_ciphertext_free(b);
     ts_ckks_ciphertext_free(f);
@@ -2023,18 +2094,23 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         /* the first round may take 1/x of the mean (1/n) sum and divide by n after */
         bool mean = round == 0 && ts_llm_enc_config_mean_first(&e->cfg);
         double sb = interval_bound(rsp->lo, rsp->hi);
+        if (where == TS_LLM_EVAL_CKKS) {
+            /* y = sq / sum, the mean's 1/n folded into the constants */
+            const ts_nonlinear_approx_t *ap = p == P_RECIP        ? e->a_recip
+                                              : p == P_RECIP_LAST ? e->a_recip_last
+                                                                  : e->a_recip_norm;
+            TRY(divide(s, rsp, ap, mean ? 1.0 / (pos + 1) : 1.0, sq, sum, y));
+            yb = 1.0;
+            continue;
+        }
         bound_set(s, sb * (mean ? pos + 1 : 1));
         if (mean)
             TRY(mul_k(s, sum, 1.0 / (pos + 1), sum));
         bound_set(s, sb);
-        if (where == TS_LLM_EVAL_CKKS) {
-            TRY(recip(s, rsp, sum, r));
-        } else {
-            /* one sum per head (replicated over its slots and every block) */
-            TRY(tfhe_eval_blocks(s, p, sum, 1, e->hd, e->nh, r));
-            TRY(rot_sum(s, r, -1, e->hd));
-            TRY(rot_sum(s, r, -e->pd, e->slots));
-        }
+        /* one sum per head (replicated over its slots and every block) */
+        TRY(tfhe_eval_blocks(s, p, sum, 1, e->hd, e->nh, r));
+        TRY(rot_sum(s, r, -1, e->hd));
+        TRY(rot_sum(s, r, -e->pd, e->slots));
         /* sq below yb^2 (typically below yb: the scores' interval has a
          * margin) and r = 1/sum */
         bound_set(s, fmax(yb, recip_bound(rsp)));

@@ -216,7 +216,9 @@ static int rsqrt(gb_t *b, int x)
         prim(b, TS_OP_INVSQRT, "invsqrt", x, TS_LLM_EVAL_CKKS, &e->cfg->rsqrt, e->a_rsqrt, 1, 1);
     int xh = mul_k(b, "invsqrt.xh", x, false);
     for (int i = 0; i < e->cfg->rsqrt.steps; i++) {
-        int y2 = mul_cc(b, "newton.y2", y, y, BOTH, 2); /* need(y, 2) in place */
+        const double c0[6] = {0, 0, 0, 0, 0, 0};
+        add(b, TS_OP_SUM, "newton.need", y, xh, BOTH, 0, 2, c0); /* need2(y, xh, 2) */
+        int y2 = mul_cc(b, "newton.y2", y, y, BOTH, 1);
         int a = mul_cc(b, "newton.xy", xh, y, FIRST, 1);
         a = mul_cc(b, "newton.xy3", a, y2, BOTH, 1);
         int y15 = mul_k(b, "newton.1.5y", y, false);
@@ -225,18 +227,38 @@ static int rsqrt(gb_t *b, int x)
     return y;
 }
 
-/* Goldschmidt; the first operator carries the primitive (kind INV) */
-static int recip(gb_t *b, const char *nm, const ts_nonlinear_spec_t *sp, int x)
+/* Goldschmidt division num / den (enc.c divide); the operator a = den c
+ * carries the primitive (kind INV) */
+static int divide(gb_t *b, const char *nm, const ts_nonlinear_spec_t *sp,
+                  const ts_nonlinear_approx_t *ap, int num, int den)
 {
     const double c[6] = {0, 1, 0, 0, 1, 0};
+    const double c0[6] = {0, 0, 0, 0, 0, 0};
     if (b->st != TS_OK)
         return -1;
+    int a = -1, bb = -1;
+    if (sp->iter == TS_NL_ITER_SCALED) {
+        /* the guess g(den) (its Chebyshev series), then a = den g, b = num g */
+        const ts_nonlinear_cheb_t *g = ap ? ts_nonlinear_approx_cheb(ap) : NULL;
+        if (!g) {
+            b->st = TS_EINVAL;
+            return -1;
+        }
+        int depth = (int)ts_ckks_chebyshev_depth((size_t)g->degree) + 1;
+        add(b, TS_OP_SUM, "goldschmidt.need", den, num, BOTH, 0, depth + 1, c0);
+        int gi = prim(b, TS_OP_INV, nm, den, TS_LLM_EVAL_CKKS, sp, ap, (uint32_t)b->e->nh, 1);
+        a = mul_cc(b, "goldschmidt.a", den, gi, BOTH, 1);
+        bb = mul_cc(b, "goldschmidt.b", num, gi, BOTH, 1);
+        goto steps;
+    }
+    /* need2(den, num, 1): one pair bootstrap when low */
+    add(b, TS_OP_SUM, "goldschmidt.need", den, num, BOTH, 0, 1, c0);
     ts_sched_op_t op;
     memset(&op, 0, sizeof op);
     op.kind = TS_OP_INV;
     snprintf(op.name, sizeof op.name, "%s.%s", b->where, nm);
     op.layer = b->layer;
-    op.in[0] = x;
+    op.in[0] = den;
     op.in[1] = TS_SCHED_NONE;
     op.n_ct = 1;
     op.n_impl = 1;
@@ -252,25 +274,13 @@ static int recip(gb_t *b, const char *nm, const ts_nonlinear_spec_t *sp, int x)
     op.inplace = FIRST;
     op.need_level = 1;
     op.group = TS_LLM_STAGE_NONLINEAR;
-    int a = -1;
     b->st = ts_sched_graph_add_op(b->g, &op, NULL, 0, &a);
-    if (sp->steps == 0) {
-        int o = mul_k(b, "recip.zero", x, false);
-        return add_k(b, "recip.const", o, false);
-    }
-    int bb = -1;
-    const double c0[6] = {0, 0, 0, 0, 0, 0};
+    bb = mul_k(b, "goldschmidt.b", num, false);
+steps:
     for (int i = 0; i < sp->steps; i++) {
-        /* need(a, 1), then need2(a, b, 1): a pair bootstrap when both are low */
-        if (i == 0)
-            add(b, TS_OP_SUM, "goldschmidt.need", a, TS_SCHED_NONE, FIRST, 0, 1, c0);
-        else
-            add(b, TS_OP_SUM, "goldschmidt.need", a, bb, BOTH, 0, 1, c0);
+        add(b, TS_OP_SUM, "goldschmidt.need", a, bb, BOTH, 0, 1, c0);
         int f = add_k(b, "goldschmidt.f", a, false);
-        if (i == 0)
-            bb = mul_k(b, "goldschmidt.b", f, false);
-        else
-            bb = mul_cc(b, "goldschmidt.b", bb, f, FIRST, 1);
+        bb = mul_cc(b, "goldschmidt.b", bb, f, FIRST, 1);
         if (i + 1 < sp->steps)
             a = mul_cc(b, "goldschmidt.a", a, f, BOTH, 1);
     }
@@ -379,18 +389,21 @@ static int attention(gb_t *b, int xb)
         snprintf(nm, sizeof nm, "softmax.step%d.inv", round);
         int r;
         bool mean = first && ts_llm_enc_config_mean_first(cfg);
-        if (mean)
-            sum = mul_k(b, "softmax.mean", sum, false);
         if (where == TS_LLM_EVAL_CKKS) {
             int prev = b->stage;
             b->stage = TS_LLM_STAGE_NONLINEAR;
-            r = recip(b, nm, rsp, sum);
+            const ts_nonlinear_approx_t *ap = first  ? e->a_recip
+                                              : last ? e->a_recip_last
+                                                     : e->a_recip_norm;
+            y = divide(b, nm, rsp, ap, sq, sum);
             b->stage = prev;
-        } else {
-            r = prim(b, TS_OP_INV, nm, sum, where, rsp, NULL, (uint32_t)e->nh, 1);
-            r = rot_sum(b, "softmax.inv.spread", r, -1, e->hd);
-            r = rot_sum(b, "softmax.inv.spread_blocks", r, -e->pd, e->slots);
+            continue;
         }
+        if (mean)
+            sum = mul_k(b, "softmax.mean", sum, false);
+        r = prim(b, TS_OP_INV, nm, sum, where, rsp, NULL, (uint32_t)e->nh, 1);
+        r = rot_sum(b, "softmax.inv.spread", r, -1, e->hd);
+        r = rot_sum(b, "softmax.inv.spread_blocks", r, -e->pd, e->slots);
         if (mean)
             r = mul_k(b, "softmax.mean.undo", r, false);
         snprintf(nm, sizeof nm, "softmax.step%d.mul", round);

@@ -116,7 +116,8 @@ typedef struct ts__llm_enc_shape {
     const ts_llm_enc_config_t *cfg;
     const ts_boot_t *boot;
     int slots, pd, ph, pv, dim, hid, vocab, nh, hd, nl, max_pos;
-    const ts_nonlinear_approx_t *a_exp, *a_rsqrt, *a_silu, *a_gelu;
+    const ts_nonlinear_approx_t *a_exp, *a_rsqrt, *a_silu, *a_gelu, *a_recip, *a_recip_norm,
+        *a_recip_last;
     bool gpt2; /* LayerNorm, biases, learned positions, GELU (see enc.c) */
 } ts__llm_enc_shape_t;
 void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out);

@@ -32,7 +32,7 @@ typedef struct {
     int method;
     double lo, hi;
     int64_t degree, steps, segments, entries, index_bits;
-    int bounds;
+    int bounds, iter;
 } yprim_t;
 
 typedef struct {
@@ -46,6 +46,7 @@ typedef struct {
 
 static const char *const method_choices[] = {"exact", "poly", "iter", "lut", "pbs", NULL};
 static const char *const bounds_choices[] = {"uniform", "log", "auto", "auto_rel", NULL};
+static const char *const iter_choices[] = {"classic", "scaled", NULL}; /* ts_nonlinear_iter_t */
 
 #define YP(field) offsetof(yprim_t, field)
 static const ts_cfg_directive_t prim_table[] = {
@@ -66,6 +67,7 @@ static const ts_cfg_directive_t prim_table[] = {
      .max = TS_NL_LUT_MAX_BR},
     {.name = "bounds", .type = TS_CFG_ENUM, .offset = YP(bounds), .choices = bounds_choices},
     {.name = "index_bits", .type = TS_CFG_INT, .offset = YP(index_bits), .min = 0, .max = 30},
+    {.name = "iter", .type = TS_CFG_ENUM, .offset = YP(iter), .choices = iter_choices},
     {.name = NULL},
 };
 #undef YP
@@ -98,6 +100,7 @@ static void spec_to_y(const ts_nonlinear_spec_t *s, yprim_t *p)
     p->entries = s->n_br;
     p->bounds = (int)s->bounds;
     p->index_bits = s->index_bits;
+    p->iter = s->iter;
 }
 
 static void y_to_spec(const yprim_t *p, ts_nonlinear_spec_t *s)
@@ -111,6 +114,7 @@ static void y_to_spec(const yprim_t *p, ts_nonlinear_spec_t *s)
     s->n_br = (int)p->entries;
     s->bounds = (ts_nonlinear_bounds_t)p->bounds;
     s->index_bits = (int)p->index_bits;
+    s->iter = p->iter;
 }
 
 static void to_doc(const ts_llm_sim_config_t *c, ydoc_t *d)

@@ -138,6 +138,29 @@ double ts_nonlinear_goldschmidt_bound(double lo, double hi, int steps)
     return pow(e, ldexp(1.0, steps));
 }
 
+/* ------------------------------------- 1/x: Chebyshev-iteration start */
+
+/* 1 / T_{d+1}(sigma), sigma = (hi + lo) / (hi - lo): the guess's max |1 - x p(x)| */
+static double recip_guess_err(double lo, double hi, int d)
+{
+    double sigma = (hi + lo) / (hi - lo);
+    return 1.0 / cosh((d + 1) * acosh(sigma));
+}
+
+typedef struct {
+    double lo, hi;
+    int d;
+} recip_guess_t;
+
+/* p(x) = (1 - T_{d+1}(u(x)) / T_{d+1}(sigma)) / x, a polynomial of degree d */
+static double recip_guess_cb(double x, void *ctx)
+{
+    const recip_guess_t *g = ctx;
+    double u = (g->hi + g->lo - 2.0 * x) / (g->hi - g->lo);
+    u = u < -1 ? -1 : u > 1 ? 1 : u;
+    return (1.0 - cos((g->d + 1) * acos(u)) * recip_guess_err(g->lo, g->hi, g->d)) / x;
+}
+
 double ts_nonlinear_newton_rsqrt(double x, double y0, int steps)
 {
     double y = y0;
@@ -434,8 +457,10 @@ ts_status_t ts_nonlinear_approx_new(ts_nonlinear_fn_t fn, const ts_nonlinear_spe
         return TS_EINVAL;
     if (m == TS_NL_ITER && fn == TS_NL_FN_EXP && spec->steps > 30)
         return TS_EINVAL;
-    if (spec->iter != TS_NL_ITER_CLASSIC && (spec->iter != TS_NL_ITER_SCALED || m != TS_NL_ITER ||
-                                             fn != TS_NL_FN_RSQRT || spec->degree > 63))
+    if (spec->iter != TS_NL_ITER_CLASSIC &&
+        (spec->iter != TS_NL_ITER_SCALED || m != TS_NL_ITER ||
+         !((fn == TS_NL_FN_RSQRT && spec->degree <= 63) ||
+           (fn == TS_NL_FN_RECIP && spec->degree >= 1 && spec->degree <= 1023))))
         return TS_EINVAL;
     if (m == TS_NL_PBS && (spec->n_br < 2 || spec->n_br > TS_NL_LUT_MAX_BR))
         return TS_EINVAL;
@@ -464,7 +489,14 @@ ts_status_t ts_nonlinear_approx_new(ts_nonlinear_fn_t fn, const ts_nonlinear_spe
         a->rel_bound = NAN;
         if (fn == TS_NL_FN_RSQRT)
             st = rsqrt_setup(a);
-        else if (fn == TS_NL_FN_RECIP)
+        else if (fn == TS_NL_FN_RECIP && spec->iter == TS_NL_ITER_SCALED) {
+            recip_guess_t g = {spec->lo, spec->hi, spec->degree};
+            st = ts_nonlinear_cheb_init(&a->cheb, recip_guess_cb, &g, spec->lo, spec->hi,
+                                        spec->degree);
+            a->has_cheb = st == TS_OK;
+            a->rel_bound =
+                pow(recip_guess_err(spec->lo, spec->hi, spec->degree), ldexp(1.0, spec->steps));
+        } else if (fn == TS_NL_FN_RECIP)
             a->rel_bound = ts_nonlinear_goldschmidt_bound(spec->lo, spec->hi, spec->steps);
         break;
     case TS_NL_LUT:
@@ -510,8 +542,17 @@ double ts_nonlinear_approx_eval(const ts_nonlinear_approx_t *a, double x)
     }
     case TS_NL_ITER:
         switch (a->fn) {
-        case TS_NL_FN_RECIP:
-            return ts_nonlinear_goldschmidt_recip(x, s->lo, s->hi, s->steps);
+        case TS_NL_FN_RECIP: {
+            if (s->iter != TS_NL_ITER_SCALED)
+                return ts_nonlinear_goldschmidt_recip(x, s->lo, s->hi, s->steps);
+            double b = ts_nonlinear_cheb_eval(&a->cheb, x), ax = x * b;
+            for (int i = 0; i < s->steps; i++) {
+                double f = 2.0 - ax;
+                ax *= f;
+                b *= f;
+            }
+            return b;
+        }
         case TS_NL_FN_RSQRT: {
             /* degree 0: the constant 1/sqrt at the midpoint (the one-node interpolant) */
             double y = ts_nonlinear_cheb_eval(&a->cheb, x);

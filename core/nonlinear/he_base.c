@@ -230,12 +230,25 @@ ts_status_t ts_nonlinear_ckks_eval(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
     case TS_NL_ITER:
         if (fn == TS_NL_FN_RECIP) {
             double sc = 2.0 / (s->lo + s->hi);
-            /* a = x sc; b = 1 (scaled first, while x has a level: a bootstrap of x
-             * itself may leave EvalMod's range for a wide [lo, hi]) */
-            if ((st = ensure(ev, bt, x, 1)) != TS_OK || (st = mulc(ev, x, sc, x)) != TS_OK)
+            const ts_nonlinear_cheb_t *g = ts_nonlinear_approx_cheb(a);
+            bool guess = s->iter == TS_NL_ITER_SCALED;
+            if (guess) {
+                /* b = p(x), a = x p(x) (the Chebyshev-iteration guess); sc = 1 */
+                int depth = (int)ts_ckks_chebyshev_depth((size_t)g->degree) + 1;
+                sc = 1.0;
+                if ((st = ensure(ev, bt, x, depth + 1)) != TS_OK ||
+                    (st = ts_ckks_eval_chebyshev(ev, x, g->coeffs, (size_t)g->degree, g->lo, g->hi,
+                                                 0, y)) != TS_OK ||
+                    (st = ts_ckks_ciphertext_copy(u, y)) != TS_OK ||
+                    (st = mulr(ev, x, u, x)) != TS_OK)
+                    goto done;
+            } else if ((st = ensure(ev, bt, x, 1)) != TS_OK || (st = mulc(ev, x, sc, x)) != TS_OK) {
+                /* a = x sc; b = 1 (scaled first, while x has a level: a bootstrap of x
+                 * itself may leave EvalMod's range for a wide [lo, hi]) */
                 goto done;
+            }
             for (int i = 0; i < s->steps; i++) {
-                if (i > 0 && ts_ckks_ciphertext_level(y) < 2 && bt) {
+                if ((i > 0 || guess) && ts_ckks_ciphertext_level(y) < 2 && bt) {
                     if ((st = boot_drop(ev, bt, y)) != TS_OK ||
                         (st = boot_drop(ev, bt, x)) != TS_OK)
                         goto done;
@@ -246,7 +259,7 @@ ts_status_t ts_nonlinear_ckks_eval(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
                 if ((st = ts_ckks_neg(ev, x, t)) != TS_OK ||
                     (st = ts_ckks_add_const(ev, t, 2.0, t)) != TS_OK)
                     goto done;
-                if (i == 0) {
+                if (i == 0 && !guess) {
                     if ((st = ts_ckks_ciphertext_copy(y, t)) != TS_OK)
                         goto done;
                 } else {
@@ -257,9 +270,11 @@ ts_status_t ts_nonlinear_ckks_eval(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
                 if (i + 1 < s->steps && (st = mulr(ev, x, t, x)) != TS_OK)
                     goto done;
             }
-            if (s->steps == 0 && (st = ts_ckks_add_const(ev, x, 1.0, y)) != TS_OK) /* unused */
+            if (!guess && s->steps == 0 &&
+                (st = ts_ckks_add_const(ev, x, 1.0, y)) != TS_OK) /* unused */
                 goto done;
-            if ((st = ensure(ev, bt, y, 1)) != TS_OK || (st = mulc(ev, y, sc, y)) != TS_OK)
+            if (!guess &&
+                ((st = ensure(ev, bt, y, 1)) != TS_OK || (st = mulc(ev, y, sc, y)) != TS_OK))
                 goto done;
         } else if (fn == TS_NL_FN_RSQRT) {
             if ((st = rsqrt_ckks(ev, bt, a, x, y, t, u)) != TS_OK)

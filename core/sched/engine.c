@@ -64,15 +64,17 @@ static ts_status_t replay(const ts_sched_graph_t *g, const ts_sched_costs_t *c,
         }
         int avail = INT_MAX, lin = INT_MAX;
         uint32_t nb = 0;
-        /* two single ciphertexts below the level share one bootstrap (the
-         * engine packs them as a + i b: core/llm need2) */
-        bool pair = scheme == TS_SCHEME_CKKS && nin == 2;
+        /* two single ciphertexts share one bootstrap (the engine packs them
+         * as a + i b: core/llm need2) when one is below the level and the
+         * other below a bootstrap's output level: both come out at B */
+        bool pair =
+            scheme == TS_SCHEME_CKKS && nin == 2 && (lev[ids[0]] < need || lev[ids[1]] < need);
         for (int i = 0; pair && i < 2; i++)
-            pair = lev[ids[i]] < need && (ids[i] == n || g->ops[ids[i]].n_ct == 1);
+            pair = lev[ids[i]] < B && (ids[i] == n || g->ops[ids[i]].n_ct == 1);
         for (int i = 0; i < nin; i++) {
             int l = lev[ids[i]];
             avail = l < avail ? l : avail;
-            if (l < need) {
+            if (l < need || pair) {
                 if (pair)
                     nb = 1;
                 else if (scheme == TS_SCHEME_CKKS)
