@@ -159,8 +159,6 @@ static void spec_lut(ts_nonlinear_spec_t *s, double lo, double hi, int n_seg, in
     s->index_bits = 5; /* >= log2 n_br; boxes of N_br / 64 coefficients in the look-up */
 }
 
-/* Goldschmidt steps that bring 1/x on [lo, hi] to a relative 2^-bits: the
- * first error is at most e = (hi - lo) / (hi + lo) and squares every step. */
 /* Bits of 1/x a softmax round before the last needs: its per-head factor
  * cancels in the next round, so it only has to keep the next round's sums in
  * that round's interval [0.8 / n, 1.25] around [1 / n, 1]. A relative error
@@ -169,46 +167,53 @@ static void spec_lut(ts_nonlinear_spec_t *s, double lo, double hi, int n_seg, in
  * [0.806, 1.214]. (The rounds of aidreams260K at 16 positions take 5 steps
  * instead of 6 for 4 bits, at 128 positions 8 instead of 9.) */
 #define COND_BITS 3.3
-static int goldschmidt_steps(double lo, double hi, double bits)
-{
-    double e = (hi - lo) / (hi + lo);
-    int k = 0;
-    while (k < 30 && ldexp(1.0, k) * -log(e) < bits * log(2.0))
-        k++;
-    return k;
-}
-
 /*
  * The 1/x spec on [lo, hi] (0 < lo < hi) to a relative 2^-bits whose
  * Goldschmidt division (enc.c divide) is shallowest: the linear start, depth
- * 1 + steps, or the Chebyshev-iteration guess of degree 2^m - 1
- * (ts_nonlinear ITER SCALED), depth chebyshev_depth + 2 + steps; at equal
- * depth the one with fewer ciphertext products. On the ckks policy's first
- * round, [0.02, 256] to COND_BITS: degree 127 and 1 step, depth 10 instead
- * of 15; the last round at 128 positions to 24 bits: 10 instead of 12.
+ * 1 + steps, or the Chebyshev-iteration guess of degree d
+ * (ts_nonlinear ITER SCALED), depth chebyshev_depth(d) + 2 + steps; at
+ * equal depth the one with the fewest ciphertext products that reaches a
+ * quarter bit more (a margin for the CKKS noise), else `bits`. On the ckks
+ * policy's first round, [0.02, 256] to
+ * COND_BITS: depth 10 instead of 15; the last round at 128 positions to 24
+ * bits: 10 instead of 12 (test_llm_plan prints them).
  */
 static void spec_recip(ts_nonlinear_spec_t *s, double lo, double hi, double bits)
 {
-    int steps = goldschmidt_steps(lo, hi, bits);
-    int best_depth = 1 + steps, best_d = 0, best_j = steps;
-    double best_cost = 2.0 * steps;
+    /* pass 0: the least depth for `bits`; pass 1: at that depth, the fewest
+     * products for a quarter bit more (a margin for the CKKS noise) if any
+     * reaches it, else for `bits` */
+    int best_depth = 0, best_d = 0, best_j = 0;
     double sigma = (hi + lo) / (hi - lo);
-    for (int d = 1; d <= 1023; d = 2 * d + 1) {
-        double e = 1.0 / cosh((d + 1) * acosh(sigma));
-        int j = 0;
-        while (j < 30 && ldexp(1.0, j) * -log(e) < bits * log(2.0))
-            j++;
-        int k = (int)ts_ckks_chebyshev_ps_k((size_t)d), lk = 0;
-        while ((1 << lk) < (d + k) / k)
-            lk++;
-        double cost = (k - 1) + lk + (d + k - 1) / k + 2.0 + 2.0 * j;
-        int depth = (int)ts_ckks_chebyshev_depth((size_t)d) + 2 + j;
-        if (depth < best_depth || (depth == best_depth && cost < best_cost)) {
-            best_depth = depth;
-            best_d = d;
-            best_j = j;
-            best_cost = cost;
+    for (int pass = 0; pass < 3; pass++) {
+        double want = (pass == 1 ? bits + 0.25 : bits) * log(2.0), best_cost = INFINITY;
+        bool found = false;
+        for (int d = 0; d <= 1023; d++) {
+            /* log of the start's error: the linear one's, or 1 / T_{d+1}(sigma) */
+            double le = d ? -log(cosh((d + 1) * acosh(sigma))) : log((hi - lo) / (hi + lo));
+            int j = 0;
+            while (j < 30 && ldexp(1.0, j) * -le < want)
+                j++;
+            int depth = d ? (int)ts_ckks_chebyshev_depth((size_t)d) + 2 + j : 1 + j;
+            double cost = 2.0 * j;
+            if (d) {
+                int k = (int)ts_ckks_chebyshev_ps_k((size_t)d), lk = 0;
+                while ((1 << lk) < (d + k) / k)
+                    lk++;
+                cost += (k - 1) + lk + (d + k - 1) / k + 2.0;
+            }
+            if (pass == 0 ? (!found || depth < best_depth)
+                          : depth == best_depth && cost < best_cost) {
+                if (pass == 0)
+                    best_depth = depth;
+                best_d = d;
+                best_j = j;
+                best_cost = cost;
+                found = true;
+            }
         }
+        if (pass == 1 && found)
+            break;
     }
     spec_iter(s, lo, hi, best_d, best_j);
     if (best_d > 0)

@@ -23,6 +23,7 @@
 
 #include "core/convert/convert.h"
 #include "core/llm/llm.h"
+#include "core/nonlinear/nonlinear.h"
 #include "tests/unit/llm_tiny.h"
 #include "tests/unit/llm_fx.h"
 #include "tests/unit/ts_test.h"
@@ -403,6 +404,49 @@ static double plan_total(const ts_llm_model_t *m, ts_ckks_params_t *p, ts_llm_en
  * the hybrid's); with TFHE nearly free the softmax's and the norms' kinds go
  * to TFHE, with TFHE priced out it is the ckks policy's configuration itself.
  */
+/* The ckks policy's 1/x specs (ts_llm_enc_config_policy): each meets its
+ * precision (the first round and the rounds between: COND_BITS 3.3, enough to
+ * keep the next round's sums in [0.8 / n, 1.25]; the last: 24 bits) by the
+ * approximation's own bound, and its division is shallower than the linear
+ * start's at that precision: the first round on [0.02, 256] by 5 levels. */
+static int linear_depth(double lo, double hi, double bits)
+{
+    int k = 0;
+    while (ts_nonlinear_goldschmidt_bound(lo, hi, k) > ldexp(1.0, -bits) * (1 + 1e-12))
+        k++;
+    return 1 + k;
+}
+
+START_TEST(test_engine_recip_specs)
+{
+    const int npos[] = {1, 16, 64, 128, 1024};
+    for (size_t i = 0; i < sizeof npos / sizeof npos[0]; i++) {
+        ts_llm_enc_config_t c;
+        ts_llm_enc_config_policy(&c, TS_SCHED_CKKS, npos[i]);
+        const ts_nonlinear_spec_t *sp[3] = {&c.recip, &c.recip_norm, &c.recip_last};
+        const double bits[3] = {3.3, 3.3, 24};
+        for (int r = 0; r < 3; r++) {
+            ts_nonlinear_approx_t *a = NULL;
+            ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_RECIP, sp[r], &a));
+            double bound = ts_nonlinear_approx_rel_bound(a);
+            int depth = sp[r]->iter == TS_NL_ITER_SCALED
+                            ? ts_ckks_chebyshev_depth((size_t)sp[r]->degree) + 2 + sp[r]->steps
+                            : 1 + sp[r]->steps;
+            int lin = linear_depth(sp[r]->lo, sp[r]->hi, bits[r]);
+            printf("n %4d 1/x %d on [%g, %g]: degree %d + %d steps, depth %d (linear %d), "
+                   "bound 2^%.1f\n",
+                   npos[i], r, sp[r]->lo, sp[r]->hi, sp[r]->degree, sp[r]->steps, depth, lin,
+                   log2(bound));
+            ck_assert_msg(bound <= ldexp(1.0, -bits[r]), "bound 2^%.2f", log2(bound));
+            ck_assert_int_le(depth, lin);
+            if (r == 0)
+                ck_assert_int_le(depth, lin - 5);
+            ts_nonlinear_approx_free(a);
+        }
+    }
+}
+END_TEST
+
 START_TEST(test_engine_config_best)
 {
     char dir[256], model[300];
@@ -512,6 +556,7 @@ TS_TEST_SUITE(llm_plan)
     Suite *s = suite_create("llm_plan");
     TCase *tc = ts_tcase("plan", 0);
     tcase_add_test(tc, test_engine_levels_model);
+    tcase_add_test(tc, test_engine_recip_specs);
     tcase_add_test(tc, test_engine_plan_explain);
     tcase_add_test(tc, test_engine_config_best);
     tcase_add_loop_test(tc, test_engine_plan_counts, 0, 5);

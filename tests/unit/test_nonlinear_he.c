@@ -274,6 +274,14 @@ START_TEST(test_nonlinear_he_ckks)
 
     ts_nonlinear_spec_t sp = {.method = TS_NL_ITER, .lo = 0.5, .hi = 4.0, .steps = 6};
     ckks_case(p, sk, enc, ev, prng, TS_NL_FN_RECIP, &sp, 1e-5);
+    /* 1/x from the Chebyshev-iteration guess (relative 2^-18 in exact arithmetic) */
+    sp = (ts_nonlinear_spec_t){.method = TS_NL_ITER,
+                               .lo = 0.25,
+                               .hi = 16.0,
+                               .degree = 7,
+                               .steps = 4,
+                               .iter = TS_NL_ITER_SCALED};
+    ckks_case(p, sk, enc, ev, prng, TS_NL_FN_RECIP, &sp, 1e-5);
     sp =
         (ts_nonlinear_spec_t){.method = TS_NL_ITER, .lo = 1.0, .hi = 16.0, .degree = 4, .steps = 3};
     ckks_case(p, sk, enc, ev, prng, TS_NL_FN_RSQRT, &sp, 1e-5);
