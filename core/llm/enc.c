@@ -258,6 +258,12 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
          * start (spec_recip) */
         spec_recip(&cfg->recip, cfg->recip.lo, cfg->recip.hi, COND_BITS);
         spec_recip(&cfg->recip_last, 0.8 / max_pos, 1.25, 24);
+        /* 1/sqrt(x) on [0.005, 1]: the degree-56 relative-minimax polynomial
+         * alone, 13.4 bits worst-case in depth 7 (the default's degree 7 and
+         * two Newton steps: 5.0 bits in depth 9; test_llm_plan checks both) */
+        cfg->rsqrt.degree = 56;
+        cfg->rsqrt.steps = 0;
+        cfg->rsqrt.iter = TS_NL_ITER_SCALED;
         spec_recip(&cfg->recip_norm, 0.8 / max_pos, 1.25, COND_BITS);
     } else if (policy == TS_SCHED_TFHE) {
         cfg->softmax_mean_first = true;
@@ -627,6 +633,9 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         !spec_fits(&cfg->recip_last, cfg->eval_recip_last, TS_NL_ITER) ||
         !spec_fits(&cfg->rsqrt, cfg->eval_rsqrt, TS_NL_ITER) ||
         (cfg->eval_rsqrt == TS_LLM_EVAL_CKKS && cfg->rsqrt.degree < 1) ||
+        /* the engine's Newton steps are the classic ones (a_k = 3/2, b_k = 1/2) */
+        (cfg->eval_rsqrt == TS_LLM_EVAL_CKKS && cfg->rsqrt.iter == TS_NL_ITER_SCALED &&
+         cfg->rsqrt.steps > 0) ||
         (!gpt2 && !spec_fits(&cfg->silu, cfg->eval_silu, TS_NL_POLY)) ||
         (gpt2 && !spec_fits(&cfg->gelu, cfg->eval_gelu, TS_NL_POLY)))
         return TS_EINVAL;
@@ -1712,7 +1721,8 @@ static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
     TRY(ct_new(s, &a));
     TRY(ct_new(s, &y15));
     TRY(cheb(s, cb, x, y));
-    TRY(mul_k(s, x, -0.5, xh));
+    if (s->e->cfg.rsqrt.steps > 0)
+        TRY(mul_k(s, x, -0.5, xh));
     /* y up to 1/sqrt(lo) (its square further, only near lo) */
     double prev_bound = bound_set(s, 1.0 / sqrt(s->e->cfg.rsqrt.lo));
     for (int i = 0; i < s->e->cfg.rsqrt.steps; i++) {

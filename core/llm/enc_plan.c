@@ -214,7 +214,7 @@ static int rsqrt(gb_t *b, int x)
     const ts__llm_enc_shape_t *e = b->e;
     int y =
         prim(b, TS_OP_INVSQRT, "invsqrt", x, TS_LLM_EVAL_CKKS, &e->cfg->rsqrt, e->a_rsqrt, 1, 1);
-    int xh = mul_k(b, "invsqrt.xh", x, false);
+    int xh = e->cfg->rsqrt.steps > 0 ? mul_k(b, "invsqrt.xh", x, false) : -1;
     for (int i = 0; i < e->cfg->rsqrt.steps; i++) {
         const double c0[6] = {0, 0, 0, 0, 0, 0};
         add(b, TS_OP_SUM, "newton.need", y, xh, BOTH, 0, 2, c0); /* need2(y, xh, 2) */

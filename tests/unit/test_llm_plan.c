@@ -443,6 +443,30 @@ START_TEST(test_engine_recip_specs)
                 ck_assert_int_le(depth, lin - 5);
             ts_nonlinear_approx_free(a);
         }
+        /* 1/sqrt(x): the relative-minimax guess alone, 13 bits worst-case over
+         * the whole interval in depth 7, where the default's degree 7 and two
+         * Newton steps reach 5 bits in depth 9 */
+        ts_llm_enc_config_t d;
+        ts_llm_enc_config_default(&d);
+        ts_nonlinear_approx_t *a = NULL, *ad = NULL;
+        ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &c.rsqrt, &a));
+        ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &d.rsqrt, &ad));
+        ck_assert_double_eq(c.rsqrt.lo, d.rsqrt.lo);
+        ck_assert_double_eq(c.rsqrt.hi, d.rsqrt.hi);
+        int depth = ts_ckks_chebyshev_depth((size_t)c.rsqrt.degree) + 1 + 2 * c.rsqrt.steps;
+        int ddepth = ts_ckks_chebyshev_depth((size_t)d.rsqrt.degree) + 1 + 2 * d.rsqrt.steps;
+        double worst = 0;
+        for (int k = 0; k <= 20000; k++) {
+            double x = c.rsqrt.lo * pow(c.rsqrt.hi / c.rsqrt.lo, k / 20000.0);
+            worst = fmax(worst, fabs(ts_nonlinear_approx_eval(a, x) * sqrt(x) - 1.0));
+        }
+        ck_assert_msg(worst < 0x1p-13 && worst <= ts_nonlinear_approx_rel_bound(a) * (1 + 1e-6),
+                      "1/sqrt worst 2^%.2f", log2(worst));
+        ck_assert_int_eq(depth, 7);
+        ck_assert_int_eq(ddepth, 9);
+        ck_assert(ts_nonlinear_approx_rel_bound(ad) > 0x1p-6);
+        ts_nonlinear_approx_free(a);
+        ts_nonlinear_approx_free(ad);
     }
 }
 END_TEST
