@@ -633,9 +633,6 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         !spec_fits(&cfg->recip_last, cfg->eval_recip_last, TS_NL_ITER) ||
         !spec_fits(&cfg->rsqrt, cfg->eval_rsqrt, TS_NL_ITER) ||
         (cfg->eval_rsqrt == TS_LLM_EVAL_CKKS && cfg->rsqrt.degree < 1) ||
-        /* the engine's Newton steps are the classic ones (a_k = 3/2, b_k = 1/2) */
-        (cfg->eval_rsqrt == TS_LLM_EVAL_CKKS && cfg->rsqrt.iter == TS_NL_ITER_SCALED &&
-         cfg->rsqrt.steps > 0) ||
         (!gpt2 && !spec_fits(&cfg->silu, cfg->eval_silu, TS_NL_POLY)) ||
         (gpt2 && !spec_fits(&cfg->gelu, cfg->eval_gelu, TS_NL_POLY)))
         return TS_EINVAL;
@@ -1445,14 +1442,20 @@ done:
 }
 
 /* Chebyshev series of an approximation's fitted object (retries after a bootstrap). */
+/* Levels a Chebyshev series takes: the affine map to [-1, 1] unless its
+ * domain is that already, then Paterson-Stockmeyer. */
+static int cheb_levels(const ts_nonlinear_cheb_t *cb)
+{
+    return ts_ckks_chebyshev_depth((size_t)cb->degree) + (cb->lo == -1.0 && cb->hi == 1.0 ? 0 : 1);
+}
+
 static ts_status_t cheb_body(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, ct_t *x,
                              ct_t *out)
 {
     /* bootstrap first when x has fewer levels than the series takes (the affine map
      * to [-1, 1], then Paterson-Stockmeyer): at too low a level the evaluation may
      * fail with another error than TS_ELEVEL (a constant out of range) */
-    int depth =
-        ts_ckks_chebyshev_depth((size_t)cb->degree) + (cb->lo == -1.0 && cb->hi == 1.0 ? 0 : 1);
+    int depth = cheb_levels(cb);
     ts_status_t st = need(s, x, depth);
     if (st != TS_OK)
         return st;
@@ -1474,6 +1477,28 @@ static ts_status_t cheb(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, 
     ts_status_t st = cheb_body(s, cb, x, out);
     stage_to(s, prev_stage);
     return st;
+}
+
+/*
+ * The affine map of a Chebyshev series' domain [lo, hi] onto [-1, 1],
+ * t = al x + be. The engine folds it into the plaintext product before the
+ * series (the scores' scaling, the norm's mean, the FFN's w1) and adds be,
+ * saving the level the series would spend on it: then cheb_unit()'s copy
+ * (the same coefficients on [-1, 1]) evaluates t. A slot where x = 0 gets
+ * t = be, x = 0 in the series' terms, as before.
+ */
+static void cheb_map(const ts_nonlinear_cheb_t *cb, double *al, double *be)
+{
+    *al = 2.0 / (cb->hi - cb->lo);
+    *be = -(cb->hi + cb->lo) / (cb->hi - cb->lo);
+}
+
+static ts_nonlinear_cheb_t cheb_unit(const ts_nonlinear_cheb_t *cb)
+{
+    ts_nonlinear_cheb_t u = *cb;
+    u.lo = -1.0;
+    u.hi = 1.0;
+    return u;
 }
 
 /*
@@ -1709,9 +1734,14 @@ done:
 /* ------------------------------------------------------------ nonlinear */
 
 /* out = 1/sqrt(x) by Newton from the Chebyshev guess (ts_nonlinear ITER rsqrt). */
-static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
+/* out = 1/sqrt(x) given t = al x + be (cheb_map of the guess's series):
+ * the guess from t, the Newton steps' -x / 2 from t */
+static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *t, ct_t *out)
 {
     const ts_nonlinear_cheb_t *cb = ts_nonlinear_approx_cheb(s->e->a_rsqrt);
+    double al, be;
+    cheb_map(cb, &al, &be);
+    ts_nonlinear_cheb_t unit = cheb_unit(cb);
     ct_t *y = NULL, *xh = NULL, *y2 = NULL, *a = NULL, *y15 = NULL;
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
@@ -1720,20 +1750,23 @@ static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
     TRY(ct_new(s, &y2));
     TRY(ct_new(s, &a));
     TRY(ct_new(s, &y15));
-    TRY(cheb(s, cb, x, y));
-    if (s->e->cfg.rsqrt.steps > 0)
-        TRY(mul_k(s, x, -0.5, xh));
+    TRY(cheb(s, &unit, t, y));
     /* y up to 1/sqrt(lo) (its square further, only near lo) */
     double prev_bound = bound_set(s, 1.0 / sqrt(s->e->cfg.rsqrt.lo));
     for (int i = 0; i < s->e->cfg.rsqrt.steps; i++) {
-        /* y <- 1.5 y + (-0.5 x y) y^2; y refreshed with xh (never below it) */
+        /* y <- ak y + (-bk x y) y^2 (CLASSIC: 3/2, 1/2), -bk x from t; y
+         * refreshed with xh */
+        double ak, bk;
+        TRY(ts_nonlinear_approx_rsqrt_step(s->e->a_rsqrt, i, &ak, &bk));
+        TRY(mul_k(s, t, -bk / al, xh));
+        TRY(ts_ckks_add_const(s->ev, xh, bk * be / al, xh));
         TRY(need2(s, y, xh, 2));
         TRY(ts_ckks_ciphertext_copy(a, y));
         TRY(ts_ckks_ciphertext_copy(y2, y));
         TRY(mul_cc(s, y2, y, y2));
         TRY(mul_cc(s, xh, a, a));
         TRY(mul_cc(s, a, y2, a));
-        TRY(mul_k(s, y, 1.5, y15));
+        TRY(mul_k(s, y, ak, y15));
         TRY(add_cc(s, a, y15, y));
     }
     TRY(ts_ckks_ciphertext_copy(out, y));
@@ -1887,12 +1920,18 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     TRY(ts_ckks_ciphertext_copy(sq, xc));
     TRY(mul_cc(s, sq, xc, sq));
     TRY(rot_sum(s, sq, 1, e->pd));
-    TRY(mul_k(s, sq, 1.0 / e->dim, sq));
-    TRY(ts_ckks_add_const(s->ev, sq, (double)e->m->cfg.norm_eps, sq));
-    bound_set(s, ms_hi);
     if (e->cfg.eval_rsqrt == TS_LLM_EVAL_CKKS) {
+        /* t = al (sum / dim + eps) + be, the series' domain map in the mean */
+        double al, be;
+        cheb_map(ts_nonlinear_approx_cheb(e->a_rsqrt), &al, &be);
+        TRY(mul_k(s, sq, al / e->dim, sq));
+        TRY(ts_ckks_add_const(s->ev, sq, al * (double)e->m->cfg.norm_eps + be, sq));
+        bound_set(s, 1.0);
         TRY(rsqrt(s, sq, r));
     } else {
+        TRY(mul_k(s, sq, 1.0 / e->dim, sq));
+        TRY(ts_ckks_add_const(s->ev, sq, (double)e->m->cfg.norm_eps, sq));
+        bound_set(s, ms_hi);
         /* the mean square is in every slot: look up slot 0, spread it back */
         const size_t at0 = 0;
         TRY(tfhe_eval(s, P_RSQRT, sq, &at0, 1, r));
@@ -2063,22 +2102,31 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     TRY(mul_cc(s, z, q, z));
     TRY(rot_sum(s, z, 1, e->hd));
     double zs = 1.0 / sqrt((double)e->hd) / ldexp(1.0, k);
+    /* CKKS exp: the series' domain map folded into the scaling (cheb_map) */
+    const ts_nonlinear_cheb_t *cexp =
+        e->cfg.eval_exp == TS_LLM_EVAL_CKKS ? ts_nonlinear_approx_cheb(e->a_exp) : NULL;
+    double al = 1.0, be = 0.0;
+    if (cexp)
+        cheb_map(cexp, &al, &be);
     for (int j = 0; j < e->slots; j++) {
         int t = j / e->pd, i = j % e->pd;
-        s->buf[j] = t <= pos && i % e->hd == 0 && i < e->dim ? zs : 0.0;
+        s->buf[j] = t <= pos && i % e->hd == 0 && i < e->dim ? zs * al : 0.0;
     }
     TRY(mul_buf(s, z, z));
     TRY(rot_sum(s, z, -1, e->hd));
     /* the softmax's values have known magnitudes (see ENC_BOOT_BOUND): the
      * scaled scores lie in exp's interval, y = exp(z) below e^hi */
-    double act_bound = bound_set(s, fmax(fabs(e->cfg.exp.lo), fabs(e->cfg.exp.hi)));
+    double act_bound = bound_set(s, cexp ? 1.0 : fmax(fabs(e->cfg.exp.lo), fabs(e->cfg.exp.hi)));
     if (e->cfg.eval_exp != TS_LLM_EVAL_CKKS) {
         /* one value per (position, head) at t pd + h hd; blocks after pos stay 0 */
         TRY(tfhe_eval_blocks(s, P_EXP, z, pos + 1, e->hd, e->nh, y));
         TRY(rot_sum(s, y, -1, e->hd));
     } else {
-        /* y = exp(z); blocks after pos hold exp(0) = 1: subtract it */
-        TRY(cheb(s, ts_nonlinear_approx_cheb(e->a_exp), z, y));
+        /* y = exp(z) of the mapped t = al z + be; blocks after pos hold
+         * exp(0) = 1: subtract it */
+        ts_nonlinear_cheb_t unit = cheb_unit(cexp);
+        TRY(ts_ckks_add_const(s->ev, z, be, z));
+        TRY(cheb(s, &unit, z, y));
         double c0 = ts_nonlinear_approx_eval(e->a_exp, 0.0);
         int lv = ts_ckks_ciphertext_level(y);
         for (int j = 0; j < e->slots; j++)
@@ -2175,16 +2223,24 @@ done:
 
 /* out = act(h) on the hid values of h (period ph): SiLU (LLAMA) or GELU (GPT2),
  * in CKKS or through TFHE as the configuration says. */
+/* The activation's series when the engine evaluates it in CKKS, else NULL. */
+static const ts_nonlinear_cheb_t *activation_cheb(const ts_llm_enc_t *e)
+{
+    ts_llm_eval_t where = e->gpt2 ? e->cfg.eval_gelu : e->cfg.eval_silu;
+    return where == TS_LLM_EVAL_CKKS ? ts_nonlinear_approx_cheb(e->gpt2 ? e->a_gelu : e->a_silu)
+                                     : NULL;
+}
+
 static ts_status_t activation(ts_llm_enc_session_t *s, ct_t *h, ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
     int p = e->gpt2 ? P_GELU : P_SILU;
-    ts_llm_eval_t where = e->gpt2 ? e->cfg.eval_gelu : e->cfg.eval_silu;
     const ts_nonlinear_spec_t *sp = e->gpt2 ? &e->cfg.gelu : &e->cfg.silu;
     double prev_bound = bound_set(s, fmax(fabs(sp->lo), fabs(sp->hi))); /* its input interval */
     ts_status_t st;
-    if (where == TS_LLM_EVAL_CKKS) {
-        st = cheb(s, ts_nonlinear_approx_cheb(e->gpt2 ? e->a_gelu : e->a_silu), h, out);
+    const ts_nonlinear_cheb_t *cb = activation_cheb(e);
+    if (cb) {
+        st = cheb(s, cb, h, out);
         s->bound = prev_bound;
         return st;
     }
@@ -2215,8 +2271,19 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
     TRY(ct_new(s, &g));
     TRY(need(s, xb, 2));
     TRY(matvec_which(s, layer, 4, fold, xb, h1));
+    const ts_nonlinear_cheb_t *cb = activation_cheb(e);
     if (!e->gpt2)
         TRY(matvec_which(s, layer, 5, fold, xb, h3));
+    if (cb && !e->gpt2) {
+        /* h3 (which the activation's output multiplies) rides along when
+         * the series needs a bootstrap of h1 */
+        const ts_nonlinear_spec_t *sp = &e->cfg.silu;
+        double prev_bound = bound_set(s, fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))));
+        st = need2(s, h1, h3, cheb_levels(cb));
+        s->bound = prev_bound;
+        if (st != TS_OK)
+            goto done;
+    }
     TRY(activation(s, h1, g));
     if (!e->gpt2)
         TRY(mul_cc(s, g, h3, g));

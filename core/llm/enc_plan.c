@@ -156,7 +156,8 @@ static int matvec_b(gb_t *b, const char *nm, int x, int pin, int need)
 }
 
 /* A primitive evaluated where the configuration says: its Chebyshev series
- * (CKKS: depth = the affine map to [-1, 1] + Paterson-Stockmeyer depth;
+ * (CKKS: depth = Paterson-Stockmeyer's, plus the affine map to [-1, 1] where
+ * the engine does not fold it into the product before;
  * the engine bootstraps x in place and retries when that does not fit) or
  * one TFHE evaluation of `values` values in `conv` conversions. */
 static int prim(gb_t *b, ts_op_kind_t kind, const char *nm, int x, ts_llm_eval_t ev,
@@ -179,7 +180,11 @@ static int prim(gb_t *b, ts_op_kind_t kind, const char *nm, int x, ts_llm_eval_t
             return -1;
         }
         int d = cb->degree;
-        bool affine = !(cb->lo == -1.0 && cb->hi == 1.0);
+        /* the engine folds the domain map of exp and 1/sqrt into the
+         * plaintext product before them (enc.c cheb_map); the division's
+         * guess and the activations map their own inputs */
+        bool affine =
+            kind != TS_OP_EXP && kind != TS_OP_INVSQRT && !(cb->lo == -1.0 && cb->hi == 1.0);
         int k = (int)ts_ckks_chebyshev_ps_k((size_t)d);
         int depth = ts_ckks_chebyshev_depth((size_t)d) + (affine ? 1 : 0);
         double cm = (k - 1) + ilog2_ceil((d + k) / k) + (d + k - 1) / k;
@@ -214,14 +219,14 @@ static int rsqrt(gb_t *b, int x)
     const ts__llm_enc_shape_t *e = b->e;
     int y =
         prim(b, TS_OP_INVSQRT, "invsqrt", x, TS_LLM_EVAL_CKKS, &e->cfg->rsqrt, e->a_rsqrt, 1, 1);
-    int xh = e->cfg->rsqrt.steps > 0 ? mul_k(b, "invsqrt.xh", x, false) : -1;
     for (int i = 0; i < e->cfg->rsqrt.steps; i++) {
         const double c0[6] = {0, 0, 0, 0, 0, 0};
+        int xh = mul_k(b, "invsqrt.xh", x, false);               /* -bk x, every step */
         add(b, TS_OP_SUM, "newton.need", y, xh, BOTH, 0, 2, c0); /* need2(y, xh, 2) */
         int y2 = mul_cc(b, "newton.y2", y, y, BOTH, 1);
         int a = mul_cc(b, "newton.xy", xh, y, FIRST, 1);
         a = mul_cc(b, "newton.xy3", a, y2, BOTH, 1);
-        int y15 = mul_k(b, "newton.1.5y", y, false);
+        int y15 = mul_k(b, "newton.ay", y, false);
         y = add_cc(b, "newton.sum", a, y15);
     }
     return y;
@@ -429,6 +434,13 @@ static int ffn(gb_t *b, int xb)
     }
     int h3 = matvec(b, "w3", xb, e->pd, 1);
     if (e->cfg->eval_silu == TS_LLM_EVAL_CKKS) {
+        /* need2(h1, h3, the series' depth): h3 rides along when h1 is bootstrapped */
+        const double c0[6] = {0, 0, 0, 0, 0, 0};
+        const ts_nonlinear_cheb_t *cb = ts_nonlinear_approx_cheb(e->a_silu);
+        int depth = cb ? ts_ckks_chebyshev_depth((size_t)cb->degree) +
+                             (cb->lo == -1.0 && cb->hi == 1.0 ? 0 : 1)
+                       : 1;
+        add(b, TS_OP_SUM, "silu.need", h1, h3, BOTH, 0, depth, c0);
         g = prim(b, TS_OP_SILU, "silu", h1, TS_LLM_EVAL_CKKS, &e->cfg->silu, e->a_silu,
                  (uint32_t)e->hid, 1);
     } else {

@@ -263,7 +263,10 @@ void ts_llm_sim_config_default(ts_llm_sim_config_t *cfg);
  *   exp|recip|recip_norm|recip_last|rsqrt|silu|gelu:
  *     method: exact|poly|iter|lut   lo: ..  hi: ..  degree: ..  steps: ..
  *     segments: ..  entries: ..  bounds: uniform|log|auto|auto_rel  index_bits: ..
- * Keys not present keep the values already in cfg.
+ *     iter: classic|scaled
+ * Keys not present keep the values already in cfg, except in a section that
+ * sets `method`: it describes its primitive afresh, so its absent keys take
+ * the method's defaults (0, uniform, classic) and only lo and hi carry over.
  * Errors: TS_ECONFIG, TS_EIO (message in err).
  */
 ts_status_t ts_llm_sim_config_load(const char *path, ts_llm_sim_config_t *cfg, char *err,

@@ -142,23 +142,82 @@ static void from_doc(const ydoc_t *d, ts_llm_sim_config_t *c)
     c->softmax_mean_first = d->mean_first;
 }
 
+/* Keys a file leaves out keep these markers (merge_doc tells them apart). */
+#define Y_UNSET_I INT64_MIN
+static void unset_prim(yprim_t *p)
+{
+    p->method = p->bounds = p->iter = -1;
+    p->lo = p->hi = NAN;
+    p->degree = p->steps = p->segments = p->entries = p->index_bits = Y_UNSET_I;
+}
+
+/*
+ * The keys present in f over the configuration's doc d. A section that sets
+ * `method` describes its primitive afresh: the keys it leaves out take the
+ * method's defaults (degree, steps, segments, entries, index_bits 0, bounds
+ * uniform, iter classic), not the previous values, so that a file's
+ * `recip: {method: iter, lo, hi, steps}` means the linear-start Goldschmidt
+ * whatever the base configuration's guess; lo and hi keep the previous
+ * values. A section without `method` changes only the keys it names.
+ */
+static void merge_prim(const yprim_t *f, yprim_t *d)
+{
+    if (f->method != -1) {
+        d->method = f->method;
+        d->degree = d->steps = d->segments = d->entries = d->index_bits = 0;
+        d->bounds = d->iter = 0;
+    }
+    if (!isnan(f->lo))
+        d->lo = f->lo;
+    if (!isnan(f->hi))
+        d->hi = f->hi;
+    if (f->degree != Y_UNSET_I)
+        d->degree = f->degree;
+    if (f->steps != Y_UNSET_I)
+        d->steps = f->steps;
+    if (f->segments != Y_UNSET_I)
+        d->segments = f->segments;
+    if (f->entries != Y_UNSET_I)
+        d->entries = f->entries;
+    if (f->index_bits != Y_UNSET_I)
+        d->index_bits = f->index_bits;
+    if (f->bounds != -1)
+        d->bounds = f->bounds;
+    if (f->iter != -1)
+        d->iter = f->iter;
+}
+
 static ts_status_t load_common(const char *path, const char *text, size_t len,
                                ts_llm_sim_config_t *cfg, char *err, size_t err_size)
 {
     if (!cfg)
         return TS_EINVAL;
-    ydoc_t d;
+    ydoc_t d, f;
     to_doc(cfg, &d);
+    f = d; /* the document-level keys layer as they are */
+    for (int i = 0; i < TS_NL_FN_COUNT; i++)
+        unset_prim(&f.p[i]);
+    unset_prim(&f.recip_norm);
+    unset_prim(&f.recip_last);
     ts_cfg_error_t e;
     memset(&e, 0, sizeof(e));
-    ts_status_t st = path ? ts_config_load_file(path, doc_table, &d, NULL, &e)
-                          : ts_config_load_string(text, len, "approx", doc_table, &d, NULL, &e);
+    ts_status_t st = path ? ts_config_load_file(path, doc_table, &f, NULL, &e)
+                          : ts_config_load_string(text, len, "approx", doc_table, &f, NULL, &e);
     if (st != TS_OK) {
         if (err && err_size)
             ts_cfg_error_format(&e, err, err_size);
         return st;
     }
-    from_doc(&d, cfg);
+    /* document-level keys from f, the primitives merged into d's */
+    for (int i = 0; i < TS_NL_FN_COUNT; i++) {
+        merge_prim(&f.p[i], &d.p[i]);
+        f.p[i] = d.p[i];
+    }
+    merge_prim(&f.recip_norm, &d.recip_norm);
+    merge_prim(&f.recip_last, &d.recip_last);
+    f.recip_norm = d.recip_norm;
+    f.recip_last = d.recip_last;
+    from_doc(&f, cfg);
     /* Check every non-exact spec now, so the error names the primitive. */
     for (int i = 0; i < TS_NL_FN_COUNT; i++) {
         if (cfg->prim[i].method == TS_NL_EXACT)

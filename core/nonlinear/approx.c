@@ -381,6 +381,17 @@ double ts_nonlinear_approx_rel_bound(const ts_nonlinear_approx_t *a)
     return a ? a->rel_bound : NAN;
 }
 
+ts_status_t ts_nonlinear_approx_rsqrt_step(const ts_nonlinear_approx_t *a, int k, double *ak,
+                                           double *bk)
+{
+    if (!a || !ak || !bk || a->fn != TS_NL_FN_RSQRT || a->spec.method != TS_NL_ITER || k < 0 ||
+        k >= a->spec.steps)
+        return TS_EINVAL;
+    *ak = a->rs_a[k];
+    *bk = a->rs_b[k];
+    return TS_OK;
+}
+
 /* Fit the 1/sqrt(x) ITER guess and the step coefficients of a, and its bound. */
 static ts_status_t rsqrt_setup(ts_nonlinear_approx_t *a)
 {

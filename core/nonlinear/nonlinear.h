@@ -245,6 +245,13 @@ const ts_nonlinear_lut_t *ts_nonlinear_approx_lut(const ts_nonlinear_approx_t *a
  */
 double ts_nonlinear_approx_rel_bound(const ts_nonlinear_approx_t *a);
 /*
+ * Step k of an ITER 1/sqrt(x), y <- y (ak - bk x y^2): 3/2 and 1/2 (CLASSIC)
+ * or the fitted per-step coefficients (SCALED). TS_EINVAL for another
+ * approximation or k outside [0, steps).
+ */
+ts_status_t ts_nonlinear_approx_rsqrt_step(const ts_nonlinear_approx_t *a, int k, double *ak,
+                                           double *bk);
+/*
  * Max and mean absolute error against the exact function on a uniform grid of
  * `samples` (>= 2) points of [lo, hi] (both ends included).
  */

@@ -163,40 +163,55 @@ START_TEST(test_enc_matvec)
 }
 END_TEST
 
+/* RMSNorm with the CKKS 1/sqrt(x) of three specs: the default's degree-7
+ * Chebyshev guess and two classic Newton steps, the same with the SCALED
+ * guess and per-step coefficients, and the ckks policy's degree-56
+ * relative-minimax polynomial alone (its domain map folded into the mean). */
 START_TEST(test_enc_rmsnorm)
 {
-    llm_fx_t f;
-    fx_open(&f, "test-llm-n10", NULL, false);
-    const ts_llm_model_t *m = f.m;
-    int d = m->cfg.dim;
-    double x[64] = {0}, y[64] = {0}, ya[64] = {0};
-    float xf[64] = {0};
-    emb(m, 281, x);
-    to_float(x, xf, d);
-    ts_ckks_ciphertext_t *ct = fx_enc(&f, xf, d), *out = NULL;
-    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &out));
-    ck_assert_ts_ok(ts_llm_enc_rmsnorm(f.s, 0, 0, ct, out));
-    ref_rmsnorm(m->layers[0].attn_norm, x, d, m->cfg.norm_eps, y);
-    /* the ciphertext-aligned oracle: 1/sqrt by the same Newton iteration */
-    ts_llm_enc_config_t cfg;
-    ts_llm_enc_config_default(&cfg);
-    ts_nonlinear_approx_t *a = NULL;
-    ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &cfg.rsqrt, &a));
-    double ss = 0;
-    for (int i = 0; i < d; i++)
-        ss += x[i] * x[i];
-    double r = ts_nonlinear_approx_eval(a, ss / d + m->cfg.norm_eps);
-    for (int i = 0; i < d; i++)
-        ya[i] = m->layers[0].attn_norm[i] * x[i] * r;
-    double ea = fx_err(&f, out, ya, d), ee = fx_err(&f, out, y, d);
-    printf("enc rmsnorm (level %d left): vs aligned %.2e, vs exact %.2e\n",
-           ts_ckks_ciphertext_level(out), ea, ee);
-    ck_assert(ea < 1e-3);
-    ck_assert(ee < 2e-2);
-    ts_nonlinear_approx_free(a);
-    ts_ckks_ciphertext_free(ct);
-    ts_ckks_ciphertext_free(out);
-    llm_fx_close(&f);
+    for (int v = 0; v < 3; v++) {
+        ts_llm_enc_config_t cfg;
+        ts_llm_enc_config_default(&cfg);
+        if (v == 1)
+            cfg.rsqrt.iter = TS_NL_ITER_SCALED;
+        if (v == 2) {
+            ts_llm_enc_config_t ck;
+            ts_llm_enc_config_policy(&ck, TS_SCHED_CKKS, 8);
+            cfg.rsqrt = ck.rsqrt;
+        }
+        llm_fx_t f;
+        fx_open(&f, "test-llm-n10", &cfg, false);
+        const ts_llm_model_t *m = f.m;
+        int d = m->cfg.dim;
+        double x[64] = {0}, y[64] = {0}, ya[64] = {0};
+        float xf[64] = {0};
+        emb(m, 281, x);
+        to_float(x, xf, d);
+        ts_ckks_ciphertext_t *ct = fx_enc(&f, xf, d), *out = NULL;
+        ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &out));
+        ck_assert_ts_ok(ts_llm_enc_rmsnorm(f.s, 0, 0, ct, out));
+        ref_rmsnorm(m->layers[0].attn_norm, x, d, m->cfg.norm_eps, y);
+        /* the ciphertext-aligned oracle: 1/sqrt by the same approximation */
+        ts_nonlinear_approx_t *a = NULL;
+        ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &cfg.rsqrt, &a));
+        double ss = 0;
+        for (int i = 0; i < d; i++)
+            ss += x[i] * x[i];
+        double r = ts_nonlinear_approx_eval(a, ss / d + m->cfg.norm_eps);
+        for (int i = 0; i < d; i++)
+            ya[i] = m->layers[0].attn_norm[i] * x[i] * r;
+        double ea = fx_err(&f, out, ya, d), ee = fx_err(&f, out, y, d);
+        printf("enc rmsnorm (1/sqrt degree %d, %d %s steps; level %d left): vs aligned %.2e, "
+               "vs exact %.2e\n",
+               cfg.rsqrt.degree, cfg.rsqrt.steps, cfg.rsqrt.iter ? "scaled" : "classic",
+               ts_ckks_ciphertext_level(out), ea, ee);
+        ck_assert(ea < 1e-3);
+        ck_assert(ee < 2e-2);
+        ts_nonlinear_approx_free(a);
+        ts_ckks_ciphertext_free(ct);
+        ts_ckks_ciphertext_free(out);
+        llm_fx_close(&f);
+    }
 }
 END_TEST
 

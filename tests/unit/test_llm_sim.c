@@ -248,6 +248,46 @@ START_TEST(test_sim_noise_and_config)
 }
 END_TEST
 
+/* Layering a file over the ckks policy's configuration: a section that sets
+ * `method` describes its primitive afresh (its absent keys take the method's
+ * defaults, lo and hi carry over), one without `method` changes only the keys
+ * it names; `iter` reads classic|scaled. */
+START_TEST(test_sim_config_layering)
+{
+    ts_llm_enc_config_t ec;
+    ts_llm_enc_config_policy(&ec, TS_SCHED_CKKS, 16);
+    ck_assert_int_eq(ec.recip.iter, TS_NL_ITER_SCALED);
+    ck_assert_int_gt(ec.recip.degree, 0);
+    ts_llm_sim_config_t cfg;
+    ts_llm_enc_config_to_sim(&ec, &cfg);
+    const char *y = "recip: {method: iter, lo: 0.5, hi: 12, steps: 6}\n"
+                    "rsqrt: {steps: 3}\n"
+                    "recip_last: {hi: 2}\n"
+                    "recip_norm: {method: iter, steps: 2, degree: 7, iter: scaled}\n";
+    char err[256] = "";
+    ck_assert_msg(ts_llm_sim_config_load_string(y, strlen(y), &cfg, err, sizeof err) == TS_OK, "%s",
+                  err);
+    const ts_nonlinear_spec_t *r = &cfg.prim[TS_NL_FN_RECIP], *q = &cfg.prim[TS_NL_FN_RSQRT];
+    ck_assert_int_eq(r->method, TS_NL_ITER);
+    ck_assert_int_eq(r->degree, 0);
+    ck_assert_int_eq(r->iter, TS_NL_ITER_CLASSIC);
+    ck_assert_int_eq(r->steps, 6);
+    ck_assert_double_eq(r->lo, 0.5);
+    ck_assert_int_eq(q->degree, ec.rsqrt.degree); /* kept */
+    ck_assert_int_eq(q->iter, ec.rsqrt.iter);
+    ck_assert_int_eq(q->steps, 3);
+    ck_assert_double_eq(q->lo, ec.rsqrt.lo);
+    ck_assert_double_eq(cfg.recip_last.hi, 2.0);
+    ck_assert_int_eq(cfg.recip_last.degree, ec.recip_last.degree);
+    ck_assert_double_eq(cfg.recip_norm.lo, ec.recip_norm.lo); /* lo carries over */
+    ck_assert_int_eq(cfg.recip_norm.degree, 7);
+    ck_assert_int_eq(cfg.recip_norm.iter, TS_NL_ITER_SCALED);
+    const char *bad = "recip: {iter: fast}\n";
+    ck_assert_ts_status(ts_llm_sim_config_load_string(bad, strlen(bad), &cfg, err, sizeof err),
+                        TS_ECONFIG);
+}
+END_TEST
+
 TS_TEST_SUITE(llm_sim)
 {
     Suite *s = suite_create("llm_sim");
@@ -256,6 +296,7 @@ TS_TEST_SUITE(llm_sim)
     tcase_add_test(tc, test_sim_approx);
     tcase_add_test(tc, test_sim_engine_softmax);
     tcase_add_test(tc, test_sim_noise_and_config);
+    tcase_add_test(tc, test_sim_config_layering);
     suite_add_tcase(s, tc);
     return s;
 }
