@@ -491,12 +491,19 @@ START_TEST(test_public_key_upload_checked)
     snprintf(cmd, sizeof cmd,
              "%s/tessera keygen --params seed001-client-n13 --out %s/k2 >/dev/null", b, d.dir);
     ck_assert_int_eq(system(cmd), 0);
-    /* A corrupted copy: one residue byte flipped (the envelope digest no longer matches). */
-    snprintf(cmd, sizeof cmd,
-             "cp %s/k/public.key %s/bad.key && printf '\\377' | dd of=%s/bad.key bs=1 seek=5000 "
-             "conv=notrunc 2>/dev/null",
-             d.dir, d.dir, d.dir);
+    /* A corrupted copy: one residue byte inverted (the envelope digest no
+     * longer matches; inverted, not overwritten, so it always changes) */
+    snprintf(cmd, sizeof cmd, "cp %s/k/public.key %s/bad.key", d.dir, d.dir);
     ck_assert_int_eq(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/bad.key", d.dir);
+    FILE *bf = fopen(cmd, "r+b");
+    ck_assert_ptr_nonnull(bf);
+    ck_assert_int_eq(fseek(bf, 5000, SEEK_SET), 0);
+    int byte = fgetc(bf);
+    ck_assert_int_ne(byte, EOF);
+    ck_assert_int_eq(fseek(bf, 5000, SEEK_SET), 0);
+    ck_assert_int_eq(fputc(byte ^ 0xff, bf), byte ^ 0xff);
+    ck_assert_int_eq(fclose(bf), 0);
     const char *cases[3][2] = {{"k/public.key", "pfedckks-n13"},
                                {"bad.key", "pfedckks-n13"},
                                {"k2/public.key", "pfedckks-n13"}};
