@@ -62,6 +62,17 @@ START_TEST(test_cheb)
 }
 END_TEST
 
+/* An ITER spec with iter = SCALED (the relative-minimax / Chebyshev-iteration guess). */
+static ts_nonlinear_spec_t scaled_iter(double lo, double hi, int degree, int steps)
+{
+    return (ts_nonlinear_spec_t){.method = TS_NL_ITER,
+                                 .lo = lo,
+                                 .hi = hi,
+                                 .degree = degree,
+                                 .steps = steps,
+                                 .iter = TS_NL_ITER_SCALED};
+}
+
 START_TEST(test_iterations)
 {
     /* Goldschmidt: relative error within (|1-x'|)^(2^n) (+ rounding). */
@@ -115,12 +126,7 @@ START_TEST(test_iterations)
             {0.005, 1.0, 7, 3, 0x1p-14},
         };
         for (size_t c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
-            ts_nonlinear_spec_t ss = {.method = TS_NL_ITER,
-                                      .lo = cs[c].lo,
-                                      .hi = cs[c].hi,
-                                      .degree = cs[c].degree,
-                                      .steps = cs[c].steps,
-                                      .iter = TS_NL_ITER_SCALED};
+            ts_nonlinear_spec_t ss = scaled_iter(cs[c].lo, cs[c].hi, cs[c].degree, cs[c].steps);
             ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &ss, &a));
             double bound = ts_nonlinear_approx_rel_bound(a), worst = 0;
             for (int i = 0; i <= 40000; i++) {
@@ -170,12 +176,7 @@ START_TEST(test_iterations)
                   {0.0125, 1.25, 15, 3},
                   {0.00625, 1.25, 63, 1}};
         for (size_t c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
-            ts_nonlinear_spec_t ss = {.method = TS_NL_ITER,
-                                      .lo = cs[c].lo,
-                                      .hi = cs[c].hi,
-                                      .degree = cs[c].degree,
-                                      .steps = cs[c].steps,
-                                      .iter = TS_NL_ITER_SCALED};
+            ts_nonlinear_spec_t ss = scaled_iter(cs[c].lo, cs[c].hi, cs[c].degree, cs[c].steps);
             ck_assert_ts_ok(ts_nonlinear_approx_new(TS_NL_FN_RECIP, &ss, &a));
             double sigma = (ss.hi + ss.lo) / (ss.hi - ss.lo);
             double e = 1.0 / cosh((ss.degree + 1) * acosh(sigma));
