@@ -173,16 +173,16 @@ static void spec_lut(ts_nonlinear_spec_t *s, double lo, double hi, int n_seg, in
  * 1 + steps, or the Chebyshev-iteration guess of degree d
  * (ts_nonlinear ITER SCALED), depth chebyshev_depth(d) + 2 + steps; at
  * equal depth the one with the fewest ciphertext products that reaches a
- * quarter bit more (a margin for the CKKS noise), else `bits`. On the ckks
- * policy's first round, [0.02, 256] to
- * COND_BITS: depth 10 instead of 15; the last round at 128 positions to 24
- * bits: 10 instead of 12 (test_llm_plan prints them).
+ * quarter bit more (a margin for the CKKS noise), else `bits`. The ckks
+ * policy's first round, [0.02, 256] to COND_BITS: depth 10 instead of 15;
+ * its last round at 128 positions to 24 bits: 10 instead of 12
+ * (test_llm_plan prints them).
  */
 static void spec_recip(ts_nonlinear_spec_t *s, double lo, double hi, double bits)
 {
     /* pass 0: the least depth for `bits`; pass 1: at that depth, the fewest
-     * products for a quarter bit more (a margin for the CKKS noise) if any
-     * reaches it, else for `bits` */
+     * products for a quarter bit more (a margin for the CKKS noise); pass 2,
+     * when none reaches that: the fewest for `bits` */
     int best_depth = 0, best_d = 0, best_j = 0;
     double sigma = (hi + lo) / (hi - lo);
     for (int pass = 0; pass < 3; pass++) {
@@ -1441,7 +1441,6 @@ done:
     return st;
 }
 
-/* Chebyshev series of an approximation's fitted object (retries after a bootstrap). */
 /* Levels a Chebyshev series takes: the affine map to [-1, 1] unless its
  * domain is that already, then Paterson-Stockmeyer. */
 static int cheb_levels(const ts_nonlinear_cheb_t *cb)
@@ -1449,6 +1448,7 @@ static int cheb_levels(const ts_nonlinear_cheb_t *cb)
     return ts_ckks_chebyshev_depth((size_t)cb->degree) + (cb->lo == -1.0 && cb->hi == 1.0 ? 0 : 1);
 }
 
+/* Chebyshev series of an approximation's fitted object (retries after a bootstrap). */
 static ts_status_t cheb_body(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, ct_t *x,
                              ct_t *out)
 {
@@ -1482,7 +1482,7 @@ static ts_status_t cheb(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, 
 /*
  * The affine map of a Chebyshev series' domain [lo, hi] onto [-1, 1],
  * t = al x + be. The engine folds it into the plaintext product before the
- * series (the scores' scaling, the norm's mean, the FFN's w1) and adds be,
+ * series (exp: the scores' scaling; 1/sqrt: the norm's 1/dim) and adds be,
  * saving the level the series would spend on it: then cheb_unit()'s copy
  * (the same coefficients on [-1, 1]) evaluates t. A slot where x = 0 gets
  * t = be, x = 0 in the series' terms, as before.
@@ -1733,9 +1733,9 @@ done:
 
 /* ------------------------------------------------------------ nonlinear */
 
-/* out = 1/sqrt(x) by Newton from the Chebyshev guess (ts_nonlinear ITER rsqrt). */
-/* out = 1/sqrt(x) given t = al x + be (cheb_map of the guess's series):
- * the guess from t, the Newton steps' -x / 2 from t */
+/* out = 1/sqrt(x) by Newton from the Chebyshev guess (ts_nonlinear ITER
+ * rsqrt), given t = al x + be (cheb_map of the guess's series): the guess
+ * from t, each step's -bk x from t */
 static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *t, ct_t *out)
 {
     const ts_nonlinear_cheb_t *cb = ts_nonlinear_approx_cheb(s->e->a_rsqrt);
@@ -1842,7 +1842,7 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
         for (int j = 0; j <= g.degree; j++)
             coeffs[j] = g0->coeffs[j] * pre;
         g.coeffs = coeffs;
-        TRY(need2(s, den, num, ts_ckks_chebyshev_depth((size_t)g.degree) + 2));
+        TRY(need2(s, den, num, cheb_levels(&g) + 1));
         TRY(cheb(s, &g, den, f)); /* f = g(den), in (0, 2 / den) */
         bound_set(s, 2.0);
         TRY(mul_cc(s, den, f, a));
