@@ -258,12 +258,14 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
          * start (spec_recip) */
         spec_recip(&cfg->recip, cfg->recip.lo, cfg->recip.hi, COND_BITS);
         spec_recip(&cfg->recip_last, 0.8 / max_pos, 1.25, 24);
-        /* 1/sqrt(x) on [0.005, 1]: the degree-56 relative-minimax polynomial
-         * alone, 13.4 bits worst-case in depth 7 (the default's degree 7 and
-         * two Newton steps: 5.0 bits in depth 9; test_llm_plan checks both) */
+        /* 1/sqrt(x) on [0.005, 1]: the degree-56 Chebyshev interpolant
+         * alone, 12.6 bits worst-case in depth 7 (the default's degree 7 and
+         * two Newton steps: 5.0 bits in depth 9; test_llm_plan checks both).
+         * The relative-minimax fit of that degree (SCALED) reaches 13.4 bits
+         * but takes ~30 ms per engine, and ts_llm_enc_config_best builds one
+         * per assignment it plans. */
         cfg->rsqrt.degree = 56;
         cfg->rsqrt.steps = 0;
-        cfg->rsqrt.iter = TS_NL_ITER_SCALED;
         spec_recip(&cfg->recip_norm, 0.8 / max_pos, 1.25, COND_BITS);
     } else if (policy == TS_SCHED_TFHE) {
         cfg->softmax_mean_first = true;

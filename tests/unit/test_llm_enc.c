@@ -166,7 +166,7 @@ END_TEST
 /* RMSNorm with the CKKS 1/sqrt(x) of three specs: the default's degree-7
  * Chebyshev guess and two classic Newton steps, the same with the SCALED
  * guess and per-step coefficients, and the ckks policy's degree-56
- * relative-minimax polynomial alone (its domain map folded into the mean). */
+ * interpolant alone (its domain map folded into the mean). */
 START_TEST(test_enc_rmsnorm)
 {
     for (int v = 0; v < 3; v++) {
