@@ -178,6 +178,11 @@ static void spec_lut(ts_nonlinear_spec_t *s, double lo, double hi, int n_seg, in
  * its last round at 128 positions to 24 bits: 10 instead of 12
  * (test_llm_plan prints them).
  */
+/* Levels the division's guess and first product may need at once (the
+ * engine bootstraps den and num to that before the series): the fewest a
+ * bootstrap leaves among the presets the engine runs at, test-boot-n12's 7
+ * at 2^11 slots (boot-n16-dense leaves 11-12). */
+#define GUESS_MAX_NEED 7
 static void spec_recip(ts_nonlinear_spec_t *s, double lo, double hi, double bits)
 {
     /* pass 0: the least depth for `bits`; pass 1: at that depth, the fewest
@@ -195,6 +200,8 @@ static void spec_recip(ts_nonlinear_spec_t *s, double lo, double hi, double bits
             while (j < 30 && ldexp(1.0, j) * -le < want)
                 j++;
             int depth = d ? (int)ts_ckks_chebyshev_depth((size_t)d) + 2 + j : 1 + j;
+            if (d && (int)ts_ckks_chebyshev_depth((size_t)d) + 2 > GUESS_MAX_NEED)
+                break; /* deeper guesses need more levels at once */
             double cost = 2.0 * j;
             if (d) {
                 int k = (int)ts_ckks_chebyshev_ps_k((size_t)d), lk = 0;
@@ -1482,28 +1489,6 @@ static ts_status_t cheb(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, 
 }
 
 /*
- * The affine map of a Chebyshev series' domain [lo, hi] onto [-1, 1],
- * t = al x + be. The engine folds it into the plaintext product before the
- * series (exp: the scores' scaling; 1/sqrt: the norm's 1/dim) and adds be,
- * saving the level the series would spend on it: then cheb_unit()'s copy
- * (the same coefficients on [-1, 1]) evaluates t. A slot where x = 0 gets
- * t = be, x = 0 in the series' terms, as before.
- */
-static void cheb_map(const ts_nonlinear_cheb_t *cb, double *al, double *be)
-{
-    *al = 2.0 / (cb->hi - cb->lo);
-    *be = -(cb->hi + cb->lo) / (cb->hi - cb->lo);
-}
-
-static ts_nonlinear_cheb_t cheb_unit(const ts_nonlinear_cheb_t *cb)
-{
-    ts_nonlinear_cheb_t u = *cb;
-    u.lo = -1.0;
-    u.hi = 1.0;
-    return u;
-}
-
-/*
  * out = f(x) at slots[0..count) (0 in every other slot) through primitive
  * p's TFHE object: conversion, look-up (LUT) or PBS, recovery (ts_nonlinear_slots).
  */
@@ -1735,15 +1720,10 @@ done:
 
 /* ------------------------------------------------------------ nonlinear */
 
-/* out = 1/sqrt(x) by Newton from the Chebyshev guess (ts_nonlinear ITER
- * rsqrt), given t = al x + be (cheb_map of the guess's series): the guess
- * from t, each step's -bk x from t */
-static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *t, ct_t *out)
+/* out = 1/sqrt(x) by Newton from the Chebyshev guess (ts_nonlinear ITER rsqrt). */
+static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
 {
     const ts_nonlinear_cheb_t *cb = ts_nonlinear_approx_cheb(s->e->a_rsqrt);
-    double al, be;
-    cheb_map(cb, &al, &be);
-    ts_nonlinear_cheb_t unit = cheb_unit(cb);
     ct_t *y = NULL, *xh = NULL, *y2 = NULL, *a = NULL, *y15 = NULL;
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
@@ -1752,16 +1732,15 @@ static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *t, ct_t *out)
     TRY(ct_new(s, &y2));
     TRY(ct_new(s, &a));
     TRY(ct_new(s, &y15));
-    TRY(cheb(s, &unit, t, y));
+    TRY(cheb(s, cb, x, y));
     /* y up to 1/sqrt(lo) (its square further, only near lo) */
     double prev_bound = bound_set(s, 1.0 / sqrt(s->e->cfg.rsqrt.lo));
     for (int i = 0; i < s->e->cfg.rsqrt.steps; i++) {
-        /* y <- ak y + (-bk x y) y^2 (CLASSIC: 3/2, 1/2), -bk x from t; y
+        /* y <- ak y + (-bk x y) y^2 (CLASSIC: 3/2, 1/2), -bk x from x; y
          * refreshed with xh */
         double ak, bk;
         TRY(ts_nonlinear_approx_rsqrt_step(s->e->a_rsqrt, i, &ak, &bk));
-        TRY(mul_k(s, t, -bk / al, xh));
-        TRY(ts_ckks_add_const(s->ev, xh, bk * be / al, xh));
+        TRY(mul_k(s, x, -bk, xh));
         TRY(need2(s, y, xh, 2));
         TRY(ts_ckks_ciphertext_copy(a, y));
         TRY(ts_ckks_ciphertext_copy(y2, y));
@@ -1922,18 +1901,12 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     TRY(ts_ckks_ciphertext_copy(sq, xc));
     TRY(mul_cc(s, sq, xc, sq));
     TRY(rot_sum(s, sq, 1, e->pd));
+    TRY(mul_k(s, sq, 1.0 / e->dim, sq));
+    TRY(ts_ckks_add_const(s->ev, sq, (double)e->m->cfg.norm_eps, sq));
+    bound_set(s, ms_hi);
     if (e->cfg.eval_rsqrt == TS_LLM_EVAL_CKKS) {
-        /* t = al (sum / dim + eps) + be, the series' domain map in the mean */
-        double al, be;
-        cheb_map(ts_nonlinear_approx_cheb(e->a_rsqrt), &al, &be);
-        TRY(mul_k(s, sq, al / e->dim, sq));
-        TRY(ts_ckks_add_const(s->ev, sq, al * (double)e->m->cfg.norm_eps + be, sq));
-        bound_set(s, 1.0);
         TRY(rsqrt(s, sq, r));
     } else {
-        TRY(mul_k(s, sq, 1.0 / e->dim, sq));
-        TRY(ts_ckks_add_const(s->ev, sq, (double)e->m->cfg.norm_eps, sq));
-        bound_set(s, ms_hi);
         /* the mean square is in every slot: look up slot 0, spread it back */
         const size_t at0 = 0;
         TRY(tfhe_eval(s, P_RSQRT, sq, &at0, 1, r));
@@ -2104,31 +2077,22 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     TRY(mul_cc(s, z, q, z));
     TRY(rot_sum(s, z, 1, e->hd));
     double zs = 1.0 / sqrt((double)e->hd) / ldexp(1.0, k);
-    /* CKKS exp: the series' domain map folded into the scaling (cheb_map) */
-    const ts_nonlinear_cheb_t *cexp =
-        e->cfg.eval_exp == TS_LLM_EVAL_CKKS ? ts_nonlinear_approx_cheb(e->a_exp) : NULL;
-    double al = 1.0, be = 0.0;
-    if (cexp)
-        cheb_map(cexp, &al, &be);
     for (int j = 0; j < e->slots; j++) {
         int t = j / e->pd, i = j % e->pd;
-        s->buf[j] = t <= pos && i % e->hd == 0 && i < e->dim ? zs * al : 0.0;
+        s->buf[j] = t <= pos && i % e->hd == 0 && i < e->dim ? zs : 0.0;
     }
     TRY(mul_buf(s, z, z));
     TRY(rot_sum(s, z, -1, e->hd));
     /* the softmax's values have known magnitudes (see ENC_BOOT_BOUND): the
      * scaled scores lie in exp's interval, y = exp(z) below e^hi */
-    double act_bound = bound_set(s, cexp ? 1.0 : fmax(fabs(e->cfg.exp.lo), fabs(e->cfg.exp.hi)));
+    double act_bound = bound_set(s, fmax(fabs(e->cfg.exp.lo), fabs(e->cfg.exp.hi)));
     if (e->cfg.eval_exp != TS_LLM_EVAL_CKKS) {
         /* one value per (position, head) at t pd + h hd; blocks after pos stay 0 */
         TRY(tfhe_eval_blocks(s, P_EXP, z, pos + 1, e->hd, e->nh, y));
         TRY(rot_sum(s, y, -1, e->hd));
     } else {
-        /* y = exp(z) of the mapped t = al z + be; blocks after pos hold
-         * exp(0) = 1: subtract it */
-        ts_nonlinear_cheb_t unit = cheb_unit(cexp);
-        TRY(ts_ckks_add_const(s->ev, z, be, z));
-        TRY(cheb(s, &unit, z, y));
+        /* y = exp(z); blocks after pos hold exp(0) = 1: subtract it */
+        TRY(cheb(s, ts_nonlinear_approx_cheb(e->a_exp), z, y));
         double c0 = ts_nonlinear_approx_eval(e->a_exp, 0.0);
         int lv = ts_ckks_ciphertext_level(y);
         for (int j = 0; j < e->slots; j++)

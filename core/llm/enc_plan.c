@@ -156,8 +156,7 @@ static int matvec_b(gb_t *b, const char *nm, int x, int pin, int need)
 }
 
 /* A primitive evaluated where the configuration says: its Chebyshev series
- * (CKKS: depth = Paterson-Stockmeyer's, plus the affine map to [-1, 1] where
- * the engine does not fold it into the product before;
+ * (CKKS: depth = the affine map to [-1, 1] + Paterson-Stockmeyer depth;
  * the engine bootstraps x in place and retries when that does not fit) or
  * one TFHE evaluation of `values` values in `conv` conversions. */
 static int prim(gb_t *b, ts_op_kind_t kind, const char *nm, int x, ts_llm_eval_t ev,
@@ -180,11 +179,7 @@ static int prim(gb_t *b, ts_op_kind_t kind, const char *nm, int x, ts_llm_eval_t
             return -1;
         }
         int d = cb->degree;
-        /* the engine folds the domain map of exp and 1/sqrt into the
-         * plaintext product before them (enc.c cheb_map); the division's
-         * guess and the activations map their own inputs */
-        bool affine =
-            kind != TS_OP_EXP && kind != TS_OP_INVSQRT && !(cb->lo == -1.0 && cb->hi == 1.0);
+        bool affine = !(cb->lo == -1.0 && cb->hi == 1.0);
         int k = (int)ts_ckks_chebyshev_ps_k((size_t)d);
         int depth = ts_ckks_chebyshev_depth((size_t)d) + (affine ? 1 : 0);
         double cm = (k - 1) + ilog2_ceil((d + k) / k) + (d + k - 1) / k;
