@@ -474,6 +474,56 @@ START_TEST(test_engine_recip_specs)
 }
 END_TEST
 
+/* Every policy's step of aidreams260K plans at each bootstrapping preset
+ * and working slot count the engine runs it at (a need above what a
+ * bootstrap leaves is TS_ELEVEL: a degree-107 division guess once made
+ * every ckks step at test-boot-n12 fail) — the plan only, no keys. */
+START_TEST(test_engine_plan_presets)
+{
+    static const struct {
+        const char *preset;
+        int log_slots;
+    } cs[] = {{"test-boot-n12", 10},
+              {"test-boot-n12", 11},
+              {"boot-n16-dense", 10},
+              {"boot-n16-dense", 12},
+              {"boot-n16-dense", 13}};
+    char path[512];
+    snprintf(path, sizeof path, "%s/aidreams260K.bin", ts_test_model_dir());
+    ts_llm_model_t *m = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(path, &m, NULL, 0));
+    ts_sched_costs_t costs;
+    ts_sched_costs_default(&costs);
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        ts_ckks_params_t *p = NULL;
+        snprintf(path, sizeof path, "configs/params/%s.yaml", cs[i].preset);
+        ck_assert_ts_ok(ts_ckks_params_load_file(path, true, &p, NULL));
+        int npos = (1 << cs[i].log_slots) / 64;
+        for (int pol = TS_SCHED_HYBRID; pol <= TS_SCHED_TFHE; pol++) {
+            ts_llm_enc_config_t c;
+            ts_llm_enc_config_policy(&c, (ts_sched_policy_t)pol, npos);
+            c.log_slots = cs[i].log_slots;
+            ts_llm_enc_t *e = NULL;
+            ts_sched_graph_t *g = NULL;
+            ts_sched_plan_t *plan = NULL;
+            char msg[256] = "";
+            ck_assert_ts_ok(ts_llm_enc_new(m, p, &c, NULL, &e));
+            ts_status_t st = ts_llm_enc_plan(e, npos - 1, TS_LLM_PLAN_ONEHOT, &costs,
+                                             (ts_sched_policy_t)pol, &g, &plan, msg, sizeof msg);
+            ck_assert_msg(st == TS_OK, "%s 2^%d slots, policy %d: %s (%s)", cs[i].preset,
+                          cs[i].log_slots, pol, ts_status_name(st), msg);
+            printf("%s 2^%d slots policy %d: %u bootstraps\n", cs[i].preset, cs[i].log_slots, pol,
+                   plan->n_boot);
+            ts_sched_plan_free(plan);
+            ts_sched_graph_free(g);
+            ts_llm_enc_free(e);
+        }
+        ts_ckks_params_free(p);
+    }
+    ts_llm_model_free(m);
+}
+END_TEST
+
 START_TEST(test_engine_config_best)
 {
     char dir[256], model[300];
@@ -584,6 +634,7 @@ TS_TEST_SUITE(llm_plan)
     TCase *tc = ts_tcase("plan", 0);
     tcase_add_test(tc, test_engine_levels_model);
     tcase_add_test(tc, test_engine_recip_specs);
+    tcase_add_test(tc, test_engine_plan_presets);
     tcase_add_test(tc, test_engine_plan_explain);
     tcase_add_test(tc, test_engine_config_best);
     tcase_add_loop_test(tc, test_engine_plan_counts, 0, 5);
