@@ -173,15 +173,14 @@ static void spec_lut(ts_nonlinear_spec_t *s, double lo, double hi, int n_seg, in
  * 1 + steps, or the Chebyshev-iteration guess of degree d
  * (ts_nonlinear ITER SCALED), depth chebyshev_depth(d) + 2 + steps; at
  * equal depth the one with the fewest ciphertext products that reaches a
- * quarter bit more (a margin for the CKKS noise), else `bits`. The ckks
- * policy's first round, [0.02, 256] to COND_BITS: depth 10 instead of 15;
- * its last round at 128 positions to 24 bits: 10 instead of 12
- * (test_llm_plan prints them).
+ * quarter bit more (a margin for the CKKS noise), else `bits`. A guess may
+ * need at most GUESS_MAX_NEED levels at once (its series and the first
+ * product: the engine bootstraps den and num to that), the fewest a
+ * bootstrap leaves among the presets the engine runs at (test-boot-n12: 7;
+ * boot-n16-dense: 11-12). The ckks policy's first round, [0.02, 256] to
+ * COND_BITS: depth 12 instead of 15; its last round at 128 positions to 24
+ * bits: 10 instead of 12 (test_llm_plan prints them).
  */
-/* Levels the division's guess and first product may need at once (the
- * engine bootstraps den and num to that before the series): the fewest a
- * bootstrap leaves among the presets the engine runs at, test-boot-n12's 7
- * at 2^11 slots (boot-n16-dense leaves 11-12). */
 #define GUESS_MAX_NEED 7
 static void spec_recip(ts_nonlinear_spec_t *s, double lo, double hi, double bits)
 {
@@ -199,9 +198,10 @@ static void spec_recip(ts_nonlinear_spec_t *s, double lo, double hi, double bits
             int j = 0;
             while (j < 30 && ldexp(1.0, j) * -le < want)
                 j++;
-            int depth = d ? (int)ts_ckks_chebyshev_depth((size_t)d) + 2 + j : 1 + j;
-            if (d && (int)ts_ckks_chebyshev_depth((size_t)d) + 2 > GUESS_MAX_NEED)
+            int guess = d ? (int)ts_ckks_chebyshev_depth((size_t)d) + 2 : 1;
+            if (guess > GUESS_MAX_NEED)
                 break; /* deeper guesses need more levels at once */
+            int depth = guess + j;
             double cost = 2.0 * j;
             if (d) {
                 int k = (int)ts_ckks_chebyshev_ps_k((size_t)d), lk = 0;
@@ -265,6 +265,7 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
          * start (spec_recip) */
         spec_recip(&cfg->recip, cfg->recip.lo, cfg->recip.hi, COND_BITS);
         spec_recip(&cfg->recip_last, 0.8 / max_pos, 1.25, 24);
+        spec_recip(&cfg->recip_norm, 0.8 / max_pos, 1.25, COND_BITS);
         /* 1/sqrt(x) on [0.005, 1]: the degree-56 Chebyshev interpolant
          * alone, 12.6 bits worst-case in depth 7 (the default's degree 7 and
          * two Newton steps: 5.0 bits in depth 9; test_llm_plan checks both).
@@ -273,7 +274,6 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
          * per assignment it plans. */
         cfg->rsqrt.degree = 56;
         cfg->rsqrt.steps = 0;
-        spec_recip(&cfg->recip_norm, 0.8 / max_pos, 1.25, COND_BITS);
     } else if (policy == TS_SCHED_TFHE) {
         cfg->softmax_mean_first = true;
         cfg->recip_norm.lo = cfg->recip_last.lo = 0.8 / max_pos;
@@ -1450,13 +1450,6 @@ done:
     return st;
 }
 
-/* Levels a Chebyshev series takes: the affine map to [-1, 1] unless its
- * domain is that already, then Paterson-Stockmeyer. */
-static int cheb_levels(const ts_nonlinear_cheb_t *cb)
-{
-    return ts_ckks_chebyshev_depth((size_t)cb->degree) + (cb->lo == -1.0 && cb->hi == 1.0 ? 0 : 1);
-}
-
 /* Chebyshev series of an approximation's fitted object (retries after a bootstrap). */
 static ts_status_t cheb_body(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, ct_t *x,
                              ct_t *out)
@@ -1464,7 +1457,7 @@ static ts_status_t cheb_body(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t 
     /* bootstrap first when x has fewer levels than the series takes (the affine map
      * to [-1, 1], then Paterson-Stockmeyer): at too low a level the evaluation may
      * fail with another error than TS_ELEVEL (a constant out of range) */
-    int depth = cheb_levels(cb);
+    int depth = ts__llm_cheb_levels(cb);
     ts_status_t st = need(s, x, depth);
     if (st != TS_OK)
         return st;
@@ -1792,7 +1785,7 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
                           ct_t *out)
 {
     double sc = pre * 2.0 / (sp->lo + sp->hi);
-    ct_t *a = NULL, *b = NULL, *f = NULL;
+    ct_t *a = NULL, *b = NULL, *f = NULL, *f2 = NULL;
     double *coeffs = NULL;
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
@@ -1808,6 +1801,7 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
     TRY(ct_new(s, &a));
     TRY(ct_new(s, &b));
     TRY(ct_new(s, &f));
+    TRY(ct_new(s, &f2));
     if (!g0) {
         TRY(need2(s, den, num, 1));
         TRY(mul_k(s, den, sc, a));
@@ -1823,7 +1817,7 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
         for (int j = 0; j <= g.degree; j++)
             coeffs[j] = g0->coeffs[j] * pre;
         g.coeffs = coeffs;
-        TRY(need2(s, den, num, cheb_levels(&g) + 1));
+        TRY(need2(s, den, num, ts__llm_cheb_levels(&g) + 1));
         TRY(cheb(s, &g, den, f)); /* f = g(den), in (0, 2 / den) */
         bound_set(s, 2.0);
         TRY(mul_cc(s, den, f, a));
@@ -1836,14 +1830,8 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
         TRY(need2(s, a, b, 1));
         TRY(ts_ckks_neg(s->ev, a, f));
         TRY(ts_ckks_add_const(s->ev, f, 2.0, f));
-        ct_t *f2 = NULL;
-        TRY(ct_new(s, &f2));
-        st = ts_ckks_ciphertext_copy(f2, f);
-        if (st == TS_OK)
-            st = mul_cc(s, b, f2, b);
-        ts_ckks_ciphertext_free(f2);
-        if (st != TS_OK)
-            goto done;
+        TRY(ts_ckks_ciphertext_copy(f2, f)); /* mul_cc may drop its operands */
+        TRY(mul_cc(s, b, f2, b));
         if (i + 1 < sp->steps)
             TRY(mul_cc(s, a, f, a));
     }
@@ -1855,6 +1843,7 @@ done:
     ts_ckks_ciphertext_free(a);
     ts_ckks_ciphertext_free(b);
     ts_ckks_ciphertext_free(f);
+    ts_ckks_ciphertext_free(f2);
     return st;
 }
 
@@ -2187,8 +2176,6 @@ done:
 
 /* ------------------------------------------------------------ FFN */
 
-/* out = act(h) on the hid values of h (period ph): SiLU (LLAMA) or GELU (GPT2),
- * in CKKS or through TFHE as the configuration says. */
 /* The activation's series when the engine evaluates it in CKKS, else NULL. */
 static const ts_nonlinear_cheb_t *activation_cheb(const ts_llm_enc_t *e)
 {
@@ -2196,6 +2183,9 @@ static const ts_nonlinear_cheb_t *activation_cheb(const ts_llm_enc_t *e)
     return where == TS_LLM_EVAL_CKKS ? ts_nonlinear_approx_cheb(e->gpt2 ? e->a_gelu : e->a_silu)
                                      : NULL;
 }
+
+/* out = act(h) on the hid values of h (period ph): SiLU (LLAMA) or GELU (GPT2),
+ * in CKKS or through TFHE as the configuration says. */
 
 static ts_status_t activation(ts_llm_enc_session_t *s, ct_t *h, ct_t *out)
 {
@@ -2242,10 +2232,12 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
         TRY(matvec_which(s, layer, 5, fold, xb, h3));
     if (cb && !e->gpt2) {
         /* h3 (which the activation's output multiplies) rides along when
-         * the series needs a bootstrap of h1 */
+         * the series needs a bootstrap of h1, at the activation's bound: w3 x
+         * and w1 x come from the same normalized input (a soft bound: a value
+         * o times over it is distorted by ~3.9e-7 o^2, ENC_BOOT_BOUND) */
         const ts_nonlinear_spec_t *sp = &e->cfg.silu;
         double prev_bound = bound_set(s, fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))));
-        st = need2(s, h1, h3, cheb_levels(cb));
+        st = need2(s, h1, h3, ts__llm_cheb_levels(cb));
         s->bound = prev_bound;
         if (st != TS_OK)
             goto done;

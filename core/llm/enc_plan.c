@@ -181,7 +181,7 @@ static int prim(gb_t *b, ts_op_kind_t kind, const char *nm, int x, ts_llm_eval_t
         int d = cb->degree;
         bool affine = !(cb->lo == -1.0 && cb->hi == 1.0);
         int k = (int)ts_ckks_chebyshev_ps_k((size_t)d);
-        int depth = ts_ckks_chebyshev_depth((size_t)d) + (affine ? 1 : 0);
+        int depth = ts__llm_cheb_levels(cb);
         double cm = (k - 1) + ilog2_ceil((d + k) / k) + (d + k - 1) / k;
         snprintf(im->name, sizeof im->name, "cheb%d", d);
         im->depth = depth;
@@ -244,8 +244,7 @@ static int divide(gb_t *b, const char *nm, const ts_nonlinear_spec_t *sp,
             b->st = TS_EINVAL;
             return -1;
         }
-        int depth = (int)ts_ckks_chebyshev_depth((size_t)g->degree) + 1;
-        add(b, TS_OP_SUM, "goldschmidt.need", den, num, BOTH, 0, depth + 1, c0);
+        add(b, TS_OP_SUM, "goldschmidt.need", den, num, BOTH, 0, ts__llm_cheb_levels(g) + 1, c0);
         int gi = prim(b, TS_OP_INV, nm, den, TS_LLM_EVAL_CKKS, sp, ap, (uint32_t)b->e->nh, 1);
         a = mul_cc(b, "goldschmidt.a", den, gi, BOTH, 1);
         bb = mul_cc(b, "goldschmidt.b", num, gi, BOTH, 1);
@@ -432,10 +431,7 @@ static int ffn(gb_t *b, int xb)
         /* need2(h1, h3, the series' depth): h3 rides along when h1 is bootstrapped */
         const double c0[6] = {0, 0, 0, 0, 0, 0};
         const ts_nonlinear_cheb_t *cb = ts_nonlinear_approx_cheb(e->a_silu);
-        int depth = cb ? ts_ckks_chebyshev_depth((size_t)cb->degree) +
-                             (cb->lo == -1.0 && cb->hi == 1.0 ? 0 : 1)
-                       : 1;
-        add(b, TS_OP_SUM, "silu.need", h1, h3, BOTH, 0, depth, c0);
+        add(b, TS_OP_SUM, "silu.need", h1, h3, BOTH, 0, cb ? ts__llm_cheb_levels(cb) : 1, c0);
         g = prim(b, TS_OP_SILU, "silu", h1, TS_LLM_EVAL_CKKS, &e->cfg->silu, e->a_silu,
                  (uint32_t)e->hid, 1);
     } else {

@@ -122,4 +122,12 @@ typedef struct ts__llm_enc_shape {
 } ts__llm_enc_shape_t;
 void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out);
 
+/* Levels a Chebyshev series takes in CKKS: the affine map to [-1, 1] unless
+ * its domain is that already, then Paterson-Stockmeyer (the engine's cheb
+ * and its plan mirror). */
+static inline int ts__llm_cheb_levels(const ts_nonlinear_cheb_t *cb)
+{
+    return ts_ckks_chebyshev_depth((size_t)cb->degree) + (cb->lo == -1.0 && cb->hi == 1.0 ? 0 : 1);
+}
+
 #endif

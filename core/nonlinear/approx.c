@@ -369,13 +369,6 @@ struct ts_nonlinear_approx {
     double rel_bound;                              /* ITER: ts_nonlinear_approx_rel_bound */
 };
 
-void ts__nonlinear_rsqrt_coeffs(const ts_nonlinear_approx_t *a, const double **ak,
-                                const double **bk)
-{
-    *ak = a->rs_a;
-    *bk = a->rs_b;
-}
-
 double ts_nonlinear_approx_rel_bound(const ts_nonlinear_approx_t *a)
 {
     return a ? a->rel_bound : NAN;

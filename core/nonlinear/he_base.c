@@ -109,8 +109,6 @@ static ts_status_t rsqrt_ckks(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
     const ts_nonlinear_cheb_t *c = ts_nonlinear_approx_cheb(a);
     if (!c)
         return TS_EINVAL;
-    const double *ak, *bk;
-    ts__nonlinear_rsqrt_coeffs(a, &ak, &bk);
     const int steps = s->steps;
     const double sl = sqrt(s->lo), r = s->hi / s->lo;
     const double ys = steps > 0 ? sl : 1.0; /* the guess is computed as ys p(x) */
@@ -146,7 +144,10 @@ static ts_status_t rsqrt_ckks(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
             goto done;
     }
     for (int i = 0; i < steps; i++) {
-        double fa = ak[i], fb = bk[i] * r;
+        double fa, fb;
+        if ((st = ts_nonlinear_approx_rsqrt_step(a, i, &fa, &fb)) != TS_OK)
+            goto done;
+        fb *= r;
         if (i + 1 == steps) {
             fa /= sl;
             fb /= sl;

@@ -29,10 +29,6 @@ ts_status_t ts__nonlinear_mulr(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *a,
 ts_status_t ts__nonlinear_bootstrap(ts_ckks_evaluator_t *ev, const ts_boot_t *bt,
                                     ts_ckks_ciphertext_t *c);
 
-/* ITER rsqrt: the step coefficients y <- y (ak[i] - bk[i] x y^2), i < spec.steps. */
-void ts__nonlinear_rsqrt_coeffs(const ts_nonlinear_approx_t *a, const double **ak,
-                                const double **bk);
-
 /*
  * The mutable state of one ts_nonlinear_lut_he look-up at a time: scratch
  * polynomials, RLWEs and LWEs, the TFHE evaluator tev and the trace of cw
