@@ -1650,8 +1650,9 @@ done:
 
 /*
  * Model matrix `which` (0 wq 1 wk 2 wv 3 wo 4 w1 5 w3 6 w2 7 wcls) with its
- * bias (GPT2). fold (GPT2): x is the unit-gain norm output, and the gain and
- * bias of the norm before the matrix are folded in (struct ts_llm_enc).
+ * bias (GPT2). fold: x is the unit-gain norm output, and the gain (and for
+ * GPT2 the bias) of the norm before the matrix are folded in (struct
+ * ts_llm_enc): W diag(g), exact products of two floats.
  */
 static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, bool fold, ct_t *x,
                                 ct_t *out)
@@ -1659,7 +1660,7 @@ static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, b
     const ts_llm_enc_t *e = s->e;
     if (which == 7) {
         const double *b = e->gpt2 && fold ? e->bias_fold + (size_t)e->nl * e->bias_stride : NULL;
-        const float *g = e->gpt2 && fold ? e->m->final_norm : NULL;
+        const float *g = fold ? e->m->final_norm : NULL;
         return matvec(s, e->m->wcls, g, b, e->vocab, e->dim, e->pd, e->pv, x, out);
     }
     if (layer < 0 || layer >= e->nl || which < 0 || which > 7 || (e->gpt2 && which == 5))
@@ -1671,9 +1672,9 @@ static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, b
         /* bq bk bv bo (dim each), b1 (hid), b2 (dim) */
         size_t at = which <= 4 ? (size_t)which * e->dim : 4 * (size_t)e->dim + (size_t)e->hid;
         b = (fold ? e->bias_fold : e->bias_raw) + (size_t)layer * e->bias_stride + at;
-        if (fold)
-            g = which <= 2 ? ly->attn_norm : which == 4 ? ly->ffn_norm : NULL;
     }
+    if (fold)
+        g = which <= 2 ? ly->attn_norm : which == 4 || which == 5 ? ly->ffn_norm : NULL;
     switch (which) {
     case 0:
         return matvec(s, ly->wq, g, b, e->dim, e->dim, e->pd, e->pd, x, out);
@@ -2287,23 +2288,22 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
     TRY(ct_new(s, &xb));
     TRY(ct_new(s, &o));
     TRY(ts_ckks_ciphertext_copy(xx, x));
-    /* GPT2: the learned position row, added as a plaintext; the norms run
-     * with unit gain and no bias, folded into the matrices after them */
-    bool g2 = e->gpt2;
-    if (g2)
+    /* GPT2: the learned position row, added as a plaintext. The norms run
+     * with unit gain and no bias, folded into the matrices after them (one
+     * level less on the normalized vector) */
+    if (e->gpt2)
         TRY(add_vec(s, xx, NULL, e->m->pos_emb + (size_t)pos * e->dim, e->dim, e->pd));
     for (int l = 0; l < e->nl; l++) {
-        const ts__llm_layer_t *ly = &e->m->layers[l];
-        TRY(norm(s, g2 ? NULL : ly->attn_norm, NULL, xx, xb));
-        TRY(attention(s, l, g2, xb, pos, o));
-        TRY(matvec_which(s, l, 3, g2, o, o));
+        TRY(norm(s, NULL, NULL, xx, xb));
+        TRY(attention(s, l, true, xb, pos, o));
+        TRY(matvec_which(s, l, 3, true, o, o));
         TRY(add_cc(s, xx, o, xx));
-        TRY(norm(s, g2 ? NULL : ly->ffn_norm, NULL, xx, xb));
-        TRY(ffn(s, l, g2, xb, o));
+        TRY(norm(s, NULL, NULL, xx, xb));
+        TRY(ffn(s, l, true, xb, o));
         TRY(add_cc(s, xx, o, xx));
     }
-    TRY(norm(s, g2 ? NULL : e->m->final_norm, NULL, xx, xb));
-    TRY(matvec_which(s, 0, 7, g2, xb, logits));
+    TRY(norm(s, NULL, NULL, xx, xb));
+    TRY(matvec_which(s, 0, 7, true, xb, logits));
     s->next_pos = pos + 1;
     s->stats.steps++;
 done:

@@ -316,9 +316,9 @@ static int rmsnorm(gb_t *b, const char *where, int x)
         r = rot_sum(b, "spread", r, -1, e->pd);
         r = rot_sum(b, "spread_blocks", r, -e->pd, e->slots);
     }
-    /* GPT2: unit gain (folded into the following matrices) */
-    int xw = e->gpt2 ? xc : mul_k(b, "gain", x, true);
-    int out = mul_cc(b, "normalize", xw, r, BOTH, 1);
+    /* unit gain (folded into the following matrices); LLAMA: the engine
+     * multiplies a copy of x, which keeps its level */
+    int out = mul_cc(b, "normalize", xc, r, e->gpt2 ? BOTH : SECOND, 1);
     b->stage = prev;
     return out;
 }
