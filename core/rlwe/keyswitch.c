@@ -1,6 +1,9 @@
 /*
  * Hybrid key switching: decompose (digits of alpha primes), ModUp with the
  * centered HPS conversion, inner product with the key over Q_l * P, ModDown.
+ * The inner product (inner_product) and the ModDown (moddown) are each one
+ * function, shared by the whole switch and its two halves (the switch without
+ * ModDown and the public ModDown of double hoisting).
  * Every conversion of every level is prepared in ts_rlwe_ks_new; the switch
  * itself only calls the backend on preallocated scratch.
  */
@@ -273,28 +276,35 @@ ts_status_t ts_rlwe_decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, ts_rlwe_deco
     return decompose(ks, c, d);
 }
 
-static ts_status_t keyswitch_digits(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d, uint64_t k,
-                                    const ts_rlwe_ksk_t *key, ts_poly_t *u0, ts_poly_t *u1)
+/* Arguments shared by the switches of a decomposition: TS_OK when (d, k, key)
+ * can be switched into outputs of `limbs` limbs of capacity cap0, cap1. */
+static ts_status_t check_switch(const ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d, uint64_t *k,
+                                const ts_rlwe_ksk_t *key, const ts_poly_t *o0, const ts_poly_t *o1,
+                                uint32_t limbs)
 {
-    if (!ks || !d || !key || !u0 || !u1 || u0 == u1 || d->ks != ks || d->nq == 0)
+    if (!ks || !d || !key || !o0 || !o1 || o0 == o1 || d->ks != ks || d->nq == 0)
         return TS_EINVAL;
-    if (key->ring != ks->ring || key->dnum != ks->dnum || u0->ring != ks->ring ||
-        u1->ring != ks->ring)
+    if (key->ring != ks->ring || key->dnum != ks->dnum || o0->ring != ks->ring ||
+        o1->ring != ks->ring)
         return TS_EMISMATCH;
     const uint64_t mask = 2 * (uint64_t)ks->n - 1;
-    k &= mask;
-    if (!(k & 1) || (key->galois ? key->galois != k : k != 1))
+    *k &= mask;
+    if (!(*k & 1) || (key->galois ? key->galois != *k : *k != 1))
         return TS_EINVAL;
-    const uint32_t nq = d->nq, kp = ks->kp, kq = key->kq;
-    if (u0->cap_limbs < nq || u1->cap_limbs < nq || nq > kq)
+    if (o0->cap_limbs < limbs || o1->cap_limbs < limbs || d->nq > key->kq)
         return TS_ELEVEL;
-    ts_backend_t *be = ks->be;
-    ts_bk_ring_t *bk = ts_ring_bk(ks->ring);
+    return TS_OK;
+}
+
+/* The inner product of the digits with the key over Q_nq * P into ks->acc
+ * (2 polynomials at stride qp_stride). */
+static ts_status_t inner_product(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d,
+                                 const ts_rlwe_ksk_t *key)
+{
+    const uint32_t nq = d->nq, kp = ks->kp, kq = key->kq;
     const size_t n = ks->n, stride = qp_stride(ks);
     const uint32_t *qp_idx = ts_ring_limb_index(ks->ring, nq, kp);
-    const uint32_t *qidx = ts_ring_limb_index(ks->ring, nq, 0);
     const uint32_t *key_idx = ts_ring_limb_index(ks->ring, kq, kp);
-    ts_status_t st;
     ts_bk_batch_t digits = batch(d->data, d->ndig, nq + kp, stride, qp_idx);
     for (uint32_t l = 0; l < nq; l++)
         ks->key_limb[l] = l;
@@ -303,36 +313,36 @@ static ts_status_t keyswitch_digits(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d,
     /* the key's own shape: ndig digits over its kq Q limbs and P */
     ts_bk_batch_t kb = batch(key->data, 2 * key->ndig, kq + kp, (size_t)(kq + kp) * n, key_idx);
     ts_bk_batch_t acc = batch(ks->acc, 2, nq + kp, stride, qp_idx);
-    st = ts_backend_keyswitch_inner(be, bk, &acc, &digits, &kb, ks->key_limb);
-    if (st != TS_OK)
-        return st;
-    /* a Galois key is held as sigma_k^-1 of the key (keys.c): sigma_k of the
-     * inner product is the switch of the rotated digits */
-    uint64_t *sum = ks->acc;
-    if (k != 1) {
-        ts_bk_batch_t rot = batch(ks->rot, 2, nq + kp, stride, qp_idx);
-        st = ts_backend_automorphism_ntt(be, bk, &rot, &acc, k);
-        if (st != TS_OK)
-            return st;
-        sum = ks->rot;
-    }
-    /* ModDown in NTT form: u = (acc_Q - NTT(conv_{P->Q}(INTT(acc_P)))) * P^{-1} */
-    ts_bk_batch_t accp = batch(sum + (size_t)nq * n, 2, kp, stride, ks->p_idx);
-    ts_bk_batch_t tmp = batch(ks->down_tmp, 2, nq, (size_t)nq * n, qidx);
-    st = ts_backend_ntt_inverse(be, bk, &accp);
+    return ts_backend_keyswitch_inner(ks->be, ts_ring_bk(ks->ring), &acc, &digits, &kb,
+                                      ks->key_limb);
+}
+
+/*
+ * ModDown of npolys (1 or 2) polynomials in NTT form: u_c = (x_c - NTT(conv_{P->Q}(
+ * INTT(x_c mod P)))) * P^{-1} over the nq Q limbs, with x_c's Q limbs at q_src[c] and its
+ * P limbs at pl + c * pstride (kp limbs; used as scratch). u_c may share memory with
+ * q_src[c].
+ */
+static ts_status_t moddown(ts_rlwe_ks_t *ks, uint32_t nq, uint32_t npolys, uint64_t *pl,
+                           size_t pstride, const uint64_t *const *q_src, ts_poly_t *const *u)
+{
+    ts_backend_t *be = ks->be;
+    ts_bk_ring_t *bk = ts_ring_bk(ks->ring);
+    const size_t n = ks->n;
+    const uint32_t *qidx = ts_ring_limb_index(ks->ring, nq, 0);
+    ts_bk_batch_t accp = batch(pl, npolys, ks->kp, pstride, ks->p_idx);
+    ts_bk_batch_t tmp = batch(ks->down_tmp, npolys, nq, (size_t)nq * n, qidx);
+    ts_status_t st = ts_backend_ntt_inverse(be, bk, &accp);
     if (st == TS_OK)
         st = ts_backend_basis_extend(be, bk, ks->down[nq - 1], &tmp, &accp);
     if (st == TS_OK)
         st = ts_backend_ntt_forward(be, bk, &tmp);
-    if (st != TS_OK)
-        return st;
-    ts_poly_t *u[2] = {u0, u1};
-    for (int c = 0; c < 2 && st == TS_OK; c++) {
+    for (uint32_t c = 0; c < npolys && st == TS_OK; c++) {
         u[c]->nq = nq;
         u[c]->np = 0;
         u[c]->is_ntt = true;
         ts_bk_batch_t ub = batch(u[c]->data, 1, nq, (size_t)nq * n, qidx);
-        ts_bk_batch_t aq = batch(sum + c * stride, 1, nq, (size_t)nq * n, qidx);
+        ts_bk_batch_t aq = batch((uint64_t *)q_src[c], 1, nq, (size_t)nq * n, qidx);
         ts_bk_batch_t tc = batch(ks->down_tmp + (size_t)c * nq * n, 1, nq, (size_t)nq * n, qidx);
         st = ts_backend_sub(be, bk, &ub, &aq, &tc);
         if (st == TS_OK)
@@ -341,10 +351,91 @@ static ts_status_t keyswitch_digits(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d,
     return st;
 }
 
+static ts_status_t keyswitch_digits(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d, uint64_t k,
+                                    const ts_rlwe_ksk_t *key, ts_poly_t *u0, ts_poly_t *u1)
+{
+    ts_status_t st = check_switch(ks, d, &k, key, u0, u1, d ? d->nq : 0);
+    if (st != TS_OK)
+        return st;
+    const uint32_t nq = d->nq, kp = ks->kp;
+    const size_t n = ks->n, stride = qp_stride(ks);
+    const uint32_t *qp_idx = ts_ring_limb_index(ks->ring, nq, kp);
+    st = inner_product(ks, d, key);
+    if (st != TS_OK)
+        return st;
+    /* a Galois key is held as sigma_k^-1 of the key (keys.c): sigma_k of the
+     * inner product is the switch of the rotated digits */
+    uint64_t *sum = ks->acc;
+    if (k != 1) {
+        ts_bk_batch_t acc = batch(ks->acc, 2, nq + kp, stride, qp_idx);
+        ts_bk_batch_t rot = batch(ks->rot, 2, nq + kp, stride, qp_idx);
+        st = ts_backend_automorphism_ntt(ks->be, ts_ring_bk(ks->ring), &rot, &acc, k);
+        if (st != TS_OK)
+            return st;
+        sum = ks->rot;
+    }
+    const uint64_t *q_src[2] = {sum, sum + stride};
+    ts_poly_t *u[2] = {u0, u1};
+    return moddown(ks, nq, 2, sum + (size_t)nq * n, stride, q_src, u);
+}
+
 ts_status_t ts_rlwe_keyswitch_hoisted(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d, uint64_t k,
                                       const ts_rlwe_ksk_t *key, ts_poly_t *u0, ts_poly_t *u1)
 {
     return keyswitch_digits(ks, d, k, key, u0, u1);
+}
+
+ts_status_t ts_rlwe_keyswitch_hoisted_qp(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d, uint64_t k,
+                                         const ts_rlwe_ksk_t *key, ts_poly_t *v0, ts_poly_t *v1)
+{
+    ts_status_t st = check_switch(ks, d, &k, key, v0, v1, (ks && d) ? d->nq + ks->kp : 0);
+    if (st != TS_OK)
+        return st;
+    const uint32_t nq = d->nq, kp = ks->kp;
+    const size_t n = ks->n, stride = qp_stride(ks);
+    const uint32_t *qp_idx = ts_ring_limb_index(ks->ring, nq, kp);
+    st = inner_product(ks, d, key);
+    ts_poly_t *v[2] = {v0, v1};
+    for (int c = 0; c < 2 && st == TS_OK; c++) {
+        v[c]->nq = nq;
+        v[c]->np = kp;
+        v[c]->is_ntt = true;
+        ts_bk_batch_t in = batch(ks->acc + c * stride, 1, nq + kp, stride, qp_idx);
+        ts_bk_batch_t out = batch(v[c]->data, 1, nq + kp, (size_t)(nq + kp) * n, qp_idx);
+        st = k == 1 ? ts_backend_copy(ks->be, out.data, in.data, (nq + kp) * n * sizeof(uint64_t))
+                    : ts_backend_automorphism_ntt(ks->be, ts_ring_bk(ks->ring), &out, &in, k);
+    }
+    return st;
+}
+
+ts_status_t ts_rlwe_moddown(ts_rlwe_ks_t *ks, const ts_poly_t *v0, const ts_poly_t *v1,
+                            ts_poly_t *u0, ts_poly_t *u1)
+{
+    if (!ks || !v0 || !u0 || (!v1 != !u1) || (u1 && (u0 == u1 || u0 == v1 || u1 == v0)))
+        return TS_EINVAL;
+    const ts_poly_t *v[2] = {v0, v1};
+    ts_poly_t *u[2] = {u0, u1};
+    const uint32_t npolys = v1 ? 2 : 1, nq = v0->nq, kp = ks->kp;
+    for (uint32_t c = 0; c < npolys; c++) {
+        if (v[c]->ring != ks->ring || u[c]->ring != ks->ring)
+            return TS_EMISMATCH;
+        if (!v[c]->is_ntt)
+            return TS_EINVAL;
+        if (v[c]->np != kp || v[c]->nq != nq || u[c]->cap_limbs < nq)
+            return TS_ELEVEL;
+    }
+    const size_t n = ks->n, stride = qp_stride(ks);
+    /* the P limbs to scratch (ModDown works on them in place) */
+    const uint64_t *q_src[2] = {NULL, NULL};
+    ts_status_t st = TS_OK;
+    for (uint32_t c = 0; c < npolys && st == TS_OK; c++) {
+        q_src[c] = v[c]->data;
+        st = ts_backend_copy(ks->be, ks->rot + c * stride, v[c]->data + (size_t)nq * n,
+                             (size_t)kp * n * sizeof(uint64_t));
+    }
+    if (st == TS_OK)
+        st = moddown(ks, nq, npolys, ks->rot, stride, q_src, u);
+    return st;
 }
 
 ts_status_t ts_rlwe_keyswitch(ts_rlwe_ks_t *ks, const ts_poly_t *c, uint64_t k,

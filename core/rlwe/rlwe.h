@@ -201,6 +201,32 @@ ts_status_t ts_rlwe_decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, ts_rlwe_deco
  */
 ts_status_t ts_rlwe_keyswitch_hoisted(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d, uint64_t k,
                                       const ts_rlwe_ksk_t *key, ts_poly_t *u0, ts_poly_t *u1);
+/*
+ * Double hoisting (Bossuat, Mouchet, Troncoso-Pastoriza, Hubaux, "Efficient
+ * Bootstrapping for Approximate Homomorphic Encryption with Non-Sparse Keys",
+ * Eurocrypt 2021, the hoisted BSGS of its linear transforms): the same switch without its
+ * ModDown. [out] (v0, v1), NTT form over c's Q limbs AND the P limbs (nq = c's
+ * limbs, np = p_count; capacity nq + p_count limbs each), sigma_k applied, with
+ *     v0 + v1 s = P sigma_k(c) s'' + e_ks P     (over Q_l * P),
+ * and ts_rlwe_moddown(v0, v1) = ts_rlwe_keyswitch_hoisted's (u0, u1) bit for bit.
+ * Sums of such outputs times plaintexts (encoded over Q_l * P too) can share
+ * one ModDown; a ciphertext part c0 enters as P c0, which is c0 [P]_{q_i} on the Q
+ * limbs and 0 on the P limbs (or, the same thing after ModDown, c0 added to its
+ * output). Errors as ts_rlwe_keyswitch_hoisted.
+ */
+ts_status_t ts_rlwe_keyswitch_hoisted_qp(ts_rlwe_ks_t *ks, const ts_rlwe_decomp_t *d, uint64_t k,
+                                         const ts_rlwe_ksk_t *key, ts_poly_t *v0, ts_poly_t *v1);
+/*
+ * ModDown, Q_l * P -> Q_l: u = round(v / P) mod Q_l, computed in NTT form as
+ * (v - NTT(conv_{P->Q}(INTT(v mod P)))) [P^{-1}]_{q_i} with the centered fast
+ * conversion (error of the rounding at most (1 + |s|_1) / 2 in the secret-key
+ * relation). v0, v1: NTT form over nq Q limbs and the P limbs; u0, u1: capacity nq,
+ * set to (nq, np = 0, NTT form). v1 and u1 may both be NULL (one polynomial); u_c
+ * may alias v_c (in place), nothing else aliases. The one ModDown of core/rlwe
+ * (ts_rlwe_keyswitch runs the same code). TS_ELEVEL for other shapes.
+ */
+ts_status_t ts_rlwe_moddown(ts_rlwe_ks_t *ks, const ts_poly_t *v0, const ts_poly_t *v1,
+                            ts_poly_t *u0, ts_poly_t *u1);
 /* Decompose then switch (k = 1 or the key's galois element). */
 ts_status_t ts_rlwe_keyswitch(ts_rlwe_ks_t *ks, const ts_poly_t *c, uint64_t k,
                               const ts_rlwe_ksk_t *key, ts_poly_t *u0, ts_poly_t *u1);

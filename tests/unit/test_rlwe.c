@@ -1,7 +1,8 @@
 /*
  * core/rlwe: keys (ternary / sparse, public key error, seeded a), hybrid key
  * switching noise vs its analytic bound (printed: measured vs bound), relin
- * and Galois keys, hoisted rotations vs the plaintext permutation, the wire
+ * and Galois keys, hoisted rotations vs the plaintext permutation, the switch
+ * without ModDown + ModDown vs the whole switch (bit for bit), the wire
  * form of Galois keys, gadget decomposition.
  */
 #include "tests/unit/ts_test.h"
@@ -390,6 +391,119 @@ START_TEST(test_relin_galois)
 }
 END_TEST
 
+/* True when the first `limbs` limbs of a and b hold the same words. */
+static bool same_limbs(const ts_poly_t *a, const ts_poly_t *b, uint32_t limbs)
+{
+    const size_t words = (size_t)limbs * ts_ring_n(a->ring);
+    uint64_t *ha = ts_malloc(words * 8 * 2), *hb = ha + words;
+    ts_poly_t va = *a, vb = *b;
+    va.nq = vb.nq = limbs;
+    va.np = vb.np = 0;
+    ck_assert_ts_ok(ts_poly_download(&va, ha));
+    ck_assert_ts_ok(ts_poly_download(&vb, hb));
+    bool eq = !memcmp(ha, hb, words * 8);
+    ts_free(ha);
+    return eq;
+}
+
+/*
+ * Double hoisting: the switch without ModDown (over Q_l * P) followed by the
+ * public ModDown gives ts_rlwe_keyswitch_hoisted's words bit for bit, for
+ * Galois keys and a plain key (k = 1), at a full and a partial last digit,
+ * two polynomials at once, one alone and in place; and ModDown(P x) = x
+ * exactly (the ciphertext's c0 entering a Q*P sum as P c0).
+ */
+START_TEST(test_keyswitch_qp)
+{
+    ts_ring_t *r = test_ring();
+    ts_prng_t *prng = seeded(9);
+    const uint32_t lq = 6, kp = 2;
+    ts_rlwe_sk_t *sk;
+    ck_assert_ts_ok(ts_rlwe_sk_new(r, prng, 0, &sk));
+    ts_rlwe_ks_t *ks;
+    ck_assert_ts_ok(ts_rlwe_ks_new(r, 3, &ks));
+    const int64_t steps[] = {1, 5, -3};
+    ts_rlwe_galois_keys_t *gk;
+    ck_assert_ts_ok(ts_rlwe_galois_keys_new(sk, steps, 3, true, 3, prng, &gk));
+    ts_rlwe_ksk_t *rk;
+    ck_assert_ts_ok(ts_rlwe_relin_key_new(sk, 3, prng, &rk));
+    ts_poly_t *c, *u0, *u1, *v0, *v1, *w0, *w1;
+    ck_assert_ts_ok(ts_poly_new(r, lq, 0, true, &c));
+    ck_assert_ts_ok(ts_poly_new(r, lq, 0, true, &u0));
+    ck_assert_ts_ok(ts_poly_new(r, lq, 0, true, &u1));
+    ck_assert_ts_ok(ts_poly_new(r, lq, kp, true, &v0));
+    ck_assert_ts_ok(ts_poly_new(r, lq, kp, true, &v1));
+    ck_assert_ts_ok(ts_poly_new(r, lq, 0, true, &w0));
+    ck_assert_ts_ok(ts_poly_new(r, lq, 0, true, &w1));
+    ts_rlwe_decomp_t *d;
+    ck_assert_ts_ok(ts_rlwe_decomp_new(ks, &d));
+    const uint32_t levels[] = {6, 4};
+    for (size_t li = 0; li < 2; li++) {
+        const uint32_t nq = levels[li];
+        ck_assert_ts_ok(ts_poly_reshape(c, nq, 0, true));
+        ck_assert_ts_ok(ts_poly_sample_uniform(c, prng));
+        ck_assert_ts_ok(ts_rlwe_decompose(ks, c, d));
+        for (size_t g = 0; g <= gk->count; g++) {
+            const bool plain = g == gk->count;
+            const uint64_t k = plain ? 1 : gk->elements[g];
+            const ts_rlwe_ksk_t *key = plain ? rk : gk->keys[g];
+            ck_assert_ts_ok(ts_rlwe_keyswitch_hoisted(ks, d, k, key, u0, u1));
+            ck_assert_ts_ok(ts_rlwe_keyswitch_hoisted_qp(ks, d, k, key, v0, v1));
+            ck_assert_uint_eq(v0->nq, nq);
+            ck_assert_uint_eq(v0->np, kp);
+            ck_assert(v0->is_ntt && v1->is_ntt);
+            ck_assert_ts_ok(ts_rlwe_moddown(ks, v0, v1, w0, w1));
+            ck_assert_uint_eq(w0->nq, nq);
+            ck_assert_uint_eq(w0->np, 0);
+            ck_assert_msg(same_limbs(u0, w0, nq) && same_limbs(u1, w1, nq),
+                          "ModDown of the Q*P switch differs, k=%llu nq=%u", (unsigned long long)k,
+                          nq);
+            /* one polynomial, in place */
+            ck_assert_ts_ok(ts_rlwe_moddown(ks, v1, NULL, v1, NULL));
+            ck_assert_uint_eq(v1->np, 0);
+            ck_assert(same_limbs(u1, v1, nq));
+        }
+    }
+    /* ModDown(P x) = x: x [P]_{q_i} on the Q limbs, 0 on the P limbs */
+    uint64_t pq[6];
+    for (uint32_t i = 0; i < lq; i++) {
+        const ts_modulus_t *m = ts_ring_modulus(r, i);
+        pq[i] =
+            ts_mod_mul(ts_ring_modulus(r, lq)->q % m->q, ts_ring_modulus(r, lq + 1)->q % m->q, m);
+    }
+    ck_assert_ts_ok(ts_poly_reshape(c, lq, 0, true));
+    ck_assert_ts_ok(ts_poly_sample_uniform(c, prng));
+    ck_assert_ts_ok(ts_poly_reshape(v0, lq, kp, true)); /* zero */
+    ts_poly_t vq = *v0;
+    vq.nq = lq;
+    vq.np = 0;
+    vq.cap_limbs = lq;
+    ck_assert_ts_ok(ts_poly_mul_scalar(&vq, c, pq));
+    ck_assert_ts_ok(ts_rlwe_moddown(ks, v0, NULL, w0, NULL));
+    ck_assert(same_limbs(c, w0, lq));
+    /* shapes: Q-only input, missing P capacity, lone second polynomial */
+    ck_assert_ts_status(ts_rlwe_moddown(ks, c, NULL, w0, NULL), TS_ELEVEL);
+    ck_assert_ts_ok(ts_rlwe_decompose(ks, c, d));
+    ck_assert_ts_status(ts_rlwe_keyswitch_hoisted_qp(ks, d, gk->elements[0], gk->keys[0], u0, u1),
+                        TS_ELEVEL);
+    ck_assert_ts_status(ts_rlwe_moddown(ks, v0, NULL, w0, w1), TS_EINVAL);
+    ts_rlwe_decomp_free(d);
+    ts_rlwe_galois_keys_free(gk);
+    ts_rlwe_ksk_free(rk);
+    ts_poly_free(c);
+    ts_poly_free(u0);
+    ts_poly_free(u1);
+    ts_poly_free(v0);
+    ts_poly_free(v1);
+    ts_poly_free(w0);
+    ts_poly_free(w1);
+    ts_rlwe_ks_free(ks);
+    ts_rlwe_sk_free(sk);
+    ts_prng_free(prng);
+    ts_ring_free(r);
+}
+END_TEST
+
 /*
  * A Galois key is held permuted (sigma_k^-1 of every limb, so the switch
  * rotates its inner product instead of every digit) but travels as the key
@@ -602,6 +716,7 @@ TS_TEST_SUITE(rlwe)
     tcase_add_test(tc, test_keys);
     tcase_add_test(tc, test_keyswitch_noise);
     tcase_add_test(tc, test_relin_galois);
+    tcase_add_test(tc, test_keyswitch_qp);
     tcase_add_test(tc, test_galois_key_wire);
     tcase_add_test(tc, test_gadget);
     tcase_add_test(tc, test_rlwe_alloc_failures);
