@@ -169,6 +169,27 @@ ts_status_t ts__ckks_check_ct(const ts_ckks_evaluator_t *ev, const ts_ckks_ciphe
 bool ts__ckks_scales_match(double a, double b);
 
 /*
+ * Double hoisting (keys.c, for lintrans.c): rotations of a (degree 1) by
+ * steps[0..count) (each nonzero mod a's slots, its key present) kept in the
+ * extended basis: (v[2i], v[2i + 1]), NTT form over a's Q limbs and the P limbs
+ * (capacity level + 1 + np each), = (P sigma_k(c0) + w0, w1) where (w0, w1) is
+ * ts_rlwe_keyswitch_hoisted_qp of c1: ts__ckks_moddown of it is the rotation
+ * ts_ckks_rotate_hoisted returns, bit for bit. One decomposition of c1 for all.
+ */
+ts_status_t ts__ckks_rotate_hoisted_qp(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                                       const int64_t *steps, size_t count, ts_poly_t *const *v);
+/* ts_rlwe_moddown with the evaluator's key switcher (TS_ENOKEY without one). */
+ts_status_t ts__ckks_moddown(ts_ckks_evaluator_t *ev, const ts_poly_t *v0, const ts_poly_t *v1,
+                             ts_poly_t *u0, ts_poly_t *u1);
+/*
+ * Encode like ts_ckks_encode (same integer coefficients) into `out` over the Q
+ * limbs 0..level AND the P limbs (out reshaped to (level + 1, np), NTT form;
+ * capacity level + 1 + np): the plaintexts of double-hoisted products.
+ */
+ts_status_t ts__ckks_encode_qp(ts_ckks_encoder_t *e, const double complex *values, size_t count,
+                               size_t slots, int level, double scale, ts_poly_t *out);
+
+/*
  * Key objects around deserialized core/rlwe parts (serialize.c). The wrap
  * functions take ownership of the rlwe object, also when they fail.
  */

@@ -22,14 +22,23 @@ static bool pow2(size_t x)
  * words as adding e mod q_l to the residues of m. */
 static ts_status_t encode_limbs(const ts_ckks_params_t *p, const double complex *vals,
                                 const double *reals, size_t count, size_t slots, double scale,
-                                int level, uint64_t *limbs, size_t limb_stride,
+                                int level, uint32_t np, uint64_t *limbs, size_t limb_stride,
                                 double complex *scratch, const int64_t *err)
 {
+    /* the moduli of limbs 0..nl-1: q_0..q_level, then np P primes */
+    const int nl = level + 1 + (int)np;
+    const ts_modulus_t *mods[TS_CKKS_MAX_Q + TS_CKKS_MAX_P];
     size_t n = p->n;
     if (!pow2(slots) || slots > n / 2 || count > slots || level < 0 || (size_t)level >= p->nq)
         return TS_EINVAL;
     if (!(scale >= 1.0) || !isfinite(scale))
         return TS_ESCALE;
+    if (np > p->np || (np && err))
+        return TS_EINVAL;
+    for (int l = 0; l < nl; l++)
+        mods[l] = l <= level
+                      ? &p->qmod[l]
+                      : ts_ring_modulus(p->ring, (uint32_t)(p->nq + (size_t)(l - level - 1)));
     for (size_t i = 0; i < count; i++) {
         double complex v = vals ? vals[i] : reals[i];
         if (!isfinite(creal(v)) || !isfinite(cimag(v)))
@@ -56,7 +65,7 @@ static ts_status_t encode_limbs(const ts_ckks_params_t *p, const double complex 
         /* every coefficient (plus its error, |e| < 2^62) fits in an int64:
          * stage them in the last limb, then one vector reduction per prime
          * (the last limb in place) */
-        int64_t *c = (int64_t *)(limbs + (size_t)level * limb_stride);
+        int64_t *c = (int64_t *)(limbs + (size_t)(nl - 1) * limb_stride);
         if (gap != 1)
             memset(c, 0, n * sizeof(int64_t));
         for (size_t k = 0; k < slots; k++) {
@@ -66,12 +75,12 @@ static ts_status_t encode_limbs(const ts_ckks_params_t *p, const double complex 
         if (err)
             for (size_t j = 0; j < n; j++)
                 c[j] += err[j];
-        for (int l = 0; l <= level; l++)
-            ts_vec_from_i64(limbs + (size_t)l * limb_stride, c, n, &p->qmod[l]);
+        for (int l = 0; l < nl; l++)
+            ts_vec_from_i64(limbs + (size_t)l * limb_stride, c, n, mods[l]);
         return TS_OK;
     }
     if (gap != 1)
-        for (int l = 0; l <= level; l++)
+        for (int l = 0; l < nl; l++)
             memset(limbs + (size_t)l * limb_stride, 0, n * sizeof(uint64_t));
     for (size_t k = 0; k < 2 * slots; k++) {
         double x = k < slots ? creal(scratch[k]) : cimag(scratch[k - slots]);
@@ -80,14 +89,14 @@ static ts_status_t encode_limbs(const ts_ckks_params_t *p, const double complex 
             /* one conversion, then a Barrett reduction per prime */
             int64_t v = (int64_t)x;
             uint64_t u = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
-            for (int l = 0; l <= level; l++) {
-                const ts_modulus_t *m = &p->qmod[l];
+            for (int l = 0; l < nl; l++) {
+                const ts_modulus_t *m = mods[l];
                 uint64_t r = ts_mod_reduce64(u, m);
                 limbs[(size_t)l * limb_stride + j] = v < 0 ? ts_mod_neg(r, m->q) : r;
             }
         } else {
-            for (int l = 0; l <= level; l++)
-                limbs[(size_t)l * limb_stride + j] = ts__ckks_double_mod(x, &p->qmod[l]);
+            for (int l = 0; l < nl; l++)
+                limbs[(size_t)l * limb_stride + j] = ts__ckks_double_mod(x, mods[l]);
         }
     }
     if (err) {
@@ -109,7 +118,7 @@ ts_status_t ts__ckks_encode_limbs(const ts_ckks_params_t *p, const double comple
                                   int level, uint64_t *limbs, size_t limb_stride,
                                   double complex *scratch)
 {
-    return encode_limbs(p, vals, reals, count, slots, scale, level, limbs, limb_stride, scratch,
+    return encode_limbs(p, vals, reals, count, slots, scale, level, 0, limbs, limb_stride, scratch,
                         NULL);
 }
 
@@ -178,7 +187,7 @@ ts_status_t ts_ckks_encoder_new(ts_ckks_params_t *params, ts_ckks_encoder_t **ou
     size_t words = top ? top->words : params->nq + 1;
     e->vals = ts_malloc(sizeof(double complex) * (params->n / 2));
     e->err = ts_malloc(sizeof(int64_t) * params->n);
-    e->host = ts_malloc(sizeof(uint64_t) * params->n * params->nq);
+    e->host = ts_malloc(sizeof(uint64_t) * params->n * (params->nq + params->np));
     e->crt = ts_malloc(sizeof(uint64_t) * 2 * (words + 1));
     ts_status_t st = (e->vals && e->err && e->host && e->crt) ? TS_OK : TS_ENOMEM;
     if (st == TS_OK)
@@ -319,9 +328,33 @@ ts_status_t ts__ckks_encode_coeff(ts_ckks_encoder_t *e, const double complex *cv
         return st;
     ts_backend_t *be = ts_ring_backend(p->ring);
     uint64_t *dst = be->host_memory ? out->data : e->host;
-    st = encode_limbs(p, cv, rv, count, slots, scale, level, dst, p->n, e->vals, err);
+    st = encode_limbs(p, cv, rv, count, slots, scale, level, 0, dst, p->n, e->vals, err);
     if (st == TS_OK && !be->host_memory)
         st = ts_poly_upload(out, e->host);
+    return st;
+}
+
+ts_status_t ts__ckks_encode_qp(ts_ckks_encoder_t *e, const double complex *values, size_t count,
+                               size_t slots, int level, double scale, ts_poly_t *out)
+{
+    if (!e || !out || (!values && count))
+        return TS_EINVAL;
+    const ts_ckks_params_t *p = e->params;
+    if (level < 0 || (size_t)level >= p->nq)
+        return TS_ELEVEL;
+    if (slots == 0)
+        slots = (size_t)1 << p->log_slots;
+    const uint32_t np = (uint32_t)p->np;
+    ts_status_t st = ts_poly_reshape(out, (uint32_t)level + 1, np, false);
+    if (st != TS_OK)
+        return st;
+    ts_backend_t *be = ts_ring_backend(p->ring);
+    uint64_t *dst = be->host_memory ? out->data : e->host;
+    st = encode_limbs(p, values, NULL, count, slots, scale, level, np, dst, p->n, e->vals, NULL);
+    if (st == TS_OK && !be->host_memory)
+        st = ts_poly_upload(out, e->host);
+    if (st == TS_OK)
+        st = ts_poly_ntt(out);
     return st;
 }
 

@@ -29,6 +29,7 @@ struct ts_ckks_evalkeys {
 typedef struct {
     ts_rlwe_ks_t *ks;
     ts_rlwe_decomp_t *d;
+    uint64_t p_mod_q[TS_CKKS_MAX_Q]; /* [P]_{q_i} (double hoisting: c0 enters as P c0) */
 } ks_scratch_t;
 
 /* ------------------------------------------------------------ scratch */
@@ -41,6 +42,14 @@ ts_status_t ts__ckks_ks_scratch_new(ts_ckks_evaluator_t *ev)
     if (!s)
         return TS_ENOMEM;
     ev->ks = s;
+    const ts_ckks_params_t *p = ev->params;
+    for (size_t i = 0; i < p->nq; i++) {
+        const ts_modulus_t *m = &p->qmod[i];
+        uint64_t v = 1;
+        for (size_t j = 0; j < p->np; j++)
+            v = ts_mod_mul(v, p->p[j] % m->q, m);
+        s->p_mod_q[i] = v;
+    }
     ts_status_t st = ts_rlwe_ks_new(ev->params->ring, (uint32_t)ev->params->dnum, &s->ks);
     if (st == TS_OK)
         st = ts_rlwe_decomp_new(s->ks, &s->d);
@@ -834,6 +843,53 @@ ts_status_t ts_ckks_rotate_hoisted(ts_ckks_evaluator_t *ev, const ts_ckks_cipher
         st = apply_galois(ev, a, rotation_element(ev->params, steps[i], slots), true, outs[i]);
     }
     return st;
+}
+
+ts_status_t ts__ckks_rotate_hoisted_qp(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                                       const int64_t *steps, size_t count, ts_poly_t *const *v)
+{
+    if (count && (!steps || !v))
+        return TS_EINVAL;
+    ts_status_t st = check_rot(ev, a, a);
+    if (st != TS_OK)
+        return st;
+    ks_scratch_t *s = ev->ks;
+    const ts_ckks_params_t *p = ev->params;
+    const size_t slots = (size_t)1 << a->log_slots;
+    const uint32_t nq = a->c[0]->nq;
+    for (size_t i = 0; i < count; i++) {
+        if (steps[i] % (int64_t)slots == 0 || !v[2 * i] || !v[2 * i + 1])
+            return TS_EINVAL;
+        if (!ts_ckks_evalkeys_galois(ev->keys, rotation_element(p, steps[i], slots)))
+            return TS_ENOKEY;
+    }
+    if (count)
+        st = ts_rlwe_decompose(s->ks, a->c[1], s->d);
+    ts_poly_t *r0 = ev->tmp[2];
+    for (size_t i = 0; i < count && st == TS_OK; i++) {
+        const uint64_t k = rotation_element(p, steps[i], slots);
+        st = ts_rlwe_keyswitch_hoisted_qp(s->ks, s->d, k, ts_ckks_evalkeys_galois(ev->keys, k),
+                                          v[2 * i], v[2 * i + 1]);
+        /* + P sigma_k(c0): sigma_k(c0) [P]_{q_i} on the Q limbs (0 on the P limbs) */
+        if (st == TS_OK)
+            st = ts_poly_reshape(r0, nq, 0, true);
+        if (st == TS_OK)
+            st = ts_poly_automorphism(r0, a->c[0], k);
+        ts_bk_batch_t rb = ts__ckks_view(ev, r0, 0, nq), vb = ts__ckks_view(ev, v[2 * i], 0, nq);
+        if (st == TS_OK)
+            st = ts_backend_mul_scalar(ev->be, ev->bk, &rb, &rb, s->p_mod_q);
+        if (st == TS_OK)
+            st = ts_backend_add(ev->be, ev->bk, &vb, &vb, &rb);
+    }
+    return st;
+}
+
+ts_status_t ts__ckks_moddown(ts_ckks_evaluator_t *ev, const ts_poly_t *v0, const ts_poly_t *v1,
+                             ts_poly_t *u0, ts_poly_t *u1)
+{
+    if (!ev || !ev->ks)
+        return ev ? TS_ENOKEY : TS_EINVAL;
+    return ts_rlwe_moddown(((ks_scratch_t *)ev->ks)->ks, v0, v1, u0, u1);
 }
 
 /* ------------------------------------------- deserialization (serialize.c) */

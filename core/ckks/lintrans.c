@@ -5,7 +5,17 @@
  * al., Eurocrypt 2021):
  *     M x = sum_g rot_{g n1}( sum_b d'_{g n1 + b} . rot_b(x) ),
  *     d_i[j] = M[j][(j + i) mod n],  d'_i = rot_{-g n1}(d_i),
- * with rot_k(v)[j] = v[(j + k) mod n]. Baby rotations are hoisted.
+ * with rot_k(v)[j] = v[(j + k) mod n]. Baby rotations are double hoisted
+ * (Bossuat, Mouchet, Troncoso-Pastoriza, Hubaux, Eurocrypt 2021): one
+ * decomposition of x's c1 for all baby steps, and each baby rotation stays in
+ * the extended basis Q_l * P (ts__ckks_rotate_hoisted_qp: P sigma_b(c0) plus the
+ * key switch of c1 without its ModDown); the inner sum of a giant step is taken
+ * there against diagonals encoded over Q_l * P, and ModDown runs once per giant
+ * step (both polynomials) instead of once per baby step. The baby step 0 (x
+ * itself) is added over Q_l after that ModDown (the same as entering as P x).
+ * Memory: the diagonals hold level + 1 + np limbs (plaintexts used to reserve
+ * the top level's limbs, so below the top np levels this is less), and apply()
+ * keeps the baby rotations over Q_l * P: 2 (level + 1 + np) limbs each.
  */
 #include <math.h>
 #include <string.h>
@@ -13,8 +23,8 @@
 #include "core/ckks/ckks_int.h"
 
 typedef struct {
-    size_t index;            /* i = g n1 + b */
-    ts_ckks_plaintext_t *pt; /* d'_i */
+    size_t index;  /* i = g n1 + b */
+    ts_poly_t *pt; /* d'_i at (level, scale), NTT form over Q_level * P */
 } diag_t;
 
 struct ts_ckks_lintrans {
@@ -31,10 +41,25 @@ void ts_ckks_lintrans_free(ts_ckks_lintrans_t *lt)
     if (!lt)
         return;
     for (size_t i = 0; i < lt->ndiag; i++)
-        ts_ckks_plaintext_free(lt->diags[i].pt);
+        ts_poly_free(lt->diags[i].pt);
     ts_free(lt->diags);
     ts_ckks_params_free(lt->params);
     ts_free(lt);
+}
+
+/* [out] d (slots values) encoded at (level, scale) over Q_level * P. */
+static ts_status_t encode_diag(ts_ckks_encoder_t *enc, const double complex *d, size_t slots,
+                               int level, double scale, ts_poly_t **out)
+{
+    const ts_ckks_params_t *p = ts__ckks_encoder_params(enc);
+    ts_status_t st = ts_poly_new(p->ring, (uint32_t)level + 1, (uint32_t)p->np, true, out);
+    if (st == TS_OK)
+        st = ts__ckks_encode_qp(enc, d, slots, slots, level, scale, *out);
+    if (st != TS_OK) {
+        ts_poly_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 ts_status_t ts_ckks_lintrans_new(ts_ckks_encoder_t *enc, const double complex *m, size_t slots,
@@ -104,11 +129,9 @@ ts_status_t ts_ckks_lintrans_new(ts_ckks_encoder_t *enc, const double complex *m
         }
         diag_t *dg = &lt->diags[lt->ndiag];
         dg->index = i;
-        st = ts_ckks_plaintext_new(p, level, &dg->pt);
-        if (st == TS_OK) {
+        st = encode_diag(enc, d, slots, level, scale, &dg->pt);
+        if (st == TS_OK)
             lt->ndiag++;
-            st = ts_ckks_encode(enc, d, slots, slots, level, scale, dg->pt);
-        }
     }
     if (st != TS_OK)
         goto out_fail;
@@ -186,6 +209,9 @@ ts_status_t ts_ckks_lintrans_apply(ts_ckks_evaluator_t *ev, const ts_ckks_lintra
         !ts_ckks_params_equal(ev->params, a->params) ||
         !ts_ckks_params_equal(ev->params, out->params))
         return TS_EMISMATCH;
+    ts_status_t st = ts__ckks_check_ct(ev, a);
+    if (st != TS_OK)
+        return st;
     if (ts_ckks_ciphertext_slots(a) != lt->slots)
         return TS_EMISMATCH;
     if (ts_ckks_ciphertext_level(a) != lt->level)
@@ -194,29 +220,45 @@ ts_status_t ts_ckks_lintrans_apply(ts_ckks_evaluator_t *ev, const ts_ckks_lintra
         return TS_EINVAL;
     if (lt->ndiag == 0)
         return TS_EINVAL;
+    const uint32_t nq = (uint32_t)lt->level + 1, np = (uint32_t)ev->params->np;
     size_t cap = lt->ndiag + 1;
     int64_t *baby = ts_malloc(sizeof(int64_t) * cap);
     int64_t *giant = ts_malloc(sizeof(int64_t) * cap);
-    ts_ckks_ciphertext_t **rot = ts_calloc(cap, sizeof(*rot));
-    ts_ckks_ciphertext_t *acc = NULL, *sum = NULL, *t = NULL;
-    ts_status_t st = (baby && giant && rot) ? TS_OK : TS_ENOMEM;
-    size_t nb = 0, ng = 0;
+    int64_t *steps = ts_malloc(sizeof(int64_t) * cap);
+    size_t *slot = ts_malloc(sizeof(size_t) * cap); /* baby step i -> its pair in rot, or cap */
+    ts_poly_t **rot = ts_calloc(2 * cap, sizeof(*rot));
+    ts_poly_t *qp[2] = {NULL, NULL};
+    ts_ckks_ciphertext_t *acc = NULL, *sum = NULL;
+    st = (baby && giant && steps && slot && rot) ? TS_OK : TS_ENOMEM;
+    size_t nb = 0, ng = 0, nr = 0;
     if (st == TS_OK)
         ng = collect(lt, baby, &nb, giant);
-    int top = (int)ev->params->nq - 1;
-    for (size_t i = 0; i < nb && st == TS_OK; i++)
-        st = ts_ckks_ciphertext_new(ev->params, top, &rot[i]);
+    for (size_t i = 0; i < nb && st == TS_OK; i++) {
+        slot[i] = cap;
+        if (baby[i] == 0)
+            continue;
+        slot[i] = nr;
+        steps[nr] = baby[i];
+        st = ts_poly_new(ev->params->ring, nq, np, true, &rot[2 * nr]);
+        if (st == TS_OK)
+            st = ts_poly_new(ev->params->ring, nq, np, true, &rot[2 * nr + 1]);
+        nr++;
+    }
+    for (int c = 0; c < 2 && st == TS_OK && nr; c++)
+        st = ts_poly_new(ev->params->ring, nq, np, true, &qp[c]);
     if (st == TS_OK)
-        st = ts_ckks_ciphertext_new(ev->params, top, &acc);
+        st = ts_ckks_ciphertext_new(ev->params, lt->level, &acc);
     if (st == TS_OK)
-        st = ts_ckks_ciphertext_new(ev->params, top, &sum);
-    if (st == TS_OK)
-        st = ts_ckks_ciphertext_new(ev->params, top, &t);
-    if (st == TS_OK)
-        st = ts_ckks_rotate_hoisted(ev, a, baby, nb, rot);
+        st = ts_ckks_ciphertext_new(ev->params, lt->level, &sum);
+    /* the baby rotations over Q_l * P, one decomposition of c1 */
+    if (st == TS_OK && nr)
+        st = ts__ckks_rotate_hoisted_qp(ev, a, steps, nr, rot);
+    const uint32_t *qp_idx = ts_ring_limb_index(ev->params->ring, nq, np);
+    const size_t n = ev->params->n;
     bool have_sum = false;
     for (size_t gi = 0; gi < ng && st == TS_OK; gi++) {
-        bool have_acc = false;
+        bool have_qp = false;
+        const diag_t *d0 = NULL; /* the baby step 0 of this giant step */
         for (size_t k = 0; k < lt->ndiag && st == TS_OK; k++) {
             const diag_t *dg = &lt->diags[k];
             int64_t b = (int64_t)(dg->index % lt->n1);
@@ -225,22 +267,41 @@ ts_status_t ts_ckks_lintrans_apply(ts_ckks_evaluator_t *ev, const ts_ckks_lintra
             size_t bi = 0;
             while (baby[bi] != b)
                 bi++;
-            if (!have_acc) {
-                st = ts_ckks_mul_plain(ev, rot[bi], dg->pt, acc);
-                have_acc = true;
-            } else {
-                /* acc += rot_b(x) . d': one fused pass per polynomial (same
-                 * level, slots and scale as the first product, by construction) */
-                uint32_t nq = acc->c[0]->nq;
-                ts_bk_batch_t y = ts__ckks_view(ev, dg->pt->poly, 0, nq);
-                for (int c = 0; c < 2 && st == TS_OK; c++) {
-                    ts_bk_batch_t o = ts__ckks_view(ev, acc->c[c], 0, nq);
-                    ts_bk_batch_t x = ts__ckks_view(ev, rot[bi]->c[c], 0, nq);
-                    st = ts_backend_mul_add(ev->be, ev->bk, &o, &x, &y);
-                }
+            if (slot[bi] == cap) {
+                d0 = dg;
+                continue;
             }
+            /* qp += rot_b(x) . d' over Q_l * P (the first product sets it) */
+            ts_bk_batch_t y = {.data = dg->pt->data,
+                               .npolys = 1,
+                               .nlimbs = nq + np,
+                               .poly_stride = (size_t)(nq + np) * n,
+                               .mod_idx = qp_idx};
+            for (int c = 0; c < 2 && st == TS_OK; c++) {
+                ts_bk_batch_t o = y, x = y;
+                o.data = qp[c]->data;
+                x.data = rot[2 * slot[bi] + (size_t)c]->data;
+                st = have_qp ? ts_backend_mul_add(ev->be, ev->bk, &o, &x, &y)
+                             : ts_backend_mul(ev->be, ev->bk, &o, &x, &y);
+            }
+            have_qp = true;
         }
-        if (st == TS_OK && giant[gi] != 0)
+        /* one ModDown per giant step, then + x . d'_{g n1} over Q_l */
+        if (st == TS_OK && have_qp)
+            st = ts__ckks_moddown(ev, qp[0], qp[1], acc->c[0], acc->c[1]);
+        for (int c = 0; c < 2 && st == TS_OK && d0; c++) {
+            ts_bk_batch_t o = ts__ckks_view(ev, acc->c[c], 0, nq);
+            ts_bk_batch_t x = ts__ckks_view(ev, a->c[c], 0, nq);
+            ts_bk_batch_t y = ts__ckks_view(ev, d0->pt, 0, nq);
+            st = have_qp ? ts_backend_mul_add(ev->be, ev->bk, &o, &x, &y)
+                         : ts_backend_mul(ev->be, ev->bk, &o, &x, &y);
+        }
+        if (st != TS_OK)
+            break;
+        acc->degree = 1;
+        acc->scale = a->scale * lt->scale;
+        acc->log_slots = a->log_slots;
+        if (giant[gi] != 0)
             st = ts_ckks_rotate(ev, acc, giant[gi], acc);
         if (st == TS_OK)
             st = have_sum ? ts_ckks_add(ev, sum, acc, sum) : ts_ckks_ciphertext_copy(sum, acc);
@@ -249,14 +310,17 @@ ts_status_t ts_ckks_lintrans_apply(ts_ckks_evaluator_t *ev, const ts_ckks_lintra
     if (st == TS_OK)
         st = ts_ckks_ciphertext_copy(out, sum);
     if (rot)
-        for (size_t i = 0; i < cap; i++)
-            ts_ckks_ciphertext_free(rot[i]);
+        for (size_t i = 0; i < 2 * cap; i++)
+            ts_poly_free(rot[i]);
     ts_free(rot);
+    ts_poly_free(qp[0]);
+    ts_poly_free(qp[1]);
     ts_ckks_ciphertext_free(acc);
     ts_ckks_ciphertext_free(sum);
-    ts_ckks_ciphertext_free(t);
     ts_free(baby);
     ts_free(giant);
+    ts_free(steps);
+    ts_free(slot);
     return st;
 }
 
@@ -347,11 +411,9 @@ ts_status_t ts_ckks_lintrans_new_diagonals(ts_ckks_encoder_t *enc, size_t slots,
         diag_t *dg = &lt->diags[lt->ndiag];
         dg->index = i;
         if (st == TS_OK)
-            st = ts_ckks_plaintext_new(p, level, &dg->pt);
-        if (st == TS_OK) {
+            st = encode_diag(enc, d, slots, level, scale, &dg->pt);
+        if (st == TS_OK)
             lt->ndiag++;
-            st = ts_ckks_encode(enc, d, slots, slots, level, scale, dg->pt);
-        }
     }
     if (st != TS_OK)
         goto out_fail;
