@@ -1566,6 +1566,38 @@ static ts_status_t tfhe_eval_blocks(ts_llm_enc_session_t *s, int p, ct_t *x, int
 /* ------------------------------------------------------------ matvec */
 
 /*
+ * What a matrix product folds in (attention, LLAMA): rope_pos >= 0 the RoPE
+ * rotation at that position (out = R_pos W x, so q and k need no rope()
+ * level), first_block the cache's mask (out zero outside the first block of
+ * pout slots: k and v go into the cache by rotations alone). Both ride on
+ * the diagonals: no level, no extra product.
+ */
+typedef struct {
+    int rope_pos;
+    bool first_block;
+} mv_fold_t;
+
+/* RoPE at pos per row (run.c's float angles): row i of the pair (2j, 2j + 1)
+ * of a head turns by pos theta_j, theta_j = rope_theta^(-hdim / rope_dim);
+ * rows past rope_dim in their head stay (cr 1, ci 0). */
+static void rope_row_coeffs(const ts_llm_enc_t *e, int pos, int rows, double *cr, double *ci)
+{
+    const ts_llm_config_t *c = &e->m->cfg;
+    for (int i = 0; i < rows; i++) {
+        int hdim = (i & ~1) % e->hd;
+        float fcr = 1.0f, fci = 0.0f;
+        if (hdim < c->rope_dim) {
+            float freq = 1.0f / powf(c->rope_theta, hdim / (float)c->rope_dim);
+            float val = pos * freq;
+            fcr = cosf(val);
+            fci = sinf(val);
+        }
+        cr[i] = fcr;
+        ci[i] = fci;
+    }
+}
+
+/*
  * out = W diag(gain) x + b, W rows x cols row-major (float), x periodic with
  * period pin >= cols, out periodic with period pout >= rows. gain (a folded norm
  * gain, cols) and b (rows) may be NULL. Periodic diagonals with BSGS; the
@@ -1573,11 +1605,22 @@ static ts_status_t tfhe_eval_blocks(ts_llm_enc_session_t *s, int p, ct_t *x, int
  * bias is added as a plaintext after the rescale.
  */
 static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *gain,
-                          const double *bias, int rows, int cols, int pin, int pout, ct_t *x,
-                          ct_t *out)
+                          const double *bias, int rows, int cols, int pin, int pout,
+                          const mv_fold_t *fold, ct_t *x, ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
     int slots = e->slots, n1 = baby_steps(pin), n2 = pin / n1;
+    /* RoPE folded in: row i of R W, with R the rotation of the pairs
+     * (2i, 2i + 1) of each head by pos theta_i (cr, ci per row; exact in
+     * double up to the float angles run.c uses) */
+    double *cr = NULL, *ci = NULL;
+    if (fold && fold->rope_pos >= 0) {
+        cr = ts_malloc(2 * (size_t)rows * sizeof *cr);
+        if (!cr)
+            return TS_ENOMEM;
+        ci = cr + rows;
+        rope_row_coeffs(e, fold->rope_pos, rows, cr, ci);
+    }
     ct_t *rot[ENC_MAX_N1] = {0};
     ct_t *acc = NULL, *tot = NULL, *t = NULL;
     int64_t steps[ENC_MAX_N1];
@@ -1604,8 +1647,16 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
                 int jj = ((j - g * n1) % slots + slots) % slots;
                 int row = jj % pout, col = (jj + r) % pin;
                 double v = row < rows && col < cols ? (double)w[(size_t)row * cols + col] : 0.0;
+                if (cr && row < rows && col < cols) {
+                    /* even row: cr w_i - ci w_(i+1); odd: ci w_(i-1) + cr w_i */
+                    int mate = row ^ 1;
+                    double wm = mate < rows ? (double)w[(size_t)mate * cols + col] : 0.0;
+                    v = cr[row] * v + (row & 1 ? ci[row] : -ci[row]) * wm;
+                }
                 if (gain && col < cols)
                     v *= (double)gain[col]; /* exact: a product of two floats */
+                if (fold && fold->first_block && jj >= pout)
+                    v = 0.0; /* the output's first block only */
                 s->buf[j] = v;
                 nz |= v != 0.0;
             }
@@ -1636,10 +1687,16 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
         goto done;
     }
     TRY(ts_ckks_rescale(s->ev, tot, out));
-    if (bias)
+    if (bias && fold && fold->first_block) {
+        for (int j = 0; j < slots; j++)
+            s->buf[j] = j < rows ? bias[j] : 0.0;
+        TRY(add_buf(s, out));
+    } else if (bias) {
         TRY(add_vec(s, out, bias, NULL, rows, pout));
+    }
 done:
     stage_to(s, prev_stage);
+    ts_free(cr);
     for (int b = 0; b < n1; b++)
         ts_ckks_ciphertext_free(rot[b]);
     ts_ckks_ciphertext_free(acc);
@@ -1654,14 +1711,14 @@ done:
  * GPT2 the bias) of the norm before the matrix are folded in (struct
  * ts_llm_enc): W diag(g), exact products of two floats.
  */
-static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, bool fold, ct_t *x,
-                                ct_t *out)
+static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, bool fold,
+                                const mv_fold_t *mf, ct_t *x, ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
     if (which == 7) {
         const double *b = e->gpt2 && fold ? e->bias_fold + (size_t)e->nl * e->bias_stride : NULL;
         const float *g = fold ? e->m->final_norm : NULL;
-        return matvec(s, e->m->wcls, g, b, e->vocab, e->dim, e->pd, e->pv, x, out);
+        return matvec(s, e->m->wcls, g, b, e->vocab, e->dim, e->pd, e->pv, NULL, x, out);
     }
     if (layer < 0 || layer >= e->nl || which < 0 || which > 7 || (e->gpt2 && which == 5))
         return TS_EINVAL;
@@ -1677,21 +1734,21 @@ static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, b
         g = which <= 2 ? ly->attn_norm : which == 4 || which == 5 ? ly->ffn_norm : NULL;
     switch (which) {
     case 0:
-        return matvec(s, ly->wq, g, b, e->dim, e->dim, e->pd, e->pd, x, out);
+        return matvec(s, ly->wq, g, b, e->dim, e->dim, e->pd, e->pd, mf, x, out);
     case 1:
         return matvec(s, e->wk_x ? e->wk_x + (size_t)layer * e->dim * e->dim : ly->wk, g, b, e->dim,
-                      e->dim, e->pd, e->pd, x, out);
+                      e->dim, e->pd, e->pd, mf, x, out);
     case 2:
         return matvec(s, e->wv_x ? e->wv_x + (size_t)layer * e->dim * e->dim : ly->wv, g, b, e->dim,
-                      e->dim, e->pd, e->pd, x, out);
+                      e->dim, e->pd, e->pd, mf, x, out);
     case 3:
-        return matvec(s, ly->wo, g, b, e->dim, e->dim, e->pd, e->pd, x, out);
+        return matvec(s, ly->wo, g, b, e->dim, e->dim, e->pd, e->pd, NULL, x, out);
     case 4:
-        return matvec(s, ly->w1, g, b, e->hid, e->dim, e->pd, e->ph, x, out);
+        return matvec(s, ly->w1, g, b, e->hid, e->dim, e->pd, e->ph, NULL, x, out);
     case 5:
-        return matvec(s, ly->w3, g, b, e->hid, e->dim, e->pd, e->ph, x, out);
+        return matvec(s, ly->w3, g, b, e->hid, e->dim, e->pd, e->ph, NULL, x, out);
     default:
-        return matvec(s, ly->w2, g, b, e->dim, e->hid, e->ph, e->pd, x, out);
+        return matvec(s, ly->w2, g, b, e->dim, e->hid, e->ph, e->pd, NULL, x, out);
     }
 }
 
@@ -1705,7 +1762,7 @@ ts_status_t ts_llm_enc_matvec(ts_llm_enc_session_t *s, int layer, int which,
     stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, x));
-    TRY(matvec_which(s, layer, which, false, t, out));
+    TRY(matvec_which(s, layer, which, false, NULL, t, out));
 done:
     stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
@@ -1956,59 +2013,8 @@ done:
 
 /* ------------------------------------------------------------ attention */
 
-/* RoPE at pos: out = x.C + rot(x,1).S1 + rot(x,-1).S2 (one level). */
-static ts_status_t rope(ts_llm_enc_session_t *s, ct_t *x, int pos, ct_t *out)
-{
-    const ts_llm_enc_t *e = s->e;
-    const ts_llm_config_t *c = &e->m->cfg;
-    ct_t *r1 = NULL, *r2 = NULL, *acc = NULL;
-    ts_status_t st;
-    int prev_stage = stage_to(s, TS_LLM_STAGE_ATTENTION);
-    TRY(need(s, x, 1));
-    int lv = ts_ckks_ciphertext_level(x);
-    TRY(ct_new(s, &r1));
-    TRY(ct_new(s, &r2));
-    TRY(ct_new(s, &acc));
-    int64_t steps[2] = {1, -1};
-    ct_t *outs[2] = {r1, r2};
-    TRY(ts_ckks_rotate_hoisted(s->ev, x, steps, 2, outs));
-    for (int pass = 0; pass < 3; pass++) {
-        for (int j = 0; j < e->slots; j++) {
-            int i = j % e->pd;
-            double v = 0.0;
-            if (i < e->dim) {
-                int ie = i & ~1, hdim = ie % e->hd;
-                float cr = 1.0f, ci = 0.0f;
-                if (hdim < c->rope_dim) {
-                    float freq = 1.0f / powf(c->rope_theta, hdim / (float)c->rope_dim);
-                    float val = pos * freq;
-                    cr = cosf(val);
-                    ci = sinf(val);
-                }
-                bool odd = i & 1;
-                v = pass == 0 ? cr : pass == 1 ? (odd ? 0.0 : -ci) : (odd ? ci : 0.0);
-            }
-            s->buf[j] = v;
-        }
-        TRY(encode_buf(s, lv));
-        ct_t *src = pass == 0 ? x : pass == 1 ? r1 : r2;
-        if (pass == 0) {
-            TRY(ts_ckks_mul_plain(s->ev, src, s->pt, acc));
-        } else {
-            TRY(ts_ckks_mul_plain(s->ev, src, s->pt, src));
-            TRY(ts_ckks_add(s->ev, acc, src, acc));
-        }
-    }
-    TRY(ts_ckks_rescale(s->ev, acc, out));
-done:
-    stage_to(s, prev_stage);
-    ts_ckks_ciphertext_free(r1);
-    ts_ckks_ciphertext_free(r2);
-    ts_ckks_ciphertext_free(acc);
-    return st;
-}
-
-/* Put x's first block into block pos and add it to the cache. */
+/* Move x (zero outside its first block: matvec's first_block) into block
+ * pos and add it to the cache. */
 static ts_status_t cache_put(ts_llm_enc_session_t *s, ct_t **cache, ct_t *x, int pos)
 {
     const ts_llm_enc_t *e = s->e;
@@ -2016,9 +2022,7 @@ static ts_status_t cache_put(ts_llm_enc_session_t *s, ct_t **cache, ct_t *x, int
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_ATTENTION);
     TRY(ct_new(s, &b));
-    for (int j = 0; j < e->slots; j++)
-        s->buf[j] = j < e->pd ? 1.0 : 0.0;
-    TRY(mul_buf(s, x, b));
+    TRY(ts_ckks_ciphertext_copy(b, x));
     for (int bit = 0; (1 << bit) <= pos; bit++)
         if (pos & (1 << bit))
             TRY(ts_ckks_rotate(s->ev, b, -((int64_t)e->pd << bit), b));
@@ -2053,13 +2057,14 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     TRY(ct_new(s, &r));
     TRY(ct_new(s, &vc));
     TRY(need(s, xb, 3));
-    TRY(matvec_which(s, layer, 0, fold, xb, q));
-    TRY(matvec_which(s, layer, 1, fold, xb, kk));
-    TRY(matvec_which(s, layer, 2, fold, xb, v));
-    if (!e->gpt2) { /* GPT2: learned positions, added to the input */
-        TRY(rope(s, q, pos, q));
-        TRY(rope(s, kk, pos, kk));
-    }
+    /* RoPE (LLAMA; GPT2 adds learned positions to the input) folded into
+     * wq and wk, the cache's first-block mask into wk and wv: q, k and v one
+     * level below xb */
+    const mv_fold_t fq = {e->gpt2 ? -1 : pos, false}, fk = {e->gpt2 ? -1 : pos, true},
+                    fv = {-1, true};
+    TRY(matvec_which(s, layer, 0, fold, &fq, xb, q));
+    TRY(matvec_which(s, layer, 1, fold, &fk, xb, kk));
+    TRY(matvec_which(s, layer, 2, fold, &fv, xb, v));
     TRY(cache_put(s, &s->kc[layer], kk, pos));
     TRY(cache_put(s, &s->vc[layer], v, pos));
     /* scores: q (.) K, summed inside each head, masked and scaled, replicated */
@@ -2227,10 +2232,10 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
     TRY(ct_new(s, &h3));
     TRY(ct_new(s, &g));
     TRY(need(s, xb, 2));
-    TRY(matvec_which(s, layer, 4, fold, xb, h1));
+    TRY(matvec_which(s, layer, 4, fold, NULL, xb, h1));
     const ts_nonlinear_cheb_t *cb = activation_cheb(e);
     if (!e->gpt2)
-        TRY(matvec_which(s, layer, 5, fold, xb, h3));
+        TRY(matvec_which(s, layer, 5, fold, NULL, xb, h3));
     if (cb && !e->gpt2) {
         /* h3 (which the activation's output multiplies) rides along when
          * the series needs a bootstrap of h1, at the activation's bound: w3 x
@@ -2246,7 +2251,7 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
     TRY(activation(s, h1, g));
     if (!e->gpt2)
         TRY(mul_cc(s, g, h3, g));
-    TRY(matvec_which(s, layer, 6, fold, g, out));
+    TRY(matvec_which(s, layer, 6, fold, NULL, g, out));
 done:
     ts_ckks_ciphertext_free(h1);
     ts_ckks_ciphertext_free(h3);
@@ -2296,14 +2301,14 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
     for (int l = 0; l < e->nl; l++) {
         TRY(norm(s, NULL, NULL, xx, xb));
         TRY(attention(s, l, true, xb, pos, o));
-        TRY(matvec_which(s, l, 3, true, o, o));
+        TRY(matvec_which(s, l, 3, true, NULL, o, o));
         TRY(add_cc(s, xx, o, xx));
         TRY(norm(s, NULL, NULL, xx, xb));
         TRY(ffn(s, l, true, xb, o));
         TRY(add_cc(s, xx, o, xx));
     }
     TRY(norm(s, NULL, NULL, xx, xb));
-    TRY(matvec_which(s, 0, 7, true, xb, logits));
+    TRY(matvec_which(s, 0, 7, true, NULL, xb, logits));
     s->next_pos = pos + 1;
     s->stats.steps++;
 done:
@@ -2339,7 +2344,7 @@ ts_status_t ts_llm_enc_embed(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t
     stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, onehot));
-    TRY(matvec(s, wt, NULL, NULL, e->dim, e->vocab, e->pv, e->pd, t, out));
+    TRY(matvec(s, wt, NULL, NULL, e->dim, e->vocab, e->pv, e->pd, NULL, t, out));
 done:
     stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);

@@ -323,14 +323,15 @@ static int rmsnorm(gb_t *b, const char *where, int x)
     return out;
 }
 
-/* put x's first block into the cache: mul_buf, popcount(pos) rotations, add */
+/* move x (zero outside its first block) into the cache: popcount(pos)
+ * rotations, add (no level) */
 static int cache_put(gb_t *b, const char *nm, int x)
 {
     int rots = 0;
     for (int bit = 0; (1 << bit) <= b->pos; bit++)
         rots += (b->pos >> bit) & 1;
-    const double c[6] = {b->pos > 0 ? 1 : 0, 1, 0, rots, 1, 1};
-    return add(b, TS_OP_MUL_CP, nm, x, TS_SCHED_NONE, FIRST, 1, 1, c);
+    const double c[6] = {b->pos > 0 ? 1 : 0, 0, 0, rots, 0, 0};
+    return add(b, TS_OP_SUM, nm, x, TS_SCHED_NONE, 0, 0, 0, c);
 }
 
 static int attention(gb_t *b, int xb)
@@ -342,11 +343,7 @@ static int attention(gb_t *b, int xb)
     int q = matvec_b(b, "wq", xb, e->pd, 3); /* need(xb, 3) in place */
     int kk = matvec_b(b, "wk", xb, e->pd, 1);
     int v = matvec_b(b, "wv", xb, e->pd, 1);
-    const double rc[6] = {2, 3, 0, 2, 1, 3};
-    if (!e->gpt2) { /* GPT2: learned positions instead */
-        q = add(b, TS_OP_ROPE, "rope_q", q, TS_SCHED_NONE, FIRST, 1, 1, rc);
-        kk = add(b, TS_OP_ROPE, "rope_k", kk, TS_SCHED_NONE, FIRST, 1, 1, rc);
-    }
+    /* RoPE folded into wq and wk, the cache mask into wk and wv (enc.c mv_fold_t) */
     int kc = cache_put(b, "cache_k", kk);
     int vc = cache_put(b, "cache_v", v);
     /* z = copy(K cache) * q: the cache copy may be bootstrapped, the cache not */
