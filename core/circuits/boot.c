@@ -6,6 +6,7 @@
  */
 #include <complex.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -72,11 +73,11 @@ static double evalmod_error(const double *c, size_t d, double k, int r)
  * 35 (20.8 instead of 24.1 bits at test-boot-n12); for K = 29 it moves 51 to
  * 55 (+0.4 bits on the worst slot). Both keep the depth and the product count.
  */
-static ts_status_t fit_degree(ts_boot_config_t *cfg)
+static ts_status_t fit_degree_search(double k, int r, int *degree)
 {
-    cosctx_t cc = {.k = cfg->k, .r = cfg->double_angle};
+    cosctx_t cc = {.k = k, .r = r};
     double c[256];
-    cfg->cheb_degree = 255;
+    *degree = 255;
     for (int d = 15; d <= 255; d += 4) {
         if (ts_ckks_chebyshev_fit(scaled_cos, &cc, -1, 1, (size_t)d, c) != TS_OK)
             return TS_EINTERNAL;
@@ -84,10 +85,46 @@ static ts_status_t fit_degree(ts_boot_config_t *cfg)
         for (int i = d - 3; i <= d; i++)
             tail = fmax(tail, fabs(c[i]));
         if (evalmod_error(c, (size_t)d, cc.k, cc.r) < 0x1p-38 && tail < 0x1p-40) {
-            cfg->cheb_degree = d;
+            *degree = d;
             break;
         }
     }
+    return TS_OK;
+}
+
+/* The search is a pure function of (K, r) and takes ~60 ms (the decode
+ * planner asks for every graph it builds): the answers are remembered, a
+ * few (K, r) pairs per process. */
+#define FIT_MEMO 16
+static struct {
+    double k;
+    int r, degree;
+} fit_memo[FIT_MEMO];
+static int fit_memo_n;
+static pthread_mutex_t fit_memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ts_status_t fit_degree(ts_boot_config_t *cfg)
+{
+    int d = -1;
+    pthread_mutex_lock(&fit_memo_lock);
+    for (int i = 0; i < fit_memo_n; i++)
+        if (fit_memo[i].k == cfg->k && fit_memo[i].r == cfg->double_angle)
+            d = fit_memo[i].degree;
+    pthread_mutex_unlock(&fit_memo_lock);
+    if (d < 0) {
+        ts_status_t st = fit_degree_search(cfg->k, cfg->double_angle, &d);
+        if (st != TS_OK)
+            return st;
+        pthread_mutex_lock(&fit_memo_lock);
+        if (fit_memo_n < FIT_MEMO) {
+            fit_memo[fit_memo_n].k = cfg->k;
+            fit_memo[fit_memo_n].r = cfg->double_angle;
+            fit_memo[fit_memo_n].degree = d;
+            fit_memo_n++;
+        }
+        pthread_mutex_unlock(&fit_memo_lock);
+    }
+    cfg->cheb_degree = d;
     return TS_OK;
 }
 
