@@ -57,6 +57,11 @@ struct ts_llm_enc {
      * repeated for the n_heads / n_kv_heads query heads that share it
      * ([n_layers][dim][dim]); NULL for multi-head attention */
     float *wk_x, *wv_x;
+    /* bit 2l (2l + 1): bootstrap the residual stream with the attention (FFN)
+     * output of layer l before adding them, where that lets the rest of the
+     * step land with fewer bootstraps (chosen by ts__llm_enc_place from the
+     * engine's own plan; 0 without bootstrapping) */
+    uint64_t resid_boot;
 };
 
 /* The primitives the engine evaluates (index into the session's TFHE objects). */
@@ -716,6 +721,7 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
             TS_OK ||
         (gpt2 && (st = ts_nonlinear_approx_new(TS_NL_FN_GELU, &cfg->gelu, &e->a_gelu)) != TS_OK))
         goto fail;
+    e->resid_boot = ts__llm_enc_place(e);
     *out = e;
     return TS_OK;
 fail:
@@ -789,6 +795,7 @@ void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out)
     out->a_silu = e->a_silu;
     out->a_gelu = e->a_gelu;
     out->gpt2 = e->gpt2;
+    out->resid_boot = e->resid_boot;
 }
 
 static void add_step(int64_t *steps, size_t cap, size_t *n, int64_t step, int slots)
@@ -2278,6 +2285,19 @@ done:
 
 /* ------------------------------------------------------------ step */
 
+/* xx += o, both bootstrapped first (one pair) where e->resid_boot's bit says */
+static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
+{
+    if (s->boot && bit < 64 && ((s->e->resid_boot >> bit) & 1u)) {
+        int prev_stage = stage_to(s, TS_LLM_STAGE_OTHER);
+        ts_status_t st = need2(s, xx, o, ts_boot_levels_left(s->boot));
+        stage_to(s, prev_stage);
+        if (st != TS_OK)
+            return st;
+    }
+    return add_cc(s, xx, o, xx);
+}
+
 ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos,
                             ts_ckks_ciphertext_t *logits)
 {
@@ -2302,10 +2322,10 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
         TRY(norm(s, NULL, NULL, xx, xb));
         TRY(attention(s, l, true, xb, pos, o));
         TRY(matvec_which(s, l, 3, true, NULL, o, o));
-        TRY(add_cc(s, xx, o, xx));
+        TRY(resid(s, 2 * l, xx, o));
         TRY(norm(s, NULL, NULL, xx, xb));
         TRY(ffn(s, l, true, xb, o));
-        TRY(add_cc(s, xx, o, xx));
+        TRY(resid(s, 2 * l + 1, xx, o));
     }
     TRY(norm(s, NULL, NULL, xx, xb));
     TRY(matvec_which(s, 0, 7, true, NULL, xb, logits));

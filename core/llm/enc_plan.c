@@ -20,6 +20,7 @@
 typedef struct gb {
     uint64_t snap;      /* levels whose rescaling prime is far from the scale (enc.c snap) */
     uint64_t deep_next; /* deep_levels of the next operator added */
+    uint64_t mask;      /* residual bootstraps (ts__llm_enc_shape_t resid_boot) */
     ts_sched_graph_t *g;
     const ts__llm_enc_shape_t *e;
     const ts_llm_enc_levels_t *lv;
@@ -440,6 +441,16 @@ static int ffn(gb_t *b, int xb)
     return matvec(b, "w2", g, e->ph, 1);
 }
 
+/* xx + o; where the shape's resid_boot bit is set, both bootstrapped first
+ * (enc.c resid: need2 at the bootstrap's level) */
+static int resid(gb_t *b, int bit, int xx, int o)
+{
+    if (!b->lv->boot || bit >= 64 || !((b->mask >> bit) & 1u))
+        return add_cc(b, "resid", xx, o);
+    const double c[6] = {1, 0, 0, 0, 0, 0};
+    return add(b, TS_OP_ADD_CC, "resid.boot", xx, o, BOTH, 0, b->lv->input, c);
+}
+
 static ts_status_t build_step(gb_t *b, unsigned flags)
 {
     const ts__llm_enc_shape_t *e = b->e;
@@ -465,14 +476,14 @@ static ts_status_t build_step(gb_t *b, unsigned flags)
         int o = attention(b, xb);
         b->stage = TS_LLM_STAGE_OTHER;
         o = matvec_b(b, "wo", o, e->pd, 1);
-        xx = add_cc(b, "resid", xx, o);
+        xx = resid(b, 2 * l, xx, o);
         snprintf(where, sizeof where, "L%d.ffn_norm", l);
         xb = rmsnorm(b, where, xx);
         snprintf(where, sizeof where, "L%d.ffn", l);
         b->where = where;
         o = ffn(b, xb);
         b->stage = TS_LLM_STAGE_OTHER;
-        xx = add_cc(b, "resid", xx, o);
+        xx = resid(b, 2 * l + 1, xx, o);
     }
     b->layer = -1;
     b->stage = TS_LLM_STAGE_OTHER;
@@ -526,11 +537,10 @@ ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out)
     return TS_OK;
 }
 
-ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, unsigned flags,
-                             ts_sched_graph_t **out)
+/* The graph of the step with residual bootstraps `mask`. */
+static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, uint64_t mask,
+                              ts_sched_graph_t **out)
 {
-    if (!enc || !out)
-        return TS_EINVAL;
     *out = NULL;
     ts__llm_enc_shape_t e;
     ts__llm_enc_shape(enc, &e);
@@ -540,7 +550,7 @@ ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, unsigned flags,
     ts_status_t st = ts_llm_enc_levels(enc, &lv);
     if (st != TS_OK)
         return st;
-    gb_t b = {.e = &e, .lv = &lv, .pos = pos, .where = "step"};
+    gb_t b = {.e = &e, .lv = &lv, .pos = pos, .where = "step", .mask = mask};
     /* after a product of two values at scale Delta rescaled by q_l, enc.c's snap
      * corrects the scale with one more level unless q_l is within 2^-10 of Delta */
     double delta = ts_ckks_params_scale(e.params);
@@ -558,6 +568,77 @@ ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, unsigned flags,
     }
     *out = b.g;
     return TS_OK;
+}
+
+ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, unsigned flags,
+                             ts_sched_graph_t **out)
+{
+    if (!enc || !out)
+        return TS_EINVAL;
+    ts__llm_enc_shape_t e;
+    ts__llm_enc_shape(enc, &e);
+    return graph_with(enc, pos, flags, e.resid_boot, out);
+}
+
+/* Bootstraps and predicted time of the step with residual bootstraps mask
+ * (the built-in cost table); false when it does not plan. */
+static bool place_score(const ts_llm_enc_t *enc, const ts_sched_costs_t *c, int level, int pos,
+                        uint64_t mask, uint32_t *nb, double *ns)
+{
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *p = NULL;
+    bool ok = graph_with(enc, pos, TS_LLM_PLAN_ONEHOT, mask, &g) == TS_OK &&
+              ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, level, level, &p, NULL, 0) == TS_OK;
+    if (ok) {
+        *nb = p->n_boot;
+        *ns = p->total_ns;
+    }
+    ts_sched_plan_free(p);
+    ts_sched_graph_free(g);
+    return ok;
+}
+
+uint64_t ts__llm_enc_place(const ts_llm_enc_t *enc)
+{
+    ts__llm_enc_shape_t e;
+    ts__llm_enc_shape(enc, &e);
+    ts_llm_enc_levels_t lv;
+    if (ts_llm_enc_levels(enc, &lv) != TS_OK || !lv.boot || e.max_pos < 1)
+        return 0;
+    ts_sched_costs_t c;
+    ts_sched_costs_default(&c);
+    int pos = e.max_pos - 1, nbits = 2 * e.nl < 64 ? 2 * e.nl : 64;
+    uint64_t best = 0;
+    uint32_t bn;
+    double bns;
+    if (!place_score(enc, &c, lv.input, pos, 0, &bn, &bns))
+        return 0;
+    if (nbits <= 10) {
+        for (uint64_t m = 1; m < ((uint64_t)1 << nbits); m++) {
+            uint32_t n;
+            double ns;
+            if (place_score(enc, &c, lv.input, pos, m, &n, &ns) &&
+                (n < bn || (n == bn && ns < bns))) {
+                best = m;
+                bn = n;
+                bns = ns;
+            }
+        }
+        return best;
+    }
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < nbits; i++) {
+            uint64_t m = best ^ ((uint64_t)1 << i);
+            uint32_t n;
+            double ns;
+            if (place_score(enc, &c, lv.input, pos, m, &n, &ns) &&
+                (n < bn || (n == bn && ns < bns))) {
+                best = m;
+                bn = n;
+                bns = ns;
+            }
+        }
+    return best;
 }
 
 ts_status_t ts_llm_enc_plan(const ts_llm_enc_t *enc, int pos, unsigned flags,

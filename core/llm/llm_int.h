@@ -118,9 +118,16 @@ typedef struct ts__llm_enc_shape {
     int slots, pd, ph, pv, dim, hid, vocab, nh, hd, nl, max_pos;
     const ts_nonlinear_approx_t *a_exp, *a_rsqrt, *a_silu, *a_gelu, *a_recip, *a_recip_norm,
         *a_recip_last;
-    bool gpt2; /* LayerNorm, biases, learned positions, GELU (see enc.c) */
+    bool gpt2;           /* LayerNorm, biases, learned positions, GELU (see enc.c) */
+    uint64_t resid_boot; /* residual bootstraps (struct ts_llm_enc) */
 } ts__llm_enc_shape_t;
 void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out);
+/* The residual bootstraps (bit 2l: after layer l's attention, 2l + 1: after
+ * its FFN) with which the engine's plan of the step (one-hot input, last
+ * position) needs the fewest bootstraps (then the least predicted time under
+ * the built-in cost table): every subset for up to 5 layers, else bit by bit
+ * (two passes). 0 when the engine does not bootstrap or nothing helps. */
+uint64_t ts__llm_enc_place(const ts_llm_enc_t *e);
 
 /* Levels a Chebyshev series takes in CKKS: the affine map to [-1, 1] unless
  * its domain is that already, then Paterson-Stockmeyer (the engine's cheb

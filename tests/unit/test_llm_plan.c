@@ -483,11 +483,8 @@ START_TEST(test_engine_plan_presets)
     static const struct {
         const char *preset;
         int log_slots;
-    } cs[] = {{"test-boot-n12", 10},
-              {"test-boot-n12", 11},
-              {"boot-n16-dense", 10},
-              {"boot-n16-dense", 12},
-              {"boot-n16-dense", 13}};
+    } cs[] = {{"test-boot-n12", 10},  {"test-boot-n12", 11},  {"test-boot-n12-dense", 10},
+              {"boot-n16-dense", 10}, {"boot-n16-dense", 12}, {"boot-n16-dense", 13}};
     char path[512];
     snprintf(path, sizeof path, "%s/aidreams260K.bin", ts_test_model_dir());
     ts_llm_model_t *m = NULL;
@@ -521,6 +518,79 @@ START_TEST(test_engine_plan_presets)
         ts_ckks_params_free(p);
     }
     ts_llm_model_free(m);
+}
+END_TEST
+
+/*
+ * Residual bootstraps (enc.c resid, ts__llm_enc_place): aidreams260K at
+ * test-boot-n12-dense (boot-n16-dense's chain, 13 levels after a bootstrap at
+ * 2^10 slots), policy ckks. Lazily the step takes 27 bootstraps; refreshing
+ * the residual stream with layer 0's FFN output brings the later layers into
+ * step with the bootstrap budget: 24. The engine chooses that by itself, its
+ * plan shows the resid.boot operator, and one encrypted step (the daemon's
+ * one-hot path) bootstraps exactly as planned, its argmax the plaintext's.
+ */
+START_TEST(test_engine_resid_boot)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/aidreams260K.bin", ts_test_model_dir());
+    ts_llm_model_t *m = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(path, &m, NULL, 0));
+    ts_llm_enc_config_t c;
+    ts_llm_enc_config_policy(&c, TS_SCHED_CKKS, 16);
+    c.log_slots = 10;
+    llm_fx_t f;
+    llm_fx_open(&f, m, "test-boot-n12-dense", &c, true, 11);
+    ts_sched_costs_t costs;
+    ts_sched_costs_default(&costs);
+    const int pos = 0;
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *plan = NULL;
+    char msg[256] = "";
+    ck_assert_ts_ok(ts_llm_enc_plan(f.enc, pos, TS_LLM_PLAN_ONEHOT, &costs, TS_SCHED_CKKS, &g,
+                                    &plan, msg, sizeof msg));
+    int n_resid = 0;
+    for (size_t k = 0; k < plan->n_steps; k++)
+        n_resid += strstr(ts_sched_graph_op(g, k)->name, "resid.boot") != NULL;
+    printf("resid placement: %d residual bootstraps, %u bootstraps planned\n", n_resid,
+           plan->n_boot);
+    ck_assert_int_ge(n_resid, 1);
+    ck_assert_uint_le(plan->n_boot, 24);
+    ts_ckks_ciphertext_t *oh = NULL, *x = NULL, *logits = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &oh));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &x));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &logits));
+    const int tok = 1;
+    ck_assert_ts_ok(ts_llm_enc_encrypt_onehot(f.enc, f.ecd, f.sk, f.prng, tok, oh));
+    ck_assert_ts_ok(ts_llm_enc_embed(f.s, oh, x));
+    ck_assert_ts_ok(ts_llm_enc_step(f.s, x, pos, logits));
+    ts_llm_enc_stats_t ss;
+    ts_llm_enc_session_stats(f.s, &ss);
+    ck_assert_uint_eq(ss.bootstraps, plan->n_boot);
+    ck_assert_int_eq(ts_ckks_ciphertext_level(logits), plan->steps[plan->n_steps - 1].level_out);
+    int V = ts_llm_model_config(f.m)->vocab_size;
+    float *lg = malloc((size_t)V * sizeof(float));
+    ck_assert_ptr_nonnull(lg);
+    ck_assert_ts_ok(ts_llm_enc_decrypt_vec(f.ecd, f.sk, logits, lg, V));
+    ts_llm_state_t *st = NULL;
+    ck_assert_ts_ok(ts_llm_state_new(f.m, &st));
+    const float *ref = NULL;
+    ck_assert_ts_ok(ts_llm_forward(f.m, st, tok, pos, &ref));
+    double mx = 0;
+    for (int i = 0; i < V; i++)
+        mx = fmax(mx, fabs((double)lg[i] - ref[i]));
+    printf("resid placement: step %llu bootstraps, max logit error %.3e, argmax %d / %d\n",
+           (unsigned long long)ss.bootstraps, mx, ts_llm_argmax(lg, V), ts_llm_argmax(ref, V));
+    ck_assert_int_eq(ts_llm_argmax(lg, V), ts_llm_argmax(ref, V));
+    ck_assert(mx < 0.5);
+    free(lg);
+    ts_llm_state_free(st);
+    ts_ckks_ciphertext_free(oh);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(logits);
+    ts_sched_plan_free(plan);
+    ts_sched_graph_free(g);
+    llm_fx_close(&f);
 }
 END_TEST
 
@@ -637,6 +707,7 @@ TS_TEST_SUITE(llm_plan)
     tcase_add_test(tc, test_engine_plan_presets);
     tcase_add_test(tc, test_engine_plan_explain);
     tcase_add_test(tc, test_engine_config_best);
+    tcase_add_test(tc, test_engine_resid_boot);
     tcase_add_loop_test(tc, test_engine_plan_counts, 0, 5);
     tcase_add_loop_test(tc, test_engine_plan_counts_gpt2, 0, 3);
     suite_add_tcase(s, tc);
