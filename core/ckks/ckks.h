@@ -435,9 +435,14 @@ ts_status_t ts_ckks_rotate_hoisted(ts_ckks_evaluator_t *ev, const ts_ckks_cipher
  * y = M x on the slots, by the diagonal method with baby-step giant-step
  * (Halevi-Shoup diagonals, BSGS as in Han-Ki / Bossuat et al.):
  *     M x = sum_g rot_{g n1}( sum_b rot_{-g n1}(d_{g n1 + b}) . rot_b(x) ),
- * d_i[j] = M[j][(j + i) mod n]. Only nonzero diagonals are kept; baby
- * rotations are hoisted. The diagonals are encoded at the given level and
- * scale (0 = q_level, so a rescale after the transform restores x's scale).
+ * d_i[j] = M[j][(j + i) mod n]. Only nonzero diagonals are kept. Double
+ * hoisting (Bossuat et al., Eurocrypt 2021): one ModUp of x's c1 for all baby
+ * rotations, which stay in the extended basis Q_l * P (no ModDown each), the
+ * inner sums are taken there, each giant rotation brings only c1 down and
+ * switches it without ModDown, and the transform ends with one ModDown. The
+ * diagonals are encoded at the given level and scale (0 = q_level, so a
+ * rescale after the transform restores x's scale) over Q_level * P, i.e.
+ * level + 1 + (P primes) limbs each.
  */
 typedef struct ts_ckks_lintrans ts_ckks_lintrans_t;
 

@@ -169,15 +169,26 @@ ts_status_t ts__ckks_check_ct(const ts_ckks_evaluator_t *ev, const ts_ckks_ciphe
 bool ts__ckks_scales_match(double a, double b);
 
 /*
- * Double hoisting (keys.c, for lintrans.c): rotations of a (degree 1) by
- * steps[0..count) (each nonzero mod a's slots, its key present) kept in the
- * extended basis: (v[2i], v[2i + 1]), NTT form over a's Q limbs and the P limbs
- * (capacity level + 1 + np each), = (P sigma_k(c0) + w0, w1) where (w0, w1) is
- * ts_rlwe_keyswitch_hoisted_qp of c1: ts__ckks_moddown of it is the rotation
+ * Double hoisting (keys.c, for lintrans.c; Bossuat, Mouchet, Troncoso-Pastoriza,
+ * Hubaux, Eurocrypt 2021). Rotations of a (degree 1) by steps[0..count) (keys
+ * present) kept in the extended basis: (v[2i], v[2i + 1]), NTT form over a's Q
+ * limbs and the P limbs (capacity level + 1 + np each), = (P sigma_k(c0) + w0, w1)
+ * where (w0, w1) is ts_rlwe_keyswitch_hoisted_qp of c1; a step of 0 (mod the
+ * slots) gives (P c0, P c1). ts__ckks_moddown of a pair is the rotation
  * ts_ckks_rotate_hoisted returns, bit for bit. One decomposition of c1 for all.
  */
 ts_status_t ts__ckks_rotate_hoisted_qp(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
                                        const int64_t *steps, size_t count, ts_poly_t *const *v);
+/*
+ * The giant step of double hoisting: (acc0, acc1) (+)= the rotation by step (on
+ * `slots` slots) of (t0, t1), everything over Q_l * P: t1 comes down to Q_l
+ * (ModDown, in place: t1 is left Q-only), is decomposed and switched without
+ * ModDown, and sigma_k(t0) is added over Q_l * P. accumulate false: acc is set.
+ * w0, w1: scratch of capacity level + 1 + np. Uses the evaluator's decomposition.
+ */
+ts_status_t ts__ckks_rotate_qp_acc(ts_ckks_evaluator_t *ev, int64_t step, size_t slots,
+                                   ts_poly_t *t0, ts_poly_t *t1, ts_poly_t *w0, ts_poly_t *w1,
+                                   ts_poly_t *acc0, ts_poly_t *acc1, bool accumulate);
 /* ts_rlwe_moddown with the evaluator's key switcher (TS_ENOKEY without one). */
 ts_status_t ts__ckks_moddown(ts_ckks_evaluator_t *ev, const ts_poly_t *v0, const ts_poly_t *v1,
                              ts_poly_t *u0, ts_poly_t *u1);

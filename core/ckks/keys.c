@@ -845,6 +845,14 @@ ts_status_t ts_ckks_rotate_hoisted(ts_ckks_evaluator_t *ev, const ts_ckks_cipher
     return st;
 }
 
+/* The fields of a (nq, np) NTT-form shape, values kept (every word is overwritten next). */
+static void set_shape(ts_poly_t *x, uint32_t nq, uint32_t np)
+{
+    x->nq = nq;
+    x->np = np;
+    x->is_ntt = true;
+}
+
 ts_status_t ts__ckks_rotate_hoisted_qp(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
                                        const int64_t *steps, size_t count, ts_poly_t *const *v)
 {
@@ -856,31 +864,111 @@ ts_status_t ts__ckks_rotate_hoisted_qp(ts_ckks_evaluator_t *ev, const ts_ckks_ci
     ks_scratch_t *s = ev->ks;
     const ts_ckks_params_t *p = ev->params;
     const size_t slots = (size_t)1 << a->log_slots;
-    const uint32_t nq = a->c[0]->nq;
+    const uint32_t nq = a->c[0]->nq, np = (uint32_t)p->np;
+    bool any = false;
     for (size_t i = 0; i < count; i++) {
-        if (steps[i] % (int64_t)slots == 0 || !v[2 * i] || !v[2 * i + 1])
+        if (!v[2 * i] || !v[2 * i + 1] || v[2 * i] == v[2 * i + 1])
             return TS_EINVAL;
+        if (v[2 * i]->ring != p->ring || v[2 * i + 1]->ring != p->ring)
+            return TS_EMISMATCH;
+        if (v[2 * i]->cap_limbs < nq + np || v[2 * i + 1]->cap_limbs < nq + np)
+            return TS_ELEVEL;
+        if (steps[i] % (int64_t)slots == 0)
+            continue;
+        any = true;
         if (!ts_ckks_evalkeys_galois(ev->keys, rotation_element(p, steps[i], slots)))
             return TS_ENOKEY;
     }
-    if (count)
+    if (any)
         st = ts_rlwe_decompose(s->ks, a->c[1], s->d);
     ts_poly_t *r0 = ev->tmp[2];
     for (size_t i = 0; i < count && st == TS_OK; i++) {
+        ts_poly_t *v0 = v[2 * i], *v1 = v[2 * i + 1];
+        ts_bk_batch_t vb = ts__ckks_view(ev, v0, 0, nq);
+        if (steps[i] % (int64_t)slots == 0) {
+            /* (P c0, P c1): the Q limbs times [P]_{q_i}, the P limbs 0 */
+            for (int c = 0; c < 2 && st == TS_OK; c++) {
+                ts_poly_t *vc = c ? v1 : v0;
+                ts_bk_batch_t ob = ts__ckks_view(ev, vc, 0, nq),
+                              ib = ts__ckks_view(ev, a->c[c], 0, nq);
+                set_shape(vc, nq, np);
+                st = ts_backend_mul_scalar(ev->be, ev->bk, &ob, &ib, s->p_mod_q);
+                if (st == TS_OK)
+                    st = ts_backend_zero(ev->be, vc->data + (size_t)nq * p->n,
+                                         sizeof(uint64_t) * np * p->n);
+            }
+            continue;
+        }
         const uint64_t k = rotation_element(p, steps[i], slots);
-        st = ts_rlwe_keyswitch_hoisted_qp(s->ks, s->d, k, ts_ckks_evalkeys_galois(ev->keys, k),
-                                          v[2 * i], v[2 * i + 1]);
+        st = ts_rlwe_keyswitch_hoisted_qp(s->ks, s->d, k, ts_ckks_evalkeys_galois(ev->keys, k), v0,
+                                          v1);
         /* + P sigma_k(c0): sigma_k(c0) [P]_{q_i} on the Q limbs (0 on the P limbs) */
-        if (st == TS_OK)
-            st = ts_poly_reshape(r0, nq, 0, true);
+        set_shape(r0, nq, 0);
+        ts_bk_batch_t rb = ts__ckks_view(ev, r0, 0, nq);
         if (st == TS_OK)
             st = ts_poly_automorphism(r0, a->c[0], k);
-        ts_bk_batch_t rb = ts__ckks_view(ev, r0, 0, nq), vb = ts__ckks_view(ev, v[2 * i], 0, nq);
         if (st == TS_OK)
             st = ts_backend_mul_scalar(ev->be, ev->bk, &rb, &rb, s->p_mod_q);
         if (st == TS_OK)
             st = ts_backend_add(ev->be, ev->bk, &vb, &vb, &rb);
     }
+    return st;
+}
+
+ts_status_t ts__ckks_rotate_qp_acc(ts_ckks_evaluator_t *ev, int64_t step, size_t slots,
+                                   ts_poly_t *t0, ts_poly_t *t1, ts_poly_t *w0, ts_poly_t *w1,
+                                   ts_poly_t *acc0, ts_poly_t *acc1, bool accumulate)
+{
+    if (!ev || !t0 || !t1 || !w0 || !w1 || !acc0 || !acc1 || !slots)
+        return TS_EINVAL;
+    if (!ev->ks)
+        return TS_ENOKEY;
+    ks_scratch_t *s = ev->ks;
+    const ts_ckks_params_t *p = ev->params;
+    if (step % (int64_t)slots == 0)
+        return TS_EINVAL;
+    const uint64_t k = rotation_element(p, step, slots);
+    const ts_rlwe_ksk_t *key = ts_ckks_evalkeys_galois(ev->keys, k);
+    if (!key)
+        return TS_ENOKEY;
+    const uint32_t nq = t0->nq, np = (uint32_t)p->np;
+    if (t0->np != np || t1->nq != nq || t1->np != np || acc0->cap_limbs < nq + np ||
+        acc1->cap_limbs < nq + np)
+        return TS_ELEVEL;
+    /* t1 down to Q_l (in place), decomposed, switched without ModDown */
+    ts_status_t st = ts_rlwe_moddown(s->ks, t1, NULL, t1, NULL);
+    if (st == TS_OK)
+        st = ts_rlwe_decompose(s->ks, t1, s->d);
+    if (st == TS_OK)
+        st = ts_rlwe_keyswitch_hoisted_qp(s->ks, s->d, k, key, w0, w1);
+    if (st != TS_OK)
+        return st;
+    const uint32_t *idx = ts_ring_limb_index(p->ring, nq, np);
+    ts_bk_batch_t qp = {
+        .npolys = 1, .nlimbs = nq + np, .poly_stride = (size_t)(nq + np) * p->n, .mod_idx = idx};
+    ts_bk_batch_t a0 = qp, a1 = qp, b0 = qp, b1 = qp, x0 = qp;
+    a0.data = acc0->data;
+    a1.data = acc1->data;
+    b0.data = w0->data;
+    b1.data = w1->data;
+    x0.data = t0->data;
+    if (accumulate) {
+        st = ts_backend_add(ev->be, ev->bk, &a0, &a0, &b0);
+        if (st == TS_OK)
+            st = ts_backend_add(ev->be, ev->bk, &a1, &a1, &b1);
+    } else {
+        set_shape(acc0, nq, np);
+        set_shape(acc1, nq, np);
+        const size_t bytes = sizeof(uint64_t) * (nq + np) * p->n;
+        st = ts_backend_copy(ev->be, acc0->data, w0->data, bytes);
+        if (st == TS_OK)
+            st = ts_backend_copy(ev->be, acc1->data, w1->data, bytes);
+    }
+    /* + sigma_k(t0) over Q_l * P (w0 as scratch) */
+    if (st == TS_OK)
+        st = ts_backend_automorphism_ntt(ev->be, ev->bk, &b0, &x0, k);
+    if (st == TS_OK)
+        st = ts_backend_add(ev->be, ev->bk, &a0, &a0, &b0);
     return st;
 }
 

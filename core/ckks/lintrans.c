@@ -5,26 +5,30 @@
  * al., Eurocrypt 2021):
  *     M x = sum_g rot_{g n1}( sum_b d'_{g n1 + b} . rot_b(x) ),
  *     d_i[j] = M[j][(j + i) mod n],  d'_i = rot_{-g n1}(d_i),
- * with rot_k(v)[j] = v[(j + k) mod n]. Baby rotations are double hoisted
- * (Bossuat, Mouchet, Troncoso-Pastoriza, Hubaux, Eurocrypt 2021): one
- * decomposition of x's c1 for all baby steps, and each baby rotation stays in
- * the extended basis Q_l * P (ts__ckks_rotate_hoisted_qp: P sigma_b(c0) plus the
- * key switch of c1 without its ModDown); the inner sum of a giant step is taken
- * there against diagonals encoded over Q_l * P, and ModDown runs once per giant
- * step (both polynomials) instead of once per baby step. The baby step 0 (x
- * itself) is added over Q_l after that ModDown (the same as entering as P x).
+ * with rot_k(v)[j] = v[(j + k) mod n]. Double hoisting (Bossuat, Mouchet,
+ * Troncoso-Pastoriza, Hubaux, Eurocrypt 2021): one decomposition of x's c1
+ * serves every baby step, and every baby rotation stays in the extended basis
+ * Q_l * P (ts__ckks_rotate_hoisted_qp: P sigma_b(c0) plus the key switch of c1
+ * without its ModDown; the baby step 0 is P x); a giant step's inner sum is
+ * taken there against diagonals encoded over Q_l * P; its rotation brings only
+ * c1 down to Q_l (to decompose it), switches it without ModDown and adds
+ * sigma_g(c0 part) over Q_l * P (ts__ckks_rotate_qp_acc); the sum of the giant
+ * steps has the transform's one ModDown of both polynomials. Per transform
+ * with nb baby and ng giant steps: ng + 1 ModDowns (ng of one polynomial)
+ * instead of nb + ng (of two), for products over np more limbs.
  * Memory: the diagonals hold level + 1 + np limbs (plaintexts used to reserve
  * the top level's limbs, so below the top np levels this is less), and apply()
  * keeps the baby rotations over Q_l * P: 2 (level + 1 + np) limbs each.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/ckks/ckks_int.h"
 
 typedef struct {
-    size_t index;  /* i = g n1 + b */
-    ts_poly_t *pt; /* d'_i at (level, scale), NTT form over Q_level * P */
+    size_t index; /* i = g n1 + b */
+    ts_poly_t pt; /* d'_i at (level, scale), NTT form over Q_level * P: a view of dbuf */
 } diag_t;
 
 struct ts_ckks_lintrans {
@@ -33,32 +37,54 @@ struct ts_ckks_lintrans {
     int level;
     double scale;
     size_t ndiag;
-    diag_t *diags; /* sorted by index */
+    diag_t *diags;  /* sorted by index, so a giant step's diagonals are consecutive */
+    uint64_t *dbuf; /* backend memory: the diagonals one after the other */
 };
 
 void ts_ckks_lintrans_free(ts_ckks_lintrans_t *lt)
 {
     if (!lt)
         return;
-    for (size_t i = 0; i < lt->ndiag; i++)
-        ts_poly_free(lt->diags[i].pt);
+    if (lt->dbuf)
+        ts_backend_buf_free(ts_ring_backend(lt->params->ring), lt->dbuf);
     ts_free(lt->diags);
     ts_ckks_params_free(lt->params);
     ts_free(lt);
 }
 
-/* [out] d (slots values) encoded at (level, scale) over Q_level * P. */
-static ts_status_t encode_diag(ts_ckks_encoder_t *enc, const double complex *d, size_t slots,
-                               int level, double scale, ts_poly_t **out)
+/* A polynomial view of backend memory: (nq, np), NTT form; never ts_poly_free'd. */
+static ts_poly_t view(ts_ring_t *r, uint64_t *data, uint32_t nq, uint32_t np)
 {
-    const ts_ckks_params_t *p = ts__ckks_encoder_params(enc);
-    ts_status_t st = ts_poly_new(p->ring, (uint32_t)level + 1, (uint32_t)p->np, true, out);
+    ts_poly_t v = {
+        .ring = r, .data = data, .nq = nq, .np = np, .cap_limbs = nq + np, .is_ntt = true};
+    return v;
+}
+
+/* The diagonal buffer of nd diagonals at lt's level and the parameters' P (lt->params set). */
+static ts_status_t alloc_diags(ts_ckks_lintrans_t *lt, size_t nd)
+{
+    const ts_ckks_params_t *p = lt->params;
+    lt->diags = ts_calloc(nd ? nd : 1, sizeof(diag_t));
+    if (!lt->diags)
+        return TS_ENOMEM;
+    const size_t limbs = (size_t)lt->level + 1 + p->np;
+    return ts_backend_alloc(ts_ring_backend(p->ring),
+                            (nd ? nd : 1) * limbs * p->n * sizeof(uint64_t), (void **)&lt->dbuf);
+}
+
+/* Encode d (slots values) as the next diagonal, index i, over Q_level * P. */
+static ts_status_t add_diag(ts_ckks_encoder_t *enc, ts_ckks_lintrans_t *lt, size_t i,
+                            const double complex *d)
+{
+    const ts_ckks_params_t *p = lt->params;
+    const uint32_t nq = (uint32_t)lt->level + 1, np = (uint32_t)p->np;
+    diag_t *dg = &lt->diags[lt->ndiag];
+    dg->index = i;
+    dg->pt = view(p->ring, lt->dbuf + lt->ndiag * (nq + np) * p->n, nq, np);
+    ts_status_t st =
+        ts__ckks_encode_qp(enc, d, lt->slots, lt->slots, lt->level, lt->scale, &dg->pt);
     if (st == TS_OK)
-        st = ts__ckks_encode_qp(enc, d, slots, slots, level, scale, *out);
-    if (st != TS_OK) {
-        ts_poly_free(*out);
-        *out = NULL;
-    }
+        lt->ndiag++;
     return st;
 }
 
@@ -113,11 +139,9 @@ ts_status_t ts_ckks_lintrans_new(ts_ckks_encoder_t *enc, const double complex *m
     lt->n1 = n1;
     lt->level = level;
     lt->scale = scale;
-    lt->diags = ts_calloc(nd ? nd : 1, sizeof(diag_t));
-    if (!lt->diags) {
-        st = TS_ENOMEM;
+    st = alloc_diags(lt, nd);
+    if (st != TS_OK)
         goto out_fail;
-    }
     for (size_t i = 0; i < slots && st == TS_OK; i++) {
         if (!nz[i])
             continue;
@@ -127,11 +151,7 @@ ts_status_t ts_ckks_lintrans_new(ts_ckks_encoder_t *enc, const double complex *m
             size_t r = (j + slots - g) % slots;
             d[j] = m[r * slots + (r + i) % slots];
         }
-        diag_t *dg = &lt->diags[lt->ndiag];
-        dg->index = i;
-        st = encode_diag(enc, d, slots, level, scale, &dg->pt);
-        if (st == TS_OK)
-            lt->ndiag++;
+        st = add_diag(enc, lt, i, d);
     }
     if (st != TS_OK)
         goto out_fail;
@@ -200,6 +220,35 @@ ts_status_t ts_ckks_lintrans_steps(const ts_ckks_lintrans_t *lt, int64_t *steps,
     return st;
 }
 
+/* out = x . d'_0 over Q_l: the transform of the main diagonal alone (no key switch). */
+static ts_status_t apply_diagonal(ts_ckks_evaluator_t *ev, const ts_ckks_lintrans_t *lt,
+                                  const ts_ckks_ciphertext_t *a, ts_ckks_ciphertext_t *out)
+{
+    const uint32_t nq = (uint32_t)lt->level + 1;
+    const double scale = a->scale * lt->scale;
+    const int log_slots = a->log_slots;
+    ts_status_t st = TS_OK;
+    if (out != a)
+        st = ts__ckks_ct_reshape(out, lt->level, 1);
+    for (int c = 0; c < 2 && st == TS_OK; c++) {
+        ts_bk_batch_t o = ts__ckks_view(ev, out->c[c], 0, nq);
+        ts_bk_batch_t x = ts__ckks_view(ev, a->c[c], 0, nq);
+        ts_bk_batch_t y = ts__ckks_view(ev, &lt->diags[0].pt, 0, nq);
+        st = ts_backend_mul(ev->be, ev->bk, &o, &x, &y);
+    }
+    out->degree = 1;
+    out->scale = scale;
+    out->log_slots = log_slots;
+    out->seeded = false;
+    return st;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
 ts_status_t ts_ckks_lintrans_apply(ts_ckks_evaluator_t *ev, const ts_ckks_lintrans_t *lt,
                                    const ts_ckks_ciphertext_t *a, ts_ckks_ciphertext_t *out)
 {
@@ -220,107 +269,152 @@ ts_status_t ts_ckks_lintrans_apply(ts_ckks_evaluator_t *ev, const ts_ckks_lintra
         return TS_EINVAL;
     if (lt->ndiag == 0)
         return TS_EINVAL;
+    if (lt->ndiag == 1 && lt->diags[0].index == 0)
+        return apply_diagonal(ev, lt, a, out);
     const uint32_t nq = (uint32_t)lt->level + 1, np = (uint32_t)ev->params->np;
-    size_t cap = lt->ndiag + 1;
+    const size_t n = ev->params->n, cap = lt->ndiag + 1, stride = (size_t)(nq + np) * n;
+    const size_t words = sizeof(uint64_t);
+    ts_ring_t *ring = ev->params->ring;
+    ts_backend_t *be = ev->be;
     int64_t *baby = ts_malloc(sizeof(int64_t) * cap);
     int64_t *giant = ts_malloc(sizeof(int64_t) * cap);
-    int64_t *steps = ts_malloc(sizeof(int64_t) * cap);
-    size_t *slot = ts_malloc(sizeof(size_t) * cap); /* baby step i -> its pair in rot, or cap */
-    ts_poly_t **rot = ts_calloc(2 * cap, sizeof(*rot));
-    ts_poly_t *qp[2] = {NULL, NULL};
-    ts_ckks_ciphertext_t *acc = NULL, *sum = NULL;
-    st = (baby && giant && steps && slot && rot) ? TS_OK : TS_ENOMEM;
-    size_t nb = 0, ng = 0, nr = 0;
-    if (st == TS_OK)
-        ng = collect(lt, baby, &nb, giant);
-    for (size_t i = 0; i < nb && st == TS_OK; i++) {
-        slot[i] = cap;
-        if (baby[i] == 0)
-            continue;
-        slot[i] = nr;
-        steps[nr] = baby[i];
-        st = ts_poly_new(ev->params->ring, nq, np, true, &rot[2 * nr]);
-        if (st == TS_OK)
-            st = ts_poly_new(ev->params->ring, nq, np, true, &rot[2 * nr + 1]);
-        nr++;
+    ts_poly_t *rot = ts_calloc(2 * cap, sizeof(*rot));
+    uint32_t *limb = ts_malloc(sizeof(uint32_t) * (nq + np));
+    /* rbuf: the baby rotations (c0 part, c1 part) in ascending baby order; tbuf:
+     * a giant step's inner sum, abuf: the sum, both 2 polynomials, all over Q_l * P */
+    uint64_t *rbuf = NULL, *tbuf = NULL, *abuf = NULL;
+    ts_poly_t *w[2] = {NULL, NULL};
+    st = (baby && giant && rot && limb) ? TS_OK : TS_ENOMEM;
+    size_t nb = 0;
+    if (st == TS_OK) {
+        collect(lt, baby, &nb, giant);
+        qsort(baby, nb, sizeof(int64_t), cmp_i64);
+        st = ts_backend_alloc(be, 2 * nb * stride * words, (void **)&rbuf);
     }
-    for (int c = 0; c < 2 && st == TS_OK && nr; c++)
-        st = ts_poly_new(ev->params->ring, nq, np, true, &qp[c]);
     if (st == TS_OK)
-        st = ts_ckks_ciphertext_new(ev->params, lt->level, &acc);
+        st = ts_backend_alloc(be, 2 * stride * words, (void **)&tbuf);
     if (st == TS_OK)
-        st = ts_ckks_ciphertext_new(ev->params, lt->level, &sum);
-    /* the baby rotations over Q_l * P, one decomposition of c1 */
-    if (st == TS_OK && nr)
-        st = ts__ckks_rotate_hoisted_qp(ev, a, steps, nr, rot);
-    const uint32_t *qp_idx = ts_ring_limb_index(ev->params->ring, nq, np);
-    const size_t n = ev->params->n;
-    bool have_sum = false;
-    for (size_t gi = 0; gi < ng && st == TS_OK; gi++) {
-        bool have_qp = false;
-        const diag_t *d0 = NULL; /* the baby step 0 of this giant step */
-        for (size_t k = 0; k < lt->ndiag && st == TS_OK; k++) {
-            const diag_t *dg = &lt->diags[k];
-            int64_t b = (int64_t)(dg->index % lt->n1);
-            if ((int64_t)dg->index - b != giant[gi])
-                continue;
-            size_t bi = 0;
-            while (baby[bi] != b)
-                bi++;
-            if (slot[bi] == cap) {
-                d0 = dg;
-                continue;
-            }
-            /* qp += rot_b(x) . d' over Q_l * P (the first product sets it) */
-            ts_bk_batch_t y = {.data = dg->pt->data,
-                               .npolys = 1,
-                               .nlimbs = nq + np,
-                               .poly_stride = (size_t)(nq + np) * n,
-                               .mod_idx = qp_idx};
-            for (int c = 0; c < 2 && st == TS_OK; c++) {
-                ts_bk_batch_t o = y, x = y;
-                o.data = qp[c]->data;
-                x.data = rot[2 * slot[bi] + (size_t)c]->data;
-                st = have_qp ? ts_backend_mul_add(ev->be, ev->bk, &o, &x, &y)
-                             : ts_backend_mul(ev->be, ev->bk, &o, &x, &y);
-            }
-            have_qp = true;
+        st = ts_backend_alloc(be, 2 * stride * words, (void **)&abuf);
+    for (int c = 0; c < 2 && st == TS_OK; c++)
+        st = ts_poly_new(ring, nq, np, true, &w[c]);
+    if (st != TS_OK)
+        goto done;
+    for (size_t i = 0; i < 2 * nb; i++)
+        rot[i] = view(ring, rbuf + i * stride, nq, np);
+    for (uint32_t l = 0; l < nq + np; l++)
+        limb[l] = l;
+    ts_poly_t t[2] = {view(ring, tbuf, nq, np), view(ring, tbuf + stride, nq, np)};
+    ts_poly_t acc[2] = {view(ring, abuf, nq, np), view(ring, abuf + stride, nq, np)};
+    /* the baby rotations over Q_l * P, one decomposition of c1 (step 0: P x) */
+    {
+        ts_poly_t **v = ts_malloc(sizeof(*v) * 2 * nb);
+        if (!v) {
+            st = TS_ENOMEM;
+            goto done;
         }
-        /* one ModDown per giant step, then + x . d'_{g n1} over Q_l */
-        if (st == TS_OK && have_qp)
-            st = ts__ckks_moddown(ev, qp[0], qp[1], acc->c[0], acc->c[1]);
-        for (int c = 0; c < 2 && st == TS_OK && d0; c++) {
-            ts_bk_batch_t o = ts__ckks_view(ev, acc->c[c], 0, nq);
-            ts_bk_batch_t x = ts__ckks_view(ev, a->c[c], 0, nq);
-            ts_bk_batch_t y = ts__ckks_view(ev, d0->pt, 0, nq);
-            st = have_qp ? ts_backend_mul_add(ev->be, ev->bk, &o, &x, &y)
-                         : ts_backend_mul(ev->be, ev->bk, &o, &x, &y);
+        for (size_t i = 0; i < 2 * nb; i++)
+            v[i] = &rot[i];
+        st = ts__ckks_rotate_hoisted_qp(ev, a, baby, nb, v);
+        ts_free(v);
+    }
+    const uint32_t *qp_idx = ts_ring_limb_index(ring, nq, np);
+    const ts_bk_batch_t qp = {
+        .npolys = 1, .nlimbs = nq + np, .poly_stride = stride, .mod_idx = qp_idx};
+    const double scale = a->scale * lt->scale;
+    const int log_slots = a->log_slots;
+    bool have_acc = false;
+    for (size_t k0 = 0, k1; k0 < lt->ndiag && st == TS_OK; k0 = k1) {
+        /* the giant step of diagonal k0 and its run of diagonals [k0, k1) */
+        const int64_t g = (int64_t)(lt->diags[k0].index - lt->diags[k0].index % lt->n1);
+        size_t pos0 = 0;
+        while (baby[pos0] != (int64_t)(lt->diags[k0].index % lt->n1))
+            pos0++;
+        bool run = true; /* consecutive baby steps: one inner product */
+        for (k1 = k0; k1 < lt->ndiag; k1++) {
+            const diag_t *dg = &lt->diags[k1];
+            if ((int64_t)(dg->index - dg->index % lt->n1) != g)
+                break;
+            const size_t pi = pos0 + (k1 - k0);
+            run = run && pi < nb && baby[pi] == (int64_t)(dg->index % lt->n1);
         }
+        const size_t cnt = k1 - k0;
+        if (run && cnt <= 64) {
+            /* t_c = sum_b d'_b . rot_b(x)_c with one reduction per word */
+            ts_bk_batch_t o = qp, dd = qp, rr = qp;
+            o.data = tbuf;
+            o.npolys = 2;
+            dd.data = lt->diags[k0].pt.data;
+            dd.npolys = (uint32_t)cnt;
+            rr.data = rbuf + 2 * pos0 * stride;
+            rr.npolys = (uint32_t)(2 * cnt);
+            st = ts_backend_keyswitch_inner(be, ev->bk, &o, &dd, &rr, limb);
+        } else {
+            for (size_t k = k0; k < k1 && st == TS_OK; k++) {
+                size_t bi = 0;
+                while (baby[bi] != (int64_t)(lt->diags[k].index % lt->n1))
+                    bi++;
+                ts_bk_batch_t y = qp;
+                y.data = lt->diags[k].pt.data;
+                for (int c = 0; c < 2 && st == TS_OK; c++) {
+                    ts_bk_batch_t o = qp, x = qp;
+                    o.data = t[c].data;
+                    x.data = rot[2 * bi + (size_t)c].data;
+                    st = k > k0 ? ts_backend_mul_add(be, ev->bk, &o, &x, &y)
+                                : ts_backend_mul(be, ev->bk, &o, &x, &y);
+                }
+            }
+        }
+        t[0] = view(ring, t[0].data, nq, np);
+        t[1] = view(ring, t[1].data, nq, np);
         if (st != TS_OK)
             break;
-        acc->degree = 1;
-        acc->scale = a->scale * lt->scale;
-        acc->log_slots = a->log_slots;
-        if (giant[gi] != 0)
-            st = ts_ckks_rotate(ev, acc, giant[gi], acc);
-        if (st == TS_OK)
-            st = have_sum ? ts_ckks_add(ev, sum, acc, sum) : ts_ckks_ciphertext_copy(sum, acc);
-        have_sum = true;
+        if (g == 0) {
+            if (!have_acc) {
+                uint64_t *x = abuf;
+                abuf = tbuf;
+                tbuf = x;
+            } else {
+                ts_bk_batch_t o = qp, x = qp;
+                o.data = abuf;
+                o.npolys = 2;
+                x.data = tbuf;
+                x.npolys = 2;
+                st = ts_backend_add(be, ev->bk, &o, &o, &x);
+            }
+        } else {
+            /* the giant rotation stays over Q_l * P too (ModDown of t1 only) */
+            st = ts__ckks_rotate_qp_acc(ev, g, lt->slots, &t[0], &t[1], w[0], w[1], &acc[0],
+                                        &acc[1], have_acc);
+        }
+        have_acc = true;
+        t[0] = view(ring, tbuf, nq, np);
+        t[1] = view(ring, tbuf + stride, nq, np);
+        acc[0] = view(ring, abuf, nq, np);
+        acc[1] = view(ring, abuf + stride, nq, np);
     }
+    /* the one ModDown of the sum */
     if (st == TS_OK)
-        st = ts_ckks_ciphertext_copy(out, sum);
-    if (rot)
-        for (size_t i = 0; i < 2 * cap; i++)
-            ts_poly_free(rot[i]);
+        st = ts__ckks_ct_reshape(out, lt->level, 1);
+    if (st == TS_OK)
+        st = ts__ckks_moddown(ev, &acc[0], &acc[1], out->c[0], out->c[1]);
+    if (st == TS_OK) {
+        out->scale = scale;
+        out->log_slots = log_slots;
+        out->seeded = false;
+    }
+done:
+    if (rbuf)
+        ts_backend_buf_free(be, rbuf);
+    if (tbuf)
+        ts_backend_buf_free(be, tbuf);
+    if (abuf)
+        ts_backend_buf_free(be, abuf);
+    ts_poly_free(w[0]);
+    ts_poly_free(w[1]);
     ts_free(rot);
-    ts_poly_free(qp[0]);
-    ts_poly_free(qp[1]);
-    ts_ckks_ciphertext_free(acc);
-    ts_ckks_ciphertext_free(sum);
+    ts_free(limb);
     ts_free(baby);
     ts_free(giant);
-    ts_free(steps);
-    ts_free(slot);
     return st;
 }
 
@@ -393,11 +487,9 @@ ts_status_t ts_ckks_lintrans_new_diagonals(ts_ckks_encoder_t *enc, size_t slots,
     lt->n1 = n1;
     lt->level = level;
     lt->scale = scale;
-    lt->diags = ts_calloc(ndiag, sizeof(diag_t));
-    if (!lt->diags) {
-        st = TS_ENOMEM;
+    st = alloc_diags(lt, ndiag);
+    if (st != TS_OK)
         goto out_fail;
-    }
     for (size_t a = 0; a < ndiag && st == TS_OK; a++) {
         size_t k = order[a], i = idx[k];
         size_t g = i / n1 * n1;
@@ -408,12 +500,8 @@ ts_status_t ts_ckks_lintrans_new_diagonals(ts_ckks_encoder_t *enc, size_t slots,
             if (!isfinite(creal(d[j])) || !isfinite(cimag(d[j])))
                 st = TS_EINVAL;
         }
-        diag_t *dg = &lt->diags[lt->ndiag];
-        dg->index = i;
         if (st == TS_OK)
-            st = encode_diag(enc, d, slots, level, scale, &dg->pt);
-        if (st == TS_OK)
-            lt->ndiag++;
+            st = add_diag(enc, lt, i, d);
     }
     if (st != TS_OK)
         goto out_fail;

@@ -1,7 +1,7 @@
 /*
  * core/ckks double-hoisted linear transforms (lintrans.c, keys.c):
  *  - the baby rotations kept over Q_l * P, brought down by the one ModDown,
- *    equal ts_ckks_rotate_hoisted's ciphertexts word for word;
+ *    equal ts_ckks_rotate_hoisted's ciphertexts word for word (step 0: x);
  *  - ts_ckks_lintrans_apply against the plaintext matrix-vector product in
  *    complex doubles (decrypt, decode, max |error| over the slots), at
  *    test-n11 (N = 2^11, 8 levels, 2 x 61-bit P): a dense 64 x 64 matrix on
@@ -157,9 +157,12 @@ START_TEST(test_rotate_qp_exact)
                           "step %lld level %d: ModDown of the Q*P rotation differs",
                           (long long)steps[i], lv);
         }
-        /* a step of 0 (mod slots) or without a key is refused */
+        /* a step of 0 (mod slots) is P x, which comes down to x exactly; a
+         * step without a key is refused */
         const int64_t zero = (int64_t)slots, nokey = 11;
-        ck_assert_ts_status(ts__ckks_rotate_hoisted_qp(f.ev, a, &zero, 1, v), TS_EINVAL);
+        ck_assert_ts_ok(ts__ckks_rotate_hoisted_qp(f.ev, a, &zero, 1, v));
+        ck_assert_ts_ok(ts__ckks_moddown(f.ev, v[0], v[1], u0, u1));
+        ck_assert(same_poly(u0, a->c[0]) && same_poly(u1, a->c[1]));
         ck_assert_ts_status(ts__ckks_rotate_hoisted_qp(f.ev, a, &nokey, 1, v), TS_ENOKEY);
         for (size_t i = 0; i < ns; i++) {
             ts_ckks_ciphertext_free(ref[i]);
