@@ -1457,6 +1457,38 @@ done:
     return st;
 }
 
+/* Whether a ciphertext product at level lv needs enc.c's snap (its rescaling
+ * prime is not within 2^-10 of the scale; the plan's deep levels). */
+static bool level_deep(const ts_llm_enc_t *e, int lv)
+{
+    return lv >= 1 &&
+           fabs(e->delta / (double)ts_ckks_params_q(e->params, (size_t)lv) - 1.0) >= 0x1p-10;
+}
+
+/* The series at x; a series on [-1, 1] (its domain map folded into the
+ * product before, cheb_map) starting at a deep level first takes a scale
+ * correction there (one level), as the map's own product would have. */
+static ts_status_t cheb_eval(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, ct_t *x,
+                             ct_t *out)
+{
+    int lv = ts_ckks_ciphertext_level(x);
+    if (!(cb->lo == -1.0 && cb->hi == 1.0) || !level_deep(s->e, lv))
+        return ts_ckks_eval_chebyshev(s->ev, x, cb->coeffs, (size_t)cb->degree, cb->lo, cb->hi,
+                                      s->e->delta, out);
+    ct_t *y = NULL;
+    ts_status_t st = ct_new(s, &y);
+    if (st == TS_OK)
+        st =
+            ts_ckks_mul_const(s->ev, x, 1.0, (double)ts_ckks_params_q(s->e->params, (size_t)lv), y);
+    if (st == TS_OK)
+        st = ts_ckks_rescale(s->ev, y, y);
+    if (st == TS_OK)
+        st = ts_ckks_eval_chebyshev(s->ev, y, cb->coeffs, (size_t)cb->degree, cb->lo, cb->hi,
+                                    s->e->delta, out);
+    ts_ckks_ciphertext_free(y);
+    return st;
+}
+
 /* Chebyshev series of an approximation's fitted object (retries after a bootstrap). */
 static ts_status_t cheb_body(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, ct_t *x,
                              ct_t *out)
@@ -1468,16 +1500,36 @@ static ts_status_t cheb_body(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t 
     ts_status_t st = need(s, x, depth);
     if (st != TS_OK)
         return st;
-    st = ts_ckks_eval_chebyshev(s->ev, x, cb->coeffs, (size_t)cb->degree, cb->lo, cb->hi,
-                                s->e->delta, out);
+    st = cheb_eval(s, cb, x, out);
     if (st == TS_ELEVEL && s->boot) {
         int lv = ts_ckks_params_max_level(s->e->params);
         if ((st = need(s, x, lv + 1)) != TS_ELEVEL && st != TS_OK)
             return st;
-        st = ts_ckks_eval_chebyshev(s->ev, x, cb->coeffs, (size_t)cb->degree, cb->lo, cb->hi,
-                                    s->e->delta, out);
+        st = cheb_eval(s, cb, x, out);
     }
     return st;
+}
+
+/*
+ * The affine map of a Chebyshev series' domain [lo, hi] onto [-1, 1],
+ * t = al x + be. The engine folds it into the product before the series
+ * (the scores' scaling for exp, the norm's mean for 1/sqrt, w1 for SiLU) and
+ * adds be, saving the level the series would spend on it; cheb_unit's copy
+ * (the same coefficients on [-1, 1]) then evaluates t. A slot where x = 0
+ * gets t = be: x = 0 in the series' terms, as before.
+ */
+static void cheb_map(const ts_nonlinear_cheb_t *cb, double *al, double *be)
+{
+    *al = 2.0 / (cb->hi - cb->lo);
+    *be = -(cb->hi + cb->lo) / (cb->hi - cb->lo);
+}
+
+static ts_nonlinear_cheb_t cheb_unit(const ts_nonlinear_cheb_t *cb)
+{
+    ts_nonlinear_cheb_t u = *cb;
+    u.lo = -1.0;
+    u.hi = 1.0;
+    return u;
 }
 
 static ts_status_t cheb(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, ct_t *x, ct_t *out)
@@ -1582,6 +1634,7 @@ static ts_status_t tfhe_eval_blocks(ts_llm_enc_session_t *s, int p, ct_t *x, int
 typedef struct {
     int rope_pos;
     bool first_block;
+    double scale; /* 0 or 1: none; else every entry times it (a series' domain map) */
 } mv_fold_t;
 
 /* RoPE at pos per row (run.c's float angles): row i of the pair (2j, 2j + 1)
@@ -1662,6 +1715,8 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
                 }
                 if (gain && col < cols)
                     v *= (double)gain[col]; /* exact: a product of two floats */
+                if (fold && fold->scale != 0.0)
+                    v *= fold->scale;
                 if (fold && fold->first_block && jj >= pout)
                     v = 0.0; /* the output's first block only */
                 s->buf[j] = v;
@@ -1725,7 +1780,7 @@ static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, b
     if (which == 7) {
         const double *b = e->gpt2 && fold ? e->bias_fold + (size_t)e->nl * e->bias_stride : NULL;
         const float *g = fold ? e->m->final_norm : NULL;
-        return matvec(s, e->m->wcls, g, b, e->vocab, e->dim, e->pd, e->pv, NULL, x, out);
+        return matvec(s, e->m->wcls, g, b, e->vocab, e->dim, e->pd, e->pv, mf, x, out);
     }
     if (layer < 0 || layer >= e->nl || which < 0 || which > 7 || (e->gpt2 && which == 5))
         return TS_EINVAL;
@@ -1749,13 +1804,13 @@ static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, b
         return matvec(s, e->wv_x ? e->wv_x + (size_t)layer * e->dim * e->dim : ly->wv, g, b, e->dim,
                       e->dim, e->pd, e->pd, mf, x, out);
     case 3:
-        return matvec(s, ly->wo, g, b, e->dim, e->dim, e->pd, e->pd, NULL, x, out);
+        return matvec(s, ly->wo, g, b, e->dim, e->dim, e->pd, e->pd, mf, x, out);
     case 4:
-        return matvec(s, ly->w1, g, b, e->hid, e->dim, e->pd, e->ph, NULL, x, out);
+        return matvec(s, ly->w1, g, b, e->hid, e->dim, e->pd, e->ph, mf, x, out);
     case 5:
-        return matvec(s, ly->w3, g, b, e->hid, e->dim, e->pd, e->ph, NULL, x, out);
+        return matvec(s, ly->w3, g, b, e->hid, e->dim, e->pd, e->ph, mf, x, out);
     default:
-        return matvec(s, ly->w2, g, b, e->dim, e->hid, e->ph, e->pd, NULL, x, out);
+        return matvec(s, ly->w2, g, b, e->dim, e->hid, e->ph, e->pd, mf, x, out);
     }
 }
 
@@ -1778,10 +1833,15 @@ done:
 
 /* ------------------------------------------------------------ nonlinear */
 
-/* out = 1/sqrt(x) by Newton from the Chebyshev guess (ts_nonlinear ITER rsqrt). */
-static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
+/* out = 1/sqrt(x) by Newton from the Chebyshev guess (ts_nonlinear ITER
+ * rsqrt), given t = al x + be (cheb_map of the guess's series, folded into
+ * the norm's mean): the guess from t, each step's -bk x from t */
+static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *t, ct_t *out)
 {
     const ts_nonlinear_cheb_t *cb = ts_nonlinear_approx_cheb(s->e->a_rsqrt);
+    double al, be;
+    cheb_map(cb, &al, &be);
+    ts_nonlinear_cheb_t unit = cheb_unit(cb);
     ct_t *y = NULL, *xh = NULL, *y2 = NULL, *a = NULL, *y15 = NULL;
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
@@ -1790,7 +1850,7 @@ static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
     TRY(ct_new(s, &y2));
     TRY(ct_new(s, &a));
     TRY(ct_new(s, &y15));
-    TRY(cheb(s, cb, x, y));
+    TRY(cheb(s, &unit, t, y));
     /* y up to 1/sqrt(lo) (its square further, only near lo) */
     double prev_bound = bound_set(s, 1.0 / sqrt(s->e->cfg.rsqrt.lo));
     for (int i = 0; i < s->e->cfg.rsqrt.steps; i++) {
@@ -1798,7 +1858,8 @@ static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *x, ct_t *out)
          * refreshed with xh */
         double ak, bk;
         TRY(ts_nonlinear_approx_rsqrt_step(s->e->a_rsqrt, i, &ak, &bk));
-        TRY(mul_k(s, x, -bk, xh));
+        TRY(mul_k(s, t, -bk / al, xh));
+        TRY(ts_ckks_add_const(s->ev, xh, bk * be / al, xh));
         TRY(need2(s, y, xh, 2));
         TRY(ts_ckks_ciphertext_copy(a, y));
         TRY(ts_ckks_ciphertext_copy(y2, y));
@@ -1955,12 +2016,18 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     TRY(ts_ckks_ciphertext_copy(sq, xc));
     TRY(mul_cc(s, sq, xc, sq));
     TRY(rot_sum(s, sq, 1, e->pd));
-    TRY(mul_k(s, sq, 1.0 / e->dim, sq));
-    TRY(ts_ckks_add_const(s->ev, sq, (double)e->m->cfg.norm_eps, sq));
-    bound_set(s, ms_hi);
     if (e->cfg.eval_rsqrt == TS_LLM_EVAL_CKKS) {
+        /* t = al (sum / dim + eps) + be: the guess's domain map in the mean */
+        double al, be;
+        cheb_map(ts_nonlinear_approx_cheb(e->a_rsqrt), &al, &be);
+        TRY(mul_k(s, sq, al / e->dim, sq));
+        TRY(ts_ckks_add_const(s->ev, sq, al * (double)e->m->cfg.norm_eps + be, sq));
+        bound_set(s, 1.0);
         TRY(rsqrt(s, sq, r));
     } else {
+        TRY(mul_k(s, sq, 1.0 / e->dim, sq));
+        TRY(ts_ckks_add_const(s->ev, sq, (double)e->m->cfg.norm_eps, sq));
+        bound_set(s, ms_hi);
         /* the mean square is in every slot: look up slot 0, spread it back */
         const size_t at0 = 0;
         TRY(tfhe_eval(s, P_RSQRT, sq, &at0, 1, r));
@@ -2067,8 +2134,8 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     /* RoPE (LLAMA; GPT2 adds learned positions to the input) folded into
      * wq and wk, the cache's first-block mask into wk and wv: q, k and v one
      * level below xb */
-    const mv_fold_t fq = {e->gpt2 ? -1 : pos, false}, fk = {e->gpt2 ? -1 : pos, true},
-                    fv = {-1, true};
+    const mv_fold_t fq = {e->gpt2 ? -1 : pos, false, 0.0}, fk = {e->gpt2 ? -1 : pos, true, 0.0},
+                    fv = {-1, true, 0.0};
     TRY(matvec_which(s, layer, 0, fold, &fq, xb, q));
     TRY(matvec_which(s, layer, 1, fold, &fk, xb, kk));
     TRY(matvec_which(s, layer, 2, fold, &fv, xb, v));
@@ -2079,22 +2146,32 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     TRY(mul_cc(s, z, q, z));
     TRY(rot_sum(s, z, 1, e->hd));
     double zs = 1.0 / sqrt((double)e->hd) / ldexp(1.0, k);
+    /* CKKS exp: the series' domain map folded into the scaling (cheb_map) */
+    const ts_nonlinear_cheb_t *cexp =
+        e->cfg.eval_exp == TS_LLM_EVAL_CKKS ? ts_nonlinear_approx_cheb(e->a_exp) : NULL;
+    double al = 1.0, be = 0.0;
+    if (cexp)
+        cheb_map(cexp, &al, &be);
     for (int j = 0; j < e->slots; j++) {
         int t = j / e->pd, i = j % e->pd;
-        s->buf[j] = t <= pos && i % e->hd == 0 && i < e->dim ? zs : 0.0;
+        s->buf[j] = t <= pos && i % e->hd == 0 && i < e->dim ? zs * al : 0.0;
     }
     TRY(mul_buf(s, z, z));
     TRY(rot_sum(s, z, -1, e->hd));
     /* the softmax's values have known magnitudes (see ENC_BOOT_BOUND): the
-     * scaled scores lie in exp's interval, y = exp(z) below e^hi */
-    double act_bound = bound_set(s, fmax(fabs(e->cfg.exp.lo), fabs(e->cfg.exp.hi)));
-    if (e->cfg.eval_exp != TS_LLM_EVAL_CKKS) {
+     * scaled scores lie in exp's interval (mapped: [-1, 1]), y = exp(z)
+     * below e^hi */
+    double act_bound = bound_set(s, cexp ? 1.0 : fmax(fabs(e->cfg.exp.lo), fabs(e->cfg.exp.hi)));
+    if (!cexp) {
         /* one value per (position, head) at t pd + h hd; blocks after pos stay 0 */
         TRY(tfhe_eval_blocks(s, P_EXP, z, pos + 1, e->hd, e->nh, y));
         TRY(rot_sum(s, y, -1, e->hd));
     } else {
-        /* y = exp(z); blocks after pos hold exp(0) = 1: subtract it */
-        TRY(cheb(s, ts_nonlinear_approx_cheb(e->a_exp), z, y));
+        /* y = exp(z) of the mapped t = al z + be; blocks after pos hold
+         * exp(0) = 1: subtract it */
+        ts_nonlinear_cheb_t unit = cheb_unit(cexp);
+        TRY(ts_ckks_add_const(s->ev, z, be, z));
+        TRY(cheb(s, &unit, z, y));
         double c0 = ts_nonlinear_approx_eval(e->a_exp, 0.0);
         int lv = ts_ckks_ciphertext_level(y);
         for (int j = 0; j < e->slots; j++)
@@ -2209,7 +2286,12 @@ static ts_status_t activation(ts_llm_enc_session_t *s, ct_t *h, ct_t *out)
     ts_status_t st;
     const ts_nonlinear_cheb_t *cb = activation_cheb(e);
     if (cb) {
-        st = cheb(s, cb, h, out);
+        /* LLAMA: h is t = al (w1 x) + be, the series' domain map folded
+         * into w1 (ffn) */
+        ts_nonlinear_cheb_t unit = cheb_unit(cb);
+        if (!e->gpt2)
+            bound_set(s, 1.0);
+        st = cheb(s, e->gpt2 ? cb : &unit, h, out);
         s->bound = prev_bound;
         return st;
     }
@@ -2239,8 +2321,15 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
     TRY(ct_new(s, &h3));
     TRY(ct_new(s, &g));
     TRY(need(s, xb, 2));
-    TRY(matvec_which(s, layer, 4, fold, NULL, xb, h1));
     const ts_nonlinear_cheb_t *cb = activation_cheb(e);
+    /* LLAMA, CKKS SiLU: h1 = al (w1 x) + be, the series' domain map in w1 */
+    double al = 1.0, be = 0.0;
+    if (cb && !e->gpt2)
+        cheb_map(cb, &al, &be);
+    const mv_fold_t f1 = {-1, false, al};
+    TRY(matvec_which(s, layer, 4, fold, &f1, xb, h1));
+    if (cb && !e->gpt2)
+        TRY(ts_ckks_add_const(s->ev, h1, be, h1));
     if (!e->gpt2)
         TRY(matvec_which(s, layer, 5, fold, NULL, xb, h3));
     if (cb && !e->gpt2) {
@@ -2250,7 +2339,8 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
          * o times over it is distorted by ~3.9e-7 o^2, ENC_BOOT_BOUND) */
         const ts_nonlinear_spec_t *sp = &e->cfg.silu;
         double prev_bound = bound_set(s, fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))));
-        st = need2(s, h1, h3, ts__llm_cheb_levels(cb));
+        ts_nonlinear_cheb_t unit = cheb_unit(cb);
+        st = need2(s, h1, h3, ts__llm_cheb_levels(&unit));
         s->bound = prev_bound;
         if (st != TS_OK)
             goto done;

@@ -180,9 +180,13 @@ static int prim(gb_t *b, ts_op_kind_t kind, const char *nm, int x, ts_llm_eval_t
             return -1;
         }
         int d = cb->degree;
-        bool affine = !(cb->lo == -1.0 && cb->hi == 1.0);
+        /* exp, 1/sqrt and SiLU (LLAMA) get their domain map folded into
+         * the product before them (enc.c cheb_map): a series on [-1, 1],
+         * with a scale correction where it starts at a deep level */
+        bool folded = kind == TS_OP_EXP || kind == TS_OP_INVSQRT || kind == TS_OP_SILU;
+        bool affine = !folded && !(cb->lo == -1.0 && cb->hi == 1.0);
         int k = (int)ts_ckks_chebyshev_ps_k((size_t)d);
-        int depth = ts__llm_cheb_levels(cb);
+        int depth = ts__llm_cheb_levels(cb) - (folded && !(cb->lo == -1.0 && cb->hi == 1.0));
         double cm = (k - 1) + ilog2_ceil((d + k) / k) + (d + k - 1) / k;
         snprintf(im->name, sizeof im->name, "cheb%d", d);
         im->depth = depth;
@@ -192,6 +196,8 @@ static int prim(gb_t *b, ts_op_kind_t kind, const char *nm, int x, ts_llm_eval_t
         im->n_rescale = cm + 1 + (affine ? 1 : 0);
         op.pin = TS_SCHED_PIN_CKKS;
         op.need_level = depth;
+        if (folded)
+            op.deep_levels = b->snap;
         op.inplace = FIRST;
         op.group = TS_LLM_STAGE_NONLINEAR;
     } else {
@@ -217,7 +223,8 @@ static int rsqrt(gb_t *b, int x)
         prim(b, TS_OP_INVSQRT, "invsqrt", x, TS_LLM_EVAL_CKKS, &e->cfg->rsqrt, e->a_rsqrt, 1, 1);
     for (int i = 0; i < e->cfg->rsqrt.steps; i++) {
         const double c0[6] = {0, 0, 0, 0, 0, 0};
-        int xh = mul_k(b, "invsqrt.xh", x, false);               /* -bk x, every step */
+        int xh = mul_k(b, "invsqrt.xh", x, false); /* -bk x = (-bk t + bk be) / al, every step */
+        xh = add_k(b, "invsqrt.xh.map", xh, false);
         add(b, TS_OP_SUM, "newton.need", y, xh, BOTH, 0, 2, c0); /* need2(y, xh, 2) */
         int y2 = mul_cc(b, "newton.y2", y, y, BOTH, 1);
         int a = mul_cc(b, "newton.xy", xh, y, FIRST, 1);
@@ -363,6 +370,7 @@ static int attention(gb_t *b, int xb)
                  (uint32_t)(nt * e->nh), (uint32_t)((nt + per - 1) / per));
         y = rot_sum(b, "softmax.exp.spread", y, -1, e->hd);
     } else {
+        z = add_k(b, "softmax.exp.map", z, false); /* + be: the map's scale is in scores.scale */
         y = prim(b, TS_OP_EXP, "softmax.exp", z, TS_LLM_EVAL_CKKS, &cfg->exp, e->a_exp,
                  (uint32_t)((b->pos + 1) * e->nh), 1);
         y = add_k(b, "softmax.exp.mask", y, true);
@@ -424,12 +432,20 @@ static int ffn(gb_t *b, int xb)
             g = rot_sum(b, "gelu.spread", g, -e->ph, e->slots);
         return matvec_b(b, "w2", g, e->ph, 1);
     }
+    if (e->cfg->eval_silu == TS_LLM_EVAL_CKKS)
+        h1 = add_k(b, "silu.map", h1, false); /* + be: the map's scale is in w1 */
     int h3 = matvec(b, "w3", xb, e->pd, 1);
     if (e->cfg->eval_silu == TS_LLM_EVAL_CKKS) {
         /* need2(h1, h3, the series' depth): h3 rides along when h1 is bootstrapped */
         const double c0[6] = {0, 0, 0, 0, 0, 0};
         const ts_nonlinear_cheb_t *cb = ts_nonlinear_approx_cheb(e->a_silu);
-        add(b, TS_OP_SUM, "silu.need", h1, h3, BOTH, 0, cb ? ts__llm_cheb_levels(cb) : 1, c0);
+        ts_nonlinear_cheb_t unit = {0};
+        if (cb) {
+            unit = *cb;
+            unit.lo = -1.0;
+            unit.hi = 1.0;
+        }
+        add(b, TS_OP_SUM, "silu.need", h1, h3, BOTH, 0, cb ? ts__llm_cheb_levels(&unit) : 1, c0);
         g = prim(b, TS_OP_SILU, "silu", h1, TS_LLM_EVAL_CKKS, &e->cfg->silu, e->a_silu,
                  (uint32_t)e->hid, 1);
     } else {
