@@ -466,6 +466,33 @@ ts_status_t ts_ckks_lintrans_steps(const ts_ckks_lintrans_t *lt, int64_t *steps,
 ts_status_t ts_ckks_lintrans_apply(ts_ckks_evaluator_t *ev, const ts_ckks_lintrans_t *lt,
                                    const ts_ckks_ciphertext_t *a, ts_ckks_ciphertext_t *out);
 
+/*
+ * Double-hoisted baby-step giant-step sums, for callers that make their
+ * diagonals on the fly (the transform above is built on it):
+ *     out = sum_g rot_g( sum_b rot_{baby[b]}(x) . d_{g,b} ).
+ * new() rotates x by every baby step (0 allowed) with one ModUp of c1 and keeps
+ * the rotations over Q_l * P (2 (level + 1 + P primes) limbs each; keys for
+ * the nonzero steps needed, TS_ENOKEY otherwise). mul_add() encodes a
+ * diagonal (count complex values, or reals; x's slot count, x's level, the
+ * given scale, the same for all) over Q_l * P and adds rot_{baby[b]}(x) . d to
+ * the inner sum; giant(step) adds rot_step(inner sum) to the sum (its key
+ * switch without ModDown, only c1 brought down; step 0: the inner sum itself)
+ * and empties the inner sum; finish() adds a pending inner sum as giant step
+ * 0 and writes the sum's one ModDown to out (level of x, scale x.scale *
+ * the diagonals' scale, not rescaled), then starts a new sum over the same
+ * baby rotations (e.g. the next matrix applied to the same x). The object
+ * borrows ev (and its key-switching scratch) and uses it for every call.
+ */
+typedef struct ts_ckks_bsgs ts_ckks_bsgs_t;
+ts_status_t ts_ckks_bsgs_new(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *x,
+                             const int64_t *baby_steps, size_t nb, ts_ckks_bsgs_t **out);
+ts_status_t ts_ckks_bsgs_mul_add(ts_ckks_bsgs_t *h, size_t b, ts_ckks_encoder_t *enc,
+                                 const double complex *values, const double *reals, size_t count,
+                                 double scale);
+ts_status_t ts_ckks_bsgs_giant(ts_ckks_bsgs_t *h, int64_t step);
+ts_status_t ts_ckks_bsgs_finish(ts_ckks_bsgs_t *h, ts_ckks_ciphertext_t *out);
+void ts_ckks_bsgs_free(ts_ckks_bsgs_t *h); /* accepts NULL */
+
 /* ------------------------------------------------- polynomial evaluation */
 
 typedef enum {

@@ -197,8 +197,18 @@ ts_status_t ts__ckks_moddown(ts_ckks_evaluator_t *ev, const ts_poly_t *v0, const
  * limbs 0..level AND the P limbs (out reshaped to (level + 1, np), NTT form;
  * capacity level + 1 + np): the plaintexts of double-hoisted products.
  */
-ts_status_t ts__ckks_encode_qp(ts_ckks_encoder_t *e, const double complex *values, size_t count,
-                               size_t slots, int level, double scale, ts_poly_t *out);
+ts_status_t ts__ckks_encode_qp(ts_ckks_encoder_t *e, const double complex *values,
+                               const double *reals, size_t count, size_t slots, int level,
+                               double scale, ts_poly_t *out);
+/*
+ * ts_ckks_bsgs internals (lintrans.c): the inner sum += sum_{i < count} rot_{b0 + i}(x) .
+ * diags[i] for `count` (<= 64) consecutive baby steps and as many consecutive Q_l * P
+ * diagonals at diags (one lazy-reduction inner product); and the same for one diagonal.
+ */
+ts_status_t ts__ckks_bsgs_dot(ts_ckks_bsgs_t *h, size_t b0, size_t count, const uint64_t *diags,
+                              double scale);
+ts_status_t ts__ckks_bsgs_mul_add_poly(ts_ckks_bsgs_t *h, size_t b, const ts_poly_t *d,
+                                       double scale);
 
 /*
  * Key objects around deserialized core/rlwe parts (serialize.c). The wrap

@@ -334,10 +334,11 @@ ts_status_t ts__ckks_encode_coeff(ts_ckks_encoder_t *e, const double complex *cv
     return st;
 }
 
-ts_status_t ts__ckks_encode_qp(ts_ckks_encoder_t *e, const double complex *values, size_t count,
-                               size_t slots, int level, double scale, ts_poly_t *out)
+ts_status_t ts__ckks_encode_qp(ts_ckks_encoder_t *e, const double complex *values,
+                               const double *reals, size_t count, size_t slots, int level,
+                               double scale, ts_poly_t *out)
 {
-    if (!e || !out || (!values && count))
+    if (!e || !out || (!values && !reals && count))
         return TS_EINVAL;
     const ts_ckks_params_t *p = e->params;
     if (level < 0 || (size_t)level >= p->nq)
@@ -350,7 +351,7 @@ ts_status_t ts__ckks_encode_qp(ts_ckks_encoder_t *e, const double complex *value
         return st;
     ts_backend_t *be = ts_ring_backend(p->ring);
     uint64_t *dst = be->host_memory ? out->data : e->host;
-    st = encode_limbs(p, values, NULL, count, slots, scale, level, np, dst, p->n, e->vals, NULL);
+    st = encode_limbs(p, values, reals, count, slots, scale, level, np, dst, p->n, e->vals, NULL);
     if (st == TS_OK && !be->host_memory)
         st = ts_poly_upload(out, e->host);
     if (st == TS_OK)

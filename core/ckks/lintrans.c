@@ -82,7 +82,7 @@ static ts_status_t add_diag(ts_ckks_encoder_t *enc, ts_ckks_lintrans_t *lt, size
     dg->index = i;
     dg->pt = view(p->ring, lt->dbuf + lt->ndiag * (nq + np) * p->n, nq, np);
     ts_status_t st =
-        ts__ckks_encode_qp(enc, d, lt->slots, lt->slots, lt->level, lt->scale, &dg->pt);
+        ts__ckks_encode_qp(enc, d, NULL, lt->slots, lt->slots, lt->level, lt->scale, &dg->pt);
     if (st == TS_OK)
         lt->ndiag++;
     return st;
@@ -243,6 +243,246 @@ static ts_status_t apply_diagonal(ts_ckks_evaluator_t *ev, const ts_ckks_lintran
     return st;
 }
 
+/* ------------------------------------------------ double-hoisted sums */
+
+struct ts_ckks_bsgs {
+    ts_ckks_evaluator_t *ev; /* borrowed */
+    int level, log_slots;
+    uint32_t nq, np;
+    size_t stride, nb;     /* words per Q_l * P polynomial; baby steps */
+    double xscale, dscale; /* x's scale; the diagonals' (0 until the first) */
+    int64_t *baby;
+    uint64_t *rbuf;        /* 2 nb polynomials: (c0 part, c1 part) of each baby rotation */
+    uint64_t *tbuf, *abuf; /* 2 polynomials each: the inner sum, the sum */
+    ts_poly_t *w[2], *pt;  /* scratch: a giant rotation's switch, an encoded diagonal */
+    uint32_t *limb;        /* identity limb map, nq + np */
+    bool have_t, have_acc;
+};
+
+void ts_ckks_bsgs_free(ts_ckks_bsgs_t *h)
+{
+    if (!h)
+        return;
+    ts_backend_t *be = h->ev->be;
+    ts_backend_buf_free(be, h->rbuf);
+    ts_backend_buf_free(be, h->tbuf);
+    ts_backend_buf_free(be, h->abuf);
+    ts_poly_free(h->w[0]);
+    ts_poly_free(h->w[1]);
+    ts_poly_free(h->pt);
+    ts_free(h->baby);
+    ts_free(h->limb);
+    ts_free(h);
+}
+
+ts_status_t ts_ckks_bsgs_new(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *x,
+                             const int64_t *baby_steps, size_t nb, ts_ckks_bsgs_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (!ev || !x || !nb || !baby_steps)
+        return TS_EINVAL;
+    ts_status_t st = ts__ckks_check_ct(ev, x);
+    if (st != TS_OK)
+        return st;
+    if (x->degree != 1)
+        return TS_EINVAL;
+    if (!ev->ks)
+        return TS_ENOKEY;
+    ts_ckks_bsgs_t *h = ts_calloc(1, sizeof(*h));
+    if (!h)
+        return TS_ENOMEM;
+    const ts_ckks_params_t *p = ev->params;
+    h->ev = ev;
+    h->level = ts_ckks_ciphertext_level(x);
+    h->log_slots = x->log_slots;
+    h->nq = (uint32_t)h->level + 1;
+    h->np = (uint32_t)p->np;
+    h->stride = (size_t)(h->nq + h->np) * p->n;
+    h->nb = nb;
+    h->xscale = x->scale;
+    const size_t bytes = h->stride * sizeof(uint64_t);
+    h->baby = ts_malloc(sizeof(int64_t) * nb);
+    h->limb = ts_malloc(sizeof(uint32_t) * (h->nq + h->np));
+    ts_poly_t **v = ts_malloc(sizeof(*v) * 2 * nb);
+    ts_poly_t *rot = ts_malloc(sizeof(*rot) * 2 * nb);
+    st = (h->baby && h->limb && v && rot) ? TS_OK : TS_ENOMEM;
+    if (st == TS_OK)
+        st = ts_backend_alloc(ev->be, 2 * nb * bytes, (void **)&h->rbuf);
+    if (st == TS_OK)
+        st = ts_backend_alloc(ev->be, 2 * bytes, (void **)&h->tbuf);
+    if (st == TS_OK)
+        st = ts_backend_alloc(ev->be, 2 * bytes, (void **)&h->abuf);
+    for (int c = 0; c < 2 && st == TS_OK; c++)
+        st = ts_poly_new(p->ring, h->nq, h->np, true, &h->w[c]);
+    if (st == TS_OK) {
+        memcpy(h->baby, baby_steps, sizeof(int64_t) * nb);
+        for (uint32_t l = 0; l < h->nq + h->np; l++)
+            h->limb[l] = l;
+        for (size_t i = 0; i < 2 * nb; i++) {
+            rot[i] = view(p->ring, h->rbuf + i * h->stride, h->nq, h->np);
+            v[i] = &rot[i];
+        }
+        /* the baby rotations over Q_l * P, one decomposition of c1 (step 0: P x) */
+        st = ts__ckks_rotate_hoisted_qp(ev, x, baby_steps, nb, v);
+    }
+    ts_free(v);
+    ts_free(rot);
+    if (st != TS_OK) {
+        ts_ckks_bsgs_free(h);
+        return st;
+    }
+    *out = h;
+    return TS_OK;
+}
+
+/* The batch of `count` consecutive Q_l * P polynomials at data. */
+static ts_bk_batch_t qp_batch(const ts_ckks_bsgs_t *h, uint64_t *data, uint32_t count)
+{
+    ts_bk_batch_t b = {.data = data,
+                       .npolys = count,
+                       .nlimbs = h->nq + h->np,
+                       .poly_stride = h->stride,
+                       .mod_idx = ts_ring_limb_index(h->ev->params->ring, h->nq, h->np)};
+    return b;
+}
+
+static ts_status_t check_scale(ts_ckks_bsgs_t *h, double scale)
+{
+    if (!(scale >= 1.0) || !isfinite(scale))
+        return TS_ESCALE;
+    if (h->dscale == 0)
+        h->dscale = scale;
+    return ts__ckks_scales_match(h->dscale, scale) ? TS_OK : TS_ESCALE;
+}
+
+ts_status_t ts__ckks_bsgs_dot(ts_ckks_bsgs_t *h, size_t b0, size_t count, const uint64_t *diags,
+                              double scale)
+{
+    if (!h || !diags || !count || b0 + count > h->nb || count > 64)
+        return TS_EINVAL;
+    ts_status_t st = check_scale(h, scale);
+    if (st != TS_OK)
+        return st;
+    ts_ckks_evaluator_t *ev = h->ev;
+    ts_bk_batch_t d = qp_batch(h, (uint64_t *)diags, (uint32_t)count);
+    ts_bk_batch_t r = qp_batch(h, h->rbuf + 2 * b0 * h->stride, (uint32_t)(2 * count));
+    if (!h->have_t) {
+        ts_bk_batch_t o = qp_batch(h, h->tbuf, 2);
+        st = ts_backend_keyswitch_inner(ev->be, ev->bk, &o, &d, &r, h->limb);
+    } else {
+        /* into w, then added (the inner product sets its output) */
+        for (int c = 0; c < 2 && st == TS_OK; c++) {
+            ts_bk_batch_t oc = qp_batch(h, h->w[c]->data, 1);
+            ts_bk_batch_t tc = qp_batch(h, h->tbuf + (size_t)c * h->stride, 1);
+            ts_bk_batch_t rc = r; /* the c parts only */
+            rc.data += (size_t)c * h->stride;
+            rc.poly_stride = 2 * h->stride;
+            rc.npolys = (uint32_t)count;
+            st = ts_backend_keyswitch_inner(ev->be, ev->bk, &oc, &d, &rc, h->limb);
+            if (st == TS_OK)
+                st = ts_backend_add(ev->be, ev->bk, &tc, &tc, &oc);
+        }
+    }
+    h->have_t = true;
+    return st;
+}
+
+ts_status_t ts__ckks_bsgs_mul_add_poly(ts_ckks_bsgs_t *h, size_t b, const ts_poly_t *d,
+                                       double scale)
+{
+    if (!h || !d || b >= h->nb)
+        return TS_EINVAL;
+    if (d->nq != h->nq || d->np != h->np || !d->is_ntt)
+        return TS_ELEVEL;
+    return ts__ckks_bsgs_dot(h, b, 1, d->data, scale);
+}
+
+ts_status_t ts_ckks_bsgs_mul_add(ts_ckks_bsgs_t *h, size_t b, ts_ckks_encoder_t *enc,
+                                 const double complex *values, const double *reals, size_t count,
+                                 double scale)
+{
+    if (!h || !enc || (!values == !reals) || b >= h->nb)
+        return TS_EINVAL;
+    ts_ckks_params_t *p = ts__ckks_encoder_params(enc);
+    if (!ts_ckks_params_equal(p, h->ev->params))
+        return TS_EMISMATCH;
+    const size_t slots = (size_t)1 << h->log_slots;
+    if (count > slots)
+        return TS_EINVAL;
+    ts_status_t st = TS_OK;
+    if (!h->pt)
+        st = ts_poly_new(p->ring, h->nq, h->np, true, &h->pt);
+    if (st == TS_OK)
+        st = ts__ckks_encode_qp(enc, values, reals, count, slots, h->level, scale, h->pt);
+    if (st == TS_OK)
+        st = ts__ckks_bsgs_mul_add_poly(h, b, h->pt, scale);
+    return st;
+}
+
+ts_status_t ts_ckks_bsgs_giant(ts_ckks_bsgs_t *h, int64_t step)
+{
+    if (!h)
+        return TS_EINVAL;
+    if (!h->have_t)
+        return TS_OK;
+    ts_ckks_evaluator_t *ev = h->ev;
+    ts_ring_t *ring = ev->params->ring;
+    const size_t slots = (size_t)1 << h->log_slots;
+    ts_status_t st = TS_OK;
+    if (step % (int64_t)slots == 0) {
+        if (!h->have_acc) {
+            uint64_t *x = h->abuf;
+            h->abuf = h->tbuf;
+            h->tbuf = x;
+        } else {
+            ts_bk_batch_t o = qp_batch(h, h->abuf, 2), x = qp_batch(h, h->tbuf, 2);
+            st = ts_backend_add(ev->be, ev->bk, &o, &o, &x);
+        }
+    } else {
+        /* the giant rotation stays over Q_l * P too (ModDown of t1 only) */
+        ts_poly_t t0 = view(ring, h->tbuf, h->nq, h->np),
+                  t1 = view(ring, h->tbuf + h->stride, h->nq, h->np);
+        ts_poly_t a0 = view(ring, h->abuf, h->nq, h->np),
+                  a1 = view(ring, h->abuf + h->stride, h->nq, h->np);
+        st = ts__ckks_rotate_qp_acc(ev, step, slots, &t0, &t1, h->w[0], h->w[1], &a0, &a1,
+                                    h->have_acc);
+    }
+    h->have_t = false;
+    if (st == TS_OK)
+        h->have_acc = true;
+    return st;
+}
+
+ts_status_t ts_ckks_bsgs_finish(ts_ckks_bsgs_t *h, ts_ckks_ciphertext_t *out)
+{
+    if (!h || !out)
+        return TS_EINVAL;
+    ts_ckks_evaluator_t *ev = h->ev;
+    if (!ts_ckks_params_equal(ev->params, out->params))
+        return TS_EMISMATCH;
+    ts_status_t st = ts_ckks_bsgs_giant(h, 0); /* a pending inner sum: giant step 0 */
+    if (st == TS_OK && !h->have_acc)
+        st = TS_EINVAL; /* nothing was added */
+    if (st == TS_OK)
+        st = ts__ckks_ct_reshape(out, h->level, 1);
+    ts_ring_t *ring = ev->params->ring;
+    ts_poly_t a0 = view(ring, h->abuf, h->nq, h->np),
+              a1 = view(ring, h->abuf + h->stride, h->nq, h->np);
+    /* the one ModDown of the sum */
+    if (st == TS_OK)
+        st = ts__ckks_moddown(ev, &a0, &a1, out->c[0], out->c[1]);
+    if (st == TS_OK) {
+        out->scale = h->xscale * h->dscale;
+        out->log_slots = h->log_slots;
+        out->seeded = false;
+    }
+    h->have_t = h->have_acc = false;
+    h->dscale = 0;
+    return st;
+}
+
 static int cmp_i64(const void *x, const void *y)
 {
     int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
@@ -271,60 +511,19 @@ ts_status_t ts_ckks_lintrans_apply(ts_ckks_evaluator_t *ev, const ts_ckks_lintra
         return TS_EINVAL;
     if (lt->ndiag == 1 && lt->diags[0].index == 0)
         return apply_diagonal(ev, lt, a, out);
-    const uint32_t nq = (uint32_t)lt->level + 1, np = (uint32_t)ev->params->np;
-    const size_t n = ev->params->n, cap = lt->ndiag + 1, stride = (size_t)(nq + np) * n;
-    const size_t words = sizeof(uint64_t);
-    ts_ring_t *ring = ev->params->ring;
-    ts_backend_t *be = ev->be;
+    const size_t cap = lt->ndiag + 1;
     int64_t *baby = ts_malloc(sizeof(int64_t) * cap);
     int64_t *giant = ts_malloc(sizeof(int64_t) * cap);
-    ts_poly_t *rot = ts_calloc(2 * cap, sizeof(*rot));
-    uint32_t *limb = ts_malloc(sizeof(uint32_t) * (nq + np));
-    /* rbuf: the baby rotations (c0 part, c1 part) in ascending baby order; tbuf:
-     * a giant step's inner sum, abuf: the sum, both 2 polynomials, all over Q_l * P */
-    uint64_t *rbuf = NULL, *tbuf = NULL, *abuf = NULL;
-    ts_poly_t *w[2] = {NULL, NULL};
-    st = (baby && giant && rot && limb) ? TS_OK : TS_ENOMEM;
+    ts_ckks_bsgs_t *h = NULL;
+    st = (baby && giant) ? TS_OK : TS_ENOMEM;
     size_t nb = 0;
     if (st == TS_OK) {
         collect(lt, baby, &nb, giant);
         qsort(baby, nb, sizeof(int64_t), cmp_i64);
-        st = ts_backend_alloc(be, 2 * nb * stride * words, (void **)&rbuf);
+        st = ts_ckks_bsgs_new(ev, a, baby, nb, &h);
     }
-    if (st == TS_OK)
-        st = ts_backend_alloc(be, 2 * stride * words, (void **)&tbuf);
-    if (st == TS_OK)
-        st = ts_backend_alloc(be, 2 * stride * words, (void **)&abuf);
-    for (int c = 0; c < 2 && st == TS_OK; c++)
-        st = ts_poly_new(ring, nq, np, true, &w[c]);
-    if (st != TS_OK)
-        goto done;
-    for (size_t i = 0; i < 2 * nb; i++)
-        rot[i] = view(ring, rbuf + i * stride, nq, np);
-    for (uint32_t l = 0; l < nq + np; l++)
-        limb[l] = l;
-    ts_poly_t t[2] = {view(ring, tbuf, nq, np), view(ring, tbuf + stride, nq, np)};
-    ts_poly_t acc[2] = {view(ring, abuf, nq, np), view(ring, abuf + stride, nq, np)};
-    /* the baby rotations over Q_l * P, one decomposition of c1 (step 0: P x) */
-    {
-        ts_poly_t **v = ts_malloc(sizeof(*v) * 2 * nb);
-        if (!v) {
-            st = TS_ENOMEM;
-            goto done;
-        }
-        for (size_t i = 0; i < 2 * nb; i++)
-            v[i] = &rot[i];
-        st = ts__ckks_rotate_hoisted_qp(ev, a, baby, nb, v);
-        ts_free(v);
-    }
-    const uint32_t *qp_idx = ts_ring_limb_index(ring, nq, np);
-    const ts_bk_batch_t qp = {
-        .npolys = 1, .nlimbs = nq + np, .poly_stride = stride, .mod_idx = qp_idx};
-    const double scale = a->scale * lt->scale;
-    const int log_slots = a->log_slots;
-    bool have_acc = false;
-    for (size_t k0 = 0, k1; k0 < lt->ndiag && st == TS_OK; k0 = k1) {
-        /* the giant step of diagonal k0 and its run of diagonals [k0, k1) */
+    /* the giant steps' runs of diagonals [k0, k1) (sorted by index) */
+    for (size_t k0 = 0, k1; st == TS_OK && k0 < lt->ndiag; k0 = k1) {
         const int64_t g = (int64_t)(lt->diags[k0].index - lt->diags[k0].index % lt->n1);
         size_t pos0 = 0;
         while (baby[pos0] != (int64_t)(lt->diags[k0].index % lt->n1))
@@ -337,82 +536,22 @@ ts_status_t ts_ckks_lintrans_apply(ts_ckks_evaluator_t *ev, const ts_ckks_lintra
             const size_t pi = pos0 + (k1 - k0);
             run = run && pi < nb && baby[pi] == (int64_t)(dg->index % lt->n1);
         }
-        const size_t cnt = k1 - k0;
-        if (run && cnt <= 64) {
-            /* t_c = sum_b d'_b . rot_b(x)_c with one reduction per word */
-            ts_bk_batch_t o = qp, dd = qp, rr = qp;
-            o.data = tbuf;
-            o.npolys = 2;
-            dd.data = lt->diags[k0].pt.data;
-            dd.npolys = (uint32_t)cnt;
-            rr.data = rbuf + 2 * pos0 * stride;
-            rr.npolys = (uint32_t)(2 * cnt);
-            st = ts_backend_keyswitch_inner(be, ev->bk, &o, &dd, &rr, limb);
+        if (run && k1 - k0 <= 64) {
+            st = ts__ckks_bsgs_dot(h, pos0, k1 - k0, lt->diags[k0].pt.data, lt->scale);
         } else {
             for (size_t k = k0; k < k1 && st == TS_OK; k++) {
                 size_t bi = 0;
                 while (baby[bi] != (int64_t)(lt->diags[k].index % lt->n1))
                     bi++;
-                ts_bk_batch_t y = qp;
-                y.data = lt->diags[k].pt.data;
-                for (int c = 0; c < 2 && st == TS_OK; c++) {
-                    ts_bk_batch_t o = qp, x = qp;
-                    o.data = t[c].data;
-                    x.data = rot[2 * bi + (size_t)c].data;
-                    st = k > k0 ? ts_backend_mul_add(be, ev->bk, &o, &x, &y)
-                                : ts_backend_mul(be, ev->bk, &o, &x, &y);
-                }
+                st = ts__ckks_bsgs_mul_add_poly(h, bi, &lt->diags[k].pt, lt->scale);
             }
         }
-        t[0] = view(ring, t[0].data, nq, np);
-        t[1] = view(ring, t[1].data, nq, np);
-        if (st != TS_OK)
-            break;
-        if (g == 0) {
-            if (!have_acc) {
-                uint64_t *x = abuf;
-                abuf = tbuf;
-                tbuf = x;
-            } else {
-                ts_bk_batch_t o = qp, x = qp;
-                o.data = abuf;
-                o.npolys = 2;
-                x.data = tbuf;
-                x.npolys = 2;
-                st = ts_backend_add(be, ev->bk, &o, &o, &x);
-            }
-        } else {
-            /* the giant rotation stays over Q_l * P too (ModDown of t1 only) */
-            st = ts__ckks_rotate_qp_acc(ev, g, lt->slots, &t[0], &t[1], w[0], w[1], &acc[0],
-                                        &acc[1], have_acc);
-        }
-        have_acc = true;
-        t[0] = view(ring, tbuf, nq, np);
-        t[1] = view(ring, tbuf + stride, nq, np);
-        acc[0] = view(ring, abuf, nq, np);
-        acc[1] = view(ring, abuf + stride, nq, np);
+        if (st == TS_OK)
+            st = ts_ckks_bsgs_giant(h, g);
     }
-    /* the one ModDown of the sum */
     if (st == TS_OK)
-        st = ts__ckks_ct_reshape(out, lt->level, 1);
-    if (st == TS_OK)
-        st = ts__ckks_moddown(ev, &acc[0], &acc[1], out->c[0], out->c[1]);
-    if (st == TS_OK) {
-        out->scale = scale;
-        out->log_slots = log_slots;
-        out->seeded = false;
-    }
-done:
-    if (rbuf)
-        ts_backend_buf_free(be, rbuf);
-    if (tbuf)
-        ts_backend_buf_free(be, tbuf);
-    if (abuf)
-        ts_backend_buf_free(be, abuf);
-    ts_poly_free(w[0]);
-    ts_poly_free(w[1]);
-    ts_free(rot);
-    ts_free(limb);
+        st = ts_ckks_bsgs_finish(h, out);
+    ts_ckks_bsgs_free(h);
     ts_free(baby);
     ts_free(giant);
     return st;

@@ -8,7 +8,9 @@
  *    64 of 1024 slots (sparse slot count, 8 giant steps) at the top and at a
  *    middle level, and a diagonal-given transform on all 1024 slots whose
  *    giant steps mix the cases (baby step 0 with others, baby step 0 alone,
- *    no baby step 0, a negative offset).
+ *    no baby step 0, a negative offset);
+ *  - the public ts_ckks_bsgs sum with diagonals encoded on the fly gives the
+ *    transform's words exactly (and reuses its rotations for a second matrix).
  */
 #include <complex.h>
 
@@ -280,6 +282,96 @@ START_TEST(test_lintrans_diagonals_full)
 }
 END_TEST
 
+/* M d'-diagonal i at giant offset g: d'_i[j] = M[(j - g) mod n][(j - g + i) mod n]. */
+static void shifted_diag(const double *m, size_t n, size_t i, size_t g, double *out)
+{
+    for (size_t j = 0; j < n; j++) {
+        size_t r = (j + n - g) % n;
+        out[j] = m[r * n + (r + i) % n];
+    }
+}
+
+/*
+ * The public double-hoisted sum with diagonals made on the fly (reals,
+ * encoded per call, as the engine's matvec would) gives exactly the words of
+ * ts_ckks_lintrans_apply on the same matrix and split, and a second matrix
+ * after finish() reuses the baby rotations; both against the plaintext
+ * product too.
+ */
+START_TEST(test_bsgs_on_the_fly)
+{
+    lfx_t f;
+    lfx_init(&f, "test-n11");
+    const size_t n = 32, n1 = 4;
+    const int lv = f.top - 1;
+    const double scale = (double)ts_ckks_params_q(f.p, (size_t)lv);
+    double *m = ts_malloc(sizeof(double) * n * n * 2), *d = ts_malloc(sizeof(double) * n);
+    double complex *mc = ts_malloc(sizeof(double complex) * n * n);
+    double complex *x = ts_malloc(sizeof(double complex) * n);
+    double complex *w = ts_malloc(sizeof(double complex) * n);
+    fill(x, n, 41);
+    for (size_t i = 0; i < 2 * n * n; i++)
+        m[i] = creal(x[i % n]) * 0.2 + 0.01 * (double)((i * 37) % 17) - 0.08;
+    ts_ckks_ciphertext_t *a = enc_vec(&f, x, n, lv), *o = NULL, *r = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, lv, &o));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, lv, &r));
+    const int64_t baby[] = {0, 1, 2, 3};
+    ts_ckks_bsgs_t *h = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        const double *mm = m + (size_t)pass * n * n;
+        for (size_t i = 0; i < n * n; i++)
+            mc[i] = mm[i];
+        ts_ckks_lintrans_t *lt = NULL;
+        ck_assert_ts_ok(ts_ckks_lintrans_new(f.enc, mc, n, lv, 0, n1, &lt));
+        keys_for(&f, lt);
+        if (!h)
+            ck_assert_ts_ok(ts_ckks_bsgs_new(f.ev, a, baby, 4, &h));
+        /* giant steps in the other order (the sums are exact), step 0 left
+         * pending for finish() */
+        for (size_t g = n - n1 + 1; g-- > 0;) {
+            if (g % n1)
+                continue;
+            for (size_t b = 0; b < n1; b++) {
+                shifted_diag(mm, n, g + b, g, d);
+                ck_assert_ts_ok(ts_ckks_bsgs_mul_add(h, b, f.enc, NULL, d, n, scale));
+            }
+            if (g)
+                ck_assert_ts_ok(ts_ckks_bsgs_giant(h, (int64_t)g));
+        }
+        ck_assert_ts_ok(ts_ckks_bsgs_finish(h, o));
+        ck_assert_ts_ok(ts_ckks_lintrans_apply(f.ev, lt, a, r));
+        ck_assert_msg(same_poly(o->c[0], r->c[0]) && same_poly(o->c[1], r->c[1]),
+                      "pass %d: the on-the-fly sum differs from the transform", pass);
+        ck_assert(o->scale == r->scale);
+        for (size_t i = 0; i < n; i++) {
+            w[i] = 0;
+            for (size_t j = 0; j < n; j++)
+                w[i] += mm[i * n + j] * x[j];
+        }
+        ck_assert_ts_ok(ts_ckks_rescale(f.ev, o, o));
+        check_prec(&f, o, w, n, 26, pass ? "on the fly, second matrix" : "on the fly, 32x32");
+        ts_ckks_lintrans_free(lt);
+    }
+    /* one sum keeps one scale; an empty sum has nothing to finish */
+    shifted_diag(m, n, 0, 0, d);
+    ck_assert_ts_ok(ts_ckks_bsgs_mul_add(h, 0, f.enc, NULL, d, n, scale));
+    ck_assert_ts_status(ts_ckks_bsgs_mul_add(h, 1, f.enc, NULL, d, n, scale * 2), TS_ESCALE);
+    ck_assert_ts_ok(ts_ckks_bsgs_finish(h, o));
+    ck_assert_ts_status(ts_ckks_bsgs_finish(h, o), TS_EINVAL);
+    ck_assert_ts_status(ts_ckks_bsgs_mul_add(h, 4, f.enc, NULL, d, n, scale), TS_EINVAL);
+    ts_ckks_bsgs_free(h);
+    ts_ckks_ciphertext_free(a);
+    ts_ckks_ciphertext_free(o);
+    ts_ckks_ciphertext_free(r);
+    ts_free(m);
+    ts_free(d);
+    ts_free(mc);
+    ts_free(x);
+    ts_free(w);
+    lfx_clear(&f);
+}
+END_TEST
+
 TS_TEST_SUITE(ckks_lintrans)
 {
     Suite *s = suite_create("ckks_lintrans");
@@ -287,6 +379,7 @@ TS_TEST_SUITE(ckks_lintrans)
     tcase_add_test(tc, test_rotate_qp_exact);
     tcase_add_test(tc, test_lintrans_dense_sparse_slots);
     tcase_add_test(tc, test_lintrans_diagonals_full);
+    tcase_add_test(tc, test_bsgs_on_the_fly);
     suite_add_tcase(s, tc);
     return s;
 }
