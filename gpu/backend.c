@@ -514,7 +514,8 @@ static const struct ts_backend_i gpu_iface = {
     .basis_extend = g_basis_extend,
     .basis_reduce = g_basis_reduce,
     .keyswitch_inner = g_keyswitch_inner,
-    .external_product = NULL, /* the CPU backend has none yet either */
+    .ntt_forward_sparse = NULL, /* optional: core/ring zeroes and runs ntt_forward */
+    .external_product = NULL,   /* the CPU backend has none yet either */
 };
 
 ts_status_t ts_gpu_backend_new(int device, ts_backend_t **out)

@@ -167,6 +167,17 @@ struct ts_backend_i {
                                    const ts_bk_batch_t *out, const ts_bk_batch_t *digits,
                                    const ts_bk_batch_t *key, const uint32_t *key_limb);
 
+    /*
+     * --- optional (may be NULL): the forward NTT, in place, of limbs holding a
+     * sparse polynomial a(X) = b(X^gap) (gap a power of two, 2 <= gap <= N/2):
+     * the words at multiples of gap hold b, the others are not read (taken as
+     * 0); the result is ntt_forward's for that a (core/math
+     * ts_ntt_forward_sparse: an (N/gap)-point NTT and a spread). The ring layer
+     * falls back to zeroing + ntt_forward when absent.
+     */
+    ts_status_t (*ntt_forward_sparse)(ts_backend_t *be, const ts_bk_ring_t *ring,
+                                      const ts_bk_batch_t *a, uint32_t gap);
+
     /* --- optional (may be NULL): TFHE external products, filled in later */
     ts_status_t (*external_product)(ts_backend_t *be, const ts_bk_ring_t *ring,
                                     const ts_bk_extprod_args_t *args);
@@ -247,6 +258,11 @@ static inline ts_status_t ts_backend_ntt_forward(ts_backend_t *be, const ts_bk_r
                                                  const ts_bk_batch_t *a)
 {
     return TS__BK_CALL(be, ntt_forward, r, a);
+}
+static inline ts_status_t ts_backend_ntt_forward_sparse(ts_backend_t *be, const ts_bk_ring_t *r,
+                                                        const ts_bk_batch_t *a, uint32_t gap)
+{
+    return TS__BK_CALL(be, ntt_forward_sparse, r, a, gap);
 }
 static inline ts_status_t ts_backend_ntt_inverse(ts_backend_t *be, const ts_bk_ring_t *r,
                                                  const ts_bk_batch_t *a)

@@ -247,6 +247,7 @@ static bool valid(const ts_bk_ring_t *r, const ts_bk_batch_t *x)
 enum {
     OP_NTT_FWD,
     OP_NTT_INV,
+    OP_NTT_FWD_SPARSE,
     OP_ADD,
     OP_SUB,
     OP_NEG,
@@ -278,6 +279,10 @@ static void limb_task(void *vj, size_t t)
         break;
     case OP_NTT_INV:
         ts_ntt_inverse(r->ntt[mi], limb_ptr(j->a, n, p, l));
+        break;
+    case OP_NTT_FWD_SPARSE: /* gap checked by the caller: cannot fail */
+        (void)ts_ntt_forward_sparse(r->ntt[mi], (uint32_t)j->k, limb_ptr(j->a, n, p, l),
+                                    TS_NTT_IMPL_AUTO);
         break;
     case OP_ADD:
         ts_vec_op(TS_VEC_ADD, o, a, b, 0, n, m);
@@ -367,6 +372,13 @@ static ts_status_t cpu_ntt_fwd(ts_backend_t *be, const ts_bk_ring_t *r, const ts
 static ts_status_t cpu_ntt_inv(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *a)
 {
     return run_limbs(be, r, OP_NTT_INV, NULL, a, NULL, NULL, NULL, 0);
+}
+static ts_status_t cpu_ntt_fwd_sparse(ts_backend_t *be, const ts_bk_ring_t *r,
+                                      const ts_bk_batch_t *a, uint32_t gap)
+{
+    if (!r || gap < 2 || (gap & (gap - 1)) || gap > r->n / 2)
+        return TS_EINVAL;
+    return run_limbs(be, r, OP_NTT_FWD_SPARSE, NULL, a, NULL, NULL, NULL, gap);
 }
 static ts_status_t cpu_add(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
                            const ts_bk_batch_t *a, const ts_bk_batch_t *b)
@@ -634,6 +646,7 @@ static const struct ts_backend_i cpu_iface = {
     .conv_free = cpu_conv_free,
     .ntt_forward = cpu_ntt_fwd,
     .ntt_inverse = cpu_ntt_inv,
+    .ntt_forward_sparse = cpu_ntt_fwd_sparse,
     .add = cpu_add,
     .sub = cpu_sub,
     .neg = cpu_neg,

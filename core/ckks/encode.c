@@ -19,11 +19,13 @@ static bool pow2(size_t x)
 
 /* The encoding with an optional small error err[0..N) added to every
  * coefficient (the fused encode+encrypt): the residues of m + e, the same
- * words as adding e mod q_l to the residues of m. */
+ * words as adding e mod q_l to the residues of m. grid_only (err NULL): write
+ * only the coefficients k * gap, leave the others as they are (for
+ * ts_poly_ntt_sparse, which does not read them). */
 static ts_status_t encode_limbs(const ts_ckks_params_t *p, const double complex *vals,
                                 const double *reals, size_t count, size_t slots, double scale,
                                 int level, uint32_t np, uint64_t *limbs, size_t limb_stride,
-                                double complex *scratch, const int64_t *err)
+                                double complex *scratch, const int64_t *err, bool grid_only)
 {
     /* the moduli of limbs 0..nl-1: q_0..q_level, then np P primes */
     const int nl = level + 1 + (int)np;
@@ -33,7 +35,7 @@ static ts_status_t encode_limbs(const ts_ckks_params_t *p, const double complex 
         return TS_EINVAL;
     if (!(scale >= 1.0) || !isfinite(scale))
         return TS_ESCALE;
-    if (np > p->np || (np && err))
+    if (np > p->np || (np && err) || (grid_only && err))
         return TS_EINVAL;
     for (int l = 0; l < nl; l++)
         mods[l] = l <= level
@@ -61,6 +63,25 @@ static ts_status_t encode_limbs(const ts_ckks_params_t *p, const double complex 
         scratch[i] = re + I * im;
     }
     size_t gap = n / (2 * slots);
+    if (small && grid_only && gap != 1) {
+        /* stage the 2 slots integers compactly at the head of the last limb,
+         * reduce them per prime into the head of each limb (the last one in
+         * place), then move each limb's head out to the multiples of gap (top
+         * down: a destination k gap >= k only holds heads already moved) */
+        const size_t m = 2 * slots;
+        int64_t *c = (int64_t *)(limbs + (size_t)(nl - 1) * limb_stride);
+        for (size_t k = 0; k < slots; k++) {
+            c[k] = (int64_t)creal(scratch[k]);
+            c[k + slots] = (int64_t)cimag(scratch[k]);
+        }
+        for (int l = 0; l < nl; l++) {
+            uint64_t *d = limbs + (size_t)l * limb_stride;
+            ts_vec_from_i64(d, c, m, mods[l]);
+            for (size_t k = m; k-- > 1;)
+                d[k * gap] = d[k];
+        }
+        return TS_OK;
+    }
     if (small) {
         /* every coefficient (plus its error, |e| < 2^62) fits in an int64:
          * stage them in the last limb, then one vector reduction per prime
@@ -79,7 +100,7 @@ static ts_status_t encode_limbs(const ts_ckks_params_t *p, const double complex 
             ts_vec_from_i64(limbs + (size_t)l * limb_stride, c, n, mods[l]);
         return TS_OK;
     }
-    if (gap != 1)
+    if (gap != 1 && !grid_only)
         for (int l = 0; l < nl; l++)
             memset(limbs + (size_t)l * limb_stride, 0, n * sizeof(uint64_t));
     for (size_t k = 0; k < 2 * slots; k++) {
@@ -119,7 +140,7 @@ ts_status_t ts__ckks_encode_limbs(const ts_ckks_params_t *p, const double comple
                                   double complex *scratch)
 {
     return encode_limbs(p, vals, reals, count, slots, scale, level, 0, limbs, limb_stride, scratch,
-                        NULL);
+                        NULL, false);
 }
 
 /* The centered value of coefficient j over Q_l divided by scale. */
@@ -225,6 +246,30 @@ static int log2_slots(size_t slots)
     return l;
 }
 
+/*
+ * Encode into `out` (already shaped: level + 1 Q limbs, np P limbs,
+ * coefficient form) and bring it to NTT form. Host-memory backends with
+ * sparse slots (gap = N / (2 slots) > 1) write only the multiples of gap and
+ * take ts_poly_ntt_sparse: an (N/gap)-point NTT per limb and a spread, the
+ * same words as the full NTT. Otherwise the full polynomial and ts_poly_ntt.
+ */
+static ts_status_t encode_ntt(ts_ckks_encoder_t *e, const double complex *cv, const double *rv,
+                              size_t count, size_t slots, int level, double scale, uint32_t np,
+                              ts_poly_t *out)
+{
+    const ts_ckks_params_t *p = e->params;
+    ts_backend_t *be = ts_ring_backend(p->ring);
+    const bool sparse = be->host_memory && pow2(slots) && slots < p->n / 2;
+    uint64_t *dst = be->host_memory ? out->data : e->host;
+    ts_status_t st =
+        encode_limbs(p, cv, rv, count, slots, scale, level, np, dst, p->n, e->vals, NULL, sparse);
+    if (st == TS_OK && !be->host_memory)
+        st = ts_poly_upload(out, e->host);
+    if (st == TS_OK)
+        st = sparse ? ts_poly_ntt_sparse(out, (uint32_t)(p->n / (2 * slots))) : ts_poly_ntt(out);
+    return st;
+}
+
 static ts_status_t encode_any(ts_ckks_encoder_t *e, const double complex *cv, const double *rv,
                               size_t count, size_t slots, int level, double scale,
                               ts_ckks_plaintext_t *pt)
@@ -241,13 +286,7 @@ static ts_status_t encode_any(ts_ckks_encoder_t *e, const double complex *cv, co
     ts_status_t st = ts_poly_reshape(pt->poly, (uint32_t)level + 1, 0, false);
     if (st != TS_OK)
         return st;
-    ts_backend_t *be = ts_ring_backend(p->ring);
-    uint64_t *dst = be->host_memory ? pt->poly->data : e->host;
-    st = ts__ckks_encode_limbs(p, cv, rv, count, slots, scale, level, dst, p->n, e->vals);
-    if (st == TS_OK && !be->host_memory)
-        st = ts_poly_upload(pt->poly, e->host);
-    if (st == TS_OK)
-        st = ts_poly_ntt(pt->poly);
+    st = encode_ntt(e, cv, rv, count, slots, level, scale, 0, pt->poly);
     if (st != TS_OK) {
         ts_poly_reshape(pt->poly, (uint32_t)level + 1, 0, true);
         return st;
@@ -328,7 +367,7 @@ ts_status_t ts__ckks_encode_coeff(ts_ckks_encoder_t *e, const double complex *cv
         return st;
     ts_backend_t *be = ts_ring_backend(p->ring);
     uint64_t *dst = be->host_memory ? out->data : e->host;
-    st = encode_limbs(p, cv, rv, count, slots, scale, level, 0, dst, p->n, e->vals, err);
+    st = encode_limbs(p, cv, rv, count, slots, scale, level, 0, dst, p->n, e->vals, err, false);
     if (st == TS_OK && !be->host_memory)
         st = ts_poly_upload(out, e->host);
     return st;
@@ -349,14 +388,7 @@ ts_status_t ts__ckks_encode_qp(ts_ckks_encoder_t *e, const double complex *value
     ts_status_t st = ts_poly_reshape(out, (uint32_t)level + 1, np, false);
     if (st != TS_OK)
         return st;
-    ts_backend_t *be = ts_ring_backend(p->ring);
-    uint64_t *dst = be->host_memory ? out->data : e->host;
-    st = encode_limbs(p, values, reals, count, slots, scale, level, np, dst, p->n, e->vals, NULL);
-    if (st == TS_OK && !be->host_memory)
-        st = ts_poly_upload(out, e->host);
-    if (st == TS_OK)
-        st = ts_poly_ntt(out);
-    return st;
+    return encode_ntt(e, values, reals, count, slots, level, scale, np, out);
 }
 
 int64_t *ts__ckks_encoder_err(ts_ckks_encoder_t *e)

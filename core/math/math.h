@@ -289,6 +289,23 @@ void ts_ntt_inverse(const ts_ntt_table_t *t, uint64_t *a);
 ts_status_t ts_ntt_forward_impl(const ts_ntt_table_t *t, uint64_t *a, ts_ntt_impl_t impl);
 ts_status_t ts_ntt_inverse_impl(const ts_ntt_table_t *t, uint64_t *a, ts_ntt_impl_t impl);
 
+/*
+ * Forward NTT of a sparse polynomial a(X) = b(X^gap), gap a power of two with
+ * 1 <= gap <= N/2 (the CKKS encoding of N/(2 gap) slots): on entry
+ * a[k * gap] = b_k (in [0, 4q)) for k < M = N / gap, the other words are not
+ * read; on exit a holds exactly what ts_ntt_forward gives for that a. Cost:
+ * one M-point NTT and a spread instead of an N-point NTT.
+ * Why: with i = h * gap + r (h < M, r < gap), bitrev_logN(i) = bitrev_logM(h)
+ * + M * bitrev_loggap(r), and psi^gap is a primitive 2M-th root, so
+ * out[i] = b(psi^(gap (2 bitrev_logM(h) + 1))) = NTT_M(b)[h] for every r: the
+ * M-point bit-reversed transform with root psi^gap, each value repeated over
+ * gap consecutive words. Its twiddles (psi^gap)^bitrev_logM(j) = psi^bitrev_logN(j)
+ * are the first M entries of t's tables, so any implementation runs it on a
+ * view of t with n = M. impl as ts_ntt_forward_impl; TS_EINVAL for a bad gap.
+ */
+ts_status_t ts_ntt_forward_sparse(const ts_ntt_table_t *t, uint32_t gap, uint64_t *a,
+                                  ts_ntt_impl_t impl);
+
 /* ts_vec_op with a forced implementation (tests): TS_NTT_IMPL_PORTABLE,
  * TS_NTT_IMPL_AVX512 (TS_ENOTSUP when absent; products with q >= 2^50 and a
  * tail below 8 words run the portable code) or TS_NTT_IMPL_AUTO. TS_EINVAL for

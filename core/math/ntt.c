@@ -280,6 +280,44 @@ ts_status_t ts_ntt_inverse_impl(const ts_ntt_table_t *t, uint64_t *a, ts_ntt_imp
     return TS_EINVAL;
 }
 
+ts_status_t ts_ntt_forward_sparse(const ts_ntt_table_t *t, uint32_t gap, uint64_t *a,
+                                  ts_ntt_impl_t impl)
+{
+    if (!t || !a || !gap || (gap & (gap - 1)) || gap > t->n / 2)
+        return TS_EINVAL;
+    if (impl != TS_NTT_IMPL_AUTO && impl != TS_NTT_IMPL_PORTABLE && impl != TS_NTT_IMPL_AVX2 &&
+        impl != TS_NTT_IMPL_AVX512)
+        return TS_EINVAL;
+    if ((impl == TS_NTT_IMPL_AVX2 && !ts_cpu_has_avx2()) ||
+        (impl == TS_NTT_IMPL_AVX512 && !ts_cpu_has_avx512()))
+        return TS_ENOTSUP;
+    if (gap == 1)
+        return ts_ntt_forward_impl(t, a, impl);
+    const uint32_t m = t->n / gap;
+    /* gather b into a[0..m) (a[k] <- a[k gap]: each source lies above every
+     * destination written before it) */
+    for (uint32_t k = 1; k < m; k++)
+        a[k] = a[(size_t)k * gap];
+    /* the M-point transform: a view of t with the first M twiddles */
+    ts_ntt_table_t sub = *t;
+    sub.n = m;
+    sub.logn = 0;
+    while ((1u << sub.logn) < m)
+        sub.logn++;
+    ts_status_t st = ts_ntt_forward_impl(&sub, a, impl);
+    if (st != TS_OK) /* not reached: impl was checked above */
+        return st;
+    /* spread, top down: block h (words h gap .. h gap + gap - 1) only covers
+     * a[j] with j >= h, already read */
+    for (uint32_t h = m; h-- > 0;) {
+        const uint64_t v = a[h];
+        uint64_t *d = a + (size_t)h * gap;
+        for (uint32_t r = 0; r < gap; r++)
+            d[r] = v;
+    }
+    return TS_OK;
+}
+
 void ts_ntt_automorphism_index(uint32_t n, uint64_t k, uint32_t *idx)
 {
     uint32_t logn = 0;

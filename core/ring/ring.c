@@ -436,6 +436,53 @@ ts_status_t ts_poly_ntt(ts_poly_t *p)
     return st;
 }
 
+/* Zero the words of every limb off the multiples of gap (host memory). */
+static void zero_off_grid(uint64_t *w, size_t limbs, uint32_t n, uint32_t gap)
+{
+    for (size_t l = 0; l < limbs; l++, w += n)
+        for (uint32_t k = 0; k < n; k += gap)
+            memset(w + k + 1, 0, (gap - 1) * sizeof(uint64_t));
+}
+
+ts_status_t ts_poly_ntt_sparse(ts_poly_t *p, uint32_t gap)
+{
+    if (!p)
+        return TS_EINVAL;
+    const uint32_t n = p->ring->n;
+    if (!gap || (gap & (gap - 1)) || gap > n / 2)
+        return TS_EINVAL;
+    if (p->is_ntt)
+        return TS_OK;
+    if (gap == 1)
+        return ts_poly_ntt(p);
+    ts_backend_t *be = p->ring->backend;
+    ts_bk_batch_t b = ts_poly_batch(p);
+    ts_status_t st;
+    if (be->iface->ntt_forward_sparse) {
+        st = ts_backend_ntt_forward_sparse(be, p->ring->bk, &b, gap);
+    } else {
+        /* the fallback: make the other words 0, then the full transform */
+        const size_t limbs = p->nq + p->np, bytes = poly_words(p) * sizeof(uint64_t);
+        if (be->host_memory) {
+            zero_off_grid(p->data, limbs, n, gap);
+            st = TS_OK;
+        } else {
+            uint64_t *h = ts_malloc(bytes);
+            st = h ? ts_backend_download(be, h, p->data, bytes) : TS_ENOMEM;
+            if (st == TS_OK) {
+                zero_off_grid(h, limbs, n, gap);
+                st = ts_backend_upload(be, p->data, h, bytes);
+            }
+            ts_free(h);
+        }
+        if (st == TS_OK)
+            st = ts_backend_ntt_forward(be, p->ring->bk, &b);
+    }
+    if (st == TS_OK)
+        p->is_ntt = true;
+    return st;
+}
+
 ts_status_t ts_poly_intt(ts_poly_t *p)
 {
     if (!p)

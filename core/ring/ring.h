@@ -127,6 +127,15 @@ ts_status_t ts_poly_mul_scalar(ts_poly_t *out, const ts_poly_t *a, const uint64_
 /* In-place form changes; no-ops when already in the requested form. */
 ts_status_t ts_poly_ntt(ts_poly_t *p);
 ts_status_t ts_poly_intt(ts_poly_t *p);
+/* The forward NTT of a sparse polynomial a(X) = b(X^gap), gap a power of two
+ * <= N/2 (a CKKS encoding of N/(2 gap) slots): p in coefficient form holds b_k
+ * at coefficient k * gap of every limb; the other coefficients are not read
+ * (taken as 0). p becomes the NTT form of a, bit-exactly ts_poly_ntt's result
+ * for that a, at the cost of an (N/gap)-point NTT and a spread per limb
+ * (core/math ts_ntt_forward_sparse) when the backend has the op, else of
+ * zeroing + ts_poly_ntt. gap = 1 is ts_poly_ntt; a no-op in NTT form;
+ * TS_EINVAL for a bad gap. */
+ts_status_t ts_poly_ntt_sparse(ts_poly_t *p, uint32_t gap);
 /* out = a(X^k) for odd k (any form; out keeps a's form). out must not alias a. */
 ts_status_t ts_poly_automorphism(ts_poly_t *out, const ts_poly_t *a, uint64_t k);
 /* Keep the first nq Q-limbs (requires np == 0 and 1 <= nq <= p->nq). */
