@@ -1666,7 +1666,7 @@ static void rope_row_coeffs(const ts_llm_enc_t *e, int pos, int rows, double *cr
  */
 static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *gain,
                           const double *bias, int rows, int cols, int pin, int pout,
-                          const mv_fold_t *fold, ct_t *x, ct_t *out)
+                          const mv_fold_t *fold, ts_ckks_bsgs_t **shared, ct_t *x, ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
     int slots = e->slots, n1 = baby_steps(pin), n2 = pin / n1;
@@ -1681,21 +1681,27 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
         ci = cr + rows;
         rope_row_coeffs(e, fold->rope_pos, rows, cr, ci);
     }
-    ct_t *rot[ENC_MAX_N1] = {0};
-    ct_t *acc = NULL, *tot = NULL, *t = NULL;
+    /* double-hoisted BSGS (ts_ckks_bsgs): the baby rotations of x over
+     * Q_l P once (shared by the matrices of one input when the caller
+     * passes `shared`: wq wk wv, w1 w3), one ModDown per product */
+    ts_ckks_bsgs_t *own = NULL, *h = shared ? *shared : NULL;
+    ct_t *tot = NULL;
     int64_t steps[ENC_MAX_N1];
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_MATVEC);
     TRY(need(s, x, 1));
     int lv = ts_ckks_ciphertext_level(x);
-    for (int b = 0; b < n1; b++) {
-        TRY(ct_new(s, &rot[b]));
-        steps[b] = b;
+    double sc = (double)ts_ckks_params_q(e->params, (size_t)lv);
+    if (!h) {
+        for (int b = 0; b < n1; b++)
+            steps[b] = b;
+        TRY(ts_ckks_bsgs_new(s->ev, x, steps, (size_t)n1, &h));
+        if (shared)
+            *shared = h;
+        else
+            own = h;
     }
-    TRY(ct_new(s, &acc));
     TRY(ct_new(s, &tot));
-    TRY(ct_new(s, &t));
-    TRY(ts_ckks_rotate_hoisted(s->ev, x, steps, (size_t)n1, rot));
     bool have_tot = false;
     for (int g = 0; g < n2; g++) {
         bool have_acc = false;
@@ -1724,30 +1730,19 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
             }
             if (!nz)
                 continue;
-            TRY(encode_buf(s, lv));
-            if (!have_acc) {
-                TRY(ts_ckks_mul_plain(s->ev, rot[b], s->pt, acc));
-                have_acc = true;
-            } else {
-                TRY(ts_ckks_mul_plain(s->ev, rot[b], s->pt, t));
-                TRY(ts_ckks_add(s->ev, acc, t, acc));
-            }
+            TRY(ts_ckks_bsgs_mul_add(h, (size_t)b, s->ecd, NULL, s->buf, (size_t)slots, sc));
+            have_acc = true;
         }
         if (!have_acc)
             continue;
-        if (g > 0)
-            TRY(ts_ckks_rotate(s->ev, acc, (int64_t)g * n1, acc));
-        if (!have_tot) {
-            TRY(ts_ckks_ciphertext_copy(tot, acc));
-            have_tot = true;
-        } else {
-            TRY(ts_ckks_add(s->ev, tot, acc, tot));
-        }
+        TRY(ts_ckks_bsgs_giant(h, (int64_t)g * n1));
+        have_tot = true;
     }
     if (!have_tot) {
         st = TS_EINVAL;
         goto done;
     }
+    TRY(ts_ckks_bsgs_finish(h, tot));
     TRY(ts_ckks_rescale(s->ev, tot, out));
     if (bias && fold && fold->first_block) {
         for (int j = 0; j < slots; j++)
@@ -1759,11 +1754,8 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
 done:
     stage_to(s, prev_stage);
     ts_free(cr);
-    for (int b = 0; b < n1; b++)
-        ts_ckks_ciphertext_free(rot[b]);
-    ts_ckks_ciphertext_free(acc);
+    ts_ckks_bsgs_free(own);
     ts_ckks_ciphertext_free(tot);
-    ts_ckks_ciphertext_free(t);
     return st;
 }
 
@@ -1774,13 +1766,13 @@ done:
  * ts_llm_enc): W diag(g), exact products of two floats.
  */
 static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, bool fold,
-                                const mv_fold_t *mf, ct_t *x, ct_t *out)
+                                const mv_fold_t *mf, ts_ckks_bsgs_t **sh, ct_t *x, ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
     if (which == 7) {
         const double *b = e->gpt2 && fold ? e->bias_fold + (size_t)e->nl * e->bias_stride : NULL;
         const float *g = fold ? e->m->final_norm : NULL;
-        return matvec(s, e->m->wcls, g, b, e->vocab, e->dim, e->pd, e->pv, mf, x, out);
+        return matvec(s, e->m->wcls, g, b, e->vocab, e->dim, e->pd, e->pv, mf, sh, x, out);
     }
     if (layer < 0 || layer >= e->nl || which < 0 || which > 7 || (e->gpt2 && which == 5))
         return TS_EINVAL;
@@ -1796,21 +1788,21 @@ static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, b
         g = which <= 2 ? ly->attn_norm : which == 4 || which == 5 ? ly->ffn_norm : NULL;
     switch (which) {
     case 0:
-        return matvec(s, ly->wq, g, b, e->dim, e->dim, e->pd, e->pd, mf, x, out);
+        return matvec(s, ly->wq, g, b, e->dim, e->dim, e->pd, e->pd, mf, sh, x, out);
     case 1:
         return matvec(s, e->wk_x ? e->wk_x + (size_t)layer * e->dim * e->dim : ly->wk, g, b, e->dim,
-                      e->dim, e->pd, e->pd, mf, x, out);
+                      e->dim, e->pd, e->pd, mf, sh, x, out);
     case 2:
         return matvec(s, e->wv_x ? e->wv_x + (size_t)layer * e->dim * e->dim : ly->wv, g, b, e->dim,
-                      e->dim, e->pd, e->pd, mf, x, out);
+                      e->dim, e->pd, e->pd, mf, sh, x, out);
     case 3:
-        return matvec(s, ly->wo, g, b, e->dim, e->dim, e->pd, e->pd, mf, x, out);
+        return matvec(s, ly->wo, g, b, e->dim, e->dim, e->pd, e->pd, mf, sh, x, out);
     case 4:
-        return matvec(s, ly->w1, g, b, e->hid, e->dim, e->pd, e->ph, mf, x, out);
+        return matvec(s, ly->w1, g, b, e->hid, e->dim, e->pd, e->ph, mf, sh, x, out);
     case 5:
-        return matvec(s, ly->w3, g, b, e->hid, e->dim, e->pd, e->ph, mf, x, out);
+        return matvec(s, ly->w3, g, b, e->hid, e->dim, e->pd, e->ph, mf, sh, x, out);
     default:
-        return matvec(s, ly->w2, g, b, e->dim, e->hid, e->ph, e->pd, mf, x, out);
+        return matvec(s, ly->w2, g, b, e->dim, e->hid, e->ph, e->pd, mf, sh, x, out);
     }
 }
 
@@ -1824,7 +1816,7 @@ ts_status_t ts_llm_enc_matvec(ts_llm_enc_session_t *s, int layer, int which,
     stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, x));
-    TRY(matvec_which(s, layer, which, false, NULL, t, out));
+    TRY(matvec_which(s, layer, which, false, NULL, NULL, t, out));
 done:
     stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
@@ -2119,6 +2111,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     int k = e->cfg.softmax_k;
     ct_t *q = NULL, *kk = NULL, *v = NULL, *z = NULL, *y = NULL, *sq = NULL, *sum = NULL, *r = NULL,
          *vc = NULL;
+    ts_ckks_bsgs_t *sh = NULL; /* wq's, wk's and wv's baby rotations of xb */
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_ATTENTION);
     TRY(ct_new(s, &q));
@@ -2136,9 +2129,11 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
      * level below xb */
     const mv_fold_t fq = {e->gpt2 ? -1 : pos, false, 0.0}, fk = {e->gpt2 ? -1 : pos, true, 0.0},
                     fv = {-1, true, 0.0};
-    TRY(matvec_which(s, layer, 0, fold, &fq, xb, q));
-    TRY(matvec_which(s, layer, 1, fold, &fk, xb, kk));
-    TRY(matvec_which(s, layer, 2, fold, &fv, xb, v));
+    TRY(matvec_which(s, layer, 0, fold, &fq, &sh, xb, q));
+    TRY(matvec_which(s, layer, 1, fold, &fk, &sh, xb, kk));
+    TRY(matvec_which(s, layer, 2, fold, &fv, &sh, xb, v));
+    ts_ckks_bsgs_free(sh);
+    sh = NULL;
     TRY(cache_put(s, &s->kc[layer], kk, pos));
     TRY(cache_put(s, &s->vc[layer], v, pos));
     /* scores: q (.) K, summed inside each head, masked and scaled, replicated */
@@ -2233,6 +2228,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     TRY(rot_sum(s, out, e->pd, e->slots));
 done:
     stage_to(s, prev_stage);
+    ts_ckks_bsgs_free(sh);
     ts_ckks_ciphertext_free(q);
     ts_ckks_ciphertext_free(kk);
     ts_ckks_ciphertext_free(v);
@@ -2316,6 +2312,7 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
 {
     const ts_llm_enc_t *e = s->e;
     ct_t *h1 = NULL, *h3 = NULL, *g = NULL;
+    ts_ckks_bsgs_t *sh = NULL; /* w1's and w3's baby rotations of xb */
     ts_status_t st;
     TRY(ct_new(s, &h1));
     TRY(ct_new(s, &h3));
@@ -2327,11 +2324,13 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
     if (cb && !e->gpt2)
         cheb_map(cb, &al, &be);
     const mv_fold_t f1 = {-1, false, al};
-    TRY(matvec_which(s, layer, 4, fold, &f1, xb, h1));
+    TRY(matvec_which(s, layer, 4, fold, &f1, &sh, xb, h1));
     if (cb && !e->gpt2)
         TRY(ts_ckks_add_const(s->ev, h1, be, h1));
     if (!e->gpt2)
-        TRY(matvec_which(s, layer, 5, fold, NULL, xb, h3));
+        TRY(matvec_which(s, layer, 5, fold, NULL, &sh, xb, h3));
+    ts_ckks_bsgs_free(sh);
+    sh = NULL;
     if (cb && !e->gpt2) {
         /* h3 (which the activation's output multiplies) rides along when
          * the series needs a bootstrap of h1, at the activation's bound: w3 x
@@ -2348,8 +2347,9 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
     TRY(activation(s, h1, g));
     if (!e->gpt2)
         TRY(mul_cc(s, g, h3, g));
-    TRY(matvec_which(s, layer, 6, fold, NULL, g, out));
+    TRY(matvec_which(s, layer, 6, fold, NULL, NULL, g, out));
 done:
+    ts_ckks_bsgs_free(sh);
     ts_ckks_ciphertext_free(h1);
     ts_ckks_ciphertext_free(h3);
     ts_ckks_ciphertext_free(g);
@@ -2411,14 +2411,14 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
     for (int l = 0; l < e->nl; l++) {
         TRY(norm(s, NULL, NULL, xx, xb));
         TRY(attention(s, l, true, xb, pos, o));
-        TRY(matvec_which(s, l, 3, true, NULL, o, o));
+        TRY(matvec_which(s, l, 3, true, NULL, NULL, o, o));
         TRY(resid(s, 2 * l, xx, o));
         TRY(norm(s, NULL, NULL, xx, xb));
         TRY(ffn(s, l, true, xb, o));
         TRY(resid(s, 2 * l + 1, xx, o));
     }
     TRY(norm(s, NULL, NULL, xx, xb));
-    TRY(matvec_which(s, 0, 7, true, NULL, xb, logits));
+    TRY(matvec_which(s, 0, 7, true, NULL, NULL, xb, logits));
     s->next_pos = pos + 1;
     s->stats.steps++;
 done:
@@ -2454,7 +2454,7 @@ ts_status_t ts_llm_enc_embed(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t
     stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, onehot));
-    TRY(matvec(s, wt, NULL, NULL, e->dim, e->vocab, e->pv, e->pd, NULL, t, out));
+    TRY(matvec(s, wt, NULL, NULL, e->dim, e->vocab, e->pv, e->pd, NULL, NULL, t, out));
 done:
     stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
