@@ -247,8 +247,8 @@ static int log2_slots(size_t slots)
 }
 
 /*
- * Encode into `out` (already shaped: level + 1 Q limbs, np P limbs,
- * coefficient form) and bring it to NTT form. Host-memory backends with
+ * Encode into `out` (reshaped to level + 1 Q limbs and np P limbs without
+ * zeroing: every word gets written) and bring it to NTT form. Host-memory backends with
  * sparse slots (gap = N / (2 slots) > 1) write only the multiples of gap and
  * take ts_poly_ntt_sparse: an (N/gap)-point NTT per limb and a spread, the
  * same words as the full NTT. Otherwise the full polynomial and ts_poly_ntt.
@@ -260,13 +260,19 @@ static ts_status_t encode_ntt(ts_ckks_encoder_t *e, const double complex *cv, co
     const ts_ckks_params_t *p = e->params;
     ts_backend_t *be = ts_ring_backend(p->ring);
     const bool sparse = be->host_memory && pow2(slots) && slots < p->n / 2;
+    /* every word is written below (the grid by the encoding, the rest by the
+     * sparse NTT's spread): no zeroing first */
+    ts_status_t st = ts_poly_reshape_uninit(out, (uint32_t)level + 1, np, false);
+    if (st != TS_OK)
+        return st;
     uint64_t *dst = be->host_memory ? out->data : e->host;
-    ts_status_t st =
-        encode_limbs(p, cv, rv, count, slots, scale, level, np, dst, p->n, e->vals, NULL, sparse);
+    st = encode_limbs(p, cv, rv, count, slots, scale, level, np, dst, p->n, e->vals, NULL, sparse);
     if (st == TS_OK && !be->host_memory)
         st = ts_poly_upload(out, e->host);
     if (st == TS_OK)
         st = sparse ? ts_poly_ntt_sparse(out, (uint32_t)(p->n / (2 * slots))) : ts_poly_ntt(out);
+    if (st != TS_OK) /* a well-formed zero rather than a half-written polynomial */
+        ts_poly_reshape(out, (uint32_t)level + 1, np, true);
     return st;
 }
 
@@ -283,14 +289,9 @@ static ts_status_t encode_any(ts_ckks_encoder_t *e, const double complex *cv, co
         return TS_ELEVEL;
     if (slots == 0)
         slots = (size_t)1 << p->log_slots;
-    ts_status_t st = ts_poly_reshape(pt->poly, (uint32_t)level + 1, 0, false);
+    ts_status_t st = encode_ntt(e, cv, rv, count, slots, level, scale, 0, pt->poly);
     if (st != TS_OK)
         return st;
-    st = encode_ntt(e, cv, rv, count, slots, level, scale, 0, pt->poly);
-    if (st != TS_OK) {
-        ts_poly_reshape(pt->poly, (uint32_t)level + 1, 0, true);
-        return st;
-    }
     pt->scale = scale;
     pt->log_slots = log2_slots(slots);
     return TS_OK;
@@ -384,11 +385,7 @@ ts_status_t ts__ckks_encode_qp(ts_ckks_encoder_t *e, const double complex *value
         return TS_ELEVEL;
     if (slots == 0)
         slots = (size_t)1 << p->log_slots;
-    const uint32_t np = (uint32_t)p->np;
-    ts_status_t st = ts_poly_reshape(out, (uint32_t)level + 1, np, false);
-    if (st != TS_OK)
-        return st;
-    return encode_ntt(e, values, reals, count, slots, level, scale, np, out);
+    return encode_ntt(e, values, reals, count, slots, level, scale, (uint32_t)p->np, out);
 }
 
 int64_t *ts__ckks_encoder_err(ts_ckks_encoder_t *e)

@@ -18,6 +18,11 @@ void ts__ntt_inverse_avx2_last(const ts_ntt_table_t *t, uint64_t *a);
 void ts__ntt_forward_avx512(const ts_ntt_table_t *t, uint64_t *a);
 void ts__ntt_inverse_avx512(const ts_ntt_table_t *t, uint64_t *a);
 
+/* The spread of ts_ntt_forward_sparse: a[h gap + r] = a[h] for h < m, r < gap
+ * (top down, in place), gap a power of two >= 8, or 2 or 4 with m a multiple
+ * of 8: 64-byte stores (math/ntt_avx512.c; only when ts_cpu_has_avx512()). */
+void ts__ntt_spread_avx512(uint64_t *a, uint32_t m, uint32_t gap);
+
 /* AVX-512 HPS conversion (math/rns_avx512.c): n coefficients, 2 <= na <= 15;
  * moddown as in ts_rns_conv_moddown. Only when ts__rns_conv_avx512_built(). */
 void ts__rns_conv_avx512(const ts_rns_conv_t *c, const uint64_t *in, size_t in_stride,

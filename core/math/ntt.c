@@ -309,6 +309,10 @@ ts_status_t ts_ntt_forward_sparse(const ts_ntt_table_t *t, uint32_t gap, uint64_
         return st;
     /* spread, top down: block h (words h gap .. h gap + gap - 1) only covers
      * a[j] with j >= h, already read */
+    if ((gap >= 8 || m % 8 == 0) && ts_cpu_has_avx512()) {
+        ts__ntt_spread_avx512(a, m, gap);
+        return TS_OK;
+    }
     for (uint32_t h = m; h-- > 0;) {
         const uint64_t v = a[h];
         uint64_t *d = a + (size_t)h * gap;

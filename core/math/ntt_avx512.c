@@ -302,7 +302,45 @@ void ts__ntt_inverse_avx512(const ts_ntt_table_t *t, uint64_t *a)
     }
 }
 
+void ts__ntt_spread_avx512(uint64_t *a, uint32_t m, uint32_t gap)
+{
+    if (gap >= 8) {
+        for (uint32_t h = m; h-- > 0;) {
+            const v8 v = SET1(a[h]);
+            uint64_t *d = a + (size_t)h * gap;
+            for (uint32_t r = 0; r < gap; r += 8)
+                ST(d + r, v);
+        }
+        return;
+    }
+    /* gap 2 or 4: eight values at a time, each vector of the output holds
+     * 8 / gap of them (lane j of output vector s: value (8 s + j) / gap);
+     * the eight are loaded before their block is written */
+    v8 idx[4];
+    for (uint32_t s = 0; s < gap; s++)
+        idx[s] = _mm512_set_epi64((8 * s + 7) / gap, (8 * s + 6) / gap, (8 * s + 5) / gap,
+                                  (8 * s + 4) / gap, (8 * s + 3) / gap, (8 * s + 2) / gap,
+                                  (8 * s + 1) / gap, (8 * s) / gap);
+    for (uint32_t hb = m; hb >= 8;) {
+        hb -= 8;
+        const v8 v = LD(a + hb);
+        uint64_t *d = a + (size_t)hb * gap;
+        for (uint32_t s = 0; s < gap; s++)
+            ST(d + 8 * s, _mm512_permutexvar_epi64(idx[s], v));
+    }
+}
+
 #else /* the compiler cannot target AVX-512: the AVX2 kernels */
+
+void ts__ntt_spread_avx512(uint64_t *a, uint32_t m, uint32_t gap)
+{
+    for (uint32_t h = m; h-- > 0;) {
+        const uint64_t v = a[h];
+        uint64_t *d = a + (size_t)h * gap;
+        for (uint32_t r = 0; r < gap; r++)
+            d[r] = v;
+    }
+}
 
 void ts__ntt_forward_avx512(const ts_ntt_table_t *t, uint64_t *a)
 {

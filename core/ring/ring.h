@@ -109,6 +109,11 @@ ts_status_t ts_poly_zero(ts_poly_t *p);
 /* Change the shape (values become 0) within the capacity. */
 ts_status_t ts_poly_reshape(ts_poly_t *p, uint32_t nq, uint32_t np, bool is_ntt);
 
+/* The same without the zeroing: the words keep whatever they held (not even
+ * reduced modulo the new limbs' primes), so the caller must write every word
+ * before any other use (an encoder that writes the whole polynomial next). */
+ts_status_t ts_poly_reshape_uninit(ts_poly_t *p, uint32_t nq, uint32_t np, bool is_ntt);
+
 /* The batch view of a polynomial (one poly, its limbs, their modulus indices). */
 ts_bk_batch_t ts_poly_batch(const ts_poly_t *p);
 

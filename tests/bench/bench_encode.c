@@ -8,6 +8,7 @@
  * the cost a sparse encode avoids).
  *
  * Usage: bench_encode [--json PATH] [--quick] [--log-n L] [--limbs K] [--threads T]
+ *                     [--log-slots S]   (S: only that encode row)
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,7 +38,7 @@ static uint64_t proc_cpu_ns(void)
 int main(int argc, char **argv)
 {
     const char *json = NULL;
-    int quick = 0, log_n = 16, limbs = 13, threads = 1;
+    int quick = 0, log_n = 16, limbs = 13, threads = 1, only = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
             json = argv[++i];
@@ -49,9 +50,12 @@ int main(int argc, char **argv)
             limbs = atoi(argv[++i]);
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--log-slots") == 0 && i + 1 < argc)
+            only = atoi(argv[++i]);
         else {
             fprintf(stderr,
-                    "usage: %s [--json PATH] [--quick] [--log-n L] [--limbs K] [--threads T]\n",
+                    "usage: %s [--json PATH] [--quick] [--log-n L] [--limbs K] [--threads T] "
+                    "[--log-slots S]\n",
                     argv[0]);
             return 2;
         }
@@ -118,6 +122,8 @@ int main(int argc, char **argv)
         const bool ntt_only = k == sizeof log_slots / sizeof log_slots[0];
         const size_t slots = ntt_only ? n / 2 : (size_t)1 << log_slots[k];
         if (!ntt_only && log_slots[k] > log_n - 1)
+            continue;
+        if (only && (ntt_only || log_slots[k] != only))
             continue;
         for (int r = 0; r < rounds; r++) {
             uint64_t t0 = proc_cpu_ns(), acc = 0;

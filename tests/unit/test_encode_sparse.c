@@ -142,6 +142,19 @@ static void check_ring(ts_ring_t *r)
         ts_poly_free(ref);
     }
     ck_assert_ts_status(ts_poly_ntt_sparse(NULL, 2), TS_EINVAL);
+    /* the shape change without zeroing keeps the words */
+    ts_poly_t *a = NULL;
+    ck_assert_ts_ok(ts_poly_new(r, nq, np, false, &a));
+    for (size_t i = 0; i < (size_t)(nq + np) * n; i++)
+        h[i] = i % 1000;
+    ck_assert_ts_ok(ts_poly_upload(a, h));
+    ck_assert_ts_ok(ts_poly_reshape_uninit(a, 1, np, true));
+    ck_assert(a->nq == 1 && a->np == np && a->is_ntt);
+    ck_assert(a->data[5] == 5 && a->data[n + 7] == (n + 7) % 1000);
+    ck_assert_ts_status(ts_poly_reshape_uninit(a, nq + 1, 0, false), TS_ELEVEL);
+    ck_assert_ts_status(ts_poly_reshape_uninit(a, 0, 0, false), TS_ELEVEL);
+    ck_assert_ts_status(ts_poly_reshape_uninit(NULL, 1, 0, false), TS_EINVAL);
+    ts_poly_free(a);
     ts_free(h);
 }
 
