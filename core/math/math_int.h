@@ -40,6 +40,9 @@ void ts__vec_avx512(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64
 bool ts__vec_avx512_built(void);
 void ts__vec_dot_avx512(uint64_t *o, const uint64_t *const *x, const uint64_t *const *y,
                         size_t terms, size_t n, const ts_modulus_t *m);
+/* The same for 2^50 <= q < 2^62 and at most 1024 terms (vecmod_avx512.c). */
+void ts__vec_dot62_avx512(uint64_t *o, const uint64_t *const *x, const uint64_t *const *y,
+                          size_t terms, size_t n, const ts_modulus_t *m);
 void ts__vec_from_i64_avx512(uint64_t *o, const int64_t *x, size_t n, const ts_modulus_t *m);
 void ts__vec_center_lift_avx512(uint64_t *o, const uint64_t *x, size_t n, uint64_t p,
                                 const ts_modulus_t *m);

@@ -214,6 +214,10 @@ static void dot_run(uint64_t *o, const uint64_t *const *x, const uint64_t *const
         done = n & ~(size_t)7;
         if (done)
             ts__vec_dot_avx512(o, x, y, terms, done, m);
+    } else if (vec && m->q < (1ULL << 62) && terms <= 1024) {
+        done = n & ~(size_t)7;
+        if (done)
+            ts__vec_dot62_avx512(o, x, y, terms, done, m);
     }
     for (size_t i = done; i < n; i++) {
         ts_u128_t acc = 0;

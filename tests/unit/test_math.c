@@ -649,18 +649,19 @@ START_TEST(test_vec_from_i64)
 }
 END_TEST
 
-/* Dot products: every kernel against the term-by-term definition, for 1..40
+/* Dot products: every kernel against the term-by-term definition, for 1..300
  * terms (reductions after 15 in the portable code), q - 1 terms, primes on
- * both sides of the 2^50 IFMA limit. */
+ * both sides of the 2^50 IFMA limit and up to 61 bits (the split-operand
+ * kernel), and 1024 / 1025 terms of (q - 1)^2 (its accumulator bound). */
 START_TEST(test_vec_dot)
 {
-    const uint32_t qbits[] = {30, 40, 49, 50, 51, 61};
-    const size_t tcounts[] = {1, 2, 7, 15, 16, 40};
+    const uint32_t qbits[] = {30, 40, 49, 50, 51, 55, 60, 61};
+    const size_t tcounts[] = {1, 2, 7, 15, 16, 40, 300};
     bool have = ts_cpu_has_avx512();
-    enum { N = 45, T = 40 };
+    enum { N = 45, T = 300 };
     static uint64_t xs[T][N], ys[T][N];
     const uint64_t *xp[T], *yp[T];
-    for (int qi = 0; qi < 6; qi++) {
+    for (int qi = 0; qi < 8; qi++) {
         uint64_t q;
         ck_assert_ts_ok(ts_primes_ntt(qbits[qi], 1 << 10, 1, TS_PRIMES_DESCENDING, NULL, 0, &q));
         ts_modulus_t m;
@@ -673,7 +674,7 @@ START_TEST(test_vec_dot)
             xp[t] = xs[t];
             yp[t] = ys[t];
         }
-        for (size_t ti = 0; ti < 6; ti++) {
+        for (size_t ti = 0; ti < 7; ti++) {
             const size_t terms = tcounts[ti];
             uint64_t want[N], o1[N], o2[N];
             for (int i = 0; i < N; i++) {
@@ -691,6 +692,20 @@ START_TEST(test_vec_dot)
                               terms);
             ts_vec_dot(o2, xp, yp, terms, N, &m);
             ck_assert(!memcmp(o2, want, sizeof want));
+        }
+        /* the 62-bit kernel's bound: 1024 terms of (q - 1)^2 (and 1025, portable) */
+        static const uint64_t *xl[1025], *yl[1025];
+        for (size_t t = 0; t < 1025; t++) {
+            xl[t] = xs[0];
+            yl[t] = ys[0];
+        }
+        for (size_t terms = 1024; terms <= 1025; terms++) {
+            uint64_t want[N], o2[N];
+            for (int i = 0; i < N; i++)
+                want[i] = ts_mod_mul(ts_mod_mul(xs[0][i], ys[0][i], &m), terms % q, &m);
+            ts_vec_dot(o2, xl, yl, terms, N, &m);
+            ck_assert_msg(!memcmp(o2, want, sizeof want), "dot q %u bits, %zu equal terms",
+                          qbits[qi], terms);
         }
     }
 }
