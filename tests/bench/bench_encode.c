@@ -121,8 +121,10 @@ int main(int argc, char **argv)
     for (size_t k = 0; k <= sizeof log_slots / sizeof log_slots[0]; k++) {
         const bool ntt_only = k == sizeof log_slots / sizeof log_slots[0];
         const size_t slots = ntt_only ? n / 2 : (size_t)1 << log_slots[k];
-        if (!ntt_only && log_slots[k] > log_n - 1)
-            continue;
+        if (!ntt_only &&
+            (log_slots[k] > log_n - 1 ||
+             (k + 1 < sizeof log_slots / sizeof log_slots[0] && log_slots[k] == log_n - 1)))
+            continue; /* out of range, or the full row listed twice */
         if (only && (ntt_only || log_slots[k] != only))
             continue;
         for (int r = 0; r < rounds; r++) {
