@@ -174,7 +174,8 @@ uint64_t ts_mod_inv(uint64_t a, uint64_t q);
 /*
  * Element-wise operations on n words mod m->q, inputs reduced, outputs
  * reduced; o may alias a or b. An AVX-512 kernel is chosen at run time
- * (products with the 52-bit IFMA unit when q < 2^50); every implementation
+ * (products with the 52-bit IFMA unit: directly when q < 2^50, with the
+ * operands split at bit 52 when 2^50 <= q < 2^62); every implementation
  * returns the unique reduced result, so they agree word for word.
  *   TS_VEC_ADD        o = a + b          TS_VEC_SUB  o = a - b
  *   TS_VEC_MUL        o = a b            TS_VEC_MUL_ADD  o = o + a b
@@ -202,8 +203,9 @@ void ts_vec_center_lift(uint64_t *o, const uint64_t *x, size_t n, uint64_t p,
 /*
  * Dot products over `terms` vectors: o[i] = sum_t x[t][i] y[t][i] mod q
  * (inputs reduced; o must not alias an input). 128-bit accumulation; the
- * AVX-512 kernel (q < 2^50, terms < 4096) keeps the 104-bit products as
- * two 52-bit-weighted sums and reduces once. Same words from every kernel.
+ * AVX-512 kernels keep the products as 52-bit-weighted sums and reduce once:
+ * two sums for q < 2^50 (terms < 4096), three with the operands split at bit
+ * 52 for 2^50 <= q < 2^62 (terms <= 1024). Same words from every kernel.
  */
 void ts_vec_dot(uint64_t *o, const uint64_t *const *x, const uint64_t *const *y, size_t terms,
                 size_t n, const ts_modulus_t *m);
@@ -307,8 +309,8 @@ ts_status_t ts_ntt_forward_sparse(const ts_ntt_table_t *t, uint32_t gap, uint64_
                                   ts_ntt_impl_t impl);
 
 /* ts_vec_op with a forced implementation (tests): TS_NTT_IMPL_PORTABLE,
- * TS_NTT_IMPL_AVX512 (TS_ENOTSUP when absent; products with q >= 2^50 and a
- * tail below 8 words run the portable code) or TS_NTT_IMPL_AUTO. TS_EINVAL for
+ * TS_NTT_IMPL_AVX512 (TS_ENOTSUP when absent; a tail below 8 words runs the
+ * portable code) or TS_NTT_IMPL_AUTO. TS_EINVAL for
  * bad arguments (s >= q included). */
 ts_status_t ts_vec_op_impl(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b,
                            uint64_t s, size_t n, const ts_modulus_t *m, ts_ntt_impl_t impl);

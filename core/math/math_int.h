@@ -34,7 +34,7 @@ void ts__rns_conv1_avx512(const ts_rns_conv_t *c, const uint64_t *in, uint64_t *
                           size_t out_stride, size_t n, bool moddown, const uint64_t *x_b);
 
 /* AVX-512 element-wise kernels (math/vecmod_avx512.c), n a multiple of 8;
- * products need q < 2^50. Only when ts__vec_avx512_built(). */
+ * products need q < 2^62. Only when ts__vec_avx512_built(). */
 void ts__vec_avx512(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b, uint64_t s,
                     size_t n, const ts_modulus_t *m);
 bool ts__vec_avx512_built(void);

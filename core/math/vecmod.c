@@ -44,8 +44,8 @@ static bool vec_avx512_ok(ts_vec_op_t op, const ts_modulus_t *m)
 {
     if (!ts__vec_avx512_built() || !ts_cpu_has_avx512())
         return false;
-    /* products: the 52-bit IFMA kernels need q < 2^50 */
-    if ((op == TS_VEC_MUL || op == TS_VEC_MUL_ADD) && m->q >= (1ULL << 50))
+    /* products: the IFMA kernels take q < 2^62 (52-bit below 2^50, split operands above) */
+    if ((op == TS_VEC_MUL || op == TS_VEC_MUL_ADD) && m->q >= (1ULL << 62))
         return false;
     return true;
 }

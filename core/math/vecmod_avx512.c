@@ -8,7 +8,8 @@
  *  - multiply by a scalar: 64-bit Shoup (any q < 2^62);
  *  - products a b (q < 2^50, a, b < q): the 104-bit product by IFMA as
  *    hi 2^52 + lo, then hi (2^52 mod q) and lo each by a 52-bit Shoup product
- *    into [0, 2q), summed and corrected (plus o for multiply-add);
+ *    into [0, 2q), summed and corrected (plus o for multiply-add); for
+ *    2^50 <= q < 2^62 as one term of the 62-bit dot product;
  *  - dot products: q < 2^50 with two IFMA accumulators, 2^50 <= q < 2^62 with
  *    the operands split at bit 52 and three accumulators.
  */
@@ -52,6 +53,99 @@ static inline v8 mulshoup52(v8 a, v8 w, v8 wp, v8 q)
     return _mm512_and_si512(r, SET1(MASK52));
 }
 
+/* a c mod q in [0, 2q) for a < 2^64 and c < q < 2^63: 64-bit Shoup with cp = floor(c 2^64 / q) */
+static inline v8 mulshoup64(v8 a, v8 c, v8 cp, v8 q)
+{
+    return _mm512_sub_epi64(_mm512_mullo_epi64(a, c), _mm512_mullo_epi64(mulhi64(a, cp), q));
+}
+
+/* The constants of the 62-bit products: q, 2q, 2^52 mod q and 2^104 mod q with their Shoup
+ * constants. */
+typedef struct {
+    v8 q, q2, w1, w1p, w2, w2p;
+} c62_t;
+
+static inline c62_t c62_init(uint64_t qs)
+{
+    const uint64_t c1 = (uint64_t)(((ts_u128_t)1 << 52) % qs);
+    const uint64_t c2 = (uint64_t)(((ts_u128_t)c1 << 52) % qs);
+    c62_t c = {.q = SET1(qs),
+               .q2 = SET1(2 * qs),
+               .w1 = SET1(c1),
+               .w1p = SET1(ts_shoup_precompute(c1, qs)),
+               .w2 = SET1(c2),
+               .w2p = SET1(ts_shoup_precompute(c2, qs))};
+    return c;
+}
+
+/* (x y) into the accumulators by weight 1, 2^52, 2^104 (x, y < 2^62; see the dot below). */
+static inline void madd62(v8 *a0, v8 *a1, v8 *a2, v8 xv, v8 yv)
+{
+    v8 xh = _mm512_srli_epi64(xv, 52), yh = _mm512_srli_epi64(yv, 52);
+    /* IFMA reads the low 52 bits of its operands: xv, yv act as their low parts */
+    *a0 = _mm512_madd52lo_epu64(*a0, xv, yv);
+    *a1 = _mm512_madd52hi_epu64(*a1, xv, yv);
+    *a1 = _mm512_madd52lo_epu64(*a1, xv, yh);
+    *a1 = _mm512_madd52lo_epu64(*a1, xh, yv);
+    *a2 = _mm512_madd52hi_epu64(*a2, xv, yh);
+    *a2 = _mm512_madd52hi_epu64(*a2, xh, yv);
+    *a2 = _mm512_madd52lo_epu64(*a2, xh, yh);
+}
+
+/* a0 + 2^52 a1 + 2^104 a2 mod q, reduced (a0 < 2^62, a1 < 2^64 - 2^10, a2 < 2^32; q >= 2^50). */
+static inline v8 reduce62(v8 a0, v8 a1, v8 a2, const c62_t *c)
+{
+    const v8 m52 = SET1(MASK52);
+    a1 = _mm512_add_epi64(a1, _mm512_srli_epi64(a0, 52));
+    a0 = _mm512_and_si512(a0, m52);
+    a2 = _mm512_add_epi64(a2, _mm512_srli_epi64(a1, 52));
+    a1 = _mm512_and_si512(a1, m52);
+    v8 r0 = csub(csub(a0, c->q2), c->q); /* a0 < 2^52 <= 4q */
+    v8 r1 = csub(mulshoup64(a1, c->w1, c->w1p, c->q), c->q);
+    v8 r2 = csub(mulshoup64(a2, c->w2, c->w2p, c->q), c->q);
+    v8 r = csub(_mm512_add_epi64(r0, r1), c->q);
+    return csub(_mm512_add_epi64(r, r2), c->q);
+}
+
+/*
+ * Dot products for 2^50 <= q < 2^62 (x, y < q) and at most 1024 terms: with
+ * x = xl + 2^52 xh, y = yl + 2^52 yh (xl, yl < 2^52; xh, yh < 2^10), IFMA
+ * accumulates the product's parts by weight: A0 (1) += lo52(xl yl); A1 (2^52)
+ * += hi52(xl yl) + lo52(xl yh) + lo52(xh yl); A2 (2^104) += hi52(xl yh) +
+ * hi52(xh yl) + xh yh. A1 grows by < 3 2^52 a term, so 1024 terms stay below
+ * 2^64 - 2^52. Carries then make A0, A1 < 2^52 (A2 < 2^32), and the sum is
+ * A0 + A1 (2^52 mod q) + A2 (2^104 mod q), the products by 64-bit Shoup,
+ * each piece corrected below q before the two additions.
+ */
+void ts__vec_dot62_avx512(uint64_t *o, const uint64_t *const *x, const uint64_t *const *y,
+                          size_t terms, size_t n, const ts_modulus_t *m)
+{
+    const c62_t c = c62_init(m->q);
+    const v8 zero = _mm512_setzero_si512();
+    for (size_t i = 0; i < n; i += 8) {
+        v8 a0 = zero, a1 = zero, a2 = zero;
+        for (size_t t = 0; t < terms; t++)
+            madd62(&a0, &a1, &a2, LD(x[t] + i), LD(y[t] + i));
+        ST(o + i, reduce62(a0, a1, a2, &c));
+    }
+}
+
+/* Products (and multiply-add) for 2^50 <= q < 2^62: one term of the dot above. */
+static void mul62(bool add, uint64_t *o, const uint64_t *a, const uint64_t *b, size_t n,
+                  uint64_t qs)
+{
+    const c62_t c = c62_init(qs);
+    const v8 zero = _mm512_setzero_si512();
+    for (size_t i = 0; i < n; i += 8) {
+        v8 a0 = zero, a1 = zero, a2 = zero;
+        madd62(&a0, &a1, &a2, LD(a + i), LD(b + i));
+        v8 r = reduce62(a0, a1, a2, &c);
+        if (add)
+            r = csub(_mm512_add_epi64(r, LD(o + i)), c.q);
+        ST(o + i, r);
+    }
+}
+
 void ts__vec_avx512(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b, uint64_t s,
                     size_t n, const ts_modulus_t *m)
 {
@@ -80,6 +174,10 @@ void ts__vec_avx512(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64
     }
     case TS_VEC_MUL:
     case TS_VEC_MUL_ADD: {
+        if (qs >= (1ULL << 50)) {
+            mul62(op == TS_VEC_MUL_ADD, o, a, b, n, qs);
+            break;
+        }
         /* q < 2^50: 2^52 mod q and the Shoup constants of it and of 1 */
         const uint64_t c52 = (1ULL << 52) % qs;
         const v8 w = SET1(c52), wp = SET1((uint64_t)(((ts_u128_t)c52 << 52) / qs));
@@ -143,57 +241,6 @@ void ts__vec_dot_avx512(uint64_t *o, const uint64_t *const *x, const uint64_t *c
         r = csub(_mm512_add_epi64(r, mulshoup52(b1, w2, w2p, q)), q4); /* < 6q -> < 4q */
         r = csub(csub(r, q2), q);
         ST(o + i, r);
-    }
-}
-
-/* a c mod q in [0, 2q) for a < 2^64 and c < q < 2^63: 64-bit Shoup with cp = floor(c 2^64 / q) */
-static inline v8 mulshoup64(v8 a, v8 c, v8 cp, v8 q)
-{
-    return _mm512_sub_epi64(_mm512_mullo_epi64(a, c), _mm512_mullo_epi64(mulhi64(a, cp), q));
-}
-
-/*
- * Dot products for 2^50 <= q < 2^62 (x, y < q) and at most 1024 terms: with
- * x = xl + 2^52 xh, y = yl + 2^52 yh (xl, yl < 2^52; xh, yh < 2^10), IFMA
- * accumulates the product's parts by weight: A0 (1) += lo52(xl yl); A1 (2^52)
- * += hi52(xl yl) + lo52(xl yh) + lo52(xh yl); A2 (2^104) += hi52(xl yh) +
- * hi52(xh yl) + xh yh. A1 grows by < 3 2^52 a term, so 1024 terms stay below
- * 2^64. Carries then make A0, A1 < 2^52 (A2 < 2^32), and the sum is
- * A0 + A1 (2^52 mod q) + A2 (2^104 mod q), the products by 64-bit Shoup,
- * each piece corrected below q before the two additions.
- */
-void ts__vec_dot62_avx512(uint64_t *o, const uint64_t *const *x, const uint64_t *const *y,
-                          size_t terms, size_t n, const ts_modulus_t *m)
-{
-    const uint64_t qs = m->q;
-    const uint64_t c1 = (uint64_t)(((ts_u128_t)1 << 52) % qs);
-    const uint64_t c2 = (uint64_t)(((ts_u128_t)c1 << 52) % qs);
-    const v8 q = SET1(qs), q2 = SET1(2 * qs), zero = _mm512_setzero_si512(), m52 = SET1(MASK52);
-    const v8 w1 = SET1(c1), w1p = SET1(ts_shoup_precompute(c1, qs));
-    const v8 w2 = SET1(c2), w2p = SET1(ts_shoup_precompute(c2, qs));
-    for (size_t i = 0; i < n; i += 8) {
-        v8 a0 = zero, a1 = zero, a2 = zero;
-        for (size_t t = 0; t < terms; t++) {
-            v8 xv = LD(x[t] + i), yv = LD(y[t] + i);
-            v8 xh = _mm512_srli_epi64(xv, 52), yh = _mm512_srli_epi64(yv, 52);
-            /* IFMA reads the low 52 bits of its operands: xv, yv act as xl, yl */
-            a0 = _mm512_madd52lo_epu64(a0, xv, yv);
-            a1 = _mm512_madd52hi_epu64(a1, xv, yv);
-            a1 = _mm512_madd52lo_epu64(a1, xv, yh);
-            a1 = _mm512_madd52lo_epu64(a1, xh, yv);
-            a2 = _mm512_madd52hi_epu64(a2, xv, yh);
-            a2 = _mm512_madd52hi_epu64(a2, xh, yv);
-            a2 = _mm512_madd52lo_epu64(a2, xh, yh);
-        }
-        a1 = _mm512_add_epi64(a1, _mm512_srli_epi64(a0, 52));
-        a0 = _mm512_and_si512(a0, m52);
-        a2 = _mm512_add_epi64(a2, _mm512_srli_epi64(a1, 52));
-        a1 = _mm512_and_si512(a1, m52);
-        v8 r0 = csub(csub(a0, q2), q); /* a0 < 2^52 <= 4q */
-        v8 r1 = csub(mulshoup64(a1, w1, w1p, q), q);
-        v8 r2 = csub(mulshoup64(a2, w2, w2p, q), q);
-        v8 r = csub(_mm512_add_epi64(r0, r1), q);
-        ST(o + i, csub(_mm512_add_epi64(r, r2), q));
     }
 }
 
