@@ -614,6 +614,29 @@ static bool place_score(const ts_llm_enc_t *enc, const ts_sched_costs_t *c, int 
     return ok;
 }
 
+/* The search's state: the best mask so far, its bootstraps and time. */
+typedef struct {
+    const ts_llm_enc_t *enc;
+    ts_sched_costs_t c;
+    int level, pos;
+    uint64_t best;
+    uint32_t bn;
+    double bns;
+} place_t;
+
+/* Keep m when it plans with fewer bootstraps (then less time). */
+static void place_try(place_t *pl, uint64_t m)
+{
+    uint32_t n;
+    double ns;
+    if (place_score(pl->enc, &pl->c, pl->level, pl->pos, m, &n, &ns) &&
+        (n < pl->bn || (n == pl->bn && ns < pl->bns))) {
+        pl->best = m;
+        pl->bn = n;
+        pl->bns = ns;
+    }
+}
+
 uint64_t ts__llm_enc_place(const ts_llm_enc_t *enc)
 {
     ts__llm_enc_shape_t e;
@@ -621,40 +644,20 @@ uint64_t ts__llm_enc_place(const ts_llm_enc_t *enc)
     ts_llm_enc_levels_t lv;
     if (ts_llm_enc_levels(enc, &lv) != TS_OK || !lv.boot || e.max_pos < 1)
         return 0;
-    ts_sched_costs_t c;
-    ts_sched_costs_default(&c);
-    int pos = e.max_pos - 1, nbits = 2 * e.nl < 64 ? 2 * e.nl : 64;
-    uint64_t best = 0;
-    uint32_t bn;
-    double bns;
-    if (!place_score(enc, &c, lv.input, pos, 0, &bn, &bns))
+    place_t pl = {.enc = enc, .level = lv.input, .pos = e.max_pos - 1};
+    ts_sched_costs_default(&pl.c);
+    if (!place_score(enc, &pl.c, pl.level, pl.pos, 0, &pl.bn, &pl.bns))
         return 0;
+    int nbits = 2 * e.nl < 64 ? 2 * e.nl : 64;
     if (nbits <= 10) {
-        for (uint64_t m = 1; m < ((uint64_t)1 << nbits); m++) {
-            uint32_t n;
-            double ns;
-            if (place_score(enc, &c, lv.input, pos, m, &n, &ns) &&
-                (n < bn || (n == bn && ns < bns))) {
-                best = m;
-                bn = n;
-                bns = ns;
-            }
-        }
-        return best;
+        for (uint64_t m = 1; m < ((uint64_t)1 << nbits); m++)
+            place_try(&pl, m);
+        return pl.best;
     }
     for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < nbits; i++) {
-            uint64_t m = best ^ ((uint64_t)1 << i);
-            uint32_t n;
-            double ns;
-            if (place_score(enc, &c, lv.input, pos, m, &n, &ns) &&
-                (n < bn || (n == bn && ns < bns))) {
-                best = m;
-                bn = n;
-                bns = ns;
-            }
-        }
-    return best;
+        for (int i = 0; i < nbits; i++)
+            place_try(&pl, pl.best ^ ((uint64_t)1 << i));
+    return pl.best;
 }
 
 ts_status_t ts_llm_enc_plan(const ts_llm_enc_t *enc, int pos, unsigned flags,

@@ -281,19 +281,6 @@ ts_status_t ts_poly_zero(ts_poly_t *p)
     return ts_backend_zero(p->ring->backend, p->data, poly_words(p) * sizeof(uint64_t));
 }
 
-ts_status_t ts_poly_reshape(ts_poly_t *p, uint32_t nq, uint32_t np, bool is_ntt)
-{
-    if (!p)
-        return TS_EINVAL;
-    if (nq < 1 || nq > p->ring->q_count || (np != 0 && np != p->ring->p_count) ||
-        nq + np > p->cap_limbs)
-        return TS_ELEVEL;
-    p->nq = nq;
-    p->np = np;
-    p->is_ntt = is_ntt;
-    return ts_poly_zero(p);
-}
-
 ts_status_t ts_poly_reshape_uninit(ts_poly_t *p, uint32_t nq, uint32_t np, bool is_ntt)
 {
     if (!p)
@@ -305,6 +292,12 @@ ts_status_t ts_poly_reshape_uninit(ts_poly_t *p, uint32_t nq, uint32_t np, bool 
     p->np = np;
     p->is_ntt = is_ntt;
     return TS_OK;
+}
+
+ts_status_t ts_poly_reshape(ts_poly_t *p, uint32_t nq, uint32_t np, bool is_ntt)
+{
+    ts_status_t st = ts_poly_reshape_uninit(p, nq, np, is_ntt);
+    return st == TS_OK ? ts_poly_zero(p) : st;
 }
 
 ts_bk_batch_t ts_poly_batch(const ts_poly_t *p)
