@@ -1344,6 +1344,19 @@ static ts_status_t need2(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
  * when the rescaling prime was close to Delta (relative 2^-10), otherwise
  * corrected exactly by a constant product (one level).
  */
+/* out = a at scale Delta exactly, one level lower: a constant 1 encoded at
+ * q_l Delta / scale(a), then the rescale by q_l. */
+static ts_status_t to_delta(ts_llm_enc_session_t *s, const ct_t *a, ct_t *out)
+{
+    int lv = ts_ckks_ciphertext_level(a);
+    if (lv < 1)
+        return TS_ELEVEL;
+    double r = ts_ckks_ciphertext_scale(a) / s->e->delta;
+    double q = (double)ts_ckks_params_q(s->e->params, (size_t)lv);
+    ts_status_t st = ts_ckks_mul_const(s->ev, a, 1.0, q / r, out);
+    return st == TS_OK ? ts_ckks_rescale(s->ev, out, out) : st;
+}
+
 static ts_status_t snap(ts_llm_enc_session_t *s, ct_t *ct)
 {
     double r = ts_ckks_ciphertext_scale(ct) / s->e->delta;
@@ -1351,12 +1364,7 @@ static ts_status_t snap(ts_llm_enc_session_t *s, ct_t *ct)
         return ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct),
                                            ts_ckks_ciphertext_degree(ct), s->e->delta,
                                            ts_ckks_ciphertext_slots(ct));
-    int lv = ts_ckks_ciphertext_level(ct);
-    if (lv < 1)
-        return TS_ELEVEL;
-    double q = (double)ts_ckks_params_q(s->e->params, (size_t)lv);
-    ts_status_t st = ts_ckks_mul_const(s->ev, ct, 1.0, q / r, ct);
-    return st == TS_OK ? ts_ckks_rescale(s->ev, ct, ct) : st;
+    return to_delta(s, ct, ct);
 }
 
 /* Bring a and b to the same level (drops the higher one in place). */
@@ -1457,14 +1465,6 @@ done:
     return st;
 }
 
-/* Whether a ciphertext product at level lv needs enc.c's snap (its rescaling
- * prime is not within 2^-10 of the scale; the plan's deep levels). */
-static bool level_deep(const ts_llm_enc_t *e, int lv)
-{
-    return lv >= 1 &&
-           fabs(e->delta / (double)ts_ckks_params_q(e->params, (size_t)lv) - 1.0) >= 0x1p-10;
-}
-
 /* The series at x; a series on [-1, 1] (its domain map folded into the
  * product before, cheb_map) starting at a deep level first takes a scale
  * correction there (one level), as the map's own product would have. */
@@ -1472,16 +1472,13 @@ static ts_status_t cheb_eval(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t 
                              ct_t *out)
 {
     int lv = ts_ckks_ciphertext_level(x);
-    if (!(cb->lo == -1.0 && cb->hi == 1.0) || !level_deep(s->e, lv))
+    if (!(cb->lo == -1.0 && cb->hi == 1.0) || !ts__llm_level_deep(s->e->params, s->e->delta, lv))
         return ts_ckks_eval_chebyshev(s->ev, x, cb->coeffs, (size_t)cb->degree, cb->lo, cb->hi,
                                       s->e->delta, out);
     ct_t *y = NULL;
     ts_status_t st = ct_new(s, &y);
     if (st == TS_OK)
-        st =
-            ts_ckks_mul_const(s->ev, x, 1.0, (double)ts_ckks_params_q(s->e->params, (size_t)lv), y);
-    if (st == TS_OK)
-        st = ts_ckks_rescale(s->ev, y, y);
+        st = to_delta(s, x, y);
     if (st == TS_OK)
         st = ts_ckks_eval_chebyshev(s->ev, y, cb->coeffs, (size_t)cb->degree, cb->lo, cb->hi,
                                     s->e->delta, out);
@@ -1508,28 +1505,6 @@ static ts_status_t cheb_body(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t 
         st = cheb_eval(s, cb, x, out);
     }
     return st;
-}
-
-/*
- * The affine map of a Chebyshev series' domain [lo, hi] onto [-1, 1],
- * t = al x + be. The engine folds it into the product before the series
- * (the scores' scaling for exp, the norm's mean for 1/sqrt, w1 for SiLU) and
- * adds be, saving the level the series would spend on it; cheb_unit's copy
- * (the same coefficients on [-1, 1]) then evaluates t. A slot where x = 0
- * gets t = be: x = 0 in the series' terms, as before.
- */
-static void cheb_map(const ts_nonlinear_cheb_t *cb, double *al, double *be)
-{
-    *al = 2.0 / (cb->hi - cb->lo);
-    *be = -(cb->hi + cb->lo) / (cb->hi - cb->lo);
-}
-
-static ts_nonlinear_cheb_t cheb_unit(const ts_nonlinear_cheb_t *cb)
-{
-    ts_nonlinear_cheb_t u = *cb;
-    u.lo = -1.0;
-    u.hi = 1.0;
-    return u;
 }
 
 static ts_status_t cheb(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, ct_t *x, ct_t *out)
@@ -1625,16 +1600,17 @@ static ts_status_t tfhe_eval_blocks(ts_llm_enc_session_t *s, int p, ct_t *x, int
 /* ------------------------------------------------------------ matvec */
 
 /*
- * What a matrix product folds in (attention, LLAMA): rope_pos >= 0 the RoPE
- * rotation at that position (out = R_pos W x, so q and k need no rope()
- * level), first_block the cache's mask (out zero outside the first block of
- * pout slots: k and v go into the cache by rotations alone). Both ride on
- * the diagonals: no level, no extra product.
+ * What a matrix product folds in (LLAMA): rope_pos >= 0 the RoPE rotation
+ * at that position (out = R_pos W x, so q and k need no rope() level),
+ * first_block the cache's mask (out zero outside the first block of pout
+ * slots: k and v go into the cache by rotations alone), scale a factor on
+ * every entry (0: none; the SiLU series' domain map in w1). All ride on the
+ * diagonals: no level, no extra product.
  */
 typedef struct {
     int rope_pos;
     bool first_block;
-    double scale; /* 0 or 1: none; else every entry times it (a series' domain map) */
+    double scale;
 } mv_fold_t;
 
 /* RoPE at pos per row (run.c's float angles): row i of the pair (2j, 2j + 1)
@@ -1826,14 +1802,14 @@ done:
 /* ------------------------------------------------------------ nonlinear */
 
 /* out = 1/sqrt(x) by Newton from the Chebyshev guess (ts_nonlinear ITER
- * rsqrt), given t = al x + be (cheb_map of the guess's series, folded into
+ * rsqrt), given t = al x + be (the domain map (ts__llm_cheb_map) of the guess's series, folded into
  * the norm's mean): the guess from t, each step's -bk x from t */
 static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *t, ct_t *out)
 {
     const ts_nonlinear_cheb_t *cb = ts_nonlinear_approx_cheb(s->e->a_rsqrt);
     double al, be;
-    cheb_map(cb, &al, &be);
-    ts_nonlinear_cheb_t unit = cheb_unit(cb);
+    ts__llm_cheb_map(cb, &al, &be);
+    ts_nonlinear_cheb_t unit = ts__llm_cheb_unit(cb);
     ct_t *y = NULL, *xh = NULL, *y2 = NULL, *a = NULL, *y15 = NULL;
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
@@ -2011,7 +1987,7 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     if (e->cfg.eval_rsqrt == TS_LLM_EVAL_CKKS) {
         /* t = al (sum / dim + eps) + be: the guess's domain map in the mean */
         double al, be;
-        cheb_map(ts_nonlinear_approx_cheb(e->a_rsqrt), &al, &be);
+        ts__llm_cheb_map(ts_nonlinear_approx_cheb(e->a_rsqrt), &al, &be);
         TRY(mul_k(s, sq, al / e->dim, sq));
         TRY(ts_ckks_add_const(s->ev, sq, al * (double)e->m->cfg.norm_eps + be, sq));
         bound_set(s, 1.0);
@@ -2141,12 +2117,12 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     TRY(mul_cc(s, z, q, z));
     TRY(rot_sum(s, z, 1, e->hd));
     double zs = 1.0 / sqrt((double)e->hd) / ldexp(1.0, k);
-    /* CKKS exp: the series' domain map folded into the scaling (cheb_map) */
+    /* CKKS exp: the series' domain map folded into the scaling (ts__llm_cheb_map) */
     const ts_nonlinear_cheb_t *cexp =
         e->cfg.eval_exp == TS_LLM_EVAL_CKKS ? ts_nonlinear_approx_cheb(e->a_exp) : NULL;
     double al = 1.0, be = 0.0;
     if (cexp)
-        cheb_map(cexp, &al, &be);
+        ts__llm_cheb_map(cexp, &al, &be);
     for (int j = 0; j < e->slots; j++) {
         int t = j / e->pd, i = j % e->pd;
         s->buf[j] = t <= pos && i % e->hd == 0 && i < e->dim ? zs * al : 0.0;
@@ -2164,7 +2140,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     } else {
         /* y = exp(z) of the mapped t = al z + be; blocks after pos hold
          * exp(0) = 1: subtract it */
-        ts_nonlinear_cheb_t unit = cheb_unit(cexp);
+        ts_nonlinear_cheb_t unit = ts__llm_cheb_unit(cexp);
         TRY(ts_ckks_add_const(s->ev, z, be, z));
         TRY(cheb(s, &unit, z, y));
         double c0 = ts_nonlinear_approx_eval(e->a_exp, 0.0);
@@ -2272,7 +2248,6 @@ static const ts_nonlinear_cheb_t *activation_cheb(const ts_llm_enc_t *e)
 
 /* out = act(h) on the hid values of h (period ph): SiLU (LLAMA) or GELU (GPT2),
  * in CKKS or through TFHE as the configuration says. */
-
 static ts_status_t activation(ts_llm_enc_session_t *s, ct_t *h, ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
@@ -2284,7 +2259,7 @@ static ts_status_t activation(ts_llm_enc_session_t *s, ct_t *h, ct_t *out)
     if (cb) {
         /* LLAMA: h is t = al (w1 x) + be, the series' domain map folded
          * into w1 (ffn) */
-        ts_nonlinear_cheb_t unit = cheb_unit(cb);
+        ts_nonlinear_cheb_t unit = ts__llm_cheb_unit(cb);
         if (!e->gpt2)
             bound_set(s, 1.0);
         st = cheb(s, e->gpt2 ? cb : &unit, h, out);
@@ -2322,7 +2297,7 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
     /* LLAMA, CKKS SiLU: h1 = al (w1 x) + be, the series' domain map in w1 */
     double al = 1.0, be = 0.0;
     if (cb && !e->gpt2)
-        cheb_map(cb, &al, &be);
+        ts__llm_cheb_map(cb, &al, &be);
     const mv_fold_t f1 = {-1, false, al};
     TRY(matvec_which(s, layer, 4, fold, &f1, &sh, xb, h1));
     if (cb && !e->gpt2)
@@ -2338,7 +2313,7 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
          * o times over it is distorted by ~3.9e-7 o^2, ENC_BOOT_BOUND) */
         const ts_nonlinear_spec_t *sp = &e->cfg.silu;
         double prev_bound = bound_set(s, fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))));
-        ts_nonlinear_cheb_t unit = cheb_unit(cb);
+        ts_nonlinear_cheb_t unit = ts__llm_cheb_unit(cb);
         st = need2(s, h1, h3, ts__llm_cheb_levels(&unit));
         s->bound = prev_bound;
         if (st != TS_OK)

@@ -184,9 +184,10 @@ static int prim(gb_t *b, ts_op_kind_t kind, const char *nm, int x, ts_llm_eval_t
          * the product before them (enc.c cheb_map): a series on [-1, 1],
          * with a scale correction where it starts at a deep level */
         bool folded = kind == TS_OP_EXP || kind == TS_OP_INVSQRT || kind == TS_OP_SILU;
+        ts_nonlinear_cheb_t unit = ts__llm_cheb_unit(cb);
         bool affine = !folded && !(cb->lo == -1.0 && cb->hi == 1.0);
         int k = (int)ts_ckks_chebyshev_ps_k((size_t)d);
-        int depth = ts__llm_cheb_levels(cb) - (folded && !(cb->lo == -1.0 && cb->hi == 1.0));
+        int depth = ts__llm_cheb_levels(folded ? &unit : cb);
         double cm = (k - 1) + ilog2_ceil((d + k) / k) + (d + k - 1) / k;
         snprintf(im->name, sizeof im->name, "cheb%d", d);
         im->depth = depth;
@@ -439,12 +440,7 @@ static int ffn(gb_t *b, int xb)
         /* need2(h1, h3, the series' depth): h3 rides along when h1 is bootstrapped */
         const double c0[6] = {0, 0, 0, 0, 0, 0};
         const ts_nonlinear_cheb_t *cb = ts_nonlinear_approx_cheb(e->a_silu);
-        ts_nonlinear_cheb_t unit = {0};
-        if (cb) {
-            unit = *cb;
-            unit.lo = -1.0;
-            unit.hi = 1.0;
-        }
+        ts_nonlinear_cheb_t unit = cb ? ts__llm_cheb_unit(cb) : (ts_nonlinear_cheb_t){0};
         add(b, TS_OP_SUM, "silu.need", h1, h3, BOTH, 0, cb ? ts__llm_cheb_levels(&unit) : 1, c0);
         g = prim(b, TS_OP_SILU, "silu", h1, TS_LLM_EVAL_CKKS, &e->cfg->silu, e->a_silu,
                  (uint32_t)e->hid, 1);
@@ -572,7 +568,7 @@ static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, 
     double delta = ts_ckks_params_scale(e.params);
     int top = ts_ckks_params_max_level(e.params);
     for (int l = 1; l <= top && l < 64; l++)
-        if (fabs(delta / (double)ts_ckks_params_q(e.params, (size_t)l) - 1.0) >= 0x1p-10)
+        if (ts__llm_level_deep(e.params, delta, l))
             b.snap |= (uint64_t)1 << l;
     st = ts_sched_graph_new(&b.g);
     if (st != TS_OK)

@@ -4,6 +4,9 @@
 #ifndef TS_LLM_INT_H
 #define TS_LLM_INT_H
 
+#include <math.h>
+#include <stdbool.h>
+
 #include "core/llm/llm.h"
 
 /* Weights of one layer. NULL members are absent (biases of LLAMA, w3 of GPT2). */
@@ -135,6 +138,36 @@ uint64_t ts__llm_enc_place(const ts_llm_enc_t *e);
 static inline int ts__llm_cheb_levels(const ts_nonlinear_cheb_t *cb)
 {
     return ts_ckks_chebyshev_depth((size_t)cb->degree) + (cb->lo == -1.0 && cb->hi == 1.0 ? 0 : 1);
+}
+
+/*
+ * The affine map of a Chebyshev series' domain [lo, hi] onto [-1, 1],
+ * t = al x + be. The engine folds it into the product before the series
+ * (the scores' scaling for exp, the norm's mean for 1/sqrt, w1 for SiLU) and
+ * adds be, saving the level the series would spend on it; the unit copy
+ * (the same coefficients on [-1, 1]) then evaluates t. A slot where x = 0
+ * gets t = be: x = 0 in the series' terms.
+ */
+static inline void ts__llm_cheb_map(const ts_nonlinear_cheb_t *cb, double *al, double *be)
+{
+    *al = 2.0 / (cb->hi - cb->lo);
+    *be = -(cb->hi + cb->lo) / (cb->hi - cb->lo);
+}
+
+static inline ts_nonlinear_cheb_t ts__llm_cheb_unit(const ts_nonlinear_cheb_t *cb)
+{
+    ts_nonlinear_cheb_t u = *cb;
+    u.lo = -1.0;
+    u.hi = 1.0;
+    return u;
+}
+
+/* Whether a product rescaled at level lv (1..max) leaves a scale off Delta by
+ * 2^-10 or more (its prime far from the scale: a deep level), so that the
+ * engine spends one more level correcting it (enc.c snap, cheb_eval). */
+static inline bool ts__llm_level_deep(const ts_ckks_params_t *p, double delta, int lv)
+{
+    return lv >= 1 && fabs(delta / (double)ts_ckks_params_q(p, (size_t)lv) - 1.0) >= 0x1p-10;
 }
 
 #endif
