@@ -1466,7 +1466,7 @@ done:
 }
 
 /* The series at x; a series on [-1, 1] (its domain map folded into the
- * product before, cheb_map) starting at a deep level first takes a scale
+ * product before, ts__llm_cheb_map) starting at a deep level first takes a scale
  * correction there (one level), as the map's own product would have. */
 static ts_status_t cheb_eval(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, ct_t *x,
                              ct_t *out)

@@ -181,7 +181,7 @@ static int prim(gb_t *b, ts_op_kind_t kind, const char *nm, int x, ts_llm_eval_t
         }
         int d = cb->degree;
         /* exp, 1/sqrt and SiLU (LLAMA) get their domain map folded into
-         * the product before them (enc.c cheb_map): a series on [-1, 1],
+         * the product before them (ts__llm_cheb_map): a series on [-1, 1],
          * with a scale correction where it starts at a deep level */
         bool folded = kind == TS_OP_EXP || kind == TS_OP_INVSQRT || kind == TS_OP_SILU;
         ts_nonlinear_cheb_t unit = ts__llm_cheb_unit(cb);
