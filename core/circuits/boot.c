@@ -892,8 +892,12 @@ ts_status_t ts_boot_new(ts_ckks_params_t *params, const ts_boot_config_t *cfg, t
     bt->sparse_complex = pl.sparse_complex;
     bt->view = pl.view;
     st = ts_ckks_encoder_new(params, &enc);
-    /* plaintext scales q_l (2Kn)^(-1/cts_levels): their product divides by 2Kn */
-    double f = pow(2.0 * cfg->k * (double)bt->n, -1.0 / (double)pl.ncts);
+    /* plaintext scales q_l f: their product divides by 2Kn and moves the
+     * scale from q0 (ModRaise) to q_em, the prime EvalMod's first product
+     * drops, so that the Chebyshev basis keeps its scale near its primes
+     * (EvalMod primes smaller than q0 would otherwise let it grow squared) */
+    double q_em = (double)ts_ckks_params_q(params, (size_t)bt->em_in);
+    double f = pow(2.0 * cfg->k * (double)bt->n * bt->q0 / q_em, -1.0 / (double)pl.ncts);
     for (int i = 0; i < pl.ncts && st == TS_OK; i++) {
         double q = (double)ts_ckks_params_q(params, (size_t)(bt->L - i));
         st = encode_dmat(enc, &pl.cts[i], bt->L - i, q * f, &bt->cts[i]);
@@ -1152,7 +1156,7 @@ static ts_status_t recover_core(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
         st = mod_raise(bt, ev, in, bt->view, w);
     if (st == TS_OK)
         st = apply_groups(ev, bt->cts, bt->ncts, w, t);
-    /* the slots hold 2Kn w at scale ~ q0 / 2Kn: read them as w at ~ q0 */
+    /* the slots hold 2Kn w at scale ~ q_em / 2Kn: read them as w at ~ q_em */
     if (st == TS_OK)
         st = ts_ckks_ciphertext_set_meta(w, ts_ckks_ciphertext_level(w), 1,
                                          ts_ckks_ciphertext_scale(w) * 2.0 * bt->cfg.k *

@@ -521,9 +521,9 @@ ts_status_t ts_ckks_eval_chebyshev(ts_ckks_evaluator_t *ev, const ts_ckks_cipher
                                    const double *coeffs, size_t degree, double lo, double hi,
                                    double target_scale, ts_ckks_ciphertext_t *out);
 /*
- * The baby-step count ts_ckks_eval_chebyshev uses for a degree (the depth of
- * k ~ sqrt(2 degree), with the fewest relinearized products among the powers
- * of two of that depth), and the depth on [-1, 1] when every coefficient is
+ * The baby-step count ts_ckks_eval_chebyshev uses for a degree (the power of
+ * two of least depth, ceil(log2(degree + 1)), with the fewest relinearized
+ * products among those), and the depth on [-1, 1] when every coefficient is
  * nonzero (a polynomial with zeros may end higher, never lower).
  */
 size_t ts_ckks_chebyshev_ps_k(size_t degree);

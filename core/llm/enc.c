@@ -62,6 +62,14 @@ struct ts_llm_enc {
      * step land with fewer bootstraps (chosen by ts__llm_enc_place from the
      * engine's own plan; 0 without bootstrapping) */
     uint64_t resid_boot;
+    /* The residual stream's scale: the step carries ks x instead of x, with
+     * ks^2 = al / dim (al: the CKKS 1/sqrt series' domain-map slope) or 1 / dim
+     * (1/sqrt in TFHE), so a norm's sum of squares is already the mapped
+     * (or plain) mean and the norm spends no level on it. The input comes in
+     * that unit (ts_llm_enc_embed, ts_llm_enc_encrypt_token), the matrices
+     * that write the stream (wo, w2 and their biases) carry ks, those that
+     * read a norm's output 1 / ks (no level either way). */
+    double ks;
 };
 
 /* The primitives the engine evaluates (index into the session's TFHE objects). */
@@ -183,8 +191,9 @@ static void spec_lut(ts_nonlinear_spec_t *s, double lo, double hi, int n_seg, in
  * product: the engine bootstraps den and num to that), the fewest a
  * bootstrap leaves among the presets the engine runs at (test-boot-n12: 7;
  * boot-n16-dense: 11-12). The ckks policy's first round, [0.02, 256] to
- * COND_BITS: depth 12 instead of 15; its last round at 128 positions to 24
- * bits: 10 instead of 12 (test_llm_plan prints them).
+ * COND_BITS: depth 11 instead of 15 (degree 30 + 4 steps at the least-depth
+ * Paterson-Stockmeyer split; 12 with the classic one); test_llm_plan prints
+ * every round's.
  */
 #define GUESS_MAX_NEED 7
 static void spec_recip(ts_nonlinear_spec_t *s, double lo, double hi, double bits)
@@ -721,12 +730,30 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
             TS_OK ||
         (gpt2 && (st = ts_nonlinear_approx_new(TS_NL_FN_GELU, &cfg->gelu, &e->a_gelu)) != TS_OK))
         goto fail;
+    {
+        const ts_nonlinear_cheb_t *rc = ts_nonlinear_approx_cheb(e->a_rsqrt);
+        double al = 1.0, be;
+        if (cfg->eval_rsqrt == TS_LLM_EVAL_CKKS && rc)
+            ts__llm_cheb_map(rc, &al, &be);
+        e->ks = sqrt(al / e->dim);
+    }
     e->resid_boot = ts__llm_enc_place(e);
     *out = e;
     return TS_OK;
 fail:
     ts_llm_enc_free(e);
     return st;
+}
+
+double ts_llm_enc_stream_scale(const ts_llm_enc_t *e)
+{
+    return e ? e->ks : 0.0;
+}
+
+void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask)
+{
+    if (e)
+        e->resid_boot = mask;
 }
 
 int ts_llm_enc_input_level(const ts_llm_enc_t *e)
@@ -962,8 +989,17 @@ ts_status_t ts_llm_enc_encrypt_token(const ts_llm_enc_t *e, ts_ckks_encoder_t *e
 {
     if (!e || token < 0 || token >= e->vocab)
         return TS_EINVAL;
-    return ts_llm_enc_encrypt_vec(ecd, sk, prng, e->m->tok_emb + (size_t)token * (size_t)e->dim,
-                                  e->dim, e->slots, ts_llm_enc_input_level(e), ct);
+    /* in the residual stream's unit (ks; the float rounding, 2^-24
+     * relative, is far below the CKKS noise) */
+    float *v = ts_malloc((size_t)e->dim * sizeof(float));
+    if (!v)
+        return TS_ENOMEM;
+    for (int i = 0; i < e->dim; i++)
+        v[i] = (float)(e->ks * (double)e->m->tok_emb[(size_t)token * (size_t)e->dim + i]);
+    ts_status_t st =
+        ts_llm_enc_encrypt_vec(ecd, sk, prng, v, e->dim, e->slots, ts_llm_enc_input_level(e), ct);
+    ts_free(v);
+    return st;
 }
 
 ts_status_t ts_llm_enc_decrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
@@ -1439,13 +1475,13 @@ static ts_status_t add_buf(ts_llm_enc_session_t *s, ct_t *ct)
     return st == TS_OK ? ts_ckks_add_plain(s->ev, ct, s->pt, ct) : st;
 }
 
-/* ct += v as a plaintext, v of width w repeated with period per (zero padded). */
+/* ct += k v as a plaintext, v of width w repeated with period per (zero padded). */
 static ts_status_t add_vec(ts_llm_enc_session_t *s, ct_t *ct, const double *dv, const float *fv,
-                           int w, int per)
+                           int w, int per, double k)
 {
     for (int j = 0; j < s->e->slots; j++) {
         int i = j % per;
-        s->buf[j] = i >= w ? 0.0 : dv ? dv[i] : (double)fv[i];
+        s->buf[j] = i >= w ? 0.0 : k * (dv ? dv[i] : (double)fv[i]);
     }
     return add_buf(s, ct);
 }
@@ -1611,6 +1647,7 @@ typedef struct {
     int rope_pos;
     bool first_block;
     double scale;
+    double bias_scale; /* a factor on the bias (0: none) */
 } mv_fold_t;
 
 /* RoPE at pos per row (run.c's float angles): row i of the pair (2j, 2j + 1)
@@ -1720,12 +1757,13 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
     }
     TRY(ts_ckks_bsgs_finish(h, tot));
     TRY(ts_ckks_rescale(s->ev, tot, out));
+    double bk = fold && fold->bias_scale != 0.0 ? fold->bias_scale : 1.0;
     if (bias && fold && fold->first_block) {
         for (int j = 0; j < slots; j++)
-            s->buf[j] = j < rows ? bias[j] : 0.0;
+            s->buf[j] = j < rows ? bk * bias[j] : 0.0;
         TRY(add_buf(s, out));
     } else if (bias) {
-        TRY(add_vec(s, out, bias, NULL, rows, pout));
+        TRY(add_vec(s, out, bias, NULL, rows, pout, bk));
     }
 done:
     stage_to(s, prev_stage);
@@ -1745,6 +1783,17 @@ static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, b
                                 const mv_fold_t *mf, ts_ckks_bsgs_t **sh, ct_t *x, ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
+    /* in the step (fold) the residual stream's scale rides along: 1 / ks on
+     * a norm's output, ks (bias too) on what wo and w2 write into the stream */
+    mv_fold_t f = mf ? *mf : (mv_fold_t){-1, false, 0.0, 0.0};
+    if (fold && e->ks != 1.0) {
+        bool writes = which == 3 || which == 6;
+        double k = writes ? e->ks : 1.0 / e->ks;
+        f.scale = (f.scale != 0.0 ? f.scale : 1.0) * k;
+        if (writes)
+            f.bias_scale = k;
+    }
+    mf = &f;
     if (which == 7) {
         const double *b = e->gpt2 && fold ? e->bias_fold + (size_t)e->nl * e->bias_stride : NULL;
         const float *g = fold ? e->m->final_norm : NULL;
@@ -1950,8 +1999,12 @@ done:
  * times a plaintext 1/dim on the real slots (one level; the padding stays 0);
  * then both are the same computation. w and b may be NULL (a gain folded
  * into the following matrices; no bias); b is added as a plaintext.
+ * stream: x is the step's residual stream, ks x (struct ts_llm_enc): the sum
+ * of its squares is the (mapped) mean already, no constant product; out is
+ * then ks times the norm (the matrices after it carry 1 / ks).
  */
-static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b, ct_t *x, ct_t *out)
+static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b, bool stream,
+                        ct_t *x, ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
     ct_t *sq = NULL, *r = NULL, *xw = NULL, *xc = NULL;
@@ -1960,16 +2013,16 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     /* bounds (ENC_BOOT_BOUND): the mean square is in the 1/sqrt's interval,
      * so |x_i| <= sqrt(dim hi) (RMSNorm; LayerNorm's input may carry a mean),
      * the output |x_i w_i| / sqrt(ms) <= sqrt(dim) max |w| */
-    const double ms_hi = e->cfg.rsqrt.hi;
+    const double ms_hi = e->cfg.rsqrt.hi, kx = stream ? e->ks : 1.0;
     double wmax = 1.0;
     for (int i = 0; w && i < e->dim; i++)
         wmax = fmax(wmax, fabs((double)w[i]));
-    double prev_bound = e->gpt2 ? s->bound : bound_set(s, sqrt(e->dim * ms_hi));
+    double prev_bound = bound_set(s, e->gpt2 ? ENC_BOOT_BOUND * kx : sqrt(e->dim * ms_hi) * kx);
     TRY(ct_new(s, &sq));
     TRY(ct_new(s, &r));
     TRY(ct_new(s, &xw));
     TRY(ct_new(s, &xc));
-    TRY(need(s, x, 3 + e->gpt2));
+    TRY(need(s, x, (stream ? 2 : 3) + e->gpt2));
     TRY(ts_ckks_ciphertext_copy(xc, x));
     if (e->gpt2) {
         /* xc = x - mean on the real slots of every period */
@@ -1985,15 +2038,18 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     TRY(mul_cc(s, sq, xc, sq));
     TRY(rot_sum(s, sq, 1, e->pd));
     if (e->cfg.eval_rsqrt == TS_LLM_EVAL_CKKS) {
-        /* t = al (sum / dim + eps) + be: the guess's domain map in the mean */
+        /* t = al (sum / dim + eps) + be: the guess's domain map in the mean
+         * (the stream's sum of squares is al sum / dim already) */
         double al, be;
         ts__llm_cheb_map(ts_nonlinear_approx_cheb(e->a_rsqrt), &al, &be);
-        TRY(mul_k(s, sq, al / e->dim, sq));
+        if (!stream)
+            TRY(mul_k(s, sq, al / e->dim, sq));
         TRY(ts_ckks_add_const(s->ev, sq, al * (double)e->m->cfg.norm_eps + be, sq));
         bound_set(s, 1.0);
         TRY(rsqrt(s, sq, r));
     } else {
-        TRY(mul_k(s, sq, 1.0 / e->dim, sq));
+        if (!stream)
+            TRY(mul_k(s, sq, 1.0 / e->dim, sq));
         TRY(ts_ckks_add_const(s->ev, sq, (double)e->m->cfg.norm_eps, sq));
         bound_set(s, ms_hi);
         /* the mean square is in every slot: look up slot 0, spread it back */
@@ -2011,12 +2067,12 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     } else {
         TRY(ts_ckks_ciphertext_copy(xw, xc));
     }
-    bound_set(s, fmax(sqrt(e->dim * ms_hi) * wmax, 1.0 / sqrt(e->cfg.rsqrt.lo)));
-    if (e->gpt2)
-        s->bound = prev_bound; /* xw = w (x - mean): no bound known */
+    /* xw = w (x - mean) (GPT2): no bound known */
+    bound_set(s, e->gpt2 ? ENC_BOOT_BOUND * kx
+                         : fmax(sqrt(e->dim * ms_hi) * wmax * kx, 1.0 / sqrt(e->cfg.rsqrt.lo)));
     TRY(mul_cc(s, xw, r, out));
     if (b)
-        TRY(add_vec(s, out, NULL, b, e->dim, e->pd));
+        TRY(add_vec(s, out, NULL, b, e->dim, e->pd, 1.0));
 done:
     s->bound = prev_bound;
     stage_to(s, prev_stage);
@@ -2046,7 +2102,7 @@ ts_status_t ts_llm_enc_rmsnorm(ts_llm_enc_session_t *s, int layer, int which,
     stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, x));
-    TRY(norm(s, w, b, t, out));
+    TRY(norm(s, w, b, false, t, out));
 done:
     stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
@@ -2103,8 +2159,8 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     /* RoPE (LLAMA; GPT2 adds learned positions to the input) folded into
      * wq and wk, the cache's first-block mask into wk and wv: q, k and v one
      * level below xb */
-    const mv_fold_t fq = {e->gpt2 ? -1 : pos, false, 0.0}, fk = {e->gpt2 ? -1 : pos, true, 0.0},
-                    fv = {-1, true, 0.0};
+    const mv_fold_t fq = {e->gpt2 ? -1 : pos, false, 0.0, 0.0},
+                    fk = {e->gpt2 ? -1 : pos, true, 0.0, 0.0}, fv = {-1, true, 0.0, 0.0};
     TRY(matvec_which(s, layer, 0, fold, &fq, &sh, xb, q));
     TRY(matvec_which(s, layer, 1, fold, &fk, &sh, xb, kk));
     TRY(matvec_which(s, layer, 2, fold, &fv, &sh, xb, v));
@@ -2298,7 +2354,7 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
     double al = 1.0, be = 0.0;
     if (cb && !e->gpt2)
         ts__llm_cheb_map(cb, &al, &be);
-    const mv_fold_t f1 = {-1, false, al};
+    const mv_fold_t f1 = {-1, false, al, 0.0};
     TRY(matvec_which(s, layer, 4, fold, &f1, &sh, xb, h1));
     if (cb && !e->gpt2)
         TRY(ts_ckks_add_const(s->ev, h1, be, h1));
@@ -2355,7 +2411,9 @@ static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
 {
     if (s->boot && bit < 64 && ((s->e->resid_boot >> bit) & 1u)) {
         int prev_stage = stage_to(s, TS_LLM_STAGE_OTHER);
+        double prev_bound = bound_set(s, ENC_BOOT_BOUND * s->e->ks); /* the stream's unit */
         ts_status_t st = need2(s, xx, o, ts_boot_levels_left(s->boot));
+        s->bound = prev_bound;
         stage_to(s, prev_stage);
         if (st != TS_OK)
             return st;
@@ -2382,17 +2440,17 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
      * with unit gain and no bias, folded into the matrices after them (one
      * level less on the normalized vector) */
     if (e->gpt2)
-        TRY(add_vec(s, xx, NULL, e->m->pos_emb + (size_t)pos * e->dim, e->dim, e->pd));
+        TRY(add_vec(s, xx, NULL, e->m->pos_emb + (size_t)pos * e->dim, e->dim, e->pd, e->ks));
     for (int l = 0; l < e->nl; l++) {
-        TRY(norm(s, NULL, NULL, xx, xb));
+        TRY(norm(s, NULL, NULL, true, xx, xb));
         TRY(attention(s, l, true, xb, pos, o));
         TRY(matvec_which(s, l, 3, true, NULL, NULL, o, o));
         TRY(resid(s, 2 * l, xx, o));
-        TRY(norm(s, NULL, NULL, xx, xb));
+        TRY(norm(s, NULL, NULL, true, xx, xb));
         TRY(ffn(s, l, true, xb, o));
         TRY(resid(s, 2 * l + 1, xx, o));
     }
-    TRY(norm(s, NULL, NULL, xx, xb));
+    TRY(norm(s, NULL, NULL, true, xx, xb));
     TRY(matvec_which(s, 0, 7, true, NULL, NULL, xb, logits));
     s->next_pos = pos + 1;
     s->stats.steps++;
@@ -2429,7 +2487,8 @@ ts_status_t ts_llm_enc_embed(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t
     stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, onehot));
-    TRY(matvec(s, wt, NULL, NULL, e->dim, e->vocab, e->pv, e->pd, NULL, NULL, t, out));
+    const mv_fold_t fe = {-1, false, e->ks, 0.0}; /* in the residual stream's unit */
+    TRY(matvec(s, wt, NULL, NULL, e->dim, e->vocab, e->pv, e->pd, &fe, NULL, t, out));
 done:
     stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);

@@ -302,20 +302,21 @@ static int rmsnorm(gb_t *b, const char *where, int x)
     int prev = b->stage;
     b->stage = TS_LLM_STAGE_NONLINEAR;
     int xc = x, sq;
+    /* the step's residual stream carries ks (enc.c struct ts_llm_enc): the
+     * sum of squares is the (mapped) mean, no constant product */
     if (e->gpt2) {
-        /* LayerNorm: need(x, 4) in place; the mean of a copy, subtracted from
+        /* LayerNorm: need(x, 3) in place; the mean of a copy, subtracted from
          * another copy (align drops the copy) */
         const double c[6] = {0, 0, 0, 0, 0, 0};
-        int m = add(b, TS_OP_SUM, "center.need", x, TS_SCHED_NONE, FIRST, 0, 4, c);
+        int m = add(b, TS_OP_SUM, "center.need", x, TS_SCHED_NONE, FIRST, 0, 3, c);
         m = rot_sum(b, "center.sum", m, 1, e->pd);
         m = mul_k(b, "center.mean", m, true);
         xc = add(b, TS_OP_ADD_CC, "center.sub", x, m, SECOND, 0, 0, c);
         sq = mul_cc(b, "square", xc, xc, BOTH, 1);
     } else {
-        sq = mul_cc(b, "square", x, x, BOTH, 3); /* need(x, 3) in place */
+        sq = mul_cc(b, "square", x, x, BOTH, 2); /* need(x, 2) in place */
     }
     sq = rot_sum(b, "sum", sq, 1, e->pd);
-    sq = mul_k(b, "mean", sq, false);
     sq = add_k(b, "eps", sq, false);
     int r;
     if (e->cfg->eval_rsqrt == TS_LLM_EVAL_CKKS) {
@@ -642,6 +643,7 @@ uint64_t ts__llm_enc_place(const ts_llm_enc_t *enc)
         return 0;
     place_t pl = {.enc = enc, .level = lv.input, .pos = e.max_pos - 1};
     ts_sched_costs_default(&pl.c);
+    ts_sched_costs_extend(&pl.c, lv.input);
     if (!place_score(enc, &pl.c, pl.level, pl.pos, 0, &pl.bn, &pl.bns))
         return 0;
     int nbits = 2 * e.nl < 64 ? 2 * e.nl : 64;
@@ -670,11 +672,18 @@ ts_status_t ts_llm_enc_plan(const ts_llm_enc_t *enc, int pos, unsigned flags,
     ts_llm_enc_levels_t lv;
     ts_sched_graph_t *g = NULL;
     ts_sched_plan_t *p = NULL;
+    ts_sched_costs_t *c = NULL; /* costs extended to the engine's levels */
     ts_status_t st = ts_llm_enc_levels(enc, &lv);
-    if (st == TS_OK)
+    if (st == TS_OK && !(c = ts_malloc(sizeof *c)))
+        st = TS_ENOMEM;
+    if (st == TS_OK) {
+        *c = *costs;
+        ts_sched_costs_extend(c, lv.input);
         st = ts_llm_enc_graph(enc, pos, flags, &g);
+    }
     if (st == TS_OK)
-        st = ts_sched_plan_new_engine(g, costs, policy, lv.input, lv.input, &p, msg, msg_size);
+        st = ts_sched_plan_new_engine(g, c, policy, lv.input, lv.input, &p, msg, msg_size);
+    ts_free(c);
     if (st == TS_OK && !lv.boot && p->n_boot > 0) {
         if (msg && msg_size)
             snprintf(msg, msg_size, "the step needs %u bootstraps and the engine has none",

@@ -540,7 +540,8 @@ int ts_llm_enc_positions_for(const ts_llm_model_t *model, int log_slots);
 ts_status_t ts_llm_enc_encrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
                                    ts_prng_t *prng, const float *v, int w, int slots, int level,
                                    ts_ckks_ciphertext_t *ct);
-/* Client: the embedding row of `token` encrypted at the top level. */
+/* Client: the embedding row of `token` encrypted at the top level, in the
+ * step's residual-stream unit (times ts_llm_enc_stream_scale). */
 ts_status_t ts_llm_enc_encrypt_token(const ts_llm_enc_t *enc, ts_ckks_encoder_t *ecd,
                                      const ts_ckks_secret_key_t *sk, ts_prng_t *prng, int token,
                                      ts_ckks_ciphertext_t *ct);
@@ -744,12 +745,23 @@ ts_status_t ts_llm_enc_config_best(const ts_llm_model_t *m, ts_ckks_params_t *pa
                                    ts_llm_enc_config_t *cfg, double *ns);
 
 /*
- * One decode step: x = the encrypted embedding of the token at `pos` (pos must
- * be the next position); logits (period pow2(vocab)) written to out.
+ * One decode step: x = the encrypted embedding of the token at `pos` times
+ * ts_llm_enc_stream_scale (as ts_llm_enc_embed and ts_llm_enc_encrypt_token
+ * make it; pos must be the next position); logits (period pow2(vocab))
+ * written to out.
  * Errors: TS_ERANGE (pos), TS_ELEVEL (no bootstrapper and too few levels), CKKS errors.
  */
 ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos,
                             ts_ckks_ciphertext_t *logits);
+/*
+ * The residual stream's unit ks: the step carries ks x for the model's x,
+ * ks^2 = al / dim with al the slope of the CKKS 1/sqrt series' domain map
+ * (1 / dim when 1/sqrt runs in TFHE), so that every norm's sum of squares
+ * is its mapped mean without a constant product (one level per norm). The
+ * matrices reading a norm's output carry 1 / ks, those writing the stream
+ * (wo, w2, their biases) ks, at no level. 0 for NULL.
+ */
+double ts_llm_enc_stream_scale(const ts_llm_enc_t *enc);
 
 /* The blocks on their own (for tests). */
 /* out = W x for a model matrix: 0 wq 1 wk 2 wv 3 wo 4 w1 5 w3 6 w2 7 wcls (norm weights not
@@ -776,7 +788,8 @@ ts_status_t ts_llm_enc_ffn(ts_llm_enc_session_t *s, int layer, const ts_ckks_cip
  * ts_llm_enc_input_level) and the server computes the embedding as the
  * plaintext-matrix x ciphertext product E^T onehot (periodic diagonals, BSGS;
  * one level), so the embedding table stays on the server. The result (period
- * pow2(dim)) is the x of ts_llm_enc_step. Needs pow2(vocab) to divide the
+ * pow2(dim)), E^T onehot times ts_llm_enc_stream_scale, is the x of
+ * ts_llm_enc_step. Needs pow2(vocab) to divide the
  * slots; its rotation steps are part of ts_llm_enc_rotation_steps.
  */
 ts_status_t ts_llm_enc_embed(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *onehot,

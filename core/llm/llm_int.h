@@ -131,6 +131,9 @@ void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out);
  * the built-in cost table): every subset for up to 5 layers, else bit by bit
  * (two passes). 0 when the engine does not bootstrap or nothing helps. */
 uint64_t ts__llm_enc_place(const ts_llm_enc_t *e);
+/* Replace the engine's residual bootstraps by mask (tests: a placement the
+ * search would not choose, executed against its plan). */
+void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask);
 
 /* Levels a Chebyshev series takes in CKKS: the affine map to [-1, 1] unless
  * its domain is that already, then Paterson-Stockmeyer (the engine's cheb

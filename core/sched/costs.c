@@ -427,6 +427,33 @@ void ts_sched_costs_default(ts_sched_costs_t *c)
     c->n_seg = 4;
 }
 
+static void extend_list(int64_t *v, size_t *n, int max_level)
+{
+    if (*n == 0 || *n >= (size_t)max_level + 1)
+        return;
+    size_t top = *n - 1;
+    int64_t step = top > 0 && v[top] > v[top - 1] ? v[top] - v[top - 1] : 0;
+    for (size_t l = top + 1; l <= (size_t)max_level; l++)
+        v[l] = v[top] + (int64_t)(l - top) * step;
+    *n = (size_t)max_level + 1;
+}
+
+void ts_sched_costs_extend(ts_sched_costs_t *c, int max_level)
+{
+    if (!c || max_level <= c->max_level)
+        return;
+    if (max_level > TS_SCHED_MAX_LEVELS - 1)
+        max_level = TS_SCHED_MAX_LEVELS - 1;
+    extend_list(c->add_ns, &c->n_add, max_level);
+    extend_list(c->pmul_ns, &c->n_pmul, max_level);
+    extend_list(c->cmul_ns, &c->n_cmul, max_level);
+    extend_list(c->rot_ns, &c->n_rot, max_level);
+    extend_list(c->rescale_ns, &c->n_rescale, max_level);
+    extend_list(c->recover_ns, &c->n_recover, max_level);
+    extend_list(c->encode_ns, &c->n_encode, max_level);
+    c->max_level = max_level;
+}
+
 double ts_sched_costs_value_ns(const ts_sched_costs_t *c, int seg)
 {
     if (seg == TS_SCHED_LUT_PBS)

@@ -415,6 +415,15 @@ ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path);
 /* The built-in estimate (same numbers as configs/costs/cpu-default.yaml). */
 void ts_sched_costs_default(ts_sched_costs_t *out);
 
+/*
+ * Extend a table to max_level (a chain deeper than the one it was measured
+ * at): every per-level list continues from its top entry by its last step
+ * per level (the costs are linear in the limbs), never below that entry.
+ * No-op when the table already reaches max_level; max_level is clamped to
+ * TS_SCHED_MAX_LEVELS - 1.
+ */
+void ts_sched_costs_extend(ts_sched_costs_t *c, int max_level);
+
 /* Latency of one segmented-LUT evaluation (n_seg segments). */
 double ts_sched_costs_lut_ns(const ts_sched_costs_t *c);
 /* Latency of one value's evaluation in TFHE: a look-up with `seg` segments

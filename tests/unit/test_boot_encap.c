@@ -44,10 +44,11 @@ static ts_ckks_params_t *load_params(const char *name, bool insecure)
     return p;
 }
 
-static void fx_init_preset(fx_t *f, const char *preset, int log_slots, int dft_levels, int order)
+/* The fixture on parameters p (taken over). */
+static void fx_init_params(fx_t *f, ts_ckks_params_t *p, int log_slots, int dft_levels, int order)
 {
     memset(f, 0, sizeof(*f));
-    f->p = load_params(preset, true);
+    f->p = p;
     ck_assert_int_eq(ts_ckks_params_secret(f->p), TS_CKKS_SECRET_TERNARY);
     uint8_t seed[TS_SEED_BYTES] = {4, 2};
     ck_assert_ts_ok(ts_prng_new_seeded(seed, 3, &f->prng));
@@ -67,6 +68,11 @@ static void fx_init_preset(fx_t *f, const char *preset, int log_slots, int dft_l
     ck_assert_ts_ok(ts_boot_encap_keygen(f->p, &f->cfg, f->sk, f->prng, &f->keys));
     ck_assert_ts_ok(ts_ckks_evaluator_new(f->p, f->ek, &f->ev));
     ck_assert_ts_ok(ts_boot_new(f->p, &f->cfg, &f->bt));
+}
+
+static void fx_init_preset(fx_t *f, const char *preset, int log_slots, int dft_levels, int order)
+{
+    fx_init_params(f, load_params(preset, true), log_slots, dft_levels, order);
 }
 
 static void fx_init(fx_t *f, int log_slots, int order)
@@ -152,6 +158,51 @@ static void run(int log_slots, int order, int in_level)
     free(v);
     fx_clear(&f);
 }
+
+/*
+ * EvalMod and CoeffToSlot primes smaller than q_0 (test-boot-n10-dense's
+ * chain with its thirteen 60-bit DFT and EvalMod primes at 55 bits):
+ * CoeffToSlot's plaintext scales hand EvalMod a scale near its own primes
+ * (ts_boot_new), so the bootstrap runs (it failed with TS_ESCALE while the
+ * scale stayed at q_0 and grew squared through the Chebyshev basis) and
+ * keeps the precision the smaller primes allow (~4 bits below the 60-bit
+ * chain's, docs/parameters.md).
+ */
+START_TEST(test_encap_small_evalmod_primes)
+{
+    ts_ckks_params_literal_t lit;
+    ts_ckks_params_literal_init(&lit);
+    snprintf(lit.name, sizeof lit.name, "test-boot-n10-dense-em55");
+    lit.log_n = 10;
+    const int64_t logq[] = {60, 40, 45, 45, 45, 55, 55, 55, 55, 55, 55, 55, 55, 55, 55, 55, 55, 55};
+    for (size_t i = 0; i < sizeof logq / sizeof logq[0]; i++)
+        lit.logq[lit.logq_count++] = logq[i];
+    lit.logp[lit.logp_count++] = 61;
+    lit.logp[lit.logp_count++] = 61;
+    lit.scale_log2 = 40;
+    lit.insecure = true;
+    ts_ckks_params_t *p = NULL;
+    ck_assert_ts_ok(ts_ckks_params_new(&lit, true, &p));
+    fx_t f;
+    fx_init_params(&f, p, 0, 0, TS_BOOT_CTS_FIRST);
+    size_t n = (size_t)1 << f.cfg.log_slots;
+    double complex *v = malloc(sizeof(double complex) * n);
+    ck_assert_ptr_nonnull(v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = unif() + I * unif();
+    ts_ckks_ciphertext_t *ct = encrypt(&f, v, n, 0);
+    ck_assert_ts_ok(ts_boot_set_encap_keys(f.bt, f.keys));
+    ck_assert_ts_ok(ts_boot_bootstrap(f.bt, f.ev, ct, ct));
+    ck_assert_int_eq(ts_ckks_ciphertext_level(ct), ts_boot_levels_left(f.bt));
+    ck_assert(ts_ckks_ciphertext_scale(ct) == ts_ckks_params_scale(f.p));
+    double bits = precision(&f, ct, v, n);
+    printf("encap boot, 55-bit EvalMod and CoeffToSlot primes: %.2f bits\n", bits);
+    ck_assert_msg(bits >= PREC_BITS - 4, "precision %.2f bits", bits);
+    ts_ckks_ciphertext_free(ct);
+    free(v);
+    fx_clear(&f);
+}
+END_TEST
 
 START_TEST(test_encap_full)
 {
@@ -338,6 +389,7 @@ TS_TEST_SUITE(boot_encap)
     TCase *tc = ts_tcase("encap", 0);
     tcase_add_test(tc, test_encap_config_and_keys);
     tcase_add_test(tc, test_encap_full);
+    tcase_add_test(tc, test_encap_small_evalmod_primes);
     tcase_add_test(tc, test_encap_sparse);
     tcase_add_test(tc, test_encap_stc_first);
     tcase_add_test(tc, test_encap_keys_serial);

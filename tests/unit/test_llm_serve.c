@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/llm/llm.h"
+#include "core/llm/llm_int.h"
 #include "tests/unit/llm_fx.h"
 #include "tests/unit/llm_tiny.h"
 #include "tests/unit/ts_test.h"
@@ -73,7 +74,9 @@ static void tiny_cleanup(const char *model)
         fprintf(stderr, "warning: could not remove %s\n", dir);
 }
 
-/* The one-hot embedding of a few tokens equals the plaintext embedding rows. */
+/* The one-hot embedding of a few tokens equals the plaintext embedding rows
+ * in the residual stream's unit (ts_llm_enc_stream_scale), as does the
+ * published-embedding path. */
 static void check_embed(llm_fx_t *f, const int *toks, int n)
 {
     const ts_llm_config_t *c = ts_llm_model_config(f->m);
@@ -84,7 +87,8 @@ static void check_embed(llm_fx_t *f, const int *toks, int n)
     float *row = malloc((size_t)c->dim * sizeof(float));
     ck_assert(got && row);
     /* the plaintext row through ts_llm_enc_encrypt_token (the published-embedding path) */
-    double worst = 0;
+    double worst = 0, worst_ref = 0, ks = ts_llm_enc_stream_scale(f->enc);
+    ck_assert(ks > 0.0 && ks <= 1.0);
     for (int k = 0; k < n; k++) {
         ck_assert_ts_ok(ts_llm_enc_encrypt_onehot(f->enc, f->ecd, f->sk, f->prng, toks[k], x));
         ck_assert_int_eq(ts_ckks_ciphertext_level(x), ts_llm_enc_input_level(f->enc));
@@ -93,12 +97,17 @@ static void check_embed(llm_fx_t *f, const int *toks, int n)
         ck_assert_ts_ok(ts_llm_enc_decrypt_vec(f->ecd, f->sk, y, got, c->dim));
         ck_assert_ts_ok(ts_llm_enc_encrypt_token(f->enc, f->ecd, f->sk, f->prng, toks[k], x));
         ck_assert_ts_ok(ts_llm_enc_decrypt_vec(f->ecd, f->sk, x, row, c->dim));
-        for (int i = 0; i < c->dim; i++)
+        for (int i = 0; i < c->dim; i++) {
+            double want = ks * (double)f->m->tok_emb[(size_t)toks[k] * c->dim + i];
             worst = fmax(worst, fabs((double)got[i] - row[i]));
+            worst_ref = fmax(worst_ref, fabs((double)got[i] - want));
+        }
     }
-    printf("one-hot embedding (vocab %d, dim %d): max abs err %.2e vs the embedding rows\n",
-           c->vocab_size, c->dim, worst);
+    printf("one-hot embedding (vocab %d, dim %d, stream unit %.4f): max abs err %.2e vs the "
+           "encrypted rows, %.2e vs the model's\n",
+           c->vocab_size, c->dim, ks, worst, worst_ref);
     ck_assert(worst < 1e-4);
+    ck_assert(worst_ref < 1e-4);
     /* bad arguments */
     ck_assert_ts_status(ts_llm_enc_encrypt_onehot(f->enc, f->ecd, f->sk, f->prng, -1, x),
                         TS_EINVAL);

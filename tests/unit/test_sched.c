@@ -508,6 +508,26 @@ START_TEST(test_sched_costs_files)
     ck_assert_ts_ok(ts_sched_costs_load_string(json, strlen(json), "j.json", &c, &err));
     ck_assert_int_eq(c.recover_ns[1], 6);
 
+    /* Extended to a deeper chain: each list continues by its last step,
+     * never below its top (a flat or falling top stays flat), and the
+     * result validates. */
+    c.cmul_ns[0] = 10;
+    c.cmul_ns[1] = 4;
+    ts_sched_costs_extend(&c, 4);
+    ck_assert_int_eq(c.max_level, 4);
+    ck_assert_uint_eq(c.n_add, 5);
+    ck_assert_int_eq(c.add_ns[4], 1 + 4 * 1);
+    ck_assert_int_eq(c.recover_ns[3], 6 + 2 * 1);
+    ck_assert_int_eq(c.cmul_ns[4], 4);
+    ck_assert_uint_eq(c.n_encode, 0); /* not measured: stays absent */
+    ck_assert_ts_ok(ts_sched_costs_validate(&c, NULL, 0));
+    ts_sched_costs_extend(&c, 2); /* shallower: nothing changes */
+    ck_assert_int_eq(c.max_level, 4);
+    ts_sched_costs_extend(&c, 1000);
+    ck_assert_int_eq(c.max_level, TS_SCHED_MAX_LEVELS - 1);
+    ck_assert_int_eq(c.rot_ns[TS_SCHED_MAX_LEVELS - 1], 2 + (TS_SCHED_MAX_LEVELS - 2));
+    ck_assert_ts_ok(ts_sched_costs_validate(&c, NULL, 0));
+
     ck_assert_ts_status(ts_sched_costs_load("/nonexistent/costs.yaml", &c, &err), TS_EIO);
 }
 END_TEST
