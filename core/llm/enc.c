@@ -1675,14 +1675,19 @@ static void rope_row_coeffs(const ts_llm_enc_t *e, int pos, int rows, double *cr
  * period pin >= cols, out periodic with period pout >= rows. gain (a folded norm
  * gain, cols) and b (rows) may be NULL. Periodic diagonals with BSGS; the
  * diagonals are encoded on the fly at x's level (scale q_level: exact), the
- * bias is added as a plaintext after the rescale.
+ * bias is added as a plaintext after the rescale. A wide matrix (pout < pin:
+ * the one-hot embedding, w2) takes pout diagonals of period pin and sums
+ * the pin / pout blocks by rotations after the rescale (the hybrid diagonal
+ * method: out[j] = sum_t y[j + t pout]; 64 diagonals instead of 512 for
+ * the embedding of aidreams260K), unless the first-block mask is folded.
  */
 static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *gain,
                           const double *bias, int rows, int cols, int pin, int pout,
                           const mv_fold_t *fold, ts_ckks_bsgs_t **shared, ct_t *x, ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
-    int slots = e->slots, n1 = baby_steps(pin), n2 = pin / n1;
+    bool wide = pout < pin && !(fold && fold->first_block);
+    int slots = e->slots, nd = wide ? pout : pin, n1 = baby_steps(nd), n2 = nd / n1;
     /* RoPE folded in: row i of R W, with R the rotation of the pairs
      * (2i, 2i + 1) of each head by pos theta_i (cr, ci per row; exact in
      * double up to the float angles run.c uses) */
@@ -1757,6 +1762,8 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
     }
     TRY(ts_ckks_bsgs_finish(h, tot));
     TRY(ts_ckks_rescale(s->ev, tot, out));
+    if (wide)
+        TRY(rot_sum(s, out, pout, pin));
     double bk = fold && fold->bias_scale != 0.0 ? fold->bias_scale : 1.0;
     if (bias && fold && fold->first_block) {
         for (int j = 0; j < slots; j++)
@@ -2436,6 +2443,12 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
     TRY(ct_new(s, &xb));
     TRY(ct_new(s, &o));
     TRY(ts_ckks_ciphertext_copy(xx, x));
+    /* a client-encrypted embedding (one level above the one-hot product's)
+     * joins the one-hot path's level, whose bootstraps the engine placed
+     * (aidreams260K at boot-n16-dense: 27 bootstraps from the top, 20 so) */
+    int top = ts_llm_enc_input_level(e) - 1;
+    if (s->boot && ts_ckks_ciphertext_level(xx) > top)
+        TRY(ts_ckks_drop_to_level(s->ev, xx, top, xx));
     /* GPT2: the learned position row, added as a plaintext. The norms run
      * with unit gain and no bias, folded into the matrices after them (one
      * level less on the normalized vector) */

@@ -125,17 +125,22 @@ static int rot_sum(gb_t *b, const char *nm, int x, int first, int lim)
     return add(b, TS_OP_SUM, nm, x, TS_SCHED_NONE, 0, 0, 0, c);
 }
 
-/* BSGS matvec on period pin: n1 - 1 hoisted baby rotations, n2 - 1 giant ones,
- * pin diagonals encoded and multiplied, one rescale. */
-static int matvec(gb_t *b, const char *nm, int x, int pin, int need)
+/* BSGS matvec from period pin to pout: nd = min(pin, pout) diagonals
+ * encoded and multiplied, n1 - 1 hoisted baby rotations, n2 - 1 giant ones,
+ * one rescale; a wide matrix (pout < pin) then sums its pin / pout blocks
+ * (log2 rotations and additions; enc.c matvec). */
+static int matvec(gb_t *b, const char *nm, int x, int pin, int pout, int need)
 {
+    int nd = pout < pin ? pout : pin, sums = 0;
+    for (int r = nd; r < pin; r <<= 1)
+        sums++;
     int n1 = 1;
-    while (n1 * n1 < pin)
+    while (n1 * n1 < nd)
         n1 <<= 1;
     if (n1 > 64)
         n1 = 64;
-    int n2 = pin / n1;
-    const double c[6] = {pin, pin, 0, (n1 - 1) + (n2 - 1), 1, pin};
+    int n2 = nd / n1;
+    const double c[6] = {nd + sums, nd, 0, (n1 - 1) + (n2 - 1) + sums, 1, nd};
     int prev = b->stage;
     b->stage = TS_LLM_STAGE_MATVEC;
     int id = add(b, TS_OP_MATVEC, nm, x, TS_SCHED_NONE, FIRST, 1, need, c);
@@ -144,9 +149,9 @@ static int matvec(gb_t *b, const char *nm, int x, int pin, int need)
 }
 
 /* matvec and, for GPT2, its bias (a plaintext addition, no level) */
-static int matvec_b(gb_t *b, const char *nm, int x, int pin, int need)
+static int matvec_b(gb_t *b, const char *nm, int x, int pin, int pout, int need)
 {
-    int id = matvec(b, nm, x, pin, need);
+    int id = matvec(b, nm, x, pin, pout, need);
     if (!b->e->gpt2)
         return id;
     int prev = b->stage;
@@ -350,9 +355,9 @@ static int attention(gb_t *b, int xb)
     const ts_llm_enc_config_t *cfg = e->cfg;
     int k = cfg->softmax_k;
     b->stage = TS_LLM_STAGE_ATTENTION;
-    int q = matvec_b(b, "wq", xb, e->pd, 3); /* need(xb, 3) in place */
-    int kk = matvec_b(b, "wk", xb, e->pd, 1);
-    int v = matvec_b(b, "wv", xb, e->pd, 1);
+    int q = matvec_b(b, "wq", xb, e->pd, e->pd, 3); /* need(xb, 3) in place */
+    int kk = matvec_b(b, "wk", xb, e->pd, e->pd, 1);
+    int v = matvec_b(b, "wv", xb, e->pd, e->pd, 1);
     /* RoPE folded into wq and wk, the cache mask into wk and wv (enc.c mv_fold_t) */
     int kc = cache_put(b, "cache_k", kk);
     int vc = cache_put(b, "cache_v", v);
@@ -424,7 +429,7 @@ static int ffn(gb_t *b, int xb)
 {
     const ts__llm_enc_shape_t *e = b->e;
     b->stage = TS_LLM_STAGE_OTHER;
-    int h1 = matvec_b(b, "w1", xb, e->pd, 2); /* need(xb, 2) in place */
+    int h1 = matvec_b(b, "w1", xb, e->pd, e->ph, 2); /* need(xb, 2) in place */
     int g;
     if (e->gpt2) { /* w2 gelu(w1 x + b1) + b2 */
         ts_llm_eval_t ev = e->cfg->eval_gelu;
@@ -432,11 +437,11 @@ static int ffn(gb_t *b, int xb)
                  ev == TS_LLM_EVAL_CKKS ? e->a_gelu : NULL, (uint32_t)e->hid, 1);
         if (ev != TS_LLM_EVAL_CKKS)
             g = rot_sum(b, "gelu.spread", g, -e->ph, e->slots);
-        return matvec_b(b, "w2", g, e->ph, 1);
+        return matvec_b(b, "w2", g, e->ph, e->pd, 1);
     }
     if (e->cfg->eval_silu == TS_LLM_EVAL_CKKS)
         h1 = add_k(b, "silu.map", h1, false); /* + be: the map's scale is in w1 */
-    int h3 = matvec(b, "w3", xb, e->pd, 1);
+    int h3 = matvec(b, "w3", xb, e->pd, e->ph, 1);
     if (e->cfg->eval_silu == TS_LLM_EVAL_CKKS) {
         /* need2(h1, h3, the series' depth): h3 rides along when h1 is bootstrapped */
         const double c0[6] = {0, 0, 0, 0, 0, 0};
@@ -451,7 +456,7 @@ static int ffn(gb_t *b, int xb)
         g = rot_sum(b, "silu.spread", g, -e->ph, e->slots);
     }
     g = mul_cc(b, "glu", g, h3, BOTH, 1);
-    return matvec(b, "w2", g, e->ph, 1);
+    return matvec(b, "w2", g, e->ph, e->pd, 1);
 }
 
 /* xx + o; where the shape's resid_boot bit is set, both bootstrapped first
@@ -472,7 +477,14 @@ static ts_status_t build_step(gb_t *b, unsigned flags)
         /* ts_llm_enc_embed: E^T onehot on a copy of the client's one-hot vector */
         b->where = "embed";
         b->layer = -1;
-        xx = matvec(b, "onehot", xx, e->pv, 1);
+        xx = matvec(b, "onehot", xx, e->pv, e->pd, 1);
+    } else if (b->lv->boot) {
+        /* ts_llm_enc_step: a client-encrypted embedding drops to the
+         * one-hot product's level (no cost) */
+        const double c[6] = {0, 0, 0, 0, 0, 0};
+        b->where = "embed";
+        b->layer = -1;
+        xx = add(b, TS_OP_ADD_CP, "align", xx, TS_SCHED_NONE, FIRST, 1, 1, c);
     }
     char where[24];
     if (e->gpt2) { /* the learned position row */
@@ -488,7 +500,7 @@ static ts_status_t build_step(gb_t *b, unsigned flags)
         b->where = where;
         int o = attention(b, xb);
         b->stage = TS_LLM_STAGE_OTHER;
-        o = matvec_b(b, "wo", o, e->pd, 1);
+        o = matvec_b(b, "wo", o, e->pd, e->pd, 1);
         xx = resid(b, 2 * l, xx, o);
         snprintf(where, sizeof where, "L%d.ffn_norm", l);
         xb = rmsnorm(b, where, xx);
@@ -502,7 +514,7 @@ static ts_status_t build_step(gb_t *b, unsigned flags)
     b->stage = TS_LLM_STAGE_OTHER;
     int xb = rmsnorm(b, "final_norm", xx);
     b->where = "head";
-    matvec_b(b, "lm_head", xb, e->pd, 1);
+    matvec_b(b, "lm_head", xb, e->pd, e->pv, 1);
     return b->st;
 }
 

@@ -557,6 +557,13 @@ START_TEST(test_engine_resid_boot)
     ck_assert_uint_le(n_own, 20);
     ts_sched_plan_free(plan);
     ts_sched_graph_free(g);
+    /* a client-encrypted embedding drops to the one-hot product's level and
+     * bootstraps as that path does (from one level higher it took 27) */
+    ck_assert_ts_ok(
+        ts_llm_enc_plan(f.enc, pos, 0, &costs, TS_SCHED_CKKS, &g, &plan, msg, sizeof msg));
+    ck_assert_uint_eq(plan->n_boot, n_own);
+    ts_sched_plan_free(plan);
+    ts_sched_graph_free(g);
     ts__llm_enc_set_resid_boot(f.enc, 2); /* bit 2l + 1, l = 0: after layer 0's FFN */
     ck_assert_ts_ok(ts_llm_enc_plan(f.enc, pos, TS_LLM_PLAN_ONEHOT, &costs, TS_SCHED_CKKS, &g,
                                     &plan, msg, sizeof msg));
