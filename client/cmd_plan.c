@@ -8,9 +8,10 @@
  *                [--arch llama|gpt2] [--pos N] [--slots S] [--embed-public]
  *                [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]
  *
- * Without --costs the built-in estimate (configs/costs/cpu-default.yaml) is
- * used and the output says so. --policy all prints the three plans' totals
- * side by side (with --json: one object holding the three plans).
+ * Without --costs the table measured for --params PRESET that ships in
+ * configs/costs/cpu-PRESET.yaml is used when there is one, else the built-in
+ * estimate (configs/costs/cpu-default.yaml), and the output says which. --policy all prints the
+ * three plans' totals side by side (with --json: one object holding the three plans).
  *
  * With --model FILE --params PRESET (or --costs FILE of a table measured at
  * a preset of configs/params) the plan is the encrypted engine's own
@@ -265,8 +266,8 @@ out:
 }
 
 static int engine_plan(const char *model, const char *preset, bool insecure,
-                       const ts_sched_costs_t *costs, bool costs_given, bool all,
-                       ts_sched_policy_t policy, int pos, uint32_t slots, unsigned flags, bool json)
+                       const ts_sched_costs_t *costs, bool all, ts_sched_policy_t policy, int pos,
+                       uint32_t slots, unsigned flags, bool json)
 {
     char path[600];
     snprintf(path, sizeof path, "configs/params/%s.yaml", preset);
@@ -291,7 +292,7 @@ static int engine_plan(const char *model, const char *preset, bool insecure,
                pos, flags & TS_LLM_PLAN_ONEHOT ? "one-hot (embedded on the server)" : "embedding",
                costs->name,
                costs->estimated ? " (estimated; `tessera bench costs` measures it)" : "");
-        if (!costs_given || strcmp(costs->params, preset) != 0)
+        if (strcmp(costs->params, preset) != 0)
             printf("note: the cost table was measured at '%s', not at %s; pass "
                    "--costs FILE from `tessera bench costs --params %s`\n",
                    costs->params, preset, preset);
@@ -431,6 +432,7 @@ int ts_cmd_plan(int argc, char **argv)
     }
 
     ts_sched_costs_t costs;
+    char shipped[200]; /* configs/costs/cpu-PRESET.yaml */
     if (costs_path) {
         ts_cfg_error_t err;
         ts_status_t st = ts_sched_costs_load(costs_path, &costs, &err);
@@ -442,6 +444,19 @@ int ts_cmd_plan(int argc, char **argv)
         }
     } else {
         ts_sched_costs_default(&costs);
+        /* the table measured at --params that ships with tessera, if any */
+        ts_cfg_error_t err;
+        if (preset && (size_t)snprintf(shipped, sizeof shipped, "configs/costs/cpu-%s.yaml",
+                                       preset) < sizeof shipped) {
+            FILE *cf = fopen(shipped, "r");
+            if (cf) {
+                fclose(cf);
+                if (ts_sched_costs_load(shipped, &costs, &err) == TS_OK)
+                    costs_path = shipped;
+                else
+                    ts_sched_costs_default(&costs);
+            }
+        }
     }
     /* a measured table names its preset: with --model, plan the engine at it */
     char costs_preset[80] = "";
@@ -462,8 +477,8 @@ int ts_cmd_plan(int argc, char **argv)
             return 2;
         }
         /* the daemon's default input: the one-hot token, embedded on the server */
-        return engine_plan(model, preset, insecure, &costs, costs_path != NULL, all, policy,
-                           (int)d.seq_pos, d.slots, d.embed_public ? 0 : TS_LLM_PLAN_ONEHOT, json);
+        return engine_plan(model, preset, insecure, &costs, all, policy, (int)d.seq_pos, d.slots,
+                           d.embed_public ? 0 : TS_LLM_PLAN_ONEHOT, json);
     }
     if (!d.slots && costs.slots > 0)
         d.slots = (uint32_t)costs.slots;
