@@ -43,7 +43,8 @@ static void usage(FILE *f)
         "                    [--slots S] [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
         "Prints the scheme-aware plan of one decode step: every operator with its scheme,\n"
         "levels, bootstraps and rotation keys, the predicted latency, and the reason for\n"
-        "each TFHE/CKKS choice. Without --costs the estimated cpu-default table is used.\n"
+        "each TFHE/CKKS choice. Without --costs: the table measured at --params that\n"
+        "ships in configs/costs/cpu-PRESET.yaml if any, else the estimated cpu-default.\n"
         "With --params: the encrypted engine's own plan at that CKKS preset (its exact\n"
         "operations, bootstraps, conversions and look-ups, latency per stage); --slots S\n"
         "its working slot count (sparse packing, a power of two; default the preset's).\n",

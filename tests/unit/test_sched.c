@@ -629,6 +629,34 @@ START_TEST(test_sched_cmd_plan)
     ck_assert_int_eq(ts_cmd_plan(3, a6), 1);
     char *a7[] = {"plan", "--policy", "mixed", "--dims", "64,172,4,4,4,512", NULL};
     ck_assert_int_eq(ts_cmd_plan(5, a7), 2);
+    /* the engine's plan at a preset with a shipped measured table uses it */
+    char out[] = "/tmp/ts_plan_outXXXXXX";
+    int fd = mkstemp(out);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_ptr_nonnull(freopen(out, "w", stdout));
+    char *a8[] = {"plan",    "--model", path,       "--params", "boot-n16-dense", "--pos", "0",
+                  "--slots", "1024",    "--policy", "ckks",     "--json",         NULL};
+    ck_assert_int_eq(ts_cmd_plan(12, a8), 0);
+    fflush(stdout);
+    ck_assert_ptr_nonnull(freopen("/dev/null", "w", stdout));
+    FILE *f = fopen(out, "r");
+    ck_assert_ptr_nonnull(f);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    unlink(out);
+    ck_assert_ptr_nonnull(strstr(buf, "\"costs\":\"cpu-boot-n16-dense\""));
+    ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":20"));
+    /* the shipped table: measured at that preset over its whole chain */
+    ts_sched_costs_t c;
+    ts_cfg_error_t err;
+    ck_assert_ts_ok(ts_sched_costs_load("configs/costs/cpu-boot-n16-dense.yaml", &c, &err));
+    ck_assert_str_eq(c.params, "boot-n16-dense");
+    ck_assert_int_eq(c.max_level, 28);
+    ck_assert_int_eq(c.boot_output_level, 13);
+    ck_assert(c.boot_ns > 1000000000LL && c.boot_ns < 20000000000LL);
 }
 END_TEST
 
