@@ -292,7 +292,10 @@ static int engine_plan(const char *model, const char *preset, bool insecure,
         printf("engine plan: %s at %s, position %d, %s input; cost table %s%s\n", model, preset,
                pos, flags & TS_LLM_PLAN_ONEHOT ? "one-hot (embedded on the server)" : "embedding",
                costs->name,
-               costs->estimated ? " (estimated; `tessera bench costs` measures it)" : "");
+               !costs->estimated ? ""
+               : strcmp(costs->params, preset) == 0
+                   ? " (measured at this preset; the entries its note names are estimated)"
+                   : " (estimated; `tessera bench costs` measures it)");
         if (strcmp(costs->params, preset) != 0)
             printf("note: the cost table was measured at '%s', not at %s; pass "
                    "--costs FILE from `tessera bench costs --params %s`\n",
