@@ -167,12 +167,8 @@ static bool jvalue(jp_t *j)
 /* Read path, check it is one valid JSON object with every key of want. */
 static char *check_json(const char *path, const char *const *want, size_t nwant)
 {
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
     static char buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
+    ts_test_read_file(path, buf, sizeof buf);
     jp_t j = {.p = buf};
     ws(&j);
     ck_assert_int_eq(*j.p, '{');

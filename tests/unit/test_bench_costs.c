@@ -98,12 +98,8 @@ START_TEST(test_bench_costs_quick)
     ck_assert_int_eq(run(cmd), 0);
     char pj[300];
     snprintf(pj, sizeof pj, "%s/plan.json", dir);
-    FILE *f = fopen(pj, "r");
-    ck_assert_ptr_nonnull(f);
     static char buf[1 << 20];
-    size_t nr = fread(buf, 1, sizeof buf - 1, f);
-    buf[nr] = '\0';
-    fclose(f);
+    ts_test_read_file(pj, buf, sizeof buf);
     ck_assert_ptr_nonnull(strstr(buf, "\"hybrid\":{\"policy\":\"hybrid\""));
     ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\""));
     ck_assert_ptr_nonnull(strstr(buf, "\"stages_ns\""));
@@ -115,11 +111,7 @@ START_TEST(test_bench_costs_quick)
              ts_test_build_dir(), model, out, dir);
     ck_assert_int_eq(run(cmd), 0);
     snprintf(pj, sizeof pj, "%s/plan.txt", dir);
-    f = fopen(pj, "r");
-    ck_assert_ptr_nonnull(f);
-    nr = fread(buf, 1, sizeof buf - 1, f);
-    buf[nr] = '\0';
-    fclose(f);
+    ts_test_read_file(pj, buf, sizeof buf);
     ck_assert_ptr_nonnull(strstr(buf, "1/sqrt(x)"));
     /* each kind priced in the other scheme; the hybrid is the cheapest assignment */
     ck_assert(strstr(buf, "TFHE  in CKKS") || strstr(buf, "CKKS  in TFHE"));

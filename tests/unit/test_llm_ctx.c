@@ -384,12 +384,8 @@ START_TEST(test_ctx_bench_cli)
              "%s/tessera bench decode --quick --context 5,8 --json %s >/dev/null 2>&1",
              ts_test_build_dir(), path);
     ck_assert_int_eq(system(cmd), 0);
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
     static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = 0;
-    fclose(f);
+    ts_test_read_file(path, buf, sizeof buf);
     ck_assert_ptr_nonnull(strstr(buf, "\"context_length\": 5, \"prefilled_positions\": 4"));
     ck_assert_ptr_nonnull(strstr(buf, "\"context_length\": 8, \"prefilled_positions\": 7"));
     ck_assert_ptr_nonnull(strstr(buf, "prefilled from the plaintext model"));

@@ -229,12 +229,8 @@ START_TEST(test_bench_decode_quick)
     snprintf(cmd, sizeof cmd, "%s/tessera bench decode --quick --json %s >/dev/null 2>&1",
              ts_test_build_dir(), path);
     ck_assert_int_eq(system(cmd), 0);
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
     static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = 0;
-    fclose(f);
+    ts_test_read_file(path, buf, sizeof buf);
     static const char *keys[] = {"\"benchmark\": \"decode\"",
                                  "\"machine\"",
                                  "\"threads\"",

@@ -640,12 +640,8 @@ START_TEST(test_sched_cmd_plan)
     ck_assert_int_eq(ts_cmd_plan(12, a8), 0);
     fflush(stdout);
     ck_assert_ptr_nonnull(freopen("/dev/null", "w", stdout));
-    FILE *f = fopen(out, "r");
-    ck_assert_ptr_nonnull(f);
     static char buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
+    ts_test_read_file(out, buf, sizeof buf);
     unlink(out);
     ck_assert_ptr_nonnull(strstr(buf, "\"costs\":\"cpu-boot-n16-dense\""));
     ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":20"));

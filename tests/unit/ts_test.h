@@ -63,4 +63,16 @@ static inline int ts_test_quick(void)
     return getenv("TS_TEST_QUICK") != NULL;
 }
 
+/* The text of the file at path in buf (at most size - 1 bytes, NUL-terminated);
+ * the test fails when it cannot be opened. Returns buf. */
+static inline char *ts_test_read_file(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    size_t n = fread(buf, 1, size - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
 #endif
