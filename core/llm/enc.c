@@ -180,6 +180,13 @@ static void spec_lut(ts_nonlinear_spec_t *s, double lo, double hi, int n_seg, in
  * [0.806, 1.214]. (The rounds of aidreams260K at 16 positions take 5 steps
  * instead of 6 for 4 bits, at 128 positions 8 instead of 9.) */
 #define COND_BITS 3.3
+/* Bits of the last round's 1/x: 1/sum is one factor per head, so its error
+ * scales that head's attention output by 1 +- 2^-LAST_BITS, about the
+ * relative error a bootstrap of the residual stream leaves (~1.1e-6 x 64,
+ * 2^-13.8: ENC_BOOT_BOUND). 12 bits take one Goldschmidt step less than
+ * 24 (a level), no change in the logits' error at 16 positions (measured
+ * in docs/benchmarks.md, session 11). */
+#define LAST_BITS 12.0
 /*
  * The 1/x spec on [lo, hi] (0 < lo < hi) to a relative 2^-bits whose
  * Goldschmidt division (enc.c divide) is shallowest: the linear start, depth
@@ -272,13 +279,21 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
         cfg->eval_recip_last = TS_LLM_EVAL_LUT;
         cfg->eval_rsqrt = TS_LLM_EVAL_LUT;
     } else if (policy == TS_SCHED_CKKS) {
-        /* the first round's wide [0.02, 256] to COND_BITS; after the first
-         * normalization the sums of squares lie in [1/n, 1] for n positions:
-         * Goldschmidt on [0.8 / n, 1.25], the last round's converged to
-         * 2^-24, the rounds between to COND_BITS; each from the shallowest
-         * start (spec_recip) */
-        spec_recip(&cfg->recip, cfg->recip.lo, cfg->recip.hi, COND_BITS);
-        spec_recip(&cfg->recip_last, 0.8 / max_pos, 1.25, 24);
+        /* Centered scores (softmax_center): the first round's mean sum
+         * (1/n) sum_t exp(z~_t / 4) is at least 1 (Jensen); on aidreams260K
+         * over 128 free-running greedy positions it reached 5.5 ("I dream
+         * of") to 43.9 ("Once upon a time"), the centered z~ / 8 stayed in
+         * [-2.9, 2.7] for five prompts: 1/x on [0.8, 256] to COND_BITS in
+         * depth 7 (uncentered, the sum on [0.02, 256]: depth 11). After the
+         * first normalization the sums of squares lie in [1/n, 1] for n
+         * positions: Goldschmidt on [0.8 / n, 1.25], the last round's to
+         * LAST_BITS, the rounds between to COND_BITS; each from the
+         * shallowest start (spec_recip) */
+        cfg->softmax_center = true;
+        cfg->softmax_mean_first = true;
+        spec_poly(&cfg->exp, -3.5, 3.0, 12);
+        spec_recip(&cfg->recip, 0.8, 256.0, COND_BITS);
+        spec_recip(&cfg->recip_last, 0.8 / max_pos, 1.25, LAST_BITS);
         spec_recip(&cfg->recip_norm, 0.8 / max_pos, 1.25, COND_BITS);
         /* 1/sqrt(x) on [0.005, 1]: the degree-56 Chebyshev interpolant
          * alone, 12.6 bits worst-case in depth 7 (the default's degree 7 and
@@ -479,6 +494,7 @@ void ts_llm_enc_config_to_sim(const ts_llm_enc_config_t *cfg, ts_llm_sim_config_
     sim->recip_norm = cfg->recip_norm;
     sim->recip_last = cfg->recip_last;
     sim->softmax_mean_first = ts_llm_enc_config_mean_first(cfg);
+    sim->softmax_center = cfg->softmax_center;
     sim->prim[TS_NL_FN_SILU] = cfg->silu;
     sim->prim[TS_NL_FN_GELU] = cfg->gelu;
     /* what runs as one PBS per value: the TFHE mode's midpoint table of
@@ -508,6 +524,7 @@ void ts_llm_enc_config_from_sim(const ts_llm_sim_config_t *sim, ts_llm_enc_confi
         return;
     cfg->softmax_k = sim->softmax_k;
     cfg->softmax_mean_first = sim->softmax_mean_first;
+    cfg->softmax_center = sim->softmax_center;
     cfg->exp = sim->prim[TS_NL_FN_EXP];
     cfg->recip = sim->prim[TS_NL_FN_RECIP];
     cfg->rsqrt = sim->prim[TS_NL_FN_RSQRT];
@@ -648,7 +665,7 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         ts_llm_enc_config_default(&def);
         cfg = &def;
     }
-    if (cfg->softmax_k < 0 || cfg->softmax_k > 8 ||
+    if (cfg->softmax_k < 0 || cfg->softmax_k > 8 || (cfg->softmax_center && cfg->softmax_k < 1) ||
         !spec_fits(&cfg->exp, cfg->eval_exp, TS_NL_POLY) ||
         (cfg->eval_exp == TS_LLM_EVAL_CKKS && cfg->exp.steps != 0) ||
         !spec_fits(&cfg->recip, cfg->eval_recip, TS_NL_ITER) ||
@@ -2149,7 +2166,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     const ts_llm_enc_t *e = s->e;
     int k = e->cfg.softmax_k;
     ct_t *q = NULL, *kk = NULL, *v = NULL, *z = NULL, *y = NULL, *sq = NULL, *sum = NULL, *r = NULL,
-         *vc = NULL;
+         *vc = NULL, *zm = NULL;
     ts_ckks_bsgs_t *sh = NULL; /* wq's, wk's and wv's baby rotations of xb */
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_ATTENTION);
@@ -2162,6 +2179,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     TRY(ct_new(s, &sum));
     TRY(ct_new(s, &r));
     TRY(ct_new(s, &vc));
+    TRY(ct_new(s, &zm));
     TRY(need(s, xb, 3));
     /* RoPE (LLAMA; GPT2 adds learned positions to the input) folded into
      * wq and wk, the cache's first-block mask into wk and wv: q, k and v one
@@ -2186,11 +2204,26 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     double al = 1.0, be = 0.0;
     if (cexp)
         ts__llm_cheb_map(cexp, &al, &be);
+    if (e->cfg.softmax_center) {
+        /* minus the head's mean over the positions: the sum over the blocks
+         * of the head sums (the cache is 0 after pos, so are they) times the
+         * mask / n, at the level of the mask's own product */
+        TRY(need(s, z, 1));
+        TRY(ts_ckks_ciphertext_copy(zm, z));
+        TRY(rot_sum(s, zm, e->pd, e->slots));
+        for (int j = 0; j < e->slots; j++) {
+            int t = j / e->pd, i = j % e->pd;
+            s->buf[j] = t <= pos && i % e->hd == 0 && i < e->dim ? zs * al / (pos + 1) : 0.0;
+        }
+        TRY(mul_buf(s, zm, zm));
+    }
     for (int j = 0; j < e->slots; j++) {
         int t = j / e->pd, i = j % e->pd;
         s->buf[j] = t <= pos && i % e->hd == 0 && i < e->dim ? zs * al : 0.0;
     }
     TRY(mul_buf(s, z, z));
+    if (e->cfg.softmax_center)
+        TRY(ts_ckks_sub(s->ev, z, zm, z));
     TRY(rot_sum(s, z, -1, e->hd));
     /* the softmax's values have known magnitudes (see ENC_BOOT_BOUND): the
      * scaled scores lie in exp's interval (mapped: [-1, 1]), y = exp(z)
@@ -2277,6 +2310,7 @@ done:
     ts_ckks_ciphertext_free(sum);
     ts_ckks_ciphertext_free(r);
     ts_ckks_ciphertext_free(vc);
+    ts_ckks_ciphertext_free(zm);
     return st;
 }
 

@@ -364,7 +364,17 @@ static int attention(gb_t *b, int xb)
     /* z = copy(K cache) * q: the cache copy may be bootstrapped, the cache not */
     int z = prod(b, TS_OP_ATTN_QK, "scores", kc, q, SECOND, 1);
     z = rot_sum(b, "scores.sum", z, 1, e->hd);
+    int zm = -1;
+    if (cfg->softmax_center) {
+        /* need(z, 1) in place; the mean from a copy: block sums, mask / n */
+        const double c0[6] = {0, 0, 0, 0, 0, 0};
+        z = add(b, TS_OP_SUM, "scores.need", z, TS_SCHED_NONE, FIRST, 0, 1, c0);
+        zm = rot_sum(b, "scores.mean", z, e->pd, e->slots);
+        zm = mul_k(b, "scores.mean.scale", zm, true);
+    }
     z = mul_k(b, "scores.scale", z, true);
+    if (cfg->softmax_center)
+        z = add_cc(b, "scores.center", z, zm);
     z = rot_sum(b, "scores.spread", z, -1, e->hd);
     int y;
     if (cfg->eval_exp != TS_LLM_EVAL_CKKS) {

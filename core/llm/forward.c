@@ -213,15 +213,17 @@ static void softmax_row(float *x, int n, const ts__llm_prims_t *p, double *sm)
         double r = ts_nonlinear_approx_eval_stats(ra, TS_NL_FN_RECIP, s, rst);
         for (int i = 0; i < n; i++)
             y[i] *= r;
-    } else if (k >= 1 && (p->recip_norm || p->recip_last || p->mean_first)) {
-        /* the encrypted engine's variant: y = exp(z / 2^k); k rounds of
-         * y <- y^2 / sum y^2, the first 1/x on the mean sum (mean_first),
-         * the later ones by recip_norm */
+    } else if (k >= 1 && (p->recip_norm || p->recip_last || p->mean_first || p->center)) {
+        /* the encrypted engine's variant: y = exp(z / 2^k), z minus its mean
+         * first (center); k rounds of y <- y^2 / sum y^2, the first 1/x on
+         * the mean sum (mean_first), the later ones by recip_norm */
         const ts_nonlinear_approx_t *rn = p->recip_norm ? p->recip_norm : ra;
         const ts_nonlinear_approx_t *rl = p->recip_last ? p->recip_last : rn;
-        double sc = ldexp(1.0, -k);
+        double sc = ldexp(1.0, -k), zm = 0.0;
+        for (int i = 0; p->center && i < n; i++)
+            zm += z[i] / n;
         for (int i = 0; i < n; i++)
-            y[i] = ts_nonlinear_approx_eval_stats(ea, TS_NL_FN_EXP, z[i] * sc, est);
+            y[i] = ts_nonlinear_approx_eval_stats(ea, TS_NL_FN_EXP, (z[i] - zm) * sc, est);
         for (int r = 0; r < k; r++) {
             double s = 0.0;
             for (int i = 0; i < n; i++) {

@@ -249,9 +249,12 @@ typedef struct ts_llm_sim_config {
      * recip_norm (method EXACT: use prim[RECIP]) is the 1/x of rounds 2..k-1,
      * recip_last (EXACT: recip_norm's) the 1/x of round k (k >= 2);
      * softmax_mean_first: the first round looks up 1/x of the mean sum
-     * (1/n) sum and divides the result by n. */
+     * (1/n) sum and divides the result by n; softmax_center: the scores
+     * minus their mean over the row first (the softmax is unchanged, and
+     * the first round's mean sum is then at least 1: Jensen). */
     ts_nonlinear_spec_t recip_norm, recip_last;
     bool softmax_mean_first;
+    bool softmax_center;
 } ts_llm_sim_config_t;
 
 /* Everything exact, reference softmax, no noise. */
@@ -259,7 +262,7 @@ void ts_llm_sim_config_default(ts_llm_sim_config_t *cfg);
 /*
  * Load a YAML file (examples in configs/approx/):
  *   softmax_k: 4          noise_bits: 0       seed: 1
- *   softmax_mean_first: false
+ *   softmax_mean_first: false    softmax_center: false
  *   exp|recip|recip_norm|recip_last|rsqrt|silu|gelu:
  *     method: exact|poly|iter|lut   lo: ..  hi: ..  degree: ..  steps: ..
  *     segments: ..  entries: ..  bounds: uniform|log|auto|auto_rel  index_bits: ..
@@ -403,6 +406,14 @@ typedef struct ts_llm_enc_config {
      * after (a range that does not grow with the context); implied when that
      * 1/x runs in TFHE (ts_llm_enc_config_mean_first). */
     bool softmax_mean_first;
+    /* The scores minus their mean over the positions 0..pos (per head)
+     * before exp, at no level (the mean comes from the masked scores by a
+     * rotate-and-sum over the blocks and one more plaintext product at the
+     * mask's level): the softmax is unchanged, and with softmax_mean_first
+     * the first round's mean sum (1/n) sum_t exp(z~_t / 2^(k-1)) is at least
+     * exp of the mean exponent, 1 (Jensen), instead of reaching down to
+     * exp(min z / 2^(k-1)): a narrow 1/x interval. Needs softmax_k >= 1. */
+    bool softmax_center;
     ts_llm_eval_t eval_exp, eval_recip, eval_rsqrt, eval_silu, eval_recip_norm, eval_recip_last;
     /* GPT2's FFN activation (CKKS: POLY); LLAMA models ignore it (and GPT2 silu) */
     ts_nonlinear_spec_t gelu;
@@ -486,7 +497,7 @@ unsigned ts_llm_enc_config_tfhe_kinds(const ts_llm_enc_config_t *cfg);
 /* The same approximations as a simulator config (for ts_llm_simulate). */
 void ts_llm_enc_config_to_sim(const ts_llm_enc_config_t *cfg, ts_llm_sim_config_t *sim);
 /* The other way (a configs/approx file loaded with ts_llm_sim_config_load):
- * softmax_k, softmax_mean_first, exp, recip, rsqrt, silu, gelu; the rest of
+ * softmax_k, softmax_mean_first, softmax_center, exp, recip, rsqrt, silu, gelu; the rest of
  * cfg is kept. */
 void ts_llm_enc_config_from_sim(const ts_llm_sim_config_t *sim, ts_llm_enc_config_t *cfg);
 

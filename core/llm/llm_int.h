@@ -103,6 +103,7 @@ typedef struct ts__llm_prims {
     const ts_nonlinear_approx_t *recip_norm;        /* 1/x of rounds 2..k-1 (NULL: a[RECIP]) */
     const ts_nonlinear_approx_t *recip_last;        /* 1/x of round k (NULL: recip_norm's) */
     bool mean_first;                                /* first round: 1/x of the mean sum */
+    bool center;                                    /* scores minus their row mean first */
     ts_prng_t *noise;                               /* non-NULL: add noise */
     double noise_sigma;
     ts_llm_sim_report_t *rep; /* primitive and softmax statistics */

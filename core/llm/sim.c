@@ -41,7 +41,7 @@ typedef struct {
     int64_t seed;
     yprim_t p[TS_NL_FN_COUNT];
     yprim_t recip_norm, recip_last;
-    bool mean_first;
+    bool mean_first, center;
 } ydoc_t;
 
 static const char *const method_choices[] = {"exact", "poly", "iter", "lut", "pbs", NULL};
@@ -82,6 +82,7 @@ static const ts_cfg_directive_t doc_table[] = {
     {.name = "recip_norm", .type = TS_CFG_SECTION, .offset = YD(recip_norm), .sub = prim_table},
     {.name = "recip_last", .type = TS_CFG_SECTION, .offset = YD(recip_last), .sub = prim_table},
     {.name = "softmax_mean_first", .type = TS_CFG_BOOL, .offset = YD(mean_first)},
+    {.name = "softmax_center", .type = TS_CFG_BOOL, .offset = YD(center)},
     {.name = "rsqrt", .type = TS_CFG_SECTION, .offset = YD(p[TS_NL_FN_RSQRT]), .sub = prim_table},
     {.name = "silu", .type = TS_CFG_SECTION, .offset = YD(p[TS_NL_FN_SILU]), .sub = prim_table},
     {.name = "gelu", .type = TS_CFG_SECTION, .offset = YD(p[TS_NL_FN_GELU]), .sub = prim_table},
@@ -128,6 +129,7 @@ static void to_doc(const ts_llm_sim_config_t *c, ydoc_t *d)
     spec_to_y(&c->recip_norm, &d->recip_norm);
     spec_to_y(&c->recip_last, &d->recip_last);
     d->mean_first = c->softmax_mean_first;
+    d->center = c->softmax_center;
 }
 
 static void from_doc(const ydoc_t *d, ts_llm_sim_config_t *c)
@@ -140,6 +142,7 @@ static void from_doc(const ydoc_t *d, ts_llm_sim_config_t *c)
     y_to_spec(&d->recip_norm, &c->recip_norm);
     y_to_spec(&d->recip_last, &c->recip_last);
     c->softmax_mean_first = d->mean_first;
+    c->softmax_center = d->center;
 }
 
 /* Keys a file leaves out keep these markers (merge_doc tells them apart). */
@@ -311,6 +314,7 @@ static ts_status_t approx_set_init(approx_set_t *s, const ts_llm_sim_config_t *c
     }
     s->p.softmax_k = cfg->softmax_k;
     s->p.mean_first = cfg->softmax_mean_first;
+    s->p.center = cfg->softmax_center;
     if (cfg->recip_norm.method != TS_NL_EXACT) {
         ts_status_t st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip_norm, &s->recip_norm);
         if (st != TS_OK) {

@@ -173,6 +173,28 @@ START_TEST(test_sim_engine_softmax)
            "%.3g\n",
            bad, mid_only);
     ts_llm_sim_report_clear(&r);
+    /* centered scores (softmax_center): exactly the softmax with exact
+     * primitives (a shift of every score of a row) */
+    cfg.softmax_center = true;
+    ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 32, &r));
+    ck_assert_msg(r.softmax_max_err < 1e-9, "centered: softmax error %g", r.softmax_max_err);
+    ts_llm_sim_report_clear(&r);
+
+    /* The ckks policy's softmax: k = 3, centered, the first round's 1/x of
+     * the mean sum by Goldschmidt on [0.8, 256] only (Jensen: the centered
+     * mean sum is at least 1), the last round's to 12 bits: every argmax
+     * kept, the probabilities within 1e-3. */
+    ts_llm_enc_config_t ck;
+    ts_llm_enc_config_policy(&ck, TS_SCHED_CKKS, 32);
+    ts_llm_enc_config_to_sim(&ck, &cfg);
+    ck_assert(cfg.softmax_center && cfg.softmax_mean_first);
+    ck_assert(cfg.prim[TS_NL_FN_RECIP].lo >= 0.8);
+    ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 32, &r));
+    printf("sim ckks engine config: softmax error %.3g, agreement %zu / 32\n", r.softmax_max_err,
+           r.agree);
+    ck_assert_uint_eq(r.agree, 32);
+    ck_assert_msg(r.softmax_max_err < 1e-3, "ckks softmax error %g", r.softmax_max_err);
+    ts_llm_sim_report_clear(&r);
 
     ts_llm_enc_config_t ec;
     ts_llm_enc_config_policy(&ec, TS_SCHED_HYBRID, 32);
@@ -186,14 +208,14 @@ START_TEST(test_sim_engine_softmax)
     ck_assert(r.logits_max_err < 0.5);
     ts_llm_sim_report_clear(&r);
 
-    static const char yaml[] = "softmax_k: 5\nsoftmax_mean_first: true\n"
+    static const char yaml[] = "softmax_k: 5\nsoftmax_mean_first: true\nsoftmax_center: true\n"
                                "recip_norm: {method: lut, lo: 0.025, hi: 1.25, segments: 8, "
                                "entries: 16, bounds: log, index_bits: 5}\n";
     char err[256] = "";
     ts_llm_sim_config_default(&cfg);
     ck_assert_msg(ts_llm_sim_config_load_string(yaml, strlen(yaml), &cfg, err, sizeof err) == TS_OK,
                   "%s", err);
-    ck_assert(cfg.softmax_mean_first);
+    ck_assert(cfg.softmax_mean_first && cfg.softmax_center);
     ck_assert_int_eq(cfg.recip_norm.n_seg, 8);
     static const char bad_yaml[] = "recip_norm: {method: iter, lo: -1, hi: 1, steps: 3}\n";
     ck_assert_ts_status(
