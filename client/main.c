@@ -59,6 +59,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    ts_malloc_tune();
     const char *backend = getenv("TESSERA_BACKEND"), *log = getenv("TESSERA_LOG");
     for (;;) {
         if (argc >= 3 && !strcmp(argv[1], "--backend"))

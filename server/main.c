@@ -35,6 +35,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    ts_malloc_tune();
     const char *config = "configs/tesserad.yaml";
     const char *log_level = NULL;
     bool insecure = false, check_only = false;

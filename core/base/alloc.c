@@ -10,6 +10,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #define HDR 64u
 
@@ -41,6 +44,15 @@ static _Atomic bool g_fail_sticky;
 static _Atomic uint64_t g_attempts; /* allocation attempts so far */
 static _Atomic uint64_t g_count;    /* successful allocations */
 static _Atomic int64_t g_live;
+
+void ts_malloc_tune(void)
+{
+#ifdef __GLIBC__
+    (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    (void)mallopt(M_TRIM_THRESHOLD, INT32_MAX);
+    (void)mallopt(M_TOP_PAD, 256 << 20);
+#endif
+}
 
 void ts_set_allocator(const ts_allocator_t *allocator)
 {

@@ -87,6 +87,17 @@ typedef struct ts_allocator {
 
 /* Install a hook (NULL restores the default). Not thread-safe: call at start. */
 void ts_set_allocator(const ts_allocator_t *allocator);
+/*
+ * Tune the C library's allocator for FHE working sets (glibc; a no-op
+ * elsewhere): blocks up to 32 MiB come from the heap (a bootstrap's
+ * temporaries at N = 2^16 are 0.5-30 MB), the heap grows in 256 MiB steps
+ * and is never trimmed. Otherwise glibc returns freed memory to the kernel
+ * and takes it back page by page (faults and page clearing): ~8% of a 128-bit
+ * decode step (docs/benchmarks.md, session 11). The process keeps its peak
+ * heap. Call once at start, before threads; the programs (tessera, tesserad,
+ * the tests and benchmarks) do.
+ */
+void ts_malloc_tune(void);
 
 /* Memory of the library, 64-byte aligned (enough for AVX-512 loads). */
 void *ts_malloc(size_t size);

@@ -10,5 +10,6 @@
 
 int main(int argc, char **argv)
 {
+    ts_malloc_tune();
     return ts_bench_boot(argc, argv);
 }

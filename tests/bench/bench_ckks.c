@@ -9,5 +9,6 @@
 
 int main(int argc, char **argv)
 {
+    ts_malloc_tune();
     return ts_bench_ckks(argc, argv);
 }

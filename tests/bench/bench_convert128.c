@@ -223,6 +223,7 @@ typedef struct {
 
 int main(int argc, char **argv)
 {
+    ts_malloc_tune();
     const char *json = NULL, *params = "boot-n16-dense", *tfhe = "tfhe_conv128";
     bool quick = false, hybrid = true, recover = true;
     bool values_set = false;

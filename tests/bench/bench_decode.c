@@ -8,5 +8,6 @@
 
 int main(int argc, char **argv)
 {
+    ts_malloc_tune();
     return ts_bench_decode(argc, argv);
 }

@@ -37,6 +37,7 @@ static uint64_t proc_cpu_ns(void)
 
 int main(int argc, char **argv)
 {
+    ts_malloc_tune();
     const char *json = NULL;
     int quick = 0, log_n = 16, limbs = 13, threads = 1, only = 0;
     for (int i = 1; i < argc; i++) {

@@ -323,6 +323,7 @@ static void machine_json(FILE *f)
 
 int main(int argc, char **argv)
 {
+    ts_malloc_tune();
     const char *json = NULL, *bname = "gpu";
     logn = 16;
     for (int i = 1; i < argc; i++) {

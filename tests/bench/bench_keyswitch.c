@@ -93,6 +93,7 @@ static int run(const shape_t *sh, int threads, int rounds, FILE *out, int *first
 
 int main(int argc, char **argv)
 {
+    ts_malloc_tune();
     const char *json = NULL;
     int quick = 0;
     for (int i = 1; i < argc; i++) {

@@ -35,6 +35,7 @@ static const char *const configs[][2] = {
 
 int main(int argc, char **argv)
 {
+    ts_malloc_tune();
     const char *json = NULL, *dir = "models";
     int quick = 0;
     for (int i = 1; i < argc; i++) {

@@ -522,6 +522,7 @@ static void run_layers(int mode, const char *only, lrow_t *rows, size_t *nrows_o
 
 int main(int argc, char **argv)
 {
+    ts_malloc_tune();
     const char *json = NULL;
     bool quick = false, layers = true, paper = false, prims = true;
     const char *only = NULL; /* --only table4|table5|table6: those layer rows, no primitives */

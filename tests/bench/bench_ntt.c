@@ -50,6 +50,7 @@ static double time_ntt(const ts_ntt_table_t *t, uint64_t *a, int inverse, ts_ntt
 
 int main(int argc, char **argv)
 {
+    ts_malloc_tune();
     const char *json = NULL;
     int quick = 0;
     for (int i = 1; i < argc; i++) {

@@ -51,6 +51,7 @@ static void cpu_model(char *out, size_t size)
 
 int main(int argc, char **argv)
 {
+    ts_malloc_tune();
     const char *json = NULL, *costs_path = NULL;
     int quick = 0;
     for (int i = 1; i < argc; i++) {

@@ -89,6 +89,7 @@ out:
 
 int main(int argc, char **argv)
 {
+    ts_malloc_tune();
     const char *json = NULL, *preset = "tfhe_std128";
     int quick = 0, threads = ts_cpu_count();
     for (int i = 1; i < argc; i++) {

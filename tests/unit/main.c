@@ -8,11 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/base/base.h"
+
 typedef Suite *(*ts_suite_fn)(void);
 extern const ts_suite_fn ts_all_suites[];
 
 int main(void)
 {
+    ts_malloc_tune();
     SRunner *sr = NULL;
     for (size_t i = 0; ts_all_suites[i]; i++) {
         Suite *s = ts_all_suites[i]();
