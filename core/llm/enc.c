@@ -62,6 +62,9 @@ struct ts_llm_enc {
      * step land with fewer bootstraps (chosen by ts__llm_enc_place from the
      * engine's own plan; 0 without bootstrapping) */
     uint64_t resid_boot;
+    /* levels dropped right after the step's i-th bootstrap (ts__llm_enc_boot_drops) */
+    uint8_t *boot_drop;
+    size_t n_boot_drop;
     /* The residual stream's scale: the step carries ks x instead of x, with
      * ks^2 = al / dim (al: the CKKS 1/sqrt series' domain-map slope) or 1 / dim
      * (1/sqrt in TFHE), so a norm's sum of squares is already the mapped
@@ -85,6 +88,8 @@ struct ts_llm_enc_session {
     ct_t **kc, **vc;
     int next_pos;
     uint64_t nboot;
+    bool in_step;                       /* inside ts_llm_enc_step: the engine's boot_drop applies */
+    size_t boot_ev;                     /* bootstraps of the current step so far */
     ts_convert_t *cv;                   /* TFHE side (borrowed), NULL when unused */
     ts_nonlinear_slots_t *nls[P_COUNT]; /* per primitive evaluated in TFHE */
     int sub;                            /* slots [0, sub) map onto the small ring */
@@ -547,6 +552,7 @@ void ts_llm_enc_free(ts_llm_enc_t *e)
     ts_free(e->bias_fold);
     ts_free(e->wk_x);
     ts_free(e->wv_x);
+    ts_free(e->boot_drop);
     ts_ckks_params_free(e->params);
     ts_free(e);
 }
@@ -755,6 +761,8 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         e->ks = sqrt(al / e->dim);
     }
     e->resid_boot = ts__llm_enc_place(e);
+    if ((st = ts__llm_enc_boot_drops(e, &e->boot_drop, &e->n_boot_drop)) != TS_OK)
+        goto fail;
     *out = e;
     return TS_OK;
 fail:
@@ -769,8 +777,17 @@ double ts_llm_enc_stream_scale(const ts_llm_enc_t *e)
 
 void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask)
 {
-    if (e)
-        e->resid_boot = mask;
+    if (!e)
+        return;
+    e->resid_boot = mask;
+    /* the drops belong to a placement: found again for this one (none on failure) */
+    ts_free(e->boot_drop);
+    e->boot_drop = NULL;
+    e->n_boot_drop = 0;
+    if (ts__llm_enc_boot_drops(e, &e->boot_drop, &e->n_boot_drop) != TS_OK) {
+        e->boot_drop = NULL;
+        e->n_boot_drop = 0;
+    }
 }
 
 int ts_llm_enc_input_level(const ts_llm_enc_t *e)
@@ -840,6 +857,8 @@ void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out)
     out->a_gelu = e->a_gelu;
     out->gpt2 = e->gpt2;
     out->resid_boot = e->resid_boot;
+    out->boot_drop = e->boot_drop;
+    out->n_boot_drop = e->n_boot_drop;
 }
 
 static void add_step(int64_t *steps, size_t cap, size_t *n, int64_t step, int slots)
@@ -1327,6 +1346,27 @@ static double bound_set(ts_llm_enc_session_t *s, double b)
     return prev;
 }
 
+/* After the step's next bootstrap (of a, and b for a pair): drop them by the
+ * levels the engine's plan found unused until the next one
+ * (ts__llm_enc_boot_drops), never below lv. */
+static ts_status_t boot_drop(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
+{
+    const ts_llm_enc_t *e = s->e;
+    if (!s->in_step)
+        return TS_OK;
+    size_t ev = s->boot_ev++;
+    if (ev >= e->n_boot_drop || !e->boot_drop[ev])
+        return TS_OK;
+    int t = ts_boot_levels_left(s->boot) - e->boot_drop[ev];
+    t = t > lv ? t : lv;
+    ts_status_t st = TS_OK;
+    if (ts_ckks_ciphertext_level(a) > t)
+        st = ts_ckks_drop_to_level(s->ev, a, t, a);
+    if (st == TS_OK && b && ts_ckks_ciphertext_level(b) > t)
+        st = ts_ckks_drop_to_level(s->ev, b, t, b);
+    return st;
+}
+
 /* Make sure ct has at least lv levels, bootstrapping in place (values up to
  * the section's bound: see ENC_BOOT_BOUND) when allowed. */
 static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
@@ -1351,6 +1391,8 @@ static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
     s->nboot++;
     if (st == TS_OK && ts_ckks_ciphertext_level(ct) < lv)
         st = TS_ELEVEL;
+    if (st == TS_OK)
+        st = boot_drop(s, ct, NULL, lv);
     return st;
 }
 
@@ -1388,6 +1430,8 @@ static ts_status_t need2(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
     s->nboot++;
     if (st == TS_OK && ts_ckks_ciphertext_level(a) < lv)
         st = TS_ELEVEL;
+    if (st == TS_OK)
+        st = boot_drop(s, a, b, lv);
     stage_to(s, prev_stage);
     return st;
 }
@@ -2473,6 +2517,8 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
     ct_t *xx = NULL, *xb = NULL, *o = NULL;
     ts_status_t st;
     stage_begin(s);
+    s->in_step = true;
+    s->boot_ev = 0;
     TRY(ct_new(s, &xx));
     TRY(ct_new(s, &xb));
     TRY(ct_new(s, &o));
@@ -2502,6 +2548,7 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
     s->next_pos = pos + 1;
     s->stats.steps++;
 done:
+    s->in_step = false;
     stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(xx);
     ts_ckks_ciphertext_free(xb);

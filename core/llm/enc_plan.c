@@ -597,6 +597,8 @@ static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, 
     if (st != TS_OK)
         return st;
     st = build_step(&b, flags);
+    if (st == TS_OK && e.n_boot_drop)
+        st = ts_sched_graph_set_boot_drop(b.g, e.boot_drop, e.n_boot_drop);
     if (st != TS_OK) {
         ts_sched_graph_free(b.g);
         return st;
@@ -678,6 +680,66 @@ uint64_t ts__llm_enc_place(const ts_llm_enc_t *enc)
         for (int i = 0; i < nbits; i++)
             place_try(&pl, pl.best ^ ((uint64_t)1 << i));
     return pl.best;
+}
+
+ts_status_t ts__llm_enc_boot_drops(const ts_llm_enc_t *enc, uint8_t **drop, size_t *n)
+{
+    *drop = NULL;
+    *n = 0;
+    ts__llm_enc_shape_t e;
+    ts__llm_enc_shape(enc, &e);
+    ts_llm_enc_levels_t lv;
+    if (ts_llm_enc_levels(enc, &lv) != TS_OK || !lv.boot || e.max_pos < 1 ||
+        ts_llm_enc_config_tfhe_kinds(e.cfg) != 0)
+        return TS_OK;
+    ts_sched_costs_t *c = ts_malloc(sizeof *c);
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *p = NULL;
+    uint8_t *d = NULL;
+    ts_status_t st = c ? TS_OK : TS_ENOMEM;
+    if (st == TS_OK) {
+        ts_sched_costs_default(c);
+        ts_sched_costs_extend(c, lv.input);
+        st = graph_with(enc, e.max_pos - 1, TS_LLM_PLAN_ONEHOT, e.resid_boot, &g);
+    }
+    if (st == TS_OK)
+        st = ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0);
+    uint32_t nb = p ? p->n_boot : 0;
+    double best = p ? p->total_ns : 0.0;
+    ts_sched_plan_free(p);
+    p = NULL;
+    if (st == TS_OK && nb && !(d = ts_calloc(nb, 1)))
+        st = TS_ENOMEM;
+    bool any = false;
+    /* each bootstrap in order, the largest drop first */
+    for (uint32_t i = 0; st == TS_OK && i < nb; i++) {
+        for (int k = lv.input - 1; k >= 1; k--) {
+            d[i] = (uint8_t)k;
+            if ((st = ts_sched_graph_set_boot_drop(g, d, nb)) != TS_OK)
+                break;
+            if (ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0) ==
+                    TS_OK &&
+                p->n_boot == nb && p->total_ns < best) {
+                best = p->total_ns;
+                any = true;
+                ts_sched_plan_free(p);
+                p = NULL;
+                break;
+            }
+            ts_sched_plan_free(p);
+            p = NULL;
+            d[i] = 0;
+        }
+    }
+    if (st == TS_OK && any) {
+        *drop = d;
+        *n = nb;
+        d = NULL;
+    }
+    ts_free(d);
+    ts_sched_graph_free(g);
+    ts_free(c);
+    return st;
 }
 
 ts_status_t ts_llm_enc_plan(const ts_llm_enc_t *enc, int pos, unsigned flags,

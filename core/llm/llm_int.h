@@ -122,8 +122,10 @@ typedef struct ts__llm_enc_shape {
     int slots, pd, ph, pv, dim, hid, vocab, nh, hd, nl, max_pos;
     const ts_nonlinear_approx_t *a_exp, *a_rsqrt, *a_silu, *a_gelu, *a_recip, *a_recip_norm,
         *a_recip_last;
-    bool gpt2;           /* LayerNorm, biases, learned positions, GELU (see enc.c) */
-    uint64_t resid_boot; /* residual bootstraps (struct ts_llm_enc) */
+    bool gpt2;                /* LayerNorm, biases, learned positions, GELU (see enc.c) */
+    uint64_t resid_boot;      /* residual bootstraps (struct ts_llm_enc) */
+    const uint8_t *boot_drop; /* levels dropped after each bootstrap (struct ts_llm_enc) */
+    size_t n_boot_drop;
 } ts__llm_enc_shape_t;
 void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out);
 /* The residual bootstraps (bit 2l: after layer l's attention, 2l + 1: after
@@ -133,8 +135,20 @@ void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out);
  * (two passes). 0 when the engine does not bootstrap or nothing helps. */
 uint64_t ts__llm_enc_place(const ts_llm_enc_t *e);
 /* Replace the engine's residual bootstraps by mask (tests: a placement the
- * search would not choose, executed against its plan). */
+ * search would not choose, executed against its plan); the drops after
+ * bootstraps (below) are found again for it. */
 void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask);
+/*
+ * The levels the step drops right after each of its bootstraps
+ * (ts_sched_graph_set_boot_drop): for each bootstrap in order, the most that
+ * leaves the step's bootstraps as they are (their count, under the engine's
+ * plan of the last position) and lowers its predicted time under the
+ * built-in cost table: levels a bootstrap leaves that the operations until
+ * the next one do not use, so that they run on fewer primes. *drop
+ * (ts_malloc'd, *n entries) NULL when none helps or the configuration
+ * evaluates anything in TFHE (its conversions are placed by levels too).
+ */
+ts_status_t ts__llm_enc_boot_drops(const ts_llm_enc_t *e, uint8_t **drop, size_t *n);
 
 /* Levels a Chebyshev series takes in CKKS: the affine map to [-1, 1] unless
  * its domain is that already, then Paterson-Stockmeyer (the engine's cheb

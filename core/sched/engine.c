@@ -1,8 +1,9 @@
 /*
  * core/sched/engine.c — the plan an executing engine follows: every
  * primitive where the graph pins it, and the engine's lazy level management
- * (bootstrap an input only when an operator needs more levels than it has,
- * never drop on purpose) replayed operator by operator, so that the
+ * (bootstrap an input only when an operator needs more levels than it has;
+ * drop only what the graph's boot_drop list says, right after a bootstrap)
+ * replayed operator by operator, so that the
  * predicted bootstraps, conversions and look-ups are the engine's own counts.
  * See ts_sched_plan_new_engine in sched.h.
  */
@@ -34,7 +35,7 @@ static ts_status_t replay(const ts_sched_graph_t *g, const ts_sched_costs_t *c,
             snprintf(msg, msg_size, __VA_ARGS__);                                                  \
         return TS_ELEVEL;                                                                          \
     } while (0)
-    size_t n = g->n_ops;
+    size_t n = g->n_ops, ev = 0;
     const int B = boot_level;
     lev[n] = in_level;
     for (size_t k = 0; k < n; k++) {
@@ -71,6 +72,16 @@ static ts_status_t replay(const ts_sched_graph_t *g, const ts_sched_costs_t *c,
             scheme == TS_SCHEME_CKKS && nin == 2 && (lev[ids[0]] < need || lev[ids[1]] < need);
         for (int i = 0; pair && i < 2; i++)
             pair = lev[ids[i]] < B && (ids[i] == n || g->ops[ids[i]].n_ct == 1);
+        /* the level bootstrapped CKKS inputs continue at (boot_drop) */
+        int bl = B;
+        bool boots = pair;
+        for (int i = 0; i < nin; i++)
+            boots |= lev[ids[i]] < need;
+        if (boots && scheme == TS_SCHEME_CKKS) {
+            int d = ev < g->n_boot_drop ? g->boot_drop[ev] : 0;
+            bl = B - d > need ? B - d : need;
+            ev++;
+        }
         for (int i = 0; i < nin; i++) {
             int l = lev[ids[i]];
             avail = l < avail ? l : avail;
@@ -81,9 +92,9 @@ static ts_status_t replay(const ts_sched_graph_t *g, const ts_sched_costs_t *c,
                     nb += ids[i] == n ? 1 : g->ops[ids[i]].n_ct;
                 else
                     nb += ts__sched_conversions(c, op);
-                l = B;
+                l = scheme == TS_SCHEME_CKKS ? bl : B;
                 if (bits[i])
-                    lev[ids[i]] = B;
+                    lev[ids[i]] = l;
             }
             lin = l < lin ? l : lin;
         }

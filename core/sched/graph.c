@@ -42,7 +42,23 @@ void ts_sched_graph_free(ts_sched_graph_t *g)
     ts_free(g->rot_off);
     ts_free(g->rot_n);
     ts_free(g->rot);
+    ts_free(g->boot_drop);
     ts_free(g);
+}
+
+ts_status_t ts_sched_graph_set_boot_drop(ts_sched_graph_t *g, const uint8_t *drop, size_t n)
+{
+    if (!g || (n && !drop))
+        return TS_EINVAL;
+    uint8_t *d = NULL;
+    if (n && !(d = ts_malloc(n)))
+        return TS_ENOMEM;
+    if (n)
+        memcpy(d, drop, n);
+    ts_free(g->boot_drop);
+    g->boot_drop = d;
+    g->n_boot_drop = n;
+    return TS_OK;
 }
 
 size_t ts_sched_graph_count(const ts_sched_graph_t *g)

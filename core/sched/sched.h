@@ -181,6 +181,17 @@ void ts_sched_graph_free(ts_sched_graph_t *g); /* accepts NULL */
 ts_status_t ts_sched_graph_add_op(ts_sched_graph_t *g, const ts_sched_op_t *op,
                                   const int32_t *rot_steps, size_t n_rot, int *out_id);
 
+/*
+ * Levels the engine drops right after its CKKS bootstraps (engine plans,
+ * ts_sched_plan_new_engine): drop[i] for the i-th operator that bootstraps
+ * (one pair counts once), whose bootstrapped inputs then continue at the
+ * bootstrap's level minus drop[i] (never below the level the operator
+ * needs); later ones none. A bootstrap leaves more levels than the
+ * operations until the next one use, and the operations run cheaper at
+ * fewer. Replaces an earlier list (copied). TS_EINVAL, TS_ENOMEM.
+ */
+ts_status_t ts_sched_graph_set_boot_drop(ts_sched_graph_t *g, const uint8_t *drop, size_t n);
+
 size_t ts_sched_graph_count(const ts_sched_graph_t *g);
 /* The i-th operator, NULL when i is out of range. Valid until the next add. */
 const ts_sched_op_t *ts_sched_graph_op(const ts_sched_graph_t *g, size_t i);

@@ -13,6 +13,8 @@ struct ts_sched_graph {
     size_t *rot_n;
     int32_t *rot;
     size_t n_rot, cap_rot;
+    uint8_t *boot_drop; /* ts_sched_graph_set_boot_drop */
+    size_t n_boot_drop;
 };
 
 /* Per-op forced scheme for the solver: -1 free, TS_SCHEME_CKKS, TS_SCHEME_TFHE. */

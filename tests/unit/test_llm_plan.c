@@ -616,6 +616,64 @@ START_TEST(test_engine_resid_boot)
 }
 END_TEST
 
+/*
+ * Drops after bootstraps (ts__llm_enc_boot_drops): aidreams260K, ckks policy,
+ * at test-boot-n12-dense; the engine's plan with its drops has the same
+ * bootstraps as without them, a lower predicted time, and operators at lower
+ * levels; a drop list on the graph changes the replay's levels and nothing
+ * else. (test_engine_resid_boot executes a step with drops against its plan.)
+ */
+START_TEST(test_engine_boot_drops)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/aidreams260K.bin", ts_test_model_dir());
+    ts_llm_model_t *m = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(path, &m, NULL, 0));
+    ts_llm_enc_config_t c;
+    ts_llm_enc_config_policy(&c, TS_SCHED_CKKS, 16);
+    c.log_slots = 10;
+    ts_ckks_params_t *p = NULL;
+    ck_assert_ts_ok(
+        ts_ckks_params_load_file("configs/params/test-boot-n12-dense.yaml", true, &p, NULL));
+    ts_llm_enc_t *e = NULL;
+    ck_assert_ts_ok(ts_llm_enc_new(m, p, &c, NULL, &e));
+    ts__llm_enc_shape_t sh;
+    ts__llm_enc_shape(e, &sh);
+    ck_assert_uint_gt(sh.n_boot_drop, 0);
+    ts_sched_costs_t costs;
+    ts_sched_costs_default(&costs);
+    ts_llm_enc_levels_t lv;
+    ck_assert_ts_ok(ts_llm_enc_levels(e, &lv));
+    ts_sched_costs_extend(&costs, lv.input);
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *with = NULL, *without = NULL;
+    ck_assert_ts_ok(ts_llm_enc_graph(e, 15, TS_LLM_PLAN_ONEHOT, &g));
+    ck_assert_ts_ok(
+        ts_sched_plan_new_engine(g, &costs, TS_SCHED_CKKS, lv.input, lv.input, &with, NULL, 0));
+    ck_assert_ts_ok(ts_sched_graph_set_boot_drop(g, NULL, 0));
+    ck_assert_ts_ok(
+        ts_sched_plan_new_engine(g, &costs, TS_SCHED_CKKS, lv.input, lv.input, &without, NULL, 0));
+    size_t lower = 0, higher = 0;
+    for (size_t k = 0; k < with->n_steps; k++) {
+        lower += with->steps[k].level_in < without->steps[k].level_in;
+        higher += with->steps[k].level_in > without->steps[k].level_in;
+    }
+    printf("boot drops: %zu bootstraps with a drop list; %u / %u bootstraps, predicted %.2f / "
+           "%.2f s, %zu operators lower, %zu higher\n",
+           sh.n_boot_drop, with->n_boot, without->n_boot, with->total_ns / 1e9,
+           without->total_ns / 1e9, lower, higher);
+    ck_assert_uint_eq(with->n_boot, without->n_boot);
+    ck_assert(with->total_ns < without->total_ns);
+    ck_assert_uint_gt(lower, 0);
+    ts_sched_plan_free(with);
+    ts_sched_plan_free(without);
+    ts_sched_graph_free(g);
+    ts_llm_enc_free(e);
+    ts_ckks_params_free(p);
+    ts_llm_model_free(m);
+}
+END_TEST
+
 START_TEST(test_engine_config_best)
 {
     char dir[256], model[300];
@@ -730,6 +788,7 @@ TS_TEST_SUITE(llm_plan)
     tcase_add_test(tc, test_engine_plan_explain);
     tcase_add_test(tc, test_engine_config_best);
     tcase_add_test(tc, test_engine_resid_boot);
+    tcase_add_test(tc, test_engine_boot_drops);
     tcase_add_loop_test(tc, test_engine_plan_counts, 0, 5);
     tcase_add_loop_test(tc, test_engine_plan_counts_gpt2, 0, 3);
     suite_add_tcase(s, tc);
