@@ -671,7 +671,7 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         ts_llm_enc_config_default(&def);
         cfg = &def;
     }
-    if (cfg->softmax_k < 0 || cfg->softmax_k > 8 || (cfg->softmax_center && cfg->softmax_k < 1) ||
+    if (cfg->softmax_k < 0 || cfg->softmax_k > 8 ||
         !spec_fits(&cfg->exp, cfg->eval_exp, TS_NL_POLY) ||
         (cfg->eval_exp == TS_LLM_EVAL_CKKS && cfg->exp.steps != 0) ||
         !spec_fits(&cfg->recip, cfg->eval_recip, TS_NL_ITER) ||

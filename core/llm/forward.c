@@ -197,9 +197,15 @@ static void softmax_row(float *x, int n, const ts__llm_prims_t *p, double *sm)
             x[i] /= sum;
         return;
     }
-    double *z = sm, *y = sm + n, *ref = sm + 2 * (size_t)n;
+    double *z = sm, *y = sm + n, *ref = sm + 2 * (size_t)n, zm = 0.0;
     for (int i = 0; i < n; i++)
         z[i] = x[i];
+    /* the engine's centered scores: minus the row's mean (the softmax is
+     * unchanged, the primitives see other inputs) */
+    for (int i = 0; k >= 0 && p->center && i < n; i++)
+        zm += z[i] / n;
+    for (int i = 0; k >= 0 && p->center && i < n; i++)
+        z[i] -= zm;
     ts_nonlinear_stats_t *est = stats_of(p, TS_NL_FN_EXP), *rst = stats_of(p, TS_NL_FN_RECIP);
     if (k < 0) {
         double mx = z[0];
@@ -213,17 +219,15 @@ static void softmax_row(float *x, int n, const ts__llm_prims_t *p, double *sm)
         double r = ts_nonlinear_approx_eval_stats(ra, TS_NL_FN_RECIP, s, rst);
         for (int i = 0; i < n; i++)
             y[i] *= r;
-    } else if (k >= 1 && (p->recip_norm || p->recip_last || p->mean_first || p->center)) {
-        /* the encrypted engine's variant: y = exp(z / 2^k), z minus its mean
-         * first (center); k rounds of y <- y^2 / sum y^2, the first 1/x on
-         * the mean sum (mean_first), the later ones by recip_norm */
+    } else if (k >= 1 && (p->recip_norm || p->recip_last || p->mean_first)) {
+        /* the encrypted engine's variant: y = exp(z / 2^k); k rounds of
+         * y <- y^2 / sum y^2, the first 1/x on the mean sum (mean_first),
+         * the later ones by recip_norm */
         const ts_nonlinear_approx_t *rn = p->recip_norm ? p->recip_norm : ra;
         const ts_nonlinear_approx_t *rl = p->recip_last ? p->recip_last : rn;
-        double sc = ldexp(1.0, -k), zm = 0.0;
-        for (int i = 0; p->center && i < n; i++)
-            zm += z[i] / n;
+        double sc = ldexp(1.0, -k);
         for (int i = 0; i < n; i++)
-            y[i] = ts_nonlinear_approx_eval_stats(ea, TS_NL_FN_EXP, (z[i] - zm) * sc, est);
+            y[i] = ts_nonlinear_approx_eval_stats(ea, TS_NL_FN_EXP, z[i] * sc, est);
         for (int r = 0; r < k; r++) {
             double s = 0.0;
             for (int i = 0; i < n; i++) {

@@ -412,7 +412,7 @@ typedef struct ts_llm_enc_config {
      * mask's level): the softmax is unchanged, and with softmax_mean_first
      * the first round's mean sum (1/n) sum_t exp(z~_t / 2^(k-1)) is at least
      * exp of the mean exponent, 1 (Jensen), instead of reaching down to
-     * exp(min z / 2^(k-1)): a narrow 1/x interval. Needs softmax_k >= 1. */
+     * exp(min z / 2^(k-1)): a narrow 1/x interval. */
     bool softmax_center;
     ts_llm_eval_t eval_exp, eval_recip, eval_rsqrt, eval_silu, eval_recip_norm, eval_recip_last;
     /* GPT2's FFN activation (CKKS: POLY); LLAMA models ignore it (and GPT2 silu) */

@@ -116,7 +116,7 @@ START_TEST(test_cli_simulate)
                         "16",       "--policy", "ckks", "--kinds", "recip,rsqrt"};
     ck_assert_int_eq(capture(ts_cmd_simulate, 11, a5, &out), 0);
     ck_assert_ptr_nonnull(strstr(out, "tfhe kinds recip,rsqrt"));
-    ck_assert_ptr_nonnull(strstr(out, "lut 4x32 log b=5 [0.02,256]"));
+    ck_assert_ptr_nonnull(strstr(out, "lut 4x32 log b=5 [0.8,256]"));
     ck_assert_ptr_nonnull(strstr(out, "softmax: max-free normalize-and-square, k = 3"));
     free(out);
     /* refused: without --policy, an unknown or repeated kind */
