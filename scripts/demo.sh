@@ -148,6 +148,13 @@ max_sessions: 1
 sanitize_lambda: $lambda
 policies: $policy
 YAML
+# the hybrid assignment under the cost table measured at the preset, when one
+# ships (configs/costs/cpu-PRESET.yaml): on a CPU it picks the cheapest mix
+# of CKKS and TFHE (docs/benchmarks.md), else the policy's default assignment
+if [ "$policy" = hybrid ] && [ -f "configs/costs/cpu-$params.yaml" ]; then
+    echo "costs: $PWD/configs/costs/cpu-$params.yaml" >>"$work/models/aidreams.yaml"
+    echo "hybrid assignment from the measured cost table configs/costs/cpu-$params.yaml"
+fi
 kill -TERM "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; daemon_pid=
 rm -f "$work/port"
 sed -i "s|^keystore:|models_dir: $work/models\nkeystore:|" "$work/tesserad.yaml"
