@@ -538,15 +538,22 @@ END_TEST
  * step (the daemon's one-hot path) bootstraps exactly as planned, its argmax
  * the plaintext's.
  */
-START_TEST(test_engine_resid_boot)
+/* aidreams260K and the ckks policy's configuration for 16 positions at 2^10 slots. */
+static ts_llm_model_t *aidreams_ckks16(ts_llm_enc_config_t *c)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/aidreams260K.bin", ts_test_model_dir());
     ts_llm_model_t *m = NULL;
     ck_assert_ts_ok(ts_llm_model_load(path, &m, NULL, 0));
+    ts_llm_enc_config_policy(c, TS_SCHED_CKKS, 16);
+    c->log_slots = 10;
+    return m;
+}
+
+START_TEST(test_engine_resid_boot)
+{
     ts_llm_enc_config_t c;
-    ts_llm_enc_config_policy(&c, TS_SCHED_CKKS, 16);
-    c.log_slots = 10;
+    ts_llm_model_t *m = aidreams_ckks16(&c);
     llm_fx_t f;
     llm_fx_open(&f, m, "test-boot-n12-dense", &c, true, 11);
     ts_sched_costs_t costs;
@@ -620,18 +627,13 @@ END_TEST
  * Drops after bootstraps (ts__llm_enc_boot_drops): aidreams260K, ckks policy,
  * at test-boot-n12-dense; the engine's plan with its drops has the same
  * bootstraps as without them, a lower predicted time, and operators at lower
- * levels; a drop list on the graph changes the replay's levels and nothing
- * else. (test_engine_resid_boot executes a step with drops against its plan.)
+ * levels. (test_engine_resid_boot executes a step with drops against its
+ * plan.)
  */
 START_TEST(test_engine_boot_drops)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/aidreams260K.bin", ts_test_model_dir());
-    ts_llm_model_t *m = NULL;
-    ck_assert_ts_ok(ts_llm_model_load(path, &m, NULL, 0));
     ts_llm_enc_config_t c;
-    ts_llm_enc_config_policy(&c, TS_SCHED_CKKS, 16);
-    c.log_slots = 10;
+    ts_llm_model_t *m = aidreams_ckks16(&c);
     ts_ckks_params_t *p = NULL;
     ck_assert_ts_ok(
         ts_ckks_params_load_file("configs/params/test-boot-n12-dense.yaml", true, &p, NULL));
