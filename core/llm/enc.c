@@ -780,14 +780,12 @@ void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask)
     if (!e)
         return;
     e->resid_boot = mask;
-    /* the drops belong to a placement: found again for this one (none on failure) */
+    /* the drops belong to a placement: found again for this one (none on
+     * failure: the search leaves the list empty then) */
     ts_free(e->boot_drop);
     e->boot_drop = NULL;
     e->n_boot_drop = 0;
-    if (ts__llm_enc_boot_drops(e, &e->boot_drop, &e->n_boot_drop) != TS_OK) {
-        e->boot_drop = NULL;
-        e->n_boot_drop = 0;
-    }
+    (void)ts__llm_enc_boot_drops(e, &e->boot_drop, &e->n_boot_drop);
 }
 
 int ts_llm_enc_input_level(const ts_llm_enc_t *e)
@@ -2204,6 +2202,16 @@ done:
     return st;
 }
 
+/* s->buf = c on each head's first slot of the blocks 0..pos, 0 elsewhere */
+static void score_mask(ts_llm_enc_session_t *s, int pos, double c)
+{
+    const ts_llm_enc_t *e = s->e;
+    for (int j = 0; j < e->slots; j++) {
+        int t = j / e->pd, i = j % e->pd;
+        s->buf[j] = t <= pos && i % e->hd == 0 && i < e->dim ? c : 0.0;
+    }
+}
+
 static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, int pos,
                              ct_t *out)
 {
@@ -2255,16 +2263,10 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         TRY(need(s, z, 1));
         TRY(ts_ckks_ciphertext_copy(zm, z));
         TRY(rot_sum(s, zm, e->pd, e->slots));
-        for (int j = 0; j < e->slots; j++) {
-            int t = j / e->pd, i = j % e->pd;
-            s->buf[j] = t <= pos && i % e->hd == 0 && i < e->dim ? zs * al / (pos + 1) : 0.0;
-        }
+        score_mask(s, pos, zs * al / (pos + 1));
         TRY(mul_buf(s, zm, zm));
     }
-    for (int j = 0; j < e->slots; j++) {
-        int t = j / e->pd, i = j % e->pd;
-        s->buf[j] = t <= pos && i % e->hd == 0 && i < e->dim ? zs * al : 0.0;
-    }
+    score_mask(s, pos, zs * al);
     TRY(mul_buf(s, z, z));
     if (e->cfg.softmax_center)
         TRY(ts_ckks_sub(s->ev, z, zm, z));

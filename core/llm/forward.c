@@ -197,15 +197,18 @@ static void softmax_row(float *x, int n, const ts__llm_prims_t *p, double *sm)
             x[i] /= sum;
         return;
     }
-    double *z = sm, *y = sm + n, *ref = sm + 2 * (size_t)n, zm = 0.0;
+    double *z = sm, *y = sm + n, *ref = sm + 2 * (size_t)n;
     for (int i = 0; i < n; i++)
         z[i] = x[i];
-    /* the engine's centered scores: minus the row's mean (the softmax is
-     * unchanged, the primitives see other inputs) */
-    for (int i = 0; k >= 0 && p->center && i < n; i++)
-        zm += z[i] / n;
-    for (int i = 0; k >= 0 && p->center && i < n; i++)
-        z[i] -= zm;
+    if (k >= 0 && p->center) {
+        /* the engine's centered scores: minus the row's mean (the softmax is
+         * unchanged, the primitives see other inputs) */
+        double zm = 0.0;
+        for (int i = 0; i < n; i++)
+            zm += z[i] / n;
+        for (int i = 0; i < n; i++)
+            z[i] -= zm;
+    }
     ts_nonlinear_stats_t *est = stats_of(p, TS_NL_FN_EXP), *rst = stats_of(p, TS_NL_FN_RECIP);
     if (k < 0) {
         double mx = z[0];
