@@ -425,7 +425,7 @@ static void usage(FILE *f)
                "side with the measured step: predicted and measured ms per stage, predicted and\n"
                "executed bootstraps, conversions and look-ups; policy hybrid then runs the\n"
                "cheapest assignment of primitive kinds to CKKS or TFHE under the table (as\n"
-               "`tessera plan` and tesserad with `costs:` choose it; JSON: tfhe_kinds).\n"
+               "`tessera plan` and tesserad under their tables choose it; JSON: tfhe_kinds).\n"
                "--kinds LIST: aidreams260K in each --policy's structure (its softmax rounds)\n"
                "with these primitive kinds in TFHE and the others in CKKS (exp, recip,\n"
                "recip_norm, rsqrt, silu, comma-separated, or none): any assignment the\n"

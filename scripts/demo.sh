@@ -46,6 +46,7 @@ port: 0
 port_file: $work/port
 workers: 2
 params_dir: configs/params
+costs_dir: configs/costs
 tls:
   cert: $work/certs/server.crt
   key: $work/certs/server.key
@@ -148,12 +149,15 @@ max_sessions: 1
 sanitize_lambda: $lambda
 policies: $policy
 YAML
-# the hybrid assignment under the cost table measured at the preset, when one
-# ships (configs/costs/cpu-PRESET.yaml): on a CPU it picks the cheapest mix
-# of CKKS and TFHE (docs/benchmarks.md), else the policy's default assignment
+# the daemon's hybrid runs the cheapest mix of CKKS and TFHE under the cost
+# table measured at the preset when one ships (its costs_dir, by default
+# configs/costs/cpu-PRESET.yaml; docs/benchmarks.md), else the policy's
+# default assignment
 if [ "$policy" = hybrid ] && [ -f "configs/costs/cpu-$params.yaml" ]; then
-    echo "costs: $PWD/configs/costs/cpu-$params.yaml" >>"$work/models/aidreams.yaml"
-    echo "hybrid assignment from the measured cost table configs/costs/cpu-$params.yaml"
+    hybrid_says="policy hybrid: each nonlinear kind in CKKS or TFHE, whichever the measured cost
+table configs/costs/cpu-$params.yaml prices lower (on this class of CPU: all CKKS)"
+else
+    hybrid_says="policy hybrid: every softmax 1/x and norm 1/sqrt looked up in TFHE (ROSETTA)"
 fi
 kill -TERM "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; daemon_pid=
 rm -f "$work/port"
@@ -188,7 +192,7 @@ else
     prompt=I
 fi
 case "$policy" in
-hybrid) echo "policy hybrid: every softmax 1/x and norm 1/sqrt looked up in TFHE (ROSETTA)" ;;
+hybrid) echo "$hybrid_says" ;;
 tfhe) echo "policy tfhe: every nonlinear primitive by one PBS per value (PEGASUS-like)" ;;
 *) echo "policy ckks: every nonlinear primitive as CKKS polynomials and iterations" ;;
 esac

@@ -40,6 +40,7 @@ void ts_srv_config_defaults(ts_srv_config_t *cfg)
     snprintf(cfg->log.level, sizeof cfg->log.level, "info");
     cfg->log.json = true;
     snprintf(cfg->params_dir, sizeof cfg->params_dir, "configs/params");
+    snprintf(cfg->costs_dir, sizeof cfg->costs_dir, "configs/costs");
 }
 
 #define INT(key, st, field, lo, hi)                                                                \
@@ -121,6 +122,7 @@ static const ts_cfg_directive_t top_table[] = {
     STR("port_file", ts_srv_config_t, port_file),
     INT("workers", ts_srv_config_t, workers, 1, 1024),
     STR("params_dir", ts_srv_config_t, params_dir),
+    STR("costs_dir", ts_srv_config_t, costs_dir),
     STR("models_dir", ts_srv_config_t, models_dir),
     {.name = "backend",
      .type = TS_CFG_ENUM,

@@ -2161,10 +2161,10 @@ static void server_reload(ts_server_t *s)
     }
     if (strcmp(cfg.listen, s->cfg.listen) || cfg.port != s->cfg.port ||
         strcmp(cfg.keystore.dir, s->cfg.keystore.dir) || cfg.workers != s->cfg.workers ||
-        strcmp(cfg.models_dir, s->cfg.models_dir))
+        strcmp(cfg.models_dir, s->cfg.models_dir) || strcmp(cfg.costs_dir, s->cfg.costs_dir))
         ts_log(TS_LOG_WARN, MOD,
-               "event=reload_partial msg=listen address, port, keystore.dir, workers and "
-               "models_dir take effect on restart");
+               "event=reload_partial msg=listen address, port, keystore.dir, workers, "
+               "models_dir and costs_dir take effect on restart");
     /* New connections use the new context; live ones keep theirs (refcounted). */
     SSL_CTX_free(s->ssl_ctx);
     s->ssl_ctx = ctx;
@@ -2173,6 +2173,7 @@ static void server_reload(ts_server_t *s)
     snprintf(cfg.keystore.dir, sizeof cfg.keystore.dir, "%s", s->cfg.keystore.dir);
     cfg.workers = s->cfg.workers;
     snprintf(cfg.models_dir, sizeof cfg.models_dir, "%s", s->cfg.models_dir);
+    snprintf(cfg.costs_dir, sizeof cfg.costs_dir, "%s", s->cfg.costs_dir);
     s->cfg = cfg;
     ts_keystore_set_quota(s->ks, (uint64_t)cfg.keystore.quota_bytes);
     apply_log(&cfg);
@@ -2217,8 +2218,8 @@ ts_status_t ts_server_new(const ts_srv_config_t *cfg, const ts_server_opts_t *op
         snprintf(err, err_size, "cannot open key store %s: %s", cfg->keystore.dir, ts_strerror(st));
         goto out_free_ctx;
     }
-    st = ts_dec_registry_load(cfg->models_dir, cfg->params_dir, s->opts.insecure_params, &s->dec,
-                              err, err_size);
+    st = ts_dec_registry_load(cfg->models_dir, cfg->params_dir, cfg->costs_dir,
+                              s->opts.insecure_params, &s->dec, err, err_size);
     if (st != TS_OK)
         goto out_free_ks_only;
     /* The worker pool size is read by libuv when it first queues work. */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/convert/convert.h"
 #include "core/llm/llm.h"
@@ -254,18 +255,43 @@ static ts_status_t policy_steps(ts_dec_model_t *md, dec_policy_t *pl)
 }
 
 /*
- * The hybrid policy under the model file's cost table (`costs`): the
- * cheapest assignment of primitive kinds to CKKS or TFHE at the session's
- * last position (ts_llm_enc_config_best); logged with the default
- * assignment's prediction.
+ * The cost table of the hybrid policy: the model file's `costs` (a path;
+ * "none": no table), else costs_dir/cpu-PARAMS.yaml when that file exists
+ * (the table `tessera bench costs` measured at the model's preset, as the
+ * repository ships them). Empty: no table, the default assignment.
  */
-static ts_status_t hybrid_best(ts_dec_model_t *md, const char *file, ts_llm_enc_config_t *cfg,
-                               char *err, size_t err_size)
+static void hybrid_costs_path(const ts_dec_model_t *md, const char *costs_dir, char *path,
+                              size_t size)
+{
+    path[0] = 0;
+    if (md->cfg.costs[0]) {
+        if (strcmp(md->cfg.costs, "none") != 0)
+            snprintf(path, size, "%s", md->cfg.costs);
+        return;
+    }
+    if (!costs_dir || !costs_dir[0])
+        return;
+    if ((size_t)snprintf(path, size, "%s/cpu-%s.yaml", costs_dir, md->cfg.params) >= size ||
+        access(path, R_OK) != 0) {
+        ts_log(TS_LOG_INFO, "decode",
+               "model=%s policy=hybrid no cost table %s/cpu-%s.yaml: the default assignment",
+               md->name, costs_dir, md->cfg.params);
+        path[0] = 0;
+    }
+}
+
+/*
+ * The hybrid policy under the cost table at `path`: the cheapest assignment
+ * of primitive kinds to CKKS or TFHE at the session's last position
+ * (ts_llm_enc_config_best); logged with its prediction.
+ */
+static ts_status_t hybrid_best(ts_dec_model_t *md, const char *file, const char *path,
+                               ts_llm_enc_config_t *cfg, char *err, size_t err_size)
 {
     ts_sched_costs_t costs;
     ts_cfg_error_t ce;
     memset(&ce, 0, sizeof ce);
-    ts_status_t st = ts_sched_costs_load(md->cfg.costs, &costs, &ce);
+    ts_status_t st = ts_sched_costs_load(path, &costs, &ce);
     if (st != TS_OK) {
         char why[400];
         ts_cfg_error_format(&ce, why, sizeof why);
@@ -276,7 +302,7 @@ static ts_status_t hybrid_best(ts_dec_model_t *md, const char *file, ts_llm_enc_
         ts_log(TS_LOG_WARN, "decode",
                "model=%s costs=%s measured at params %s, not %s: the hybrid assignment follows "
                "its numbers anyway",
-               md->name, md->cfg.costs, costs.params, md->cfg.params);
+               md->name, path, costs.params, md->cfg.params);
     double ns = 0;
     st = ts_llm_enc_config_best(md->m, md->p, md->boot, md->log_slots, md->max_ctx, md->max_ctx - 1,
                                 TS_LLM_PLAN_ONEHOT, &costs, cfg, &ns);
@@ -289,7 +315,7 @@ static ts_status_t hybrid_best(ts_dec_model_t *md, const char *file, ts_llm_enc_
     ts_llm_kinds_format(ts_llm_enc_config_tfhe_kinds(cfg), kinds, sizeof kinds);
     ts_log(TS_LOG_INFO, "decode",
            "model=%s policy=hybrid tfhe_kinds=%s predicted_s=%.2f position=%d costs=%s", md->name,
-           kinds, ns / 1e9, md->max_ctx - 1, md->cfg.costs);
+           kinds, ns / 1e9, md->max_ctx - 1, path);
     return TS_OK;
 }
 
@@ -299,7 +325,8 @@ static ts_status_t hybrid_best(ts_dec_model_t *md, const char *file, ts_llm_enc_
  * need bootstrapping (the conversions recover through a SlotToCoeff-first
  * bootstrapper, shared by the model's sessions).
  */
-static ts_status_t model_policies(ts_dec_model_t *md, const char *file, char *err, size_t err_size)
+static ts_status_t model_policies(ts_dec_model_t *md, const char *file, const char *costs_dir,
+                                  char *err, size_t err_size)
 {
     char list[64];
     snprintf(list, sizeof list, "%s", md->cfg.policies[0] ? md->cfg.policies : "ckks");
@@ -333,8 +360,10 @@ static ts_status_t model_policies(ts_dec_model_t *md, const char *file, char *er
             ts_llm_enc_config_t cfg;
             ts_llm_enc_config_policy(&cfg, pol, md->max_ctx);
             cfg.log_slots = md->log_slots;
-            if (pol == TS_SCHED_HYBRID && md->cfg.costs[0] &&
-                (st = hybrid_best(md, file, &cfg, err, err_size)) != TS_OK)
+            char costs[1024] = "";
+            if (pol == TS_SCHED_HYBRID)
+                hybrid_costs_path(md, costs_dir, costs, sizeof costs);
+            if (costs[0] && (st = hybrid_best(md, file, costs, &cfg, err, err_size)) != TS_OK)
                 return st;
             if ((st = ts_llm_enc_new(md->m, md->p, &cfg, md->boot, &pl->enc)) != TS_OK) {
                 snprintf(err, err_size, "%s: the %s engine cannot run with params %s: %s", file, t,
@@ -387,7 +416,7 @@ static ts_status_t model_policies(ts_dec_model_t *md, const char *file, char *er
 }
 
 static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *params_dir,
-                              bool insecure, char *err, size_t err_size)
+                              const char *costs_dir, bool insecure, char *err, size_t err_size)
 {
     dec_model_cfg_t *c = &md->cfg;
     memset(c, 0, sizeof *c);
@@ -455,7 +484,7 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
     md->max_ctx = ts_llm_enc_max_positions(md->enc);
     if (c->max_context < md->max_ctx)
         md->max_ctx = (int)c->max_context;
-    if ((st = model_policies(md, file, err, err_size)) != TS_OK)
+    if ((st = model_policies(md, file, costs_dir, err, err_size)) != TS_OK)
         return st;
     st = ts_llm_sanitize_plan(md->p, (int)c->logits_level, (int)c->sanitize_lambda, &md->san);
     if (st != TS_OK) {
@@ -485,8 +514,9 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir, bool insecure,
-                                 ts_dec_registry_t **out, char *err, size_t err_size)
+ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
+                                 const char *costs_dir, bool insecure, ts_dec_registry_t **out,
+                                 char *err, size_t err_size)
 {
     *out = NULL;
     ts_dec_registry_t *r = ts_calloc(1, sizeof *r);
@@ -543,7 +573,7 @@ ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
         md->name[len] = 0;
         char file[1024];
         snprintf(file, sizeof file, "%s/%s", models_dir, names[i]);
-        st = model_load(md, file, params_dir, insecure, err, err_size);
+        st = model_load(md, file, params_dir, costs_dir, insecure, err, err_size);
         if (st == TS_OK)
             ts_log(TS_LOG_INFO, "tesserad",
                    "event=model_loaded model=%s params=%s max_context=%d rotation_keys=%zu "

@@ -73,6 +73,7 @@ typedef struct ts_srv_config {
     ts_srv_log_cfg_t log;
     ts_srv_sanitize_cfg_t sanitize;
     char params_dir[512]; /* parameter presets (YAML) */
+    char costs_dir[512];  /* cost tables cpu-PRESET.yaml a hybrid model without `costs` uses */
     char models_dir[512]; /* decode models: NAME.yaml each (empty: none) */
     int backend;          /* index into ts_srv_backend_names: auto (default), cpu, gpu */
 } ts_srv_config_t;
@@ -224,8 +225,12 @@ void ts_agg_result_free(ProtobufCBinaryData *out, size_t count);
  *                                    client's conversion keys, PolicyInfo)
  *   costs: costs/cpu-128.yaml        a `tessera bench costs` table: the hybrid
  *                                    policy runs the cheapest assignment of
- *                                    primitive kinds to CKKS or TFHE under it
- *                                    (without: 1/x and 1/sqrt(x) in TFHE)
+ *                                    primitive kinds to CKKS or TFHE under it;
+ *                                    without the key, the table costs_dir/
+ *                                    cpu-PARAMS.yaml when there is one (the
+ *                                    daemon's costs_dir, default configs/costs);
+ *                                    `none` or no table: the default assignment
+ *                                    (1/x and 1/sqrt(x) in TFHE)
  * Loading (startup, loop thread) checks everything; sessions open and step on
  * workers. A model is shared read-only by its sessions.
  */
@@ -255,8 +260,10 @@ typedef struct ts_dec_result {
 } ts_dec_result_t;
 
 /* models_dir NULL or "": no models. err: "file: reason". */
-ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir, bool insecure,
-                                 ts_dec_registry_t **out, char *err, size_t err_size);
+/* costs_dir NULL or "": no default cost tables (see `costs` above). */
+ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
+                                 const char *costs_dir, bool insecure, ts_dec_registry_t **out,
+                                 char *err, size_t err_size);
 void ts_dec_registry_free(ts_dec_registry_t *r);
 size_t ts_dec_registry_count(const ts_dec_registry_t *r);
 /* name NULL or "": the first model (sorted by name); NULL when unknown. */

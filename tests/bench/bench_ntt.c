@@ -68,6 +68,9 @@ int main(int argc, char **argv)
         perror(json);
         return 1;
     }
+    /* the table goes to stdout beside a --json file, else to stderr so that
+     * stdout is the JSON report alone */
+    FILE *tab = json ? stdout : stderr;
     const uint32_t logns[] = {12, 14, 15, 16};
     const uint32_t bits[] = {60, 50};
     const int rounds = quick ? 3 : 11;
@@ -79,7 +82,7 @@ int main(int argc, char **argv)
     fprintf(out,
             "  \"unit\": \"thread CPU ns per call (median of %d rounds)\",\n  \"results\": [\n",
             rounds);
-    printf("%-7s %-5s %-9s %-8s %12s\n", "N", "bits", "impl", "dir", "ns/call");
+    fprintf(tab, "%-7s %-5s %-9s %-8s %12s\n", "N", "bits", "impl", "dir", "ns/call");
     int first = 1;
     for (size_t li = 0; li < sizeof logns / sizeof logns[0]; li++) {
         const uint32_t n = 1u << logns[li];
@@ -104,7 +107,7 @@ int main(int argc, char **argv)
                                         : impl == TS_NTT_IMPL_AVX2 ? "avx2"
                                                                    : "portable";
                     const char *dir = inv ? "inverse" : "forward";
-                    printf("%-7u %-5u %-9s %-8s %12.0f\n", n, bits[bi], iname, dir, ns);
+                    fprintf(tab, "%-7u %-5u %-9s %-8s %12.0f\n", n, bits[bi], iname, dir, ns);
                     fprintf(out,
                             "%s    {\"n\": %u, \"prime_bits\": %u, \"impl\": \"%s\", "
                             "\"direction\": \"%s\", \"ns_per_call\": %.0f}",

@@ -1157,7 +1157,7 @@ static void registry_expect(const char *dir, const char *yaml, const char *name,
     char path[700], err[600] = "";
     write_yaml(dir, name, "%s", yaml);
     ts_dec_registry_t *r = NULL;
-    ts_status_t st = ts_dec_registry_load(dir, "configs/params", true, &r, err, sizeof err);
+    ts_status_t st = ts_dec_registry_load(dir, "configs/params", NULL, true, &r, err, sizeof err);
     printf("  %s: %s\n", name, err[0] ? err : ts_status_name(st));
     ck_assert_int_eq(st, want);
     if (text)
@@ -1170,6 +1170,47 @@ static void registry_expect(const char *dir, const char *yaml, const char *name,
     ts_dec_registry_free(r);
     snprintf(path, sizeof path, "%s/%s", dir, name);
     unlink(path);
+}
+
+/* A cost table where TFHE costs ~nothing (dear: where a conversion costs 2^50 ns). */
+static ts_status_t tfhe_priced_save(const char *path, bool dear)
+{
+    ts_sched_costs_t tab;
+    ts_sched_costs_default(&tab);
+    if (dear) {
+        tab.roundtrip_ns = INT64_C(1) << 50;
+    } else {
+        tab.roundtrip_ns = tab.pbs_value_ns = tab.pbs_ns = tab.homcomp_ns = 1;
+        for (size_t i = 0; i < tab.n_lut_value; i++)
+            tab.lut_value_ns[i] = 1;
+    }
+    return ts_sched_costs_save(&tab, path);
+}
+
+/*
+ * Loads the one model file `yaml` of dir (policies ckks, hybrid) with the
+ * daemon's costs_dir and tells whether its hybrid places anything in TFHE;
+ * when not, the hybrid needs the ckks policy's rotation keys.
+ */
+static bool hybrid_uses_tfhe(const char *dir, const char *yaml, const char *costs_dir)
+{
+    char path[800], err[600] = "";
+    write_yaml(dir, "tiny.yaml", "%s", yaml);
+    ts_dec_registry_t *r = NULL;
+    ck_assert_msg(
+        ts_dec_registry_load(dir, "configs/params", costs_dir, true, &r, err, sizeof err) == TS_OK,
+        "%s", err);
+    Tessera__ModelInfo mi = TESSERA__MODEL_INFO__INIT;
+    ts_dec_model_info(ts_dec_find(r, "tiny"), &mi);
+    ck_assert_uint_eq(mi.n_policy_info, 2);
+    ck_assert_str_eq(mi.policy_info[1]->policy, "hybrid");
+    bool tfhe = mi.policy_info[1]->tfhe;
+    if (!tfhe)
+        ck_assert_uint_eq(mi.policy_info[1]->n_rotation_steps, mi.policy_info[0]->n_rotation_steps);
+    ts_dec_registry_free(r);
+    snprintf(path, sizeof path, "%s/tiny.yaml", dir);
+    unlink(path);
+    return tfhe;
 }
 
 START_TEST(test_decode_model_files)
@@ -1225,41 +1266,39 @@ START_TEST(test_decode_model_files)
     fputs("format: 1\nckks:\n  max_level: banana\n", cf);
     fclose(cf);
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "costs.yaml:3");
+    /* the shipped-table name the daemon looks for in its costs_dir */
+    char shipped[800];
+    snprintf(shipped, sizeof shipped, "%s/cpu-test-llm-tiny-boot.yaml", tables);
+    char plain[1200]; /* no costs key */
+    snprintf(plain, sizeof plain, "path: %s\n%s", model, boot);
     for (int dear = 0; dear < 2; dear++) {
-        ts_sched_costs_t tab;
-        ts_sched_costs_default(&tab);
-        if (dear) {
-            tab.roundtrip_ns = INT64_C(1) << 50;
-        } else {
-            tab.roundtrip_ns = tab.pbs_value_ns = tab.pbs_ns = tab.homcomp_ns = 1;
-            for (size_t i = 0; i < tab.n_lut_value; i++)
-                tab.lut_value_ns[i] = 1;
-        }
-        ck_assert_ts_ok(ts_sched_costs_save(&tab, costs));
-        char path[800], err[600] = "";
-        write_yaml(dir, "tiny.yaml", "%s", yaml);
-        ts_dec_registry_t *r = NULL;
-        ck_assert_msg(ts_dec_registry_load(dir, "configs/params", true, &r, err, sizeof err) ==
-                          TS_OK,
-                      "%s", err);
-        Tessera__ModelInfo mi = TESSERA__MODEL_INFO__INIT;
-        ts_dec_model_info(ts_dec_find(r, "tiny"), &mi);
-        ck_assert_uint_eq(mi.n_policy_info, 2);
-        ck_assert_str_eq(mi.policy_info[1]->policy, "hybrid");
-        ck_assert(mi.policy_info[1]->tfhe == !dear);
-        if (dear) /* the ckks policy's engine: the same rotation keys */
-            ck_assert_uint_eq(mi.policy_info[1]->n_rotation_steps,
-                              mi.policy_info[0]->n_rotation_steps);
-        ts_dec_registry_free(r);
-        unlink(path);
+        /* the key's table prices TFHE out (dear) or nearly free; the shipped
+         * one the other way */
+        ck_assert_ts_ok(tfhe_priced_save(costs, dear));
+        ck_assert_ts_ok(tfhe_priced_save(shipped, !dear));
+        ck_assert(hybrid_uses_tfhe(dir, yaml, NULL) == !dear);
+        ck_assert(hybrid_uses_tfhe(dir, yaml, tables) == !dear); /* the key wins */
+        /* without the key: costs_dir/cpu-PARAMS.yaml when there is one */
+        ck_assert(hybrid_uses_tfhe(dir, plain, tables) == dear);
+        unlink(shipped);
     }
+    /* no table (none in costs_dir, no costs_dir, `costs: none`): the default
+     * assignment, 1/x and 1/sqrt(x) in TFHE */
+    ck_assert(hybrid_uses_tfhe(dir, plain, tables));
+    ck_assert(hybrid_uses_tfhe(dir, plain, NULL));
+    ck_assert_ts_ok(tfhe_priced_save(shipped, true));
+    char none[1300];
+    snprintf(none, sizeof none, "%scosts: none\n", plain);
+    ck_assert(hybrid_uses_tfhe(dir, none, tables));
+    ck_assert(!hybrid_uses_tfhe(dir, plain, tables));
+    unlink(shipped);
     unlink(costs);
     ts_dec_registry_t *r = NULL;
     char err[600] = "";
-    ck_assert_int_eq(
-        ts_dec_registry_load("/nonexistent/models", "configs/params", true, &r, err, sizeof err),
-        TS_EIO);
-    ck_assert_ts_ok(ts_dec_registry_load("", "configs/params", true, &r, err, sizeof err));
+    ck_assert_int_eq(ts_dec_registry_load("/nonexistent/models", "configs/params", NULL, true, &r,
+                                          err, sizeof err),
+                     TS_EIO);
+    ck_assert_ts_ok(ts_dec_registry_load("", "configs/params", NULL, true, &r, err, sizeof err));
     ck_assert_uint_eq(ts_dec_registry_count(r), 0);
     ts_dec_registry_free(r);
     net_rm_rf(dir);
