@@ -403,6 +403,11 @@ typedef struct ts_rns_conv {
     uint64_t *ahat_mod_b_sh;
     uint64_t *ahat_mod_b_sh52;
     uint64_t *va_mod_b_t;
+    /* for the portable kernel's Montgomery reduction, used when sum_i a_i <=
+     * 2^64 (then sum_i y_i h_ij < b_j 2^64): (A/a_i) 2^64 mod b_j at
+     * [i * nb + j], and -b_j^{-1} mod 2^64, nb; NULL when the bound fails */
+    uint64_t *ahat_mod_b_mont;
+    uint64_t *b_neg_inv;
 } ts_rns_conv_t;
 
 ts_status_t ts_rns_conv_new(const uint64_t *from, uint32_t na, const uint64_t *to, uint32_t nb,

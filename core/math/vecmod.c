@@ -219,6 +219,25 @@ static void dot_run(uint64_t *o, const uint64_t *const *x, const uint64_t *const
         if (done)
             ts__vec_dot62_avx512(o, x, y, terms, done, m);
     }
+    if (terms <= 15) {
+        /* < 2^124 per term for q < 2^62: one reduction per output; four
+         * outputs at a time share the loads of the term pointers and keep
+         * four independent sums in flight */
+        for (; done + 4 <= n; done += 4) {
+            ts_u128_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+            for (size_t t = 0; t < terms; t++) {
+                const uint64_t *xt = x[t] + done, *yt = y[t] + done;
+                a0 += (ts_u128_t)xt[0] * yt[0];
+                a1 += (ts_u128_t)xt[1] * yt[1];
+                a2 += (ts_u128_t)xt[2] * yt[2];
+                a3 += (ts_u128_t)xt[3] * yt[3];
+            }
+            o[done] = ts_mod_reduce128((uint64_t)(a0 >> 64), (uint64_t)a0, m);
+            o[done + 1] = ts_mod_reduce128((uint64_t)(a1 >> 64), (uint64_t)a1, m);
+            o[done + 2] = ts_mod_reduce128((uint64_t)(a2 >> 64), (uint64_t)a2, m);
+            o[done + 3] = ts_mod_reduce128((uint64_t)(a3 >> 64), (uint64_t)a3, m);
+        }
+    }
     for (size_t i = done; i < n; i++) {
         ts_u128_t acc = 0;
         uint32_t k = 0;

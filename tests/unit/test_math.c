@@ -393,6 +393,18 @@ START_TEST(test_rns)
             for (uint32_t j = 0; j < 4; j++)
                 ck_assert_msg(out[j * n + c] == mp_mod(mags[c], negs[c], ba->words, ps[j]),
                               "conv na=%u coeff %zu limb %u", na, c, j);
+        /* the largest residues (x = -1: every y_i = a_i - 1 when na = 1, the
+         * largest sums of the reduction otherwise) and x = 1 */
+        uint64_t edge[12 * 2], eo[4 * 2];
+        for (uint32_t i = 0; i < na; i++) {
+            edge[i * 2] = qs[i] - 1;
+            edge[i * 2 + 1] = 1;
+        }
+        ts_rns_conv_apply(conv, edge, 2, eo, 2, 2);
+        for (uint32_t j = 0; j < 4; j++) {
+            ck_assert_uint_eq(eo[j * 2], ps[j] - 1);
+            ck_assert_uint_eq(eo[j * 2 + 1], 1);
+        }
         /* ModDown from Q_A * P to P dividing by A: y = x div A rounded, |error| <= 1 */
         uint64_t xb[4 * 37], md[4 * 37];
         int64_t qv[37];
@@ -433,6 +445,39 @@ START_TEST(test_rns)
                 ck_assert_uint_eq(o[j * 64 + k], mp_mod(&mag, neg && mag, 1, qs[j]));
         }
         ts_rns_conv_free(c1);
+    }
+    {
+        /* nine 61-bit sources: sum a_i > 2^64, so the portable kernel reduces
+         * by Barrett (fewer sources take the Montgomery step); exact results */
+        uint64_t big[9];
+        ck_assert_ts_ok(ts_primes_ntt(61, 1 << 12, 9, TS_PRIMES_DESCENDING, NULL, 0, big));
+        ts_rns_basis_t *bb;
+        ck_assert_ts_ok(ts_rns_basis_new(big, 9, &bb));
+        ts_rns_conv_t *cb;
+        ck_assert_ts_ok(ts_rns_conv_new(big, 9, qs, 12, &cb));
+        ck_assert_ptr_null(cb->ahat_mod_b_mont);
+        enum { NB = 21 };
+        uint64_t in[9 * NB], out[12 * NB], mag[NB][10];
+        bool neg[NB];
+        for (size_t c = 0; c < NB; c++) {
+            neg[c] = c & 1;
+            memset(mag[c], 0, sizeof mag[c]);
+            uint32_t bits = (uint32_t)(bb->log2_prod - 2.0);
+            for (uint32_t i = 0; i * 64 < bits; i++) {
+                mag[c][i] = c < 2 ? ~0ULL : rnd(); /* c < 2: the largest magnitudes */
+                if (bits - 64 * i < 64)
+                    mag[c][i] &= (1ULL << (bits - 64 * i)) - 1;
+            }
+            for (uint32_t i = 0; i < 9; i++)
+                in[i * NB + c] = mp_mod(mag[c], neg[c], bb->words, big[i]);
+        }
+        ts_rns_conv_apply(cb, in, NB, out, NB, NB);
+        for (size_t c = 0; c < NB; c++)
+            for (uint32_t j = 0; j < 12; j++)
+                ck_assert_msg(out[j * NB + c] == mp_mod(mag[c], neg[c], bb->words, qs[j]),
+                              "conv (Barrett) coeff %zu limb %u", c, j);
+        ts_rns_conv_free(cb);
+        ts_rns_basis_free(bb);
     }
     ts_rns_basis_t *bad;
     uint64_t dup[2] = {qs[1], qs[1]};
