@@ -154,8 +154,8 @@ YAML
 # configs/costs/cpu-PRESET.yaml; docs/benchmarks.md), else the policy's
 # default assignment
 if [ "$policy" = hybrid ] && [ -f "configs/costs/cpu-$params.yaml" ]; then
-    hybrid_says="policy hybrid: each nonlinear kind in CKKS or TFHE, whichever the measured cost
-table configs/costs/cpu-$params.yaml prices lower (on this class of CPU: all CKKS)"
+    hybrid_says="policy hybrid: each nonlinear kind in CKKS or TFHE, whichever the cost table
+configs/costs/cpu-$params.yaml prices lower"
 else
     hybrid_says="policy hybrid: every softmax 1/x and norm 1/sqrt looked up in TFHE (ROSETTA)"
 fi
@@ -192,7 +192,13 @@ else
     prompt=I
 fi
 case "$policy" in
-hybrid) echo "$hybrid_says" ;;
+hybrid)
+    echo "$hybrid_says"
+    # the daemon logs the assignment it chose at startup
+    chose=$(sed -n 's/.*policy=hybrid tfhe_kinds=\([^ ]*\) predicted_s=\([^ ]*\).*/in TFHE: \1 (predicted \2 s per token on the machine of the table)/p' \
+        "$work/tesserad.log" | head -1)
+    if [ -n "$chose" ]; then echo "tesserad's hybrid assignment: $chose"; fi
+    ;;
 tfhe) echo "policy tfhe: every nonlinear primitive by one PBS per value (PEGASUS-like)" ;;
 *) echo "policy ckks: every nonlinear primitive as CKKS polynomials and iterations" ;;
 esac
