@@ -45,7 +45,8 @@ static void usage(FILE *f)
             "      --insecure-params   allow presets marked insecure (tests only)\n"
             "      (--timeout applies to connecting; replies are awaited for at least an hour)\n"
             "      --json              one JSON object per position on stdout: pos, id, text,\n"
-            "                          prompt, latency_ms, server_ms, stages, bootstraps,\n"
+            "                          prompt, policy, tfhe_kinds (what the server evaluates\n"
+            "                          in TFHE), latency_ms, server_ms, stages, bootstraps,\n"
             "                          precision_bits (of the flooding), logit_margin\n\n%s\n%s",
             ts_cli_conn_help, ts_cli_exit_help);
 }
@@ -508,6 +509,10 @@ int ts_cmd_generate(int argc, char **argv)
         fprintf(stderr,
                 "%s: WARNING: policy %s converts at a test size (N_br = 2^%u), not 128-bit\n", prog,
                 policy, pi->tfhe_log_n_br);
+    /* which primitives the server evaluates in TFHE (older servers: not said) */
+    const char *kinds = pi && pi->tfhe_kinds && pi->tfhe_kinds[0] ? pi->tfhe_kinds : NULL;
+    if (kinds && g.tty && !g.json)
+        fprintf(stderr, "%s: policy %s, in TFHE: %s\n", prog, policy, kinds);
     uint32_t in_level = pi ? pi->input_level : mi->input_level;
     uint8_t shas[GEN_MAX_KEYS][32];
     size_t n_keys = 0;
@@ -628,6 +633,10 @@ int ts_cmd_generate(int argc, char **argv)
             printf("{\"pos\":%zu,\"prompt\":%s,\"input\":%d,\"id\":%d,\"text\":", pos,
                    in_prompt ? "true" : "false", token, next);
             ts_cli_json_str(stdout, next >= 0 ? text : "");
+            printf(",\"policy\":");
+            ts_cli_json_str(stdout, policy);
+            printf(",\"tfhe_kinds\":");
+            ts_cli_json_str(stdout, kinds ? kinds : "");
             printf(",\"latency_ms\":%.3f,\"server_ms\":%.3f,\"bootstraps\":%llu,\"stages\":", lat,
                    dr->server_ms, (unsigned long long)dr->bootstraps);
             json_stages(dr);

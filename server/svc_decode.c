@@ -51,6 +51,7 @@ typedef struct dec_policy {
     int32_t *levels; /* the highest level each step's rotations run at */
     size_t n_steps;
     bool tfhe;
+    char kinds[96]; /* ts_llm_kinds_format of the engine's TFHE kinds (PolicyInfo.tfhe_kinds) */
     ts_tfhe_params_lit_t lit;
     Tessera__PolicyInfo info;
 } dec_policy_t;
@@ -401,6 +402,8 @@ static ts_status_t model_policies(ts_dec_model_t *md, const char *file, const ch
         pi->n_rotation_levels = pl->n_steps;
         pi->input_level = (uint32_t)ts_llm_enc_input_level(pl->enc);
         pi->tfhe = pl->tfhe;
+        ts_llm_kinds_format(ts_llm_enc_tfhe_kinds(pl->enc), pl->kinds, sizeof pl->kinds);
+        pi->tfhe_kinds = pl->kinds;
         if (pl->tfhe) {
             pi->tfhe_preset = (char *)pl->lit.name;
             pi->tfhe_log_n_br = pl->lit.log_n_br;

@@ -939,6 +939,18 @@ bool ts_llm_enc_uses_tfhe(const ts_llm_enc_t *e)
            c->eval_recip_last;
 }
 
+unsigned ts_llm_enc_tfhe_kinds(const ts_llm_enc_t *e)
+{
+    if (!e)
+        return 0;
+    unsigned k = ts_llm_enc_config_tfhe_kinds(&e->cfg);
+    if (e->cfg.eval_recip_last != TS_LLM_EVAL_CKKS)
+        k |= 1u << TS_LLM_KIND_RECIP;
+    /* only the FFN activation the model has */
+    k &= ~(1u << (e->gpt2 ? TS_LLM_KIND_SILU : TS_LLM_KIND_GELU));
+    return k;
+}
+
 ts_status_t ts_llm_enc_tfhe_literal(const ts_llm_enc_t *e, ts_tfhe_params_lit_t *lit)
 {
     if (!e)

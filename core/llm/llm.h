@@ -609,6 +609,9 @@ ts_status_t ts_llm_enc_tfhe_literal(const ts_llm_enc_t *enc, ts_tfhe_params_lit_
 ts_status_t ts_llm_tfhe_literal(const ts_ckks_params_t *params, ts_tfhe_params_lit_t *lit);
 /* True when the configuration evaluates some primitive in TFHE. */
 bool ts_llm_enc_uses_tfhe(const ts_llm_enc_t *enc);
+/* The primitive kinds the engine evaluates in TFHE (ts_llm_kinds_format's
+ * mask; the FFN activation the model lacks is never listed). */
+unsigned ts_llm_enc_tfhe_kinds(const ts_llm_enc_t *enc);
 /*
  * Bootstrap this session with `boot` instead of the engine's bootstrapper: a
  * view of it with the session's encapsulation keys (ts_boot_view), when

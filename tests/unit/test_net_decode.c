@@ -166,6 +166,8 @@ START_TEST(test_generate_greedy)
         ck_assert_ptr_nonnull(ip);
         ck_assert_ptr_nonnull(strstr(line, "\"stages\":{\"embed\":"));
         ck_assert_ptr_nonnull(strstr(line, "\"precision_bits\":"));
+        /* the default policy, ckks: nothing in TFHE */
+        ck_assert_ptr_nonnull(strstr(line, "\"policy\":\"ckks\",\"tfhe_kinds\":\"none\""));
         if (pp && got < 16) {
             ids[got++] = atoi(ip + 5);
             if (mp)
@@ -499,12 +501,14 @@ static void upload(ts_client_t *c, const uint8_t *blob, size_t n, const char *ki
 /*
  * `tessera generate --model MODEL --policy hybrid --prompt a --max-tokens 1`
  * against the fixture's daemon (keys made, uploaded and used by the CLI):
- * the positions it printed, the generated id and the conversion time summed
- * over the positions. The prompt is BOS, " ", "a"; the generated id comes
- * from position 2, where the tiny engine's logits are close (the presets'
+ * the positions it printed, the generated id, the conversion time summed
+ * over the positions and whether a line named a TFHE kind (every line names
+ * the policy and its tfhe_kinds; "none" lines convert nothing). The prompt is BOS, " ", "a"; the
+ * generated id comes from position 2, where the tiny engine's logits are close (the presets'
  * comment), so it must be the plaintext greedy id, want[3] of plain_greedy.
  */
-static int generate_cli(const dfx_t *f, const char *model, size_t *positions, double *conv)
+static int generate_cli(const dfx_t *f, const char *model, size_t *positions, double *conv,
+                        bool *tfhe)
 {
     char cmd[3000], line[4096];
     snprintf(cmd, sizeof cmd,
@@ -525,10 +529,18 @@ static int generate_cli(const dfx_t *f, const char *model, size_t *positions, do
     int got = -1;
     *positions = 0;
     *conv = 0;
+    *tfhe = false;
     while (fgets(line, sizeof line, j)) {
         const char *ip = strstr(line, "\"id\":"), *cp = strstr(line, "\"convert\":");
         ck_assert_ptr_nonnull(ip);
         ck_assert_ptr_nonnull(cp); /* every position reports its conversion time */
+        /* and what the server evaluates in TFHE: with nothing, no conversion */
+        const char *kp = strstr(line, "\"policy\":\"hybrid\",\"tfhe_kinds\":\"");
+        ck_assert_ptr_nonnull(kp);
+        if (strncmp(kp + 32, "none\"", 5) == 0)
+            ck_assert(atof(cp + 10) == 0);
+        else
+            *tfhe = true;
         (*positions)++;
         *conv += atof(cp + 10);
         if (strstr(line, "\"prompt\":false"))
@@ -712,22 +724,23 @@ START_TEST(test_decode_policies)
         ck_assert_uint_ge(n, 4);
         size_t positions = 0;
         double conv = 0;
-        int got = generate_cli(&f, "tinyb", &positions, &conv);
+        bool tfhe = false;
+        int got = generate_cli(&f, "tinyb", &positions, &conv, &tfhe);
         printf("tessera generate --policy hybrid over TLS: %zu positions, conversions %.0f ms, "
                "generated %d (plaintext greedy %d)\n",
                positions, conv, got, want[3]);
         ck_assert_uint_eq(positions, 3);
-        ck_assert(conv > 0);
+        ck_assert(conv > 0 && tfhe);
         ck_assert_int_eq(got, want[3]);
         /* tinyc: the hybrid the server placed all in CKKS under its cost table
          * (PolicyInfo.tfhe false: the client makes no conversion keys, which
          * tinyc's sessions would refuse); the steps convert nothing */
-        got = generate_cli(&f, "tinyc", &positions, &conv);
+        got = generate_cli(&f, "tinyc", &positions, &conv, &tfhe);
         printf("tessera generate --policy hybrid (all CKKS under tinyc's table): %zu positions, "
                "conversions %.0f ms, generated %d (plaintext greedy %d)\n",
                positions, conv, got, want[3]);
         ck_assert_uint_eq(positions, 3);
-        ck_assert(conv == 0);
+        ck_assert(conv == 0 && !tfhe);
         ck_assert_int_eq(got, want[3]);
     }
     dfx_stop(&f);
@@ -808,7 +821,8 @@ START_TEST(test_decode_dense_encap)
     ck_assert_uint_ge(n, 4);
     size_t positions = 0;
     double conv = 0;
-    int got = generate_cli(&f, "tinyd", &positions, &conv);
+    bool tfhe = false;
+    int got = generate_cli(&f, "tinyd", &positions, &conv, &tfhe);
     printf("tessera generate on a dense-secret model (encapsulation over TLS): generated %d "
            "(plaintext greedy %d)\n",
            got, want[3]);
@@ -1207,6 +1221,9 @@ static bool hybrid_uses_tfhe(const char *dir, const char *yaml, const char *cost
     bool tfhe = mi.policy_info[1]->tfhe;
     if (!tfhe)
         ck_assert_uint_eq(mi.policy_info[1]->n_rotation_steps, mi.policy_info[0]->n_rotation_steps);
+    /* PolicyInfo.tfhe_kinds: "none" exactly when nothing is in TFHE */
+    ck_assert_str_eq(mi.policy_info[0]->tfhe_kinds, "none");
+    ck_assert_int_eq(strcmp(mi.policy_info[1]->tfhe_kinds, "none") != 0, tfhe);
     ts_dec_registry_free(r);
     snprintf(path, sizeof path, "%s/tiny.yaml", dir);
     unlink(path);
