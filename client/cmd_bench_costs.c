@@ -546,6 +546,8 @@ int ts_bench_costs(int argc, char **argv)
     snprintf(c.name, sizeof c.name, "%s-%s", be_name, o.params);
     snprintf(c.backend, sizeof c.backend, "%s", be_name);
     snprintf(c.params, sizeof c.params, "%s", o.params);
+    if (!strcmp(be_name, "cpu"))
+        snprintf(c.cpu, sizeof c.cpu, "%s", ts_cpu_kernels());
     c.max_level = top;
     int log_slots = o.log_slots ? o.log_slots : ts_ckks_params_log_slots(p);
     c.slots = (int64_t)1 << log_slots;

@@ -300,6 +300,12 @@ static int engine_plan(const char *model, const char *preset, bool insecure,
             printf("note: the cost table was measured at '%s', not at %s; pass "
                    "--costs FILE from `tessera bench costs --params %s`\n",
                    costs->params, preset, preset);
+        if (ts_sched_costs_cpu_mismatch(costs, ts_cpu_kernels()))
+            printf("note: the cost table was measured with the %s CPU kernels and this machine "
+                   "runs the %s ones: its latencies here differ by a roughly constant factor "
+                   "(~3.5x for CKKS between avx512 and avx2); `tessera bench costs --params %s "
+                   "--out FILE` measures this machine\n",
+                   costs->cpu, ts_cpu_kernels(), preset);
     }
     int ls = slots ? ts_log2_exact(slots) : 0; /* --slots: the working slot count (0: preset's) */
     if (ls < 0) {

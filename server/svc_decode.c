@@ -299,6 +299,12 @@ static ts_status_t hybrid_best(ts_dec_model_t *md, const char *file, const char 
         snprintf(err, err_size, "%s: costs: %s", file, why);
         return st;
     }
+    if (ts_sched_costs_cpu_mismatch(&costs, ts_cpu_kernels()))
+        ts_log(TS_LOG_WARN, "decode",
+               "model=%s costs=%s measured with the %s CPU kernels, this machine runs the %s "
+               "ones: its predictions are off by a roughly constant factor (`tessera bench "
+               "costs` measures this machine)",
+               md->name, path, costs.cpu, ts_cpu_kernels());
     if (strcmp(costs.params, md->cfg.params) != 0)
         ts_log(TS_LOG_WARN, "decode",
                "model=%s costs=%s measured at params %s, not %s: the hybrid assignment follows "

@@ -280,6 +280,10 @@ typedef enum {
 bool ts_cpu_has_avx2(void);
 /* True when it supports AVX-512 F, DQ, VL and IFMA (and the build has the kernels). */
 bool ts_cpu_has_avx512(void);
+/* The class of vector kernels core/math runs on this CPU and build: "avx512"
+ * (IFMA products, the NTT), "avx2" (the NTT only) or "portable"; CKKS
+ * latencies differ by ~3.5x between the first two (docs/benchmarks.md). */
+const char *ts_cpu_kernels(void);
 /* The implementation TS_NTT_IMPL_AUTO uses for table t on this CPU. */
 ts_ntt_impl_t ts_ntt_auto_impl(const ts_ntt_table_t *t);
 

@@ -193,6 +193,13 @@ bool ts_cpu_has_avx512(void)
 #endif
 }
 
+const char *ts_cpu_kernels(void)
+{
+    if (ts_cpu_has_avx512() && ts__vec_avx512_built() && ts__rns_conv_avx512_built())
+        return "avx512";
+    return ts_cpu_has_avx2() ? "avx2" : "portable";
+}
+
 ts_ntt_impl_t ts_ntt_auto_impl(const ts_ntt_table_t *t)
 {
     /* measured with tests/bench/bench_ntt (see docs): AVX-512 wins with IFMA

@@ -73,6 +73,7 @@ static const ts_cfg_directive_t costs_table[] = {
     {.name = "params", .type = TS_CFG_STRING, .offset = OFF(params), .cap = 64},
     {.name = "estimated", .type = TS_CFG_BOOL, .offset = OFF(estimated)},
     {.name = "note", .type = TS_CFG_STRING, .offset = OFF(note), .cap = 512},
+    {.name = "cpu", .type = TS_CFG_STRING, .offset = OFF(cpu), .cap = 16},
     {.name = "ckks", .type = TS_CFG_SECTION, .offset = 0, .required = true, .sub = ckks_table},
     {.name = "bootstrap", .type = TS_CFG_SECTION, .offset = 0, .required = true, .sub = boot_table},
     {.name = "convert",
@@ -321,6 +322,12 @@ static void put_list(FILE *f, const char *indent, const char *key, const int64_t
     fputs("]\n", f);
 }
 
+bool ts_sched_costs_cpu_mismatch(const ts_sched_costs_t *c, const char *kernels)
+{
+    return c && kernels && kernels[0] && c->cpu[0] && strcmp(c->backend, "cpu") == 0 &&
+           strcmp(c->cpu, kernels) != 0;
+}
+
 ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path)
 {
     if (!c || !path)
@@ -342,6 +349,10 @@ ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path)
     put_str(f, c->params);
     fprintf(f, "\nestimated: %s\nnote: ", c->estimated ? "true" : "false");
     put_str(f, c->note);
+    if (c->cpu[0]) {
+        fputs("\ncpu: ", f);
+        put_str(f, c->cpu);
+    }
     fprintf(f, "\nckks:\n  max_level: %lld\n", (long long)c->max_level);
     if (c->slots)
         fprintf(f, "  slots: %lld\n", (long long)c->slots);

@@ -325,6 +325,8 @@ ts_status_t ts_sched_graph_build_decoder(const ts_sched_model_dims_t *dims, ts_s
  *   format: 1
  *   name: cpu-default          backend: cpu        params: ckks-n16-l13
  *   estimated: true            note: "..."
+ *   cpu: avx512                optional (backend cpu): the vector kernels it was
+ *                              measured with (core/math ts_cpu_kernels)
  *   ckks:
  *     max_level: 13            slots: 32768
  *     add_ns:     [L+1 ints]   pmul_ns: [...]  cmul_ns: [...]  (cmul includes relin)
@@ -364,6 +366,7 @@ typedef struct ts_sched_costs {
     char params[64];
     bool estimated;
     char note[512];
+    char cpu[16]; /* CPU backend: the kernels it was measured with (ts_cpu_kernels); "": unknown */
 
     int64_t max_level;
     int64_t slots;
@@ -423,6 +426,14 @@ ts_status_t ts_sched_costs_load_string(const char *text, size_t size, const char
 ts_status_t ts_sched_costs_validate(const ts_sched_costs_t *c, char *msg, size_t msg_size);
 /* Write in the YAML format above (loadable by ts_sched_costs_load). TS_EIO. */
 ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path);
+/*
+ * True when c is a CPU table measured with other vector kernels than
+ * `kernels` (ts_cpu_kernels() of the running machine) names: its latencies
+ * are then off by a roughly constant factor (~3.5x between avx512 and avx2
+ * for CKKS). False when either is unknown.
+ */
+bool ts_sched_costs_cpu_mismatch(const ts_sched_costs_t *c, const char *kernels);
+
 /* The built-in estimate (same numbers as configs/costs/cpu-default.yaml). */
 void ts_sched_costs_default(ts_sched_costs_t *out);
 

@@ -444,6 +444,20 @@ START_TEST(test_sched_costs_files)
     ck_assert_ts_ok(ts_sched_costs_load(path, &c, &err));
     ck_assert_int_eq(c.workers, 2);
     def.workers = 0;
+    /* the kernels a CPU table was measured with round-trip; a table without
+     * them (the default) or of another backend never mismatches */
+    ck_assert_str_eq(c.cpu, "");
+    ck_assert(!ts_sched_costs_cpu_mismatch(&c, "avx2"));
+    snprintf(def.cpu, sizeof def.cpu, "avx512");
+    ck_assert_ts_ok(ts_sched_costs_save(&def, path));
+    ck_assert_ts_ok(ts_sched_costs_load(path, &c, &err));
+    ck_assert_str_eq(c.cpu, "avx512");
+    ck_assert(ts_sched_costs_cpu_mismatch(&c, "avx2"));
+    ck_assert(!ts_sched_costs_cpu_mismatch(&c, "avx512"));
+    ck_assert(!ts_sched_costs_cpu_mismatch(&c, ""));
+    snprintf(c.backend, sizeof c.backend, "gpu");
+    ck_assert(!ts_sched_costs_cpu_mismatch(&c, "avx2"));
+    def.cpu[0] = 0;
     unlink(path);
 
     /* The shipped default equals the built-in one. */
@@ -650,6 +664,7 @@ START_TEST(test_sched_cmd_plan)
     ts_cfg_error_t err;
     ck_assert_ts_ok(ts_sched_costs_load("configs/costs/cpu-boot-n16-dense.yaml", &c, &err));
     ck_assert_str_eq(c.params, "boot-n16-dense");
+    ck_assert_str_eq(c.cpu, "avx512"); /* dev-2c's IFMA kernels */
     ck_assert_int_eq(c.max_level, 28);
     ck_assert_int_eq(c.boot_output_level, 13);
     ck_assert(c.boot_ns > 1000000000LL && c.boot_ns < 20000000000LL);
