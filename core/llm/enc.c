@@ -928,17 +928,6 @@ int ts_llm_enc_rotation_level(const ts_llm_enc_t *e)
     return level;
 }
 
-bool ts_llm_enc_uses_tfhe(const ts_llm_enc_t *e)
-{
-    if (!e)
-        return false;
-    const ts_llm_enc_config_t *c = &e->cfg;
-    /* the FFN activation the model has: SiLU (LLAMA) or GELU (GPT2) */
-    ts_llm_eval_t act = e->gpt2 ? c->eval_gelu : c->eval_silu;
-    return c->eval_exp || c->eval_recip || c->eval_rsqrt || act || c->eval_recip_norm ||
-           c->eval_recip_last;
-}
-
 unsigned ts_llm_enc_tfhe_kinds(const ts_llm_enc_t *e)
 {
     if (!e)
@@ -949,6 +938,11 @@ unsigned ts_llm_enc_tfhe_kinds(const ts_llm_enc_t *e)
     /* only the FFN activation the model has */
     k &= ~(1u << (e->gpt2 ? TS_LLM_KIND_SILU : TS_LLM_KIND_GELU));
     return k;
+}
+
+bool ts_llm_enc_uses_tfhe(const ts_llm_enc_t *e)
+{
+    return ts_llm_enc_tfhe_kinds(e) != 0;
 }
 
 ts_status_t ts_llm_enc_tfhe_literal(const ts_llm_enc_t *e, ts_tfhe_params_lit_t *lit)

@@ -690,7 +690,7 @@ ts_status_t ts__llm_enc_boot_drops(const ts_llm_enc_t *enc, uint8_t **drop, size
     ts__llm_enc_shape(enc, &e);
     ts_llm_enc_levels_t lv;
     if (ts_llm_enc_levels(enc, &lv) != TS_OK || !lv.boot || e.max_pos < 1 ||
-        ts_llm_enc_config_tfhe_kinds(e.cfg) != 0)
+        ts_llm_enc_uses_tfhe(enc))
         return TS_OK;
     ts_sched_costs_t *c = ts_malloc(sizeof *c);
     ts_sched_graph_t *g = NULL;
