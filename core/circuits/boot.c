@@ -92,9 +92,43 @@ static ts_status_t fit_degree_search(double k, int r, int *degree)
     return TS_OK;
 }
 
-/* The search is a pure function of (K, r) and takes ~60 ms (the decode
- * planner asks for every graph it builds): the answers are remembered, a
- * few (K, r) pairs per process. */
+/*
+ * The double-angle count r and degree of least EvalMod depth for K: over r =
+ * 1..4 the degree fit_degree_search takes, then the fewest levels
+ * (Chebyshev depth + r), then the fewest relinearized products (the series'
+ * plus r squarings), then the larger r. r = 3 had been fixed: for K = 12 (the
+ * h' = 32 encapsulation of the dense presets) it takes degree 35, depth 6 + 3
+ * = 9 levels, where r = 2 takes degree 47 in 6 + 2 = 8 (one level more for
+ * the computation after every bootstrap); for K = 29 r = 3 stays (degree 55,
+ * 9 levels).
+ */
+static ts_status_t fit_evalmod(double k, int *r_out, int *degree_out)
+{
+    int best_r = -1, best_d = 0, best_levels = 0;
+    size_t best_products = 0;
+    for (int r = 1; r <= 4; r++) {
+        int d;
+        ts_status_t st = fit_degree_search(k, r, &d);
+        if (st != TS_OK)
+            return st;
+        int levels = ts_ckks_chebyshev_depth((size_t)d) + r;
+        size_t products = ts_ckks_chebyshev_products((size_t)d) + (size_t)r;
+        if (best_r < 0 || levels < best_levels ||
+            (levels == best_levels && products <= best_products)) {
+            best_r = r;
+            best_d = d;
+            best_levels = levels;
+            best_products = products;
+        }
+    }
+    *r_out = best_r;
+    *degree_out = best_d;
+    return TS_OK;
+}
+
+/* The search is a pure function of K and takes ~250 ms (the decode planner
+ * asks for every graph it builds): the answers are remembered, a few K per
+ * process. */
 #define FIT_MEMO 16
 static struct {
     double k;
@@ -103,27 +137,31 @@ static struct {
 static int fit_memo_n;
 static pthread_mutex_t fit_memo_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* cfg->double_angle and cfg->cheb_degree for cfg->k (fit_evalmod). */
 static ts_status_t fit_degree(ts_boot_config_t *cfg)
 {
-    int d = -1;
+    int d = -1, r = -1;
     pthread_mutex_lock(&fit_memo_lock);
     for (int i = 0; i < fit_memo_n; i++)
-        if (fit_memo[i].k == cfg->k && fit_memo[i].r == cfg->double_angle)
+        if (fit_memo[i].k == cfg->k) {
             d = fit_memo[i].degree;
+            r = fit_memo[i].r;
+        }
     pthread_mutex_unlock(&fit_memo_lock);
     if (d < 0) {
-        ts_status_t st = fit_degree_search(cfg->k, cfg->double_angle, &d);
+        ts_status_t st = fit_evalmod(cfg->k, &r, &d);
         if (st != TS_OK)
             return st;
         pthread_mutex_lock(&fit_memo_lock);
         if (fit_memo_n < FIT_MEMO) {
             fit_memo[fit_memo_n].k = cfg->k;
-            fit_memo[fit_memo_n].r = cfg->double_angle;
+            fit_memo[fit_memo_n].r = r;
             fit_memo[fit_memo_n].degree = d;
             fit_memo_n++;
         }
         pthread_mutex_unlock(&fit_memo_lock);
     }
+    cfg->double_angle = r;
     cfg->cheb_degree = d;
     return TS_OK;
 }
@@ -163,7 +201,6 @@ ts_status_t ts_boot_config_slots(const ts_ckks_params_t *params, int log_slots,
     /* SlotToCoeff runs on fewer limbs, so it takes one level less at large n */
     cfg->stc_levels = cfg->log_slots >= 12 ? 3 : default_dft_levels(cfg->log_slots);
     cfg->k = ceil(7.0 * i_sigma(params));
-    cfg->double_angle = 3;
     cfg->order = TS_BOOT_CTS_FIRST;
     cfg->log_message_ratio = 12;
     return fit_degree(cfg);

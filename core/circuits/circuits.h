@@ -89,9 +89,11 @@ typedef struct ts_boot_config {
 /*
  * Defaults for params: the parameters' slot count, 4 + 3 levels for the
  * DFTs at 2^12 slots and more (3 + 3 from 2^6, 2 + 2 from 2^2, else 1 + 1),
- * k from the secret (7 sigma of I, sigma = sqrt((h + 1) / 12)), r = 3 and
- * the smallest degree (15 + 4j) that keeps the EvalMod error below 2^-38 on [-k, k] with a
- * converged series (last four Chebyshev coefficients below 2^-40); CTS_FIRST with a message ratio
+ * k from the secret (7 sigma of I, sigma = sqrt((h + 1) / 12)), and for each r = 1..4
+ * double angles the smallest degree (15 + 4j) that keeps the EvalMod error below 2^-38 on
+ * [-k, k] with a converged series (last four Chebyshev coefficients below 2^-40), of which the
+ * (r, degree) of fewest EvalMod levels (depth + r), then fewest products (K = 12: r = 2,
+ * degree 47, 8 levels; K = 29: r = 3, degree 55, 9 levels); CTS_FIRST with a message ratio
  * of 2^12 (the coefficients of n random slots are ~ 1 / sqrt n of them, so a small ratio keeps the
  * sine's cubic term below 2^-20 while the EvalMod noise, multiplied by the ratio, stays small).
  */

@@ -528,6 +528,8 @@ ts_status_t ts_ckks_eval_chebyshev(ts_ckks_evaluator_t *ev, const ts_ckks_cipher
  */
 size_t ts_ckks_chebyshev_ps_k(size_t degree);
 int ts_ckks_chebyshev_depth(size_t degree);
+/* The relinearized products of that evaluation (baby steps, giants, tree). */
+size_t ts_ckks_chebyshev_products(size_t degree);
 /* Chebyshev interpolation of f on [lo, hi] at the degree + 1 Chebyshev nodes. */
 ts_status_t ts_ckks_chebyshev_fit(double (*f)(double x, void *ctx), void *ctx, double lo, double hi,
                                   size_t degree, double *coeffs);

@@ -384,6 +384,11 @@ int ts_ckks_chebyshev_depth(size_t degree)
     return ps_depth(degree, ts_ckks_chebyshev_ps_k(degree));
 }
 
+size_t ts_ckks_chebyshev_products(size_t degree)
+{
+    return degree < 2 ? 0 : ps_products(degree, ts_ckks_chebyshev_ps_k(degree));
+}
+
 static ts_status_t eval_ps(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *x,
                            const double *coeffs, size_t degree, bool cheb, size_t k, double target,
                            ts_ckks_ciphertext_t *out)

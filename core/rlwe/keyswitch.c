@@ -15,16 +15,16 @@ struct ts_rlwe_ks {
     ts_ring_t *ring;
     ts_backend_t *be;
     uint32_t n, lq, kp, dnum, alpha;
-    /* up[(nq - 1) * dnum + j]: digit j's primes at level nq -> its complement in Q_nq * P */
-    ts_bk_conv_t **up;
-    uint32_t **up_to;    /* the complement's modulus indices, same indexing */
+    /* [(nq - 1) * dnum + j]: digit j's primes [lo, hi) at level nq -> the
+     * primes below it (up_lo, NULL for the first digit) and -> the primes
+     * above it then P (up_hi): ModUp writes each part in place in the digit */
+    ts_bk_conv_t **up_lo, **up_hi;
     ts_bk_conv_t **down; /* [nq - 1]: P -> Q_nq */
     uint32_t *p_idx;     /* P's modulus indices */
     uint64_t *p_inv;     /* [P^{-1}]_{q_i}, lq entries */
     uint32_t *key_limb;  /* scratch for key limb maps, lq + kp */
     /* backend scratch */
     uint64_t *ccoef;       /* lq limbs */
-    uint64_t *ext;         /* lq + kp limbs */
     uint64_t *rot;         /* 2 polys of lq + kp limbs: sigma_k of the inner product */
     uint64_t *acc;         /* 2 polys of lq + kp limbs */
     uint64_t *down_tmp;    /* 2 polys of lq limbs */
@@ -49,23 +49,22 @@ void ts_rlwe_ks_free(ts_rlwe_ks_t *ks)
         return;
     ts_backend_t *be = ks->be;
     for (uint32_t i = 0; i < ks->lq * ks->dnum; i++) {
-        if (ks->up)
-            be->iface->conv_free(be, ks->up[i]);
-        if (ks->up_to)
-            ts_free(ks->up_to[i]);
+        if (ks->up_lo && ks->up_lo[i])
+            be->iface->conv_free(be, ks->up_lo[i]);
+        if (ks->up_hi && ks->up_hi[i])
+            be->iface->conv_free(be, ks->up_hi[i]);
     }
     if (ks->down)
         for (uint32_t i = 0; i < ks->lq; i++)
             be->iface->conv_free(be, ks->down[i]);
-    ts_free(ks->up);
-    ts_free(ks->up_to);
+    ts_free(ks->up_lo);
+    ts_free(ks->up_hi);
     ts_free(ks->down);
     ts_free(ks->p_idx);
     ts_free(ks->p_inv);
     ts_free(ks->key_limb);
     if (be) {
         ts_backend_buf_free(be, ks->ccoef);
-        ts_backend_buf_free(be, ks->ext);
         ts_backend_buf_free(be, ks->rot);
         ts_backend_buf_free(be, ks->acc);
         ts_backend_buf_free(be, ks->down_tmp);
@@ -100,13 +99,13 @@ ts_status_t ts_rlwe_ks_new(ts_ring_t *r, uint32_t dnum, ts_rlwe_ks_t **out)
     ts_bk_ring_t *bk = ts_ring_bk(r);
     const uint32_t lq = ks->lq, kp = ks->kp;
     st = TS_ENOMEM;
-    ks->up = ts_calloc((size_t)lq * dnum, sizeof *ks->up);
-    ks->up_to = ts_calloc((size_t)lq * dnum, sizeof *ks->up_to);
+    ks->up_lo = ts_calloc((size_t)lq * dnum, sizeof *ks->up_lo);
+    ks->up_hi = ts_calloc((size_t)lq * dnum, sizeof *ks->up_hi);
     ks->down = ts_calloc(lq, sizeof *ks->down);
     ks->p_idx = ts_calloc(kp, sizeof(uint32_t));
     ks->p_inv = ts_calloc(lq, sizeof(uint64_t));
     ks->key_limb = ts_calloc((size_t)lq + kp, sizeof(uint32_t));
-    if (!ks->up || !ks->up_to || !ks->down || !ks->p_idx || !ks->p_inv || !ks->key_limb)
+    if (!ks->up_lo || !ks->up_hi || !ks->down || !ks->p_idx || !ks->p_inv || !ks->key_limb)
         goto out_free;
     for (uint32_t j = 0; j < kp; j++)
         ks->p_idx[j] = lq + j;
@@ -128,29 +127,21 @@ ts_status_t ts_rlwe_ks_new(ts_ring_t *r, uint32_t dnum, ts_rlwe_ks_t **out)
         for (uint32_t j = 0; j < ndig; j++) {
             const uint32_t lo = j * alpha, hi = (j + 1) * alpha < nq ? (j + 1) * alpha : nq;
             const size_t slot = (size_t)(nq - 1) * dnum + j;
-            uint32_t *to = ts_calloc((size_t)nq + kp, sizeof(uint32_t));
-            if (!to) {
-                st = TS_ENOMEM;
-                goto out_free;
-            }
-            ks->up_to[slot] = to;
-            uint32_t nb = 0;
-            for (uint32_t i = 0; i < nq; i++)
-                if (i < lo || i >= hi)
-                    to[nb++] = i;
-            for (uint32_t i = 0; i < kp; i++)
-                to[nb++] = lq + i;
+            /* the targets are slices of Q_nq * P's index list */
+            const uint32_t *qp = ts_ring_limb_index(r, nq, kp);
             for (uint32_t i = lo; i < hi; i++)
                 from[i - lo] = i;
-            st = be->iface->conv_new(be, bk, from, hi - lo, to, nb, &ks->up[slot]);
+            st = lo ? be->iface->conv_new(be, bk, from, hi - lo, qp, lo, &ks->up_lo[slot])
+                    : TS_OK;
+            if (st == TS_OK && nq + kp > hi)
+                st = be->iface->conv_new(be, bk, from, hi - lo, qp + hi, nq + kp - hi,
+                                         &ks->up_hi[slot]);
             if (st != TS_OK)
                 goto out_free;
         }
     }
     const size_t n = ks->n, w = sizeof(uint64_t);
     st = ts_backend_alloc(be, lq * n * w, (void **)&ks->ccoef);
-    if (st == TS_OK)
-        st = ts_backend_alloc(be, (lq + kp) * n * w, (void **)&ks->ext);
     if (st == TS_OK)
         st = ts_backend_alloc(be, 2 * qp_stride(ks) * w, (void **)&ks->rot);
     if (st == TS_OK)
@@ -235,23 +226,23 @@ static ts_status_t decompose(ts_rlwe_ks_t *ks, const ts_poly_t *c, ts_rlwe_decom
     for (uint32_t j = 0; j < ndig; j++) {
         const uint32_t lo = j * alpha, hi = (j + 1) * alpha < nq ? (j + 1) * alpha : nq;
         const size_t slot = (size_t)(nq - 1) * ks->dnum + j;
-        const uint32_t *to = ks->up_to[slot];
-        const uint32_t nb = nq - (hi - lo) + kp;
+        const uint32_t above = nq + kp - hi;
         uint64_t *dj = d->data + j * stride;
-        /* ModUp: the digit's residues to every other prime of Q_nq * P, then NTT */
+        /* ModUp: the digit's residues to the primes of Q_nq * P below it and
+         * above it, converted in place in the digit, then NTT */
         ts_bk_batch_t in = batch(ks->ccoef + lo * n, 1, hi - lo, (hi - lo) * n, qidx + lo);
-        ts_bk_batch_t ex = batch(ks->ext, 1, nb, nb * n, to);
-        st = ts_backend_basis_extend(be, bk, ks->up[slot], &ex, &in);
-        if (st == TS_OK)
-            st = ts_backend_ntt_forward(be, bk, &ex);
-        if (st != TS_OK)
-            return st;
-        /* place the converted limbs: ext holds Q below the digit, Q above, then
-         * P; in the digit Q above and P are contiguous too */
-        if (lo)
-            st = ts_backend_copy(be, dj, ks->ext, lo * n * w);
-        if (st == TS_OK)
-            st = ts_backend_copy(be, dj + hi * n, ks->ext + lo * n, (nb - lo) * n * w);
+        if (lo) {
+            ts_bk_batch_t ex = batch(dj, 1, lo, lo * n, qp_idx);
+            st = ts_backend_basis_extend(be, bk, ks->up_lo[slot], &ex, &in);
+            if (st == TS_OK)
+                st = ts_backend_ntt_forward(be, bk, &ex);
+        }
+        if (st == TS_OK && above) {
+            ts_bk_batch_t ex = batch(dj + hi * n, 1, above, above * n, qp_idx + hi);
+            st = ts_backend_basis_extend(be, bk, ks->up_hi[slot], &ex, &in);
+            if (st == TS_OK)
+                st = ts_backend_ntt_forward(be, bk, &ex);
+        }
         if (st != TS_OK)
             return st;
         /* the digit's own limbs are c's own residues, in NTT form */

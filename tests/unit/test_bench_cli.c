@@ -264,7 +264,7 @@ START_TEST(test_bench_boot_cli)
     /* one result per thread count, each with the required measurements */
     ck_assert_int_eq(count(s, "\"preset\": \"test-boot-n10\""), 3);
     ck_assert_int_eq(count(s, "\"latency_s_median\""), 2);
-    ck_assert_int_eq(count(s, "\"levels_left\": 4"), 2);
+    ck_assert_int_eq(count(s, "\"levels_left\": 5"), 2);
     ck_assert_int_eq(count(s, "\"precision_bits_mean\""), 2);
     /* sparse-secret encapsulation on the dense test preset */
     snprintf(cmd, sizeof cmd,

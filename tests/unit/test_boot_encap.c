@@ -236,9 +236,29 @@ START_TEST(test_encap_config_and_keys)
     ck_assert_ts_status(ts_boot_config_encapsulate(p, 2000, &cfg), TS_EINVAL);
     ck_assert_ts_ok(ts_boot_config_encapsulate(p, 32, &cfg));
     ck_assert_int_lt(cfg.cheb_degree, dense_degree / 2);
-    ck_assert_int_eq(cfg.cheb_degree, 35); /* K = 12: error bound at 31, converged series at 35 */
+    /* K = 12: r = 2 double angles and degree 47 (depth 6), 8 levels, where
+     * r = 3 takes degree 35 (error bound at 31, converged series at 35) in
+     * 6 + 3 = 9 and r = 1 degree 75 in 7 + 1 = 8 with more products */
+    ck_assert_int_eq(cfg.k, 12);
+    ck_assert_int_eq(cfg.double_angle, 2);
+    ck_assert_int_eq(cfg.cheb_degree, 47);
     int left = -1;
     ck_assert_ts_ok(ts_boot_depth(p, &cfg, NULL, &em, NULL, &left));
+    ck_assert_int_eq(em, 8);
+    /* the sparse h = 192 presets (K = 29) keep r = 3: degree 55 in 6 + 3,
+     * where r = 2 takes degree 83 in 7 + 2 and r = 4 degree 39 in 6 + 4 */
+    {
+        ts_ckks_params_t *ps = load_params("boot-n16-h192", false);
+        ts_boot_config_t c2;
+        int em2 = 0;
+        ck_assert_ts_ok(ts_boot_config_default(ps, &c2));
+        ck_assert_int_eq(c2.k, 29);
+        ck_assert_int_eq(c2.double_angle, 3);
+        ck_assert_int_eq(c2.cheb_degree, 55);
+        ck_assert_ts_ok(ts_boot_depth(ps, &c2, NULL, &em2, NULL, NULL));
+        ck_assert_int_eq(em2, 9);
+        ts_ckks_params_free(ps);
+    }
     ck_assert_int_le(em, dense_em);
     ck_assert_int_ge(left, 0);
     ck_assert_ts_ok(ts_boot_new(p, &cfg, &bt));

@@ -658,7 +658,7 @@ START_TEST(test_sched_cmd_plan)
     ts_test_read_file(out, buf, sizeof buf);
     unlink(out);
     ck_assert_ptr_nonnull(strstr(buf, "\"costs\":\"cpu-boot-n16-dense\""));
-    ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":18"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":17"));
     /* the shipped table: measured at that preset over its whole chain */
     ts_sched_costs_t c;
     ts_cfg_error_t err;
