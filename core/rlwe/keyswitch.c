@@ -131,8 +131,7 @@ ts_status_t ts_rlwe_ks_new(ts_ring_t *r, uint32_t dnum, ts_rlwe_ks_t **out)
             const uint32_t *qp = ts_ring_limb_index(r, nq, kp);
             for (uint32_t i = lo; i < hi; i++)
                 from[i - lo] = i;
-            st = lo ? be->iface->conv_new(be, bk, from, hi - lo, qp, lo, &ks->up_lo[slot])
-                    : TS_OK;
+            st = lo ? be->iface->conv_new(be, bk, from, hi - lo, qp, lo, &ks->up_lo[slot]) : TS_OK;
             if (st == TS_OK && nq + kp > hi)
                 st = be->iface->conv_new(be, bk, from, hi - lo, qp + hi, nq + kp - hi,
                                          &ks->up_hi[slot]);
