@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "client/cmd_plan.h"
+#include "core/circuits/circuits.h"
 #include "core/sched/sched.h"
 #include "tests/unit/ts_test.h"
 
@@ -664,9 +665,22 @@ START_TEST(test_sched_cmd_plan)
     ts_cfg_error_t err;
     ck_assert_ts_ok(ts_sched_costs_load("configs/costs/cpu-boot-n16-dense.yaml", &c, &err));
     ck_assert_str_eq(c.params, "boot-n16-dense");
-    ck_assert_str_eq(c.cpu, "avx512"); /* dev-2c's IFMA kernels */
+    ck_assert_str_eq(c.cpu, "avx512"); /* dev-2c-intel's IFMA kernels */
     ck_assert_int_eq(c.max_level, 28);
-    ck_assert_int_eq(c.boot_output_level, 13);
+    /* its bootstrap output level is what tesserad's bootstrapper leaves at the
+     * table's slots (2^10, h' = 32 encapsulation): the table is current */
+    ts_ckks_params_t *bp = NULL;
+    ck_assert_ts_ok(
+        ts_ckks_params_load_file("configs/params/boot-n16-dense.yaml", false, &bp, &err));
+    ts_boot_config_t bc;
+    int left = -1;
+    ck_assert_ts_ok(ts_boot_config_slots(bp, 10, &bc));
+    ck_assert_ts_ok(ts_boot_config_encapsulate(bp, 32, &bc));
+    ck_assert_ts_ok(ts_boot_depth(bp, &bc, NULL, NULL, NULL, &left));
+    ck_assert_int_eq(c.slots, 1024);
+    ck_assert_int_eq(c.boot_output_level, left);
+    ck_assert_int_eq(left, 14);
+    ts_ckks_params_free(bp);
     ck_assert(c.boot_ns > 1000000000LL && c.boot_ns < 20000000000LL);
 }
 END_TEST
