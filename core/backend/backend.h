@@ -84,6 +84,10 @@ typedef struct ts_bk_extprod_args {
  * the ring's modulus count.
  */
 bool ts_bk_batch_valid(const ts_bk_batch_t *x, uint32_t n, uint32_t count);
+/* The same contract for a spread batch (keyswitch_inner_spread): every limb
+ * holds n / gap words (gap a power of two, 2 <= gap <= n), poly_stride >=
+ * nlimbs * n / gap. */
+bool ts_bk_batch_valid_spread(const ts_bk_batch_t *x, uint32_t n, uint32_t count, uint32_t gap);
 /* Same npolys, nlimbs and mod_idx: the shape element-wise ops require. */
 bool ts_bk_batch_same_shape(const ts_bk_batch_t *x, const ts_bk_batch_t *y);
 
@@ -177,6 +181,20 @@ struct ts_backend_i {
      */
     ts_status_t (*ntt_forward_sparse)(ts_backend_t *be, const ts_bk_ring_t *ring,
                                       const ts_bk_batch_t *a, uint32_t gap);
+
+    /*
+     * --- optional (may be NULL): keyswitch_inner with spread digits: each limb
+     * of `digits` holds n / gap words, word k standing for the gap equal words
+     * k gap .. k gap + gap - 1 of the full limb (the NTT form of a sparse
+     * polynomial b(X^gap'), as ntt_forward_sparse leaves it, stored once per
+     * run of equal words: a plaintext of few slots in 1 / gap of the memory).
+     * Same result as keyswitch_inner on the spread-out digits. Callers keep
+     * full digits when the backend lacks it.
+     */
+    ts_status_t (*keyswitch_inner_spread)(ts_backend_t *be, const ts_bk_ring_t *ring,
+                                          const ts_bk_batch_t *out, const ts_bk_batch_t *digits,
+                                          const ts_bk_batch_t *key, const uint32_t *key_limb,
+                                          uint32_t gap);
 
     /* --- optional (may be NULL): TFHE external products, filled in later */
     ts_status_t (*external_product)(ts_backend_t *be, const ts_bk_ring_t *ring,
@@ -348,6 +366,15 @@ static inline ts_status_t ts_backend_keyswitch_inner(ts_backend_t *be, const ts_
                                                      const uint32_t *key_limb)
 {
     return TS__BK_CALL(be, keyswitch_inner, r, o, digits, key, key_limb);
+}
+static inline ts_status_t ts_backend_keyswitch_inner_spread(ts_backend_t *be,
+                                                            const ts_bk_ring_t *r,
+                                                            const ts_bk_batch_t *o,
+                                                            const ts_bk_batch_t *digits,
+                                                            const ts_bk_batch_t *key,
+                                                            const uint32_t *key_limb, uint32_t gap)
+{
+    return TS__BK_CALL(be, keyswitch_inner_spread, r, o, digits, key, key_limb, gap);
 }
 static inline ts_status_t ts_backend_external_product(ts_backend_t *be, const ts_bk_ring_t *r,
                                                       const ts_bk_extprod_args_t *args)

@@ -570,11 +570,22 @@ static void ks_task(void *vj, size_t l)
     const ts_bk_batch_t *out = j->out, *dig = j->a, *key = j->b;
     const ts_modulus_t *m = &r->mods[out->mod_idx[l]];
     const uint32_t nd = dig->npolys, nout = out->npolys;
+    /* spread digits (j->k = gap > 1): each block's words written out here */
+    const uint32_t gap = j->k > 1 ? (uint32_t)j->k : 1;
+    uint64_t spread[KS_MAX_DIGITS * KS_BLOCK]; /* 64 KiB of the worker's stack */
     const uint64_t *dp[KS_MAX_DIGITS], *kp[KS_MAX_DIGITS];
     for (uint32_t b0 = 0; b0 < n; b0 += KS_BLOCK) {
         const uint32_t cnt = n - b0 < KS_BLOCK ? n - b0 : KS_BLOCK;
         const bool more = b0 + KS_BLOCK < n;
-        for (uint32_t d = 0; d < nd; d++) {
+        for (uint32_t d = 0; d < nd && gap > 1; d++) {
+            const uint64_t *src =
+                dig->data + d * dig->poly_stride + l * (size_t)(n / gap) + b0 / gap;
+            uint64_t *dst = spread + (size_t)d * KS_BLOCK;
+            for (uint32_t i = 0; i < cnt; i++)
+                dst[i] = src[i / gap];
+            dp[d] = dst;
+        }
+        for (uint32_t d = 0; d < nd && gap == 1; d++) {
             dp[d] = limb_ptr(dig, n, d, l) + b0;
             if (more)
                 for (uint32_t i = 0; i < KS_BLOCK; i += 8)
@@ -607,6 +618,38 @@ static ts_status_t cpu_keyswitch_inner(ts_backend_t *be, const ts_bk_ring_t *r,
             return TS_EINVAL;
     }
     job_t j = {.ring = r, .out = out, .a = digits, .b = key, .key_limb = key_limb};
+    ts__pool_run(pool_of(be), out->nlimbs, ks_task, &j);
+    return TS_OK;
+}
+
+/* [a0, a1) and [b0, b1) share a word */
+static bool ranges_overlap(const uint64_t *a0, size_t an, const uint64_t *b0, size_t bn)
+{
+    return a0 < b0 + bn && b0 < a0 + an;
+}
+
+static ts_status_t cpu_keyswitch_inner_spread(ts_backend_t *be, const ts_bk_ring_t *r,
+                                              const ts_bk_batch_t *out,
+                                              const ts_bk_batch_t *digits,
+                                              const ts_bk_batch_t *key, const uint32_t *key_limb,
+                                              uint32_t gap)
+{
+    if (!r || !valid(r, out) || !ts_bk_batch_valid_spread(digits, r->n, r->count, gap) ||
+        !valid(r, key) || !key_limb || digits->nlimbs != out->nlimbs ||
+        digits->npolys > KS_MAX_DIGITS || key->npolys < digits->npolys * out->npolys ||
+        overlaps(out, key, r->n))
+        return TS_EINVAL;
+    const size_t out_words = (out->npolys - 1) * out->poly_stride + (size_t)out->nlimbs * r->n;
+    const size_t dig_words =
+        (digits->npolys - 1) * digits->poly_stride + (size_t)digits->nlimbs * (r->n / gap);
+    if (ranges_overlap(out->data, out_words, digits->data, dig_words))
+        return TS_EINVAL;
+    for (uint32_t l = 0; l < out->nlimbs; l++) {
+        if (digits->mod_idx[l] != out->mod_idx[l] || key_limb[l] >= key->nlimbs ||
+            key->mod_idx[key_limb[l]] != out->mod_idx[l])
+            return TS_EINVAL;
+    }
+    job_t j = {.ring = r, .out = out, .a = digits, .b = key, .key_limb = key_limb, .k = gap};
     ts__pool_run(pool_of(be), out->nlimbs, ks_task, &j);
     return TS_OK;
 }
@@ -660,6 +703,7 @@ static const struct ts_backend_i cpu_iface = {
     .basis_extend = cpu_basis_extend,
     .basis_reduce = cpu_basis_reduce,
     .keyswitch_inner = cpu_keyswitch_inner,
+    .keyswitch_inner_spread = cpu_keyswitch_inner_spread,
     .external_product = NULL,
 };
 

@@ -203,12 +203,15 @@ ts_status_t ts__ckks_encode_qp(ts_ckks_encoder_t *e, const double complex *value
 /*
  * ts_ckks_bsgs internals (lintrans.c): the inner sum += sum_{i < count} rot_{b0 + i}(x) .
  * diags[i] for `count` (<= 64) consecutive baby steps and as many consecutive Q_l * P
- * diagonals at diags (one lazy-reduction inner product); and the same for one diagonal.
+ * diagonals at diags (one lazy-reduction inner product; gap > 1: spread diagonals of
+ * n / gap words per limb, struct ts_ckks_lintrans); and the same for one full diagonal.
  */
 ts_status_t ts__ckks_bsgs_dot(ts_ckks_bsgs_t *h, size_t b0, size_t count, const uint64_t *diags,
-                              double scale);
+                              uint32_t gap, double scale);
 ts_status_t ts__ckks_bsgs_mul_add_poly(ts_ckks_bsgs_t *h, size_t b, const ts_poly_t *d,
                                        double scale);
+/* The words-per-run of lt's stored diagonals (1: full limbs; struct ts_ckks_lintrans). */
+uint32_t ts__ckks_lintrans_gap(const ts_ckks_lintrans_t *lt);
 
 /*
  * Key objects around deserialized core/rlwe parts (serialize.c). The wrap

@@ -28,7 +28,8 @@
 
 typedef struct {
     size_t index; /* i = g n1 + b */
-    ts_poly_t pt; /* d'_i at (level, scale), NTT form over Q_level * P: a view of dbuf */
+    ts_poly_t pt; /* d'_i at (level, scale), NTT form over Q_level * P: a view of dbuf
+                   * (spread, gap > 1: n / gap words per limb, see struct ts_ckks_lintrans) */
 } diag_t;
 
 struct ts_ckks_lintrans {
@@ -39,6 +40,14 @@ struct ts_ckks_lintrans {
     size_t ndiag;
     diag_t *diags;  /* sorted by index, so a giant step's diagonals are consecutive */
     uint64_t *dbuf; /* backend memory: the diagonals one after the other */
+    /* A diagonal of slots < n / 2 values is a sparse polynomial b(X^(n / 2 slots)),
+     * whose NTT form repeats each word gap = n / (2 slots) times in a row
+     * (ts_ntt_forward_sparse's spread): stored once per run (gap > 1) when the
+     * backend's inner product reads such digits (keyswitch_inner_spread), in
+     * 1 / gap of the memory (boot-n16-dense's DFT factors at 2^10 slots: 1.7 GB
+     * -> 0.1 GB); gap 1 keeps full limbs. */
+    uint32_t gap;
+    ts_poly_t *full; /* construction scratch: one diagonal at full size (gap > 1) */
 };
 
 void ts_ckks_lintrans_free(ts_ckks_lintrans_t *lt)
@@ -48,6 +57,7 @@ void ts_ckks_lintrans_free(ts_ckks_lintrans_t *lt)
     if (lt->dbuf)
         ts_backend_buf_free(ts_ring_backend(lt->params->ring), lt->dbuf);
     ts_free(lt->diags);
+    ts_poly_free(lt->full);
     ts_ckks_params_free(lt->params);
     ts_free(lt);
 }
@@ -60,16 +70,61 @@ static ts_poly_t view(ts_ring_t *r, uint64_t *data, uint32_t nq, uint32_t np)
     return v;
 }
 
-/* The diagonal buffer of nd diagonals at lt's level and the parameters' P (lt->params set). */
+uint32_t ts__ckks_lintrans_gap(const ts_ckks_lintrans_t *lt)
+{
+    return lt ? lt->gap : 0;
+}
+
+/* The words per limb of a stored diagonal. */
+static size_t diag_words(const ts_ckks_lintrans_t *lt)
+{
+    return lt->params->n / lt->gap;
+}
+
+/*
+ * The diagonal buffer of nd diagonals at lt's level and the parameters' P
+ * (lt->params, slots set); spread storage (lt->gap) where it applies: more
+ * than one diagonal (a lone diagonal 0 is applied by a plain product), sparse
+ * slots, a host-memory backend with keyswitch_inner_spread.
+ */
 static ts_status_t alloc_diags(ts_ckks_lintrans_t *lt, size_t nd)
 {
     const ts_ckks_params_t *p = lt->params;
+    ts_backend_t *be = ts_ring_backend(p->ring);
+    const size_t limbs = (size_t)lt->level + 1 + p->np;
+    lt->gap = 1;
+    if (nd > 1 && lt->slots < p->n / 2 && be->host_memory && be->iface->keyswitch_inner_spread)
+        lt->gap = (uint32_t)(p->n / (2 * lt->slots));
     lt->diags = ts_calloc(nd ? nd : 1, sizeof(diag_t));
     if (!lt->diags)
         return TS_ENOMEM;
-    const size_t limbs = (size_t)lt->level + 1 + p->np;
-    return ts_backend_alloc(ts_ring_backend(p->ring),
-                            (nd ? nd : 1) * limbs * p->n * sizeof(uint64_t), (void **)&lt->dbuf);
+    if (lt->gap > 1) {
+        ts_status_t st = ts_poly_new(p->ring, (uint32_t)lt->level + 1, (uint32_t)p->np, true,
+                                     &lt->full);
+        if (st != TS_OK)
+            return st;
+    }
+    return ts_backend_alloc(be, (nd ? nd : 1) * limbs * diag_words(lt) * sizeof(uint64_t),
+                            (void **)&lt->dbuf);
+}
+
+/* full (host memory) -> its spread form at dst, one word per run of gap; TS_EINTERNAL
+ * when a run is not constant (the encoder left a non-sparse plaintext). */
+static ts_status_t spread_store(const ts_ckks_lintrans_t *lt, const ts_poly_t *full,
+                                uint64_t *dst)
+{
+    const size_t n = lt->params->n, w = diag_words(lt), limbs = (size_t)full->nq + full->np;
+    for (size_t l = 0; l < limbs; l++) {
+        const uint64_t *src = full->data + l * n;
+        for (size_t k = 0; k < w; k++) {
+            const uint64_t v = src[k * lt->gap];
+            for (uint32_t r = 1; r < lt->gap; r++)
+                if (src[k * lt->gap + r] != v)
+                    return TS_EINTERNAL;
+            dst[l * w + k] = v;
+        }
+    }
+    return TS_OK;
 }
 
 /* Encode d (slots values) as the next diagonal, index i, over Q_level * P. */
@@ -80,9 +135,11 @@ static ts_status_t add_diag(ts_ckks_encoder_t *enc, ts_ckks_lintrans_t *lt, size
     const uint32_t nq = (uint32_t)lt->level + 1, np = (uint32_t)p->np;
     diag_t *dg = &lt->diags[lt->ndiag];
     dg->index = i;
-    dg->pt = view(p->ring, lt->dbuf + lt->ndiag * (nq + np) * p->n, nq, np);
-    ts_status_t st =
-        ts__ckks_encode_qp(enc, d, NULL, lt->slots, lt->slots, lt->level, lt->scale, &dg->pt);
+    dg->pt = view(p->ring, lt->dbuf + lt->ndiag * (nq + np) * diag_words(lt), nq, np);
+    ts_status_t st = ts__ckks_encode_qp(enc, d, NULL, lt->slots, lt->slots, lt->level, lt->scale,
+                                        lt->gap > 1 ? lt->full : &dg->pt);
+    if (st == TS_OK && lt->gap > 1)
+        st = spread_store(lt, lt->full, dg->pt.data);
     if (st == TS_OK)
         lt->ndiag++;
     return st;
@@ -157,6 +214,8 @@ ts_status_t ts_ckks_lintrans_new(ts_ckks_encoder_t *enc, const double complex *m
         goto out_fail;
     ts_free(nz);
     ts_free(d);
+    ts_poly_free(lt->full);
+    lt->full = NULL;
     *out = lt;
     return TS_OK;
 
@@ -348,6 +407,15 @@ static ts_bk_batch_t qp_batch(const ts_ckks_bsgs_t *h, uint64_t *data, uint32_t 
     return b;
 }
 
+/* The backend's inner product over full (gap 1) or spread digits. */
+static ts_status_t inner(ts_ckks_evaluator_t *ev, const ts_bk_batch_t *o, const ts_bk_batch_t *d,
+                         const ts_bk_batch_t *r, const uint32_t *limb, uint32_t gap)
+{
+    if (gap > 1)
+        return ts_backend_keyswitch_inner_spread(ev->be, ev->bk, o, d, r, limb, gap);
+    return ts_backend_keyswitch_inner(ev->be, ev->bk, o, d, r, limb);
+}
+
 static ts_status_t check_scale(ts_ckks_bsgs_t *h, double scale)
 {
     if (!(scale >= 1.0) || !isfinite(scale))
@@ -358,7 +426,7 @@ static ts_status_t check_scale(ts_ckks_bsgs_t *h, double scale)
 }
 
 ts_status_t ts__ckks_bsgs_dot(ts_ckks_bsgs_t *h, size_t b0, size_t count, const uint64_t *diags,
-                              double scale)
+                              uint32_t gap, double scale)
 {
     if (!h || !diags || !count || b0 + count > h->nb || count > 64)
         return TS_EINVAL;
@@ -367,10 +435,12 @@ ts_status_t ts__ckks_bsgs_dot(ts_ckks_bsgs_t *h, size_t b0, size_t count, const 
         return st;
     ts_ckks_evaluator_t *ev = h->ev;
     ts_bk_batch_t d = qp_batch(h, (uint64_t *)diags, (uint32_t)count);
+    if (gap > 1)
+        d.poly_stride = h->stride / gap;
     ts_bk_batch_t r = qp_batch(h, h->rbuf + 2 * b0 * h->stride, (uint32_t)(2 * count));
     if (!h->have_t) {
         ts_bk_batch_t o = qp_batch(h, h->tbuf, 2);
-        st = ts_backend_keyswitch_inner(ev->be, ev->bk, &o, &d, &r, h->limb);
+        st = inner(ev, &o, &d, &r, h->limb, gap);
     } else {
         /* into w, then added (the inner product sets its output) */
         for (int c = 0; c < 2 && st == TS_OK; c++) {
@@ -380,7 +450,7 @@ ts_status_t ts__ckks_bsgs_dot(ts_ckks_bsgs_t *h, size_t b0, size_t count, const 
             rc.data += (size_t)c * h->stride;
             rc.poly_stride = 2 * h->stride;
             rc.npolys = (uint32_t)count;
-            st = ts_backend_keyswitch_inner(ev->be, ev->bk, &oc, &d, &rc, h->limb);
+            st = inner(ev, &oc, &d, &rc, h->limb, gap);
             if (st == TS_OK)
                 st = ts_backend_add(ev->be, ev->bk, &tc, &tc, &oc);
         }
@@ -396,7 +466,7 @@ ts_status_t ts__ckks_bsgs_mul_add_poly(ts_ckks_bsgs_t *h, size_t b, const ts_pol
         return TS_EINVAL;
     if (d->nq != h->nq || d->np != h->np || !d->is_ntt)
         return TS_ELEVEL;
-    return ts__ckks_bsgs_dot(h, b, 1, d->data, scale);
+    return ts__ckks_bsgs_dot(h, b, 1, d->data, 1, scale);
 }
 
 ts_status_t ts_ckks_bsgs_mul_add(ts_ckks_bsgs_t *h, size_t b, ts_ckks_encoder_t *enc,
@@ -537,13 +607,13 @@ ts_status_t ts_ckks_lintrans_apply(ts_ckks_evaluator_t *ev, const ts_ckks_lintra
             run = run && pi < nb && baby[pi] == (int64_t)(dg->index % lt->n1);
         }
         if (run && k1 - k0 <= 64) {
-            st = ts__ckks_bsgs_dot(h, pos0, k1 - k0, lt->diags[k0].pt.data, lt->scale);
+            st = ts__ckks_bsgs_dot(h, pos0, k1 - k0, lt->diags[k0].pt.data, lt->gap, lt->scale);
         } else {
             for (size_t k = k0; k < k1 && st == TS_OK; k++) {
                 size_t bi = 0;
                 while (baby[bi] != (int64_t)(lt->diags[k].index % lt->n1))
                     bi++;
-                st = ts__ckks_bsgs_mul_add_poly(h, bi, &lt->diags[k].pt, lt->scale);
+                st = ts__ckks_bsgs_dot(h, bi, 1, lt->diags[k].pt.data, lt->gap, lt->scale);
             }
         }
         if (st == TS_OK)
@@ -647,6 +717,8 @@ ts_status_t ts_ckks_lintrans_new_diagonals(ts_ckks_encoder_t *enc, size_t slots,
     ts_free(order);
     ts_free(idx);
     ts_free(d);
+    ts_poly_free(lt->full);
+    lt->full = NULL;
     *out = lt;
     return TS_OK;
 

@@ -9,8 +9,10 @@
  *    middle level, and a diagonal-given transform on all 1024 slots whose
  *    giant steps mix the cases (baby step 0 with others, baby step 0 alone,
  *    no baby step 0, a negative offset);
- *  - the public ts_ckks_bsgs sum with diagonals encoded on the fly gives the
- *    transform's words exactly (and reuses its rotations for a second matrix).
+ *  - the public ts_ckks_bsgs sum with diagonals encoded on the fly (full
+ *    limbs) gives the words of the transform, whose sparse-slot diagonals are
+ *    stored spread (one word per run), exactly (and reuses its rotations for a
+ *    second matrix).
  */
 #include <complex.h>
 
@@ -323,6 +325,9 @@ START_TEST(test_bsgs_on_the_fly)
             mc[i] = mm[i];
         ts_ckks_lintrans_t *lt = NULL;
         ck_assert_ts_ok(ts_ckks_lintrans_new(f.enc, mc, n, lv, 0, n1, &lt));
+        /* 32 of 1024 slots: diagonals stored spread (one word per run of
+         * 2^11 / 64 equal words), the sum below encodes full ones */
+        ck_assert_uint_eq(ts__ckks_lintrans_gap(lt), ts_ckks_params_n(f.p) / (2 * n));
         keys_for(&f, lt);
         if (!h)
             ck_assert_ts_ok(ts_ckks_bsgs_new(f.ev, a, baby, 4, &h));

@@ -482,6 +482,56 @@ START_TEST(test_backend_conv_ks)
                 }
             }
     }
+    /* spread digits (each word standing for gap equal words): the same words
+     * as the full inner product on the digits written out, for runs shorter
+     * and longer than the kernel's 128-word block and one run per limb; with
+     * the last shape (3 digits x 2 outputs) */
+    {
+        const uint32_t nd = shapes[2][0], no = shapes[2][1];
+        uint64_t *sd = ts_malloc(nd * stride * 8), *o2 = ts_malloc(no * stride * 8);
+        const uint32_t gaps[] = {2, 8, 256, n};
+        for (size_t gi = 0; gi < sizeof gaps / sizeof gaps[0]; gi++) {
+            const uint32_t gap = gaps[gi], w = n / gap;
+            for (uint32_t d = 0; d < nd; d++)
+                for (uint32_t l = 0; l < nl; l++) {
+                    uint64_t q = ts_ring_modulus(r, idx[l])->q;
+                    for (uint32_t k = 0; k < w; k++) {
+                        uint64_t v = k % 3 == 0 ? q - 1 : rnd() % q;
+                        sd[(size_t)d * nl * w + l * w + k] = v;
+                        for (uint32_t t = 0; t < gap; t++)
+                            dig[d * stride + l * n + k * gap + t] = v;
+                    }
+                }
+            ts_bk_batch_t bs = {.data = sd,
+                                .npolys = nd,
+                                .nlimbs = nl,
+                                .poly_stride = (size_t)nl * w,
+                                .mod_idx = idx};
+            bd.npolys = nd;
+            ck_assert_ts_ok(ts_backend_keyswitch_inner(be, ts_ring_bk(r), &bo, &bd, &bk, key_limb));
+            ts_bk_batch_t bo2 = bo;
+            bo2.data = o2;
+            ck_assert_ts_ok(
+                ts_backend_keyswitch_inner_spread(be, ts_ring_bk(r), &bo2, &bs, &bk, key_limb, gap));
+            ck_assert_msg(memcmp(o, o2, no * stride * 8) == 0, "spread gap %u differs", gap);
+            if (gap == 8) {
+                /* not a power of two, past n, a stride below nlimbs * n / gap */
+                ck_assert_ts_status(ts_backend_keyswitch_inner_spread(be, ts_ring_bk(r), &bo2, &bs,
+                                                                      &bk, key_limb, 6),
+                                    TS_EINVAL);
+                ck_assert_ts_status(ts_backend_keyswitch_inner_spread(be, ts_ring_bk(r), &bo2, &bs,
+                                                                      &bk, key_limb, 2 * n),
+                                    TS_EINVAL);
+                ts_bk_batch_t bad = bs;
+                bad.poly_stride = (size_t)nl * w - 1;
+                ck_assert_ts_status(ts_backend_keyswitch_inner_spread(be, ts_ring_bk(r), &bo2,
+                                                                      &bad, &bk, key_limb, gap),
+                                    TS_EINVAL);
+            }
+        }
+        ts_free(sd);
+        ts_free(o2);
+    }
     key_limb[0] = 1; /* wrong modulus */
     ck_assert_ts_status(ts_backend_keyswitch_inner(be, ts_ring_bk(r), &bo, &bd, &bk, key_limb),
                         TS_EINVAL);
