@@ -99,8 +99,8 @@ static ts_status_t alloc_diags(ts_ckks_lintrans_t *lt, size_t nd)
     if (!lt->diags)
         return TS_ENOMEM;
     if (lt->gap > 1) {
-        ts_status_t st = ts_poly_new(p->ring, (uint32_t)lt->level + 1, (uint32_t)p->np, true,
-                                     &lt->full);
+        ts_status_t st =
+            ts_poly_new(p->ring, (uint32_t)lt->level + 1, (uint32_t)p->np, true, &lt->full);
         if (st != TS_OK)
             return st;
     }
@@ -110,8 +110,7 @@ static ts_status_t alloc_diags(ts_ckks_lintrans_t *lt, size_t nd)
 
 /* full (host memory) -> its spread form at dst, one word per run of gap; TS_EINTERNAL
  * when a run is not constant (the encoder left a non-sparse plaintext). */
-static ts_status_t spread_store(const ts_ckks_lintrans_t *lt, const ts_poly_t *full,
-                                uint64_t *dst)
+static ts_status_t spread_store(const ts_ckks_lintrans_t *lt, const ts_poly_t *full, uint64_t *dst)
 {
     const size_t n = lt->params->n, w = diag_words(lt), limbs = (size_t)full->nq + full->np;
     for (size_t l = 0; l < limbs; l++) {

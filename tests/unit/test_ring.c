@@ -511,8 +511,8 @@ START_TEST(test_backend_conv_ks)
             ck_assert_ts_ok(ts_backend_keyswitch_inner(be, ts_ring_bk(r), &bo, &bd, &bk, key_limb));
             ts_bk_batch_t bo2 = bo;
             bo2.data = o2;
-            ck_assert_ts_ok(
-                ts_backend_keyswitch_inner_spread(be, ts_ring_bk(r), &bo2, &bs, &bk, key_limb, gap));
+            ck_assert_ts_ok(ts_backend_keyswitch_inner_spread(be, ts_ring_bk(r), &bo2, &bs, &bk,
+                                                              key_limb, gap));
             ck_assert_msg(memcmp(o, o2, no * stride * 8) == 0, "spread gap %u differs", gap);
             if (gap == 8) {
                 /* not a power of two, past n, a stride below nlimbs * n / gap */
@@ -524,8 +524,8 @@ START_TEST(test_backend_conv_ks)
                                     TS_EINVAL);
                 ts_bk_batch_t bad = bs;
                 bad.poly_stride = (size_t)nl * w - 1;
-                ck_assert_ts_status(ts_backend_keyswitch_inner_spread(be, ts_ring_bk(r), &bo2,
-                                                                      &bad, &bk, key_limb, gap),
+                ck_assert_ts_status(ts_backend_keyswitch_inner_spread(be, ts_ring_bk(r), &bo2, &bad,
+                                                                      &bk, key_limb, gap),
                                     TS_EINVAL);
             }
         }
