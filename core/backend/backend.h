@@ -367,8 +367,7 @@ static inline ts_status_t ts_backend_keyswitch_inner(ts_backend_t *be, const ts_
 {
     return TS__BK_CALL(be, keyswitch_inner, r, o, digits, key, key_limb);
 }
-static inline ts_status_t ts_backend_keyswitch_inner_spread(ts_backend_t *be,
-                                                            const ts_bk_ring_t *r,
+static inline ts_status_t ts_backend_keyswitch_inner_spread(ts_backend_t *be, const ts_bk_ring_t *r,
                                                             const ts_bk_batch_t *o,
                                                             const ts_bk_batch_t *digits,
                                                             const ts_bk_batch_t *key,

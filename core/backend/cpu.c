@@ -629,8 +629,7 @@ static bool ranges_overlap(const uint64_t *a0, size_t an, const uint64_t *b0, si
 }
 
 static ts_status_t cpu_keyswitch_inner_spread(ts_backend_t *be, const ts_bk_ring_t *r,
-                                              const ts_bk_batch_t *out,
-                                              const ts_bk_batch_t *digits,
+                                              const ts_bk_batch_t *out, const ts_bk_batch_t *digits,
                                               const ts_bk_batch_t *key, const uint32_t *key_limb,
                                               uint32_t gap)
 {
