@@ -17,8 +17,9 @@
  * with nb baby and ng giant steps: ng + 1 ModDowns (ng of one polynomial)
  * instead of nb + ng (of two), for products over np more limbs.
  * Memory: the diagonals hold level + 1 + np limbs (plaintexts used to reserve
- * the top level's limbs, so below the top np levels this is less), and apply()
- * keeps the baby rotations over Q_l * P: 2 (level + 1 + np) limbs each.
+ * the top level's limbs, so below the top np levels this is less), of N / gap
+ * words each at sparse slots (spread diagonals, struct ts_ckks_lintrans), and
+ * apply() keeps the baby rotations over Q_l * P: 2 (level + 1 + np) limbs each.
  */
 #include <math.h>
 #include <stdlib.h>
