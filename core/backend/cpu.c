@@ -581,8 +581,14 @@ static void ks_task(void *vj, size_t l)
             const uint64_t *src =
                 dig->data + d * dig->poly_stride + l * (size_t)(n / gap) + b0 / gap;
             uint64_t *dst = spread + (size_t)d * KS_BLOCK;
-            for (uint32_t i = 0; i < cnt; i++)
-                dst[i] = src[i / gap];
+            if (gap >= cnt) { /* the block lies in one run (b0 and gap powers of two) */
+                for (uint32_t i = 0; i < cnt; i++)
+                    dst[i] = src[0];
+            } else {
+                for (uint32_t k = 0; k < cnt / gap; k++)
+                    for (uint32_t t = 0; t < gap; t++)
+                        dst[k * gap + t] = src[k];
+            }
             dp[d] = dst;
         }
         for (uint32_t d = 0; d < nd && gap == 1; d++) {
