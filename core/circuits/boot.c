@@ -198,8 +198,14 @@ ts_status_t ts_boot_config_slots(const ts_ckks_params_t *params, int log_slots,
      * +4.6%) */
     if (log_slots <= 13 && log_slots < ts_ckks_params_log_n(params) - 1)
         cfg->cts_levels = cfg->cts_levels < 3 ? cfg->cts_levels : 3;
-    /* SlotToCoeff runs on fewer limbs, so it takes one level less at large n */
+    /* SlotToCoeff runs on fewer limbs, so it takes one level less at large n;
+     * at sparse 2^6-2^10 slots two levels (radix up to 2^5 factors): one level
+     * more for the computation (boot-n16-dense at 2^10 slots: 15 left, ckks
+     * decode 17 -> 16 bootstraps per token) for ~5% more per bootstrap and
+     * +1.0 GiB of rotation keys (docs/benchmarks.md, session 14) */
     cfg->stc_levels = cfg->log_slots >= 12 ? 3 : default_dft_levels(cfg->log_slots);
+    if (cfg->log_slots >= 6 && cfg->log_slots <= 10 && log_slots < ts_ckks_params_log_n(params) - 1)
+        cfg->stc_levels = 2;
     cfg->k = ceil(7.0 * i_sigma(params));
     cfg->order = TS_BOOT_CTS_FIRST;
     cfg->log_message_ratio = 12;
