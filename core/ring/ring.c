@@ -188,7 +188,8 @@ uint64_t ts_ring_galois_conjugate(const ts_ring_t *r)
 
 /* ------------------------------------------------------------ polynomials */
 
-ts_status_t ts_poly_new(ts_ring_t *r, uint32_t nq, uint32_t np, bool is_ntt, ts_poly_t **out)
+ts_status_t ts_poly_new_cap(ts_ring_t *r, uint32_t cap_limbs, uint32_t nq, uint32_t np, bool is_ntt,
+                            ts_poly_t **out)
 {
     if (!out)
         return TS_EINVAL;
@@ -197,16 +198,21 @@ ts_status_t ts_poly_new(ts_ring_t *r, uint32_t nq, uint32_t np, bool is_ntt, ts_
         return TS_EINVAL;
     if (nq < 1 || nq > r->q_count || (np != 0 && np != r->p_count))
         return TS_ELEVEL;
+    if (cap_limbs < nq + np || cap_limbs > r->q_count + r->p_count)
+        return TS_EINVAL;
     ts_poly_t *p = ts_calloc(1, sizeof *p);
     if (!p)
         return TS_ENOMEM;
-    size_t bytes = (size_t)(nq + np) * r->n * sizeof(uint64_t);
+    size_t bytes = (size_t)cap_limbs * r->n * sizeof(uint64_t);
     ts_status_t st = ts_backend_alloc(r->backend, bytes, (void **)&p->data);
     if (st != TS_OK) {
         ts_free(p);
         return st;
     }
-    st = ts_backend_zero(r->backend, p->data, bytes);
+    /* the shape's limbs only: the rest of the capacity is written by whoever
+     * grows into it (ts_poly_reshape zeroes, ts_poly_reshape_uninit's caller
+     * writes every word) */
+    st = ts_backend_zero(r->backend, p->data, (size_t)(nq + np) * r->n * sizeof(uint64_t));
     if (st != TS_OK) {
         ts_backend_buf_free(r->backend, p->data);
         ts_free(p);
@@ -215,10 +221,15 @@ ts_status_t ts_poly_new(ts_ring_t *r, uint32_t nq, uint32_t np, bool is_ntt, ts_
     p->ring = ts_ring_ref(r);
     p->nq = nq;
     p->np = np;
-    p->cap_limbs = nq + np;
+    p->cap_limbs = cap_limbs;
     p->is_ntt = is_ntt;
     *out = p;
     return TS_OK;
+}
+
+ts_status_t ts_poly_new(ts_ring_t *r, uint32_t nq, uint32_t np, bool is_ntt, ts_poly_t **out)
+{
+    return ts_poly_new_cap(r, nq + np, nq, np, is_ntt, out);
 }
 
 void ts_poly_free(ts_poly_t *p)

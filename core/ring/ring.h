@@ -99,6 +99,11 @@ typedef struct ts_poly {
 
 /* [out] a zero polynomial with nq Q-limbs and np P-limbs. */
 ts_status_t ts_poly_new(ts_ring_t *r, uint32_t nq, uint32_t np, bool is_ntt, ts_poly_t **out);
+/* [out] the same with room for cap_limbs >= nq + np limbs (a later reshape up
+ * to them needs no new memory); only the shape's limbs are zeroed, the others
+ * hold whatever the allocator gave until a reshape writes them. */
+ts_status_t ts_poly_new_cap(ts_ring_t *r, uint32_t cap_limbs, uint32_t nq, uint32_t np, bool is_ntt,
+                            ts_poly_t **out);
 void ts_poly_free(ts_poly_t *p); /* accepts NULL */
 /* dst takes src's shape, form and values; dst needs cap_limbs >= src's limbs. */
 ts_status_t ts_poly_copy(ts_poly_t *dst, const ts_poly_t *src);
