@@ -609,6 +609,17 @@ static void ks_task(void *vj, size_t l)
     }
 }
 
+/* Every out limb's modulus is the digits' and the key's at key_limb. */
+static bool ks_limbs_match(const ts_bk_batch_t *out, const ts_bk_batch_t *digits,
+                           const ts_bk_batch_t *key, const uint32_t *key_limb)
+{
+    for (uint32_t l = 0; l < out->nlimbs; l++)
+        if (digits->mod_idx[l] != out->mod_idx[l] || key_limb[l] >= key->nlimbs ||
+            key->mod_idx[key_limb[l]] != out->mod_idx[l])
+            return false;
+    return true;
+}
+
 static ts_status_t cpu_keyswitch_inner(ts_backend_t *be, const ts_bk_ring_t *r,
                                        const ts_bk_batch_t *out, const ts_bk_batch_t *digits,
                                        const ts_bk_batch_t *key, const uint32_t *key_limb)
@@ -618,17 +629,14 @@ static ts_status_t cpu_keyswitch_inner(ts_backend_t *be, const ts_bk_ring_t *r,
         key->npolys < digits->npolys * out->npolys || overlaps(out, digits, r->n) ||
         overlaps(out, key, r->n))
         return TS_EINVAL;
-    for (uint32_t l = 0; l < out->nlimbs; l++) {
-        if (digits->mod_idx[l] != out->mod_idx[l] || key_limb[l] >= key->nlimbs ||
-            key->mod_idx[key_limb[l]] != out->mod_idx[l])
-            return TS_EINVAL;
-    }
+    if (!ks_limbs_match(out, digits, key, key_limb))
+        return TS_EINVAL;
     job_t j = {.ring = r, .out = out, .a = digits, .b = key, .key_limb = key_limb};
     ts__pool_run(pool_of(be), out->nlimbs, ks_task, &j);
     return TS_OK;
 }
 
-/* [a0, a1) and [b0, b1) share a word */
+/* [a0, a0 + an) and [b0, b0 + bn) share a word */
 static bool ranges_overlap(const uint64_t *a0, size_t an, const uint64_t *b0, size_t bn)
 {
     return a0 < b0 + bn && b0 < a0 + an;
@@ -649,11 +657,8 @@ static ts_status_t cpu_keyswitch_inner_spread(ts_backend_t *be, const ts_bk_ring
         (digits->npolys - 1) * digits->poly_stride + (size_t)digits->nlimbs * (r->n / gap);
     if (ranges_overlap(out->data, out_words, digits->data, dig_words))
         return TS_EINVAL;
-    for (uint32_t l = 0; l < out->nlimbs; l++) {
-        if (digits->mod_idx[l] != out->mod_idx[l] || key_limb[l] >= key->nlimbs ||
-            key->mod_idx[key_limb[l]] != out->mod_idx[l])
-            return TS_EINVAL;
-    }
+    if (!ks_limbs_match(out, digits, key, key_limb))
+        return TS_EINVAL;
     job_t j = {.ring = r, .out = out, .a = digits, .b = key, .key_limb = key_limb, .k = gap};
     ts__pool_run(pool_of(be), out->nlimbs, ks_task, &j);
     return TS_OK;
