@@ -1,10 +1,11 @@
 /* The batch contract shared by every backend (see backend.h). */
 #include "core/backend/backend.h"
 
-bool ts_bk_batch_valid(const ts_bk_batch_t *x, uint32_t n, uint32_t count)
+/* The contract for limbs of `words` words each. */
+static bool batch_valid(const ts_bk_batch_t *x, size_t words, uint32_t count)
 {
     if (!x || !x->data || !x->mod_idx || x->npolys == 0 || x->nlimbs == 0 ||
-        x->poly_stride < (size_t)x->nlimbs * n)
+        x->poly_stride < (size_t)x->nlimbs * words)
         return false;
     for (uint32_t l = 0; l < x->nlimbs; l++)
         if (x->mod_idx[l] >= count)
@@ -12,15 +13,14 @@ bool ts_bk_batch_valid(const ts_bk_batch_t *x, uint32_t n, uint32_t count)
     return true;
 }
 
+bool ts_bk_batch_valid(const ts_bk_batch_t *x, uint32_t n, uint32_t count)
+{
+    return batch_valid(x, n, count);
+}
+
 bool ts_bk_batch_valid_spread(const ts_bk_batch_t *x, uint32_t n, uint32_t count, uint32_t gap)
 {
-    if (!x || gap < 2 || gap > n || (gap & (gap - 1)) || !x->data || !x->mod_idx ||
-        x->npolys == 0 || x->nlimbs == 0 || x->poly_stride < (size_t)x->nlimbs * (n / gap))
-        return false;
-    for (uint32_t l = 0; l < x->nlimbs; l++)
-        if (x->mod_idx[l] >= count)
-            return false;
-    return true;
+    return gap >= 2 && gap <= n && !(gap & (gap - 1)) && batch_valid(x, n / gap, count);
 }
 
 bool ts_bk_batch_same_shape(const ts_bk_batch_t *x, const ts_bk_batch_t *y)

@@ -431,13 +431,21 @@ static ts_status_t cpu_add_scalar(ts_backend_t *be, const ts_bk_ring_t *r, const
             return TS_EINVAL;
     return run_limbs(be, r, OP_ADD_SCALAR, o, a, NULL, NULL, s, 0);
 }
+/* The words from x's first to past its last, limbs of `words` words. */
+static size_t batch_extent(const ts_bk_batch_t *x, size_t words)
+{
+    return (x->npolys - 1) * x->poly_stride + (size_t)x->nlimbs * words;
+}
+
+/* x (limbs of xw words) and y (of yw) share a word */
+static bool overlaps_w(const ts_bk_batch_t *x, size_t xw, const ts_bk_batch_t *y, size_t yw)
+{
+    return x->data < y->data + batch_extent(y, yw) && y->data < x->data + batch_extent(x, xw);
+}
+
 static bool overlaps(const ts_bk_batch_t *x, const ts_bk_batch_t *y, uint32_t n)
 {
-    const uint64_t *x0 = x->data,
-                   *x1 = x->data + (x->npolys - 1) * x->poly_stride + (size_t)x->nlimbs * n;
-    const uint64_t *y0 = y->data,
-                   *y1 = y->data + (y->npolys - 1) * y->poly_stride + (size_t)y->nlimbs * n;
-    return x0 < y1 && y0 < x1;
+    return overlaps_w(x, n, y, n);
 }
 /*
  * The source indices of X -> X^k in NTT form (the same formula as the per-slot
@@ -577,7 +585,14 @@ static void ks_task(void *vj, size_t l)
     for (uint32_t b0 = 0; b0 < n; b0 += KS_BLOCK) {
         const uint32_t cnt = n - b0 < KS_BLOCK ? n - b0 : KS_BLOCK;
         const bool more = b0 + KS_BLOCK < n;
-        for (uint32_t d = 0; d < nd && gap > 1; d++) {
+        for (uint32_t d = 0; d < nd; d++) {
+            if (gap == 1) {
+                dp[d] = limb_ptr(dig, n, d, l) + b0;
+                if (more)
+                    for (uint32_t i = 0; i < KS_BLOCK; i += 8)
+                        __builtin_prefetch(dp[d] + KS_BLOCK + i);
+                continue;
+            }
             const uint64_t *src =
                 dig->data + d * dig->poly_stride + l * (size_t)(n / gap) + b0 / gap;
             uint64_t *dst = spread + (size_t)d * KS_BLOCK;
@@ -591,12 +606,6 @@ static void ks_task(void *vj, size_t l)
             }
             dp[d] = dst;
         }
-        for (uint32_t d = 0; d < nd && gap == 1; d++) {
-            dp[d] = limb_ptr(dig, n, d, l) + b0;
-            if (more)
-                for (uint32_t i = 0; i < KS_BLOCK; i += 8)
-                    __builtin_prefetch(dp[d] + KS_BLOCK + i);
-        }
         for (uint32_t c = 0; c < nout; c++) {
             for (uint32_t d = 0; d < nd; d++) {
                 kp[d] = limb_ptr(key, n, (size_t)d * nout + c, j->key_limb[l]) + b0;
@@ -609,37 +618,37 @@ static void ks_task(void *vj, size_t l)
     }
 }
 
-/* Every out limb's modulus is the digits' and the key's at key_limb. */
-static bool ks_limbs_match(const ts_bk_batch_t *out, const ts_bk_batch_t *digits,
-                           const ts_bk_batch_t *key, const uint32_t *key_limb)
+/*
+ * keyswitch_inner with full (gap 1) or spread (gap > 1: n / gap words per
+ * limb) digits: one argument check, every out limb's modulus the digits' and
+ * the key's at key_limb.
+ */
+static ts_status_t ks_inner(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *out,
+                            const ts_bk_batch_t *digits, const ts_bk_batch_t *key,
+                            const uint32_t *key_limb, uint32_t gap)
 {
+    if (!r)
+        return TS_EINVAL;
+    const bool dig_ok =
+        gap == 1 ? valid(r, digits) : ts_bk_batch_valid_spread(digits, r->n, r->count, gap);
+    if (!dig_ok || !valid(r, out) || !valid(r, key) || !key_limb || digits->nlimbs != out->nlimbs ||
+        digits->npolys > KS_MAX_DIGITS || key->npolys < digits->npolys * out->npolys ||
+        overlaps_w(out, r->n, digits, r->n / gap) || overlaps(out, key, r->n))
+        return TS_EINVAL;
     for (uint32_t l = 0; l < out->nlimbs; l++)
         if (digits->mod_idx[l] != out->mod_idx[l] || key_limb[l] >= key->nlimbs ||
             key->mod_idx[key_limb[l]] != out->mod_idx[l])
-            return false;
-    return true;
+            return TS_EINVAL;
+    job_t j = {.ring = r, .out = out, .a = digits, .b = key, .key_limb = key_limb, .k = gap};
+    ts__pool_run(pool_of(be), out->nlimbs, ks_task, &j);
+    return TS_OK;
 }
 
 static ts_status_t cpu_keyswitch_inner(ts_backend_t *be, const ts_bk_ring_t *r,
                                        const ts_bk_batch_t *out, const ts_bk_batch_t *digits,
                                        const ts_bk_batch_t *key, const uint32_t *key_limb)
 {
-    if (!r || !valid(r, out) || !valid(r, digits) || !valid(r, key) || !key_limb ||
-        digits->nlimbs != out->nlimbs || digits->npolys > KS_MAX_DIGITS ||
-        key->npolys < digits->npolys * out->npolys || overlaps(out, digits, r->n) ||
-        overlaps(out, key, r->n))
-        return TS_EINVAL;
-    if (!ks_limbs_match(out, digits, key, key_limb))
-        return TS_EINVAL;
-    job_t j = {.ring = r, .out = out, .a = digits, .b = key, .key_limb = key_limb};
-    ts__pool_run(pool_of(be), out->nlimbs, ks_task, &j);
-    return TS_OK;
-}
-
-/* [a0, a0 + an) and [b0, b0 + bn) share a word */
-static bool ranges_overlap(const uint64_t *a0, size_t an, const uint64_t *b0, size_t bn)
-{
-    return a0 < b0 + bn && b0 < a0 + an;
+    return ks_inner(be, r, out, digits, key, key_limb, 1);
 }
 
 static ts_status_t cpu_keyswitch_inner_spread(ts_backend_t *be, const ts_bk_ring_t *r,
@@ -647,21 +656,9 @@ static ts_status_t cpu_keyswitch_inner_spread(ts_backend_t *be, const ts_bk_ring
                                               const ts_bk_batch_t *key, const uint32_t *key_limb,
                                               uint32_t gap)
 {
-    if (!r || !valid(r, out) || !ts_bk_batch_valid_spread(digits, r->n, r->count, gap) ||
-        !valid(r, key) || !key_limb || digits->nlimbs != out->nlimbs ||
-        digits->npolys > KS_MAX_DIGITS || key->npolys < digits->npolys * out->npolys ||
-        overlaps(out, key, r->n))
+    if (gap < 2) /* the full form has its own entry */
         return TS_EINVAL;
-    const size_t out_words = (out->npolys - 1) * out->poly_stride + (size_t)out->nlimbs * r->n;
-    const size_t dig_words =
-        (digits->npolys - 1) * digits->poly_stride + (size_t)digits->nlimbs * (r->n / gap);
-    if (ranges_overlap(out->data, out_words, digits->data, dig_words))
-        return TS_EINVAL;
-    if (!ks_limbs_match(out, digits, key, key_limb))
-        return TS_EINVAL;
-    job_t j = {.ring = r, .out = out, .a = digits, .b = key, .key_limb = key_limb, .k = gap};
-    ts__pool_run(pool_of(be), out->nlimbs, ks_task, &j);
-    return TS_OK;
+    return ks_inner(be, r, out, digits, key, key_limb, gap);
 }
 
 /* ------------------------------------------------------------ lifecycle */

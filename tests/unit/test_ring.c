@@ -181,6 +181,27 @@ START_TEST(test_poly_arith)
     ts_poly_t *none;
     ck_assert_ts_status(ts_poly_new(r, nq + 1, 0, false, &none), TS_ELEVEL);
     ck_assert_ptr_null(none);
+    /* room for more limbs than the shape: the shape is zero, a reshape up to
+     * the capacity zeroes what it adds (over a block the allocator had
+     * written); capacities below the shape or past the ring are refused */
+    {
+        ts_poly_t *junk, *cap;
+        ck_assert_ts_ok(ts_poly_new(r, nq, np, false, &junk));
+        ck_assert_ts_ok(ts_poly_upload(junk, ha)); /* nonzero words */
+        ts_poly_free(junk);
+        ck_assert_ts_ok(ts_poly_new_cap(r, nq + np, 1, 0, false, &cap));
+        ck_assert_uint_eq(cap->cap_limbs, nq + np);
+        ck_assert_uint_eq(cap->nq, 1);
+        for (uint32_t i = 0; i < n; i++)
+            ck_assert_uint_eq(cap->data[i], 0);
+        ck_assert_ts_ok(ts_poly_reshape(cap, nq, np, false));
+        for (size_t i = 0; i < (size_t)(nq + np) * n; i++)
+            ck_assert_uint_eq(cap->data[i], 0);
+        ts_poly_free(cap);
+        ck_assert_ts_status(ts_poly_new_cap(r, 1, 2, 0, false, &none), TS_EINVAL);
+        ck_assert_ts_status(ts_poly_new_cap(r, nq + np + 1, 1, 0, false, &none), TS_EINVAL);
+        ck_assert_ptr_null(none);
+    }
     /* upload refuses unreduced residues */
     hc[0] = ts_ring_modulus(r, 0)->q;
     ck_assert_ts_status(ts_poly_upload(c, hc), TS_ERANGE);
