@@ -990,9 +990,11 @@ int ts_boot_mod_recover_level(const ts_boot_t *bt)
 
 /* ------------------------------------------------------------ steps */
 
+/* Scratch: room for the top level, shaped at level 0 (every step writing one
+ * reshapes it; zeroing the top level's limbs cost a pass over ~30 MB each). */
 static ts_status_t new_ct(const ts_boot_t *bt, ts_ckks_ciphertext_t **out)
 {
-    return ts_ckks_ciphertext_new(bt->params, bt->L, out);
+    return ts_ckks_ciphertext_new(bt->params, 0, out);
 }
 
 /* Lift one level-0 polynomial (coefficients mod q_0) to L + 1 limbs, centered, NTT form. */
@@ -1003,7 +1005,8 @@ static ts_status_t raise_poly(const ts_boot_t *bt, const uint64_t *raw, ts_poly_
     uint64_t q0 = ts_ckks_params_q(bt->params, 0);
     for (size_t j = 0; j < N; j++)
         coef[j] = raw[j] > q0 / 2 ? -(int64_t)(q0 - raw[j]) : (int64_t)raw[j];
-    ts_status_t st = ts_poly_reshape(dst, (uint32_t)bt->L + 1, 0, false);
+    /* every word is written next: no zeroing */
+    ts_status_t st = ts_poly_reshape_uninit(dst, (uint32_t)bt->L + 1, 0, false);
     if (st == TS_OK)
         st = ts_poly_set_i64(dst, coef);
     if (st == TS_OK)

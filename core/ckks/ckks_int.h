@@ -104,6 +104,9 @@ static inline int ts__ckks_level(const ts_poly_t *p)
 ts_status_t ts__ckks_ct_ensure_c2(ts_ckks_ciphertext_t *ct);
 /* Reshape every polynomial of ct to (level, degree), NTT form, values zero. */
 ts_status_t ts__ckks_ct_reshape(ts_ckks_ciphertext_t *ct, int level, int degree);
+/* The same shape without the zeroing, for a caller that writes every word of
+ * polys 0..degree next (a pass over tens of MB saved at N = 2^16). */
+ts_status_t ts__ckks_ct_shape(ts_ckks_ciphertext_t *ct, int level, int degree);
 
 /* Build the derived tables of a validated parameter object. */
 ts_status_t ts__ckks_params_build(ts_ckks_params_t *p);
@@ -165,6 +168,15 @@ ts_ckks_params_t *ts__ckks_encoder_params(const ts_ckks_encoder_t *enc);
 /* ct belongs to ev's parameters and keeps the invariants (NTT form, Q limbs
  * only, equal limb counts): TS_EMISMATCH / TS_EINVAL otherwise. */
 ts_status_t ts__ckks_check_ct(const ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *ct);
+/* out = a * c at `level` <= a's (ts_ckks_mul_const of a dropped to level,
+ * reading only the limbs kept: no copy of a first; out may alias a). */
+ts_status_t ts__ckks_mul_const_at(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                                  double complex c, double const_scale, int level,
+                                  ts_ckks_ciphertext_t *out);
+/* out = a * b (degree 2, not rescaled) at the lower of their levels, reading
+ * only the limbs kept (ts_ckks_mul of the higher one dropped: no copy). */
+ts_status_t ts__ckks_mul_lo(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                            const ts_ckks_ciphertext_t *b, ts_ckks_ciphertext_t *out);
 /* True when two scales agree up to the tolerance of additions. */
 bool ts__ckks_scales_match(double a, double b);
 

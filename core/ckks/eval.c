@@ -131,8 +131,9 @@ static ts_status_t check_plain(const ts_ckks_evaluator_t *ev, const ts_ckks_ciph
     return TS_OK;
 }
 
-/* out's polynomials 0..degree take the shape (nq limbs, NTT) without clearing
- * when they already have it (so that out may alias an input). */
+/* out's polynomials 0..degree take the shape (nq limbs, NTT), never cleared:
+ * every caller writes each word of them next (so out may alias an input, and
+ * a reshape costs no pass over tens of MB at N = 2^16). */
 static ts_status_t shape_out(ts_ckks_ciphertext_t *out, uint32_t nq, int degree)
 {
     if (degree == 2) {
@@ -144,7 +145,7 @@ static ts_status_t shape_out(ts_ckks_ciphertext_t *out, uint32_t nq, int degree)
         ts_poly_t *p = out->c[i];
         if (p->nq == nq && p->np == 0 && p->is_ntt)
             continue;
-        ts_status_t st = ts_poly_reshape(p, nq, 0, true);
+        ts_status_t st = ts_poly_reshape_uninit(p, nq, 0, true);
         if (st != TS_OK)
             return st;
     }
@@ -393,6 +394,15 @@ ts_status_t ts_ckks_mul_int(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t 
 ts_status_t ts_ckks_mul_const(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
                               double complex c, double const_scale, ts_ckks_ciphertext_t *out)
 {
+    if (!ev || !a)
+        return TS_EINVAL;
+    return ts__ckks_mul_const_at(ev, a, c, const_scale, ts__ckks_level(a->c[0]), out);
+}
+
+ts_status_t ts__ckks_mul_const_at(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                                  double complex c, double const_scale, int level,
+                                  ts_ckks_ciphertext_t *out)
+{
     if (!ev)
         return TS_EINVAL;
     ts_status_t st = ts__ckks_check_ct(ev, a);
@@ -400,7 +410,9 @@ ts_status_t ts_ckks_mul_const(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_
         st = check_out(ev, out);
     if (st != TS_OK)
         return st;
-    uint32_t nq = a->c[0]->nq;
+    if (level < 0 || level > ts__ckks_level(a->c[0]))
+        return TS_ELEVEL;
+    uint32_t nq = (uint32_t)level + 1;
     if (const_scale == 0)
         const_scale = (double)ev->params->q[nq - 1];
     if (!(const_scale >= 1.0) || !isfinite(const_scale))
@@ -440,6 +452,10 @@ ts_status_t ts_ckks_mul_const(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_
 
 /* ------------------------------------------------------- products */
 
+/* The tensor product on the first nq limbs of a and b (degree 1 each). */
+static ts_status_t tensor(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                          const ts_ckks_ciphertext_t *b, uint32_t nq, ts_ckks_ciphertext_t *out);
+
 ts_status_t ts_ckks_mul(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
                         const ts_ckks_ciphertext_t *b, ts_ckks_ciphertext_t *out)
 {
@@ -450,7 +466,33 @@ ts_status_t ts_ckks_mul(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
         return st;
     if (a->degree != 1 || b->degree != 1)
         return TS_EINVAL;
-    uint32_t nq = a->c[0]->nq;
+    return tensor(ev, a, b, a->c[0]->nq, out);
+}
+
+ts_status_t ts__ckks_mul_lo(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                            const ts_ckks_ciphertext_t *b, ts_ckks_ciphertext_t *out)
+{
+    if (!ev || !a || !b)
+        return TS_EINVAL;
+    ts_status_t st = ts__ckks_check_ct(ev, a);
+    if (st == TS_OK)
+        st = ts__ckks_check_ct(ev, b);
+    if (st == TS_OK)
+        st = check_out(ev, out);
+    if (st != TS_OK)
+        return st;
+    if (a->log_slots != b->log_slots)
+        return TS_EMISMATCH;
+    if (a->degree != 1 || b->degree != 1)
+        return TS_EINVAL;
+    uint32_t na = a->c[0]->nq, nb = b->c[0]->nq;
+    return tensor(ev, a, b, na < nb ? na : nb, out);
+}
+
+static ts_status_t tensor(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                          const ts_ckks_ciphertext_t *b, uint32_t nq, ts_ckks_ciphertext_t *out)
+{
+    ts_status_t st;
     double scale = a->scale * b->scale;
     int log_slots = a->log_slots;
     ts_bk_batch_t a0 = ts__ckks_view(ev, a->c[0], 0, nq), a1 = ts__ckks_view(ev, a->c[1], 0, nq);
@@ -489,14 +531,16 @@ ts_status_t ts_ckks_mul(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
 
 /* ------------------------------------------------------ levels */
 
-/* Rescale one NTT-form polynomial from nq limbs to nq - 1 (in place). */
-static ts_status_t rescale_poly(ts_ckks_evaluator_t *ev, ts_poly_t *x, uint32_t nq)
+/* dst = src (an NTT-form polynomial of nq limbs) rescaled to nq - 1 limbs;
+ * dst may be src (in place); otherwise src is only read, no copy first. */
+static ts_status_t rescale_poly(ts_ckks_evaluator_t *ev, const ts_poly_t *src, ts_poly_t *dst,
+                                uint32_t nq)
 {
     const ts_ckks_params_t *p = ev->params;
     uint32_t l = nq - 1;
     size_t n = p->n;
     /* the top limb in coefficient form */
-    ts_bk_batch_t top = ts__ckks_view(ev, x, l, 1);
+    ts_bk_batch_t top = ts__ckks_view(ev, src, l, 1);
     ts_bk_batch_t one = ts__ckks_view(ev, ev->rs_limb, l, 1);
     ts_status_t st = ts_backend_copy(ev->be, one.data, top.data, sizeof(uint64_t) * n);
     if (st == TS_OK)
@@ -513,14 +557,18 @@ static ts_status_t rescale_poly(ts_ckks_evaluator_t *ev, ts_poly_t *x, uint32_t 
     }
     if (st == TS_OK)
         st = ts_backend_ntt_forward(ev->be, ev->bk, &ext);
-    /* (x - lift) * q_l^{-1} */
-    ts_bk_batch_t low = ts__ckks_view(ev, x, 0, l);
-    if (st == TS_OK)
-        st = ts_backend_sub(ev->be, ev->bk, &low, &low, &ext);
+    /* (x - lift) * q_l^{-1}, into dst's l limbs */
+    if (st == TS_OK && dst != src)
+        st = ts_poly_reshape_uninit(dst, l, 0, true);
+    if (st != TS_OK)
+        return st;
+    ts_bk_batch_t low_in = ts__ckks_view(ev, src, 0, l);
+    ts_bk_batch_t low = ts__ckks_view(ev, dst, 0, l);
+    st = ts_backend_sub(ev->be, ev->bk, &low, &low_in, &ext);
     if (st == TS_OK)
         st = ts_backend_mul_scalar(ev->be, ev->bk, &low, &low, p->rescale_qinv + (size_t)l * p->nq);
-    if (st == TS_OK)
-        st = ts_poly_drop_limbs(x, l);
+    if (st == TS_OK && dst == src)
+        st = ts_poly_drop_limbs(dst, l);
     return st;
 }
 
@@ -540,13 +588,18 @@ ts_status_t ts_ckks_rescale(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t 
     double q = (double)ev->params->q[nq - 1];
     if (a->scale / q < 1.0)
         return TS_ESCALE;
-    st = ts_ckks_ciphertext_copy(out, a);
+    /* out of place: each polynomial read from a, written to out (no copy first) */
+    if (a->degree == 2 && (st = ts__ckks_ct_ensure_c2(out)) != TS_OK)
+        return st;
+    for (int i = 0; i <= a->degree && st == TS_OK; i++)
+        st = rescale_poly(ev, a->c[i], out->c[i], nq);
+    if (st != TS_OK)
+        return st;
+    out->degree = a->degree;
+    out->scale = a->scale / q;
+    out->log_slots = a->log_slots;
     out->seeded = false;
-    for (int i = 0; i <= out->degree && st == TS_OK; i++)
-        st = rescale_poly(ev, out->c[i], nq);
-    if (st == TS_OK)
-        out->scale = a == out ? out->scale / q : a->scale / q;
-    return st;
+    return TS_OK;
 }
 
 ts_status_t ts_ckks_drop_to_level(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a, int level,
@@ -561,12 +614,21 @@ ts_status_t ts_ckks_drop_to_level(ts_ckks_evaluator_t *ev, const ts_ckks_ciphert
         return st;
     if (level < 0 || level > ts__ckks_level(a->c[0]))
         return TS_ELEVEL;
-    st = ts_ckks_ciphertext_copy(out, a);
-    if (level != ts__ckks_level(a->c[0]))
-        out->seeded = false;
-    for (int i = 0; i <= out->degree && st == TS_OK; i++)
-        st = ts_poly_drop_limbs(out->c[i], (uint32_t)level + 1);
-    return st;
+    if (level == ts__ckks_level(a->c[0]))
+        return ts_ckks_ciphertext_copy(out, a);
+    /* the kept limbs only (a copy of the whole ciphertext first moved up to
+     * twice the data at the top of a bootstrap's chain) */
+    if (a->degree == 2 && (st = ts__ckks_ct_ensure_c2(out)) != TS_OK)
+        return st;
+    for (int i = 0; i <= a->degree && st == TS_OK; i++)
+        st = ts_poly_copy_prefix(out->c[i], a->c[i], (uint32_t)level + 1);
+    if (st != TS_OK)
+        return st;
+    out->degree = a->degree;
+    out->scale = a->scale;
+    out->log_slots = a->log_slots;
+    out->seeded = false;
+    return TS_OK;
 }
 
 ts_status_t ts_ckks_drop_level(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a, int levels,

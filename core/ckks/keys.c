@@ -660,25 +660,27 @@ ts_status_t ts_ckks_relinearize(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertex
     ks_scratch_t *s = ev->ks;
     uint32_t nq = a->c[0]->nq;
     ts_poly_t *u0 = ev->tmp[0], *u1 = ev->tmp[1];
-    st = ts_poly_reshape(u0, nq, 0, true);
+    /* the switch's ModDown writes every word of u0, u1 */
+    st = ts_poly_reshape_uninit(u0, nq, 0, true);
     if (st == TS_OK)
-        st = ts_poly_reshape(u1, nq, 0, true);
+        st = ts_poly_reshape_uninit(u1, nq, 0, true);
     if (st == TS_OK)
         st = ts_rlwe_keyswitch(s->ks, a->c[2], 1, key, u0, u1);
+    /* out = (a0 + u0, a1 + u1), read from a (no copy of a's three polys first) */
+    if (st == TS_OK && out != a)
+        st = ts__ckks_ct_shape(out, (int)nq - 1, 1);
     if (st != TS_OK)
         return st;
-    if (out != a) {
-        st = ts_ckks_ciphertext_copy(out, a);
-        if (st != TS_OK)
-            return st;
-    }
     ts_bk_batch_t o0 = ts__ckks_view(ev, out->c[0], 0, nq),
                   o1 = ts__ckks_view(ev, out->c[1], 0, nq);
+    ts_bk_batch_t x0 = ts__ckks_view(ev, a->c[0], 0, nq), x1 = ts__ckks_view(ev, a->c[1], 0, nq);
     ts_bk_batch_t b0 = ts__ckks_view(ev, u0, 0, nq), b1 = ts__ckks_view(ev, u1, 0, nq);
-    st = ts_backend_add(ev->be, ev->bk, &o0, &o0, &b0);
+    st = ts_backend_add(ev->be, ev->bk, &o0, &x0, &b0);
     if (st == TS_OK)
-        st = ts_backend_add(ev->be, ev->bk, &o1, &o1, &b1);
+        st = ts_backend_add(ev->be, ev->bk, &o1, &x1, &b1);
     out->degree = 1;
+    out->scale = a->scale;
+    out->log_slots = a->log_slots;
     out->seeded = false;
     return st;
 }
@@ -698,24 +700,24 @@ ts_status_t ts_ckks_keyswitch(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_
     ks_scratch_t *s = ev->ks;
     uint32_t nq = a->c[0]->nq;
     ts_poly_t *u0 = ev->tmp[0], *u1 = ev->tmp[1];
-    st = ts_poly_reshape(u0, nq, 0, true);
+    /* the switch's ModDown writes every word of u0, u1 */
+    st = ts_poly_reshape_uninit(u0, nq, 0, true);
     if (st == TS_OK)
-        st = ts_poly_reshape(u1, nq, 0, true);
+        st = ts_poly_reshape_uninit(u1, nq, 0, true);
     if (st == TS_OK)
         st = ts_rlwe_keyswitch(s->ks, a->c[1], 1, key, u0, u1);
-    if (st != TS_OK)
-        return st;
     double scale = a->scale;
     int log_slots = a->log_slots;
-    if (out != a) {
-        st = ts_ckks_ciphertext_copy(out, a);
-        if (st != TS_OK)
-            return st;
-    }
+    /* out = (a0 + u0, u1), a0 read from a (no copy of a first) */
+    if (st == TS_OK && out != a)
+        st = ts__ckks_ct_shape(out, (int)nq - 1, 1);
+    if (st != TS_OK)
+        return st;
     ts_bk_batch_t o0 = ts__ckks_view(ev, out->c[0], 0, nq),
                   o1 = ts__ckks_view(ev, out->c[1], 0, nq);
+    ts_bk_batch_t x0 = ts__ckks_view(ev, a->c[0], 0, nq);
     ts_bk_batch_t b0 = ts__ckks_view(ev, u0, 0, nq), b1 = ts__ckks_view(ev, u1, 0, nq);
-    st = ts_backend_add(ev->be, ev->bk, &o0, &o0, &b0);
+    st = ts_backend_add(ev->be, ev->bk, &o0, &x0, &b0);
     if (st == TS_OK)
         st = ts_backend_copy(ev->be, o1.data, b1.data, sizeof(uint64_t) * nq * ev->params->n);
     out->scale = scale;
@@ -745,21 +747,22 @@ static ts_status_t apply_galois(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertex
     ks_scratch_t *s = ev->ks;
     uint32_t nq = a->c[0]->nq;
     ts_poly_t *u0 = ev->tmp[0], *u1 = ev->tmp[1], *r0 = ev->tmp[2];
-    ts_status_t st = ts_poly_reshape(u0, nq, 0, true);
+    /* the switch's ModDown writes every word of u0, u1, the automorphism r0's */
+    ts_status_t st = ts_poly_reshape_uninit(u0, nq, 0, true);
     if (st == TS_OK)
-        st = ts_poly_reshape(u1, nq, 0, true);
+        st = ts_poly_reshape_uninit(u1, nq, 0, true);
     if (st == TS_OK)
         st = decomposed ? ts_rlwe_keyswitch_hoisted(s->ks, s->d, k, key, u0, u1)
                         : ts_rlwe_keyswitch(s->ks, a->c[1], k, key, u0, u1);
     if (st == TS_OK)
-        st = ts_poly_reshape(r0, nq, 0, true);
+        st = ts_poly_reshape_uninit(r0, nq, 0, true);
     if (st == TS_OK)
         st = ts_poly_automorphism(r0, a->c[0], k);
     if (st != TS_OK)
         return st;
     double scale = a->scale;
     int log_slots = a->log_slots;
-    st = ts__ckks_ct_reshape(out, (int)nq - 1, 1);
+    st = ts__ckks_ct_shape(out, (int)nq - 1, 1); /* both written in full below */
     ts_bk_batch_t o0 = ts__ckks_view(ev, out->c[0], 0, nq),
                   o1 = ts__ckks_view(ev, out->c[1], 0, nq);
     ts_bk_batch_t b0 = ts__ckks_view(ev, u0, 0, nq), b1 = ts__ckks_view(ev, u1, 0, nq);

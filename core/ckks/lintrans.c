@@ -288,7 +288,7 @@ static ts_status_t apply_diagonal(ts_ckks_evaluator_t *ev, const ts_ckks_lintran
     const int log_slots = a->log_slots;
     ts_status_t st = TS_OK;
     if (out != a)
-        st = ts__ckks_ct_reshape(out, lt->level, 1);
+        st = ts__ckks_ct_shape(out, lt->level, 1); /* written in full below */
     for (int c = 0; c < 2 && st == TS_OK; c++) {
         ts_bk_batch_t o = ts__ckks_view(ev, out->c[c], 0, nq);
         ts_bk_batch_t x = ts__ckks_view(ev, a->c[c], 0, nq);
@@ -536,7 +536,7 @@ ts_status_t ts_ckks_bsgs_finish(ts_ckks_bsgs_t *h, ts_ckks_ciphertext_t *out)
     if (st == TS_OK && !h->have_acc)
         st = TS_EINVAL; /* nothing was added */
     if (st == TS_OK)
-        st = ts__ckks_ct_reshape(out, h->level, 1);
+        st = ts__ckks_ct_shape(out, h->level, 1); /* the ModDown writes both in full */
     ts_ring_t *ring = ev->params->ring;
     ts_poly_t a0 = view(ring, h->abuf, h->nq, h->np),
               a1 = view(ring, h->abuf + h->stride, h->nq, h->np);

@@ -107,7 +107,7 @@ ts_status_t ts__ckks_ct_ensure_c2(ts_ckks_ciphertext_t *ct)
     return ts_poly_new(ct->params->ring, (uint32_t)ct->params->nq, 0, true, &ct->c[2]);
 }
 
-ts_status_t ts__ckks_ct_reshape(ts_ckks_ciphertext_t *ct, int level, int degree)
+static ts_status_t ct_shape(ts_ckks_ciphertext_t *ct, int level, int degree, bool zero)
 {
     if (degree == 2) {
         ts_status_t st = ts__ckks_ct_ensure_c2(ct);
@@ -115,12 +115,23 @@ ts_status_t ts__ckks_ct_reshape(ts_ckks_ciphertext_t *ct, int level, int degree)
             return st;
     }
     for (int i = 0; i <= degree; i++) {
-        ts_status_t st = ts_poly_reshape(ct->c[i], (uint32_t)level + 1, 0, true);
+        ts_status_t st = zero ? ts_poly_reshape(ct->c[i], (uint32_t)level + 1, 0, true)
+                              : ts_poly_reshape_uninit(ct->c[i], (uint32_t)level + 1, 0, true);
         if (st != TS_OK)
             return st;
     }
     ct->degree = degree;
     return TS_OK;
+}
+
+ts_status_t ts__ckks_ct_reshape(ts_ckks_ciphertext_t *ct, int level, int degree)
+{
+    return ct_shape(ct, level, degree, true);
+}
+
+ts_status_t ts__ckks_ct_shape(ts_ckks_ciphertext_t *ct, int level, int degree)
+{
+    return ct_shape(ct, level, degree, false);
 }
 
 ts_status_t ts_ckks_ciphertext_copy(ts_ckks_ciphertext_t *dst, const ts_ckks_ciphertext_t *src)

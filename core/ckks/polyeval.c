@@ -39,33 +39,22 @@ static int lvl(const ts_ckks_ciphertext_t *ct)
     return ts_ckks_ciphertext_level(ct);
 }
 
+/* Scratch and basis ciphertexts: room for the top level, shaped (and
+ * zeroed) at level 0 only, since every operation writing them reshapes them
+ * (zeroing the top level's limbs was a pass over ~30 MB per ciphertext at
+ * N = 2^16, two per node of the tree). */
 static ts_status_t new_ct(pe_t *s, ts_ckks_ciphertext_t **out)
 {
-    return ts_ckks_ciphertext_new(s->ev->params, (int)s->ev->params->nq - 1, out);
+    return ts_ckks_ciphertext_new(s->ev->params, 0, out);
 }
 
-/*
- * out = x * y without rescaling (relinearized), both brought to the lower
- * level first. out must not alias x or y. t: scratch ciphertext.
- */
+/* out = x * y without rescaling (relinearized), at the lower of their levels
+ * (the higher one read in place: no drop copy). out may alias x or y. */
 static ts_status_t prod_raw(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *x,
-                            const ts_ckks_ciphertext_t *y, ts_ckks_ciphertext_t *t,
-                            ts_ckks_ciphertext_t *out)
+                            const ts_ckks_ciphertext_t *y, ts_ckks_ciphertext_t *out)
 {
-    int l = lvl(x) < lvl(y) ? lvl(x) : lvl(y);
-    ts_status_t st;
-    if (lvl(x) > l) {
-        st = ts_ckks_drop_to_level(ev, x, l, t);
-        if (st == TS_OK)
-            st = ts_ckks_mul_relin(ev, t, y, out);
-    } else if (lvl(y) > l) {
-        st = ts_ckks_drop_to_level(ev, y, l, t);
-        if (st == TS_OK)
-            st = ts_ckks_mul_relin(ev, x, t, out);
-    } else {
-        st = ts_ckks_mul_relin(ev, x, y, out);
-    }
-    return st;
+    ts_status_t st = ts__ckks_mul_lo(ev, x, y, out);
+    return st == TS_OK ? ts_ckks_relinearize(ev, out, out) : st;
 }
 
 /*
@@ -78,7 +67,7 @@ static ts_status_t combine(pe_t *s, const ts_ckks_ciphertext_t *xa, const ts_ckk
                            ts_ckks_ciphertext_t *out)
 {
     ts_ckks_evaluator_t *ev = s->ev;
-    ts_status_t st = prod_raw(ev, xa, xb, t, out);
+    ts_status_t st = prod_raw(ev, xa, xb, out);
     if (st != TS_OK || !s->cheb)
         goto rescale;
     st = ts_ckks_mul_int(ev, out, 2, out);
@@ -88,9 +77,7 @@ static ts_status_t combine(pe_t *s, const ts_ckks_ciphertext_t *xa, const ts_ckk
         st = ts_ckks_add_const(ev, out, -1.0, out);
     } else {
         /* T_d at out's level and scale: one scalar product by round(scale ratio) */
-        st = ts_ckks_drop_to_level(ev, xd, lvl(out), t);
-        if (st == TS_OK)
-            st = ts_ckks_mul_const(ev, t, 1.0, out->scale / t->scale, t);
+        st = ts__ckks_mul_const_at(ev, xd, 1.0, out->scale / xd->scale, lvl(out), t);
         if (st == TS_OK) {
             t->scale = out->scale; /* the rounding of the ratio is below 2^-36 relative */
             st = ts_ckks_sub(ev, out, t, out);
@@ -234,10 +221,8 @@ static ts_status_t eval_node(pe_t *s, const double *c, size_t d, double ts, int 
 {
     ts_ckks_evaluator_t *ev = s->ev;
     const ts_ckks_params_t *p = ev->params;
-    ts_ckks_ciphertext_t *t = NULL, *u = NULL;
+    ts_ckks_ciphertext_t *t = NULL;
     ts_status_t st = new_ct(s, &t);
-    if (st == TS_OK)
-        st = new_ct(s, &u);
     if (st != TS_OK)
         goto out_free;
     double ql = (double)p->q[tl + 1];
@@ -248,9 +233,7 @@ static ts_status_t eval_node(pe_t *s, const double *c, size_t d, double ts, int 
         for (size_t i = 1; i <= d && st == TS_OK; i++) {
             if (c[i] == 0.0 && !(i == 1 && all_zero(c, 1, d)))
                 continue;
-            st = ts_ckks_drop_to_level(ev, s->B[i], tl + 1, t);
-            if (st == TS_OK)
-                st = ts_ckks_mul_const(ev, t, c[i], ts * ql / t->scale, t);
+            st = ts__ckks_mul_const_at(ev, s->B[i], c[i], ts * ql / s->B[i]->scale, tl + 1, t);
             if (st == TS_OK) {
                 t->scale = ts * ql;
                 st = first ? ts_ckks_ciphertext_copy(out, t) : ts_ckks_add(ev, out, t, out);
@@ -270,18 +253,20 @@ static ts_status_t eval_node(pe_t *s, const double *c, size_t d, double ts, int 
     size_t m = giant_index(s, d, &K);
     double *q = work, *r = work + (d - K + 1), *next = r + K;
     split(s, c, d, K, q, r);
+    /* the giant read at tl + 1 in place (no drop copy) */
     const ts_ckks_ciphertext_t *g = s->G[m];
-    st = ts_ckks_drop_to_level(ev, g, tl + 1, u);
-    if (st != TS_OK)
+    if (lvl(g) < tl + 1) {
+        st = TS_ELEVEL;
         goto out_free;
-    double sq = ts * ql / u->scale;
+    }
+    double sq = ts * ql / g->scale;
     if (d - K == 0 || all_zero(q, 1, d - K)) {
         /* q is the constant q_0: one scalar product of the giant */
-        st = ts_ckks_mul_const(ev, u, q[0], sq, out);
+        st = ts__ckks_mul_const_at(ev, g, q[0], sq, tl + 1, out);
     } else {
         st = eval_node(s, q, d - K, sq, tl + 1, next, t);
         if (st == TS_OK)
-            st = ts_ckks_mul_relin(ev, t, u, out);
+            st = prod_raw(ev, t, g, out);
     }
     if (st == TS_OK)
         st = ts_ckks_rescale(ev, out, out);
@@ -301,7 +286,6 @@ static ts_status_t eval_node(pe_t *s, const double *c, size_t d, double ts, int 
 
 out_free:
     ts_ckks_ciphertext_free(t);
-    ts_ckks_ciphertext_free(u);
     return st;
 }
 
@@ -432,9 +416,9 @@ static ts_status_t eval_horner(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext
         f *= x->scale / (double)p->q[l0 - (int)j];
     double cs = target / f;
     ts_ckks_ciphertext_t *t = NULL, *xc = NULL;
-    ts_status_t st = ts_ckks_ciphertext_new(ev->params, (int)p->nq - 1, &t);
+    ts_status_t st = ts_ckks_ciphertext_new(ev->params, 0, &t);
     if (st == TS_OK)
-        st = ts_ckks_ciphertext_new(ev->params, (int)p->nq - 1, &xc);
+        st = ts_ckks_ciphertext_new(ev->params, 0, &xc);
     if (st == TS_OK) /* out may alias x */
         st = ts_ckks_ciphertext_copy(xc, x);
     x = xc;
@@ -520,7 +504,7 @@ ts_status_t ts_ckks_eval_chebyshev(ts_ckks_evaluator_t *ev, const ts_ckks_cipher
     if (!isfinite(target) || target < 1.0)
         return TS_ESCALE;
     ts_ckks_ciphertext_t *y = NULL;
-    st = ts_ckks_ciphertext_new(ev->params, (int)ev->params->nq - 1, &y);
+    st = ts_ckks_ciphertext_new(ev->params, 0, &y);
     if (st != TS_OK)
         return st;
     if (lo == -1.0 && hi == 1.0) {

@@ -265,6 +265,23 @@ ts_status_t ts_poly_copy(ts_poly_t *dst, const ts_poly_t *src)
                            poly_words(src) * sizeof(uint64_t));
 }
 
+ts_status_t ts_poly_copy_prefix(ts_poly_t *dst, const ts_poly_t *src, uint32_t nq)
+{
+    if (!dst || !src)
+        return TS_EINVAL;
+    if (dst->ring != src->ring)
+        return TS_EMISMATCH;
+    if (src->np != 0 || nq < 1 || nq > src->nq || dst->cap_limbs < nq)
+        return TS_ELEVEL;
+    if (dst == src)
+        return ts_poly_drop_limbs(dst, nq);
+    dst->nq = nq;
+    dst->np = 0;
+    dst->is_ntt = src->is_ntt;
+    return ts_backend_copy(src->ring->backend, dst->data, src->data,
+                           (size_t)nq * src->ring->n * sizeof(uint64_t));
+}
+
 ts_status_t ts_poly_clone(const ts_poly_t *src, ts_poly_t **out)
 {
     if (!out)

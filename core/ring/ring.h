@@ -107,6 +107,10 @@ ts_status_t ts_poly_new_cap(ts_ring_t *r, uint32_t cap_limbs, uint32_t nq, uint3
 void ts_poly_free(ts_poly_t *p); /* accepts NULL */
 /* dst takes src's shape, form and values; dst needs cap_limbs >= src's limbs. */
 ts_status_t ts_poly_copy(ts_poly_t *dst, const ts_poly_t *src);
+/* dst = the first nq Q-limbs of src (src without P-limbs, 1 <= nq <= src's;
+ * src's form), writing only those limbs: a lower-level copy without copying
+ * the limbs a drop would discard. dst may be src (then a drop). */
+ts_status_t ts_poly_copy_prefix(ts_poly_t *dst, const ts_poly_t *src, uint32_t nq);
 /* [out] a new copy. */
 ts_status_t ts_poly_clone(const ts_poly_t *src, ts_poly_t **out);
 /* Set all limbs to 0, keep shape and form. */

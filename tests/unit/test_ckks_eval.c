@@ -8,6 +8,7 @@
 #include <complex.h>
 
 #include "core/ckks/ckks.h"
+#include "core/ckks/ckks_int.h"
 #include "tests/unit/ts_test.h"
 
 typedef struct {
@@ -390,6 +391,110 @@ START_TEST(test_mul_relin_rescale)
     ts_free(x);
     ts_free(y);
     ts_free(w);
+    fx_clear(&f);
+}
+END_TEST
+
+/* Words of polys 0..degree of a and b equal (same shape and form). */
+static void assert_same_words(ts_ckks_ciphertext_t *a, ts_ckks_ciphertext_t *b, const char *what)
+{
+    ck_assert_int_eq(ts_ckks_ciphertext_level(a), ts_ckks_ciphertext_level(b));
+    ck_assert_int_eq(ts_ckks_ciphertext_degree(a), ts_ckks_ciphertext_degree(b));
+    ck_assert_msg(ts_ckks_ciphertext_scale(a) == ts_ckks_ciphertext_scale(b), "%s: scale", what);
+    for (int i = 0; i <= ts_ckks_ciphertext_degree(a); i++) {
+        ts_poly_t *x = ts_ckks_ciphertext_poly(a, i), *y = ts_ckks_ciphertext_poly(b, i);
+        ck_assert(x->is_ntt == y->is_ntt);
+        ck_assert_uint_eq(x->nq, y->nq);
+        size_t words = (size_t)x->nq * ts_ring_n(x->ring);
+        ck_assert_msg(memcmp(x->data, y->data, words * sizeof(uint64_t)) == 0,
+                      "%s: poly %d differs", what, i);
+    }
+}
+
+/*
+ * The out-of-place forms read only what they keep: drop_to_level copies the
+ * kept limbs, rescale reads a and writes out (degree 1 and 2), mul_const_at
+ * multiplies the kept limbs. Each is word for word the copy-then-in-place
+ * result, also when out starts at a different shape (level 0, or above) and
+ * when out aliases a.
+ */
+START_TEST(test_out_of_place_exact)
+{
+    fx_t f;
+    fx_init(&f, "test-n10");
+    size_t n = f.slots;
+    double complex *x = ts_malloc(sizeof(double complex) * n);
+    double complex *y = ts_malloc(sizeof(double complex) * n);
+    fill(x, n, 21);
+    fill(y, n, 22);
+    ts_ckks_ciphertext_t *a = enc_vec(&f, x, n, f.top), *b = enc_vec(&f, y, n, f.top);
+    ts_ckks_ciphertext_t *ref = NULL, *o = NULL, *hi = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &ref));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &o));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, f.top, &hi));
+    for (int lv = 0; lv < f.top; lv++) {
+        /* drop */
+        ck_assert_ts_ok(ts_ckks_ciphertext_copy(ref, a));
+        ck_assert_ts_ok(ts_ckks_drop_to_level(f.ev, ref, lv, ref));
+        ck_assert_ts_ok(ts_ckks_drop_to_level(f.ev, a, lv, o));
+        assert_same_words(o, ref, "drop_to_level");
+        /* mul_const_at, into a fresh level-0 ciphertext and into one above */
+        double cs = (double)ts_ckks_params_q(f.p, (size_t)lv);
+        ck_assert_ts_ok(ts_ckks_mul_const(f.ev, ref, -0.375 + 0.25 * I, cs, ref));
+        ck_assert_ts_ok(ts__ckks_mul_const_at(f.ev, a, -0.375 + 0.25 * I, cs, lv, o));
+        assert_same_words(o, ref, "mul_const_at");
+        ck_assert_ts_ok(ts__ckks_mul_const_at(f.ev, a, -0.375 + 0.25 * I, cs, lv, hi));
+        assert_same_words(hi, ref, "mul_const_at (out above)");
+        ck_assert_ts_ok(ts_ckks_ciphertext_copy(hi, a));
+        ck_assert_ts_ok(ts__ckks_mul_const_at(f.ev, hi, -0.375 + 0.25 * I, cs, lv, hi));
+        assert_same_words(hi, ref, "mul_const_at (in place)");
+        ck_assert_ts_ok(ts_ckks_ciphertext_copy(hi, a)); /* back to the top for the next round */
+    }
+    /* mul_lo: the product at the lower level = the product of the dropped one */
+    ts_ckks_ciphertext_t *bl = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &bl));
+    for (int lv = 0; lv <= f.top; lv += f.top > 2 ? f.top / 2 : 1) {
+        ck_assert_ts_ok(ts_ckks_drop_to_level(f.ev, b, lv, bl));
+        ck_assert_ts_ok(ts_ckks_drop_to_level(f.ev, a, lv, ref));
+        ck_assert_ts_ok(ts_ckks_mul(f.ev, ref, bl, ref));
+        ck_assert_ts_ok(ts__ckks_mul_lo(f.ev, a, bl, o));
+        assert_same_words(o, ref, "mul_lo (a higher)");
+        ck_assert_ts_ok(ts__ckks_mul_lo(f.ev, bl, a, o));
+        ck_assert_ts_ok(ts_ckks_drop_to_level(f.ev, a, lv, ref));
+        ck_assert_ts_ok(ts_ckks_mul(f.ev, bl, ref, ref));
+        assert_same_words(o, ref, "mul_lo (b higher)");
+    }
+    ts_ckks_ciphertext_free(bl);
+    ck_assert_ts_status(ts__ckks_mul_const_at(f.ev, a, 1.0, 0.0, f.top + 1, o), TS_ELEVEL);
+    ck_assert_ts_status(ts__ckks_mul_const_at(f.ev, a, 1.0, 0.0, -1, o), TS_ELEVEL);
+    /* rescale: degree 1 and degree 2 (an unrelinearized product) */
+    ts_ckks_ciphertext_t *d2 = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, f.top, &d2));
+    ck_assert_ts_ok(ts_ckks_mul(f.ev, a, b, d2));
+    ts_ckks_ciphertext_t *srcs[2] = {a, d2};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_ts_ok(ts_ckks_ciphertext_copy(ref, srcs[k]));
+        ck_assert_ts_ok(ts_ckks_rescale(f.ev, ref, ref));
+        ts_ckks_ciphertext_t *fresh = NULL;
+        ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &fresh));
+        ck_assert_ts_ok(ts_ckks_rescale(f.ev, srcs[k], fresh));
+        assert_same_words(fresh, ref, "rescale out of place");
+        ck_assert_int_eq(ts_ckks_ciphertext_level(srcs[k]), f.top); /* the input is untouched */
+        ts_ckks_ciphertext_free(fresh);
+    }
+    /* and the rescaled product still decrypts to x y */
+    ck_assert_ts_ok(ts_ckks_relinearize(f.ev, ref, ref));
+    for (size_t i = 0; i < n; i++)
+        x[i] *= y[i];
+    CHECK_PREC(&f, ref, x, n, 20, "rescale out of place, degree 2");
+    ts_ckks_ciphertext_free(d2);
+    ts_ckks_ciphertext_free(a);
+    ts_ckks_ciphertext_free(b);
+    ts_ckks_ciphertext_free(ref);
+    ts_ckks_ciphertext_free(o);
+    ts_ckks_ciphertext_free(hi);
+    ts_free(x);
+    ts_free(y);
     fx_clear(&f);
 }
 END_TEST
@@ -869,6 +974,7 @@ TS_TEST_SUITE(ckks_eval)
     tcase_add_test(tc, test_encrypt_decrypt);
     tcase_add_test(tc, test_add_sub_plain_const);
     tcase_add_test(tc, test_mul_relin_rescale);
+    tcase_add_test(tc, test_out_of_place_exact);
     tcase_add_test(tc, test_rotations);
     tcase_add_test(tc, test_capped_rotations);
     tcase_add_test(tc, test_checks);

@@ -175,6 +175,37 @@ START_TEST(test_poly_arith)
     ck_assert_ts_status(ts_poly_add(c, a, small), TS_EMISMATCH);
     ck_assert_ts_status(ts_poly_copy(small, a), TS_ELEVEL);
     ck_assert_ts_status(ts_poly_drop_limbs(a, 2), TS_ELEVEL); /* has P limbs */
+    /* a prefix copy: the first k Q-limbs of a Q-only polynomial, nothing else
+     * written (the rest of small keeps its words), in place a drop */
+    ck_assert_ts_status(ts_poly_copy_prefix(small, a, 1), TS_ELEVEL); /* a has P limbs */
+    ck_assert_ts_ok(ts_poly_reshape(c, nq, 0, false));
+    fill_random(c);
+    ck_assert_ts_ok(ts_poly_download(c, hc));
+    ts_poly_t *big;
+    ck_assert_ts_ok(ts_poly_new(r, nq, 0, false, &big));
+    fill_random(big);
+    uint64_t *hbig = ts_malloc(words * 8), *hbig2 = ts_malloc(words * 8);
+    ck_assert_ts_ok(ts_poly_download(big, hbig));
+    for (uint32_t k = 1; k <= 2 && k <= nq; k++) {
+        ck_assert_ts_ok(ts_poly_reshape_uninit(big, nq, 0, false));
+        ck_assert_ts_ok(ts_poly_copy_prefix(big, c, k));
+        ck_assert_uint_eq(big->nq, k);
+        ck_assert(!big->is_ntt);
+        ck_assert_ts_ok(ts_poly_reshape_uninit(big, nq, 0, false));
+        ck_assert_ts_ok(ts_poly_download(big, hbig2));
+        ck_assert_int_eq(memcmp(hbig2, hc, (size_t)k * n * 8), 0);
+        ck_assert_int_eq(memcmp(hbig2 + (size_t)k * n, hbig + (size_t)k * n,
+                                (size_t)(nq - k) * n * 8),
+                         0);
+    }
+    ck_assert_ts_status(ts_poly_copy_prefix(small, c, 3), TS_ELEVEL); /* beyond small's room */
+    ck_assert_ts_status(ts_poly_copy_prefix(big, c, nq + 1), TS_ELEVEL);
+    ck_assert_ts_status(ts_poly_copy_prefix(big, c, 0), TS_ELEVEL);
+    ts_free(hbig);
+    ts_free(hbig2);
+    ts_poly_free(big);
+    ck_assert_ts_ok(ts_poly_copy_prefix(c, c, 1));
+    ck_assert_uint_eq(c->nq, 1);
     ck_assert_ts_ok(ts_poly_reshape(c, nq, 0, false));
     ck_assert_ts_ok(ts_poly_drop_limbs(c, 1));
     ck_assert_uint_eq(c->nq, 1);
