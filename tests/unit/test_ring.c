@@ -194,9 +194,8 @@ START_TEST(test_poly_arith)
         ck_assert_ts_ok(ts_poly_reshape_uninit(big, nq, 0, false));
         ck_assert_ts_ok(ts_poly_download(big, hbig2));
         ck_assert_int_eq(memcmp(hbig2, hc, (size_t)k * n * 8), 0);
-        ck_assert_int_eq(memcmp(hbig2 + (size_t)k * n, hbig + (size_t)k * n,
-                                (size_t)(nq - k) * n * 8),
-                         0);
+        ck_assert_int_eq(
+            memcmp(hbig2 + (size_t)k * n, hbig + (size_t)k * n, (size_t)(nq - k) * n * 8), 0);
     }
     ck_assert_ts_status(ts_poly_copy_prefix(small, c, 3), TS_ELEVEL); /* beyond small's room */
     ck_assert_ts_status(ts_poly_copy_prefix(big, c, nq + 1), TS_ELEVEL);
