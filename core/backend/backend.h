@@ -196,6 +196,16 @@ struct ts_backend_i {
                                           const ts_bk_batch_t *key, const uint32_t *key_limb,
                                           uint32_t gap);
 
+    /*
+     * --- optional (may be NULL): out += a * s[l] in limb l (s as mul_scalar's):
+     * mul_scalar into scratch and add, fused into one pass over out (the
+     * leaves of a polynomial evaluation, sum c_i T_i). Callers fall back to
+     * the two ops when the backend lacks it.
+     */
+    ts_status_t (*mul_scalar_add)(ts_backend_t *be, const ts_bk_ring_t *ring,
+                                  const ts_bk_batch_t *out, const ts_bk_batch_t *a,
+                                  const uint64_t *s);
+
     /* --- optional (may be NULL): TFHE external products, filled in later */
     ts_status_t (*external_product)(ts_backend_t *be, const ts_bk_ring_t *ring,
                                     const ts_bk_extprod_args_t *args);
@@ -327,6 +337,12 @@ static inline ts_status_t ts_backend_mul_scalar(ts_backend_t *be, const ts_bk_ri
                                                 const uint64_t *s)
 {
     return TS__BK_CALL(be, mul_scalar, r, o, a, s);
+}
+static inline ts_status_t ts_backend_mul_scalar_add(ts_backend_t *be, const ts_bk_ring_t *r,
+                                                    const ts_bk_batch_t *o, const ts_bk_batch_t *a,
+                                                    const uint64_t *s)
+{
+    return TS__BK_CALL(be, mul_scalar_add, r, o, a, s);
 }
 static inline ts_status_t ts_backend_add_scalar(ts_backend_t *be, const ts_bk_ring_t *r,
                                                 const ts_bk_batch_t *o, const ts_bk_batch_t *a,

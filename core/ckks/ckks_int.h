@@ -173,6 +173,12 @@ ts_status_t ts__ckks_check_ct(const ts_ckks_evaluator_t *ev, const ts_ckks_ciphe
 ts_status_t ts__ckks_mul_const_at(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
                                   double complex c, double const_scale, int level,
                                   ts_ckks_ciphertext_t *out);
+/* acc += round(c const_scale) a on acc's limbs (acc's level <= a's, equal
+ * degrees; one fused pass per polynomial where the backend has
+ * mul_scalar_add). acc keeps its scale: the caller makes a's scale times
+ * const_scale acc's (a term of a polynomial's leaf sum). a must not alias acc. */
+ts_status_t ts__ckks_mul_const_add(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a, double c,
+                                   double const_scale, ts_ckks_ciphertext_t *acc);
 /* out = a * b (degree 2, not rescaled) at the lower of their levels, reading
  * only the limbs kept (ts_ckks_mul of the higher one dropped: no copy). */
 ts_status_t ts__ckks_mul_lo(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,

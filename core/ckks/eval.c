@@ -450,6 +450,43 @@ ts_status_t ts__ckks_mul_const_at(ts_ckks_evaluator_t *ev, const ts_ckks_ciphert
     return st;
 }
 
+ts_status_t ts__ckks_mul_const_add(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a, double c,
+                                   double const_scale, ts_ckks_ciphertext_t *acc)
+{
+    if (!ev || !a || !acc)
+        return TS_EINVAL;
+    ts_status_t st = ts__ckks_check_ct(ev, a);
+    if (st == TS_OK)
+        st = ts__ckks_check_ct(ev, acc);
+    if (st != TS_OK)
+        return st;
+    if (a->degree != acc->degree || a->log_slots != acc->log_slots)
+        return TS_EINVAL;
+    uint32_t nq = acc->c[0]->nq;
+    if (nq > a->c[0]->nq)
+        return TS_ELEVEL;
+    if (!(const_scale >= 1.0) || !isfinite(const_scale))
+        return TS_ESCALE;
+    double re = round(c * const_scale);
+    if (!isfinite(re))
+        return TS_ERANGE;
+    const_residues(ev->params, re, nq, ev->scalars);
+    for (int i = 0; i <= a->degree && st == TS_OK; i++) {
+        ts_bk_batch_t o = ts__ckks_view(ev, acc->c[i], 0, nq);
+        ts_bk_batch_t x = ts__ckks_view(ev, a->c[i], 0, nq);
+        st = ts_backend_mul_scalar_add(ev->be, ev->bk, &o, &x, ev->scalars);
+        if (st == TS_ENOTSUP) {
+            /* the backend lacks the fused op: the product in scratch, then the sum */
+            ts_bk_batch_t t = ts__ckks_view(ev, ev->tmp[0], 0, nq);
+            st = ts_backend_mul_scalar(ev->be, ev->bk, &t, &x, ev->scalars);
+            if (st == TS_OK)
+                st = ts_backend_add(ev->be, ev->bk, &o, &o, &t);
+        }
+    }
+    acc->seeded = false;
+    return st;
+}
+
 /* ------------------------------------------------------- products */
 
 /* The tensor product on the first nq limbs of a and b (degree 1 each). */

@@ -233,12 +233,12 @@ static ts_status_t eval_node(pe_t *s, const double *c, size_t d, double ts, int 
         for (size_t i = 1; i <= d && st == TS_OK; i++) {
             if (c[i] == 0.0 && !(i == 1 && all_zero(c, 1, d)))
                 continue;
-            st = ts__ckks_mul_const_at(ev, s->B[i], c[i], ts * ql / s->B[i]->scale, tl + 1, t);
-            if (st == TS_OK) {
-                t->scale = ts * ql;
-                st = first ? ts_ckks_ciphertext_copy(out, t) : ts_ckks_add(ev, out, t, out);
-                first = false;
-            }
+            /* the first term into out, the others added in one fused pass each */
+            double cs = ts * ql / s->B[i]->scale;
+            st = first ? ts__ckks_mul_const_at(ev, s->B[i], c[i], cs, tl + 1, out)
+                       : ts__ckks_mul_const_add(ev, s->B[i], c[i], cs, out);
+            out->scale = ts * ql;
+            first = false;
         }
         if (st == TS_OK && c[0] != 0.0)
             st = ts_ckks_add_const(ev, out, c[0], out);

@@ -180,6 +180,8 @@ uint64_t ts_mod_inv(uint64_t a, uint64_t q);
  *   TS_VEC_ADD        o = a + b          TS_VEC_SUB  o = a - b
  *   TS_VEC_MUL        o = a b            TS_VEC_MUL_ADD  o = o + a b
  *   TS_VEC_MUL_SCALAR o = a s (s < q; b unused, may be NULL)
+ *   TS_VEC_MUL_SCALAR_ADD o = o + a s (s < q; b unused: one pass where a
+ *                     scalar product and an addition took two)
  */
 typedef enum {
     TS_VEC_ADD = 0,
@@ -187,6 +189,7 @@ typedef enum {
     TS_VEC_MUL = 2,
     TS_VEC_MUL_ADD = 3,
     TS_VEC_MUL_SCALAR = 4,
+    TS_VEC_MUL_SCALAR_ADD = 5,
 } ts_vec_op_t;
 
 void ts_vec_op(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b, uint64_t s,

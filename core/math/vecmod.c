@@ -37,6 +37,12 @@ static void vec_portable(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const u
             o[i] = ts_mod_mul_shoup(a[i], s, sp, q);
         break;
     }
+    case TS_VEC_MUL_SCALAR_ADD: {
+        const uint64_t sp = ts_shoup_precompute(s, q);
+        for (size_t i = 0; i < n; i++)
+            o[i] = ts_mod_add(o[i], ts_mod_mul_shoup(a[i], s, sp, q), q);
+        break;
+    }
     }
 }
 
@@ -72,11 +78,12 @@ void ts_vec_op(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b
 ts_status_t ts_vec_op_impl(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b,
                            uint64_t s, size_t n, const ts_modulus_t *m, ts_ntt_impl_t impl)
 {
-    if (!m || (n && (!o || !a)) || op < TS_VEC_ADD || op > TS_VEC_MUL_SCALAR)
+    const bool scalar = op == TS_VEC_MUL_SCALAR || op == TS_VEC_MUL_SCALAR_ADD;
+    if (!m || (n && (!o || !a)) || op < TS_VEC_ADD || op > TS_VEC_MUL_SCALAR_ADD)
         return TS_EINVAL;
-    if (n && op != TS_VEC_MUL_SCALAR && !b)
+    if (n && !scalar && !b)
         return TS_EINVAL;
-    if (op == TS_VEC_MUL_SCALAR && s >= m->q)
+    if (scalar && s >= m->q)
         return TS_EINVAL;
     bool vec;
     switch (impl) {

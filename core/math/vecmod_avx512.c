@@ -162,13 +162,18 @@ void ts__vec_avx512(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64
             ST(o + i, _mm512_mask_add_epi64(d, _mm512_cmplt_epu64_mask(x, y), d, q));
         }
         break;
-    case TS_VEC_MUL_SCALAR: {
+    case TS_VEC_MUL_SCALAR:
+    case TS_VEC_MUL_SCALAR_ADD: {
         const v8 w = SET1(s), wp = SET1(ts_shoup_precompute(s, qs));
+        const bool add = op == TS_VEC_MUL_SCALAR_ADD;
         for (size_t i = 0; i < n; i += 8) {
             v8 x = LD(a + i);
             v8 r =
                 _mm512_sub_epi64(_mm512_mullo_epi64(x, w), _mm512_mullo_epi64(mulhi64(x, wp), q));
-            ST(o + i, csub(r, q));
+            r = csub(r, q);
+            if (add)
+                r = csub(_mm512_add_epi64(r, LD(o + i)), q);
+            ST(o + i, r);
         }
         break;
     }

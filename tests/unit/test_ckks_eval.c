@@ -465,6 +465,18 @@ START_TEST(test_out_of_place_exact)
         assert_same_words(o, ref, "mul_lo (b higher)");
     }
     ts_ckks_ciphertext_free(bl);
+    /* mul_const_add: acc += c a on acc's (lower) limbs = the sum of the two products */
+    for (int lv = 0; lv <= f.top; lv += f.top > 2 ? f.top / 2 : 1) {
+        double cs = (double)ts_ckks_params_q(f.p, (size_t)lv);
+        ck_assert_ts_ok(ts__ckks_mul_const_at(f.ev, b, 0.625, cs, lv, o));
+        ck_assert_ts_ok(ts__ckks_mul_const_at(f.ev, a, -0.8125, cs, lv, ref));
+        ck_assert_ts_ok(ts_ckks_add(f.ev, ref, o, ref));
+        ck_assert_ts_ok(ts__ckks_mul_const_add(f.ev, a, -0.8125, cs, o));
+        assert_same_words(o, ref, "mul_const_add");
+    }
+    ck_assert_ts_ok(ts_ckks_drop_to_level(f.ev, a, 0, o));
+    ck_assert_ts_status(ts__ckks_mul_const_add(f.ev, o, 1.0, 2.0, hi), TS_ELEVEL); /* acc above a */
+    ck_assert_ts_status(ts__ckks_mul_const_add(f.ev, a, 1.0, 0.5, o), TS_ESCALE);
     ck_assert_ts_status(ts__ckks_mul_const_at(f.ev, a, 1.0, 0.0, f.top + 1, o), TS_ELEVEL);
     ck_assert_ts_status(ts__ckks_mul_const_at(f.ev, a, 1.0, 0.0, -1, o), TS_ELEVEL);
     /* rescale: degree 1 and degree 2 (an unrelinearized product) */

@@ -574,7 +574,7 @@ START_TEST(test_vec_ops)
             o0[i] = i == 5 ? q - 1 : rnd() % q;
         }
         const uint64_t s = rnd() % q;
-        for (int op = TS_VEC_ADD; op <= TS_VEC_MUL_SCALAR; op++) {
+        for (int op = TS_VEC_ADD; op <= TS_VEC_MUL_SCALAR_ADD; op++) {
             for (size_t i = 0; i < n; i++) {
                 switch (op) {
                 case TS_VEC_ADD:
@@ -588,6 +588,9 @@ START_TEST(test_vec_ops)
                     break;
                 case TS_VEC_MUL_ADD:
                     want[i] = ts_mod_add(o0[i], ts_mod_mul(a[i], b[i], &m), q);
+                    break;
+                case TS_VEC_MUL_SCALAR_ADD:
+                    want[i] = ts_mod_add(o0[i], ts_mod_mul(a[i], s, &m), q);
                     break;
                 default:
                     want[i] = ts_mod_mul(a[i], s, &m);
@@ -607,13 +610,16 @@ START_TEST(test_vec_ops)
                               bits[bi]);
             /* aliasing: o = a */
             memcpy(o2, a, sizeof o2);
-            if (op == TS_VEC_MUL_ADD)
+            if (op == TS_VEC_MUL_ADD || op == TS_VEC_MUL_SCALAR_ADD)
                 continue;
             ts_vec_op((ts_vec_op_t)op, o2, o2, b, s, n, &m);
             ck_assert_msg(!memcmp(o2, want, sizeof want), "auto op %d q %u bits", op, bits[bi]);
         }
         ck_assert_ts_status(
             ts_vec_op_impl(TS_VEC_MUL_SCALAR, o1, a, NULL, q, n, &m, TS_NTT_IMPL_AUTO), TS_EINVAL);
+        ck_assert_ts_status(
+            ts_vec_op_impl(TS_VEC_MUL_SCALAR_ADD, o1, a, NULL, q, n, &m, TS_NTT_IMPL_AUTO),
+            TS_EINVAL);
     }
 }
 END_TEST
