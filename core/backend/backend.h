@@ -197,6 +197,17 @@ struct ts_backend_i {
                                           uint32_t gap);
 
     /*
+     * --- optional (may be NULL): ntt_forward_sparse kept compact: a is a
+     * spread batch (each limb n / gap words, as keyswitch_inner_spread's
+     * digits) holding b_k at word k on entry (coefficient form, the sparse
+     * polynomial's nonzero coefficients in order) and, on exit, the one word
+     * per run of the NTT form (core/math ts_ntt_forward_compact): a plaintext
+     * of few slots made in 1 / gap of the memory and work.
+     */
+    ts_status_t (*ntt_forward_compact)(ts_backend_t *be, const ts_bk_ring_t *ring,
+                                       const ts_bk_batch_t *a, uint32_t gap);
+
+    /*
      * --- optional (may be NULL): out += a * s[l] in limb l (s as mul_scalar's):
      * mul_scalar into scratch and add, fused into one pass over out (the
      * leaves of a polynomial evaluation, sum c_i T_i). Callers fall back to
@@ -337,6 +348,11 @@ static inline ts_status_t ts_backend_mul_scalar(ts_backend_t *be, const ts_bk_ri
                                                 const uint64_t *s)
 {
     return TS__BK_CALL(be, mul_scalar, r, o, a, s);
+}
+static inline ts_status_t ts_backend_ntt_forward_compact(ts_backend_t *be, const ts_bk_ring_t *r,
+                                                         const ts_bk_batch_t *a, uint32_t gap)
+{
+    return TS__BK_CALL(be, ntt_forward_compact, r, a, gap);
 }
 static inline ts_status_t ts_backend_mul_scalar_add(ts_backend_t *be, const ts_bk_ring_t *r,
                                                     const ts_bk_batch_t *o, const ts_bk_batch_t *a,

@@ -489,6 +489,17 @@ ts_status_t ts_ckks_bsgs_new(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t
 ts_status_t ts_ckks_bsgs_mul_add(ts_ckks_bsgs_t *h, size_t b, ts_ckks_encoder_t *enc,
                                  const double complex *values, const double *reals, size_t count,
                                  double scale);
+/*
+ * mul_add for the consecutive baby steps b0 .. b0 + count - 1 (count <= 64) at
+ * once, with real diagonals (reals: count rows of `slots` values, slots = x's
+ * slot count): the same sum, in one pass over the baby rotations. At sparse
+ * slots on a host-memory backend with the spread ops each diagonal is encoded
+ * in 1 / gap of the words (ts__ckks_encode_qp_compact) and the inner product
+ * takes them spread; otherwise mul_add runs per diagonal.
+ */
+ts_status_t ts_ckks_bsgs_mul_add_run(ts_ckks_bsgs_t *h, size_t b0, size_t count,
+                                     ts_ckks_encoder_t *enc, const double *reals, size_t slots,
+                                     double scale);
 ts_status_t ts_ckks_bsgs_giant(ts_ckks_bsgs_t *h, int64_t step);
 ts_status_t ts_ckks_bsgs_finish(ts_ckks_bsgs_t *h, ts_ckks_ciphertext_t *out);
 void ts_ckks_bsgs_free(ts_ckks_bsgs_t *h); /* accepts NULL */

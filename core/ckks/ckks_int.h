@@ -215,6 +215,16 @@ ts_status_t ts__ckks_moddown(ts_ckks_evaluator_t *ev, const ts_poly_t *v0, const
  * limbs 0..level AND the P limbs (out reshaped to (level + 1, np), NTT form;
  * capacity level + 1 + np): the plaintexts of double-hoisted products.
  */
+/*
+ * The same real-slot encoding over Q_level * P in the compact (spread) form:
+ * dst gets level + 1 + np limbs of 2 slots words, word k of a limb standing
+ * for the run of N / (2 slots) equal words k gap .. of the full NTT form (the
+ * storage ts__ckks_bsgs_dot takes with that gap). Sparse slots only
+ * (slots < N / 2); TS_ENOTSUP when the backend lacks ntt_forward_compact or a
+ * coefficient is not below 2^62 (the caller then encodes the full form).
+ */
+ts_status_t ts__ckks_encode_qp_compact(ts_ckks_encoder_t *e, const double *reals, size_t count,
+                                       size_t slots, int level, double scale, uint64_t *dst);
 ts_status_t ts__ckks_encode_qp(ts_ckks_encoder_t *e, const double complex *values,
                                const double *reals, size_t count, size_t slots, int level,
                                double scale, ts_poly_t *out);

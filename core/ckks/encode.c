@@ -17,16 +17,25 @@ static bool pow2(size_t x)
     return x && !(x & (x - 1));
 }
 
+/* How encode_limbs lays out a sparse encoding's coefficients. */
+enum {
+    LAYOUT_FULL,    /* every coefficient of every limb */
+    LAYOUT_GRID,    /* only the coefficients k gap (for ts_poly_ntt_sparse, which reads no other) */
+    LAYOUT_COMPACT, /* coefficient k gap at word k: limbs of 2 slots words (for
+                     * ntt_forward_compact); TS_ENOTSUP unless every coefficient
+                     * is below 2^62 (the callers fall back to the grid) */
+};
+
 /* The encoding with an optional small error err[0..N) added to every
  * coefficient (the fused encode+encrypt): the residues of m + e, the same
- * words as adding e mod q_l to the residues of m. grid_only (err NULL): write
- * only the coefficients k * gap, leave the others as they are (for
- * ts_poly_ntt_sparse, which does not read them). */
+ * words as adding e mod q_l to the residues of m. layout (GRID and COMPACT
+ * with err NULL): see above. */
 static ts_status_t encode_limbs(const ts_ckks_params_t *p, const double complex *vals,
                                 const double *reals, size_t count, size_t slots, double scale,
                                 int level, uint32_t np, uint64_t *limbs, size_t limb_stride,
-                                double complex *scratch, const int64_t *err, bool grid_only)
+                                double complex *scratch, const int64_t *err, int layout)
 {
+    const bool grid_only = layout != LAYOUT_FULL;
     /* the moduli of limbs 0..nl-1: q_0..q_level, then np P primes */
     const int nl = level + 1 + (int)np;
     const ts_modulus_t *mods[TS_CKKS_MAX_Q + TS_CKKS_MAX_P];
@@ -77,11 +86,13 @@ static ts_status_t encode_limbs(const ts_ckks_params_t *p, const double complex 
         for (int l = 0; l < nl; l++) {
             uint64_t *d = limbs + (size_t)l * limb_stride;
             ts_vec_from_i64(d, c, m, mods[l]);
-            for (size_t k = m; k-- > 1;)
+            for (size_t k = m; layout == LAYOUT_GRID && k-- > 1;)
                 d[k * gap] = d[k];
         }
         return TS_OK;
     }
+    if (layout == LAYOUT_COMPACT)
+        return gap != 1 ? TS_ENOTSUP : TS_EINVAL;
     if (small) {
         /* every coefficient (plus its error, |e| < 2^62) fits in an int64:
          * stage them in the last limb, then one vector reduction per prime
@@ -140,7 +151,7 @@ ts_status_t ts__ckks_encode_limbs(const ts_ckks_params_t *p, const double comple
                                   double complex *scratch)
 {
     return encode_limbs(p, vals, reals, count, slots, scale, level, 0, limbs, limb_stride, scratch,
-                        NULL, false);
+                        NULL, LAYOUT_FULL);
 }
 
 /* The centered value of coefficient j over Q_l divided by scale. */
@@ -266,7 +277,8 @@ static ts_status_t encode_ntt(ts_ckks_encoder_t *e, const double complex *cv, co
     if (st != TS_OK)
         return st;
     uint64_t *dst = be->host_memory ? out->data : e->host;
-    st = encode_limbs(p, cv, rv, count, slots, scale, level, np, dst, p->n, e->vals, NULL, sparse);
+    st = encode_limbs(p, cv, rv, count, slots, scale, level, np, dst, p->n, e->vals, NULL,
+                      sparse ? LAYOUT_GRID : LAYOUT_FULL);
     if (st == TS_OK && !be->host_memory)
         st = ts_poly_upload(out, e->host);
     if (st == TS_OK)
@@ -368,10 +380,38 @@ ts_status_t ts__ckks_encode_coeff(ts_ckks_encoder_t *e, const double complex *cv
         return st;
     ts_backend_t *be = ts_ring_backend(p->ring);
     uint64_t *dst = be->host_memory ? out->data : e->host;
-    st = encode_limbs(p, cv, rv, count, slots, scale, level, 0, dst, p->n, e->vals, err, false);
+    st = encode_limbs(p, cv, rv, count, slots, scale, level, 0, dst, p->n, e->vals, err,
+                      LAYOUT_FULL);
     if (st == TS_OK && !be->host_memory)
         st = ts_poly_upload(out, e->host);
     return st;
+}
+
+ts_status_t ts__ckks_encode_qp_compact(ts_ckks_encoder_t *e, const double *reals, size_t count,
+                                       size_t slots, int level, double scale, uint64_t *dst)
+{
+    if (!e || !dst || (!reals && count))
+        return TS_EINVAL;
+    const ts_ckks_params_t *p = e->params;
+    ts_backend_t *be = ts_ring_backend(p->ring);
+    if (level < 0 || (size_t)level >= p->nq)
+        return TS_ELEVEL;
+    if (!pow2(slots) || slots >= p->n / 2)
+        return TS_EINVAL;
+    if (!be->host_memory || !be->iface->ntt_forward_compact)
+        return TS_ENOTSUP;
+    const uint32_t nl = (uint32_t)level + 1 + (uint32_t)p->np, m = (uint32_t)(2 * slots);
+    ts_status_t st = encode_limbs(p, NULL, reals, count, slots, scale, level, (uint32_t)p->np, dst,
+                                  m, e->vals, NULL, LAYOUT_COMPACT);
+    if (st != TS_OK)
+        return st;
+    ts_bk_batch_t b = {.data = dst,
+                       .npolys = 1,
+                       .nlimbs = nl,
+                       .poly_stride = (size_t)nl * m,
+                       .mod_idx =
+                           ts_ring_limb_index(p->ring, (uint32_t)level + 1, (uint32_t)p->np)};
+    return ts_backend_ntt_forward_compact(be, ts_ring_bk(p->ring), &b, (uint32_t)(p->n / m));
 }
 
 ts_status_t ts__ckks_encode_qp(ts_ckks_encoder_t *e, const double complex *values,

@@ -314,6 +314,7 @@ struct ts_ckks_bsgs {
     uint64_t *rbuf;        /* 2 nb polynomials: (c0 part, c1 part) of each baby rotation */
     uint64_t *tbuf, *abuf; /* 2 polynomials each: the inner sum, the sum */
     ts_poly_t *w[2], *pt;  /* scratch: a giant rotation's switch, an encoded diagonal */
+    uint64_t *cbuf;        /* compact diagonals of a mul_add_run (nb of them), or NULL */
     uint32_t *limb;        /* identity limb map, nq + np */
     bool have_t, have_acc;
 };
@@ -326,6 +327,7 @@ void ts_ckks_bsgs_free(ts_ckks_bsgs_t *h)
     ts_backend_buf_free(be, h->rbuf);
     ts_backend_buf_free(be, h->tbuf);
     ts_backend_buf_free(be, h->abuf);
+    ts_backend_buf_free(be, h->cbuf);
     ts_poly_free(h->w[0]);
     ts_poly_free(h->w[1]);
     ts_poly_free(h->pt);
@@ -488,6 +490,39 @@ ts_status_t ts_ckks_bsgs_mul_add(ts_ckks_bsgs_t *h, size_t b, ts_ckks_encoder_t 
         st = ts__ckks_encode_qp(enc, values, reals, count, slots, h->level, scale, h->pt);
     if (st == TS_OK)
         st = ts__ckks_bsgs_mul_add_poly(h, b, h->pt, scale);
+    return st;
+}
+
+ts_status_t ts_ckks_bsgs_mul_add_run(ts_ckks_bsgs_t *h, size_t b0, size_t count,
+                                     ts_ckks_encoder_t *enc, const double *reals, size_t slots,
+                                     double scale)
+{
+    if (!h || !enc || !reals || !count || count > 64 || b0 + count > h->nb ||
+        slots != (size_t)1 << h->log_slots)
+        return TS_EINVAL;
+    ts_ckks_params_t *p = ts__ckks_encoder_params(enc);
+    if (!ts_ckks_params_equal(p, h->ev->params))
+        return TS_EMISMATCH;
+    ts_backend_t *be = h->ev->be;
+    ts_status_t st = TS_ENOTSUP;
+    if (slots < p->n / 2 && be->host_memory && be->iface->keyswitch_inner_spread &&
+        be->iface->ntt_forward_compact) {
+        const size_t per = (size_t)(h->nq + h->np) * 2 * slots;
+        st = h->cbuf ? TS_OK
+                     : ts_backend_alloc(be, h->nb * per * sizeof(uint64_t), (void **)&h->cbuf);
+        for (size_t k = 0; k < count && st == TS_OK; k++)
+            st = ts__ckks_encode_qp_compact(enc, reals + k * slots, slots, slots, h->level, scale,
+                                            h->cbuf + k * per);
+        if (st == TS_OK)
+            return ts__ckks_bsgs_dot(h, b0, count, h->cbuf, (uint32_t)(p->n / (2 * slots)), scale);
+        if (st != TS_ENOTSUP)
+            return st;
+    }
+    /* the full form, one diagonal at a time (a backend without the spread
+     * ops, full slots, or a coefficient beyond 2^62) */
+    st = TS_OK;
+    for (size_t k = 0; k < count && st == TS_OK; k++)
+        st = ts_ckks_bsgs_mul_add(h, b0 + k, enc, NULL, reals + k * slots, slots, scale);
     return st;
 }
 

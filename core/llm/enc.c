@@ -1739,7 +1739,9 @@ static void rope_row_coeffs(const ts_llm_enc_t *e, int pos, int rows, double *cr
  * out = W diag(gain) x + b, W rows x cols row-major (float), x periodic with
  * period pin >= cols, out periodic with period pout >= rows. gain (a folded norm
  * gain, cols) and b (rows) may be NULL. Periodic diagonals with BSGS; the
- * diagonals are encoded on the fly at x's level (scale q_level: exact), the
+ * diagonals are encoded on the fly at x's level (scale q_level: exact), those
+ * of one giant step together (ts_ckks_bsgs_mul_add_run: at sparse slots in
+ * their compact form, one pass over the baby rotations per giant step), the
  * bias is added as a plaintext after the rescale. A wide matrix (pout < pin:
  * the one-hot embedding, w2) takes pout diagonals of period pin and sums
  * the pin / pout blocks by rotations after the rescale (the hybrid diagonal
@@ -1770,8 +1772,13 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
     ts_ckks_bsgs_t *own = NULL, *h = shared ? *shared : NULL;
     ct_t *tot = NULL;
     int64_t steps[ENC_MAX_N1];
-    ts_status_t st;
+    bool nzb[ENC_MAX_N1];
+    /* the n1 diagonals of one giant step, one row of `slots` values each */
+    double *dg = ts_malloc((size_t)n1 * (size_t)slots * sizeof(double));
+    ts_status_t st = dg ? TS_OK : TS_ENOMEM;
     int prev_stage = stage_to(s, TS_LLM_STAGE_MATVEC);
+    if (st != TS_OK)
+        goto done;
     TRY(need(s, x, 1));
     int lv = ts_ckks_ciphertext_level(x);
     double sc = (double)ts_ckks_params_q(e->params, (size_t)lv);
@@ -1790,6 +1797,7 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
         bool have_acc = false;
         for (int b = 0; b < n1; b++) {
             int r = g * n1 + b;
+            double *drow = dg + (size_t)b * (size_t)slots;
             bool nz = false;
             for (int j = 0; j < slots; j++) {
                 /* u[j] = d_r[(j - g n1) mod slots] */
@@ -1808,13 +1816,24 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
                     v *= fold->scale;
                 if (fold && fold->first_block && jj >= pout)
                     v = 0.0; /* the output's first block only */
-                s->buf[j] = v;
+                drow[j] = v;
                 nz |= v != 0.0;
             }
-            if (!nz)
+            nzb[b] = nz;
+        }
+        /* each run of nonzero diagonals in one call */
+        for (int b0 = 0; b0 < n1;) {
+            if (!nzb[b0]) {
+                b0++;
                 continue;
-            TRY(ts_ckks_bsgs_mul_add(h, (size_t)b, s->ecd, NULL, s->buf, (size_t)slots, sc));
+            }
+            int b1 = b0;
+            while (b1 < n1 && nzb[b1])
+                b1++;
+            TRY(ts_ckks_bsgs_mul_add_run(h, (size_t)b0, (size_t)(b1 - b0), s->ecd,
+                                         dg + (size_t)b0 * (size_t)slots, (size_t)slots, sc));
             have_acc = true;
+            b0 = b1;
         }
         if (!have_acc)
             continue;
@@ -1840,6 +1859,7 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
 done:
     stage_to(s, prev_stage);
     ts_free(cr);
+    ts_free(dg);
     ts_ckks_bsgs_free(own);
     ts_ckks_ciphertext_free(tot);
     return st;

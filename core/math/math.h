@@ -314,6 +314,15 @@ ts_status_t ts_ntt_inverse_impl(const ts_ntt_table_t *t, uint64_t *a, ts_ntt_imp
  */
 ts_status_t ts_ntt_forward_sparse(const ts_ntt_table_t *t, uint32_t gap, uint64_t *a,
                                   ts_ntt_impl_t impl);
+/*
+ * The same transform kept compact: on entry a[k] = b_k (in [0, 4q)) for
+ * k < M = N / gap; on exit a[h] = NTT_M(b)[h], the word ts_ntt_forward_sparse
+ * repeats over words h gap .. h gap + gap - 1 (one word per run: the spread
+ * storage of core/ckks linear transforms and keyswitch_inner_spread). M words
+ * read and written. gap = 1 is ts_ntt_forward_impl; TS_EINVAL for a bad gap.
+ */
+ts_status_t ts_ntt_forward_compact(const ts_ntt_table_t *t, uint32_t gap, uint64_t *a,
+                                   ts_ntt_impl_t impl);
 
 /* ts_vec_op with a forced implementation (tests): TS_NTT_IMPL_PORTABLE,
  * TS_NTT_IMPL_AVX512 (TS_ENOTSUP when absent; a tail below 8 words runs the

@@ -287,8 +287,9 @@ ts_status_t ts_ntt_inverse_impl(const ts_ntt_table_t *t, uint64_t *a, ts_ntt_imp
     return TS_EINVAL;
 }
 
-ts_status_t ts_ntt_forward_sparse(const ts_ntt_table_t *t, uint32_t gap, uint64_t *a,
-                                  ts_ntt_impl_t impl)
+/* The checks of the sparse transforms (gap, impl). */
+static ts_status_t sparse_args(const ts_ntt_table_t *t, uint32_t gap, const uint64_t *a,
+                               ts_ntt_impl_t impl)
 {
     if (!t || !a || !gap || (gap & (gap - 1)) || gap > t->n / 2)
         return TS_EINVAL;
@@ -298,6 +299,36 @@ ts_status_t ts_ntt_forward_sparse(const ts_ntt_table_t *t, uint32_t gap, uint64_
     if ((impl == TS_NTT_IMPL_AVX2 && !ts_cpu_has_avx2()) ||
         (impl == TS_NTT_IMPL_AVX512 && !ts_cpu_has_avx512()))
         return TS_ENOTSUP;
+    return TS_OK;
+}
+
+/* The M-point transform of a[0..M), M = N / gap: a view of t with the first M twiddles. */
+static ts_status_t forward_head(const ts_ntt_table_t *t, uint32_t gap, uint64_t *a,
+                                ts_ntt_impl_t impl)
+{
+    ts_ntt_table_t sub = *t;
+    sub.n = t->n / gap;
+    sub.logn = 0;
+    while ((1u << sub.logn) < sub.n)
+        sub.logn++;
+    return ts_ntt_forward_impl(&sub, a, impl);
+}
+
+ts_status_t ts_ntt_forward_compact(const ts_ntt_table_t *t, uint32_t gap, uint64_t *a,
+                                   ts_ntt_impl_t impl)
+{
+    ts_status_t st = sparse_args(t, gap, a, impl);
+    if (st != TS_OK)
+        return st;
+    return gap == 1 ? ts_ntt_forward_impl(t, a, impl) : forward_head(t, gap, a, impl);
+}
+
+ts_status_t ts_ntt_forward_sparse(const ts_ntt_table_t *t, uint32_t gap, uint64_t *a,
+                                  ts_ntt_impl_t impl)
+{
+    ts_status_t st = sparse_args(t, gap, a, impl);
+    if (st != TS_OK)
+        return st;
     if (gap == 1)
         return ts_ntt_forward_impl(t, a, impl);
     const uint32_t m = t->n / gap;
@@ -305,13 +336,7 @@ ts_status_t ts_ntt_forward_sparse(const ts_ntt_table_t *t, uint32_t gap, uint64_
      * destination written before it) */
     for (uint32_t k = 1; k < m; k++)
         a[k] = a[(size_t)k * gap];
-    /* the M-point transform: a view of t with the first M twiddles */
-    ts_ntt_table_t sub = *t;
-    sub.n = m;
-    sub.logn = 0;
-    while ((1u << sub.logn) < m)
-        sub.logn++;
-    ts_status_t st = ts_ntt_forward_impl(&sub, a, impl);
+    st = forward_head(t, gap, a, impl);
     if (st != TS_OK) /* not reached: impl was checked above */
         return st;
     /* spread, top down: block h (words h gap .. h gap + gap - 1) only covers

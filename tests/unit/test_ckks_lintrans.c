@@ -314,9 +314,11 @@ START_TEST(test_bsgs_on_the_fly)
     fill(x, n, 41);
     for (size_t i = 0; i < 2 * n * n; i++)
         m[i] = creal(x[i % n]) * 0.2 + 0.01 * (double)((i * 37) % 17) - 0.08;
-    ts_ckks_ciphertext_t *a = enc_vec(&f, x, n, lv), *o = NULL, *r = NULL;
+    ts_ckks_ciphertext_t *a = enc_vec(&f, x, n, lv), *o = NULL, *r = NULL, *o2 = NULL;
     ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, lv, &o));
     ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, lv, &r));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, lv, &o2));
+    double *dd = ts_malloc(sizeof(double) * n1 * n);
     const int64_t baby[] = {0, 1, 2, 3};
     ts_ckks_bsgs_t *h = NULL;
     for (int pass = 0; pass < 2; pass++) {
@@ -347,6 +349,24 @@ START_TEST(test_bsgs_on_the_fly)
         ck_assert_ts_ok(ts_ckks_lintrans_apply(f.ev, lt, a, r));
         ck_assert_msg(same_poly(o->c[0], r->c[0]) && same_poly(o->c[1], r->c[1]),
                       "pass %d: the on-the-fly sum differs from the transform", pass);
+        /* the same sum by runs of baby steps (compact diagonals at these 32
+         * sparse slots): the whole giant step at once, or split 1 + 3 */
+        for (size_t g = n; g >= n1;) {
+            g -= n1; /* n - n1 down to 0: step 0 last, pending for finish() */
+            for (size_t b = 0; b < n1; b++)
+                shifted_diag(mm, n, g + b, g, dd + b * n);
+            if ((g / n1) % 2 == 0) {
+                ck_assert_ts_ok(ts_ckks_bsgs_mul_add_run(h, 0, n1, f.enc, dd, n, scale));
+            } else {
+                ck_assert_ts_ok(ts_ckks_bsgs_mul_add_run(h, 0, 1, f.enc, dd, n, scale));
+                ck_assert_ts_ok(ts_ckks_bsgs_mul_add_run(h, 1, n1 - 1, f.enc, dd + n, n, scale));
+            }
+            if (g)
+                ck_assert_ts_ok(ts_ckks_bsgs_giant(h, (int64_t)g));
+        }
+        ck_assert_ts_ok(ts_ckks_bsgs_finish(h, o2));
+        ck_assert_msg(same_poly(o2->c[0], r->c[0]) && same_poly(o2->c[1], r->c[1]),
+                      "pass %d: the sum by runs differs from the transform", pass);
         ck_assert(o->scale == r->scale);
         for (size_t i = 0; i < n; i++) {
             w[i] = 0;
@@ -364,6 +384,11 @@ START_TEST(test_bsgs_on_the_fly)
     ck_assert_ts_ok(ts_ckks_bsgs_finish(h, o));
     ck_assert_ts_status(ts_ckks_bsgs_finish(h, o), TS_EINVAL);
     ck_assert_ts_status(ts_ckks_bsgs_mul_add(h, 4, f.enc, NULL, d, n, scale), TS_EINVAL);
+    ck_assert_ts_status(ts_ckks_bsgs_mul_add_run(h, 0, 0, f.enc, dd, n, scale), TS_EINVAL);
+    ck_assert_ts_status(ts_ckks_bsgs_mul_add_run(h, 2, 3, f.enc, dd, n, scale), TS_EINVAL);
+    ck_assert_ts_status(ts_ckks_bsgs_mul_add_run(h, 0, 1, f.enc, dd, n / 2, scale), TS_EINVAL);
+    ts_free(dd);
+    ts_ckks_ciphertext_free(o2);
     ts_ckks_bsgs_free(h);
     ts_ckks_ciphertext_free(a);
     ts_ckks_ciphertext_free(o);

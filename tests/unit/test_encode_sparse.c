@@ -36,8 +36,10 @@ static void check_math(uint32_t logn, uint32_t bits)
     ts_ntt_table_t *t = NULL;
     ck_assert_ts_ok(ts_ntt_table_new(n, q, &t));
     uint64_t *ref = ts_malloc(n * sizeof(uint64_t)), *a = ts_malloc(n * sizeof(uint64_t));
+    uint64_t *c = ts_malloc(n * sizeof(uint64_t));
     ck_assert_ptr_nonnull(ref);
     ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(c);
     uint64_t x = 0x243f6a8885a308d3ULL ^ ((uint64_t)logn << 8) ^ bits;
     for (uint32_t gap = 1; gap <= n / 2; gap <<= 1) {
         for (int impl = TS_NTT_IMPL_AUTO; impl <= TS_NTT_IMPL_AVX512; impl++) {
@@ -50,13 +52,19 @@ static void check_math(uint32_t logn, uint32_t bits)
                 uint64_t v = xorshift(&x) % (4 * q);
                 a[i] = gap > 1 && i % gap ? xorshift(&x) : v;
                 if (i % gap == 0)
-                    ref[i] = v;
+                    ref[i] = c[i / gap] = v;
             }
             ts_ntt_forward(t, ref);
             ck_assert_ts_ok(ts_ntt_forward_sparse(t, gap, a, (ts_ntt_impl_t)impl));
             ck_assert_msg(memcmp(a, ref, n * sizeof(uint64_t)) == 0,
                           "N = 2^%u, %u-bit q, gap %u, impl %d: not the full NTT", logn, bits, gap,
                           impl);
+            /* compact: the first word of each run, from the coefficients in order */
+            ck_assert_ts_ok(ts_ntt_forward_compact(t, gap, c, (ts_ntt_impl_t)impl));
+            for (uint32_t h = 0; h < n / gap; h++)
+                ck_assert_msg(c[h] == ref[(size_t)h * gap],
+                              "N = 2^%u, %u-bit q, gap %u, impl %d: compact word %u", logn, bits,
+                              gap, impl, h);
         }
     }
     ck_assert_ts_status(ts_ntt_forward_sparse(t, 0, a, TS_NTT_IMPL_AUTO), TS_EINVAL);
@@ -64,6 +72,9 @@ static void check_math(uint32_t logn, uint32_t bits)
     ck_assert_ts_status(ts_ntt_forward_sparse(t, n, a, TS_NTT_IMPL_AUTO), TS_EINVAL);
     ck_assert_ts_status(ts_ntt_forward_sparse(t, 2, a, (ts_ntt_impl_t)9), TS_EINVAL);
     ck_assert_ts_status(ts_ntt_forward_sparse(NULL, 2, a, TS_NTT_IMPL_AUTO), TS_EINVAL);
+    ck_assert_ts_status(ts_ntt_forward_compact(t, 3, c, TS_NTT_IMPL_AUTO), TS_EINVAL);
+    ck_assert_ts_status(ts_ntt_forward_compact(t, n, c, TS_NTT_IMPL_AUTO), TS_EINVAL);
+    ts_free(c);
     ts_free(a);
     ts_free(ref);
     ts_ntt_table_free(t);
