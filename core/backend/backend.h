@@ -216,6 +216,12 @@ struct ts_backend_i {
     ts_status_t (*mul_scalar_add)(ts_backend_t *be, const ts_bk_ring_t *ring,
                                   const ts_bk_batch_t *out, const ts_bk_batch_t *a,
                                   const uint64_t *s);
+    /* --- optional (may be NULL): out = (a - b) * s[l] in limb l, one pass
+     * (rescaling's and ModDown's last step; callers fall back to sub and
+     * mul_scalar) */
+    ts_status_t (*sub_mul_scalar)(ts_backend_t *be, const ts_bk_ring_t *ring,
+                                  const ts_bk_batch_t *out, const ts_bk_batch_t *a,
+                                  const ts_bk_batch_t *b, const uint64_t *s);
 
     /* --- optional (may be NULL): TFHE external products, filled in later */
     ts_status_t (*external_product)(ts_backend_t *be, const ts_bk_ring_t *ring,
@@ -353,6 +359,16 @@ static inline ts_status_t ts_backend_ntt_forward_compact(ts_backend_t *be, const
                                                          const ts_bk_batch_t *a, uint32_t gap)
 {
     return TS__BK_CALL(be, ntt_forward_compact, r, a, gap);
+}
+/* out = (a - b) * s, fused where the backend has it, else sub then mul_scalar. */
+static inline ts_status_t ts_backend_sub_mul_scalar(ts_backend_t *be, const ts_bk_ring_t *r,
+                                                    const ts_bk_batch_t *o, const ts_bk_batch_t *a,
+                                                    const ts_bk_batch_t *b, const uint64_t *s)
+{
+    if (be->iface->sub_mul_scalar)
+        return be->iface->sub_mul_scalar(be, r, o, a, b, s);
+    ts_status_t st = be->iface->sub(be, r, o, a, b);
+    return st == TS_OK ? be->iface->mul_scalar(be, r, o, o, s) : st;
 }
 static inline ts_status_t ts_backend_mul_scalar_add(ts_backend_t *be, const ts_bk_ring_t *r,
                                                     const ts_bk_batch_t *o, const ts_bk_batch_t *a,

@@ -256,6 +256,7 @@ enum {
     OP_MUL_SHOUP,
     OP_MUL_SCALAR,
     OP_MUL_SCALAR_ADD,
+    OP_SUB_MUL_SCALAR,
     OP_ADD_SCALAR,
     OP_AUTO_NTT,
     OP_AUTO_COEFF,
@@ -312,6 +313,9 @@ static void limb_task(void *vj, size_t t)
         break;
     case OP_MUL_SCALAR_ADD:
         ts_vec_op(TS_VEC_MUL_SCALAR_ADD, o, a, NULL, j->s[l], n, m);
+        break;
+    case OP_SUB_MUL_SCALAR:
+        ts_vec_op(TS_VEC_SUB_MUL_SCALAR, o, a, b, j->s[l], n, m);
         break;
     case OP_ADD_SCALAR: {
         const uint64_t s = j->s[l];
@@ -415,32 +419,39 @@ static ts_status_t cpu_mul_shoup(ts_backend_t *be, const ts_bk_ring_t *r, const 
 {
     return w && wp && o ? run_limbs(be, r, OP_MUL_SHOUP, o, a, w, wp, NULL, 0) : TS_EINVAL;
 }
-/* The element-wise ops with one reduced scalar per limb. */
+/* The element-wise ops with one reduced scalar per limb (b: a second operand or NULL). */
 static ts_status_t run_scalar(ts_backend_t *be, const ts_bk_ring_t *r, int op,
-                              const ts_bk_batch_t *o, const ts_bk_batch_t *a, const uint64_t *s)
+                              const ts_bk_batch_t *o, const ts_bk_batch_t *a,
+                              const ts_bk_batch_t *b, const uint64_t *s)
 {
     if (!s || !o || !a)
         return TS_EINVAL;
     for (uint32_t l = 0; r && l < a->nlimbs && a->mod_idx; l++)
         if (a->mod_idx[l] >= r->count || s[l] >= r->mods[a->mod_idx[l]].q)
             return TS_EINVAL;
-    return run_limbs(be, r, op, o, a, NULL, NULL, s, 0);
+    return run_limbs(be, r, op, o, a, b, NULL, s, 0);
 }
 static ts_status_t cpu_mul_scalar(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
                                   const ts_bk_batch_t *a, const uint64_t *s)
 {
-    return run_scalar(be, r, OP_MUL_SCALAR, o, a, s);
+    return run_scalar(be, r, OP_MUL_SCALAR, o, a, NULL, s);
 }
 static ts_status_t cpu_mul_scalar_add(ts_backend_t *be, const ts_bk_ring_t *r,
                                       const ts_bk_batch_t *o, const ts_bk_batch_t *a,
                                       const uint64_t *s)
 {
-    return run_scalar(be, r, OP_MUL_SCALAR_ADD, o, a, s);
+    return run_scalar(be, r, OP_MUL_SCALAR_ADD, o, a, NULL, s);
+}
+static ts_status_t cpu_sub_mul_scalar(ts_backend_t *be, const ts_bk_ring_t *r,
+                                      const ts_bk_batch_t *o, const ts_bk_batch_t *a,
+                                      const ts_bk_batch_t *b, const uint64_t *s)
+{
+    return b ? run_scalar(be, r, OP_SUB_MUL_SCALAR, o, a, b, s) : TS_EINVAL;
 }
 static ts_status_t cpu_add_scalar(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
                                   const ts_bk_batch_t *a, const uint64_t *s)
 {
-    return run_scalar(be, r, OP_ADD_SCALAR, o, a, s);
+    return run_scalar(be, r, OP_ADD_SCALAR, o, a, NULL, s);
 }
 /* The words from x's first to past its last, limbs of `words` words. */
 static size_t batch_extent(const ts_bk_batch_t *x, size_t words)
@@ -741,6 +752,7 @@ static const struct ts_backend_i cpu_iface = {
     .mul_scalar = cpu_mul_scalar,
     .add_scalar = cpu_add_scalar,
     .mul_scalar_add = cpu_mul_scalar_add,
+    .sub_mul_scalar = cpu_sub_mul_scalar,
     .automorphism_ntt = cpu_auto_ntt,
     .automorphism_coeff = cpu_auto_coeff,
     .basis_extend = cpu_basis_extend,

@@ -95,8 +95,11 @@ static ts_status_t check_out(const ts_ckks_evaluator_t *ev, const ts_ckks_cipher
     return ts_ckks_params_equal(ev->params, out->params) ? TS_OK : TS_EMISMATCH;
 }
 
-static ts_status_t check_pair(const ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
-                              const ts_ckks_ciphertext_t *b, ts_ckks_ciphertext_t *out)
+/* Two operands and an output of ev's parameters with one slot count; with
+ * same_level also at one level. */
+static ts_status_t check_operands(const ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                                  const ts_ckks_ciphertext_t *b, ts_ckks_ciphertext_t *out,
+                                  bool same_level)
 {
     ts_status_t st = ts__ckks_check_ct(ev, a);
     if (st == TS_OK)
@@ -107,9 +110,15 @@ static ts_status_t check_pair(const ts_ckks_evaluator_t *ev, const ts_ckks_ciphe
         return st;
     if (a->log_slots != b->log_slots)
         return TS_EMISMATCH;
-    if (ts__ckks_level(a->c[0]) != ts__ckks_level(b->c[0]))
+    if (same_level && ts__ckks_level(a->c[0]) != ts__ckks_level(b->c[0]))
         return TS_ELEVEL;
     return TS_OK;
+}
+
+static ts_status_t check_pair(const ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
+                              const ts_ckks_ciphertext_t *b, ts_ckks_ciphertext_t *out)
+{
+    return check_operands(ev, a, b, out, true);
 }
 
 static ts_status_t check_plain(const ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
@@ -511,15 +520,9 @@ ts_status_t ts__ckks_mul_lo(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t 
 {
     if (!ev || !a || !b)
         return TS_EINVAL;
-    ts_status_t st = ts__ckks_check_ct(ev, a);
-    if (st == TS_OK)
-        st = ts__ckks_check_ct(ev, b);
-    if (st == TS_OK)
-        st = check_out(ev, out);
+    ts_status_t st = check_operands(ev, a, b, out, false);
     if (st != TS_OK)
         return st;
-    if (a->log_slots != b->log_slots)
-        return TS_EMISMATCH;
     if (a->degree != 1 || b->degree != 1)
         return TS_EINVAL;
     uint32_t na = a->c[0]->nq, nb = b->c[0]->nq;
@@ -601,9 +604,8 @@ static ts_status_t rescale_poly(ts_ckks_evaluator_t *ev, const ts_poly_t *src, t
         return st;
     ts_bk_batch_t low_in = ts__ckks_view(ev, src, 0, l);
     ts_bk_batch_t low = ts__ckks_view(ev, dst, 0, l);
-    st = ts_backend_sub(ev->be, ev->bk, &low, &low_in, &ext);
-    if (st == TS_OK)
-        st = ts_backend_mul_scalar(ev->be, ev->bk, &low, &low, p->rescale_qinv + (size_t)l * p->nq);
+    st = ts_backend_sub_mul_scalar(ev->be, ev->bk, &low, &low_in, &ext,
+                                   p->rescale_qinv + (size_t)l * p->nq);
     if (st == TS_OK && dst == src)
         st = ts_poly_drop_limbs(dst, l);
     return st;

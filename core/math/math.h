@@ -182,6 +182,8 @@ uint64_t ts_mod_inv(uint64_t a, uint64_t q);
  *   TS_VEC_MUL_SCALAR o = a s (s < q; b unused, may be NULL)
  *   TS_VEC_MUL_SCALAR_ADD o = o + a s (s < q; b unused: one pass where a
  *                     scalar product and an addition took two)
+ *   TS_VEC_SUB_MUL_SCALAR o = (a - b) s (s < q: rescaling's and ModDown's
+ *                     (x - lift) / q in one pass)
  */
 typedef enum {
     TS_VEC_ADD = 0,
@@ -190,6 +192,7 @@ typedef enum {
     TS_VEC_MUL_ADD = 3,
     TS_VEC_MUL_SCALAR = 4,
     TS_VEC_MUL_SCALAR_ADD = 5,
+    TS_VEC_SUB_MUL_SCALAR = 6,
 } ts_vec_op_t;
 
 void ts_vec_op(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b, uint64_t s,

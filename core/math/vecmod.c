@@ -43,6 +43,12 @@ static void vec_portable(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const u
             o[i] = ts_mod_add(o[i], ts_mod_mul_shoup(a[i], s, sp, q), q);
         break;
     }
+    case TS_VEC_SUB_MUL_SCALAR: {
+        const uint64_t sp = ts_shoup_precompute(s, q);
+        for (size_t i = 0; i < n; i++)
+            o[i] = ts_mod_mul_shoup(ts_mod_sub(a[i], b[i], q), s, sp, q);
+        break;
+    }
     }
 }
 
@@ -78,10 +84,11 @@ void ts_vec_op(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b
 ts_status_t ts_vec_op_impl(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b,
                            uint64_t s, size_t n, const ts_modulus_t *m, ts_ntt_impl_t impl)
 {
-    const bool scalar = op == TS_VEC_MUL_SCALAR || op == TS_VEC_MUL_SCALAR_ADD;
-    if (!m || (n && (!o || !a)) || op < TS_VEC_ADD || op > TS_VEC_MUL_SCALAR_ADD)
+    const bool scalar =
+        op == TS_VEC_MUL_SCALAR || op == TS_VEC_MUL_SCALAR_ADD || op == TS_VEC_SUB_MUL_SCALAR;
+    if (!m || (n && (!o || !a)) || op < TS_VEC_ADD || op > TS_VEC_SUB_MUL_SCALAR)
         return TS_EINVAL;
-    if (n && !scalar && !b)
+    if (n && (op == TS_VEC_SUB_MUL_SCALAR || !scalar) && !b)
         return TS_EINVAL;
     if (scalar && s >= m->q)
         return TS_EINVAL;

@@ -163,11 +163,16 @@ void ts__vec_avx512(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64
         }
         break;
     case TS_VEC_MUL_SCALAR:
-    case TS_VEC_MUL_SCALAR_ADD: {
+    case TS_VEC_MUL_SCALAR_ADD:
+    case TS_VEC_SUB_MUL_SCALAR: {
         const v8 w = SET1(s), wp = SET1(ts_shoup_precompute(s, qs));
-        const bool add = op == TS_VEC_MUL_SCALAR_ADD;
+        const bool add = op == TS_VEC_MUL_SCALAR_ADD, diff = op == TS_VEC_SUB_MUL_SCALAR;
         for (size_t i = 0; i < n; i += 8) {
             v8 x = LD(a + i);
+            if (diff) {
+                v8 y = LD(b + i), d = _mm512_sub_epi64(x, y);
+                x = _mm512_mask_add_epi64(d, _mm512_cmplt_epu64_mask(x, y), d, q);
+            }
             v8 r =
                 _mm512_sub_epi64(_mm512_mullo_epi64(x, w), _mm512_mullo_epi64(mulhi64(x, wp), q));
             r = csub(r, q);

@@ -334,9 +334,7 @@ static ts_status_t moddown(ts_rlwe_ks_t *ks, uint32_t nq, uint32_t npolys, uint6
         ts_bk_batch_t ub = batch(u[c]->data, 1, nq, (size_t)nq * n, qidx);
         ts_bk_batch_t aq = batch((uint64_t *)q_src[c], 1, nq, (size_t)nq * n, qidx);
         ts_bk_batch_t tc = batch(ks->down_tmp + (size_t)c * nq * n, 1, nq, (size_t)nq * n, qidx);
-        st = ts_backend_sub(be, bk, &ub, &aq, &tc);
-        if (st == TS_OK)
-            st = ts_backend_mul_scalar(be, bk, &ub, &ub, ks->p_inv);
+        st = ts_backend_sub_mul_scalar(be, bk, &ub, &aq, &tc, ks->p_inv);
     }
     return st;
 }

@@ -574,7 +574,7 @@ START_TEST(test_vec_ops)
             o0[i] = i == 5 ? q - 1 : rnd() % q;
         }
         const uint64_t s = rnd() % q;
-        for (int op = TS_VEC_ADD; op <= TS_VEC_MUL_SCALAR_ADD; op++) {
+        for (int op = TS_VEC_ADD; op <= TS_VEC_SUB_MUL_SCALAR; op++) {
             for (size_t i = 0; i < n; i++) {
                 switch (op) {
                 case TS_VEC_ADD:
@@ -591,6 +591,9 @@ START_TEST(test_vec_ops)
                     break;
                 case TS_VEC_MUL_SCALAR_ADD:
                     want[i] = ts_mod_add(o0[i], ts_mod_mul(a[i], s, &m), q);
+                    break;
+                case TS_VEC_SUB_MUL_SCALAR:
+                    want[i] = ts_mod_mul(ts_mod_sub(a[i], b[i], q), s, &m);
                     break;
                 default:
                     want[i] = ts_mod_mul(a[i], s, &m);
@@ -620,6 +623,9 @@ START_TEST(test_vec_ops)
         ck_assert_ts_status(
             ts_vec_op_impl(TS_VEC_MUL_SCALAR_ADD, o1, a, NULL, q, n, &m, TS_NTT_IMPL_AUTO),
             TS_EINVAL);
+        ck_assert_ts_status(
+            ts_vec_op_impl(TS_VEC_SUB_MUL_SCALAR, o1, a, NULL, s, n, &m, TS_NTT_IMPL_AUTO),
+            TS_EINVAL); /* b is read */
     }
 }
 END_TEST
