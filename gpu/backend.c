@@ -515,7 +515,15 @@ static const struct ts_backend_i gpu_iface = {
     .basis_reduce = g_basis_reduce,
     .keyswitch_inner = g_keyswitch_inner,
     .ntt_forward_sparse = NULL, /* optional: core/ring zeroes and runs ntt_forward */
-    .external_product = NULL,   /* the CPU backend has none yet either */
+    /* optional, not yet on the GPU: the callers fall back to full diagonals
+     * (keyswitch_inner_spread, ntt_forward_compact), a scalar product and an
+     * addition (mul_scalar_add), a subtraction and a scalar product
+     * (sub_mul_scalar) */
+    .keyswitch_inner_spread = NULL,
+    .ntt_forward_compact = NULL,
+    .mul_scalar_add = NULL,
+    .sub_mul_scalar = NULL,
+    .external_product = NULL, /* the CPU backend has none yet either */
 };
 
 ts_status_t ts_gpu_backend_new(int device, ts_backend_t **out)
