@@ -215,6 +215,9 @@ ts_status_t ts__ckks_moddown(ts_ckks_evaluator_t *ev, const ts_poly_t *v0, const
  * limbs 0..level AND the P limbs (out reshaped to (level + 1, np), NTT form;
  * capacity level + 1 + np): the plaintexts of double-hoisted products.
  */
+ts_status_t ts__ckks_encode_qp(ts_ckks_encoder_t *e, const double complex *values,
+                               const double *reals, size_t count, size_t slots, int level,
+                               double scale, ts_poly_t *out);
 /*
  * The same real-slot encoding over Q_level * P in the compact (spread) form:
  * dst gets level + 1 + np limbs of 2 slots words, word k of a limb standing
@@ -225,9 +228,6 @@ ts_status_t ts__ckks_moddown(ts_ckks_evaluator_t *ev, const ts_poly_t *v0, const
  */
 ts_status_t ts__ckks_encode_qp_compact(ts_ckks_encoder_t *e, const double *reals, size_t count,
                                        size_t slots, int level, double scale, uint64_t *dst);
-ts_status_t ts__ckks_encode_qp(ts_ckks_encoder_t *e, const double complex *values,
-                               const double *reals, size_t count, size_t slots, int level,
-                               double scale, ts_poly_t *out);
 /*
  * ts_ckks_bsgs internals (lintrans.c): the inner sum += sum_{i < count} rot_{b0 + i}(x) .
  * diags[i] for `count` (<= 64) consecutive baby steps and as many consecutive Q_l * P

@@ -23,7 +23,7 @@ enum {
     LAYOUT_GRID,    /* only the coefficients k gap (for ts_poly_ntt_sparse, which reads no other) */
     LAYOUT_COMPACT, /* coefficient k gap at word k: limbs of 2 slots words (for
                      * ntt_forward_compact); TS_ENOTSUP unless every coefficient
-                     * is below 2^62 (the callers fall back to the grid) */
+                     * is below 2^62 (the caller then encodes the full form) */
 };
 
 /* The encoding with an optional small error err[0..N) added to every
@@ -91,8 +91,8 @@ static ts_status_t encode_limbs(const ts_ckks_params_t *p, const double complex 
         }
         return TS_OK;
     }
-    if (layout == LAYOUT_COMPACT)
-        return gap != 1 ? TS_ENOTSUP : TS_EINVAL;
+    if (layout == LAYOUT_COMPACT) /* a coefficient beyond 2^62 */
+        return TS_ENOTSUP;
     if (small) {
         /* every coefficient (plus its error, |e| < 2^62) fits in an int64:
          * stage them in the last limb, then one vector reduction per prime

@@ -221,10 +221,8 @@ static ts_status_t eval_node(pe_t *s, const double *c, size_t d, double ts, int 
 {
     ts_ckks_evaluator_t *ev = s->ev;
     const ts_ckks_params_t *p = ev->params;
-    ts_ckks_ciphertext_t *t = NULL;
-    ts_status_t st = new_ct(s, &t);
-    if (st != TS_OK)
-        goto out_free;
+    ts_ckks_ciphertext_t *t = NULL; /* the split's scratch (leaves need none) */
+    ts_status_t st = TS_OK;
     double ql = (double)p->q[tl + 1];
 
     if (d < s->k) {
@@ -249,6 +247,8 @@ static ts_status_t eval_node(pe_t *s, const double *c, size_t d, double ts, int 
         goto out_free;
     }
 
+    if ((st = new_ct(s, &t)) != TS_OK)
+        goto out_free;
     size_t K;
     size_t m = giant_index(s, d, &K);
     double *q = work, *r = work + (d - K + 1), *next = r + K;
