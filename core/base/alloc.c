@@ -51,6 +51,12 @@ void ts_malloc_tune(void)
     (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
     (void)mallopt(M_TRIM_THRESHOLD, INT32_MAX);
     (void)mallopt(M_TOP_PAD, 256 << 20);
+    /* One arena. A thread's own arena lives in 64 MiB heaps that glibc unmaps
+     * as soon as one is empty, whatever the trim threshold, so tesserad's
+     * decode (on a libuv worker thread) took its ciphertexts' pages back from
+     * the kernel fault by fault: ~28 000 faults a second of the 128-bit step,
+     * ~1 800 with the main arena only (docs/benchmarks.md, session 16). */
+    (void)mallopt(M_ARENA_MAX, 1);
 #endif
 }
 

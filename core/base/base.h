@@ -94,8 +94,9 @@ void ts_set_allocator(const ts_allocator_t *allocator);
  * and is never trimmed. Otherwise glibc returns freed memory to the kernel
  * and takes it back page by page (faults and page clearing): ~8% of a 128-bit
  * decode step (docs/benchmarks.md, session 11). The process keeps its peak
- * heap. Call once at start, before threads; the programs (tessera, tesserad,
- * the tests and benchmarks) do.
+ * heap, in one arena for every thread (a thread's own arena would unmap its
+ * heaps as they empty). Call once at start, before threads; the programs
+ * (tessera, tesserad, the tests and benchmarks) do.
  */
 void ts_malloc_tune(void);
 

@@ -1,7 +1,9 @@
 /* core/base: status table, allocator and fault injection, arenas, logging, randomness. */
 #include "tests/unit/ts_test.h"
 
+#include <pthread.h>
 #include <stdint.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- status */
 
@@ -113,6 +115,42 @@ START_TEST(test_alloc_hook)
     ck_assert_int_eq(g_hook_allocs, 1);
 }
 END_TEST
+
+#if defined(__GLIBC__)
+/* ts_malloc_tune's one arena: a thread's blocks come from the main heap (the
+ * brk segment, where the main thread's are) instead of an arena of its own,
+ * whose 64 MiB heaps glibc unmaps as they empty (tesserad's decode runs on a
+ * libuv worker thread). Skipped when the main thread's block is not in the
+ * brk segment either (another allocator: AddressSanitizer, valgrind). */
+extern char end; /* the linker's end of the data segment, where brk starts */
+static void *thread_block(void *arg)
+{
+    void **out = arg;
+    *out = ts_malloc((size_t)1 << 20);
+    return NULL;
+}
+
+static bool in_brk_heap(const void *p)
+{
+    return (const char *)p >= &end && (const char *)p < (const char *)sbrk(0);
+}
+
+START_TEST(test_alloc_tune_one_arena)
+{
+    void *q = ts_malloc((size_t)1 << 20), *p = NULL;
+    ck_assert_ptr_nonnull(q);
+    if (in_brk_heap(q)) {
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, thread_block, &p), 0);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_msg(in_brk_heap(p), "a thread's block at %p, outside the main heap", p);
+    }
+    ts_free(p);
+    ts_free(q);
+}
+END_TEST
+#endif
 
 START_TEST(test_memzero_and_ct_compare)
 {
@@ -325,6 +363,9 @@ TS_TEST_SUITE(base)
     tcase_add_test(tc, test_log2_exact);
     tcase_add_test(tc, test_alloc_fault_injection);
     tcase_add_test(tc, test_alloc_hook);
+#if defined(__GLIBC__)
+    tcase_add_test(tc, test_alloc_tune_one_arena);
+#endif
     tcase_add_test(tc, test_memzero_and_ct_compare);
     tcase_add_test(tc, test_arena);
     suite_add_tcase(s, tc);
