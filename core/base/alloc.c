@@ -55,7 +55,7 @@ void ts_malloc_tune(void)
      * as soon as one is empty, whatever the trim threshold, so tesserad's
      * decode (on a libuv worker thread) took its ciphertexts' pages back from
      * the kernel fault by fault: ~28 000 faults a second of the 128-bit step,
-     * ~1 800 with the main arena only (docs/benchmarks.md, session 16). */
+     * ~1 900 with the main arena only (docs/benchmarks.md, session 16). */
     (void)mallopt(M_ARENA_MAX, 1);
 #endif
 }
