@@ -51,9 +51,12 @@ static void op_init(const gb_t *b, ts_sched_op_t *op, ts_op_kind_t kind, const c
     op->n_impl = 1;
 }
 
-/* Append one operator; returns its id (-1 after an error, which sticks). */
-static int add(gb_t *b, ts_op_kind_t kind, const char *nm, int x, int y, unsigned inplace,
-               int depth, int need, const double cnt[6])
+/* Append one operator; returns its id (-1 after an error, which sticks).
+ * cnt: adds, plaintext products, ciphertext products, rotations, rescales,
+ * encodings; bsgs (NULL: none): a BSGS product's hoists, baby rotations,
+ * diagonals, giant steps and ModDowns (ts_sched_impl_t). */
+static int add_bsgs(gb_t *b, ts_op_kind_t kind, const char *nm, int x, int y, unsigned inplace,
+                    int depth, int need, const double cnt[6], const double *bsgs)
 {
     if (b->st != TS_OK)
         return -1;
@@ -68,6 +71,13 @@ static int add(gb_t *b, ts_op_kind_t kind, const char *nm, int x, int y, unsigne
     im->n_rot = cnt[3];
     im->n_rescale = cnt[4];
     im->n_encode = cnt[5];
+    if (bsgs) {
+        im->n_hoist = bsgs[0];
+        im->n_baby = bsgs[1];
+        im->n_diag = bsgs[2];
+        im->n_giant = bsgs[3];
+        im->n_moddown = bsgs[4];
+    }
     op.group = (uint8_t)b->stage;
     op.inplace = (uint8_t)inplace;
     op.need_level = need;
@@ -76,6 +86,12 @@ static int add(gb_t *b, ts_op_kind_t kind, const char *nm, int x, int y, unsigne
     int id = -1;
     b->st = ts_sched_graph_add_op(b->g, &op, NULL, 0, &id);
     return id;
+}
+
+static int add(gb_t *b, ts_op_kind_t kind, const char *nm, int x, int y, unsigned inplace,
+               int depth, int need, const double cnt[6])
+{
+    return add_bsgs(b, kind, nm, x, y, inplace, depth, need, cnt, NULL);
 }
 
 #define BOTH   3u /* inplace: both inputs */
@@ -125,11 +141,14 @@ static int rot_sum(gb_t *b, const char *nm, int x, int first, int lim)
     return add(b, TS_OP_SUM, nm, x, TS_SCHED_NONE, 0, 0, 0, c);
 }
 
-/* BSGS matvec from period pin to pout: nd = min(pin, pout) diagonals
- * encoded and multiplied, n1 - 1 hoisted baby rotations, n2 - 1 giant ones,
- * one rescale; a wide matrix (pout < pin) then sums its pin / pout blocks
- * (log2 rotations and additions; enc.c matvec). */
-static int matvec(gb_t *b, const char *nm, int x, int pin, int pout, int need)
+/* Double-hoisted BSGS matvec from period pin to pout (enc.c matvec): nd =
+ * min(pin, pout) diagonals encoded and multiplied over Q_l P, n1 baby steps
+ * (the decomposition of x and its n1 - 1 rotations; hoist false when an
+ * earlier product of the same x made them: wq's for wk and wv, w1's for
+ * w3), n2 = nd / n1 giant steps of which n2 - 1 rotate, one ModDown, one
+ * rescale; a wide matrix (pout < pin) then sums its pin / pout blocks
+ * (log2 rotations and additions). */
+static int matvec(gb_t *b, const char *nm, int x, int pin, int pout, int need, bool hoist)
 {
     int nd = pout < pin ? pout : pin, sums = 0;
     for (int r = nd; r < pin; r <<= 1)
@@ -140,18 +159,19 @@ static int matvec(gb_t *b, const char *nm, int x, int pin, int pout, int need)
     if (n1 > 64)
         n1 = 64;
     int n2 = nd / n1;
-    const double c[6] = {nd + sums, nd, 0, (n1 - 1) + (n2 - 1) + sums, 1, nd};
+    const double c[6] = {sums, 0, 0, sums, 1, 0};
+    const double bs[5] = {hoist ? 1 : 0, hoist ? n1 - 1 : 0, nd, n2 - 1, 1};
     int prev = b->stage;
     b->stage = TS_LLM_STAGE_MATVEC;
-    int id = add(b, TS_OP_MATVEC, nm, x, TS_SCHED_NONE, FIRST, 1, need, c);
+    int id = add_bsgs(b, TS_OP_MATVEC, nm, x, TS_SCHED_NONE, FIRST, 1, need, c, bs);
     b->stage = prev;
     return id;
 }
 
 /* matvec and, for GPT2, its bias (a plaintext addition, no level) */
-static int matvec_b(gb_t *b, const char *nm, int x, int pin, int pout, int need)
+static int matvec_b(gb_t *b, const char *nm, int x, int pin, int pout, int need, bool hoist)
 {
-    int id = matvec(b, nm, x, pin, pout, need);
+    int id = matvec(b, nm, x, pin, pout, need, hoist);
     if (!b->e->gpt2)
         return id;
     int prev = b->stage;
@@ -355,9 +375,9 @@ static int attention(gb_t *b, int xb)
     const ts_llm_enc_config_t *cfg = e->cfg;
     int k = cfg->softmax_k;
     b->stage = TS_LLM_STAGE_ATTENTION;
-    int q = matvec_b(b, "wq", xb, e->pd, e->pd, 3); /* need(xb, 3) in place */
-    int kk = matvec_b(b, "wk", xb, e->pd, e->pd, 1);
-    int v = matvec_b(b, "wv", xb, e->pd, e->pd, 1);
+    int q = matvec_b(b, "wq", xb, e->pd, e->pd, 3, true); /* need(xb, 3) in place */
+    int kk = matvec_b(b, "wk", xb, e->pd, e->pd, 1, false);
+    int v = matvec_b(b, "wv", xb, e->pd, e->pd, 1, false);
     /* RoPE folded into wq and wk, the cache mask into wk and wv (enc.c mv_fold_t) */
     int kc = cache_put(b, "cache_k", kk);
     int vc = cache_put(b, "cache_v", v);
@@ -439,7 +459,7 @@ static int ffn(gb_t *b, int xb)
 {
     const ts__llm_enc_shape_t *e = b->e;
     b->stage = TS_LLM_STAGE_OTHER;
-    int h1 = matvec_b(b, "w1", xb, e->pd, e->ph, 2); /* need(xb, 2) in place */
+    int h1 = matvec_b(b, "w1", xb, e->pd, e->ph, 2, true); /* need(xb, 2) in place */
     int g;
     if (e->gpt2) { /* w2 gelu(w1 x + b1) + b2 */
         ts_llm_eval_t ev = e->cfg->eval_gelu;
@@ -447,11 +467,11 @@ static int ffn(gb_t *b, int xb)
                  ev == TS_LLM_EVAL_CKKS ? e->a_gelu : NULL, (uint32_t)e->hid, 1);
         if (ev != TS_LLM_EVAL_CKKS)
             g = rot_sum(b, "gelu.spread", g, -e->ph, e->slots);
-        return matvec_b(b, "w2", g, e->ph, e->pd, 1);
+        return matvec_b(b, "w2", g, e->ph, e->pd, 1, true);
     }
     if (e->cfg->eval_silu == TS_LLM_EVAL_CKKS)
         h1 = add_k(b, "silu.map", h1, false); /* + be: the map's scale is in w1 */
-    int h3 = matvec(b, "w3", xb, e->pd, e->ph, 1);
+    int h3 = matvec(b, "w3", xb, e->pd, e->ph, 1, false);
     if (e->cfg->eval_silu == TS_LLM_EVAL_CKKS) {
         /* need2(h1, h3, the series' depth): h3 rides along when h1 is bootstrapped */
         const double c0[6] = {0, 0, 0, 0, 0, 0};
@@ -466,7 +486,7 @@ static int ffn(gb_t *b, int xb)
         g = rot_sum(b, "silu.spread", g, -e->ph, e->slots);
     }
     g = mul_cc(b, "glu", g, h3, BOTH, 1);
-    return matvec(b, "w2", g, e->ph, e->pd, 1);
+    return matvec(b, "w2", g, e->ph, e->pd, 1, true);
 }
 
 /* xx + o; where the shape's resid_boot bit is set, both bootstrapped first
@@ -487,7 +507,7 @@ static ts_status_t build_step(gb_t *b, unsigned flags)
         /* ts_llm_enc_embed: E^T onehot on a copy of the client's one-hot vector */
         b->where = "embed";
         b->layer = -1;
-        xx = matvec(b, "onehot", xx, e->pv, e->pd, 1);
+        xx = matvec(b, "onehot", xx, e->pv, e->pd, 1, true);
     } else if (b->lv->boot) {
         /* ts_llm_enc_step: a client-encrypted embedding drops to the
          * one-hot product's level (no cost) */
@@ -510,7 +530,7 @@ static ts_status_t build_step(gb_t *b, unsigned flags)
         b->where = where;
         int o = attention(b, xb);
         b->stage = TS_LLM_STAGE_OTHER;
-        o = matvec_b(b, "wo", o, e->pd, e->pd, 1);
+        o = matvec_b(b, "wo", o, e->pd, e->pd, 1, true);
         xx = resid(b, 2 * l, xx, o);
         snprintf(where, sizeof where, "L%d.ffn_norm", l);
         xb = rmsnorm(b, where, xx);
@@ -524,7 +544,7 @@ static ts_status_t build_step(gb_t *b, unsigned flags)
     b->stage = TS_LLM_STAGE_OTHER;
     int xb = rmsnorm(b, "final_norm", xx);
     b->where = "head";
-    matvec_b(b, "lm_head", xb, e->pd, e->pv, 1);
+    matvec_b(b, "lm_head", xb, e->pd, e->pv, 1, true);
     return b->st;
 }
 

@@ -35,6 +35,11 @@ static const ts_cfg_directive_t ckks_table[] = {
     LIST("rot_ns", rot_ns, n_rot, TS_SCHED_MAX_LEVELS),
     LIST("rescale_ns", rescale_ns, n_rescale, TS_SCHED_MAX_LEVELS),
     LISTOPT("encode_ns", encode_ns, n_encode, TS_SCHED_MAX_LEVELS),
+    LISTOPT("bsgs_hoist_ns", bsgs_hoist_ns, n_bsgs_hoist, TS_SCHED_MAX_LEVELS),
+    LISTOPT("bsgs_baby_ns", bsgs_baby_ns, n_bsgs_baby, TS_SCHED_MAX_LEVELS),
+    LISTOPT("bsgs_diag_ns", bsgs_diag_ns, n_bsgs_diag, TS_SCHED_MAX_LEVELS),
+    LISTOPT("bsgs_giant_ns", bsgs_giant_ns, n_bsgs_giant, TS_SCHED_MAX_LEVELS),
+    LISTOPT("bsgs_moddown_ns", bsgs_moddown_ns, n_bsgs_moddown, TS_SCHED_MAX_LEVELS),
     {.name = NULL},
 };
 
@@ -146,6 +151,29 @@ static ts_status_t validate(const ts_sched_costs_t *c, char *msg, size_t size, c
         snprintf(buf, sizeof buf, "'encode_ns' has %zu entries; max_level %lld needs %zu",
                  c->n_encode, (long long)c->max_level, want);
         goto fail;
+    }
+    {
+        const struct {
+            const char *name;
+            size_t n;
+        } bs[] = {{"bsgs_hoist_ns", c->n_bsgs_hoist},
+                  {"bsgs_baby_ns", c->n_bsgs_baby},
+                  {"bsgs_diag_ns", c->n_bsgs_diag},
+                  {"bsgs_giant_ns", c->n_bsgs_giant},
+                  {"bsgs_moddown_ns", c->n_bsgs_moddown}};
+        size_t listed = 0;
+        for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++)
+            listed += bs[i].n != 0;
+        for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++) {
+            if (listed && bs[i].n != want) {
+                k = bs[i].name;
+                snprintf(buf, sizeof buf,
+                         "'%s' has %zu entries; the bsgs_* lists come together, each with "
+                         "max_level + 1 = %zu",
+                         k, bs[i].n, want);
+                goto fail;
+            }
+        }
     }
     if (c->n_lut_value != c->n_lut_seg || c->n_lut_seg > 8) {
         k = "lut_value_ns";
@@ -363,6 +391,13 @@ ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path)
     put_list(f, "  ", "rescale_ns", c->rescale_ns, c->n_rescale);
     if (c->n_encode)
         put_list(f, "  ", "encode_ns", c->encode_ns, c->n_encode);
+    if (c->n_bsgs_hoist) {
+        put_list(f, "  ", "bsgs_hoist_ns", c->bsgs_hoist_ns, c->n_bsgs_hoist);
+        put_list(f, "  ", "bsgs_baby_ns", c->bsgs_baby_ns, c->n_bsgs_baby);
+        put_list(f, "  ", "bsgs_diag_ns", c->bsgs_diag_ns, c->n_bsgs_diag);
+        put_list(f, "  ", "bsgs_giant_ns", c->bsgs_giant_ns, c->n_bsgs_giant);
+        put_list(f, "  ", "bsgs_moddown_ns", c->bsgs_moddown_ns, c->n_bsgs_moddown);
+    }
     fprintf(f, "bootstrap:\n  latency_ns: %lld\n  output_level: %lld\n", (long long)c->boot_ns,
             (long long)c->boot_output_level);
     fputs("convert:\n", f);
@@ -462,6 +497,11 @@ void ts_sched_costs_extend(ts_sched_costs_t *c, int max_level)
     extend_list(c->rescale_ns, &c->n_rescale, max_level);
     extend_list(c->recover_ns, &c->n_recover, max_level);
     extend_list(c->encode_ns, &c->n_encode, max_level);
+    extend_list(c->bsgs_hoist_ns, &c->n_bsgs_hoist, max_level);
+    extend_list(c->bsgs_baby_ns, &c->n_bsgs_baby, max_level);
+    extend_list(c->bsgs_diag_ns, &c->n_bsgs_diag, max_level);
+    extend_list(c->bsgs_giant_ns, &c->n_bsgs_giant, max_level);
+    extend_list(c->bsgs_moddown_ns, &c->n_bsgs_moddown, max_level);
     c->max_level = max_level;
 }
 
@@ -523,10 +563,18 @@ double ts_sched_costs_convert_ns(const ts_sched_costs_t *c, uint32_t n, uint32_t
 /* All of an implementation's operations at level l. */
 static double level_ns(const ts_sched_costs_t *c, const ts_sched_impl_t *im, int l)
 {
+    double enc = (size_t)l < c->n_encode ? (double)c->encode_ns[l] : 0.0;
+    double bsgs;
+    if ((size_t)l < c->n_bsgs_hoist)
+        bsgs = im->n_hoist * (double)c->bsgs_hoist_ns[l] + im->n_baby * (double)c->bsgs_baby_ns[l] +
+               im->n_diag * (double)c->bsgs_diag_ns[l] + im->n_giant * (double)c->bsgs_giant_ns[l] +
+               im->n_moddown * (double)c->bsgs_moddown_ns[l];
+    else /* not measured: rotations, products and encodings of their own */
+        bsgs = (im->n_baby + im->n_giant) * (double)c->rot_ns[l] +
+               im->n_diag * ((double)c->pmul_ns[l] + enc);
     return im->n_add * (double)c->add_ns[l] + im->n_pmul * (double)c->pmul_ns[l] +
            im->n_cmul * (double)c->cmul_ns[l] + im->n_rot * (double)c->rot_ns[l] +
-           im->n_rescale * (double)c->rescale_ns[l] +
-           ((size_t)l < c->n_encode ? im->n_encode * (double)c->encode_ns[l] : 0.0);
+           im->n_rescale * (double)c->rescale_ns[l] + im->n_encode * enc + bsgs;
 }
 
 double ts_sched_costs_impl_ns(const ts_sched_costs_t *c, const ts_sched_impl_t *im, int level,

@@ -115,7 +115,8 @@ ts_status_t ts_sched_graph_add_op(ts_sched_graph_t *g, const ts_sched_op_t *op,
         const ts_sched_impl_t *im = &op->impl[j];
         if (im->depth < 0 || im->depth > 4096 || !(im->n_add >= 0) || !(im->n_pmul >= 0) ||
             !(im->n_cmul >= 0) || !(im->n_rot >= 0) || !(im->n_rescale >= 0) ||
-            !(im->n_encode >= 0))
+            !(im->n_encode >= 0) || !(im->n_hoist >= 0) || !(im->n_baby >= 0) ||
+            !(im->n_diag >= 0) || !(im->n_giant >= 0) || !(im->n_moddown >= 0))
             return TS_EINVAL;
     }
     if (op->pin > TS_SCHED_PIN_TFHE || op->group >= TS_SCHED_MAX_GROUPS || op->need_level < 0 ||
@@ -235,7 +236,14 @@ ts_status_t ts_sched_graph_add_matvec(ts_sched_graph_t *g, const char *name, int
     op_init(&op, TS_OP_MATVEC, name, layer, in, TS_SCHED_NONE, blocks);
     op.rows = rows;
     op.cols = cols;
-    impl_set(&op.impl[0], "bsgs-diag", 1, m + fold, m, 0, (baby - 1) + (giant - 1) + fold, 1);
+    /* double-hoisted BSGS: one decomposition, baby - 1 rotations, m
+     * diagonals, giant - 1 rotating giant steps, one ModDown */
+    impl_set(&op.impl[0], "bsgs-diag", 1, fold, 0, 0, fold, 1);
+    op.impl[0].n_hoist = 1;
+    op.impl[0].n_baby = baby - 1;
+    op.impl[0].n_diag = m;
+    op.impl[0].n_giant = giant - 1;
+    op.impl[0].n_moddown = 1;
     /* Rotation steps: baby steps 1..baby-1, giant steps j*baby, fold steps m*2^j. */
     int32_t steps[512];
     size_t n = 0;

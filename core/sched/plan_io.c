@@ -165,6 +165,16 @@ ts_status_t ts_sched_graph_digest(const ts_sched_graph_t *g, uint8_t out[32])
             ts_put_f64(&w, im->n_rescale);
             if (im->n_encode != 0)
                 ts_put_f64(&w, im->n_encode);
+            /* the BSGS counts, when used (older graphs keep their digest) */
+            if (im->n_hoist != 0 || im->n_baby != 0 || im->n_diag != 0 || im->n_giant != 0 ||
+                im->n_moddown != 0) {
+                ts_put_u8(&w, 0xb5);
+                ts_put_f64(&w, im->n_hoist);
+                ts_put_f64(&w, im->n_baby);
+                ts_put_f64(&w, im->n_diag);
+                ts_put_f64(&w, im->n_giant);
+                ts_put_f64(&w, im->n_moddown);
+            }
         }
         /* the engine level model's fields, when used (generic graphs keep their digest) */
         if (op->pin || op->group || op->inplace || op->need_level || op->tfhe_in_level ||

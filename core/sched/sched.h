@@ -112,6 +112,14 @@ typedef struct ts_sched_impl {
     int depth;     /* levels consumed, >= 0 */
     double n_add, n_pmul, n_cmul, n_rot, n_rescale;
     double n_encode; /* plaintexts encoded on the fly (costs->encode_ns; 0 when not listed) */
+    /* A double-hoisted BSGS product (ts_ckks_bsgs): the decomposition of x
+     * shared by its baby rotations (n_hoist), the baby rotations over Q_l P
+     * (n_baby), the diagonals encoded, multiplied and added there (n_diag),
+     * the giant rotate-and-accumulate steps (n_giant) and the sum's ModDowns
+     * (n_moddown). Priced by the table's bsgs_* entries when it has them,
+     * else as n_baby + n_giant rotations and n_diag plaintext products and
+     * encodings (n_hoist and n_moddown then cost nothing). */
+    double n_hoist, n_baby, n_diag, n_giant, n_moddown;
 } ts_sched_impl_t;
 
 /*
@@ -353,6 +361,11 @@ ts_status_t ts_sched_graph_build_decoder(const ts_sched_model_dims_t *dims, ts_s
  *                                          up W at a time (threads); its values
  *                                          cost ceil(n / W) per-value latencies
  *   ckks.encode_ns: [L+1 ints]             optional: encoding one plaintext
+ *   ckks.bsgs_hoist_ns, bsgs_baby_ns, bsgs_diag_ns, bsgs_giant_ns,
+ *     bsgs_moddown_ns: [L+1 ints] each      optional, all five or none: the
+ *                                          pieces of a double-hoisted BSGS
+ *                                          product at the table's slots
+ *                                          (ts_sched_impl_t n_hoist ...)
  *
  * One segmented-LUT evaluation (section 3.2) costs (n_seg - 1) HomComp,
  * n_seg + 2 PBS, n_seg + 1 small-ring plaintext products and n_seg + 1 Traces
@@ -401,6 +414,16 @@ typedef struct ts_sched_costs {
     /* Optional measured entries (0 / empty: not measured; the formulas above). */
     int64_t encode_ns[TS_SCHED_MAX_LEVELS];
     size_t n_encode;
+    int64_t bsgs_hoist_ns[TS_SCHED_MAX_LEVELS];
+    size_t n_bsgs_hoist;
+    int64_t bsgs_baby_ns[TS_SCHED_MAX_LEVELS];
+    size_t n_bsgs_baby;
+    int64_t bsgs_diag_ns[TS_SCHED_MAX_LEVELS];
+    size_t n_bsgs_diag;
+    int64_t bsgs_giant_ns[TS_SCHED_MAX_LEVELS];
+    size_t n_bsgs_giant;
+    int64_t bsgs_moddown_ns[TS_SCHED_MAX_LEVELS];
+    size_t n_bsgs_moddown;
     int64_t roundtrip_ns;
     int64_t lut_seg[8];
     size_t n_lut_seg;

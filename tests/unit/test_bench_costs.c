@@ -67,6 +67,17 @@ START_TEST(test_bench_costs_quick)
     ck_assert_int_eq(c.lut_seg[1], 4);
     ck_assert_int_gt(c.lut_value_ns[1], 0);
     ck_assert_uint_eq(c.n_encode, (size_t)c.max_level + 1);
+    /* the BSGS pieces, at every level */
+    ck_assert_uint_eq(c.n_bsgs_hoist, (size_t)c.max_level + 1);
+    for (int l = 0; l <= 17; l++) {
+        ck_assert_int_gt(c.bsgs_hoist_ns[l], 0);
+        ck_assert_int_gt(c.bsgs_baby_ns[l], 0);
+        ck_assert_int_gt(c.bsgs_diag_ns[l], 0);
+        ck_assert_int_gt(c.bsgs_giant_ns[l], 0);
+        ck_assert_int_gt(c.bsgs_moddown_ns[l], 0);
+    }
+    static char yb[1 << 16];
+    ck_assert_ptr_nonnull(strstr(ts_test_read_file(out, yb, sizeof yb), "bsgs_moddown_ns:"));
 
     ts_sched_model_dims_t d = {.dim = 16,
                                .hidden_dim = 32,
