@@ -312,7 +312,7 @@ static ts_status_t g_ew(ts_backend_t *be, const ts_bk_ring_t *r, int op, const t
             sc.v[l] = s[l];
             sc.vp[l] = ts_shoup_precompute(s[l], q);
         }
-        return ts__gpu_ew(dev_of(be), r, op, &lm, arg_of(o), arg_of(a), arg_of(NULL), arg_of(NULL),
+        return ts__gpu_ew(dev_of(be), r, op, &lm, arg_of(o), arg_of(a), arg_of(b), arg_of(NULL),
                           &sc);
     }
     return ts__gpu_ew(dev_of(be), r, op, &lm, arg_of(o), arg_of(a), arg_of(b), arg_of(c), NULL);
@@ -365,6 +365,20 @@ static ts_status_t g_add_scalar(ts_backend_t *be, const ts_bk_ring_t *r, const t
                                 const ts_bk_batch_t *a, const uint64_t *s)
 {
     return s ? g_ew(be, r, TSG_OP_ADD_SCALAR, o, a, NULL, NULL, s) : TS_EINVAL;
+}
+
+static ts_status_t g_mul_scalar_add(ts_backend_t *be, const ts_bk_ring_t *r,
+                                    const ts_bk_batch_t *o, const ts_bk_batch_t *a,
+                                    const uint64_t *s)
+{
+    return s ? g_ew(be, r, TSG_OP_MUL_SCALAR_ADD, o, a, NULL, NULL, s) : TS_EINVAL;
+}
+
+static ts_status_t g_sub_mul_scalar(ts_backend_t *be, const ts_bk_ring_t *r,
+                                    const ts_bk_batch_t *o, const ts_bk_batch_t *a,
+                                    const ts_bk_batch_t *b, const uint64_t *s)
+{
+    return s && b ? g_ew(be, r, TSG_OP_SUB_MUL_SCALAR, o, a, b, NULL, s) : TS_EINVAL;
 }
 
 static ts_status_t g_auto(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
@@ -516,13 +530,12 @@ static const struct ts_backend_i gpu_iface = {
     .keyswitch_inner = g_keyswitch_inner,
     .ntt_forward_sparse = NULL, /* optional: core/ring zeroes and runs ntt_forward */
     /* optional, not yet on the GPU: the callers fall back to full diagonals
-     * (keyswitch_inner_spread, ntt_forward_compact), a scalar product and an
-     * addition (mul_scalar_add), a subtraction and a scalar product
-     * (sub_mul_scalar) */
+     * (keyswitch_inner_spread, ntt_forward_compact; the compact encoding
+     * also writes host memory) */
     .keyswitch_inner_spread = NULL,
     .ntt_forward_compact = NULL,
-    .mul_scalar_add = NULL,
-    .sub_mul_scalar = NULL,
+    .mul_scalar_add = g_mul_scalar_add,
+    .sub_mul_scalar = g_sub_mul_scalar,
     .external_product = NULL, /* the CPU backend has none yet either */
 };
 

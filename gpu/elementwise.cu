@@ -1,6 +1,7 @@
 /*
  * Element-wise modular ops over npolys x nlimbs limbs: add, sub, neg, mul,
- * mul_add, mul_shoup, mul_scalar, add_scalar. One thread per word with a
+ * mul_add, mul_shoup, mul_scalar, add_scalar and the fused mul_scalar_add
+ * and sub_mul_scalar. One thread per word with a
  * grid-stride loop; the op is a template parameter, so each kernel is a
  * straight line of the matching tsg_ew case (gpu/gpu_kern.h). Reads and
  * writes of one word happen in one thread, so out may alias any input.
@@ -30,6 +31,18 @@ __global__ void __launch_bounds__(EW_THREADS)
     for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (size_t)gridDim.x * blockDim.x)
         tsg_ew_scalar_thread(OP, idx, &lm, logn, out, a, &s, mods);
+}
+
+/* The fused scalar ops (out += a s, out = (a - b) s): a second operand. */
+template <int OP>
+__global__ void __launch_bounds__(EW_THREADS)
+    ew_scalar2_kernel(const tsg_limbs_t lm, uint32_t logn, tsg_arg_t out, tsg_arg_t a,
+                      tsg_arg_t b, const tsg_scalars_t s, const tsg_mod_t *mods)
+{
+    const size_t total = tsg_total(&lm, logn);
+    for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (size_t)gridDim.x * blockDim.x)
+        tsg_ew_scalar2_thread(OP, idx, &lm, logn, out, a, b, &s, mods);
 }
 
 extern "C" ts_status_t ts__gpu_ew(tsg_dev_t *dev, const ts_bk_ring_t *r, int op,
@@ -68,6 +81,14 @@ extern "C" ts_status_t ts__gpu_ew(tsg_dev_t *dev, const ts_bk_ring_t *r, int op,
     case TSG_OP_ADD_SCALAR:
         ew_scalar_kernel<TSG_OP_ADD_SCALAR>
             <<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, *s, r->d.mods);
+        break;
+    case TSG_OP_MUL_SCALAR_ADD:
+        ew_scalar2_kernel<TSG_OP_MUL_SCALAR_ADD>
+            <<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, b, *s, r->d.mods);
+        break;
+    case TSG_OP_SUB_MUL_SCALAR:
+        ew_scalar2_kernel<TSG_OP_SUB_MUL_SCALAR>
+            <<<blocks, EW_THREADS, 0, st>>>(*lm, logn, out, a, b, *s, r->d.mods);
         break;
     default:
         return TS_EINVAL;

@@ -195,6 +195,8 @@ enum {
     TSG_OP_MUL_SHOUP,
     TSG_OP_MUL_SCALAR,
     TSG_OP_ADD_SCALAR,
+    TSG_OP_MUL_SCALAR_ADD, /* out += a * s (the backend's mul_scalar_add) */
+    TSG_OP_SUB_MUL_SCALAR, /* out = (a - b) * s (sub_mul_scalar) */
 };
 
 /*
@@ -219,6 +221,8 @@ TSG_FN uint64_t tsg_ew(int op, uint64_t o, uint64_t a, uint64_t b, uint64_t c, c
     case TSG_OP_MUL_SHOUP:
     case TSG_OP_MUL_SCALAR:
         return tsg_shoup(a, b, c, m->q);
+    case TSG_OP_MUL_SCALAR_ADD:
+        return tsg_add(o, tsg_shoup(a, b, c, m->q), m->q);
     default:
         return 0;
     }
@@ -499,6 +503,27 @@ TSG_FN void tsg_ew_scalar_thread(int op, size_t idx, const tsg_limbs_t *lm, uint
     const size_t lo = ((size_t)l << logn) + i;
     const uint64_t av = a.data[(size_t)p * a.stride + lo];
     out.data[(size_t)p * out.stride + lo] = tsg_ew(op, 0, av, s->v[l], s->vp[l], &mods[lm->mi[l]]);
+}
+
+/* The fused scalar ops: out += a * s[l] (TSG_OP_MUL_SCALAR_ADD; b unused) and
+ * out = (a - b) * s[l] (TSG_OP_SUB_MUL_SCALAR); each word read and written by
+ * one thread, so out may alias a or b. */
+TSG_FN void tsg_ew_scalar2_thread(int op, size_t idx, const tsg_limbs_t *lm, uint32_t logn,
+                                  tsg_arg_t out, tsg_arg_t a, tsg_arg_t b, const tsg_scalars_t *s,
+                                  const tsg_mod_t *mods)
+{
+    const size_t t = idx >> logn, i = idx & (((size_t)1 << logn) - 1);
+    const uint32_t p = (uint32_t)(t / lm->nlimbs), l = (uint32_t)(t - (size_t)p * lm->nlimbs);
+    const size_t lo = ((size_t)l << logn) + i;
+    const tsg_mod_t *m = &mods[lm->mi[l]];
+    uint64_t *o = out.data + (size_t)p * out.stride + lo;
+    const uint64_t av = a.data[(size_t)p * a.stride + lo];
+    if (op == TSG_OP_SUB_MUL_SCALAR) {
+        const uint64_t bv = b.data[(size_t)p * b.stride + lo];
+        *o = tsg_shoup(tsg_sub(av, bv, m->q), s->v[l], s->vp[l], m->q);
+    } else {
+        *o = tsg_ew(TSG_OP_MUL_SCALAR_ADD, *o, av, s->v[l], s->vp[l], m);
+    }
 }
 
 /* Automorphism: NTT form gathers out[i] = a[src(i)]; coefficient form scatters

@@ -416,6 +416,17 @@ static void emul_ops_one(const pset_t *ps)
                                  &sc, f.rt.mods);
         expect_same(k ? "add_scalar" : "mul_scalar", ps, oc, oe, words);
     }
+    /* the fused scalar ops: out += a s (out's old words kept), out = (a - b) s */
+    for (int k = 0; k < 2; k++) {
+        memcpy(oc, o, bytes);
+        memcpy(oe, o, bytes);
+        ck_assert_ts_ok(k ? ts_backend_sub_mul_scalar(f.cpu, f.cring, &OC, &A, &B, s)
+                          : f.cpu->iface->mul_scalar_add(f.cpu, f.cring, &OC, &A, s));
+        for (size_t t = 0; t < total; t++)
+            tsg_ew_scalar2_thread(k ? TSG_OP_SUB_MUL_SCALAR : TSG_OP_MUL_SCALAR_ADD, t, &lm, logn,
+                                  ge, ga, k ? gb : none, &sc, f.rt.mods);
+        expect_same(k ? "sub_mul_scalar" : "mul_scalar_add", ps, oc, oe, words);
+    }
     /* automorphisms, both forms, several k (with k >= 2N to check the masking) */
     const uint64_t two_n = 2ull * n;
     uint64_t ks[] = {1, 5, 25 % two_n, two_n - 1, (5 * 5 * 5 * 5 * 5) % two_n + two_n, 3};
@@ -665,6 +676,19 @@ static void device_ops_one(ts_backend_t *g, const pset_t *ps)
     dbuf_expect_same("mul_scalar", ps, &O, c, g);
     BOTH(ts_backend_add_scalar(c, rc, &oc, &ac, s), ts_backend_add_scalar(g, rg, &og, &ag, s));
     dbuf_expect_same("add_scalar", ps, &O, c, g);
+    /* the fused ones, the GPU's own kernels (not the two-op fallback) */
+    ck_assert_ptr_nonnull(g->iface->mul_scalar_add);
+    ck_assert_ptr_nonnull(g->iface->sub_mul_scalar);
+    BOTH(c->iface->mul_scalar_add(c, rc, &oc, &ac, s),
+         g->iface->mul_scalar_add(g, rg, &og, &ag, s));
+    dbuf_expect_same("mul_scalar_add", ps, &O, c, g);
+    BOTH(ts_backend_sub_mul_scalar(c, rc, &oc, &ac, &bc, s),
+         ts_backend_sub_mul_scalar(g, rg, &og, &ag, &bg, s));
+    dbuf_expect_same("sub_mul_scalar", ps, &O, c, g);
+    /* in place: out aliases a (the rescale's form) */
+    BOTH(ts_backend_sub_mul_scalar(c, rc, &ac, &ac, &bc, s),
+         ts_backend_sub_mul_scalar(g, rg, &ag, &ag, &bg, s));
+    dbuf_expect_same("sub_mul_scalar in place", ps, &A, c, g);
     /* in place: out aliases a */
     BOTH(ts_backend_mul_add(c, rc, &ac, &ac, &bc), ts_backend_mul_add(g, rg, &ag, &ag, &bg));
     dbuf_expect_same("mul_add in place", ps, &A, c, g);
