@@ -367,16 +367,15 @@ static ts_status_t g_add_scalar(ts_backend_t *be, const ts_bk_ring_t *r, const t
     return s ? g_ew(be, r, TSG_OP_ADD_SCALAR, o, a, NULL, NULL, s) : TS_EINVAL;
 }
 
-static ts_status_t g_mul_scalar_add(ts_backend_t *be, const ts_bk_ring_t *r,
-                                    const ts_bk_batch_t *o, const ts_bk_batch_t *a,
-                                    const uint64_t *s)
+static ts_status_t g_mul_scalar_add(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
+                                    const ts_bk_batch_t *a, const uint64_t *s)
 {
     return s ? g_ew(be, r, TSG_OP_MUL_SCALAR_ADD, o, a, NULL, NULL, s) : TS_EINVAL;
 }
 
-static ts_status_t g_sub_mul_scalar(ts_backend_t *be, const ts_bk_ring_t *r,
-                                    const ts_bk_batch_t *o, const ts_bk_batch_t *a,
-                                    const ts_bk_batch_t *b, const uint64_t *s)
+static ts_status_t g_sub_mul_scalar(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *o,
+                                    const ts_bk_batch_t *a, const ts_bk_batch_t *b,
+                                    const uint64_t *s)
 {
     return s && b ? g_ew(be, r, TSG_OP_SUB_MUL_SCALAR, o, a, b, NULL, s) : TS_EINVAL;
 }

@@ -36,8 +36,8 @@ __global__ void __launch_bounds__(EW_THREADS)
 /* The fused scalar ops (out += a s, out = (a - b) s): a second operand. */
 template <int OP>
 __global__ void __launch_bounds__(EW_THREADS)
-    ew_scalar2_kernel(const tsg_limbs_t lm, uint32_t logn, tsg_arg_t out, tsg_arg_t a,
-                      tsg_arg_t b, const tsg_scalars_t s, const tsg_mod_t *mods)
+    ew_scalar2_kernel(const tsg_limbs_t lm, uint32_t logn, tsg_arg_t out, tsg_arg_t a, tsg_arg_t b,
+                      const tsg_scalars_t s, const tsg_mod_t *mods)
 {
     const size_t total = tsg_total(&lm, logn);
     for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
