@@ -43,7 +43,7 @@ static const char *stage_names[NSTAGE] = {"embed",     "matvec",  "attention", "
 typedef struct {
     int pos, token;
     double ms, st[NSTAGE];
-    uint64_t boots, convs, lookups;
+    uint64_t boots, boots_pd, convs, lookups;
     double err, bits;
     int am_enc, am_ref;
     /* the scheduler's engine plan of this step (--costs): predicted latency per
@@ -69,11 +69,15 @@ typedef struct {
     int n_ctx, ctxs[8];  /* contexts: each runs only the step at L - 1, after a prefill */
     int max_pos;         /* the session's positions */
     int slots;           /* the engine's working slot count (out) */
+    int period_slots;    /* the residual stream's bootstrap slots (out; 0: the working ones) */
     unsigned tfhe_kinds; /* the primitive kinds the engine runs in TFHE (out) */
     bool best;           /* hybrid with --costs: the cheapest assignment under the table */
     int kinds;           /* --kinds: the policy's structure with these kinds in TFHE (-1: none) */
     ts_status_t st;
 } case_t;
+
+/* --no-period-boot: the residual stream bootstraps at the working slots too */
+static bool g_period_boot = true;
 
 static double ms_since(uint64_t t0)
 {
@@ -134,7 +138,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     ts_ckks_secret_key_t *sk = NULL;
     ts_ckks_public_key_t *pk = NULL;
     ts_ckks_evalkeys_t *ek = NULL;
-    ts_boot_t *boot = NULL, *stc = NULL;
+    ts_boot_t *boot = NULL, *stc = NULL, *boot_pd = NULL;
     ts_boot_encap_keys_t *encap = NULL;
     ts_convert_t *cv = NULL;
     ts_llm_enc_t *enc = NULL;
@@ -207,6 +211,16 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         }
     }
     TRY(ts_llm_enc_new(m, p, &cfg, boot, &enc));
+    ts_boot_config_t pc;
+    if (boot && g_period_boot && ts_llm_enc_period_boot_config(enc, &pc) == TS_OK) {
+        /* the residual stream's bootstrapper at pow2(dim) slots, as tesserad's */
+        TRY(ts_boot_keygen(p, &pc, ek, sk, prng));
+        TRY(ts_boot_new(p, &pc, &boot_pd));
+        if (encap)
+            TRY(ts_boot_set_encap_keys(boot_pd, encap));
+        TRY(ts_llm_enc_set_boot_period(enc, boot_pd));
+        k->period_slots = 1 << pc.log_slots;
+    }
     k->slots = ts_llm_enc_slots(enc);
     k->max_pos = ts_llm_enc_max_positions(enc);
     for (int ci = 0; ci < k->n_ctx; ci++)
@@ -353,6 +367,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         }
         q->mst[TS_LLM_STAGE_MATVEC] += q->st[0]; /* the embedding is one matvec */
         q->boots = c.bootstraps - a.bootstraps;
+        q->boots_pd = c.boots_period - a.boots_period;
         q->convs = c.conversions - a.conversions;
         q->lookups = c.lookups - a.lookups;
         TRY(ts_llm_enc_decrypt_vec(ecd, sk, lg, logits, V));
@@ -390,6 +405,7 @@ out:
     ts_llm_enc_free(enc);
     ts_convert_free(cv);
     ts_boot_free(stc);
+    ts_boot_free(boot_pd);
     ts_boot_free(boot);
     ts_boot_encap_keys_free(encap);
     ts_ckks_encoder_free(ecd);
@@ -408,7 +424,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: tessera bench decode [--json PATH] [--quick] [--aidreams-positions N]\n"
                "                            [--policy ckks|hybrid|tfhe]... [--params PRESET]\n"
                "                            [--threads N] [--costs FILE] [--max-context N]\n"
-               "                            [--context L[,L...]] [--kinds LIST]\n\n"
+               "                            [--context L[,L...]] [--kinds LIST]\n"
+               "                            [--no-period-boot]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
                "sanitized logits) and its breakdown by stage, in process on this machine: the\n"
                "tiny synthetic model at test-llm-tiny (8 positions; --quick: 2), unless --quick\n"
@@ -440,7 +457,11 @@ static void usage(FILE *f)
                "K and V are encrypted into the session's KV cache, and only the step at L-1\n"
                "runs encrypted (a benchmark method, not a private path: a client never has the\n"
                "weights; the timed step is the one the engine runs at that position). L must\n"
-               "fit the session (--max-context, and the parameters' slots / pow2(dim)).\n");
+               "fit the session (--max-context, and the parameters' slots / pow2(dim)).\n"
+               "The residual stream bootstraps at pow2(dim) slots (its period: a cheaper\n"
+               "bootstrap, 4 more keys at boot-n16-dense), as tesserad runs it;\n"
+               "--no-period-boot: at the working slots, as every other value (JSON:\n"
+               "period_boot_slots, 0 then).\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
@@ -464,10 +485,11 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                 "%s, \"status\": \"%s\", \"keygen_ms\": %.1f, \"eval_key_mib\": %.2f, "
                 "\"eval_key_mem_mib\": %.1f, "
                 "\"sanitize_lambda\": %d, \"flood_err_bound\": %.3g, \"max_context\": %d, "
-                "\"slots\": %d, \"max_positions\": %d, \"mean_ms_per_token\": %.1f,",
+                "\"slots\": %d, \"period_boot_slots\": %d, \"max_positions\": %d, "
+                "\"mean_ms_per_token\": %.1f,",
                 k->model, k->params, ts_sched_policy_name(k->policy), k->boot ? "true" : "false",
                 ts_status_name(k->st), k->keygen_ms, k->key_mib, k->key_mem_mib, k->lambda,
-                k->err_bound, k->max_ctx, k->slots, k->max_pos, mean);
+                k->err_bound, k->max_ctx, k->slots, k->period_slots, k->max_pos, mean);
         char kinds[96];
         ts_llm_kinds_format(k->tfhe_kinds, kinds, sizeof kinds);
         fprintf(f, "\n      \"tfhe_kinds\": \"%s\", \"assignment\": \"%s\",", kinds,
@@ -484,12 +506,13 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
             const pos_t *q = &k->p[i];
             fprintf(f,
                     "%s\n        {\"pos\": %d, \"token\": %d, \"ms\": %.1f, \"bootstraps\": %llu, "
+                    "\"bootstraps_period\": %llu, "
                     "\"conversions\": %llu, \"lookups\": %llu, \"logits_max_abs_err\": %.3g, "
                     "\"precision_bits\": %.2f, \"argmax_enc\": %d, \"argmax_plain\": %d, "
                     "\"stages_ms\": {",
                     i ? "," : "", q->pos, q->token, q->ms, (unsigned long long)q->boots,
-                    (unsigned long long)q->convs, (unsigned long long)q->lookups, q->err, q->bits,
-                    q->am_enc, q->am_ref);
+                    (unsigned long long)q->boots_pd, (unsigned long long)q->convs,
+                    (unsigned long long)q->lookups, q->err, q->bits, q->am_enc, q->am_ref);
             for (int j = 0; j < NSTAGE; j++)
                 fprintf(f, "%s\"%s\": %.1f", j ? ", " : "", stage_names[j], q->st[j]);
             fprintf(f, "}");
@@ -578,6 +601,8 @@ int ts_bench_decode(int argc, char **argv)
                     break;
                 a = end + 1;
             }
+        } else if (!strcmp(argv[i], "--no-period-boot")) {
+            g_period_boot = false;
         } else if (!strcmp(argv[i], "--costs") && i + 1 < argc) {
             costs_path = argv[++i];
         } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {

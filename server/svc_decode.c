@@ -63,6 +63,7 @@ struct ts_dec_model {
     ts_ckks_params_t *p;
     uint8_t pid[TS_SHA256_BYTES];
     ts_boot_t *boot;
+    ts_boot_t *boot_pd; /* the residual stream's, at pow2(dim) slots (NULL: none) */
     ts_llm_enc_t *enc;
     int64_t *steps;
     int32_t *levels; /* parallel to steps (ModelInfo.rotation_levels) */
@@ -95,7 +96,7 @@ struct ts_dec_session {
     /* dense-secret presets: the client's encapsulation keys and views of the
      * model's bootstrappers that use them */
     ts_boot_encap_keys_t *encap;
-    ts_boot_t *boot, *stc;
+    ts_boot_t *boot, *stc, *boot_pd;
     ts_prng_t *prng;
     int next_pos;
     bool broken; /* a step failed part-way: the KV cache may be inconsistent */
@@ -146,6 +147,7 @@ static void model_clear(ts_dec_model_t *md)
     }
     ts_boot_free(md->stc);
     ts_llm_enc_free(md->enc);
+    ts_boot_free(md->boot_pd);
     ts_boot_free(md->boot);
     ts_ckks_params_free(md->p);
     ts_llm_model_free(md->m);
@@ -212,39 +214,52 @@ static void step_add(int64_t *steps, int32_t *levels, size_t *n, int64_t step, i
 static ts_status_t engine_steps(ts_dec_model_t *md, const ts_llm_enc_t *enc, const ts_boot_t *stc,
                                 int64_t **steps, int32_t **levels, size_t *count)
 {
-    size_t ne = 0, nb = 0;
+    /* the engine's bootstrappers besides the main one (whose keys ModelInfo
+     * implies): the SlotToCoeff-first one, the residual stream's */
+    const ts_boot_t *extra[2] = {stc, ts_llm_enc_boot_period(enc)};
+    size_t ne = 0, nb[2] = {0, 0};
     bool conj = false;
-    ts_boot_config_t bc;
-    int64_t *es = NULL, *bs = NULL;
-    int *bl = NULL;
+    ts_boot_config_t bc[2];
+    int64_t *es = NULL, *bs[2] = {NULL, NULL};
+    int *bl[2] = {NULL, NULL};
     ts_status_t st = ts_llm_enc_rotation_steps(enc, NULL, &ne);
-    if (st == TS_OK && stc) {
-        bc = *ts_boot_config(stc);
-        st = ts_boot_rotation_steps(md->p, &bc, NULL, NULL, &nb, &conj);
+    for (int k = 0; k < 2 && st == TS_OK; k++) {
+        if (!extra[k])
+            continue;
+        bc[k] = *ts_boot_config(extra[k]);
+        st = ts_boot_rotation_steps(md->p, &bc[k], NULL, NULL, &nb[k], &conj);
     }
     if (st != TS_OK)
         return st;
     es = ts_calloc(ne + 1, sizeof *es);
-    bs = ts_calloc(nb + 1, sizeof *bs);
-    bl = ts_calloc(nb + 1, sizeof *bl);
-    *steps = ts_calloc(ne + nb + 1, sizeof **steps);
-    *levels = ts_calloc(ne + nb + 1, sizeof **levels);
-    if (!es || !bs || !bl || !*steps || !*levels)
+    *steps = ts_calloc(ne + nb[0] + nb[1] + 1, sizeof **steps);
+    *levels = ts_calloc(ne + nb[0] + nb[1] + 1, sizeof **levels);
+    if (!es || !*steps || !*levels)
         st = TS_ENOMEM;
+    for (int k = 0; k < 2 && st == TS_OK; k++) {
+        bs[k] = ts_calloc(nb[k] + 1, sizeof *bs[k]);
+        bl[k] = ts_calloc(nb[k] + 1, sizeof *bl[k]);
+        if (!bs[k] || !bl[k])
+            st = TS_ENOMEM;
+    }
     if (st == TS_OK)
         st = ts_llm_enc_rotation_steps(enc, es, &ne);
-    if (st == TS_OK && stc)
-        st = ts_boot_rotation_steps(md->p, &bc, bs, bl, &nb, &conj);
+    for (int k = 0; k < 2 && st == TS_OK; k++)
+        if (extra[k])
+            st = ts_boot_rotation_steps(md->p, &bc[k], bs[k], bl[k], &nb[k], &conj);
     size_t n = 0;
     int lv = ts_llm_enc_rotation_level(enc);
     for (size_t i = 0; i < ne && st == TS_OK; i++)
         step_add(*steps, *levels, &n, es[i], lv);
-    for (size_t i = 0; stc && i < nb && st == TS_OK; i++)
-        step_add(*steps, *levels, &n, bs[i], bl[i]);
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; extra[k] && i < nb[k] && st == TS_OK; i++)
+            step_add(*steps, *levels, &n, bs[k][i], bl[k][i]);
     *count = n;
     ts_free(es);
-    ts_free(bs);
-    ts_free(bl);
+    for (int k = 0; k < 2; k++) {
+        ts_free(bs[k]);
+        ts_free(bl[k]);
+    }
     return st;
 }
 
@@ -372,7 +387,8 @@ static ts_status_t model_policies(ts_dec_model_t *md, const char *file, const ch
                 hybrid_costs_path(md, costs_dir, costs, sizeof costs);
             if (costs[0] && (st = hybrid_best(md, file, costs, &cfg, err, err_size)) != TS_OK)
                 return st;
-            if ((st = ts_llm_enc_new(md->m, md->p, &cfg, md->boot, &pl->enc)) != TS_OK) {
+            if ((st = ts_llm_enc_new(md->m, md->p, &cfg, md->boot, &pl->enc)) != TS_OK ||
+                (md->boot_pd && (st = ts_llm_enc_set_boot_period(pl->enc, md->boot_pd)) != TS_OK)) {
                 snprintf(err, err_size, "%s: the %s engine cannot run with params %s: %s", file, t,
                          md->cfg.params, ts_strerror(st));
                 return st;
@@ -488,6 +504,16 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
                  file, c->params, why[0] ? why : ts_strerror(st));
         return st;
     }
+    /* the residual stream repeats every pow2(dim) slots: its own, cheaper
+     * bootstrapper at that count when the preset leaves it as many levels */
+    ts_boot_config_t pc;
+    if (md->boot && ts_llm_enc_period_boot_config(md->enc, &pc) == TS_OK &&
+        ((st = ts_boot_new(md->p, &pc, &md->boot_pd)) != TS_OK ||
+         (st = ts_llm_enc_set_boot_period(md->enc, md->boot_pd)) != TS_OK)) {
+        snprintf(err, err_size, "%s: the residual stream's bootstrapper (%d slots): %s", file,
+                 1 << pc.log_slots, ts_strerror(st));
+        return st;
+    }
     if ((st = engine_steps(md, md->enc, NULL, &md->steps, &md->levels, &md->n_steps)) != TS_OK)
         return st;
     md->max_ctx = ts_llm_enc_max_positions(md->enc);
@@ -586,9 +612,10 @@ ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
         if (st == TS_OK)
             ts_log(TS_LOG_INFO, "tesserad",
                    "event=model_loaded model=%s params=%s max_context=%d rotation_keys=%zu "
-                   "bootstrap=%d policies=%s sanitize_lambda=%d logits_level=%d "
-                   "logit_err_bound=%.3g",
+                   "bootstrap=%d stream_bootstrap_slots=%d policies=%s sanitize_lambda=%d "
+                   "logits_level=%d logit_err_bound=%.3g",
                    md->name, md->cfg.params, md->max_ctx, md->n_steps, md->boot != NULL,
+                   md->boot_pd ? 1 << ts_boot_config(md->boot_pd)->log_slots : 0,
                    md->cfg.policies[0] ? md->cfg.policies : "ckks", md->san.lambda, md->san.level,
                    md->san.err_bound);
     }
@@ -725,6 +752,7 @@ void ts_dec_session_free(ts_dec_session_t *s)
     ts_llm_enc_session_free(s->s);
     ts_boot_free(s->boot);
     ts_boot_free(s->stc);
+    ts_boot_free(s->boot_pd);
     ts_boot_encap_keys_free(s->encap);
     ts_convert_free(s->cv);
     ts_ckks_evaluator_free(s->ev);
@@ -939,6 +967,10 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, size_t n
         st = ts_boot_view(md->boot, s->encap, &s->boot);
         if (st == TS_OK)
             st = ts_llm_enc_session_set_boot(s->s, s->boot);
+        if (st == TS_OK && md->boot_pd)
+            st = ts_boot_view(md->boot_pd, s->encap, &s->boot_pd);
+        if (st == TS_OK && md->boot_pd)
+            st = ts_llm_enc_session_set_boot_period(s->s, s->boot_pd);
         if (st == TS_OK && pl->tfhe)
             st = ts_boot_view(md->stc, s->encap, &s->stc);
         if (st != TS_OK)

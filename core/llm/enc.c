@@ -38,6 +38,7 @@ struct ts_llm_enc {
     ts_ckks_params_t *params;
     ts_llm_enc_config_t cfg;
     const ts_boot_t *boot;
+    const ts_boot_t *boot_pd; /* the residual stream's, at pd slots (NULL: boot) */
     int slots, log_slots, pd, ph, pv;
     int dim, hid, vocab, nh, hd, nl;
     int max_pos;
@@ -80,7 +81,9 @@ enum { P_EXP, P_RECIP, P_RSQRT, P_SILU, P_RECIP_NORM, P_RECIP_LAST, P_GELU, P_CO
 
 struct ts_llm_enc_session {
     const ts_llm_enc_t *e;
-    const ts_boot_t *boot; /* e->boot, or a view with the session's keys */
+    const ts_boot_t *boot;    /* e->boot, or a view with the session's keys */
+    const ts_boot_t *boot_pd; /* e->boot_pd, or a view; NULL: none */
+    bool periodic;            /* what `need` refreshes repeats with period pd */
     ts_ckks_evaluator_t *ev;
     ts_ckks_encoder_t *ecd;
     ts_ckks_plaintext_t *pt;
@@ -1127,6 +1130,7 @@ ts_status_t ts_llm_enc_session_new(const ts_llm_enc_t *e, ts_ckks_evaluator_t *e
     memset(s, 0, sizeof(*s));
     s->e = e;
     s->boot = e->boot;
+    s->boot_pd = e->boot_pd;
     s->ev = ev;
     s->bound = ENC_BOOT_BOUND;
     ts_status_t st = ts_ckks_encoder_new(e->params, &s->ecd);
@@ -1160,6 +1164,75 @@ ts_status_t ts_llm_enc_session_set_boot(ts_llm_enc_session_t *s, const ts_boot_t
         return TS_EMISMATCH;
     s->boot = boot;
     return TS_OK;
+}
+
+int ts_llm_enc_period_log_slots(const ts_llm_enc_t *e)
+{
+    if (!e || !e->boot || e->pd >= e->slots || ts_boot_config(e->boot)->order != TS_BOOT_CTS_FIRST)
+        return -1;
+    return ts_log2_exact((uint64_t)e->pd);
+}
+
+ts_status_t ts_llm_enc_period_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg)
+{
+    if (!e || !cfg)
+        return TS_EINVAL;
+    int lp = ts_llm_enc_period_log_slots(e), left = -1;
+    if (lp < 0)
+        return TS_ENOTSUP;
+    const ts_boot_config_t *mc = ts_boot_config(e->boot);
+    ts_status_t st = ts_boot_config_slots(e->params, lp, cfg);
+    if (st == TS_OK) {
+        /* the main one's DFT level budgets (fewer slots could take fewer):
+         * the same levels left, so the engine's level plan holds for both */
+        cfg->cts_levels = mc->cts_levels < lp ? mc->cts_levels : lp;
+        cfg->stc_levels = mc->stc_levels < lp ? mc->stc_levels : lp;
+    }
+    if (st == TS_OK && mc->encap_h > 0)
+        st = ts_boot_config_encapsulate(e->params, mc->encap_h, cfg);
+    if (st == TS_OK)
+        st = ts_boot_depth(e->params, cfg, NULL, NULL, NULL, &left);
+    if (st == TS_OK && left != ts_boot_levels_left(e->boot))
+        st = TS_ENOTSUP;
+    return st;
+}
+
+/* boot fits e as its residual-stream bootstrapper */
+static ts_status_t period_boot_fits(const ts_llm_enc_t *e, const ts_boot_t *boot)
+{
+    if (!boot || !e->boot)
+        return TS_EINVAL;
+    const ts_boot_config_t *a = ts_boot_config(boot), *b = ts_boot_config(e->boot);
+    int lp = ts_llm_enc_period_log_slots(e);
+    if (lp < 0 || a->log_slots != lp || a->order != b->order || a->encap_h != b->encap_h ||
+        ts_boot_levels_left(boot) != ts_boot_levels_left(e->boot))
+        return TS_EMISMATCH;
+    return TS_OK;
+}
+
+ts_status_t ts_llm_enc_set_boot_period(ts_llm_enc_t *e, const ts_boot_t *boot)
+{
+    if (!e)
+        return TS_EINVAL;
+    ts_status_t st = period_boot_fits(e, boot);
+    if (st == TS_OK)
+        e->boot_pd = boot;
+    return st;
+}
+
+ts_status_t ts_llm_enc_session_set_boot_period(ts_llm_enc_session_t *s, const ts_boot_t *boot)
+{
+    if (!s)
+        return TS_EINVAL;
+    ts_status_t st = period_boot_fits(s->e, boot);
+    if (st == TS_OK)
+        s->boot_pd = boot;
+    return st;
+}
+
+const ts_boot_t *ts_llm_enc_boot_period(const ts_llm_enc_t *e)
+{
+    return e ? e->boot_pd : NULL;
 }
 
 ts_status_t ts_llm_enc_session_set_tfhe(ts_llm_enc_session_t *s, ts_convert_t *cv,
@@ -1371,6 +1444,15 @@ static ts_status_t boot_drop(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
     return st;
 }
 
+/* The bootstrapper for a ciphertext of sl slots: the residual stream's at pd
+ * slots in a periodic section (its message repeats every pd slots: a
+ * message of pd slots, whose sparse bootstrap is cheaper), else the
+ * engine's. */
+static const ts_boot_t *boot_for(const ts_llm_enc_session_t *s, size_t sl)
+{
+    return s->periodic && s->boot_pd && sl == (size_t)s->e->slots ? s->boot_pd : s->boot;
+}
+
 /* Make sure ct has at least lv levels, bootstrapping in place (values up to
  * the section's bound: see ENC_BOOT_BOUND) when allowed. */
 static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
@@ -1383,16 +1465,19 @@ static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
     double sc = ts_ckks_ciphertext_scale(ct);
     int deg = ts_ckks_ciphertext_degree(ct);
     size_t sl = ts_ckks_ciphertext_slots(ct);
+    const ts_boot_t *bt = boot_for(s, sl);
+    size_t bsl = (size_t)1 << ts_boot_config(bt)->log_slots;
     ts_status_t st =
-        ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct), deg, sc * bound, sl);
+        ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct), deg, sc * bound, bsl);
     if (st == TS_OK) {
         int prev_stage = stage_to(s, TS_LLM_STAGE_BOOTSTRAP);
-        st = ts_boot_bootstrap(s->boot, s->ev, ct, ct);
+        st = ts_boot_bootstrap(bt, s->ev, ct, ct);
         stage_to(s, prev_stage);
     }
     if (st == TS_OK)
         st = ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct), deg, sc, sl);
     s->nboot++;
+    s->stats.boots_period += bt != s->boot;
     if (st == TS_OK && ts_ckks_ciphertext_level(ct) < lv)
         st = TS_ELEVEL;
     if (st == TS_OK)
@@ -1402,6 +1487,27 @@ static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
 
 /* Bring a and b to the same level (drops the higher one in place). */
 static ts_status_t align(ts_llm_enc_session_t *s, ct_t *a, ct_t *b);
+static ts_status_t need2(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv);
+
+/* need / need2 on values that repeat with period pd (the residual stream, a
+ * norm's output): their bootstraps may run at pd slots (boot_for) */
+static ts_status_t need_pd(ts_llm_enc_session_t *s, ct_t *ct, int lv)
+{
+    bool prev = s->periodic;
+    s->periodic = true;
+    ts_status_t st = need(s, ct, lv);
+    s->periodic = prev;
+    return st;
+}
+
+static ts_status_t need2_pd(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
+{
+    bool prev = s->periodic;
+    s->periodic = true;
+    ts_status_t st = need2(s, a, b, lv);
+    s->periodic = prev;
+    return st;
+}
 
 /*
  * Make sure a and b both have at least lv levels, then align them. When one
@@ -1428,9 +1534,22 @@ static ts_status_t need2(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
         return align(s, a, b);
     }
     int prev_stage = stage_to(s, TS_LLM_STAGE_BOOTSTRAP);
+    const ts_boot_t *bt = boot_for(s, sl);
+    size_t bsl = (size_t)1 << ts_boot_config(bt)->log_slots;
     st = align(s, a, b);
+    if (st == TS_OK && bsl != sl)
+        st = ts_ckks_ciphertext_set_meta(a, ts_ckks_ciphertext_level(a), 1, sa, bsl);
+    if (st == TS_OK && bsl != sl)
+        st = ts_ckks_ciphertext_set_meta(b, ts_ckks_ciphertext_level(b), 1, sb, bsl);
     if (st == TS_OK)
-        st = ts_boot_bootstrap_pair(s->boot, s->ev, a, b, s->bound);
+        st = ts_boot_bootstrap_pair(bt, s->ev, a, b, s->bound);
+    s->stats.boots_period += bt != s->boot;
+    if (st == TS_OK && bsl != sl)
+        st = ts_ckks_ciphertext_set_meta(a, ts_ckks_ciphertext_level(a), 1,
+                                         ts_ckks_ciphertext_scale(a), sl);
+    if (st == TS_OK && bsl != sl)
+        st = ts_ckks_ciphertext_set_meta(b, ts_ckks_ciphertext_level(b), 1,
+                                         ts_ckks_ciphertext_scale(b), sl);
     s->nboot++;
     if (st == TS_OK && ts_ckks_ciphertext_level(a) < lv)
         st = TS_ELEVEL;
@@ -2114,7 +2233,7 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     TRY(ct_new(s, &r));
     TRY(ct_new(s, &xw));
     TRY(ct_new(s, &xc));
-    TRY(need(s, x, (stream ? 2 : 3) + e->gpt2));
+    TRY(stream ? need_pd(s, x, 2 + e->gpt2) : need(s, x, 3 + e->gpt2));
     TRY(ts_ckks_ciphertext_copy(xc, x));
     if (e->gpt2) {
         /* xc = x - mean on the real slots of every period */
@@ -2258,7 +2377,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     TRY(ct_new(s, &r));
     TRY(ct_new(s, &vc));
     TRY(ct_new(s, &zm));
-    TRY(need(s, xb, 3));
+    TRY(need_pd(s, xb, 3));
     /* RoPE (LLAMA; GPT2 adds learned positions to the input) folded into
      * wq and wk, the cache's first-block mask into wk and wv: q, k and v one
      * level below xb */
@@ -2461,7 +2580,7 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
     TRY(ct_new(s, &h1));
     TRY(ct_new(s, &h3));
     TRY(ct_new(s, &g));
-    TRY(need(s, xb, 2));
+    TRY(need_pd(s, xb, 2));
     const ts_nonlinear_cheb_t *cb = activation_cheb(e);
     /* LLAMA, CKKS SiLU: h1 = al (w1 x) + be, the series' domain map in w1 */
     double al = 1.0, be = 0.0;
@@ -2525,7 +2644,7 @@ static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
     if (s->boot && bit < 64 && ((s->e->resid_boot >> bit) & 1u)) {
         int prev_stage = stage_to(s, TS_LLM_STAGE_OTHER);
         double prev_bound = bound_set(s, ENC_BOOT_BOUND * s->e->ks); /* the stream's unit */
-        ts_status_t st = need2(s, xx, o, ts_boot_levels_left(s->boot));
+        ts_status_t st = need2_pd(s, xx, o, ts_boot_levels_left(s->boot));
         s->bound = prev_bound;
         stage_to(s, prev_stage);
         if (st != TS_OK)

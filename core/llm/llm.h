@@ -621,6 +621,38 @@ unsigned ts_llm_enc_tfhe_kinds(const ts_llm_enc_t *enc);
  */
 ts_status_t ts_llm_enc_session_set_boot(ts_llm_enc_session_t *s, const ts_boot_t *boot);
 /*
+ * The residual stream's own bootstrapper. The stream (and each norm's
+ * output) repeats with the model's period pd = pow2(dim) in the session's
+ * slots, so it is a message of pd slots: bootstrapped at pd slots its
+ * DFTs are shorter (boot-n16-dense at 2^6 instead of 2^10 slots: ~19%
+ * faster, ~3.7 bits more precise, 4 more rotation keys). -1 when the
+ * engine cannot use one (no bootstrapper, no sparse working slots, or
+ * SlotToCoeff first); else log2(pd): build it with ts_boot_config_slots at
+ * that count and the engine's encapsulation (ts_llm_enc_boot_config), make
+ * its keys (ts_boot_rotation_steps), then hand it over.
+ */
+int ts_llm_enc_period_log_slots(const ts_llm_enc_t *enc);
+/* That bootstrapper's configuration: ts_boot_config_slots at
+ * ts_llm_enc_period_log_slots with the engine's encapsulation and DFT level
+ * budgets (so that it leaves the same levels). TS_ENOTSUP
+ * when the engine cannot use one or the preset's chain leaves it fewer
+ * levels than the engine's bootstrapper (ts_llm_enc_set_boot_period would
+ * refuse it). */
+ts_status_t ts_llm_enc_period_boot_config(const ts_llm_enc_t *enc, ts_boot_config_t *cfg);
+/*
+ * Use `boot` (borrowed, outliving enc and its sessions; before any session
+ * is made) for the residual stream's bootstraps. TS_EMISMATCH unless its
+ * slots are ts_llm_enc_period_log_slots and its order, encapsulation and
+ * levels left equal the engine's bootstrapper's; TS_EINVAL when the engine
+ * has none. Sessions then bootstrap their stream with it, or with a view of
+ * it set by ts_llm_enc_session_set_boot_period.
+ */
+ts_status_t ts_llm_enc_set_boot_period(ts_llm_enc_t *enc, const ts_boot_t *boot);
+/* The session's view of it (ts_boot_view with its keys); same checks. */
+ts_status_t ts_llm_enc_session_set_boot_period(ts_llm_enc_session_t *s, const ts_boot_t *boot);
+/* The engine's residual-stream bootstrapper (NULL: none). */
+const ts_boot_t *ts_llm_enc_boot_period(const ts_llm_enc_t *enc);
+/*
  * Give a session the TFHE side: cv (conversion keys of this client) and
  * stc_boot (ts_boot_new of ts_llm_enc_tfhe_boot_config), both borrowed and
  * outliving the session. Required before a step when ts_llm_enc_uses_tfhe.
@@ -669,10 +701,11 @@ typedef enum {
 
 typedef struct ts_llm_enc_stats {
     double seconds[TS_LLM_STAGE_COUNT];
-    uint64_t bootstraps;  /* ciphertexts bootstrapped */
-    uint64_t conversions; /* CKKS -> TFHE -> CKKS round trips (one per batch of values) */
-    uint64_t lookups;     /* values looked up in TFHE */
-    uint64_t steps;       /* decode steps completed */
+    uint64_t bootstraps;   /* ciphertexts bootstrapped */
+    uint64_t boots_period; /* of which by the residual stream's bootstrapper (pd slots) */
+    uint64_t conversions;  /* CKKS -> TFHE -> CKKS round trips (one per batch of values) */
+    uint64_t lookups;      /* values looked up in TFHE */
+    uint64_t steps;        /* decode steps completed */
 } ts_llm_enc_stats_t;
 
 const char *ts_llm_stage_name(ts_llm_stage_t st); /* "matvec", "attention", ... */

@@ -59,10 +59,25 @@ void llm_fx_open(llm_fx_t *f, ts_llm_model_t *m, const char *preset, const ts_ll
         ck_assert_ts_ok(ts_llm_enc_session_set_tfhe(f->s, f->cv, f->stc));
 }
 
+void llm_fx_period_boot(llm_fx_t *f)
+{
+    ts_boot_config_t pc;
+    ck_assert_ts_ok(ts_llm_enc_period_boot_config(f->enc, &pc));
+    ck_assert_int_eq(pc.log_slots, ts_llm_enc_period_log_slots(f->enc));
+    ck_assert_ts_ok(ts_boot_keygen(f->p, &pc, f->ek, f->sk, f->prng));
+    ck_assert_ts_ok(ts_boot_new(f->p, &pc, &f->boot_pd));
+    if (f->encap)
+        ck_assert_ts_ok(ts_boot_set_encap_keys(f->boot_pd, f->encap));
+    ck_assert_ts_ok(ts_llm_enc_set_boot_period(f->enc, f->boot_pd));
+    ck_assert_ts_ok(ts_llm_enc_session_set_boot_period(f->s, f->boot_pd));
+    ck_assert_ptr_eq(ts_llm_enc_boot_period(f->enc), f->boot_pd);
+}
+
 void llm_fx_close(llm_fx_t *f)
 {
     ts_llm_enc_session_free(f->s);
     ts_llm_enc_free(f->enc);
+    ts_boot_free(f->boot_pd);
     ts_boot_free(f->boot);
     ts_boot_free(f->stc);
     ts_boot_encap_keys_free(f->encap);

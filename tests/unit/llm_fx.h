@@ -28,6 +28,7 @@ typedef struct {
     ts_boot_t *stc;              /* SlotToCoeff-first bootstrapper of the TFHE side */
     ts_convert_t *cv;            /* conversion keys */
     ts_boot_encap_keys_t *encap; /* dense-secret presets */
+    ts_boot_t *boot_pd;          /* the residual stream's (llm_fx_period_boot) */
 } llm_fx_t;
 
 /* The fixture for model m (owned by the fixture from now on) at preset, the
@@ -36,6 +37,10 @@ typedef struct {
 void llm_fx_open(llm_fx_t *f, ts_llm_model_t *m, const char *preset, const ts_llm_enc_config_t *cfg,
                  bool boot, uint8_t seed);
 void llm_fx_close(llm_fx_t *f);
+/* Give the fixture's engine and session the residual stream's bootstrapper
+ * (ts_llm_enc_period_boot_config) with its keys; fails the test when the
+ * engine cannot take one. */
+void llm_fx_period_boot(llm_fx_t *f);
 /* The tiny synthetic GPT-2 of tests/unit/llm_tiny.h, loaded (the caller owns it). */
 ts_llm_model_t *llm_fx_tiny_gpt2(void);
 

@@ -1005,6 +1005,38 @@ START_TEST(test_gpt2_hybrid)
 END_TEST
 
 /*
+ * The residual stream's bootstrapper: the stream repeats every pow2(dim) =
+ * 16 slots of the engine's working slots, so its bootstraps (and those of
+ * each norm's output) run at 16 slots (test-llm-tiny-boot leaves as many
+ * levels there). Oracle: two hybrid steps vs ts_llm_forward, as
+ * test_gpt2_hybrid, with part of the bootstraps by the period bootstrapper
+ * (counted). Refused: a bootstrapper of another slot count.
+ */
+START_TEST(test_gpt2_period_boot)
+{
+    ts_llm_enc_config_t cfg;
+    g2_cfg(TS_SCHED_HYBRID, &cfg);
+    llm_fx_t f;
+    llm_fx_open(&f, llm_fx_tiny_gpt2(), "test-llm-tiny-boot", &cfg, true, 7);
+    int lp = ts_llm_enc_period_log_slots(f.enc);
+    ck_assert_int_eq(lp, 4); /* pow2(dim 16) */
+    ck_assert_ptr_null(ts_llm_enc_boot_period(f.enc));
+    /* the engine's own bootstrapper is not one of pd slots */
+    ck_assert_ts_status(ts_llm_enc_set_boot_period(f.enc, f.boot), TS_EMISMATCH);
+    ck_assert_ts_status(ts_llm_enc_session_set_boot_period(f.s, f.boot), TS_EMISMATCH);
+    llm_fx_period_boot(&f);
+    g2_decode(&f, ts_test_quick() ? 1 : 2, 5e-2, "hybrid, period bootstraps");
+    ts_llm_enc_stats_t ss;
+    ts_llm_enc_session_stats(f.s, &ss);
+    printf("gpt2 period bootstraps: %llu of %llu at %d slots\n",
+           (unsigned long long)ss.boots_period, (unsigned long long)ss.bootstraps, 1 << lp);
+    ck_assert_uint_gt(ss.boots_period, 0);
+    ck_assert_uint_lt(ss.boots_period, ss.bootstraps);
+    llm_fx_close(&f);
+}
+END_TEST
+
+/*
  * Sparse packing: the engine at 2^7 working slots inside the 512 of
  * test-llm-tiny-boot (a quarter), the bootstrapper and the SlotToCoeff-first
  * conversions at 2^7 too. Oracle: the decrypted logits of two hybrid steps
@@ -1185,6 +1217,7 @@ TS_TEST_SUITE(llm_enc)
     tcase_add_test(g2, test_gpt2_blocks);
     tcase_add_test(g2, test_gpt2_ckks);
     tcase_add_test(g2, test_gpt2_hybrid);
+    tcase_add_test(g2, test_gpt2_period_boot);
     tcase_add_test(g2, test_gpt2_sparse_slots);
     suite_add_tcase(s, g2);
     TCase *slow = ts_tcase("decode_slow", 36000);
