@@ -35,7 +35,8 @@ typedef struct bench_opts {
     const char *params, *params_dir, *out, *backend, *tfhe;
     bool quick, json, insecure, no_convert;
     int reps;
-    int log_slots; /* --slots: the bootstrappers' slot count (0: the preset's) */
+    int log_slots;        /* --slots: the bootstrappers' slot count (0: the preset's) */
+    int period_log_slots; /* --period-slots: a bootstrap at that count too (0: none) */
 } bench_opts_t;
 
 static int cmp_i64(const void *a, const void *b)
@@ -209,7 +210,7 @@ static ts_status_t measure_ckks(const bench_opts_t *o, ts_ckks_params_t *p,
  * bootstrap. */
 static ts_status_t measure_boot(const bench_opts_t *o, ts_ckks_params_t *p, ts_boot_t *bt,
                                 ts_ckks_secret_key_t *sk, ts_ckks_evaluator_t *ev,
-                                ts_ckks_encoder_t *enc, ts_prng_t *rng, ts_sched_costs_t *c)
+                                ts_ckks_encoder_t *enc, ts_prng_t *rng, int64_t *ns)
 {
     size_t slots = (size_t)1 << ts_boot_config(bt)->log_slots;
     double *x = calloc(slots, sizeof *x);
@@ -234,10 +235,8 @@ static ts_status_t measure_boot(const bench_opts_t *o, ts_ckks_params_t *p, ts_b
             st = ts_boot_bootstrap(bt, ev, ct, ct);
         v[r] = (int64_t)(ts_now_ns() - t0);
     }
-    if (st == TS_OK) {
-        c->boot_ns = median(v, reps);
-        c->boot_output_level = ts_boot_levels_left(bt);
-    }
+    if (st == TS_OK)
+        *ns = median(v, reps);
     ts_ckks_ciphertext_free(in);
     ts_ckks_ciphertext_free(ct);
     free(x);
@@ -503,7 +502,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tessera bench costs --params PRESET --out FILE [--backend cpu|gpu|auto]\n"
             "                           [--quick] [--json] [--tfhe PRESET] [--reps N]\n"
-            "                           [--no-convert] [--slots S]\n"
+            "                           [--no-convert] [--slots S] [--period-slots S]\n"
             "                           [--params-dir D] [--insecure-params]\n\n"
             "Measure the scheduler's cost table (latency of every CKKS operation per level,\n"
             "bootstrapping, PBS, HomComp) on this machine and write it to FILE in the format of\n"
@@ -523,6 +522,10 @@ static void usage(FILE *f)
             "                          env TESSERA_BACKEND)\n"
             "      --quick             one repetition per entry (default 5)\n"
             "      --no-convert        skip the conversions (keep their estimate)\n"
+            "      --period-slots S    also a bootstrap at S < --slots slots with the same\n"
+            "                          level budgets: the engine's residual stream, which\n"
+            "                          repeats every pow2(dim) slots (64 for aidreams260K)\n"
+            "                          (bootstrap.period_slots, period_latency_ns)\n"
             "      --json              print a JSON summary on stdout\n\n%s",
             ts_cli_exit_help);
 }
@@ -560,6 +563,13 @@ int ts_bench_costs(int argc, char **argv)
             o.log_slots = v >= 2 ? ts_log2_exact((uint64_t)v) : -1;
             if (o.log_slots < 1) {
                 fprintf(stderr, "tessera bench costs: --slots is a power of two >= 2\n");
+                return TS_EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--period-slots") && has) {
+            long v = atol(argv[++i]);
+            o.period_log_slots = v >= 2 ? ts_log2_exact((uint64_t)v) : -1;
+            if (o.period_log_slots < 1) {
+                fprintf(stderr, "tessera bench costs: --period-slots is a power of two >= 2\n");
                 return TS_EXIT_USAGE;
             }
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -623,7 +633,7 @@ int ts_bench_costs(int argc, char **argv)
     ts_ckks_evalkeys_t *ek = NULL;
     ts_ckks_encoder_t *enc = NULL;
     ts_ckks_evaluator_t *ev = NULL;
-    ts_boot_t *bt = NULL;
+    ts_boot_t *bt = NULL, *bt_pd = NULL;
     ts_boot_encap_keys_t *encap = NULL;
     ts_boot_config_t cfg;
     int left = -1;
@@ -662,7 +672,41 @@ int ts_bench_costs(int argc, char **argv)
         goto out;
     }
     if (boot_ok) {
-        st = measure_boot(&o, p, bt, sk, ev, enc, rng, &c);
+        st = measure_boot(&o, p, bt, sk, ev, enc, rng, &c.boot_ns);
+        c.boot_output_level = ts_boot_levels_left(bt);
+        if (st == TS_OK && o.period_log_slots > 0) {
+            /* the residual stream's bootstrapper (core/llm
+             * ts_llm_enc_period_boot_config): the same level budgets at fewer slots */
+            ts_boot_config_t pc;
+            int pleft = -1;
+            st = o.period_log_slots < log_slots ? ts_boot_config_slots(p, o.period_log_slots, &pc)
+                                                : TS_EINVAL;
+            if (st == TS_OK) {
+                pc.cts_levels =
+                    cfg.cts_levels < o.period_log_slots ? cfg.cts_levels : o.period_log_slots;
+                pc.stc_levels =
+                    cfg.stc_levels < o.period_log_slots ? cfg.stc_levels : o.period_log_slots;
+                if (dense)
+                    st = ts_boot_config_encapsulate(p, 32, &pc);
+            }
+            if (st == TS_OK)
+                st = ts_boot_depth(p, &pc, NULL, NULL, NULL, &pleft);
+            if (st == TS_OK && pleft != left)
+                st = TS_ENOTSUP;
+            if (st == TS_OK)
+                st = ts_boot_keygen(p, &pc, ek, sk, rng);
+            if (st == TS_OK)
+                st = ts_boot_new(p, &pc, &bt_pd);
+            if (st == TS_OK && encap)
+                st = ts_boot_set_encap_keys(bt_pd, encap);
+            if (st == TS_OK)
+                st = measure_boot(&o, p, bt_pd, sk, ev, enc, rng, &c.boot_period_ns);
+            if (st == TS_OK)
+                c.boot_period_slots = (int64_t)1 << o.period_log_slots;
+            else
+                fprintf(stderr, "tessera bench costs: --period-slots %d: %s\n",
+                        1 << o.period_log_slots, ts_strerror(st));
+        }
         if (st != TS_OK) {
             fprintf(stderr, "tessera bench costs: bootstrapping at %s: %s\n", o.params,
                     ts_strerror(st));
@@ -747,6 +791,8 @@ int ts_bench_costs(int argc, char **argv)
         ts_cli_json_str(stdout, o.tfhe);
         printf(",\"out\":");
         ts_cli_json_str(stdout, o.out);
+        printf(",\"boot_period_slots\":%lld,\"boot_period_ns\":%lld",
+               (long long)c.boot_period_slots, (long long)c.boot_period_ns);
         printf(",\"max_level\":%d,\"boot_measured\":%s,\"boot_ns\":%lld,\"boot_output_level\":%lld,"
                "\"pbs_ns\":%lld,\"homcomp_ns\":%lld,\"convert_measured\":%s,"
                "\"roundtrip_ns\":%lld,\"lut2_value_ns\":%lld,\"lut4_value_ns\":%lld,"
@@ -770,6 +816,7 @@ int ts_bench_costs(int argc, char **argv)
         printf("]}\n");
     }
 out:
+    ts_boot_free(bt_pd);
     ts_boot_free(bt);
     ts_boot_encap_keys_free(encap);
     ts_ckks_evaluator_free(ev);

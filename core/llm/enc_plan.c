@@ -20,6 +20,7 @@
 typedef struct gb {
     uint64_t snap;      /* levels whose rescaling prime is far from the scale (enc.c snap) */
     uint64_t deep_next; /* deep_levels of the next operator added */
+    bool periodic_next; /* the next operator's bootstraps refresh a period-pd value */
     uint64_t mask;      /* residual bootstraps (ts__llm_enc_shape_t resid_boot) */
     ts_sched_graph_t *g;
     const ts__llm_enc_shape_t *e;
@@ -83,6 +84,10 @@ static int add_bsgs(gb_t *b, ts_op_kind_t kind, const char *nm, int x, int y, un
     op.need_level = need;
     op.deep_levels = b->deep_next;
     b->deep_next = 0;
+    /* enc.c need_pd / need2_pd: at the residual stream's bootstrapper's slots */
+    if (b->periodic_next && b->e->period_log_slots > 0)
+        op.boot_log_slots = (uint8_t)b->e->period_log_slots;
+    b->periodic_next = false;
     int id = -1;
     b->st = ts_sched_graph_add_op(b->g, &op, NULL, 0, &id);
     return id;
@@ -333,12 +338,14 @@ static int rmsnorm(gb_t *b, const char *where, int x)
         /* LayerNorm: need(x, 3) in place; the mean of a copy, subtracted from
          * another copy (align drops the copy) */
         const double c[6] = {0, 0, 0, 0, 0, 0};
+        b->periodic_next = true; /* the stream */
         int m = add(b, TS_OP_SUM, "center.need", x, TS_SCHED_NONE, FIRST, 0, 3, c);
         m = rot_sum(b, "center.sum", m, 1, e->pd);
         m = mul_k(b, "center.mean", m, true);
         xc = add(b, TS_OP_ADD_CC, "center.sub", x, m, SECOND, 0, 0, c);
         sq = mul_cc(b, "square", xc, xc, BOTH, 1);
     } else {
+        b->periodic_next = true;                 /* the stream */
         sq = mul_cc(b, "square", x, x, BOTH, 2); /* need(x, 2) in place */
     }
     sq = rot_sum(b, "sum", sq, 1, e->pd);
@@ -375,6 +382,7 @@ static int attention(gb_t *b, int xb)
     const ts_llm_enc_config_t *cfg = e->cfg;
     int k = cfg->softmax_k;
     b->stage = TS_LLM_STAGE_ATTENTION;
+    b->periodic_next = true;                              /* the norm's output */
     int q = matvec_b(b, "wq", xb, e->pd, e->pd, 3, true); /* need(xb, 3) in place */
     int kk = matvec_b(b, "wk", xb, e->pd, e->pd, 1, false);
     int v = matvec_b(b, "wv", xb, e->pd, e->pd, 1, false);
@@ -459,6 +467,7 @@ static int ffn(gb_t *b, int xb)
 {
     const ts__llm_enc_shape_t *e = b->e;
     b->stage = TS_LLM_STAGE_OTHER;
+    b->periodic_next = true;                               /* the norm's output */
     int h1 = matvec_b(b, "w1", xb, e->pd, e->ph, 2, true); /* need(xb, 2) in place */
     int g;
     if (e->gpt2) { /* w2 gelu(w1 x + b1) + b2 */
@@ -496,6 +505,7 @@ static int resid(gb_t *b, int bit, int xx, int o)
     if (!b->lv->boot || bit >= 64 || !((b->mask >> bit) & 1u))
         return add_cc(b, "resid", xx, o);
     const double c[6] = {1, 0, 0, 0, 0, 0};
+    b->periodic_next = true; /* enc.c resid: need2_pd */
     return add(b, TS_OP_ADD_CC, "resid.boot", xx, o, BOTH, 0, b->lv->input, c);
 }
 

@@ -126,6 +126,7 @@ typedef struct ts__llm_enc_shape {
     uint64_t resid_boot;      /* residual bootstraps (struct ts_llm_enc) */
     const uint8_t *boot_drop; /* levels dropped after each bootstrap (struct ts_llm_enc) */
     size_t n_boot_drop;
+    int period_log_slots; /* the residual stream's bootstrapper's slots (0: none) */
 } ts__llm_enc_shape_t;
 void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out);
 /* The residual bootstraps (bit 2l: after layer l's attention, 2l + 1: after

@@ -46,6 +46,8 @@ static const ts_cfg_directive_t ckks_table[] = {
 static const ts_cfg_directive_t boot_table[] = {
     INT("latency_ns", boot_ns, 0, INT64_MAX, true),
     INT("output_level", boot_output_level, 1, TS_SCHED_MAX_LEVELS - 1, true),
+    INT("period_latency_ns", boot_period_ns, 0, INT64_MAX, false),
+    INT("period_slots", boot_period_slots, 0, INT64_C(1) << 20, false),
     {.name = NULL},
 };
 
@@ -120,6 +122,14 @@ static ts_status_t validate(const ts_sched_costs_t *c, char *msg, size_t size, c
         k = "output_level";
         snprintf(buf, sizeof buf, "bootstrap output_level %lld must be in [1, max_level %lld]",
                  (long long)c->boot_output_level, (long long)c->max_level);
+        goto fail;
+    }
+    if ((c->boot_period_ns > 0) != (c->boot_period_slots > 0) ||
+        (c->boot_period_slots & (c->boot_period_slots - 1)) != 0 || c->boot_period_slots == 1) {
+        k = c->boot_period_ns > 0 ? "period_slots" : "period_latency_ns";
+        snprintf(buf, sizeof buf,
+                 "bootstrap period_latency_ns and period_slots come together, the slots a "
+                 "power of two >= 2");
         goto fail;
     }
     if (c->extract_depth > c->max_level) {
@@ -400,6 +410,9 @@ ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path)
     }
     fprintf(f, "bootstrap:\n  latency_ns: %lld\n  output_level: %lld\n", (long long)c->boot_ns,
             (long long)c->boot_output_level);
+    if (c->boot_period_ns > 0)
+        fprintf(f, "  period_slots: %lld\n  period_latency_ns: %lld\n",
+                (long long)c->boot_period_slots, (long long)c->boot_period_ns);
     fputs("convert:\n", f);
     put_list(f, "  ", "batch_sizes", c->batch_sizes, c->n_batch_sizes);
     put_list(f, "  ", "extract_ns", c->extract_ns, c->n_extract);
@@ -558,6 +571,14 @@ double ts_sched_costs_convert_ns(const ts_sched_costs_t *c, uint32_t n, uint32_t
         return batches * (double)c->roundtrip_ns;
     double per = ceil((double)n / batches);
     return batches * (extract_for(c, per) + (double)c->recover_ns[level]);
+}
+
+double ts__sched_boot_ns(const ts_sched_costs_t *c, const ts_sched_op_t *op)
+{
+    if (op->boot_log_slots && op->boot_log_slots < 31 && c->boot_period_ns > 0 &&
+        c->boot_period_slots == (INT64_C(1) << op->boot_log_slots))
+        return (double)c->boot_period_ns;
+    return (double)c->boot_ns;
 }
 
 /* All of an implementation's operations at level l. */

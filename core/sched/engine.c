@@ -107,7 +107,7 @@ static ts_status_t replay(const ts_sched_graph_t *g, const ts_sched_costs_t *c,
         st->scheme = scheme;
         st->boot = nb ? TS_BOOT_MAIN : TS_BOOT_NONE;
         st->n_boot = nb;
-        st->boot_ns = (double)nb * (double)c->boot_ns;
+        st->boot_ns = (double)nb * ts__sched_boot_ns(c, op);
         st->level_avail = avail;
         st->level_in = lin;
         if (scheme == TS_SCHEME_CKKS) {

@@ -144,22 +144,26 @@ typedef struct ts_sched_op {
 
     /* The level model of an executing engine (ts_sched_plan_new_engine;
      * the shortest-path solver ignores these fields, 0 = default). */
-    uint8_t pin;          /* TS_SCHED_PIN_*: where the engine evaluates a primitive */
-    uint8_t group;        /* a free tag < TS_SCHED_MAX_GROUPS (core/llm: the engine stage) */
-    uint8_t inplace;      /* bit i: the engine bootstraps / aligns input i in place, so later
-                           * readers of that value see the new level; clear: it works on a copy */
-    int need_level;       /* CKKS: an input below this level is bootstrapped first
-                           * (0 = impl[0].depth) */
-    int tfhe_in_level;    /* TFHE: level a conversion needs; an input below it is bootstrapped
-                           * once per conversion (0 = costs->extract_depth + 1) */
-    int tfhe_out_level;   /* TFHE: level the result is recovered to (0 = the bootstrap level) */
-    uint32_t n_conv;      /* TFHE: conversions (batches of values); 0 = as in
-                           * ts_sched_costs_convert_ns */
-    int lut_seg;          /* TFHE: segments per value's look-up (0 = costs->n_seg);
-                           * TS_SCHED_LUT_PBS = one plain PBS per value (the tfhe policy) */
-    uint64_t deep_levels; /* CKKS: bit l set: run at level l, the operator consumes one
-                           * level more than its depth (a scale correction after
-                           * rescaling by a prime far from the scale) */
+    uint8_t pin;            /* TS_SCHED_PIN_*: where the engine evaluates a primitive */
+    uint8_t group;          /* a free tag < TS_SCHED_MAX_GROUPS (core/llm: the engine stage) */
+    uint8_t inplace;        /* bit i: the engine bootstraps / aligns input i in place, so later
+                             * readers of that value see the new level; clear: it works on a copy */
+    int need_level;         /* CKKS: an input below this level is bootstrapped first
+                             * (0 = impl[0].depth) */
+    int tfhe_in_level;      /* TFHE: level a conversion needs; an input below it is bootstrapped
+                             * once per conversion (0 = costs->extract_depth + 1) */
+    int tfhe_out_level;     /* TFHE: level the result is recovered to (0 = the bootstrap level) */
+    uint32_t n_conv;        /* TFHE: conversions (batches of values); 0 = as in
+                             * ts_sched_costs_convert_ns */
+    int lut_seg;            /* TFHE: segments per value's look-up (0 = costs->n_seg);
+                             * TS_SCHED_LUT_PBS = one plain PBS per value (the tfhe policy) */
+    uint64_t deep_levels;   /* CKKS: bit l set: run at level l, the operator consumes one
+                             * level more than its depth (a scale correction after
+                             * rescaling by a prime far from the scale) */
+    uint8_t boot_log_slots; /* CKKS: its bootstraps run at 2^boot_log_slots slots (a
+                             * periodic value's own bootstrapper; 0 = the main one):
+                             * priced at costs->boot_period_ns when the table's
+                             * boot_period_slots matches */
 } ts_sched_op_t;
 
 #define TS_SCHED_PIN_NONE   0 /* the policy decides */
@@ -341,6 +345,9 @@ ts_status_t ts_sched_graph_build_decoder(const ts_sched_model_dims_t *dims, ts_s
  *     rot_ns:     [...]        rescale_ns: [...]
  *   bootstrap:
  *     latency_ns: N            output_level: 13
+ *     period_slots: S  period_latency_ns: N   optional, measured together: a
+ *                                          bootstrap at S slots with the same
+ *                                          level budgets (the residual stream's)
  *   convert:
  *     batch_sizes:  [1, 4, 16, ...]
  *     extract_ns:   [one per batch size]   SlotToCoeff + RingSwitch + per-value
@@ -396,6 +403,10 @@ typedef struct ts_sched_costs {
 
     int64_t boot_ns;
     int64_t boot_output_level;
+    /* Optional: a bootstrap at boot_period_slots slots with the main one's
+     * level budgets (the engine's residual stream; 0: not measured). */
+    int64_t boot_period_ns;
+    int64_t boot_period_slots;
 
     int64_t batch_sizes[TS_SCHED_MAX_BATCHES];
     size_t n_batch_sizes;

@@ -1032,6 +1032,36 @@ START_TEST(test_gpt2_period_boot)
            (unsigned long long)ss.boots_period, (unsigned long long)ss.bootstraps, 1 << lp);
     ck_assert_uint_gt(ss.boots_period, 0);
     ck_assert_uint_lt(ss.boots_period, ss.bootstraps);
+    /* the scheduler's plan of each step prices exactly these at the table's
+     * period bootstrap (when its period_slots is the engine's): with B per
+     * bootstrap and P per period one, its bootstrap time is (n - k) B + k P */
+    ts_sched_costs_t c;
+    ts_sched_costs_default(&c);
+    c.boot_ns = 1000000000;
+    c.boot_period_ns = 1000000;
+    c.boot_period_slots = 1 << lp;
+    double n = 0, k = 0;
+    for (int pos = 0; pos < (ts_test_quick() ? 1 : 2); pos++) {
+        ts_sched_graph_t *g = NULL;
+        ts_sched_plan_t *pl = NULL;
+        ck_assert_ts_ok(
+            ts_llm_enc_plan(f.enc, pos, TS_LLM_PLAN_ONEHOT, &c, TS_SCHED_HYBRID, &g, &pl, NULL, 0));
+        n += pl->n_boot;
+        k += (pl->n_boot * 1e9 - pl->boot_ns) / (1e9 - 1e6);
+        ts_sched_plan_free(pl);
+        ts_sched_graph_free(g);
+    }
+    ck_assert_double_eq_tol(n, (double)ss.bootstraps, 1e-9);
+    ck_assert_double_eq_tol(k, (double)ss.boots_period, 1e-6);
+    /* a table measured at other slots prices them as the main bootstrap */
+    c.boot_period_slots = 2 << lp;
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *pl = NULL;
+    ck_assert_ts_ok(
+        ts_llm_enc_plan(f.enc, 0, TS_LLM_PLAN_ONEHOT, &c, TS_SCHED_HYBRID, &g, &pl, NULL, 0));
+    ck_assert_double_eq_tol(pl->boot_ns, pl->n_boot * 1e9, 1e-3);
+    ts_sched_plan_free(pl);
+    ts_sched_graph_free(g);
     llm_fx_close(&f);
 }
 END_TEST

@@ -614,7 +614,6 @@ START_TEST(test_sched_costs_bsgs)
     close(fd);
     ck_assert_ts_ok(ts_sched_costs_save(&c, path));
     ck_assert_ts_ok(ts_sched_costs_load(path, &back, &err));
-    unlink(path);
     for (int l = 0; l <= 2; l++) {
         ck_assert_int_eq(back.bsgs_hoist_ns[l], c.bsgs_hoist_ns[l]);
         ck_assert_int_eq(back.bsgs_baby_ns[l], c.bsgs_baby_ns[l]);
@@ -622,6 +621,19 @@ START_TEST(test_sched_costs_bsgs)
         ck_assert_int_eq(back.bsgs_giant_ns[l], c.bsgs_giant_ns[l]);
         ck_assert_int_eq(back.bsgs_moddown_ns[l], c.bsgs_moddown_ns[l]);
     }
+    /* the period bootstrap: both keys or neither, a power of two; round trip */
+    ck_assert_int_eq(back.boot_period_ns, 0);
+    c.boot_period_ns = 7;
+    ck_assert_ts_status(ts_sched_costs_validate(&c, NULL, 0), TS_ECONFIG);
+    c.boot_period_slots = 48;
+    ck_assert_ts_status(ts_sched_costs_validate(&c, NULL, 0), TS_ECONFIG);
+    c.boot_period_slots = 64;
+    ck_assert_ts_ok(ts_sched_costs_validate(&c, NULL, 0));
+    ck_assert_ts_ok(ts_sched_costs_save(&c, path));
+    ck_assert_ts_ok(ts_sched_costs_load(path, &back, &err));
+    ck_assert_int_eq(back.boot_period_ns, 7);
+    ck_assert_int_eq(back.boot_period_slots, 64);
+    unlink(path);
     ts_sched_costs_extend(&back, 4);
     ck_assert_uint_eq(back.n_bsgs_baby, 5);
     ck_assert_int_eq(back.bsgs_baby_ns[4], 150);
