@@ -678,21 +678,9 @@ int ts_bench_costs(int argc, char **argv)
             /* the residual stream's bootstrapper (core/llm
              * ts_llm_enc_period_boot_config): the same level budgets at fewer slots */
             ts_boot_config_t pc;
-            int pleft = -1;
-            st = o.period_log_slots < log_slots ? ts_boot_config_slots(p, o.period_log_slots, &pc)
-                                                : TS_EINVAL;
-            if (st == TS_OK) {
-                pc.cts_levels =
-                    cfg.cts_levels < o.period_log_slots ? cfg.cts_levels : o.period_log_slots;
-                pc.stc_levels =
-                    cfg.stc_levels < o.period_log_slots ? cfg.stc_levels : o.period_log_slots;
-                if (dense)
-                    st = ts_boot_config_encapsulate(p, 32, &pc);
-            }
-            if (st == TS_OK)
-                st = ts_boot_depth(p, &pc, NULL, NULL, NULL, &pleft);
-            if (st == TS_OK && pleft != left)
-                st = TS_ENOTSUP;
+            st = o.period_log_slots < log_slots
+                     ? ts_boot_config_slots_like(p, o.period_log_slots, &cfg, &pc)
+                     : TS_EINVAL;
             if (st == TS_OK)
                 st = ts_boot_keygen(p, &pc, ek, sk, rng);
             if (st == TS_OK)

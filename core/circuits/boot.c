@@ -243,6 +243,30 @@ ts_status_t ts_boot_config_encapsulate(const ts_ckks_params_t *params, int h, ts
     return fit_degree(cfg);
 }
 
+static ts_status_t check_config(const ts_ckks_params_t *p, const ts_boot_config_t *c);
+
+ts_status_t ts_boot_config_slots_like(const ts_ckks_params_t *params, int log_slots,
+                                      const ts_boot_config_t *like, ts_boot_config_t *cfg)
+{
+    if (!params || !like || !cfg || log_slots < 1 || log_slots > ts_ckks_params_log_slots(params))
+        return TS_EINVAL;
+    /* EvalMod, the order, the message ratio and the encapsulation do not
+     * depend on the slot count: like's, with its budgets capped */
+    *cfg = *like;
+    cfg->log_slots = log_slots;
+    cfg->cts_levels = like->cts_levels < log_slots ? like->cts_levels : log_slots;
+    cfg->stc_levels = like->stc_levels < log_slots ? like->stc_levels : log_slots;
+    int a = -1, b = -1;
+    ts_status_t st = check_config(params, cfg);
+    if (st == TS_OK)
+        st = ts_boot_depth(params, like, NULL, NULL, NULL, &a);
+    if (st == TS_OK)
+        st = ts_boot_depth(params, cfg, NULL, NULL, NULL, &b);
+    if (st == TS_OK && a != b)
+        st = TS_ENOTSUP;
+    return st;
+}
+
 /* The depth of ts_ckks_eval_chebyshev on [-1, 1] (core/ckks's Paterson-Stockmeyer). */
 static int cheb_depth(int d)
 {

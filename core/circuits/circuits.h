@@ -110,6 +110,17 @@ ts_status_t ts_boot_config_slots(const ts_ckks_params_t *params, int log_slots,
                                  ts_boot_config_t *cfg);
 
 /*
+ * ts_boot_config_slots at 2^log_slots with the DFT level budgets (capped at
+ * log_slots) and the encapsulation of `like`, so that it leaves as many
+ * levels as `like` (fewer slots alone would take smaller budgets and leave
+ * more): a second bootstrapper for values that repeat with a shorter period
+ * (core/llm's residual stream). TS_ENOTSUP when the levels left differ
+ * anyway; TS_EINVAL outside the range.
+ */
+ts_status_t ts_boot_config_slots_like(const ts_ckks_params_t *params, int log_slots,
+                                      const ts_boot_config_t *like, ts_boot_config_t *cfg);
+
+/*
  * The levels the configuration consumes: CoeffToSlot, EvalMod, SlotToCoeff,
  * and the levels left after a bootstrap (negative when the chain is too
  * short). Any output pointer may be NULL. TS_EINVAL on a malformed config.

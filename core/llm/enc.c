@@ -1178,24 +1178,12 @@ ts_status_t ts_llm_enc_period_boot_config(const ts_llm_enc_t *e, ts_boot_config_
 {
     if (!e || !cfg)
         return TS_EINVAL;
-    int lp = ts_llm_enc_period_log_slots(e), left = -1;
+    int lp = ts_llm_enc_period_log_slots(e);
     if (lp < 0)
         return TS_ENOTSUP;
-    const ts_boot_config_t *mc = ts_boot_config(e->boot);
-    ts_status_t st = ts_boot_config_slots(e->params, lp, cfg);
-    if (st == TS_OK) {
-        /* the main one's DFT level budgets (fewer slots could take fewer):
-         * the same levels left, so the engine's level plan holds for both */
-        cfg->cts_levels = mc->cts_levels < lp ? mc->cts_levels : lp;
-        cfg->stc_levels = mc->stc_levels < lp ? mc->stc_levels : lp;
-    }
-    if (st == TS_OK && mc->encap_h > 0)
-        st = ts_boot_config_encapsulate(e->params, mc->encap_h, cfg);
-    if (st == TS_OK)
-        st = ts_boot_depth(e->params, cfg, NULL, NULL, NULL, &left);
-    if (st == TS_OK && left != ts_boot_levels_left(e->boot))
-        st = TS_ENOTSUP;
-    return st;
+    /* the main one's level budgets (fewer slots could take fewer): the same
+     * levels left, so the engine's level plan holds for both */
+    return ts_boot_config_slots_like(e->params, lp, ts_boot_config(e->boot), cfg);
 }
 
 /* boot fits e as its residual-stream bootstrapper */

@@ -436,6 +436,26 @@ START_TEST(test_boot_keys_and_config)
     c.cts_levels = c.stc_levels = 9; /* too deep for the chain */
     ts_boot_t *bt = NULL;
     ck_assert_ts_status(ts_boot_new(f.p, &c, &bt), TS_EPARAMS);
+    /* a bootstrapper at fewer slots like this one: its level budgets and
+     * EvalMod, so the same levels left; where the budgets must shrink (below
+     * them in log slots) the levels differ: TS_ENOTSUP */
+    ts_boot_config_t like;
+    ck_assert_ts_ok(ts_boot_config_slots(f.p, 7, &like));
+    ck_assert_ts_ok(ts_boot_config_slots_like(f.p, 4, &like, &c));
+    ck_assert_int_eq(c.log_slots, 4);
+    ck_assert_int_eq(c.cts_levels, like.cts_levels);
+    ck_assert_int_eq(c.stc_levels, like.stc_levels);
+    ck_assert_int_eq(c.cheb_degree, like.cheb_degree);
+    int l_like = -1, l_c = -2;
+    ck_assert_ts_ok(ts_boot_depth(f.p, &like, NULL, NULL, NULL, &l_like));
+    ck_assert_ts_ok(ts_boot_depth(f.p, &c, NULL, NULL, NULL, &l_c));
+    ck_assert_int_eq(l_c, l_like);
+    ts_boot_config_t d;
+    ck_assert_ts_ok(ts_boot_config_slots(f.p, 4, &d)); /* its own defaults: more levels */
+    ck_assert_ts_ok(ts_boot_depth(f.p, &d, NULL, NULL, NULL, &l_c));
+    ck_assert_int_gt(l_c, l_like);
+    ck_assert_ts_status(ts_boot_config_slots_like(f.p, 1, &like, &c), TS_ENOTSUP);
+    ck_assert_ts_status(ts_boot_config_slots_like(f.p, 0, &like, &c), TS_EINVAL);
     free(steps);
     fx_clear(&f);
 }
