@@ -183,7 +183,9 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         if (last >= mp)
             last = mp - 1;
         TRY(ts_llm_enc_config_best(m, p, NULL, log_slots, mp, last < 0 ? 0 : last,
-                                   TS_LLM_PLAN_ONEHOT, costs, &cfg, NULL));
+                                   TS_LLM_PLAN_ONEHOT |
+                                       (g_period_boot ? TS_LLM_PLAN_PERIOD_BOOT : 0u),
+                                   costs, &cfg, NULL));
         k->best = true;
     }
     /* the kinds this model evaluates (its FFN activation: SiLU or GELU) */

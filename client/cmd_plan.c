@@ -488,7 +488,8 @@ int ts_cmd_plan(int argc, char **argv)
         }
         /* the daemon's default input: the one-hot token, embedded on the server */
         return engine_plan(model, preset, insecure, &costs, all, policy, (int)d.seq_pos, d.slots,
-                           d.embed_public ? 0 : TS_LLM_PLAN_ONEHOT, json);
+                           (d.embed_public ? 0 : TS_LLM_PLAN_ONEHOT) | TS_LLM_PLAN_PERIOD_BOOT,
+                           json);
     }
     if (!d.slots && costs.slots > 0)
         d.slots = (uint32_t)costs.slots;

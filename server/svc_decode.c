@@ -327,7 +327,7 @@ static ts_status_t hybrid_best(ts_dec_model_t *md, const char *file, const char 
                md->name, path, costs.params, md->cfg.params);
     double ns = 0;
     st = ts_llm_enc_config_best(md->m, md->p, md->boot, md->log_slots, md->max_ctx, md->max_ctx - 1,
-                                TS_LLM_PLAN_ONEHOT, &costs, cfg, &ns);
+                                TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT, &costs, cfg, &ns);
     if (st != TS_OK) {
         snprintf(err, err_size, "%s: no hybrid assignment runs with params %s: %s", file,
                  md->cfg.params, ts_strerror(st));

@@ -1167,9 +1167,26 @@ ts_status_t ts_llm_enc_session_set_boot(ts_llm_enc_session_t *s, const ts_boot_t
     return TS_OK;
 }
 
+/* The engine's bootstrapper's configuration, or without one the one tesserad
+ * would give it (ts_llm_enc_levels assumes the same: the working slots, h' =
+ * 32 encapsulation for dense secrets). */
+static ts_status_t main_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg)
+{
+    if (e->boot) {
+        *cfg = *ts_boot_config(e->boot);
+        return TS_OK;
+    }
+    ts_status_t st = ts_boot_config_slots(e->params, e->log_slots, cfg);
+    if (st == TS_OK && ts_ckks_params_secret(e->params) != TS_CKKS_SECRET_SPARSE_TERNARY)
+        st = ts_boot_config_encapsulate(e->params, 32, cfg);
+    return st;
+}
+
 int ts_llm_enc_period_log_slots(const ts_llm_enc_t *e)
 {
-    if (!e || !e->boot || e->pd >= e->slots || ts_boot_config(e->boot)->order != TS_BOOT_CTS_FIRST)
+    ts_boot_config_t mc;
+    if (!e || e->pd >= e->slots || main_boot_config(e, &mc) != TS_OK ||
+        mc.order != TS_BOOT_CTS_FIRST)
         return -1;
     return ts_log2_exact((uint64_t)e->pd);
 }
@@ -1179,11 +1196,12 @@ ts_status_t ts_llm_enc_period_boot_config(const ts_llm_enc_t *e, ts_boot_config_
     if (!e || !cfg)
         return TS_EINVAL;
     int lp = ts_llm_enc_period_log_slots(e);
-    if (lp < 0)
+    ts_boot_config_t mc;
+    if (lp < 0 || main_boot_config(e, &mc) != TS_OK)
         return TS_ENOTSUP;
     /* the main one's level budgets (fewer slots could take fewer): the same
      * levels left, so the engine's level plan holds for both */
-    return ts_boot_config_slots_like(e->params, lp, ts_boot_config(e->boot), cfg);
+    return ts_boot_config_slots_like(e->params, lp, &mc, cfg);
 }
 
 /* boot fits e as its residual-stream bootstrapper */

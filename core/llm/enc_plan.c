@@ -611,6 +611,10 @@ static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, 
     ts__llm_enc_shape(enc, &e);
     if (pos < 0 || pos >= e.max_pos)
         return TS_ERANGE;
+    ts_boot_config_t pc;
+    if ((flags & TS_LLM_PLAN_PERIOD_BOOT) && !e.period_log_slots &&
+        ts_llm_enc_period_boot_config(enc, &pc) == TS_OK)
+        e.period_log_slots = pc.log_slots;
     ts_llm_enc_levels_t lv;
     ts_status_t st = ts_llm_enc_levels(enc, &lv);
     if (st != TS_OK)

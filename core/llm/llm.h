@@ -626,10 +626,11 @@ ts_status_t ts_llm_enc_session_set_boot(ts_llm_enc_session_t *s, const ts_boot_t
  * slots, so it is a message of pd slots: bootstrapped at pd slots its
  * DFTs are shorter (boot-n16-dense at 2^6 instead of 2^10 slots: ~19%
  * faster, ~3.7 bits more precise, 4 more rotation keys). -1 when the
- * engine cannot use one (no bootstrapper, no sparse working slots, or
- * SlotToCoeff first); else log2(pd): build it with ts_boot_config_slots at
- * that count and the engine's encapsulation (ts_llm_enc_boot_config), make
- * its keys (ts_boot_rotation_steps), then hand it over.
+ * engine cannot use one (no sparse working slots, or SlotToCoeff first;
+ * without a bootstrapper, the one tesserad would give it is assumed, as
+ * ts_llm_enc_levels does); else log2(pd): build it with
+ * ts_llm_enc_period_boot_config, make its keys (ts_boot_keygen), then hand
+ * it over.
  */
 int ts_llm_enc_period_log_slots(const ts_llm_enc_t *enc);
 /* That bootstrapper's configuration: ts_boot_config_slots at
@@ -741,6 +742,11 @@ ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out)
 /* The step's input comes from ts_llm_enc_embed on the client's one-hot vector
  * (the daemon's default), one level below a fresh embedding's. */
 #define TS_LLM_PLAN_ONEHOT 1u
+/* Plan the residual stream's bootstraps at its period bootstrapper's slots
+ * (ts_llm_enc_period_boot_config) as if the engine had one (tesserad gives
+ * it one whenever that configuration exists); an engine that has one is
+ * always planned so. */
+#define TS_LLM_PLAN_PERIOD_BOOT 2u
 /* The graph of the step at position pos (flags: TS_LLM_PLAN_*). [out] *out
  * (ts_sched_graph_free). TS_ERANGE (pos), TS_ENOTSUP, TS_ENOMEM. */
 ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, unsigned flags,
