@@ -83,7 +83,6 @@ struct ts_llm_enc_session {
     const ts_llm_enc_t *e;
     const ts_boot_t *boot;    /* e->boot, or a view with the session's keys */
     const ts_boot_t *boot_pd; /* e->boot_pd, or a view; NULL: none */
-    bool periodic;            /* what `need` refreshes repeats with period pd */
     ts_ckks_evaluator_t *ev;
     ts_ckks_encoder_t *ecd;
     ts_ckks_plaintext_t *pt;
@@ -1167,10 +1166,7 @@ ts_status_t ts_llm_enc_session_set_boot(ts_llm_enc_session_t *s, const ts_boot_t
     return TS_OK;
 }
 
-/* The engine's bootstrapper's configuration, or without one the one tesserad
- * would give it (ts_llm_enc_levels assumes the same: the working slots, h' =
- * 32 encapsulation for dense secrets). */
-static ts_status_t main_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg)
+ts_status_t ts__llm_enc_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg)
 {
     if (e->boot) {
         *cfg = *ts_boot_config(e->boot);
@@ -1185,7 +1181,7 @@ static ts_status_t main_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg
 int ts_llm_enc_period_log_slots(const ts_llm_enc_t *e)
 {
     ts_boot_config_t mc;
-    if (!e || e->pd >= e->slots || main_boot_config(e, &mc) != TS_OK ||
+    if (!e || e->pd >= e->slots || ts__llm_enc_boot_config(e, &mc) != TS_OK ||
         mc.order != TS_BOOT_CTS_FIRST)
         return -1;
     return ts_log2_exact((uint64_t)e->pd);
@@ -1197,7 +1193,7 @@ ts_status_t ts_llm_enc_period_boot_config(const ts_llm_enc_t *e, ts_boot_config_
         return TS_EINVAL;
     int lp = ts_llm_enc_period_log_slots(e);
     ts_boot_config_t mc;
-    if (lp < 0 || main_boot_config(e, &mc) != TS_OK)
+    if (lp < 0 || ts__llm_enc_boot_config(e, &mc) != TS_OK)
         return TS_ENOTSUP;
     /* the main one's level budgets (fewer slots could take fewer): the same
      * levels left, so the engine's level plan holds for both */
@@ -1452,17 +1448,26 @@ static ts_status_t boot_drop(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
 }
 
 /* The bootstrapper for a ciphertext of sl slots: the residual stream's at pd
- * slots in a periodic section (its message repeats every pd slots: a
- * message of pd slots, whose sparse bootstrap is cheaper), else the
- * engine's. */
-static const ts_boot_t *boot_for(const ts_llm_enc_session_t *s, size_t sl)
+ * slots for a value that repeats every pd slots (pd: the residual stream, a
+ * norm's output; a message of pd slots, whose sparse bootstrap is cheaper),
+ * else the engine's. */
+static const ts_boot_t *boot_for(const ts_llm_enc_session_t *s, bool pd, size_t sl)
 {
-    return s->periodic && s->boot_pd && sl == (size_t)s->e->slots ? s->boot_pd : s->boot;
+    return pd && s->boot_pd && sl == (size_t)s->e->slots ? s->boot_pd : s->boot;
+}
+
+/* ct's slot count relabeled (a value repeating every n slots is a message of n) */
+static ts_status_t relabel(ct_t *ct, size_t n)
+{
+    return ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct),
+                                       ts_ckks_ciphertext_degree(ct), ts_ckks_ciphertext_scale(ct),
+                                       n);
 }
 
 /* Make sure ct has at least lv levels, bootstrapping in place (values up to
- * the section's bound: see ENC_BOOT_BOUND) when allowed. */
-static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
+ * the section's bound: see ENC_BOOT_BOUND) when allowed; pd: ct repeats
+ * every pd slots (boot_for). */
+static ts_status_t need_at(ts_llm_enc_session_t *s, ct_t *ct, int lv, bool pd)
 {
     const double bound = s->bound;
     if (ts_ckks_ciphertext_level(ct) >= lv)
@@ -1472,7 +1477,7 @@ static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
     double sc = ts_ckks_ciphertext_scale(ct);
     int deg = ts_ckks_ciphertext_degree(ct);
     size_t sl = ts_ckks_ciphertext_slots(ct);
-    const ts_boot_t *bt = boot_for(s, sl);
+    const ts_boot_t *bt = boot_for(s, pd, sl);
     size_t bsl = (size_t)1 << ts_boot_config(bt)->log_slots;
     ts_status_t st =
         ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct), deg, sc * bound, bsl);
@@ -1492,29 +1497,13 @@ static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
     return st;
 }
 
+static ts_status_t need(ts_llm_enc_session_t *s, ct_t *ct, int lv)
+{
+    return need_at(s, ct, lv, false);
+}
+
 /* Bring a and b to the same level (drops the higher one in place). */
 static ts_status_t align(ts_llm_enc_session_t *s, ct_t *a, ct_t *b);
-static ts_status_t need2(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv);
-
-/* need / need2 on values that repeat with period pd (the residual stream, a
- * norm's output): their bootstraps may run at pd slots (boot_for) */
-static ts_status_t need_pd(ts_llm_enc_session_t *s, ct_t *ct, int lv)
-{
-    bool prev = s->periodic;
-    s->periodic = true;
-    ts_status_t st = need(s, ct, lv);
-    s->periodic = prev;
-    return st;
-}
-
-static ts_status_t need2_pd(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
-{
-    bool prev = s->periodic;
-    s->periodic = true;
-    ts_status_t st = need2(s, a, b, lv);
-    s->periodic = prev;
-    return st;
-}
 
 /*
  * Make sure a and b both have at least lv levels, then align them. When one
@@ -1522,9 +1511,10 @@ static ts_status_t need2_pd(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
  * share one (ts_boot_bootstrap_pair: Re a + i Re b, at the section's bound;
  * the scheduler's replay counts the pair as one): the partner rides along
  * for free, and the product lands a bootstrap's levels high instead of at
- * the partner's (aligning a fresh a down to b would waste them).
+ * the partner's (aligning a fresh a down to b would waste them). pd: both
+ * repeat every pd slots (boot_for).
  */
-static ts_status_t need2(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
+static ts_status_t need2_at(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv, bool pd)
 {
     ts_status_t st;
     double sa = ts_ckks_ciphertext_scale(a), sb = ts_ckks_ciphertext_scale(b);
@@ -1536,34 +1526,33 @@ static ts_status_t need2(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
                 ts_ckks_ciphertext_degree(b) == 1 && sl == ts_ckks_ciphertext_slots(b) &&
                 fabs(sa / sb - 1.0) < 0x1p-30;
     if (!pair) {
-        if ((st = need(s, a, lv)) != TS_OK || (st = need(s, b, lv)) != TS_OK)
+        if ((st = need_at(s, a, lv, pd)) != TS_OK || (st = need_at(s, b, lv, pd)) != TS_OK)
             return st;
         return align(s, a, b);
     }
     int prev_stage = stage_to(s, TS_LLM_STAGE_BOOTSTRAP);
-    const ts_boot_t *bt = boot_for(s, sl);
+    const ts_boot_t *bt = boot_for(s, pd, sl);
     size_t bsl = (size_t)1 << ts_boot_config(bt)->log_slots;
     st = align(s, a, b);
-    if (st == TS_OK && bsl != sl)
-        st = ts_ckks_ciphertext_set_meta(a, ts_ckks_ciphertext_level(a), 1, sa, bsl);
-    if (st == TS_OK && bsl != sl)
-        st = ts_ckks_ciphertext_set_meta(b, ts_ckks_ciphertext_level(b), 1, sb, bsl);
+    if (st == TS_OK && bsl != sl && (st = relabel(a, bsl)) == TS_OK)
+        st = relabel(b, bsl);
     if (st == TS_OK)
         st = ts_boot_bootstrap_pair(bt, s->ev, a, b, s->bound);
-    s->stats.boots_period += bt != s->boot;
-    if (st == TS_OK && bsl != sl)
-        st = ts_ckks_ciphertext_set_meta(a, ts_ckks_ciphertext_level(a), 1,
-                                         ts_ckks_ciphertext_scale(a), sl);
-    if (st == TS_OK && bsl != sl)
-        st = ts_ckks_ciphertext_set_meta(b, ts_ckks_ciphertext_level(b), 1,
-                                         ts_ckks_ciphertext_scale(b), sl);
+    if (st == TS_OK && bsl != sl && (st = relabel(a, sl)) == TS_OK)
+        st = relabel(b, sl);
     s->nboot++;
+    s->stats.boots_period += bt != s->boot;
     if (st == TS_OK && ts_ckks_ciphertext_level(a) < lv)
         st = TS_ELEVEL;
     if (st == TS_OK)
         st = boot_drop(s, a, b, lv);
     stage_to(s, prev_stage);
     return st;
+}
+
+static ts_status_t need2(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
+{
+    return need2_at(s, a, b, lv, false);
 }
 
 /*
@@ -2240,7 +2229,7 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     TRY(ct_new(s, &r));
     TRY(ct_new(s, &xw));
     TRY(ct_new(s, &xc));
-    TRY(stream ? need_pd(s, x, 2 + e->gpt2) : need(s, x, 3 + e->gpt2));
+    TRY(need_at(s, x, (stream ? 2 : 3) + e->gpt2, stream));
     TRY(ts_ckks_ciphertext_copy(xc, x));
     if (e->gpt2) {
         /* xc = x - mean on the real slots of every period */
@@ -2384,7 +2373,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     TRY(ct_new(s, &r));
     TRY(ct_new(s, &vc));
     TRY(ct_new(s, &zm));
-    TRY(need_pd(s, xb, 3));
+    TRY(need_at(s, xb, 3, true)); /* a norm's output: period pd */
     /* RoPE (LLAMA; GPT2 adds learned positions to the input) folded into
      * wq and wk, the cache's first-block mask into wk and wv: q, k and v one
      * level below xb */
@@ -2587,7 +2576,7 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
     TRY(ct_new(s, &h1));
     TRY(ct_new(s, &h3));
     TRY(ct_new(s, &g));
-    TRY(need_pd(s, xb, 2));
+    TRY(need_at(s, xb, 2, true)); /* a norm's output: period pd */
     const ts_nonlinear_cheb_t *cb = activation_cheb(e);
     /* LLAMA, CKKS SiLU: h1 = al (w1 x) + be, the series' domain map in w1 */
     double al = 1.0, be = 0.0;
@@ -2651,7 +2640,7 @@ static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
     if (s->boot && bit < 64 && ((s->e->resid_boot >> bit) & 1u)) {
         int prev_stage = stage_to(s, TS_LLM_STAGE_OTHER);
         double prev_bound = bound_set(s, ENC_BOOT_BOUND * s->e->ks); /* the stream's unit */
-        ts_status_t st = need2_pd(s, xx, o, ts_boot_levels_left(s->boot));
+        ts_status_t st = need2_at(s, xx, o, ts_boot_levels_left(s->boot), true);
         s->bound = prev_bound;
         stage_to(s, prev_stage);
         if (st != TS_OK)

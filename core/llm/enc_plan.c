@@ -84,7 +84,7 @@ static int add_bsgs(gb_t *b, ts_op_kind_t kind, const char *nm, int x, int y, un
     op.need_level = need;
     op.deep_levels = b->deep_next;
     b->deep_next = 0;
-    /* enc.c need_pd / need2_pd: at the residual stream's bootstrapper's slots */
+    /* enc.c need_at / need2_at with pd: at the residual stream's bootstrapper's slots */
     if (b->periodic_next && b->e->period_log_slots > 0)
         op.boot_log_slots = (uint8_t)b->e->period_log_slots;
     b->periodic_next = false;
@@ -572,10 +572,7 @@ ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out)
     if (e.boot) {
         out->input = ts_boot_levels_left(e.boot);
         out->boot = true;
-    } else if (ts_boot_config_slots(e.params, ts_log2_exact((uint64_t)e.slots), &bc) == TS_OK &&
-               /* dense secrets bootstrap with encapsulation (h' = 32, as tesserad) */
-               (ts_ckks_params_secret(e.params) == TS_CKKS_SECRET_SPARSE_TERNARY ||
-                ts_boot_config_encapsulate(e.params, 32, &bc) == TS_OK) &&
+    } else if (ts__llm_enc_boot_config(enc, &bc) == TS_OK &&
                ts_boot_depth(e.params, &bc, NULL, NULL, NULL, &left) == TS_OK && left >= 1) {
         out->input = left; /* as the engine will run: with the default bootstrapper */
         out->boot = true;

@@ -129,6 +129,10 @@ typedef struct ts__llm_enc_shape {
     int period_log_slots; /* the residual stream's bootstrapper's slots (0: none) */
 } ts__llm_enc_shape_t;
 void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out);
+/* The engine's bootstrapper's configuration or, without one, the one
+ * tesserad would give it (the working slots; dense secrets with h' = 32
+ * encapsulation): what plans assume. */
+ts_status_t ts__llm_enc_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg);
 /* The residual bootstraps (bit 2l: after layer l's attention, 2l + 1: after
  * its FFN) with which the engine's plan of the step (one-hot input, last
  * position) needs the fewest bootstraps (then the least predicted time under

@@ -2,14 +2,18 @@
  * core/sched/plan_io.c — the wire format of plans (core/serial envelope of
  * type TS_OBJ_SCHED_PLAN, parameter id = graph digest), and the graph digest.
  *
- * Payload (little endian, version 1):
+ * Payload (little endian, version 2; version 1, still read, ends the cost
+ * table at n_seg):
  *   u32 version
  *   cost table: i64 format; name[64] backend[16] params[64] note[512] bytes;
  *     u8 estimated; i64 max_level, slots; 6 per-level lists (u64 count,
  *     i64 items: add, pmul, cmul, rot, rescale, recover); i64 boot_ns,
  *     boot_output_level; u64 count + i64 batch_sizes; u64 count + i64
  *     extract_ns; i64 extract_depth, pbs_ns, homcomp_ns, small_pmul_ns,
- *     trace_ns, n_seg
+ *     trace_ns, n_seg; (version 2) the optional measured entries: 6 per-level
+ *     lists (encode, bsgs hoist, baby, diag, giant, moddown), i64
+ *     roundtrip_ns; u64 count + i64 lut_seg; u64 count + i64 lut_value_ns;
+ *     i64 pbs_value_ns, workers, boot_period_ns, boot_period_slots
  *   plan: u8 policy; u64 n_steps; per step: u8 scheme, i8 impl, u8 boot,
  *     u32 n_boot, u32 n_boot_inner, i32 level_avail, level_in, level_out,
  *     f64 op_ns, boot_ns
@@ -20,7 +24,7 @@
 #include "core/sched/sched_int.h"
 #include "core/serial/serial.h"
 
-#define PLAN_VERSION 1u
+#define PLAN_VERSION 2u
 #define MAX_STEPS    (1u << 24)
 
 static void put_str(ts_writer_t *w, const char *s, size_t cap)
@@ -80,9 +84,23 @@ static void put_costs(ts_writer_t *w, const ts_sched_costs_t *c)
     ts_put_u64(w, (uint64_t)c->small_pmul_ns);
     ts_put_u64(w, (uint64_t)c->trace_ns);
     ts_put_u64(w, (uint64_t)c->n_seg);
+    /* the optional measured entries: the receiver's check re-prices with them */
+    put_list(w, c->encode_ns, c->n_encode);
+    put_list(w, c->bsgs_hoist_ns, c->n_bsgs_hoist);
+    put_list(w, c->bsgs_baby_ns, c->n_bsgs_baby);
+    put_list(w, c->bsgs_diag_ns, c->n_bsgs_diag);
+    put_list(w, c->bsgs_giant_ns, c->n_bsgs_giant);
+    put_list(w, c->bsgs_moddown_ns, c->n_bsgs_moddown);
+    ts_put_u64(w, (uint64_t)c->roundtrip_ns);
+    put_list(w, c->lut_seg, c->n_lut_seg);
+    put_list(w, c->lut_value_ns, c->n_lut_value);
+    ts_put_u64(w, (uint64_t)c->pbs_value_ns);
+    ts_put_u64(w, (uint64_t)c->workers);
+    ts_put_u64(w, (uint64_t)c->boot_period_ns);
+    ts_put_u64(w, (uint64_t)c->boot_period_slots);
 }
 
-static void get_costs(ts_reader_t *r, ts_sched_costs_t *c)
+static void get_costs(ts_reader_t *r, uint32_t version, ts_sched_costs_t *c)
 {
     memset(c, 0, sizeof *c);
     c->format = (int64_t)ts_get_u64(r);
@@ -112,22 +130,42 @@ static void get_costs(ts_reader_t *r, ts_sched_costs_t *c)
     c->small_pmul_ns = (int64_t)ts_get_u64(r);
     c->trace_ns = (int64_t)ts_get_u64(r);
     c->n_seg = (int64_t)ts_get_u64(r);
+    if (version < 2)
+        return;
+    get_list(r, c->encode_ns, &c->n_encode, TS_SCHED_MAX_LEVELS);
+    get_list(r, c->bsgs_hoist_ns, &c->n_bsgs_hoist, TS_SCHED_MAX_LEVELS);
+    get_list(r, c->bsgs_baby_ns, &c->n_bsgs_baby, TS_SCHED_MAX_LEVELS);
+    get_list(r, c->bsgs_diag_ns, &c->n_bsgs_diag, TS_SCHED_MAX_LEVELS);
+    get_list(r, c->bsgs_giant_ns, &c->n_bsgs_giant, TS_SCHED_MAX_LEVELS);
+    get_list(r, c->bsgs_moddown_ns, &c->n_bsgs_moddown, TS_SCHED_MAX_LEVELS);
+    c->roundtrip_ns = (int64_t)ts_get_u64(r);
+    get_list(r, c->lut_seg, &c->n_lut_seg, 8);
+    get_list(r, c->lut_value_ns, &c->n_lut_value, 8);
+    c->pbs_value_ns = (int64_t)ts_get_u64(r);
+    c->workers = (int64_t)ts_get_u64(r);
+    c->boot_period_ns = (int64_t)ts_get_u64(r);
+    c->boot_period_slots = (int64_t)ts_get_u64(r);
 }
 
 /* Latencies must be non-negative (the YAML loader enforces it; so must we). */
 static bool costs_sane(const ts_sched_costs_t *c)
 {
-    const int64_t *lists[] = {c->add_ns,     c->pmul_ns,    c->cmul_ns,     c->rot_ns,
-                              c->rescale_ns, c->recover_ns, c->batch_sizes, c->extract_ns};
-    const size_t ns[] = {c->n_add,     c->n_pmul,    c->n_cmul,        c->n_rot,
-                         c->n_rescale, c->n_recover, c->n_batch_sizes, c->n_extract};
-    for (size_t i = 0; i < 8; i++)
+    const int64_t *lists[] = {
+        c->add_ns,       c->pmul_ns,      c->cmul_ns,       c->rot_ns,          c->rescale_ns,
+        c->recover_ns,   c->batch_sizes,  c->extract_ns,    c->encode_ns,       c->bsgs_hoist_ns,
+        c->bsgs_baby_ns, c->bsgs_diag_ns, c->bsgs_giant_ns, c->bsgs_moddown_ns, c->lut_value_ns};
+    const size_t ns[] = {c->n_add,        c->n_pmul,         c->n_cmul,        c->n_rot,
+                         c->n_rescale,    c->n_recover,      c->n_batch_sizes, c->n_extract,
+                         c->n_encode,     c->n_bsgs_hoist,   c->n_bsgs_baby,   c->n_bsgs_diag,
+                         c->n_bsgs_giant, c->n_bsgs_moddown, c->n_lut_value};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
         for (size_t j = 0; j < ns[i]; j++)
             if (lists[i][j] < 0)
                 return false;
     if (c->format != 1 || c->boot_ns < 0 || c->extract_depth < 0 || c->pbs_ns < 0 ||
         c->homcomp_ns < 0 || c->small_pmul_ns < 0 || c->trace_ns < 0 || c->n_seg > 64 ||
-        c->slots < 0)
+        c->slots < 0 || c->roundtrip_ns < 0 || c->pbs_value_ns < 0 || c->workers < 0 ||
+        c->workers > 4096 || c->boot_period_ns < 0 || c->boot_period_slots < 0)
         return false;
     return ts_sched_costs_validate(c, NULL, 0) == TS_OK;
 }
@@ -266,9 +304,10 @@ ts_status_t ts_sched_plan_deserialize(const void *data, size_t size, const ts_sc
     }
     ts_reader_t r;
     ts_reader_init(&r, payload, plen);
-    if (ts_get_u32(&r) != PLAN_VERSION && r.err == TS_OK)
+    uint32_t version = ts_get_u32(&r);
+    if ((version < 1 || version > PLAN_VERSION) && r.err == TS_OK)
         r.err = TS_EFORMAT;
-    get_costs(&r, c);
+    get_costs(&r, version, c);
     uint8_t policy = ts_get_u8(&r);
     uint64_t n = ts_get_count(&r, MAX_STEPS);
     if (r.err != TS_OK || policy > TS_SCHED_TFHE || n != g->n_ops || !costs_sane(c)) {

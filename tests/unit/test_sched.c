@@ -831,6 +831,33 @@ START_TEST(test_sched_plan_wire)
     ts_sched_plan_free(q);
     ts_sched_graph_free(g2);
 
+    /* A measured table's optional entries travel too (the receiver's check
+     * re-prices every step with them: BSGS pieces, encodings, conversions,
+     * look-ups, the period bootstrap): the shipped boot-n16-dense table */
+    {
+        ts_sched_costs_t m, m2;
+        ts_cfg_error_t err;
+        ck_assert_ts_ok(ts_sched_costs_load("configs/costs/cpu-boot-n16-dense.yaml", &m, &err));
+        ck_assert_uint_gt(m.n_bsgs_diag, 0);
+        ck_assert_int_gt(m.boot_period_ns, 0);
+        ts_sched_plan_t *pm = NULL, *qm = NULL;
+        uint8_t *bm = NULL;
+        size_t lm = 0;
+        ck_assert_ts_ok(ts_sched_plan_new(g, &m, TS_SCHED_HYBRID, &pm));
+        ck_assert_ts_ok(ts_sched_plan_serialize(pm, g, &m, &bm, &lm));
+        ck_assert_ts_ok(ts_sched_plan_deserialize(bm, lm, g, &qm, &m2));
+        ck_assert(fabs(qm->total_ns - pm->total_ns) < 1e-3 * pm->total_ns);
+        ck_assert_int_eq(memcmp(m2.bsgs_diag_ns, m.bsgs_diag_ns, sizeof m.bsgs_diag_ns), 0);
+        ck_assert_int_eq(memcmp(m2.encode_ns, m.encode_ns, sizeof m.encode_ns), 0);
+        ck_assert_int_eq(m2.roundtrip_ns, m.roundtrip_ns);
+        ck_assert_int_eq(m2.lut_value_ns[1], m.lut_value_ns[1]);
+        ck_assert_int_eq(m2.workers, m.workers);
+        ck_assert_int_eq(m2.boot_period_slots, m.boot_period_slots);
+        ts_sched_plan_free(qm);
+        ts_sched_plan_free(pm);
+        ts_free(bm);
+    }
+
     /* Another graph (one more token of context): TS_EMISMATCH. */
     ts_sched_model_dims_t d = bundled;
     d.seq_pos++;
