@@ -33,22 +33,24 @@
 
 static void usage(FILE *f)
 {
-    fputs(
-        "usage: tessera plan (--model FILE | --dims D,H,L,NH,NKV,V |\n"
-        "                     --dim D --hidden H --layers L --heads NH [--kv-heads NKV] "
-        "--vocab V)\n"
-        "                    [--arch llama|gpt2] [--pos N] [--slots S] [--embed-public]\n"
-        "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
-        "       tessera plan --model FILE --params PRESET [--insecure-params] [--pos N]\n"
-        "                    [--slots S] [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
-        "Prints the scheme-aware plan of one decode step: every operator with its scheme,\n"
-        "levels, bootstraps and rotation keys, the predicted latency, and the reason for\n"
-        "each TFHE/CKKS choice. Without --costs: the table measured at --params that\n"
-        "ships in configs/costs/cpu-PRESET.yaml if any, else the estimated cpu-default.\n"
-        "With --params: the encrypted engine's own plan at that CKKS preset (its exact\n"
-        "operations, bootstraps, conversions and look-ups, latency per stage); --slots S\n"
-        "its working slot count (sparse packing, a power of two; default the preset's).\n",
-        f);
+    fputs("usage: tessera plan (--model FILE | --dims D,H,L,NH,NKV,V |\n"
+          "                     --dim D --hidden H --layers L --heads NH [--kv-heads NKV] "
+          "--vocab V)\n"
+          "                    [--arch llama|gpt2] [--pos N] [--slots S] [--embed-public]\n"
+          "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
+          "       tessera plan --model FILE --params PRESET [--insecure-params] [--pos N]\n"
+          "                    [--slots S] [--cache-only] [--policy hybrid|ckks|tfhe|all]\n"
+          "                    [--costs FILE] [--json]\n"
+          "Prints the scheme-aware plan of one decode step: every operator with its scheme,\n"
+          "levels, bootstraps and rotation keys, the predicted latency, and the reason for\n"
+          "each TFHE/CKKS choice. Without --costs: the table measured at --params that\n"
+          "ships in configs/costs/cpu-PRESET.yaml if any, else the estimated cpu-default.\n"
+          "With --params: the encrypted engine's own plan at that CKKS preset (its exact\n"
+          "operations, bootstraps, conversions and look-ups, latency per stage); --slots S\n"
+          "its working slot count (sparse packing, a power of two; default the preset's);\n"
+          "--cache-only the step of a prompt position before the last (tessera generate's\n"
+          "prefill: the last layer stops at its K/V cache, no logits).\n",
+          f);
 }
 
 static int parse_u32(const char *s, uint32_t *out)
@@ -170,8 +172,9 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
             ts_sched_plan_free(pf);
             ts_sched_graph_free(gf);
             ts_llm_enc_free(ef);
-            st = ts_llm_enc_config_best(m, params, NULL, log_slots, mp, pos, flags, costs, &cfg,
-                                        NULL);
+            /* the daemon chooses on the full step; a cache-only step runs that choice */
+            st = ts_llm_enc_config_best(m, params, NULL, log_slots, mp, pos,
+                                        flags & ~TS_LLM_PLAN_CACHE_ONLY, costs, &cfg, NULL);
         }
         if (st == TS_OK)
             st = ts_llm_enc_new(m, params, &cfg, NULL, &e);
@@ -289,8 +292,9 @@ static int engine_plan(const char *model, const char *preset, bool insecure,
         return 1;
     }
     if (!json) {
-        printf("engine plan: %s at %s, position %d, %s input; cost table %s%s\n", model, preset,
-               pos, flags & TS_LLM_PLAN_ONEHOT ? "one-hot (embedded on the server)" : "embedding",
+        printf("engine plan: %s at %s, %sposition %d, %s input; cost table %s%s\n", model, preset,
+               flags & TS_LLM_PLAN_CACHE_ONLY ? "cache-only step (no logits) at " : "", pos,
+               flags & TS_LLM_PLAN_ONEHOT ? "one-hot (embedded on the server)" : "embedding",
                costs->name,
                !costs->estimated ? ""
                : strcmp(costs->params, preset) == 0
@@ -342,7 +346,7 @@ int ts_cmd_plan(int argc, char **argv)
     ts_sched_model_dims_t d = {.act = TS_ACT_SWIGLU, .norm = TS_NORM_RMS};
     const char *model = NULL, *costs_path = NULL, *policy_s = "hybrid", *arch = NULL,
                *preset = NULL;
-    bool json = false, have_dims = false, insecure = false;
+    bool json = false, have_dims = false, insecure = false, cache_only = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -358,6 +362,9 @@ int ts_cmd_plan(int argc, char **argv)
             continue;
         } else if (!strcmp(a, "--insecure-params")) {
             insecure = true;
+            continue;
+        } else if (!strcmp(a, "--cache-only")) {
+            cache_only = true;
             continue;
         }
         if (!v) {
@@ -488,8 +495,13 @@ int ts_cmd_plan(int argc, char **argv)
         }
         /* the daemon's default input: the one-hot token, embedded on the server */
         return engine_plan(model, preset, insecure, &costs, all, policy, (int)d.seq_pos, d.slots,
-                           (d.embed_public ? 0 : TS_LLM_PLAN_ONEHOT) | TS_LLM_PLAN_PERIOD_BOOT,
+                           (d.embed_public ? 0 : TS_LLM_PLAN_ONEHOT) | TS_LLM_PLAN_PERIOD_BOOT |
+                               (cache_only ? TS_LLM_PLAN_CACHE_ONLY : 0),
                            json);
+    }
+    if (cache_only) {
+        fprintf(stderr, "tessera plan: --cache-only is a plan of the engine (needs --params)\n");
+        return 2;
     }
     if (!d.slots && costs.slots > 0)
         d.slots = (uint32_t)costs.slots;

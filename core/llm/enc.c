@@ -2353,6 +2353,8 @@ static void score_mask(ts_llm_enc_session_t *s, int pos, double c)
     }
 }
 
+/* out = attention(layer, xb) at pos; out NULL: only k and v into the cache
+ * (a cache-only step's last layer: no query, no scores) */
 static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, int pos,
                              ct_t *out)
 {
@@ -2379,13 +2381,16 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
      * level below xb */
     const mv_fold_t fq = {e->gpt2 ? -1 : pos, false, 0.0, 0.0},
                     fk = {e->gpt2 ? -1 : pos, true, 0.0, 0.0}, fv = {-1, true, 0.0, 0.0};
-    TRY(matvec_which(s, layer, 0, fold, &fq, &sh, xb, q));
+    if (out)
+        TRY(matvec_which(s, layer, 0, fold, &fq, &sh, xb, q));
     TRY(matvec_which(s, layer, 1, fold, &fk, &sh, xb, kk));
     TRY(matvec_which(s, layer, 2, fold, &fv, &sh, xb, v));
     ts_ckks_bsgs_free(sh);
     sh = NULL;
     TRY(cache_put(s, &s->kc[layer], kk, pos));
     TRY(cache_put(s, &s->vc[layer], v, pos));
+    if (!out)
+        goto done;
     /* scores: q (.) K, summed inside each head, masked and scaled, replicated */
     TRY(ts_ckks_ciphertext_copy(z, s->kc[layer]));
     TRY(mul_cc(s, z, q, z));
@@ -2649,11 +2654,12 @@ static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
     return add_cc(s, xx, o, xx);
 }
 
-ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos,
-                            ts_ckks_ciphertext_t *logits)
+/* The step at pos; logits NULL: cache only (the last layer stops once its k
+ * and v are in the cache: a prefix of the full step's operations, so its
+ * bootstraps are the full step's first ones, boot_drop included) */
+static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos,
+                        ts_ckks_ciphertext_t *logits)
 {
-    if (!s || !x || !logits)
-        return TS_EINVAL;
     const ts_llm_enc_t *e = s->e;
     if (pos < 0 || pos >= e->max_pos || pos != s->next_pos)
         return TS_ERANGE;
@@ -2679,6 +2685,10 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
         TRY(add_vec(s, xx, NULL, e->m->pos_emb + (size_t)pos * e->dim, e->dim, e->pd, e->ks));
     for (int l = 0; l < e->nl; l++) {
         TRY(norm(s, NULL, NULL, true, xx, xb));
+        if (!logits && l == e->nl - 1) {
+            TRY(attention(s, l, true, xb, pos, NULL));
+            break;
+        }
         TRY(attention(s, l, true, xb, pos, o));
         TRY(matvec_which(s, l, 3, true, NULL, NULL, o, o));
         TRY(resid(s, 2 * l, xx, o));
@@ -2686,8 +2696,10 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
         TRY(ffn(s, l, true, xb, o));
         TRY(resid(s, 2 * l + 1, xx, o));
     }
-    TRY(norm(s, NULL, NULL, true, xx, xb));
-    TRY(matvec_which(s, 0, 7, true, NULL, NULL, xb, logits));
+    if (logits) {
+        TRY(norm(s, NULL, NULL, true, xx, xb));
+        TRY(matvec_which(s, 0, 7, true, NULL, NULL, xb, logits));
+    }
     s->next_pos = pos + 1;
     s->stats.steps++;
 done:
@@ -2697,6 +2709,21 @@ done:
     ts_ckks_ciphertext_free(xb);
     ts_ckks_ciphertext_free(o);
     return st;
+}
+
+ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos,
+                            ts_ckks_ciphertext_t *logits)
+{
+    if (!s || !x || !logits)
+        return TS_EINVAL;
+    return step(s, x, pos, logits);
+}
+
+ts_status_t ts_llm_enc_step_cache(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos)
+{
+    if (!s || !x)
+        return TS_EINVAL;
+    return step(s, x, pos, NULL);
 }
 
 /* ---------------------------------------------- encrypted one-hot token input */

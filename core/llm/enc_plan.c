@@ -376,19 +376,23 @@ static int cache_put(gb_t *b, const char *nm, int x)
     return add(b, TS_OP_SUM, nm, x, TS_SCHED_NONE, 0, 0, 0, c);
 }
 
-static int attention(gb_t *b, int xb)
+/* kv_only: enc.c attention with out NULL (the cache-only step's last layer):
+ * wk makes the baby rotations wq would have made, then k and v into the cache */
+static int attention(gb_t *b, int xb, bool kv_only)
 {
     const ts__llm_enc_shape_t *e = b->e;
     const ts_llm_enc_config_t *cfg = e->cfg;
     int k = cfg->softmax_k;
     b->stage = TS_LLM_STAGE_ATTENTION;
-    b->periodic_next = true;                              /* the norm's output */
-    int q = matvec_b(b, "wq", xb, e->pd, e->pd, 3, true); /* need(xb, 3) in place */
-    int kk = matvec_b(b, "wk", xb, e->pd, e->pd, 1, false);
+    b->periodic_next = true;                                             /* the norm's output */
+    int q = kv_only ? -1 : matvec_b(b, "wq", xb, e->pd, e->pd, 3, true); /* need(xb, 3) in place */
+    int kk = matvec_b(b, "wk", xb, e->pd, e->pd, kv_only ? 3 : 1, kv_only);
     int v = matvec_b(b, "wv", xb, e->pd, e->pd, 1, false);
     /* RoPE folded into wq and wk, the cache mask into wk and wv (enc.c mv_fold_t) */
     int kc = cache_put(b, "cache_k", kk);
     int vc = cache_put(b, "cache_v", v);
+    if (kv_only)
+        return vc;
     /* z = copy(K cache) * q: the cache copy may be bootstrapped, the cache not */
     int z = prod(b, TS_OP_ATTN_QK, "scores", kc, q, SECOND, 1);
     z = rot_sum(b, "scores.sum", z, 1, e->hd);
@@ -538,7 +542,10 @@ static ts_status_t build_step(gb_t *b, unsigned flags)
         int xb = rmsnorm(b, where, xx);
         snprintf(where, sizeof where, "L%d.attn", l);
         b->where = where;
-        int o = attention(b, xb);
+        bool kv_only = (flags & TS_LLM_PLAN_CACHE_ONLY) && l == e->nl - 1;
+        int o = attention(b, xb, kv_only);
+        if (kv_only)
+            return b->st; /* ts_llm_enc_step_cache: no FFN, final norm or LM head */
         b->stage = TS_LLM_STAGE_OTHER;
         o = matvec_b(b, "wo", o, e->pd, e->pd, 1, true);
         xx = resid(b, 2 * l, xx, o);

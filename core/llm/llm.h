@@ -747,6 +747,9 @@ ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out)
  * it one whenever that configuration exists); an engine that has one is
  * always planned so. */
 #define TS_LLM_PLAN_PERIOD_BOOT 2u
+/* The cache-only step (ts_llm_enc_step_cache): the last layer ends with its
+ * K/V cache writes, no final norm, no LM head. */
+#define TS_LLM_PLAN_CACHE_ONLY 4u
 /* The graph of the step at position pos (flags: TS_LLM_PLAN_*). [out] *out
  * (ts_sched_graph_free). TS_ERANGE (pos), TS_ENOTSUP, TS_ENOMEM. */
 ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, unsigned flags,
@@ -806,6 +809,15 @@ ts_status_t ts_llm_enc_config_best(const ts_llm_model_t *m, ts_ckks_params_t *pa
  */
 ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos,
                             ts_ckks_ciphertext_t *logits);
+/*
+ * A cache-only step (a prompt position whose logits nobody reads): the same
+ * as ts_llm_enc_step up to the last layer's K/V cache write, then stops (no
+ * query, scores, FFN or final norm there, and no LM head): a prefix of the
+ * full step's operations, so the cache afterwards holds what the full step
+ * would have put there and the next position runs as usual. aidreams260K at
+ * boot-n16-dense: 12 bootstraps instead of 16. Errors as ts_llm_enc_step.
+ */
+ts_status_t ts_llm_enc_step_cache(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos);
 /*
  * The residual stream's unit ks: the step carries ks x for the model's x,
  * ks^2 = al / dim with al the slope of the CKKS 1/sqrt series' domain map

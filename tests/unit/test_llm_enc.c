@@ -834,8 +834,10 @@ START_TEST(test_gpt2_ranges)
 }
 END_TEST
 
-/* Logits of the encrypted steps at positions 0..npos-1 vs ts_llm_forward. */
-static void g2_decode(llm_fx_t *f, int npos, double tol, const char *what)
+/* Logits of the encrypted steps at positions 0..npos-1 vs ts_llm_forward;
+ * the first ncache positions are cache-only steps (ts_llm_enc_step_cache: no
+ * logits), whose K/V the later positions read. */
+static void g2_decode_cached(llm_fx_t *f, int npos, int ncache, double tol, const char *what)
 {
     const ts_llm_model_t *m = f->m;
     int V = m->cfg.vocab_size;
@@ -852,10 +854,21 @@ static void g2_decode(llm_fx_t *f, int npos, double tol, const char *what)
         clock_gettime(CLOCK_MONOTONIC, &t0);
         ck_assert_ts_ok(ts_llm_enc_encrypt_onehot(f->enc, f->ecd, f->sk, f->prng, tok, oh));
         ck_assert_ts_ok(ts_llm_enc_embed(f->s, oh, x));
+        const float *ref = NULL;
+        if (pos < ncache) {
+            uint64_t b0 = ts_llm_enc_session_bootstraps(f->s);
+            ck_assert_ts_ok(ts_llm_enc_step_cache(f->s, x, pos));
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            ck_assert_ts_ok(ts_llm_forward(m, st, tok, pos, &ref));
+            printf("gpt2 %s pos %d token %d: cache only, %.0f ms, %llu bootstraps\n", what, pos,
+                   tok,
+                   1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec),
+                   (unsigned long long)(ts_llm_enc_session_bootstraps(f->s) - b0));
+            continue;
+        }
         ck_assert_ts_ok(ts_llm_enc_step(f->s, x, pos, lg));
         clock_gettime(CLOCK_MONOTONIC, &t1);
         ck_assert_ts_ok(ts_llm_enc_decrypt_vec(f->ecd, f->sk, lg, got, V));
-        const float *ref = NULL;
         ck_assert_ts_ok(ts_llm_forward(m, st, tok, pos, &ref));
         double mx = 0, ra = 0;
         for (int i = 0; i < V; i++) {
@@ -883,6 +896,11 @@ static void g2_decode(llm_fx_t *f, int npos, double tol, const char *what)
     ts_ckks_ciphertext_free(x);
     ts_ckks_ciphertext_free(lg);
     ts_llm_state_free(st);
+}
+
+static void g2_decode(llm_fx_t *f, int npos, double tol, const char *what)
+{
+    g2_decode_cached(f, npos, 0, tol, what);
 }
 
 static void ref_layernorm(const float *w, const float *b, const double *x, int n, double eps,
@@ -1062,6 +1080,66 @@ START_TEST(test_gpt2_period_boot)
     ck_assert_double_eq_tol(pl->boot_ns, pl->n_boot * 1e9, 1e-3);
     ts_sched_plan_free(pl);
     ts_sched_graph_free(g);
+    llm_fx_close(&f);
+}
+END_TEST
+
+/*
+ * Cache-only steps (a prompt's positions before its last): the last layer
+ * stops after its K/V cache writes. Oracle: the full steps after them vs
+ * ts_llm_forward, which fail when a cache-only step leaves a wrong or
+ * missing k or v in any layer's cache (the last layer's included); policy
+ * ckks at test-llm-tiny (no bootstraps), then hybrid with bootstraps and the
+ * stream's bootstrapper (cache-only steps are a prefix of the full step's
+ * bootstraps: one or more fewer). Refused: NULL arguments, a position out of
+ * order.
+ */
+START_TEST(test_gpt2_cache_only)
+{
+    ts_llm_enc_config_t cfg;
+    g2_cfg(TS_SCHED_CKKS, &cfg);
+    llm_fx_t f;
+    llm_fx_open(&f, llm_fx_tiny_gpt2(), "test-llm-tiny", &cfg, false, 7);
+    ts_ckks_ciphertext_t *x = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &x));
+    ck_assert_ts_status(ts_llm_enc_step_cache(NULL, x, 0), TS_EINVAL);
+    ck_assert_ts_status(ts_llm_enc_step_cache(f.s, NULL, 0), TS_EINVAL);
+    ck_assert_ts_ok(ts_llm_enc_encrypt_onehot(f.enc, f.ecd, f.sk, f.prng, g2_toks[0], x));
+    ck_assert_ts_status(ts_llm_enc_step_cache(f.s, x, 1), TS_ERANGE);
+    ts_ckks_ciphertext_free(x);
+    g2_decode_cached(&f, 3, 2, 5e-2, "ckks, cache-only prefix");
+    llm_fx_close(&f);
+
+    g2_cfg(TS_SCHED_HYBRID, &cfg);
+    llm_fx_open(&f, llm_fx_tiny_gpt2(), "test-llm-tiny-boot", &cfg, true, 7);
+    llm_fx_period_boot(&f);
+    ts_sched_costs_t c;
+    ts_sched_costs_default(&c);
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *full = NULL, *cache = NULL;
+    ck_assert_ts_ok(
+        ts_llm_enc_plan(f.enc, 0, TS_LLM_PLAN_ONEHOT, &c, TS_SCHED_HYBRID, &g, &full, NULL, 0));
+    ts_sched_graph_free(g);
+    ck_assert_ts_ok(ts_llm_enc_plan(f.enc, 0, TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_CACHE_ONLY, &c,
+                                    TS_SCHED_HYBRID, &g, &cache, NULL, 0));
+    ts_sched_graph_free(g);
+    printf("gpt2 cache-only plan: %u of %u bootstraps, %.1f of %.1f ms\n", cache->n_boot,
+           full->n_boot, cache->total_ns / 1e6, full->total_ns / 1e6);
+    ck_assert_uint_lt(cache->n_boot, full->n_boot);
+    ck_assert(cache->total_ns < full->total_ns);
+    ts_sched_plan_free(full);
+    uint64_t b0 = ts_llm_enc_session_bootstraps(f.s);
+    g2_decode_cached(&f, 2, 1, 5e-2, "hybrid, cache-only prefix");
+    ts_llm_enc_stats_t ss;
+    ts_llm_enc_session_stats(f.s, &ss);
+    ck_assert_uint_gt(ss.boots_period, 0);
+    /* position 1's full step bootstraps as many times as the plan says */
+    ck_assert_ts_ok(
+        ts_llm_enc_plan(f.enc, 1, TS_LLM_PLAN_ONEHOT, &c, TS_SCHED_HYBRID, &g, &full, NULL, 0));
+    ts_sched_graph_free(g);
+    ck_assert_uint_eq(ts_llm_enc_session_bootstraps(f.s) - b0, cache->n_boot + full->n_boot);
+    ts_sched_plan_free(full);
+    ts_sched_plan_free(cache);
     llm_fx_close(&f);
 }
 END_TEST
@@ -1248,6 +1326,7 @@ TS_TEST_SUITE(llm_enc)
     tcase_add_test(g2, test_gpt2_ckks);
     tcase_add_test(g2, test_gpt2_hybrid);
     tcase_add_test(g2, test_gpt2_period_boot);
+    tcase_add_test(g2, test_gpt2_cache_only);
     tcase_add_test(g2, test_gpt2_sparse_slots);
     suite_add_tcase(s, g2);
     TCase *slow = ts_tcase("decode_slow", 36000);

@@ -285,6 +285,39 @@ static void check_policy(const char *model, ts_sched_policy_t pol, int kinds)
         ts_sched_plan_free(plan);
         ts_sched_graph_free(g);
     }
+    /* a cache-only step (a prompt position) at the next position: the plan of
+     * TS_LLM_PLAN_CACHE_ONLY counts what ts_llm_enc_step_cache executes */
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *plan = NULL;
+    char msg[256] = "";
+    ts_status_t st = ts_llm_enc_plan(f.enc, positions, TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_CACHE_ONLY,
+                                     &costs, pol, &g, &plan, msg, sizeof msg);
+    ck_assert_msg(st == TS_OK, "cache-only plan: %s: %s", ts_status_name(st), msg);
+    ck_assert_ts_ok(ts_sched_plan_check(plan, g, &costs, msg, sizeof msg));
+    char last[40];
+    snprintf(last, sizeof last, "L%d.attn.cache_v", f.m->cfg.n_layers - 1);
+    ck_assert_str_eq(ts_sched_graph_op(g, plan->n_steps - 1)->name, last);
+    ts_ckks_ciphertext_t *x = NULL, *oh = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &x));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &oh));
+    ck_assert_ts_ok(ts_llm_enc_encrypt_onehot(f.enc, f.ecd, f.sk, f.prng, 5, oh));
+    ck_assert_ts_ok(ts_llm_enc_embed(f.s, oh, x));
+    ts_llm_enc_session_stats_reset(f.s);
+    ck_assert_ts_ok(ts_llm_enc_step_cache(f.s, x, positions));
+    ts_llm_enc_stats_t ss;
+    ts_llm_enc_session_stats(f.s, &ss);
+    printf("plan %s cache-only pos %d: %zu ops; predicted %u bootstraps %u conversions %u values; "
+           "engine %llu %llu %llu\n",
+           ts_sched_policy_name(pol), positions, plan->n_steps, plan->n_boot, plan->n_convert,
+           plan->n_lookup, (unsigned long long)ss.bootstraps, (unsigned long long)ss.conversions,
+           (unsigned long long)ss.lookups);
+    ck_assert_uint_eq(plan->n_boot, ss.bootstraps);
+    ck_assert_uint_eq(plan->n_convert, ss.conversions);
+    ck_assert_uint_eq(plan->n_lookup, ss.lookups);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(oh);
+    ts_sched_plan_free(plan);
+    ts_sched_graph_free(g);
     llm_fx_close(&f);
 }
 
