@@ -37,6 +37,12 @@ static void usage(FILE *f)
             "                          engine for the policy uses TFHE: a hybrid placed all in\n"
             "                          CKKS under the server's cost table needs none; the model\n"
             "                          must serve the policy, see its ModelInfo)\n"
+            "      --full-steps        a full step (logits) at every prompt position; by default\n"
+            "                          the prompt's positions before its last are cache-only\n"
+            "                          steps (the server fills its KV cache and returns no\n"
+            "                          logits: ~3/4 of a step), which tells the server how\n"
+            "                          many of the positions are the prompt's; --full-steps\n"
+            "                          keeps that hidden (docs/SECURITY.md)\n"
             "      --tokenizer PATH    tokenizer (default models/tok512.bin)\n"
             "  -k, --keys DIR          use the secret key of DIR (tessera keygen, same preset as\n"
             "                          the model) instead of a fresh one; evaluation keys are\n"
@@ -47,7 +53,9 @@ static void usage(FILE *f)
             "      --json              one JSON object per position on stdout: pos, id, text,\n"
             "                          prompt, policy, tfhe_kinds (what the server evaluates\n"
             "                          in TFHE), latency_ms, server_ms, stages, bootstraps,\n"
-            "                          precision_bits (of the flooding), logit_margin\n\n%s\n%s",
+            "                          precision_bits (of the flooding), logit_margin,\n"
+            "                          cache_only (no logits: the fields after bootstraps "
+            "absent)\n\n%s\n%s",
             ts_cli_conn_help, ts_cli_exit_help);
 }
 
@@ -318,6 +326,7 @@ int ts_cmd_generate(int argc, char **argv)
                                          {"params-dir", required_argument, NULL, 'D'},
                                          {"insecure-params", no_argument, NULL, 'I'},
                                          {"keys", required_argument, NULL, 'k'},
+                                         {"full-steps", no_argument, NULL, 'F'},
                                          {NULL, 0, NULL, 0}};
     const char *prog = "tessera generate";
     const char *keys_dir = NULL;
@@ -328,7 +337,7 @@ int ts_cmd_generate(int argc, char **argv)
     long max_tokens = 16;
     double temperature = 0.0, top_p = 0.0;
     unsigned long long seed = 1;
-    bool insecure = false;
+    bool insecure = false, full_steps = false;
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, TS_CLI_CONN_SHORTOPTS "m:p:n:t:k:", opts, NULL)) != -1) {
@@ -394,6 +403,9 @@ int ts_cmd_generate(int argc, char **argv)
             break;
         case 'k':
             keys_dir = optarg;
+            break;
+        case 'F':
+            full_steps = true;
             break;
         default:
             usage(stderr);
@@ -567,11 +579,13 @@ int ts_cmd_generate(int argc, char **argv)
             fprintf(stderr, "%s: encrypting position %zu failed: %s\n", prog, pos, ts_strerror(st));
             goto out;
         }
+        bool in_prompt = pos + 1 < n_prompt;
         Tessera__DecodeStep ds = TESSERA__DECODE_STEP__INIT;
         ds.session_id = session;
         ds.position = (uint32_t)pos;
         ds.token.data = ctb;
         ds.token.len = ctn;
+        ds.cache_only = in_prompt && !full_steps; /* nobody reads these logits */
         req.body_case = TESSERA__ENVELOPE__BODY_DECODE_STEP;
         req.decode_step = &ds;
         st = call(g.c, &req, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &rep);
@@ -584,6 +598,38 @@ int ts_cmd_generate(int argc, char **argv)
         }
         const Tessera__DecodeResult *dr = rep->decode_result;
         char why[256] = "";
+        if (dr->cache_only && !ds.cache_only) {
+            fprintf(stderr,
+                    "%s: the server sent no logits for position %zu (a cache-only reply "
+                    "to a full step)\n",
+                    prog, pos);
+            rc = TS_EXIT_FAIL;
+            goto out;
+        }
+        if (dr->cache_only) {
+            /* the KV cache holds this prompt position; nothing to decrypt */
+            double lat = ms_since(t0);
+            total_ms += lat;
+            if (g.json) {
+                printf("{\"pos\":%zu,\"prompt\":true,\"input\":%d,\"id\":-1,\"text\":\"\","
+                       "\"cache_only\":true,\"policy\":",
+                       pos, token);
+                ts_cli_json_str(stdout, policy);
+                printf(",\"tfhe_kinds\":");
+                ts_cli_json_str(stdout, kinds ? kinds : "");
+                printf(",\"latency_ms\":%.3f,\"server_ms\":%.3f,\"bootstraps\":%llu,\"stages\":",
+                       lat, dr->server_ms, (unsigned long long)dr->bootstraps);
+                json_stages(dr);
+                printf("}\n");
+                fflush(stdout);
+            } else if (g.tty) {
+                fprintf(stderr, "\r\033[K[prompt %zu/%zu] %.2f s (cache only, server %.2f s)",
+                        pos + 1, n_total - 1, lat / 1e3, dr->server_ms / 1e3);
+            }
+            ts_net_envelope_free(rep);
+            rep = NULL;
+            continue;
+        }
         ts_ckks_ciphertext_free(lg);
         lg = NULL;
         st =
@@ -601,7 +647,6 @@ int ts_cmd_generate(int argc, char **argv)
             rc = TS_EXIT_FAIL;
             goto out;
         }
-        bool in_prompt = pos + 1 < n_prompt;
         int next = -1;
         if (!in_prompt && max_tokens > 0) {
             if ((st = ts_llm_sampler_sample(smp, logits, V, &next)) != TS_OK) {
@@ -630,8 +675,9 @@ int ts_cmd_generate(int argc, char **argv)
         text[tn < sizeof text ? tn : sizeof text - 1] = 0;
         double prec = dr->err_bound > 0 ? -log2(dr->err_bound) : 0.0;
         if (g.json) {
-            printf("{\"pos\":%zu,\"prompt\":%s,\"input\":%d,\"id\":%d,\"text\":", pos,
-                   in_prompt ? "true" : "false", token, next);
+            printf("{\"pos\":%zu,\"prompt\":%s,\"input\":%d,\"id\":%d,\"cache_only\":false,"
+                   "\"text\":",
+                   pos, in_prompt ? "true" : "false", token, next);
             ts_cli_json_str(stdout, next >= 0 ? text : "");
             printf(",\"policy\":");
             ts_cli_json_str(stdout, policy);

@@ -217,7 +217,7 @@ ref = json.load(open(f"{w}/ref.json"))
 ref_ids = ref.get("ids") or ref.get("tokens")
 gen = [r for r in rows if not r.get("prompt")]
 for r in rows:
-    kind = "prompt" if r.get("prompt") else "generated"
+    kind = ("prompt (cache only)" if r.get("cache_only") else "prompt") if r.get("prompt") else "generated"
     conv = r.get("conversions")
     print(f"position {r['pos']}: {kind} id {r['id']} {r.get('text', '')!r}, "
           f"{r['latency_ms'] / 1000:.1f} s, {r.get('bootstraps', '?')} bootstraps"

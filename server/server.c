@@ -1583,8 +1583,8 @@ static void decode_step_work(uv_work_t *uw)
 {
     dec_work_t *w = uw->data;
     const Tessera__DecodeStep *d = w->env->decode_step;
-    w->st = ts_dec_session_step(w->x->dec, d->position, d->token.data, d->token.len, &w->res,
-                                w->why, sizeof w->why);
+    w->st = ts_dec_session_step(w->x->dec, d->position, d->token.data, d->token.len, d->cache_only,
+                                &w->res, w->why, sizeof w->why);
 }
 
 static void decode_step_after(uv_work_t *uw, int status)
@@ -1627,9 +1627,12 @@ static void decode_step_after(uv_work_t *uw, int status)
             r.server_ms = w->res.server_ms;
             r.err_bound = w->res.err_bound;
             r.bootstraps = w->res.bootstraps;
+            r.cache_only = w->res.cache_only;
             reply(c, w->rid, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &r);
-            ts_log(TS_LOG_INFO, MOD, "event=decode_step session=%llu pos=%u ms=%.1f",
-                   (unsigned long long)d->session_id, d->position, w->res.server_ms);
+            ts_log(TS_LOG_INFO, MOD,
+                   "event=decode_step session=%llu pos=%u cache_only=%d ms=%.1f bootstraps=%llu",
+                   (unsigned long long)d->session_id, d->position, (int)w->res.cache_only,
+                   w->res.server_ms, (unsigned long long)w->res.bootstraps);
         }
     }
     dec_work_done(s, c, w, TESSERA__ENVELOPE__BODY_DECODE_STEP);

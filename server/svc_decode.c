@@ -1011,7 +1011,7 @@ const char *const ts_dec_stage_names[TS_DEC_STAGES] = {
     "embed", "matvec", "attention", "nonlinear", "bootstrap", "convert", "other", "sanitize"};
 
 ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t *data, size_t size,
-                                ts_dec_result_t *res, char *why, size_t why_size)
+                                bool cache_only, ts_dec_result_t *res, char *why, size_t why_size)
 {
     memset(res, 0, sizeof *res);
     ts_dec_model_t *md = s->md;
@@ -1065,22 +1065,27 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t
     ts_llm_enc_stats_t mid;
     ts_llm_enc_session_stats(s->s, &mid);
     double embed_s = (double)(ts_now_ns() - te) / 1e9;
-    if ((st = ts_llm_enc_step(s->s, y, (int)pos, lg)) != TS_OK) {
+    st = cache_only ? ts_llm_enc_step_cache(s->s, y, (int)pos)
+                    : ts_llm_enc_step(s->s, y, (int)pos, lg);
+    if (st != TS_OK) {
         snprintf(why, why_size, "decode step failed: %s", ts_strerror(st));
         goto out;
     }
     ts_llm_enc_session_stats(s->s, &after);
-    uint64_t ts0 = ts_now_ns();
-    ts_llm_sanitize_info_t info;
-    st = ts_llm_sanitize(s->ev, s->pk, md->san.level, md->san.lambda, s->prng, lg, &info);
-    if (st != TS_OK) {
-        snprintf(why, why_size, "sanitizing the logits failed: %s", ts_strerror(st));
-        goto out;
+    ts_llm_sanitize_info_t info = {0};
+    if (!cache_only) {
+        uint64_t ts0 = ts_now_ns();
+        st = ts_llm_sanitize(s->ev, s->pk, md->san.level, md->san.lambda, s->prng, lg, &info);
+        if (st != TS_OK) {
+            snprintf(why, why_size, "sanitizing the logits failed: %s", ts_strerror(st));
+            goto out;
+        }
+        res->ms[7] = (double)(ts_now_ns() - ts0) / 1e6;
+        st = ts_wire_ct_encode(lg, md->pid, 0, &res->logits, &res->logits_size);
+        if (st != TS_OK)
+            goto out;
     }
-    res->ms[7] = (double)(ts_now_ns() - ts0) / 1e6;
-    st = ts_wire_ct_encode(lg, md->pid, 0, &res->logits, &res->logits_size);
-    if (st != TS_OK)
-        goto out;
+    res->cache_only = cache_only;
     /* the embedding's matvec is counted as embed, not matvec */
     res->ms[0] = embed_s * 1e3;
     for (int i = 0; i < TS_LLM_STAGE_COUNT && i + 1 < TS_DEC_STAGES - 1; i++) {
@@ -1090,7 +1095,7 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t
         res->ms[i + 1] = d > 0 ? d * 1e3 : 0.0;
     }
     res->bootstraps = after.bootstraps - before.bootstraps;
-    res->level = ts_ckks_ciphertext_level(lg);
+    res->level = cache_only ? 0 : ts_ckks_ciphertext_level(lg);
     res->err_bound = info.err_bound;
     s->next_pos++;
     s->broken = false;

@@ -257,6 +257,7 @@ typedef struct ts_dec_result {
     double server_ms;
     double err_bound;
     uint64_t bootstraps;
+    bool cache_only; /* no logits: the KV cache only */
 } ts_dec_result_t;
 
 /* models_dir NULL or "": no models. err: "file: reason". */
@@ -299,12 +300,13 @@ void ts_dec_session_free(ts_dec_session_t *s);
 uint64_t ts_dec_session_memory(const ts_dec_session_t *s);
 int ts_dec_session_next_pos(const ts_dec_session_t *s);
 int ts_dec_session_max_context(const ts_dec_session_t *s);
-/* Worker: one position (the serialized one-hot token) -> sanitized logits. Errors:
+/* Worker: one position (the serialized one-hot token) -> sanitized logits;
+ * cache_only: the KV cache only (ts_llm_enc_step_cache), no logits. Errors:
  * TS_ERANGE (not the next position), TS_ELIMIT (context full), TS_EFORMAT /
  * TS_EMISMATCH / TS_ELEVEL / TS_EINVAL (bad ciphertext), engine errors (the
  * session is then unusable). */
 ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t *data, size_t size,
-                                ts_dec_result_t *res, char *why, size_t why_size);
+                                bool cache_only, ts_dec_result_t *res, char *why, size_t why_size);
 void ts_dec_result_clear(ts_dec_result_t *r);
 
 #endif

@@ -143,49 +143,68 @@ START_TEST(test_generate_greedy)
     int want[16];
     size_t n_prompt = 0, n = plain_greedy(&f, prompt, 7, want, &n_prompt);
     ck_assert_uint_eq(n, 7);
+    ck_assert_uint_ge(n_prompt, 2); /* BOS and at least one prompt token */
     char cmd[3000], out[700];
-    snprintf(out, sizeof out, "%s/gen.json", f.d.dir);
-    snprintf(cmd, sizeof cmd,
-             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tiny "
-             "--prompt '%s' --max-tokens %zu --temperature 0 --tokenizer %s --insecure-params "
-             "--json > %s 2>%s/gen.err",
-             ts_test_build_dir(), f.d.port, f.certs, prompt, 7 - n_prompt, f.tok, out, f.d.dir);
-    int rc = system(cmd);
-    ck_assert_msg(rc == 0, "%s failed with %d", cmd, rc);
-    FILE *j = fopen(out, "r");
-    ck_assert_ptr_nonnull(j);
-    char line[4096];
-    size_t got = 0, positions = 0;
-    int ids[16];
-    double margin_min = 1e9;
-    while (fgets(line, sizeof line, j)) {
-        positions++;
-        const char *pp = strstr(line, "\"prompt\":false");
-        const char *ip = strstr(line, "\"id\":");
-        const char *mp = strstr(line, "\"logit_margin\":");
-        ck_assert_ptr_nonnull(ip);
-        ck_assert_ptr_nonnull(strstr(line, "\"stages\":{\"embed\":"));
-        ck_assert_ptr_nonnull(strstr(line, "\"precision_bits\":"));
-        /* the default policy, ckks: nothing in TFHE */
-        ck_assert_ptr_nonnull(strstr(line, "\"policy\":\"ckks\",\"tfhe_kinds\":\"none\""));
-        if (pp && got < 16) {
-            ids[got++] = atoi(ip + 5);
-            if (mp)
-                margin_min = fmin(margin_min, atof(mp + 15));
+    /* by default the prompt's positions before its last are cache-only steps
+     * (no logits); --full-steps: logits at every position. Both must give the
+     * plaintext greedy ids. */
+    for (int full = 0; full < 2; full++) {
+        snprintf(out, sizeof out, "%s/gen%d.json", f.d.dir, full);
+        snprintf(cmd, sizeof cmd,
+                 "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tiny "
+                 "--prompt '%s' --max-tokens %zu --temperature 0 --tokenizer %s "
+                 "--insecure-params --json%s > %s 2>%s/gen.err",
+                 ts_test_build_dir(), f.d.port, f.certs, prompt, 7 - n_prompt, f.tok,
+                 full ? " --full-steps" : "", out, f.d.dir);
+        int rc = system(cmd);
+        ck_assert_msg(rc == 0, "%s failed with %d", cmd, rc);
+        FILE *j = fopen(out, "r");
+        ck_assert_ptr_nonnull(j);
+        char line[4096];
+        size_t got = 0, positions = 0, cached = 0;
+        int ids[16];
+        double margin_min = 1e9;
+        while (fgets(line, sizeof line, j)) {
+            positions++;
+            const char *pp = strstr(line, "\"prompt\":false");
+            const char *ip = strstr(line, "\"id\":");
+            const char *mp = strstr(line, "\"logit_margin\":");
+            bool co = strstr(line, "\"cache_only\":true") != NULL;
+            ck_assert_ptr_nonnull(ip);
+            ck_assert_ptr_nonnull(strstr(line, "\"stages\":{\"embed\":"));
+            /* a cache-only position: no logits, so no precision or margin */
+            if (co) {
+                cached++;
+                ck_assert_ptr_null(pp);
+                ck_assert_ptr_null(strstr(line, "\"precision_bits\":"));
+            } else {
+                ck_assert_ptr_nonnull(strstr(line, "\"cache_only\":false"));
+                ck_assert_ptr_nonnull(strstr(line, "\"precision_bits\":"));
+            }
+            /* the default policy, ckks: nothing in TFHE */
+            ck_assert_ptr_nonnull(strstr(line, "\"policy\":\"ckks\",\"tfhe_kinds\":\"none\""));
+            if (pp && got < 16) {
+                ids[got++] = atoi(ip + 5);
+                if (mp)
+                    margin_min = fmin(margin_min, atof(mp + 15));
+            }
         }
+        fclose(j);
+        printf("tessera generate over TLS%s: %zu positions (%zu cache-only), generated",
+               full ? " --full-steps" : "", positions, cached);
+        for (size_t i = 0; i < got; i++)
+            printf(" %d", ids[i]);
+        printf(" (plaintext greedy");
+        for (size_t i = n_prompt; i < n; i++)
+            printf(" %d", want[i]);
+        printf("), smallest top-2 logit margin %.3f\n", margin_min);
+        ck_assert_uint_eq(positions, 6);
+        ck_assert_uint_eq(cached, full ? 0 : n_prompt - 1);
+        ck_assert_uint_eq(got, n - n_prompt);
+        for (size_t i = 0; i < got; i++)
+            ck_assert_int_eq(ids[i], want[n_prompt + i]);
     }
-    fclose(j);
-    printf("tessera generate over TLS: %zu positions, generated", positions);
-    for (size_t i = 0; i < got; i++)
-        printf(" %d", ids[i]);
-    printf(" (plaintext greedy");
-    for (size_t i = n_prompt; i < n; i++)
-        printf(" %d", want[i]);
-    printf("), smallest top-2 logit margin %.3f\n", margin_min);
-    ck_assert_uint_eq(positions, 6);
-    ck_assert_uint_eq(got, n - n_prompt);
-    for (size_t i = 0; i < got; i++)
-        ck_assert_int_eq(ids[i], want[n_prompt + i]);
+    int rc;
     /* a policy the model does not serve is refused by the server with a clear sentence */
     snprintf(
         cmd, sizeof cmd,
@@ -453,8 +472,20 @@ START_TEST(test_decode_hostile)
            mx, dr->err_bound, dr->server_ms);
     ck_assert(mx < 2e-2);
     ts_net_envelope_free(rep);
-    /* the same position again: not the next one any more */
+    /* a cache-only step (a prompt position): no logits, the position taken */
+    step_req(&req, &ds, sid, 1, good_ct, good_n);
+    ds.cache_only = true;
+    st = ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &rep);
+    ck_assert_msg(st == TS_OK, "cache-only step: %s", c->err);
+    ck_assert(rep->decode_result->cache_only);
+    ck_assert_uint_eq(rep->decode_result->logits.len, 0);
+    ck_assert_uint_eq(rep->decode_result->level, 0);
+    ck_assert_uint_eq(rep->decode_result->n_stages, 8);
+    ts_net_envelope_free(rep);
+    /* the same positions again: not the next one any more */
     step_req(&req, &ds, sid, 0, good_ct, good_n);
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "not the session's next");
+    step_req(&req, &ds, sid, 1, good_ct, good_n);
     expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "not the session's next");
     /* close; then the session is gone */
     Tessera__SessionClose sc = TESSERA__SESSION_CLOSE__INIT;
@@ -464,7 +495,7 @@ START_TEST(test_decode_hostile)
     creq.session_close = &sc;
     ck_assert_ts_ok(ts_client_call(c, &creq, TESSERA__ENVELOPE__BODY_SESSION_CLOSED, &rep));
     ts_net_envelope_free(rep);
-    step_req(&req, &ds, sid, 1, good_ct, good_n);
+    step_req(&req, &ds, sid, 2, good_ct, good_n);
     expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_NOT_FOUND, "no decode session");
     /* still serving */
     Tessera__Ping ping = TESSERA__PING__INIT;
