@@ -78,6 +78,9 @@ typedef struct {
 
 /* --no-period-boot: the residual stream bootstraps at the working slots too */
 static bool g_period_boot = true;
+/* --cache-only: the timed step is a cache-only one (ts_llm_enc_step_cache: a
+ * prompt position before the last; no logits, so no precision or argmax) */
+static bool g_cache_only = false;
 
 static double ms_since(uint64_t t0)
 {
@@ -100,8 +103,9 @@ static void predict(const ts_llm_enc_t *enc, const ts_sched_costs_t *costs, ts_s
     ts_sched_plan_t *p = NULL;
     char msg[256] = "";
     /* the daemon's path: one-hot input embedded on the server, then the step */
-    ts_status_t st =
-        ts_llm_enc_plan(enc, q->pos, TS_LLM_PLAN_ONEHOT, costs, pol, &g, &p, msg, sizeof msg);
+    ts_status_t st = ts_llm_enc_plan(
+        enc, q->pos, TS_LLM_PLAN_ONEHOT | (g_cache_only ? TS_LLM_PLAN_CACHE_ONLY : 0u), costs, pol,
+        &g, &p, msg, sizeof msg);
     if (st != TS_OK) {
         fprintf(stderr, "bench decode: no plan for pos %d: %s %s\n", q->pos, ts_status_name(st),
                 msg);
@@ -356,10 +360,14 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         TRY(ts_llm_enc_embed(s, x, y));
         ts_llm_enc_session_stats(s, &b);
         q->st[0] = ms_since(t1);
-        TRY(ts_llm_enc_step(s, y, pos, lg));
+        if (g_cache_only)
+            TRY(ts_llm_enc_step_cache(s, y, pos));
+        else
+            TRY(ts_llm_enc_step(s, y, pos, lg));
         ts_llm_enc_session_stats(s, &c);
         uint64_t t2 = ts_now_ns();
-        TRY(ts_llm_sanitize(ev, pk, 0, k->lambda, prng, lg, NULL));
+        if (!g_cache_only)
+            TRY(ts_llm_sanitize(ev, pk, 0, k->lambda, prng, lg, NULL));
         q->st[7] = ms_since(t2);
         q->ms = ms_since(t1);
         for (int i = 0; i < TS_LLM_STAGE_COUNT && i + 1 < NSTAGE - 1; i++) {
@@ -372,9 +380,17 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         q->boots_pd = c.boots_period - a.boots_period;
         q->convs = c.conversions - a.conversions;
         q->lookups = c.lookups - a.lookups;
-        TRY(ts_llm_enc_decrypt_vec(ecd, sk, lg, logits, V));
         const float *rl = NULL;
         TRY(ts_llm_forward(m, ref, tokens[pos], pos, &rl));
+        k->n = r + 1;
+        if (g_cache_only) {
+            q->err = q->bits = NAN;
+            q->am_enc = q->am_ref = -1;
+            fprintf(stderr, "bench decode: %s %s pos %d: %.1f ms (cache only)\n", k->model,
+                    ts_sched_policy_name(k->policy), pos, q->ms);
+            continue;
+        }
+        TRY(ts_llm_enc_decrypt_vec(ecd, sk, lg, logits, V));
         double mx = 0, ra = 0;
         for (int i = 0; i < V; i++) {
             mx = fmax(mx, fabs((double)logits[i] - rl[i]));
@@ -427,7 +443,7 @@ static void usage(FILE *f)
                "                            [--policy ckks|hybrid|tfhe]... [--params PRESET]\n"
                "                            [--threads N] [--costs FILE] [--max-context N]\n"
                "                            [--context L[,L...]] [--kinds LIST]\n"
-               "                            [--no-period-boot]\n\n"
+               "                            [--no-period-boot] [--cache-only]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
                "sanitized logits) and its breakdown by stage, in process on this machine: the\n"
                "tiny synthetic model at test-llm-tiny (8 positions; --quick: 2), unless --quick\n"
@@ -463,7 +479,11 @@ static void usage(FILE *f)
                "The residual stream bootstraps at pow2(dim) slots (its period: a cheaper\n"
                "bootstrap, 4 more keys at boot-n16-dense), as tesserad runs it;\n"
                "--no-period-boot: at the working slots, as every other value (JSON:\n"
-               "period_boot_slots, 0 then).\n");
+               "period_boot_slots, 0 then).\n"
+               "--cache-only: each timed step is a cache-only step (ts_llm_enc_step_cache, a\n"
+               "prompt position before the last, as tessera generate sends them: the last\n"
+               "layer stops at its K/V cache, no logits; JSON: cache_only, precision and\n"
+               "argmax null).\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
@@ -507,14 +527,21 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
         for (int i = 0; i < k->n; i++) {
             const pos_t *q = &k->p[i];
             fprintf(f,
-                    "%s\n        {\"pos\": %d, \"token\": %d, \"ms\": %.1f, \"bootstraps\": %llu, "
-                    "\"bootstraps_period\": %llu, "
-                    "\"conversions\": %llu, \"lookups\": %llu, \"logits_max_abs_err\": %.3g, "
-                    "\"precision_bits\": %.2f, \"argmax_enc\": %d, \"argmax_plain\": %d, "
-                    "\"stages_ms\": {",
-                    i ? "," : "", q->pos, q->token, q->ms, (unsigned long long)q->boots,
-                    (unsigned long long)q->boots_pd, (unsigned long long)q->convs,
-                    (unsigned long long)q->lookups, q->err, q->bits, q->am_enc, q->am_ref);
+                    "%s\n        {\"pos\": %d, \"token\": %d, \"cache_only\": %s, \"ms\": %.1f, "
+                    "\"bootstraps\": %llu, \"bootstraps_period\": %llu, "
+                    "\"conversions\": %llu, \"lookups\": %llu, ",
+                    i ? "," : "", q->pos, q->token, g_cache_only ? "true" : "false", q->ms,
+                    (unsigned long long)q->boots, (unsigned long long)q->boots_pd,
+                    (unsigned long long)q->convs, (unsigned long long)q->lookups);
+            if (g_cache_only) /* no logits */
+                fprintf(f, "\"logits_max_abs_err\": null, \"precision_bits\": null, "
+                           "\"argmax_enc\": null, \"argmax_plain\": null, ");
+            else
+                fprintf(f,
+                        "\"logits_max_abs_err\": %.3g, \"precision_bits\": %.2f, "
+                        "\"argmax_enc\": %d, \"argmax_plain\": %d, ",
+                        q->err, q->bits, q->am_enc, q->am_ref);
+            fprintf(f, "\"stages_ms\": {");
             for (int j = 0; j < NSTAGE; j++)
                 fprintf(f, "%s\"%s\": %.1f", j ? ", " : "", stage_names[j], q->st[j]);
             fprintf(f, "}");
@@ -605,6 +632,8 @@ int ts_bench_decode(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--no-period-boot")) {
             g_period_boot = false;
+        } else if (!strcmp(argv[i], "--cache-only")) {
+            g_cache_only = true;
         } else if (!strcmp(argv[i], "--costs") && i + 1 < argc) {
             costs_path = argv[++i];
         } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
@@ -732,11 +761,13 @@ int ts_bench_decode(int argc, char **argv)
     for (int c = 0; c < nc; c++)
         for (int i = 0; i < cs[c].n; i++) {
             const pos_t *q = &cs[c].p[i];
+            char bits[16];
+            snprintf(bits, sizeof bits, g_cache_only ? "cache" : "%.2f", q->bits);
             printf("%-13s %-20s %-6s %3d %9.0f %7.0f %8.0f %8.0f %8.0f %9.0f %8.0f %5llu %5llu "
-                   "%6.2f\n",
+                   "%6s\n",
                    cs[c].model, cs[c].params, ts_sched_policy_name(cs[c].policy), q->pos, q->ms,
                    q->st[0], q->st[1], q->st[2], q->st[3], q->st[4], q->st[5],
-                   (unsigned long long)q->boots, (unsigned long long)q->convs, q->bits);
+                   (unsigned long long)q->boots, (unsigned long long)q->convs, bits);
         }
     bool any_pred = false;
     for (int c = 0; c < nc; c++)

@@ -401,6 +401,17 @@ START_TEST(test_ctx_bench_cli)
     }
     ck_assert_int_eq(positions, 2);
     unlink(path);
+    /* --cache-only: the timed step a cache-only one, its logits fields null */
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera bench decode --quick --context 5 --cache-only --json %s >/dev/null 2>&1",
+             ts_test_build_dir(), path);
+    ck_assert_int_eq(system(cmd), 0);
+    ts_test_read_file(path, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "{\"pos\": 4, \"token\": "));
+    ck_assert_ptr_nonnull(strstr(buf, "\"cache_only\": true"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"precision_bits\": null, \"argmax_enc\": null"));
+    ck_assert_ptr_null(strstr(buf, "\"cache_only\": false"));
+    unlink(path);
     /* 9 positions do not fit the tiny session (8); malformed lists are usage errors */
     snprintf(cmd, sizeof cmd, "%s/tessera bench decode --quick --context 9 >/dev/null 2>&1",
              ts_test_build_dir());
