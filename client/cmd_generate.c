@@ -43,6 +43,11 @@ static void usage(FILE *f)
             "                          logits: ~3/4 of a step), which tells the server how\n"
             "                          many of the positions are the prompt's; --full-steps\n"
             "                          keeps that hidden (docs/SECURITY.md)\n"
+            "      --encrypt-bos       send BOS (position 0) encrypted like every token; by\n"
+            "                          default, when the server accepts public positions\n"
+            "                          (ModelInfo.public_prefix), BOS goes in the clear: every\n"
+            "                          session starts with it, so the server learns nothing,\n"
+            "                          and runs it on the plaintext model (no encrypted step)\n"
             "      --tokenizer PATH    tokenizer (default models/tok512.bin)\n"
             "  -k, --keys DIR          use the secret key of DIR (tessera keygen, same preset as\n"
             "                          the model) instead of a fresh one; evaluation keys are\n"
@@ -327,6 +332,7 @@ int ts_cmd_generate(int argc, char **argv)
                                          {"insecure-params", no_argument, NULL, 'I'},
                                          {"keys", required_argument, NULL, 'k'},
                                          {"full-steps", no_argument, NULL, 'F'},
+                                         {"encrypt-bos", no_argument, NULL, 'B'},
                                          {NULL, 0, NULL, 0}};
     const char *prog = "tessera generate";
     const char *keys_dir = NULL;
@@ -337,7 +343,7 @@ int ts_cmd_generate(int argc, char **argv)
     long max_tokens = 16;
     double temperature = 0.0, top_p = 0.0;
     unsigned long long seed = 1;
-    bool insecure = false, full_steps = false;
+    bool insecure = false, full_steps = false, encrypt_bos = false;
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, TS_CLI_CONN_SHORTOPTS "m:p:n:t:k:", opts, NULL)) != -1) {
@@ -406,6 +412,9 @@ int ts_cmd_generate(int argc, char **argv)
             break;
         case 'F':
             full_steps = true;
+            break;
+        case 'B':
+            encrypt_bos = true;
             break;
         default:
             usage(stderr);
@@ -554,7 +563,7 @@ int ts_cmd_generate(int argc, char **argv)
     ts_net_envelope_free(rep);
     rep = NULL;
     /* 4. positions */
-    int V = (int)mi->vocab, eos = ts_llm_tokenizer_eos(tok);
+    int V = (int)mi->vocab, eos = ts_llm_tokenizer_eos(tok), bos = ts_llm_tokenizer_bos(tok);
     vocab_n = (size_t)V;
     onehot = calloc((size_t)V, sizeof *onehot);
     logits = calloc((size_t)V, sizeof *logits);
@@ -568,13 +577,19 @@ int ts_cmd_generate(int argc, char **argv)
     for (size_t pos = 0; pos + 1 < n_total || pos < n_prompt; pos++) {
         int token = ids[pos];
         uint64_t t0 = ts_now_ns();
-        onehot[token] = 1.0f;
-        st = ts_llm_enc_encrypt_vec(ecd, g.sk, g.prng, onehot, V, (int)mi->slots, (int)in_level, x);
-        onehot[token] = 0.0f;
+        /* BOS at position 0 in the clear: public to begin with */
+        bool pub = pos == 0 && !encrypt_bos && mi->public_prefix && bos >= 0 && token == bos;
         uint8_t *ctb = NULL;
         size_t ctn = 0;
-        if (st == TS_OK)
-            st = ts_wire_ct_encode(x, g.pid, 0, &ctb, &ctn);
+        st = TS_OK;
+        if (!pub) {
+            onehot[token] = 1.0f;
+            st = ts_llm_enc_encrypt_vec(ecd, g.sk, g.prng, onehot, V, (int)mi->slots, (int)in_level,
+                                        x);
+            onehot[token] = 0.0f;
+            if (st == TS_OK)
+                st = ts_wire_ct_encode(x, g.pid, 0, &ctb, &ctn);
+        }
         if (st != TS_OK) {
             fprintf(stderr, "%s: encrypting position %zu failed: %s\n", prog, pos, ts_strerror(st));
             goto out;
@@ -586,6 +601,8 @@ int ts_cmd_generate(int argc, char **argv)
         ds.token.data = ctb;
         ds.token.len = ctn;
         ds.cache_only = in_prompt && !full_steps; /* nobody reads these logits */
+        ds.token_public = pub;
+        ds.public_token = pub ? (uint32_t)token : 0;
         req.body_case = TESSERA__ENVELOPE__BODY_DECODE_STEP;
         req.decode_step = &ds;
         st = call(g.c, &req, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &rep);
@@ -598,6 +615,12 @@ int ts_cmd_generate(int argc, char **argv)
         }
         const Tessera__DecodeResult *dr = rep->decode_result;
         char why[256] = "";
+        if (dr->token_public != pub) {
+            fprintf(stderr, "%s: the server's reply for position %zu %s\n", prog, pos,
+                    pub ? "ran no public step (asked: public BOS)" : "claims a public step");
+            rc = TS_EXIT_FAIL;
+            goto out;
+        }
         if (dr->cache_only && !ds.cache_only) {
             fprintf(stderr,
                     "%s: the server sent no logits for position %zu (a cache-only reply "
@@ -612,8 +635,8 @@ int ts_cmd_generate(int argc, char **argv)
             total_ms += lat;
             if (g.json) {
                 printf("{\"pos\":%zu,\"prompt\":true,\"input\":%d,\"id\":-1,\"text\":\"\","
-                       "\"cache_only\":true,\"policy\":",
-                       pos, token);
+                       "\"cache_only\":true,\"public\":%s,\"policy\":",
+                       pos, token, pub ? "true" : "false");
                 ts_cli_json_str(stdout, policy);
                 printf(",\"tfhe_kinds\":");
                 ts_cli_json_str(stdout, kinds ? kinds : "");
@@ -676,8 +699,8 @@ int ts_cmd_generate(int argc, char **argv)
         double prec = dr->err_bound > 0 ? -log2(dr->err_bound) : 0.0;
         if (g.json) {
             printf("{\"pos\":%zu,\"prompt\":%s,\"input\":%d,\"id\":%d,\"cache_only\":false,"
-                   "\"text\":",
-                   pos, in_prompt ? "true" : "false", token, next);
+                   "\"public\":%s,\"text\":",
+                   pos, in_prompt ? "true" : "false", token, next, pub ? "true" : "false");
             ts_cli_json_str(stdout, next >= 0 ? text : "");
             printf(",\"policy\":");
             ts_cli_json_str(stdout, policy);

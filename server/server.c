@@ -1584,7 +1584,8 @@ static void decode_step_work(uv_work_t *uw)
     dec_work_t *w = uw->data;
     const Tessera__DecodeStep *d = w->env->decode_step;
     w->st = ts_dec_session_step(w->x->dec, d->position, d->token.data, d->token.len, d->cache_only,
-                                &w->res, w->why, sizeof w->why);
+                                d->token_public ? (int)d->public_token : -1, &w->res, w->why,
+                                sizeof w->why);
 }
 
 static void decode_step_after(uv_work_t *uw, int status)
@@ -1628,11 +1629,14 @@ static void decode_step_after(uv_work_t *uw, int status)
             r.err_bound = w->res.err_bound;
             r.bootstraps = w->res.bootstraps;
             r.cache_only = w->res.cache_only;
+            r.token_public = w->res.token_public;
             reply(c, w->rid, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &r);
             ts_log(TS_LOG_INFO, MOD,
-                   "event=decode_step session=%llu pos=%u cache_only=%d ms=%.1f bootstraps=%llu",
+                   "event=decode_step session=%llu pos=%u cache_only=%d public=%d ms=%.1f "
+                   "bootstraps=%llu",
                    (unsigned long long)d->session_id, d->position, (int)w->res.cache_only,
-                   w->res.server_ms, (unsigned long long)w->res.bootstraps);
+                   (int)w->res.token_public, w->res.server_ms,
+                   (unsigned long long)w->res.bootstraps);
         }
     }
     dec_work_done(s, c, w, TESSERA__ENVELOPE__BODY_DECODE_STEP);
@@ -1669,8 +1673,14 @@ static bool handle_decode_step(conn_t *c, uint64_t rid, Tessera__Envelope *e, ui
                    d->position, next);
         return false;
     }
-    if (d->token.len == 0) {
+    if (d->token.len == 0 && !d->token_public) {
         send_error(c, rid, TS_EINVAL, false, "the step carries no token ciphertext");
+        return false;
+    }
+    if (d->token_public && (d->token.len != 0 || d->public_token > INT32_MAX)) {
+        send_error(c, rid, TS_EINVAL, false,
+                   "a public position carries its token id in public_token (%u), no ciphertext",
+                   d->public_token);
         return false;
     }
     dec_work_t *w = ts_calloc(1, sizeof *w);

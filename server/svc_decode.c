@@ -99,7 +99,9 @@ struct ts_dec_session {
     ts_boot_t *boot, *stc, *boot_pd;
     ts_prng_t *prng;
     int next_pos;
-    bool broken; /* a step failed part-way: the KV cache may be inconsistent */
+    int public_n;          /* positions [0, public_n) were public (DecodeStep.token_public) */
+    ts_llm_state_t *plain; /* their plaintext state (the public prefix only) */
+    bool broken;           /* a step failed part-way: the KV cache may be inconsistent */
     uint64_t mem;
 };
 
@@ -738,6 +740,7 @@ void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi)
     mi->n_policy_info = md->n_pol;
     mi->token_input = (char *)"onehot";
     mi->logits_level = (uint32_t)md->san.level;
+    mi->public_prefix = true;
     mi->sanitize_lambda = md->san.lambda;
     mi->logits_err_bound = md->san.err_bound;
     mi->session_memory_bytes = (uint64_t)md->cfg.session_memory_bytes;
@@ -750,6 +753,7 @@ void ts_dec_session_free(ts_dec_session_t *s)
     if (!s)
         return;
     ts_llm_enc_session_free(s->s);
+    ts_llm_state_free(s->plain);
     ts_boot_free(s->boot);
     ts_boot_free(s->stc);
     ts_boot_free(s->boot_pd);
@@ -1010,8 +1014,108 @@ void ts_dec_result_clear(ts_dec_result_t *r)
 const char *const ts_dec_stage_names[TS_DEC_STAGES] = {
     "embed", "matvec", "attention", "nonlinear", "bootstrap", "convert", "other", "sanitize"};
 
+/*
+ * A public position (its token in the clear, the session's public prefix):
+ * the plaintext model's step on the session's plaintext state, the K and V
+ * of positions [0, pos] encrypted under the client's public key into the
+ * engine's cache (ts_llm_enc_cache_encrypt_pk, ts_llm_enc_session_set_cache),
+ * and unless cache_only the plaintext logits encrypted the same way and
+ * sanitized as an encrypted step's are.
+ */
+static ts_status_t public_step(ts_dec_session_t *s, uint32_t pos, int token, bool cache_only,
+                               ts_dec_result_t *res, char *why, size_t why_size)
+{
+    ts_dec_model_t *md = s->md;
+    const ts_llm_config_t *c = ts_llm_model_config(md->m);
+    if (s->public_n != (int)pos) {
+        snprintf(why, why_size,
+                 "position %u cannot be public: public positions form a prefix (positions "
+                 "[0, %d) were public, then encrypted ones)",
+                 pos, s->public_n);
+        return TS_EINVAL;
+    }
+    if (token < 0 || token >= c->vocab_size) {
+        snprintf(why, why_size, "public token %d is outside the vocabulary (0..%d)", token,
+                 c->vocab_size - 1);
+        return TS_EINVAL;
+    }
+    uint64_t t0 = ts_now_ns();
+    const ts_llm_enc_t *enc = s->pol->enc;
+    int nl = c->n_layers, lv = ts_llm_enc_input_level(enc);
+    ts_ckks_encoder_t *ecd = NULL;
+    ts_ckks_ciphertext_t **kc = ts_calloc(2 * (size_t)nl, sizeof *kc), **vc = kc ? kc + nl : NULL,
+                         *lg = NULL;
+    const float *logits = NULL;
+    ts_status_t st = kc ? TS_OK : TS_ENOMEM;
+    s->broken = true; /* until the step completes */
+    if (st == TS_OK && !s->plain)
+        st = ts_llm_state_new(md->m, &s->plain);
+    if (st == TS_OK)
+        st = ts_llm_forward(md->m, s->plain, token, (int)pos, &logits);
+    if (st == TS_OK)
+        st = ts_ckks_encoder_new(md->p, &ecd);
+    for (int l = 0; l < nl && st == TS_OK; l++) {
+        const float *kr = NULL, *vr = NULL;
+        int np = 0;
+        st = ts_llm_state_kv(md->m, s->plain, l, &kr, &vr, &np);
+        if (st == TS_OK && np != (int)pos + 1)
+            st = TS_EINTERNAL;
+        if (st == TS_OK && (st = ts_ckks_ciphertext_new(md->p, 0, &kc[l])) == TS_OK)
+            st = ts_ckks_ciphertext_new(md->p, 0, &vc[l]);
+        if (st == TS_OK)
+            st = ts_llm_enc_cache_encrypt_pk(enc, ecd, s->pk, s->prng, kr, np, lv, kc[l]);
+        if (st == TS_OK)
+            st = ts_llm_enc_cache_encrypt_pk(enc, ecd, s->pk, s->prng, vr, np, lv, vc[l]);
+    }
+    if (st == TS_OK)
+        st = ts_llm_enc_session_set_cache(s->s, (const ts_ckks_ciphertext_t *const *)kc,
+                                          (const ts_ckks_ciphertext_t *const *)vc, (int)pos + 1);
+    if (st != TS_OK) {
+        snprintf(why, why_size, "the public position's cache: %s", ts_strerror(st));
+        goto out;
+    }
+    res->ms[6] = (double)(ts_now_ns() - t0) / 1e6;
+    if (!cache_only) {
+        uint64_t ts0 = ts_now_ns();
+        ts_llm_sanitize_info_t info;
+        st = ts_ckks_ciphertext_new(md->p, 0, &lg);
+        if (st == TS_OK)
+            st = ts_llm_enc_encrypt_vec_pk(ecd, s->pk, s->prng, logits, c->vocab_size,
+                                           ts_llm_enc_slots(enc), md->san.level, lg);
+        if (st == TS_OK)
+            st = ts_llm_sanitize(s->ev, s->pk, md->san.level, md->san.lambda, s->prng, lg, &info);
+        if (st == TS_OK)
+            st = ts_wire_ct_encode(lg, md->pid, 0, &res->logits, &res->logits_size);
+        if (st != TS_OK) {
+            snprintf(why, why_size, "the public position's logits: %s", ts_strerror(st));
+            goto out;
+        }
+        res->ms[7] = (double)(ts_now_ns() - ts0) / 1e6;
+        res->level = ts_ckks_ciphertext_level(lg);
+        res->err_bound = info.err_bound;
+    }
+    res->cache_only = cache_only;
+    res->token_public = true;
+    s->public_n++;
+    s->next_pos++;
+    s->broken = false;
+    res->server_ms = (double)(ts_now_ns() - t0) / 1e6;
+out:
+    if (st != TS_OK)
+        ts_dec_result_clear(res);
+    for (int l = 0; kc && l < nl; l++) {
+        ts_ckks_ciphertext_free(kc[l]);
+        ts_ckks_ciphertext_free(vc[l]);
+    }
+    ts_free(kc);
+    ts_ckks_ciphertext_free(lg);
+    ts_ckks_encoder_free(ecd);
+    return st;
+}
+
 ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t *data, size_t size,
-                                bool cache_only, ts_dec_result_t *res, char *why, size_t why_size)
+                                bool cache_only, int public_token, ts_dec_result_t *res, char *why,
+                                size_t why_size)
 {
     memset(res, 0, sizeof *res);
     ts_dec_model_t *md = s->md;
@@ -1027,6 +1131,13 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t
         snprintf(why, why_size, "context full: this model's sessions hold at most %d positions",
                  md->max_ctx);
         return TS_ELIMIT;
+    }
+    if (public_token >= 0) {
+        if (size) {
+            snprintf(why, why_size, "a public position carries public_token, not a ciphertext");
+            return TS_EINVAL;
+        }
+        return public_step(s, pos, public_token, cache_only, res, why, why_size);
     }
     uint64_t t0 = ts_now_ns();
     ts_ckks_ciphertext_t *x = NULL, *y = NULL, *lg = NULL;

@@ -257,7 +257,8 @@ typedef struct ts_dec_result {
     double server_ms;
     double err_bound;
     uint64_t bootstraps;
-    bool cache_only; /* no logits: the KV cache only */
+    bool cache_only;   /* no logits: the KV cache only */
+    bool token_public; /* a public position: the plaintext model, no encrypted step */
 } ts_dec_result_t;
 
 /* models_dir NULL or "": no models. err: "file: reason". */
@@ -301,12 +302,15 @@ uint64_t ts_dec_session_memory(const ts_dec_session_t *s);
 int ts_dec_session_next_pos(const ts_dec_session_t *s);
 int ts_dec_session_max_context(const ts_dec_session_t *s);
 /* Worker: one position (the serialized one-hot token) -> sanitized logits;
- * cache_only: the KV cache only (ts_llm_enc_step_cache), no logits. Errors:
+ * cache_only: the KV cache only (ts_llm_enc_step_cache), no logits;
+ * public_token >= 0: a public position (DecodeStep.token_public; data empty),
+ * allowed only while every earlier position was public. Errors:
  * TS_ERANGE (not the next position), TS_ELIMIT (context full), TS_EFORMAT /
  * TS_EMISMATCH / TS_ELEVEL / TS_EINVAL (bad ciphertext), engine errors (the
  * session is then unusable). */
 ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t *data, size_t size,
-                                bool cache_only, ts_dec_result_t *res, char *why, size_t why_size);
+                                bool cache_only, int public_token, ts_dec_result_t *res, char *why,
+                                size_t why_size);
 void ts_dec_result_clear(ts_dec_result_t *r);
 
 #endif

@@ -999,11 +999,29 @@ ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *e, ts_boot_config_t 
 
 /* ------------------------------------------------------------ client side */
 
-ts_status_t ts_llm_enc_encrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
-                                   ts_prng_t *prng, const float *v, int w, int slots, int level,
-                                   ts_ckks_ciphertext_t *ct)
+/* buf (slots values) encrypted at (level, scale): symmetric under sk, or
+ * under the public key pk when sk is NULL (the server, for a client) */
+static ts_status_t encrypt_buf(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
+                               const ts_ckks_public_key_t *pk, ts_prng_t *prng, const double *buf,
+                               size_t slots, int level, double scale, ts_ckks_ciphertext_t *ct)
 {
-    if (!ecd || !sk || !v || w <= 0 || !ct || slots < 0)
+    if (sk)
+        return ts_ckks_encrypt_sk_real(ecd, sk, buf, slots, slots, level, scale, prng, NULL, ct);
+    ts_ckks_plaintext_t *pt = NULL;
+    ts_status_t st = ts_ckks_plaintext_new(ts_ckks_ciphertext_params(ct), level, &pt);
+    if (st == TS_OK)
+        st = ts_ckks_encode_real(ecd, buf, slots, slots, level, scale, pt);
+    if (st == TS_OK)
+        st = ts_ckks_encrypt_pk(pk, pt, prng, ct);
+    ts_ckks_plaintext_free(pt);
+    return st;
+}
+
+static ts_status_t encrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
+                               const ts_ckks_public_key_t *pk, ts_prng_t *prng, const float *v,
+                               int w, int slots, int level, ts_ckks_ciphertext_t *ct)
+{
+    if (!ecd || (!sk && !pk) || !prng || !v || w <= 0 || !ct || slots < 0)
         return TS_EINVAL;
     ts_ckks_params_t *p = ts_ckks_ciphertext_params(ct);
     int per = pow2_at_least(w);
@@ -1020,10 +1038,28 @@ ts_status_t ts_llm_enc_encrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_
         int i = j % per;
         buf[j] = i < w ? (double)v[i] : 0.0;
     }
-    ts_status_t st = ts_ckks_encrypt_sk_real(ecd, sk, buf, (size_t)slots, (size_t)slots, level,
-                                             ts_ckks_params_scale(p), prng, NULL, ct);
-    ts_free(buf);
+    ts_status_t st =
+        encrypt_buf(ecd, sk, pk, prng, buf, (size_t)slots, level, ts_ckks_params_scale(p), ct);
+    ts_free_secret(buf);
     return st;
+}
+
+ts_status_t ts_llm_enc_encrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
+                                   ts_prng_t *prng, const float *v, int w, int slots, int level,
+                                   ts_ckks_ciphertext_t *ct)
+{
+    if (!sk)
+        return TS_EINVAL;
+    return encrypt_vec(ecd, sk, NULL, prng, v, w, slots, level, ct);
+}
+
+ts_status_t ts_llm_enc_encrypt_vec_pk(ts_ckks_encoder_t *ecd, const ts_ckks_public_key_t *pk,
+                                      ts_prng_t *prng, const float *v, int w, int slots, int level,
+                                      ts_ckks_ciphertext_t *ct)
+{
+    if (!pk)
+        return TS_EINVAL;
+    return encrypt_vec(ecd, NULL, pk, prng, v, w, slots, level, ct);
 }
 
 ts_status_t ts_llm_enc_encrypt_token(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
@@ -1066,11 +1102,12 @@ ts_status_t ts_llm_enc_decrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_
     return st;
 }
 
-ts_status_t ts_llm_enc_cache_encrypt(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
-                                     const ts_ckks_secret_key_t *sk, ts_prng_t *prng,
-                                     const float *rows, int n, int level, ts_ckks_ciphertext_t *ct)
+static ts_status_t cache_encrypt(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
+                                 const ts_ckks_secret_key_t *sk, const ts_ckks_public_key_t *pk,
+                                 ts_prng_t *prng, const float *rows, int n, int level,
+                                 ts_ckks_ciphertext_t *ct)
 {
-    if (!e || !ecd || !sk || !prng || !rows || !ct)
+    if (!e || !ecd || (!sk && !pk) || !prng || !rows || !ct)
         return TS_EINVAL;
     if (n < 1 || n > e->max_pos)
         return TS_ERANGE;
@@ -1091,10 +1128,28 @@ ts_status_t ts_llm_enc_cache_encrypt(const ts_llm_enc_t *e, ts_ckks_encoder_t *e
         buf[j] =
             t < n && i < e->dim ? (double)rows[(size_t)t * kvd + (i / hd / g) * hd + i % hd] : 0.0;
     }
-    ts_status_t st = ts_ckks_encrypt_sk_real(ecd, sk, buf, (size_t)e->slots, (size_t)e->slots,
-                                             level, e->delta, prng, NULL, ct);
+    ts_status_t st = encrypt_buf(ecd, sk, pk, prng, buf, (size_t)e->slots, level, e->delta, ct);
     ts_free_secret(buf);
     return st;
+}
+
+ts_status_t ts_llm_enc_cache_encrypt(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
+                                     const ts_ckks_secret_key_t *sk, ts_prng_t *prng,
+                                     const float *rows, int n, int level, ts_ckks_ciphertext_t *ct)
+{
+    if (!sk)
+        return TS_EINVAL;
+    return cache_encrypt(e, ecd, sk, NULL, prng, rows, n, level, ct);
+}
+
+ts_status_t ts_llm_enc_cache_encrypt_pk(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
+                                        const ts_ckks_public_key_t *pk, ts_prng_t *prng,
+                                        const float *rows, int n, int level,
+                                        ts_ckks_ciphertext_t *ct)
+{
+    if (!pk)
+        return TS_EINVAL;
+    return cache_encrypt(e, ecd, NULL, pk, prng, rows, n, level, ct);
 }
 
 /* ---------------------------------------------------------------- session */

@@ -551,6 +551,11 @@ int ts_llm_enc_positions_for(const ts_llm_model_t *model, int log_slots);
 ts_status_t ts_llm_enc_encrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
                                    ts_prng_t *prng, const float *v, int w, int slots, int level,
                                    ts_ckks_ciphertext_t *ct);
+/* The same under a public key (the server encrypting plaintext logits of a
+ * public position for the client). */
+ts_status_t ts_llm_enc_encrypt_vec_pk(ts_ckks_encoder_t *ecd, const ts_ckks_public_key_t *pk,
+                                      ts_prng_t *prng, const float *v, int w, int slots, int level,
+                                      ts_ckks_ciphertext_t *ct);
 /* Client: the embedding row of `token` encrypted at the top level, in the
  * step's residual-stream unit (times ts_llm_enc_stream_scale). */
 ts_status_t ts_llm_enc_encrypt_token(const ts_llm_enc_t *enc, ts_ckks_encoder_t *ecd,
@@ -577,6 +582,17 @@ ts_status_t ts_llm_enc_decrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_
 ts_status_t ts_llm_enc_cache_encrypt(const ts_llm_enc_t *enc, ts_ckks_encoder_t *ecd,
                                      const ts_ckks_secret_key_t *sk, ts_prng_t *prng,
                                      const float *rows, int n, int level, ts_ckks_ciphertext_t *ct);
+/*
+ * The same under the client's public key, by the server: the K and V of a
+ * PUBLIC prefix of the session (positions whose tokens the client sent in
+ * the clear, DecodeStep.public_token: e.g. BOS), computed by the plaintext
+ * model and encrypted for the client, who alone can decrypt them; fresh
+ * randomness from prng (the OS CSPRNG).
+ */
+ts_status_t ts_llm_enc_cache_encrypt_pk(const ts_llm_enc_t *enc, ts_ckks_encoder_t *ecd,
+                                        const ts_ckks_public_key_t *pk, ts_prng_t *prng,
+                                        const float *rows, int n, int level,
+                                        ts_ckks_ciphertext_t *ct);
 
 /* One sequence (encrypted KV cache) on one evaluator (keys: relin + rotations + boot's). */
 typedef struct ts_llm_enc_session ts_llm_enc_session_t;

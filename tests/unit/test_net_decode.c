@@ -139,29 +139,40 @@ START_TEST(test_generate_greedy)
 {
     dfx_t f;
     dfx_start(&f);
-    const char *prompt = "ab";
-    int want[16];
-    size_t n_prompt = 0, n = plain_greedy(&f, prompt, 7, want, &n_prompt);
-    ck_assert_uint_eq(n, 7);
-    ck_assert_uint_ge(n_prompt, 2); /* BOS and at least one prompt token */
     char cmd[3000], out[700];
     /* by default the prompt's positions before its last are cache-only steps
-     * (no logits); --full-steps: logits at every position. Both must give the
-     * plaintext greedy ids. */
-    for (int full = 0; full < 2; full++) {
-        snprintf(out, sizeof out, "%s/gen%d.json", f.d.dir, full);
+     * (no logits) and BOS goes in the clear (a public position: the plaintext
+     * model, its K/V encrypted under the client's key); --full-steps: logits
+     * at every position; --encrypt-bos: BOS encrypted too; prompt "" (BOS
+     * alone): the first generated id comes from the public BOS position's
+     * logits. Each must give the plaintext greedy ids. */
+    static const struct {
+        const char *prompt, *args;
+        bool full, public_bos;
+    } var[4] = {{"ab", "", false, true},
+                {"ab", " --full-steps", true, true},
+                {"ab", " --encrypt-bos", false, false},
+                {"", "", false, true}};
+    for (int vi = 0; vi < 4; vi++) {
+        const char *prompt = var[vi].prompt;
+        bool full = var[vi].full;
+        int want[16];
+        size_t n_prompt = 0, n = plain_greedy(&f, prompt, 7, want, &n_prompt);
+        ck_assert_uint_eq(n, 7);
+        ck_assert_uint_ge(n_prompt, prompt[0] ? 2 : 1);
+        snprintf(out, sizeof out, "%s/gen%d.json", f.d.dir, vi);
         snprintf(cmd, sizeof cmd,
                  "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tiny "
                  "--prompt '%s' --max-tokens %zu --temperature 0 --tokenizer %s "
                  "--insecure-params --json%s > %s 2>%s/gen.err",
-                 ts_test_build_dir(), f.d.port, f.certs, prompt, 7 - n_prompt, f.tok,
-                 full ? " --full-steps" : "", out, f.d.dir);
+                 ts_test_build_dir(), f.d.port, f.certs, prompt, 7 - n_prompt, f.tok, var[vi].args,
+                 out, f.d.dir);
         int rc = system(cmd);
         ck_assert_msg(rc == 0, "%s failed with %d", cmd, rc);
         FILE *j = fopen(out, "r");
         ck_assert_ptr_nonnull(j);
         char line[4096];
-        size_t got = 0, positions = 0, cached = 0;
+        size_t got = 0, positions = 0, cached = 0, public_n = 0;
         int ids[16];
         double margin_min = 1e9;
         while (fgets(line, sizeof line, j)) {
@@ -170,6 +181,12 @@ START_TEST(test_generate_greedy)
             const char *ip = strstr(line, "\"id\":");
             const char *mp = strstr(line, "\"logit_margin\":");
             bool co = strstr(line, "\"cache_only\":true") != NULL;
+            if (strstr(line, "\"public\":true")) {
+                ck_assert_ptr_nonnull(strstr(line, "{\"pos\":0,"));
+                public_n++;
+            } else {
+                ck_assert_ptr_nonnull(strstr(line, "\"public\":false"));
+            }
             ck_assert_ptr_nonnull(ip);
             ck_assert_ptr_nonnull(strstr(line, "\"stages\":{\"embed\":"));
             /* a cache-only position: no logits, so no precision or margin */
@@ -190,8 +207,9 @@ START_TEST(test_generate_greedy)
             }
         }
         fclose(j);
-        printf("tessera generate over TLS%s: %zu positions (%zu cache-only), generated",
-               full ? " --full-steps" : "", positions, cached);
+        printf("tessera generate over TLS, prompt '%s'%s: %zu positions (%zu cache-only, %zu "
+               "public), generated",
+               prompt, var[vi].args, positions, cached, public_n);
         for (size_t i = 0; i < got; i++)
             printf(" %d", ids[i]);
         printf(" (plaintext greedy");
@@ -200,6 +218,7 @@ START_TEST(test_generate_greedy)
         printf("), smallest top-2 logit margin %.3f\n", margin_min);
         ck_assert_uint_eq(positions, 6);
         ck_assert_uint_eq(cached, full ? 0 : n_prompt - 1);
+        ck_assert_uint_eq(public_n, var[vi].public_bos ? 1 : 0);
         ck_assert_uint_eq(got, n - n_prompt);
         for (size_t i = 0; i < got; i++)
             ck_assert_int_eq(ids[i], want[n_prompt + i]);
@@ -482,6 +501,18 @@ START_TEST(test_decode_hostile)
     ck_assert_uint_eq(rep->decode_result->level, 0);
     ck_assert_uint_eq(rep->decode_result->n_stages, 8);
     ts_net_envelope_free(rep);
+    /* a public position after encrypted ones, or with a ciphertext, or out of the vocabulary */
+    step_req(&req, &ds, sid, 2, NULL, 0);
+    ds.token_public = true;
+    ds.public_token = 1;
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "public positions form a prefix");
+    step_req(&req, &ds, sid, 2, good_ct, good_n);
+    ds.token_public = true;
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "no ciphertext");
+    step_req(&req, &ds, sid, 2, NULL, 0);
+    ds.token_public = true;
+    ds.public_token = 0x80000000u;
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "public_token");
     /* the same positions again: not the next one any more */
     step_req(&req, &ds, sid, 0, good_ct, good_n);
     expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "not the session's next");
