@@ -1047,9 +1047,9 @@ static ts_status_t public_step(ts_dec_session_t *s, uint32_t pos, int token, boo
                          *lg = NULL;
     const float *logits = NULL;
     ts_status_t st = kc ? TS_OK : TS_ENOMEM;
-    s->broken = true; /* until the step completes */
-    if (st == TS_OK && !s->plain)
-        st = ts_llm_state_new(md->m, &s->plain);
+    s->broken = true;             /* until the step completes */
+    if (st == TS_OK && !s->plain) /* the session's context only; freed when the prefix ends */
+        st = ts_llm_state_new_ctx(md->m, md->max_ctx, &s->plain);
     if (st == TS_OK)
         st = ts_llm_forward(md->m, s->plain, token, (int)pos, &logits);
     if (st == TS_OK)
@@ -1210,6 +1210,9 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t
     res->err_bound = info.err_bound;
     s->next_pos++;
     s->broken = false;
+    /* the public prefix, if any, has ended: its plaintext state is not needed */
+    ts_llm_state_free(s->plain);
+    s->plain = NULL;
     res->server_ms = (double)(ts_now_ns() - t0) / 1e6;
 out:
     if (st != TS_OK)
