@@ -179,11 +179,13 @@ for _ in $(seq 9000); do
 done
 [ -s "$work/port" ] || { cat "$work/tesserad.log"; fail "tesserad (decode) did not start"; }
 export TESSERA_SERVER=127.0.0.1:$(cat "$work/port")
-# prompt: "I" (BOS + 1 token: 2 encrypted positions, 1 generated token); at 128 bits,
-# where a position takes minutes, BOS alone and 2 generated tokens (2 positions: the
-# first two tokens of a story). DEMO_PROMPT and DEMO_TOKENS set them.
+# prompt: "I" (BOS + 1 token, 1 generated token); at 128 bits, where a position
+# takes minutes, BOS alone and 3 generated tokens (the first three tokens of a
+# story). BOS goes in the clear (public: every session starts with it), so the
+# server runs position 0 on the plaintext model and the encrypted steps are the
+# positions after it (2 at 128 bits). DEMO_PROMPT and DEMO_TOKENS set them.
 max_tokens=${DEMO_TOKENS:-1}
-[ -z "$insecure" ] && max_tokens=${DEMO_TOKENS:-2}
+[ -z "$insecure" ] && max_tokens=${DEMO_TOKENS:-3}
 if [ -n "${DEMO_PROMPT+x}" ]; then
     prompt=$DEMO_PROMPT
 elif [ -z "$insecure" ]; then
@@ -218,6 +220,8 @@ ref_ids = ref.get("ids") or ref.get("tokens")
 gen = [r for r in rows if not r.get("prompt")]
 for r in rows:
     kind = ("prompt (cache only)" if r.get("cache_only") else "prompt") if r.get("prompt") else "generated"
+    if r.get("public"):
+        kind += ", public BOS (plaintext model, no encrypted step)"
     conv = r.get("conversions")
     print(f"position {r['pos']}: {kind} id {r['id']} {r.get('text', '')!r}, "
           f"{r['latency_ms'] / 1000:.1f} s, {r.get('bootstraps', '?')} bootstraps"
