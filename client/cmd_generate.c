@@ -43,6 +43,10 @@ static void usage(FILE *f)
             "                          logits: ~3/4 of a step), which tells the server how\n"
             "                          many of the positions are the prompt's; --full-steps\n"
             "                          keeps that hidden (docs/SECURITY.md)\n"
+            "      --system TEXT       a PUBLIC system text before the prompt (BOS, then its\n"
+            "                          tokens, then the prompt's): sent in the clear and run on\n"
+            "                          the server's plaintext model (no encrypted step for it);\n"
+            "                          never put anything private there\n"
             "      --encrypt-bos       send BOS (position 0) encrypted like every token; by\n"
             "                          default, when the server accepts public positions\n"
             "                          (ModelInfo.public_prefix), BOS goes in the clear: every\n"
@@ -333,12 +337,14 @@ int ts_cmd_generate(int argc, char **argv)
                                          {"keys", required_argument, NULL, 'k'},
                                          {"full-steps", no_argument, NULL, 'F'},
                                          {"encrypt-bos", no_argument, NULL, 'B'},
+                                         {"system", required_argument, NULL, 'y'},
                                          {NULL, 0, NULL, 0}};
     const char *prog = "tessera generate";
     const char *keys_dir = NULL;
     ts_cli_conn_t cc;
     ts_cli_conn_init(&cc);
-    const char *model = "", *prompt = NULL, *policy = "ckks", *tok_path = "models/tok512.bin";
+    const char *model = "", *prompt = NULL, *policy = "ckks", *tok_path = "models/tok512.bin",
+               *system_text = NULL;
     const char *pdir = "configs/params";
     long max_tokens = 16;
     double temperature = 0.0, top_p = 0.0;
@@ -416,6 +422,9 @@ int ts_cmd_generate(int argc, char **argv)
         case 'B':
             encrypt_bos = true;
             break;
+        case 'y':
+            system_text = optarg;
+            break;
         default:
             usage(stderr);
             return TS_EXIT_USAGE;
@@ -423,6 +432,11 @@ int ts_cmd_generate(int argc, char **argv)
     }
     if (!prompt || optind < argc) {
         fprintf(stderr, "%s: --prompt is required (see --help)\n", prog);
+        return TS_EXIT_USAGE;
+    }
+    if (system_text && encrypt_bos) {
+        fprintf(stderr, "%s: --system is public and comes after BOS: not with --encrypt-bos\n",
+                prog);
         return TS_EXIT_USAGE;
     }
     gen_t g;
@@ -489,13 +503,33 @@ int ts_cmd_generate(int argc, char **argv)
         fprintf(stderr, "%s: tokenizer %s: %s\n", prog, tok_path, err[0] ? err : ts_strerror(st));
         goto out;
     }
-    /* 2. the prompt */
-    size_t plen = strlen(prompt), cap = ts_llm_tokenizer_max_ids(plen), n_prompt = 0;
+    /* 2. the prompt: BOS, the public system text's tokens (--system), the prompt's */
+    size_t plen = strlen(prompt), slen = system_text ? strlen(system_text) : 0,
+           cap = ts_llm_tokenizer_max_ids(plen) + ts_llm_tokenizer_max_ids(slen), n_prompt = 0,
+           n_sys = 0;
     ids = calloc(cap + (size_t)max_tokens + 2, sizeof *ids);
-    if (!ids ||
-        ts_llm_tokenizer_encode(tok, prompt, plen, true, false, ids, cap, &n_prompt) != TS_OK ||
-        n_prompt == 0) {
-        fprintf(stderr, "%s: cannot tokenize the prompt\n", prog);
+    if (!ids || ts_llm_tokenizer_encode(tok, system_text ? system_text : prompt,
+                                        system_text ? slen : plen, true, false, ids, cap,
+                                        &n_sys) != TS_OK ||
+        n_sys == 0) {
+        fprintf(stderr, "%s: cannot tokenize the %s\n", prog, system_text ? "system text" : "prompt");
+        goto out;
+    }
+    n_prompt = n_sys;
+    if (system_text) {
+        size_t n_user = 0;
+        if (ts_llm_tokenizer_encode(tok, prompt, plen, false, false, ids + n_sys, cap - n_sys,
+                                    &n_user) != TS_OK) {
+            fprintf(stderr, "%s: cannot tokenize the prompt\n", prog);
+            goto out;
+        }
+        n_prompt += n_user;
+    } else {
+        n_sys = 1; /* BOS alone */
+    }
+    if (system_text && !mi->public_prefix) {
+        fprintf(stderr, "%s: model %s's server does not take public positions (--system)\n", prog,
+                mi->model);
         goto out;
     }
     size_t n_total = n_prompt + (size_t)max_tokens;
@@ -577,8 +611,10 @@ int ts_cmd_generate(int argc, char **argv)
     for (size_t pos = 0; pos + 1 < n_total || pos < n_prompt; pos++) {
         int token = ids[pos];
         uint64_t t0 = ts_now_ns();
-        /* BOS at position 0 in the clear: public to begin with */
-        bool pub = pos == 0 && !encrypt_bos && mi->public_prefix && bos >= 0 && token == bos;
+        /* BOS at position 0, and the --system text's tokens, in the clear: public to begin with */
+        bool pub = mi->public_prefix && (system_text ? pos < n_sys
+                                                     : pos == 0 && !encrypt_bos && bos >= 0 &&
+                                                           token == bos);
         uint8_t *ctb = NULL;
         size_t ctn = 0;
         st = TS_OK;

@@ -116,23 +116,39 @@ static void dfx_stop(dfx_t *f)
     net_rm_rf(f->certs);
 }
 
-/* Greedy ids of the plaintext model for the prompt's ids. */
-static size_t plain_greedy(const dfx_t *f, const char *prompt, size_t n_total, int *out,
-                           size_t *n_prompt)
+/* Greedy ids of the plaintext model for the ids of BOS, `system` (may be
+ * NULL) and the prompt, as tessera generate --system tokenizes them;
+ * *n_sys: BOS and the system text's tokens. */
+static size_t plain_greedy_sys(const dfx_t *f, const char *system, const char *prompt,
+                               size_t n_total, int *out, size_t *n_prompt, size_t *n_sys_out)
 {
     ts_llm_model_t *m = NULL;
     ts_llm_tokenizer_t *tok = NULL;
     ck_assert_ts_ok(ts_llm_model_load(f->model, &m, NULL, 0));
     ck_assert_ts_ok(ts_llm_tokenizer_load(f->tok, TINY_VOCAB, &tok, NULL, 0));
     int ids[64];
+    size_t n_sys = 0, n_user = 0;
+    const char *first = system ? system : prompt;
     ck_assert_ts_ok(
-        ts_llm_tokenizer_encode(tok, prompt, strlen(prompt), true, false, ids, 64, n_prompt));
+        ts_llm_tokenizer_encode(tok, first, strlen(first), true, false, ids, 64, &n_sys));
+    if (system)
+        ck_assert_ts_ok(ts_llm_tokenizer_encode(tok, prompt, strlen(prompt), false, false,
+                                                ids + n_sys, 64 - n_sys, &n_user));
+    *n_prompt = n_sys + n_user;
+    *n_sys_out = system ? n_sys : 1;
     size_t n = 0;
     ck_assert_ts_ok(
         ts_llm_generate(m, NULL, ids, *n_prompt, n_total, false, -1, NULL, NULL, out, &n));
     ts_llm_tokenizer_free(tok);
     ts_llm_model_free(m);
     return n;
+}
+
+static size_t plain_greedy(const dfx_t *f, const char *prompt, size_t n_total, int *out,
+                           size_t *n_prompt)
+{
+    size_t n_sys;
+    return plain_greedy_sys(f, NULL, prompt, n_total, out, n_prompt, &n_sys);
 }
 
 START_TEST(test_generate_greedy)
@@ -147,17 +163,19 @@ START_TEST(test_generate_greedy)
      * alone): the first generated id comes from the public BOS position's
      * logits. Each must give the plaintext greedy ids. */
     static const struct {
-        const char *prompt, *args;
+        const char *prompt, *args, *system;
         bool full, public_bos;
-    } var[4] = {{"ab", "", false, true},
-                {"ab", " --full-steps", true, true},
-                {"ab", " --encrypt-bos", false, false},
-                {"", "", false, true}};
-    for (int vi = 0; vi < 4; vi++) {
+    } var[5] = {{"ab", "", NULL, false, true},
+                {"ab", " --full-steps", NULL, true, true},
+                {"ab", " --encrypt-bos", NULL, false, false},
+                {"", "", NULL, false, true},
+                {"b", " --system 'a'", "a", false, true}};
+    for (int vi = 0; vi < 5; vi++) {
         const char *prompt = var[vi].prompt;
         bool full = var[vi].full;
         int want[16];
-        size_t n_prompt = 0, n = plain_greedy(&f, prompt, 7, want, &n_prompt);
+        size_t n_prompt = 0, n_sys = 0,
+               n = plain_greedy_sys(&f, var[vi].system, prompt, 7, want, &n_prompt, &n_sys);
         ck_assert_uint_eq(n, 7);
         ck_assert_uint_ge(n_prompt, prompt[0] ? 2 : 1);
         snprintf(out, sizeof out, "%s/gen%d.json", f.d.dir, vi);
@@ -182,7 +200,7 @@ START_TEST(test_generate_greedy)
             const char *mp = strstr(line, "\"logit_margin\":");
             bool co = strstr(line, "\"cache_only\":true") != NULL;
             if (strstr(line, "\"public\":true")) {
-                ck_assert_ptr_nonnull(strstr(line, "{\"pos\":0,"));
+                ck_assert_uint_eq(strtoul(strstr(line, "{\"pos\":") + 7, NULL, 10), public_n);
                 public_n++;
             } else {
                 ck_assert_ptr_nonnull(strstr(line, "\"public\":false"));
@@ -218,7 +236,10 @@ START_TEST(test_generate_greedy)
         printf("), smallest top-2 logit margin %.3f\n", margin_min);
         ck_assert_uint_eq(positions, 6);
         ck_assert_uint_eq(cached, full ? 0 : n_prompt - 1);
-        ck_assert_uint_eq(public_n, var[vi].public_bos ? 1 : 0);
+        /* BOS, and with --system its tokens too, in the clear */
+        ck_assert_uint_eq(public_n, var[vi].public_bos ? n_sys : 0);
+        if (var[vi].system)
+            ck_assert_uint_gt(n_sys, 1);
         ck_assert_uint_eq(got, n - n_prompt);
         for (size_t i = 0; i < got; i++)
             ck_assert_int_eq(ids[i], want[n_prompt + i]);
