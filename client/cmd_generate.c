@@ -508,11 +508,12 @@ int ts_cmd_generate(int argc, char **argv)
            cap = ts_llm_tokenizer_max_ids(plen) + ts_llm_tokenizer_max_ids(slen), n_prompt = 0,
            n_sys = 0;
     ids = calloc(cap + (size_t)max_tokens + 2, sizeof *ids);
-    if (!ids || ts_llm_tokenizer_encode(tok, system_text ? system_text : prompt,
-                                        system_text ? slen : plen, true, false, ids, cap,
-                                        &n_sys) != TS_OK ||
+    if (!ids ||
+        ts_llm_tokenizer_encode(tok, system_text ? system_text : prompt, system_text ? slen : plen,
+                                true, false, ids, cap, &n_sys) != TS_OK ||
         n_sys == 0) {
-        fprintf(stderr, "%s: cannot tokenize the %s\n", prog, system_text ? "system text" : "prompt");
+        fprintf(stderr, "%s: cannot tokenize the %s\n", prog,
+                system_text ? "system text" : "prompt");
         goto out;
     }
     n_prompt = n_sys;
@@ -606,15 +607,16 @@ int ts_cmd_generate(int argc, char **argv)
         fprintf(stderr, "%s: out of memory\n", prog);
         goto out;
     }
-    double total_ms = 0;
+    double total_ms = 0, first_ms = -1; /* first_ms: until the first generated token */
+    size_t n_public = 0, n_cached = 0;
     size_t generated = 0;
     for (size_t pos = 0; pos + 1 < n_total || pos < n_prompt; pos++) {
         int token = ids[pos];
         uint64_t t0 = ts_now_ns();
         /* BOS at position 0, and the --system text's tokens, in the clear: public to begin with */
-        bool pub = mi->public_prefix && (system_text ? pos < n_sys
-                                                     : pos == 0 && !encrypt_bos && bos >= 0 &&
-                                                           token == bos);
+        bool pub =
+            mi->public_prefix &&
+            (system_text ? pos < n_sys : pos == 0 && !encrypt_bos && bos >= 0 && token == bos);
         uint8_t *ctb = NULL;
         size_t ctn = 0;
         st = TS_OK;
@@ -669,6 +671,8 @@ int ts_cmd_generate(int argc, char **argv)
             /* the KV cache holds this prompt position; nothing to decrypt */
             double lat = ms_since(t0);
             total_ms += lat;
+            n_public += pub;
+            n_cached++;
             if (g.json) {
                 printf("{\"pos\":%zu,\"prompt\":true,\"input\":%d,\"id\":-1,\"text\":\"\","
                        "\"cache_only\":true,\"public\":%s,\"policy\":",
@@ -716,6 +720,9 @@ int ts_cmd_generate(int argc, char **argv)
         }
         double lat = ms_since(t0);
         total_ms += lat;
+        n_public += pub;
+        if (next >= 0 && first_ms < 0)
+            first_ms = total_ms;
         /* margin between the two largest logits: how safe the argmax is */
         float b1 = -INFINITY, b2 = -INFINITY;
         for (int i = 0; i < V; i++) {
@@ -776,9 +783,20 @@ int ts_cmd_generate(int argc, char **argv)
     }
     if (!g.json) {
         printf("\n");
-        if (g.tty)
-            fprintf(stderr, "\r\033[K%s: %zu tokens, %.2f s per position\n", prog, generated,
-                    total_ms / 1e3 / (double)(n_total > 1 ? n_total - 1 : 1));
+        if (g.tty) {
+            /* the prompt's positions (public ones on the plaintext model,
+             * cache-only ones without logits) until the first token, then
+             * one step per further token */
+            fprintf(stderr,
+                    "\r\033[K%s: %zu tokens; first after %.2f s (%zu prompt positions: %zu "
+                    "public, %zu cache-only)",
+                    prog, generated, (first_ms >= 0 ? first_ms : total_ms) / 1e3, n_prompt,
+                    n_public, n_cached);
+            if (generated > 1)
+                fprintf(stderr, ", then %.2f s per token",
+                        (total_ms - first_ms) / 1e3 / (double)(generated - 1));
+            fprintf(stderr, "\n");
+        }
     }
     rc = TS_EXIT_OK;
 out:
