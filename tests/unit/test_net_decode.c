@@ -1208,20 +1208,28 @@ START_TEST(test_decode_gpt2)
     ck_assert_int_eq(ts_llm_model_config(m)->arch, TS_LLM_ARCH_GPT2);
     ts_llm_state_t *st = NULL;
     ck_assert_ts_ok(ts_llm_state_new(m, &st));
-    static const int toks[2] = {1, 10};
-    for (uint32_t pos = 0; pos < 2; pos++) {
+    /* position 0 public (BOS in the clear: the plaintext model, its K/V and
+     * logits encrypted under the client's public key), then two encrypted
+     * positions that read that cache: every logit vs ts_llm_forward */
+    static const int toks[3] = {1, 10, 20};
+    for (uint32_t pos = 0; pos < 3; pos++) {
         size_t n = 0;
-        uint8_t *t = token_ct(&k, toks[pos], &n);
+        uint8_t *t = pos ? token_ct(&k, toks[pos], &n) : NULL;
         Tessera__DecodeStep ds;
         Tessera__Envelope req, *rep = NULL;
         step_req(&req, &ds, sid, pos, t, n);
+        ds.token_public = pos == 0;
+        ds.public_token = pos == 0 ? (uint32_t)toks[0] : 0;
         ck_assert_msg(ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &rep) == TS_OK,
                       "step: %s", c->err);
         const Tessera__DecodeResult *dr = rep->decode_result;
+        ck_assert(dr->token_public == (pos == 0));
+        ck_assert_uint_eq(dr->bootstraps, 0);
         ts_ckks_ciphertext_t *lg = NULL;
         char why[256];
         ck_assert_ts_ok(ts_wire_ct_decode(k.p, k.pid, dr->logits.data, dr->logits.len, 1, &lg, why,
                                           sizeof why));
+        ck_assert_uint_eq(dr->level, ts_ckks_ciphertext_level(lg));
         float got[TINY_VOCAB];
         ck_assert_ts_ok(ts_llm_enc_decrypt_vec(k.ecd, k.sk, lg, got, TINY_VOCAB));
         const float *ref = NULL;
@@ -1230,9 +1238,9 @@ START_TEST(test_decode_gpt2)
         for (int j = 0; j < TINY_VOCAB; j++)
             mx = fmax(mx, fabs((double)got[j] - ref[j]));
         int a = ts_llm_argmax(got, TINY_VOCAB), b = ts_llm_argmax(ref, TINY_VOCAB);
-        printf("gpt2 over TLS pos %u: logits within %.2e, argmax %d (plaintext %d), server %.0f "
+        printf("gpt2 over TLS pos %u%s: logits within %.2e, argmax %d (plaintext %d), server %.0f "
                "ms\n",
-               pos, mx, a, b, dr->server_ms);
+               pos, pos ? "" : " (public)", mx, a, b, dr->server_ms);
         ck_assert(mx < 5e-2);
         ck_assert_int_eq(a, b);
         ts_ckks_ciphertext_free(lg);
