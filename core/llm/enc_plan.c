@@ -221,8 +221,10 @@ static int prim(gb_t *b, ts_op_kind_t kind, const char *nm, int x, ts_llm_eval_t
         double cm = (k - 1) + ilog2_ceil((d + k) / k) + (d + k - 1) / k;
         snprintf(im->name, sizeof im->name, "cheb%d", d);
         im->depth = depth;
+        /* the leaves' terms c_i T_i: one fused constant multiply-add each
+         * (ts__ckks_mul_const_add, priced as an addition), plus c_0 */
         im->n_add = d + 1;
-        im->n_pmul = d + (affine ? 1 : 0);
+        im->n_pmul = affine ? 1 : 0;
         im->n_cmul = cm;
         im->n_rescale = cm + 1 + (affine ? 1 : 0);
         op.pin = TS_SCHED_PIN_CKKS;
