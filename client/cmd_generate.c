@@ -7,8 +7,10 @@
  * server never sees a token, an activation or a logit.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/client.h"
@@ -71,6 +73,80 @@ static void usage(FILE *f)
 static double ms_since(uint64_t t0)
 {
     return (double)(ts_now_ns() - t0) / 1e6;
+}
+
+/* The last few characters of text (n bytes) for a status line: from a UTF-8
+ * character boundary, control characters as spaces. */
+static void text_tail(const char *text, size_t n, char *out, size_t cap)
+{
+    size_t keep = cap > 40 ? 32 : cap / 2, from = n > keep ? n - keep : 0;
+    while (from < n && ((unsigned char)text[from] & 0xC0) == 0x80)
+        from++;
+    size_t j = 0;
+    for (size_t i = from; i < n && j + 1 < cap; i++)
+        out[j++] = (unsigned char)text[i] < 0x20 ? ' ' : text[i];
+    out[j] = 0;
+}
+
+/* On a terminal, while a step runs on the server (minutes at 128 bits): the
+ * elapsed time once a second, against the last step of the same kind. */
+typedef struct ticker {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop, running;
+    uint64_t t0;
+    char what[64], tail[48]; /* the position; the generated text's tail (may be empty) */
+    double last_ms;          /* < 0: none yet */
+} ticker_t;
+
+static void *ticker_main(void *arg)
+{
+    ticker_t *t = arg;
+    pthread_mutex_lock(&t->mu);
+    while (!t->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+        if (t->stop)
+            break;
+        double el = ms_since(t->t0) / 1e3;
+        if (t->last_ms >= 0)
+            fprintf(stderr, "\r\033[K[%s] %.0f s on the server (the last one took %.0f s)%s%s",
+                    t->what, el, t->last_ms / 1e3, t->tail[0] ? " ..." : "", t->tail);
+        else
+            fprintf(stderr, "\r\033[K[%s] %.0f s on the server%s%s", t->what, el,
+                    t->tail[0] ? " ..." : "", t->tail);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+static void ticker_start(ticker_t *t, const char *what, const char *tail, double last_ms)
+{
+    t->stop = false;
+    t->t0 = ts_now_ns();
+    t->last_ms = last_ms;
+    snprintf(t->what, sizeof t->what, "%s", what);
+    snprintf(t->tail, sizeof t->tail, "%s", tail);
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, NULL);
+    t->running = pthread_create(&t->th, NULL, ticker_main, t) == 0;
+}
+
+static void ticker_stop(ticker_t *t)
+{
+    if (!t->running)
+        return;
+    pthread_mutex_lock(&t->mu);
+    t->stop = true;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    pthread_join(t->th, NULL);
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->cv);
+    t->running = false;
 }
 
 static ts_status_t call(ts_client_t *c, Tessera__Envelope *req, Tessera__Envelope__BodyCase want,
@@ -452,7 +528,8 @@ int ts_cmd_generate(int argc, char **argv)
     int *ids = NULL;
     float *onehot = NULL, *logits = NULL;
     uint64_t session = 0;
-    size_t vocab_n = 0;
+    size_t vocab_n = 0, gen_n = 0;
+    char *gen_text = NULL; /* the generated text (same_term) */
     char err[600] = "";
     int rc = ts_cli_connect(&cc, prog, &g.c);
     if (rc != TS_EXIT_OK)
@@ -608,6 +685,9 @@ int ts_cmd_generate(int argc, char **argv)
         goto out;
     }
     double total_ms = 0, first_ms = -1; /* first_ms: until the first generated token */
+    double last_ms[3] = {-1, -1, -1};   /* the last public, cache-only and full step */
+    /* stdout and stderr on one terminal: the text is kept for the end (below) */
+    bool same_term = g.tty && !g.json && isatty(STDOUT_FILENO);
     size_t n_public = 0, n_cached = 0;
     size_t generated = 0;
     for (size_t pos = 0; pos + 1 < n_total || pos < n_prompt; pos++) {
@@ -643,7 +723,24 @@ int ts_cmd_generate(int argc, char **argv)
         ds.public_token = pub ? (uint32_t)token : 0;
         req.body_case = TESSERA__ENVELOPE__BODY_DECODE_STEP;
         req.decode_step = &ds;
+        /* progress on a terminal: positions that run an encrypted step take long */
+        ticker_t tk = {0};
+        int kind = pub ? 0 : ds.cache_only ? 1 : 2;
+        if (g.tty && !g.json) {
+            char what[64], tail[48] = "";
+            if (same_term && gen_n)
+                text_tail(gen_text, gen_n, tail, sizeof tail);
+            snprintf(what, sizeof what, "%s %zu/%zu%s", in_prompt ? "prompt" : "token", pos + 1,
+                     n_total - 1,
+                     kind == 0   ? ", public"
+                     : kind == 1 ? ", cache only"
+                                 : "");
+            ticker_start(&tk, what, tail, last_ms[kind]);
+        }
         st = call(g.c, &req, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &rep);
+        ticker_stop(&tk);
+        if (st == TS_OK)
+            last_ms[kind] = ms_since(t0);
         ts_free(ctb);
         if (st != TS_OK) {
             if (g.tty && !g.json)
@@ -756,7 +853,20 @@ int ts_cmd_generate(int argc, char **argv)
                    dr->err_bound, (double)(b1 - b2));
             fflush(stdout);
         } else {
-            if (next >= 0) {
+            if (next >= 0 && same_term) {
+                /* stdout is this terminal too: the status line below would
+                 * erase streamed text, so it shows the text's tail and the
+                 * whole text is printed at the end */
+                char *nt = realloc(gen_text, gen_n + tn + 1);
+                if (!nt) {
+                    fprintf(stderr, "%s: out of memory\n", prog);
+                    goto out;
+                }
+                gen_text = nt;
+                memcpy(gen_text + gen_n, text, tn);
+                gen_n += tn;
+                gen_text[gen_n] = 0;
+            } else if (next >= 0) {
                 fwrite(text, 1, tn, stdout);
                 fflush(stdout);
             }
@@ -768,9 +878,12 @@ int ts_cmd_generate(int argc, char **argv)
                         best = dr->stages[i]->ms;
                         stage = dr->stages[i]->stage;
                     }
-                fprintf(stderr, "\r\033[K[%s %zu/%zu] %.2f s/token (server %.2f s, mostly %s)",
+                char tail[48] = "";
+                if (same_term && gen_n)
+                    text_tail(gen_text, gen_n, tail, sizeof tail);
+                fprintf(stderr, "\r\033[K[%s %zu/%zu] %.2f s/token (server %.2f s, mostly %s)%s%s",
                         in_prompt ? "prompt" : "token", pos + 1, n_total - 1, lat / 1e3,
-                        dr->server_ms / 1e3, stage);
+                        dr->server_ms / 1e3, stage, tail[0] ? " ..." : "", tail);
             }
         }
         ts_net_envelope_free(rep);
@@ -782,7 +895,14 @@ int ts_cmd_generate(int argc, char **argv)
         }
     }
     if (!g.json) {
+        if (same_term) {
+            fprintf(stderr, "\r\033[K");
+            fflush(stderr);
+            if (gen_n)
+                fwrite(gen_text, 1, gen_n, stdout);
+        }
         printf("\n");
+        fflush(stdout);
         if (g.tty) {
             /* the prompt's positions (public ones on the plaintext model,
              * cache-only ones without logits) until the first token, then
@@ -827,5 +947,8 @@ out:
     free(logits);
     free(onehot);
     free(ids);
+    if (gen_text)
+        ts_memzero(gen_text, gen_n);
+    free(gen_text);
     return rc;
 }
