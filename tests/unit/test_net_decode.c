@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <stdarg.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client/client.h"
 #include "core/convert/convert.h"
@@ -634,6 +635,35 @@ static int generate_cli(const dfx_t *f, const char *model, size_t *positions, do
 }
 
 /*
+ * `tessera generate` on a terminal (util-linux script(1) gives it one; the
+ * check is skipped without it): the running step's elapsed time once a
+ * second (the hybrid steps here take seconds), the text printed at the end
+ * (stdout is the same terminal), the time to the first token.
+ */
+static void generate_tty(const dfx_t *f, const char *model)
+{
+    if (access("/usr/bin/script", X_OK) != 0) {
+        printf("tessera generate on a terminal: skipped (no /usr/bin/script)\n");
+        return;
+    }
+    char cmd[3000], path[700];
+    snprintf(path, sizeof path, "%s/tty-%s.out", f->d.dir, model);
+    snprintf(cmd, sizeof cmd,
+             "script -qfec \"%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model %s "
+             "--prompt a --max-tokens 1 --temperature 0 --policy hybrid --tokenizer %s "
+             "--insecure-params\" %s > /dev/null 2>&1",
+             ts_test_build_dir(), f->d.port, f->certs, model, f->tok, path);
+    ck_assert_int_eq(system(cmd), 0);
+    static char buf[1 << 16];
+    ts_test_read_file(path, buf, sizeof buf);
+    ck_assert_msg(strstr(buf, "s on the server"), "no progress while the step ran:\n%s", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "first after"));
+    ck_assert_ptr_nonnull(strstr(buf, "1 public, 2 cache-only")); /* BOS, " " */
+    printf("tessera generate on a terminal: progress shown while the step ran\n");
+    unlink(path);
+}
+
+/*
  * The hybrid and tfhe policies on the bootstrapping tiny model (preset
  * test-llm-tiny-boot): ModelInfo describes what each policy needs; the
  * conversion keys travel through the key upload and are checked on the
@@ -815,6 +845,7 @@ START_TEST(test_decode_policies)
         ck_assert_uint_eq(positions, 3);
         ck_assert(conv > 0 && tfhe);
         ck_assert_int_eq(got, want[3]);
+        generate_tty(&f, "tinyb");
         /* tinyc: the hybrid the server placed all in CKKS under its cost table
          * (PolicyInfo.tfhe false: the client makes no conversion keys, which
          * tinyc's sessions would refuse); the steps convert nothing */
