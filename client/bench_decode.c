@@ -400,7 +400,6 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         q->bits = mx > 0 ? log2(ra / mx) : 99.0;
         q->am_enc = ts_llm_argmax(logits, V);
         q->am_ref = ts_llm_argmax(rl, V);
-        k->n = r + 1;
         fprintf(stderr, "bench decode: %s %s pos %d: %.1f ms, err %.2e, argmax %d/%d\n", k->model,
                 ts_sched_policy_name(k->policy), pos, q->ms, mx, q->am_enc, q->am_ref);
     }

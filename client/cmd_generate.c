@@ -82,7 +82,7 @@ static double ms_since(uint64_t t0)
  * character boundary, control characters as spaces. */
 static void text_tail(const char *text, size_t n, char *out, size_t cap)
 {
-    size_t keep = cap > 40 ? 32 : cap / 2, from = n > keep ? n - keep : 0;
+    size_t keep = cap - 1 < 32 ? cap - 1 : 32, from = n > keep ? n - keep : 0;
     while (from < n && ((unsigned char)text[from] & 0xC0) == 0x80)
         from++;
     size_t j = 0;

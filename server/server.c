@@ -1677,10 +1677,9 @@ static bool handle_decode_step(conn_t *c, uint64_t rid, Tessera__Envelope *e, ui
         send_error(c, rid, TS_EINVAL, false, "the step carries no token ciphertext");
         return false;
     }
-    if (d->token_public && (d->token.len != 0 || d->public_token > INT32_MAX)) {
-        send_error(c, rid, TS_EINVAL, false,
-                   "a public position carries its token id in public_token (%u), no ciphertext",
-                   d->public_token);
+    /* a public position's other rules are the session's (ts_dec_session_step) */
+    if (d->token_public && d->public_token > INT32_MAX) {
+        send_error(c, rid, TS_EINVAL, false, "public_token %u is out of range", d->public_token);
         return false;
     }
     dec_work_t *w = ts_calloc(1, sizeof *w);

@@ -530,7 +530,7 @@ START_TEST(test_decode_hostile)
     expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "public positions form a prefix");
     step_req(&req, &ds, sid, 2, good_ct, good_n);
     ds.token_public = true;
-    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "no ciphertext");
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "not a ciphertext");
     step_req(&req, &ds, sid, 2, NULL, 0);
     ds.token_public = true;
     ds.public_token = 0x80000000u;
