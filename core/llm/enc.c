@@ -40,6 +40,10 @@ struct ts_llm_enc {
     const ts_boot_t *boot;
     const ts_boot_t *boot_pd; /* the residual stream's, at pd slots (NULL: boot) */
     int slots, log_slots, pd, ph, pv;
+    /* lanes (ts_llm_enc_config_t lanes): ciphertexts carry cs = slots lanes
+     * slots, 2^log_cs, lane l at slots j lanes + l; every rotation by r of
+     * one lane's layout is a rotation by r lanes (lrot) */
+    int lanes, cs, log_cs;
     int dim, hid, vocab, nh, hd, nl;
     int max_pos;
     double delta;
@@ -684,18 +688,29 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         (!gpt2 && !spec_fits(&cfg->silu, cfg->eval_silu, TS_NL_POLY)) ||
         (gpt2 && !spec_fits(&cfg->gelu, cfg->eval_gelu, TS_NL_POLY)))
         return TS_EINVAL;
-    /* the working slot count: configured, else the bootstrapper's, else all */
+    /* lanes: a power of two, CKKS only (the look-ups read one layout) */
+    int lanes = cfg->lanes > 1 ? cfg->lanes : 1, ll = 0;
+    while ((1 << ll) < lanes)
+        ll++;
+    if ((1 << ll) != lanes || ll > 10)
+        return TS_EINVAL;
+    if (lanes > 1 && ts_llm_enc_config_tfhe_kinds(cfg) != 0) {
+        ts_log(TS_LOG_DEBUG, "llm", "encrypted engine: lanes need every primitive in CKKS");
+        return TS_ENOTSUP;
+    }
+    /* the working slot count (per lane): configured, else the
+     * bootstrapper's, else all */
     int ls = cfg->log_slots ? cfg->log_slots
-             : boot         ? ts_boot_config(boot)->log_slots
-                            : ts_ckks_params_log_slots(params);
+             : boot         ? ts_boot_config(boot)->log_slots - ll
+                            : ts_ckks_params_log_slots(params) - ll;
     int widest = widest_vector(c);
-    if (ls < 1 || ls > ts_ckks_params_log_slots(params) || (1 << ls) < widest ||
-        (boot && ts_boot_config(boot)->log_slots != ls)) {
+    if (ls < 1 || ls + ll > ts_ckks_params_log_slots(params) || (1 << ls) < widest ||
+        (boot && ts_boot_config(boot)->log_slots != ls + ll)) {
         ts_log(TS_LOG_DEBUG, "llm",
-               "encrypted engine: working slots 2^%d (bootstrapper 2^%d, parameters 2^%d, "
-               "widest vector %d)",
-               ls, boot ? ts_boot_config(boot)->log_slots : -1, ts_ckks_params_log_slots(params),
-               widest);
+               "encrypted engine: working slots 2^%d x %d lanes (bootstrapper 2^%d, parameters "
+               "2^%d, widest vector %d)",
+               ls, lanes, boot ? ts_boot_config(boot)->log_slots : -1,
+               ts_ckks_params_log_slots(params), widest);
         return TS_EINVAL;
     }
     ts_llm_enc_t *e = ts_malloc(sizeof(*e));
@@ -708,6 +723,9 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
     e->boot = boot;
     e->log_slots = ls;
     e->slots = 1 << ls;
+    e->lanes = lanes;
+    e->log_cs = ls + ll;
+    e->cs = 1 << e->log_cs;
     e->dim = c->dim;
     e->hid = c->hidden_dim;
     e->vocab = c->vocab_size;
@@ -807,6 +825,11 @@ int ts_llm_enc_slots(const ts_llm_enc_t *e)
     return e ? e->slots : 0;
 }
 
+int ts_llm_enc_lanes(const ts_llm_enc_t *e)
+{
+    return e ? e->lanes : 0;
+}
+
 int ts_llm_enc_log_slots_for(const ts_llm_model_t *m, const ts_ckks_params_t *p, int max_ctx)
 {
     if (!m || !p)
@@ -862,9 +885,10 @@ void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out)
     out->n_boot_drop = e->n_boot_drop;
 }
 
-static void add_step(int64_t *steps, size_t cap, size_t *n, int64_t step, int slots)
+/* step r of one lane's layout: r lanes of the ciphertext's */
+static void add_step(int64_t *steps, size_t cap, size_t *n, int64_t r, const ts_llm_enc_t *e)
 {
-    step %= slots;
+    int64_t slots = e->cs, step = (r * e->lanes) % slots;
     if (step < 0)
         step += slots;
     if (step == 0)
@@ -882,13 +906,13 @@ static void add_step(int64_t *steps, size_t cap, size_t *n, int64_t step, int sl
     (*n)++;
 }
 
-static void mv_steps(int pin, int slots, int64_t *steps, size_t cap, size_t *n)
+static void mv_steps(int pin, const ts_llm_enc_t *e, int64_t *steps, size_t cap, size_t *n)
 {
     int n1 = baby_steps(pin);
     for (int b = 1; b < n1; b++)
-        add_step(steps, cap, n, b, slots);
+        add_step(steps, cap, n, b, e);
     for (int g = 1; g * n1 < pin; g++)
-        add_step(steps, cap, n, (int64_t)g * n1, slots);
+        add_step(steps, cap, n, (int64_t)g * n1, e);
 }
 
 ts_status_t ts_llm_enc_rotation_steps(const ts_llm_enc_t *e, int64_t *steps, size_t *count)
@@ -896,21 +920,21 @@ ts_status_t ts_llm_enc_rotation_steps(const ts_llm_enc_t *e, int64_t *steps, siz
     if (!e || !count)
         return TS_EINVAL;
     size_t cap = steps ? *count : 0, n = 0;
-    mv_steps(e->pd, e->slots, steps, cap, &n);
-    mv_steps(e->ph, e->slots, steps, cap, &n);
-    mv_steps(e->pv, e->slots, steps, cap, &n); /* one-hot input (ts_llm_enc_embed) */
+    mv_steps(e->pd, e, steps, cap, &n);
+    mv_steps(e->ph, e, steps, cap, &n);
+    mv_steps(e->pv, e, steps, cap, &n); /* one-hot input (ts_llm_enc_embed) */
     for (int r = 1; r < e->pd; r <<= 1)
-        add_step(steps, cap, &n, r, e->slots); /* norm sums */
+        add_step(steps, cap, &n, r, e); /* norm sums */
     for (int r = 1; r < e->hd; r <<= 1)
-        add_step(steps, cap, &n, -r, e->slots); /* head replication */
+        add_step(steps, cap, &n, -r, e); /* head replication */
     for (int r = e->pd; r < e->slots; r <<= 1) {
-        add_step(steps, cap, &n, r, e->slots);  /* block sums */
-        add_step(steps, cap, &n, -r, e->slots); /* cache placement */
+        add_step(steps, cap, &n, r, e);  /* block sums */
+        add_step(steps, cap, &n, -r, e); /* cache placement */
     }
-    add_step(steps, cap, &n, -1, e->slots); /* RoPE */
+    add_step(steps, cap, &n, -1, e); /* RoPE */
     if (ts_llm_enc_uses_tfhe(e))
         for (int r = 1; r < e->pd; r <<= 1)
-            add_step(steps, cap, &n, -r, e->slots); /* spreading a looked-up norm */
+            add_step(steps, cap, &n, -r, e); /* spreading a looked-up norm */
     bool fits = !steps || n <= cap;
     *count = n;
     return fits ? TS_OK : TS_ERANGE;
@@ -1017,31 +1041,71 @@ static ts_status_t encrypt_buf(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_
     return st;
 }
 
+/* n lanes (a power of two), lane l: v[l] (w values) with period per over
+ * `slots` slots (0: the parameters' slots / n), interleaved */
+static ts_status_t encrypt_lanes(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
+                                 const ts_ckks_public_key_t *pk, ts_prng_t *prng,
+                                 const float *const *v, int n, int w, int per, int slots, int level,
+                                 ts_ckks_ciphertext_t *ct)
+{
+    if (!ecd || (!sk && !pk) || !prng || !v || n < 1 || (n & (n - 1)) || w <= 0 || per < w || !ct ||
+        slots < 0)
+        return TS_EINVAL;
+    for (int l = 0; l < n; l++)
+        if (!v[l])
+            return TS_EINVAL;
+    ts_ckks_params_t *p = ts_ckks_ciphertext_params(ct);
+    if ((size_t)n > ts_ckks_params_slots(p))
+        return TS_EINVAL;
+    if (!slots)
+        slots = (int)(ts_ckks_params_slots(p) / (size_t)n);
+    if (slots & (slots - 1) || (size_t)slots * (size_t)n > ts_ckks_params_slots(p))
+        return TS_EINVAL;
+    if (slots % per)
+        return TS_ENOTSUP;
+    size_t total = (size_t)slots * (size_t)n;
+    double *buf = ts_malloc(total * sizeof(double));
+    if (!buf)
+        return TS_ENOMEM;
+    for (size_t k = 0; k < total; k++) {
+        int i = (int)((k / (size_t)n) % (size_t)per);
+        buf[k] = i < w ? (double)v[k % (size_t)n][i] : 0.0;
+    }
+    ts_status_t st = encrypt_buf(ecd, sk, pk, prng, buf, total, level, ts_ckks_params_scale(p), ct);
+    ts_free_secret(buf);
+    return st;
+}
+
 static ts_status_t encrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
                                const ts_ckks_public_key_t *pk, ts_prng_t *prng, const float *v,
                                int w, int slots, int level, ts_ckks_ciphertext_t *ct)
 {
-    if (!ecd || (!sk && !pk) || !prng || !v || w <= 0 || !ct || slots < 0)
+    if (w <= 0)
         return TS_EINVAL;
-    ts_ckks_params_t *p = ts_ckks_ciphertext_params(ct);
-    int per = pow2_at_least(w);
-    if (!slots)
-        slots = (int)ts_ckks_params_slots(p);
-    if (slots & (slots - 1) || (size_t)slots > ts_ckks_params_slots(p))
+    return encrypt_lanes(ecd, sk, pk, prng, &v, 1, w, pow2_at_least(w), slots, level, ct);
+}
+
+ts_status_t ts_llm_enc_encrypt_lanes(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
+                                     ts_prng_t *prng, const float *const *v, int n, int w, int per,
+                                     int slots, int level, ts_ckks_ciphertext_t *ct)
+{
+    if (!sk)
         return TS_EINVAL;
-    if (slots % per)
-        return TS_ENOTSUP;
-    double *buf = ts_malloc((size_t)slots * sizeof(double));
-    if (!buf)
-        return TS_ENOMEM;
-    for (int j = 0; j < slots; j++) {
-        int i = j % per;
-        buf[j] = i < w ? (double)v[i] : 0.0;
-    }
-    ts_status_t st =
-        encrypt_buf(ecd, sk, pk, prng, buf, (size_t)slots, level, ts_ckks_params_scale(p), ct);
-    ts_free_secret(buf);
-    return st;
+    return encrypt_lanes(ecd, sk, NULL, prng, v, n, w, per, slots, level, ct);
+}
+
+/* e's input: lane l holds v[l] (w values, period pow2(w)), one vector in
+ * every lane when v has one entry (n 1) */
+static ts_status_t encrypt_input(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
+                                 const ts_ckks_secret_key_t *sk, ts_prng_t *prng,
+                                 const float *const *v, int n, int w, ts_ckks_ciphertext_t *ct)
+{
+    const float *one[1024];
+    if (n == 1)
+        for (int l = 0; l < e->lanes; l++)
+            one[l] = v[0];
+    return ts_llm_enc_encrypt_lanes(ecd, sk, prng, n == 1 ? one : v, e->lanes, w, pow2_at_least(w),
+                                    e->slots, ts_llm_enc_input_level(e), ct);
 }
 
 ts_status_t ts_llm_enc_encrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
@@ -1075,9 +1139,35 @@ ts_status_t ts_llm_enc_encrypt_token(const ts_llm_enc_t *e, ts_ckks_encoder_t *e
         return TS_ENOMEM;
     for (int i = 0; i < e->dim; i++)
         v[i] = (float)(e->ks * (double)e->m->tok_emb[(size_t)token * (size_t)e->dim + i]);
-    ts_status_t st =
-        ts_llm_enc_encrypt_vec(ecd, sk, prng, v, e->dim, e->slots, ts_llm_enc_input_level(e), ct);
+    const float *vv = v;
+    ts_status_t st = encrypt_input(e, ecd, sk, prng, &vv, 1, e->dim, ct);
     ts_free(v);
+    return st;
+}
+
+ts_status_t ts_llm_enc_decrypt_lane(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
+                                    const ts_ckks_ciphertext_t *ct, int n, int lane, double *out,
+                                    int w)
+{
+    if (!ecd || !sk || !ct || !out || n < 1 || (n & (n - 1)) || lane < 0 || lane >= n || w <= 0)
+        return TS_EINVAL;
+    size_t sl = ts_ckks_ciphertext_slots(ct);
+    if (sl % (size_t)n || (size_t)w > sl / (size_t)n)
+        return TS_EINVAL;
+    ts_ckks_params_t *p = ts_ckks_ciphertext_params(ct);
+    ts_ckks_plaintext_t *pt = NULL;
+    size_t need = (size_t)w * (size_t)n;
+    double *buf = ts_malloc(need * sizeof(double));
+    ts_status_t st = buf ? ts_ckks_plaintext_new(p, ts_ckks_ciphertext_level(ct), &pt) : TS_ENOMEM;
+    if (st == TS_OK)
+        st = ts_ckks_decrypt(sk, ct, pt);
+    if (st == TS_OK)
+        st = ts_ckks_decode_real(ecd, pt, buf, need);
+    if (st == TS_OK)
+        for (int i = 0; i < w; i++)
+            out[i] = buf[(size_t)i * (size_t)n + (size_t)lane];
+    ts_ckks_plaintext_free(pt);
+    ts_free_secret(buf);
     return st;
 }
 
@@ -1117,18 +1207,18 @@ static ts_status_t cache_encrypt(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
         return TS_EMISMATCH;
     const ts_llm_config_t *c = &e->m->cfg;
     int hd = e->hd, kvd = c->n_kv_heads * hd, g = e->nh / c->n_kv_heads;
-    double *buf = ts_malloc((size_t)e->slots * sizeof(double));
+    double *buf = ts_malloc((size_t)e->cs * sizeof(double));
     if (!buf)
         return TS_ENOMEM;
     /* block t = slots [t pd, (t + 1) pd) holds position t's dim-wide vector
      * (query head h reads key/value head h / g), zeros elsewhere: what
-     * cache_put builds */
-    for (int j = 0; j < e->slots; j++) {
-        int t = j / e->pd, i = j % e->pd;
-        buf[j] =
+     * cache_put builds (the same in every lane) */
+    for (int k = 0; k < e->cs; k++) {
+        int j = k / e->lanes, t = j / e->pd, i = j % e->pd;
+        buf[k] =
             t < n && i < e->dim ? (double)rows[(size_t)t * kvd + (i / hd / g) * hd + i % hd] : 0.0;
     }
-    ts_status_t st = encrypt_buf(ecd, sk, pk, prng, buf, (size_t)e->slots, level, e->delta, ct);
+    ts_status_t st = encrypt_buf(ecd, sk, pk, prng, buf, (size_t)e->cs, level, e->delta, ct);
     ts_free_secret(buf);
     return st;
 }
@@ -1192,7 +1282,7 @@ ts_status_t ts_llm_enc_session_new(const ts_llm_enc_t *e, ts_ckks_evaluator_t *e
     if (st == TS_OK)
         st = ts_ckks_plaintext_new(e->params, ts_ckks_params_max_level(e->params), &s->pt);
     if (st == TS_OK) {
-        s->buf = ts_malloc((size_t)e->slots * sizeof(double));
+        s->buf = ts_malloc((size_t)e->cs * sizeof(double));
         s->kc = ts_malloc((size_t)e->nl * sizeof(ct_t *));
         s->vc = ts_malloc((size_t)e->nl * sizeof(ct_t *));
         if (!s->buf || !s->kc || !s->vc)
@@ -1227,7 +1317,7 @@ ts_status_t ts__llm_enc_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg
         *cfg = *ts_boot_config(e->boot);
         return TS_OK;
     }
-    ts_status_t st = ts_boot_config_slots(e->params, e->log_slots, cfg);
+    ts_status_t st = ts_boot_config_slots(e->params, e->log_cs, cfg);
     if (st == TS_OK && ts_ckks_params_secret(e->params) != TS_CKKS_SECRET_SPARSE_TERNARY)
         st = ts_boot_config_encapsulate(e->params, 32, cfg);
     return st;
@@ -1239,7 +1329,7 @@ int ts_llm_enc_period_log_slots(const ts_llm_enc_t *e)
     if (!e || e->pd >= e->slots || ts__llm_enc_boot_config(e, &mc) != TS_OK ||
         mc.order != TS_BOOT_CTS_FIRST)
         return -1;
-    return ts_log2_exact((uint64_t)e->pd);
+    return ts_log2_exact((uint64_t)e->pd) + (e->log_cs - e->log_slots);
 }
 
 ts_status_t ts_llm_enc_period_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg)
@@ -1358,13 +1448,13 @@ ts_status_t ts_llm_enc_session_set_cache(ts_llm_enc_session_t *s,
                 return TS_EINVAL;
             }
             if (!ts_ckks_params_equal(ts_ckks_ciphertext_params(ct), e->params) ||
-                ts_ckks_ciphertext_slots(ct) != (size_t)e->slots ||
+                ts_ckks_ciphertext_slots(ct) != (size_t)e->cs ||
                 ts_ckks_ciphertext_degree(ct) != 1 ||
                 fabs(ts_ckks_ciphertext_scale(ct) / e->delta - 1.0) > 0x1p-20) {
                 ts_log(TS_LOG_WARN, "llm",
                        "set_cache: layer %d %s: parameters, %zu slots (engine %d), degree %d or "
                        "scale 2^%.3f (engine 2^%.3f) do not match the engine's",
-                       l, w ? "V" : "K", ts_ckks_ciphertext_slots(ct), e->slots,
+                       l, w ? "V" : "K", ts_ckks_ciphertext_slots(ct), e->cs,
                        ts_ckks_ciphertext_degree(ct), log2(ts_ckks_ciphertext_scale(ct)),
                        log2(e->delta));
                 return TS_EMISMATCH;
@@ -1508,7 +1598,7 @@ static ts_status_t boot_drop(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
  * else the engine's. */
 static const ts_boot_t *boot_for(const ts_llm_enc_session_t *s, bool pd, size_t sl)
 {
-    return pd && s->boot_pd && sl == (size_t)s->e->slots ? s->boot_pd : s->boot;
+    return pd && s->boot_pd && sl == (size_t)s->e->cs ? s->boot_pd : s->boot;
 }
 
 /* ct's slot count relabeled (a value repeating every n slots is a message of n) */
@@ -1680,12 +1770,20 @@ static ts_status_t mul_k(ts_llm_enc_session_t *s, ct_t *a, double c, ct_t *out)
     return st;
 }
 
+/* s->buf[0, slots), one lane's values, into every lane (in place) and
+ * encoded at (level, scale) into s->pt */
+static ts_status_t encode_lanes(ts_llm_enc_session_t *s, int level, double scale)
+{
+    const ts_llm_enc_t *e = s->e;
+    for (int k = e->cs - 1; k >= 0 && e->lanes > 1; k--)
+        s->buf[k] = s->buf[k / e->lanes];
+    return ts_ckks_encode_real(s->ecd, s->buf, (size_t)e->cs, (size_t)e->cs, level, scale, s->pt);
+}
+
 /* Encode s->buf at a's level with scale q_level into s->pt. */
 static ts_status_t encode_buf(ts_llm_enc_session_t *s, int level)
 {
-    double sc = (double)ts_ckks_params_q(s->e->params, (size_t)level);
-    return ts_ckks_encode_real(s->ecd, s->buf, (size_t)s->e->slots, (size_t)s->e->slots, level, sc,
-                               s->pt);
+    return encode_lanes(s, level, (double)ts_ckks_params_q(s->e->params, (size_t)level));
 }
 
 /* out = a (.) s->buf, rescaled (exact scale, one level). */
@@ -1704,9 +1802,7 @@ static ts_status_t mul_buf(ts_llm_enc_session_t *s, ct_t *a, ct_t *out)
 /* ct += s->buf as a plaintext (encoded at ct's level and scale: no level). */
 static ts_status_t add_buf(ts_llm_enc_session_t *s, ct_t *ct)
 {
-    ts_status_t st =
-        ts_ckks_encode_real(s->ecd, s->buf, (size_t)s->e->slots, (size_t)s->e->slots,
-                            ts_ckks_ciphertext_level(ct), ts_ckks_ciphertext_scale(ct), s->pt);
+    ts_status_t st = encode_lanes(s, ts_ckks_ciphertext_level(ct), ts_ckks_ciphertext_scale(ct));
     return st == TS_OK ? ts_ckks_add_plain(s->ev, ct, s->pt, ct) : st;
 }
 
@@ -1728,7 +1824,7 @@ static ts_status_t rot_sum(ts_llm_enc_session_t *s, ct_t *x, int first, int lim)
     ts_status_t st;
     TRY(ct_new(s, &t));
     for (int r = first; (r < 0 ? -r : r) < lim; r *= 2) {
-        TRY(ts_ckks_rotate(s->ev, x, r, t));
+        TRY(ts_ckks_rotate(s->ev, x, (int64_t)r * s->e->lanes, t));
         TRY(ts_ckks_add(s->ev, x, t, x));
     }
 done:
@@ -1818,7 +1914,7 @@ static ts_status_t rotate_blocks(ts_llm_enc_session_t *s, ct_t *x, int64_t r)
     int64_t a = r < 0 ? -r : r;
     for (int64_t bit = s->e->pd; bit <= a && st == TS_OK; bit <<= 1)
         if (a & bit)
-            st = ts_ckks_rotate(s->ev, x, r < 0 ? -bit : bit, x);
+            st = ts_ckks_rotate(s->ev, x, (r < 0 ? -bit : bit) * s->e->lanes, x);
     return st;
 }
 
@@ -1924,7 +2020,8 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
 {
     const ts_llm_enc_t *e = s->e;
     bool wide = pout < pin && !(fold && fold->first_block);
-    int slots = e->slots, nd = wide ? pout : pin, n1 = baby_steps(nd), n2 = nd / n1;
+    int slots = e->slots, nd = wide ? pout : pin, n1 = baby_steps(nd), n2 = nd / n1, L = e->lanes,
+        cs = e->cs;
     /* RoPE folded in: row i of R W, with R the rotation of the pairs
      * (2i, 2i + 1) of each head by pos theta_i (cr, ci per row; exact in
      * double up to the float angles run.c uses) */
@@ -1943,8 +2040,9 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
     ct_t *tot = NULL;
     int64_t steps[ENC_MAX_N1];
     bool nzb[ENC_MAX_N1];
-    /* the n1 diagonals of one giant step, one row of `slots` values each */
-    double *dg = ts_malloc((size_t)n1 * (size_t)slots * sizeof(double));
+    /* the n1 diagonals of one giant step, one row of `cs` values each (one
+     * lane's row in every lane) */
+    double *dg = ts_malloc((size_t)n1 * (size_t)cs * sizeof(double));
     ts_status_t st = dg ? TS_OK : TS_ENOMEM;
     int prev_stage = stage_to(s, TS_LLM_STAGE_MATVEC);
     if (st != TS_OK)
@@ -1954,7 +2052,7 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
     double sc = (double)ts_ckks_params_q(e->params, (size_t)lv);
     if (!h) {
         for (int b = 0; b < n1; b++)
-            steps[b] = b;
+            steps[b] = (int64_t)b * L;
         TRY(ts_ckks_bsgs_new(s->ev, x, steps, (size_t)n1, &h));
         if (shared)
             *shared = h;
@@ -1967,7 +2065,7 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
         bool have_acc = false;
         for (int b = 0; b < n1; b++) {
             int r = g * n1 + b;
-            double *drow = dg + (size_t)b * (size_t)slots;
+            double *drow = dg + (size_t)b * (size_t)cs;
             bool nz = false;
             for (int j = 0; j < slots; j++) {
                 /* u[j] = d_r[(j - g n1) mod slots] */
@@ -1989,6 +2087,8 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
                 drow[j] = v;
                 nz |= v != 0.0;
             }
+            for (int k = cs - 1; k >= 0 && L > 1; k--)
+                drow[k] = drow[k / L];
             nzb[b] = nz;
         }
         /* each run of nonzero diagonals in one call */
@@ -2001,13 +2101,13 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
             while (b1 < n1 && nzb[b1])
                 b1++;
             TRY(ts_ckks_bsgs_mul_add_run(h, (size_t)b0, (size_t)(b1 - b0), s->ecd,
-                                         dg + (size_t)b0 * (size_t)slots, (size_t)slots, sc));
+                                         dg + (size_t)b0 * (size_t)cs, (size_t)cs, sc));
             have_acc = true;
             b0 = b1;
         }
         if (!have_acc)
             continue;
-        TRY(ts_ckks_bsgs_giant(h, (int64_t)g * n1));
+        TRY(ts_ckks_bsgs_giant(h, (int64_t)g * n1 * L));
         have_tot = true;
     }
     if (!have_tot) {
@@ -2385,7 +2485,7 @@ static ts_status_t cache_put(ts_llm_enc_session_t *s, ct_t **cache, ct_t *x, int
     TRY(ts_ckks_ciphertext_copy(b, x));
     for (int bit = 0; (1 << bit) <= pos; bit++)
         if (pos & (1 << bit))
-            TRY(ts_ckks_rotate(s->ev, b, -((int64_t)e->pd << bit), b));
+            TRY(ts_ckks_rotate(s->ev, b, -((int64_t)e->pd << bit) * e->lanes, b));
     if (!*cache) {
         *cache = b;
         b = NULL;
@@ -2490,8 +2590,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         int lv = ts_ckks_ciphertext_level(y);
         for (int j = 0; j < e->slots; j++)
             s->buf[j] = j / e->pd > pos ? c0 : 0.0;
-        TRY(ts_ckks_encode_real(s->ecd, s->buf, (size_t)e->slots, (size_t)e->slots, lv,
-                                ts_ckks_ciphertext_scale(y), s->pt));
+        TRY(encode_lanes(s, lv, ts_ckks_ciphertext_scale(y)));
         TRY(ts_ckks_sub_plain(s->ev, y, s->pt, y));
     }
     double yb = exp(e->cfg.exp.hi);
@@ -2826,9 +2925,34 @@ ts_status_t ts_llm_enc_encrypt_onehot(const ts_llm_enc_t *e, ts_ckks_encoder_t *
         return TS_ENOMEM;
     memset(v, 0, (size_t)e->vocab * sizeof(float));
     v[token] = 1.0f;
-    ts_status_t st =
-        ts_llm_enc_encrypt_vec(ecd, sk, prng, v, e->vocab, e->slots, ts_llm_enc_input_level(e), ct);
+    const float *vv = v;
+    ts_status_t st = encrypt_input(e, ecd, sk, prng, &vv, 1, e->vocab, ct);
     ts_memzero(v, (size_t)e->vocab * sizeof(float));
+    ts_free(v);
+    return st;
+}
+
+ts_status_t ts_llm_enc_encrypt_onehot_lanes(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
+                                            const ts_ckks_secret_key_t *sk, ts_prng_t *prng,
+                                            const int *tokens, ts_ckks_ciphertext_t *ct)
+{
+    if (!e || !tokens)
+        return TS_EINVAL;
+    for (int l = 0; l < e->lanes; l++)
+        if (tokens[l] < 0 || tokens[l] >= e->vocab)
+            return TS_EINVAL;
+    size_t nv = (size_t)e->vocab, bytes = (size_t)e->lanes * nv * sizeof(float);
+    float *v = ts_malloc(bytes);
+    const float *rows[1024];
+    if (!v)
+        return TS_ENOMEM;
+    memset(v, 0, bytes);
+    for (int l = 0; l < e->lanes; l++) {
+        v[(size_t)l * nv + (size_t)tokens[l]] = 1.0f;
+        rows[l] = v + (size_t)l * nv;
+    }
+    ts_status_t st = encrypt_input(e, ecd, sk, prng, rows, e->lanes, e->vocab, ct);
+    ts_memzero(v, bytes);
     ts_free(v);
     return st;
 }

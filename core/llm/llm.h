@@ -425,6 +425,16 @@ typedef struct ts_llm_enc_config {
      * pow2(dim) positions; fewer slots bootstrap faster
      * (ts_llm_enc_log_slots_for sizes it for a context length). */
     int log_slots;
+    /* Lanes (0 or 1: one; else a power of two): every ciphertext carries
+     * `lanes` independent copies of the engine's 2^log_slots-slot layout,
+     * interleaved (slot j lanes + l of the ciphertext is slot j of lane l),
+     * so rotations by r lanes keep each lane cyclic and one pass of the step
+     * decodes `lanes` sequences at the same position (their tokens differ:
+     * several samples of one prompt). Ciphertexts, the bootstrapper and the
+     * residual stream's one run at 2^log_slots x lanes slots; the encryption
+     * and decryption helpers of the _lanes suffix pack and read them.
+     * CKKS-only configurations (no TFHE evaluation). */
+    int lanes;
 } ts_llm_enc_config_t;
 
 /* Defaults sized for the bundled aidreams260K model (ranges with margin),
@@ -561,6 +571,24 @@ ts_status_t ts_llm_enc_encrypt_vec_pk(ts_ckks_encoder_t *ecd, const ts_ckks_publ
 ts_status_t ts_llm_enc_encrypt_token(const ts_llm_enc_t *enc, ts_ckks_encoder_t *ecd,
                                      const ts_ckks_secret_key_t *sk, ts_prng_t *prng, int token,
                                      ts_ckks_ciphertext_t *ct);
+/* Lanes (ts_llm_enc_config_t lanes): the engine's lane count (1 without). */
+int ts_llm_enc_lanes(const ts_llm_enc_t *enc);
+/* A ciphertext of n lanes (a power of two) whose lane l holds v[l] (w
+ * values) repeated with period `per` over `slots` slots per lane (slots a
+ * multiple of per; slots x n at most the parameters' slots), symmetric under
+ * sk, at level. n = 1 is ts_llm_enc_encrypt_vec. */
+ts_status_t ts_llm_enc_encrypt_lanes(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
+                                     ts_prng_t *prng, const float *const *v, int n, int w, int per,
+                                     int slots, int level, ts_ckks_ciphertext_t *ct);
+/* The first w values of lane l of a ciphertext of n lanes. */
+ts_status_t ts_llm_enc_decrypt_lane(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
+                                    const ts_ckks_ciphertext_t *ct, int n, int lane, double *out,
+                                    int w);
+/* The encrypted one-hot input of the engine's lanes: lane l holds tokens[l]
+ * (ts_llm_enc_lanes tokens). */
+ts_status_t ts_llm_enc_encrypt_onehot_lanes(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
+                                            const ts_ckks_secret_key_t *sk, ts_prng_t *prng,
+                                            const int *tokens, ts_ckks_ciphertext_t *ct);
 /* Client: decrypt the first w slots. */
 ts_status_t ts_llm_enc_decrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
                                    const ts_ckks_ciphertext_t *ct, float *v, int w);

@@ -20,9 +20,14 @@ void llm_fx_open(llm_fx_t *f, ts_llm_model_t *m, const char *preset, const ts_ll
     ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(f->ek, f->sk, f->prng));
     if (boot) {
         ts_boot_config_t bc;
-        /* at the engine's working slot count when the configuration sets one */
+        /* at the engine's working slot count (times its lanes) when the
+         * configuration sets one */
+        int ll = 0;
+        while (cfg && (1 << ll) < cfg->lanes)
+            ll++;
         ck_assert_ts_ok(ts_boot_config_slots(
-            f->p, cfg && cfg->log_slots ? cfg->log_slots : ts_ckks_params_log_slots(f->p), &bc));
+            f->p, cfg && cfg->log_slots ? cfg->log_slots + ll : ts_ckks_params_log_slots(f->p),
+            &bc));
         bool dense = ts_ckks_params_secret(f->p) != TS_CKKS_SECRET_SPARSE_TERNARY;
         if (dense) /* sparse-secret encapsulation, h' = 32 as boot-n16-dense */
             ck_assert_ts_ok(ts_boot_config_encapsulate(f->p, 32, &bc));

@@ -1193,6 +1193,87 @@ START_TEST(test_gpt2_sparse_slots)
 }
 END_TEST
 
+/*
+ * Lanes: two sequences decoded in one pass (ts_llm_enc_config_t lanes = 2),
+ * each lane 2^7 slots of the 2^8 the ciphertexts carry inside test-llm-tiny-boot's
+ * 512, with bootstraps (the main bootstrapper at 2^8, the residual stream's at
+ * pd x 2) in policy ckks. Oracle: lane l's decrypted logits vs ts_llm_forward of
+ * sequence l alone at every position (a rotation that crossed lanes, a
+ * plaintext not spread over them or a one-lane bootstrap would mix them).
+ * Refused: 3 lanes (not a power of two), lanes with a TFHE evaluation.
+ */
+START_TEST(test_gpt2_lanes)
+{
+    static const int seq[2][3] = {{1, 10, 20}, {5, 30, 3}};
+    ts_llm_enc_config_t cfg;
+    g2_cfg(TS_SCHED_HYBRID, &cfg);
+    cfg.lanes = 2;
+    cfg.log_slots = 7;
+    ts_llm_model_t *m = llm_fx_tiny_gpt2();
+    ts_ckks_params_t *p = NULL;
+    ck_assert_ts_ok(ts_ckks_params_load_file("configs/params/test-llm-tiny.yaml", true, &p, NULL));
+    ts_llm_enc_t *e = NULL;
+    ck_assert_ts_status(ts_llm_enc_new(m, p, &cfg, NULL, &e), TS_ENOTSUP); /* look-ups */
+    g2_cfg(TS_SCHED_CKKS, &cfg);
+    cfg.log_slots = 7;
+    cfg.lanes = 3;
+    ck_assert_ts_status(ts_llm_enc_new(m, p, &cfg, NULL, &e), TS_EINVAL);
+    ts_ckks_params_free(p);
+    ts_llm_model_free(m);
+
+    cfg.lanes = 2;
+    llm_fx_t f;
+    llm_fx_open(&f, llm_fx_tiny_gpt2(), "test-llm-tiny-boot", &cfg, true, 7);
+    llm_fx_period_boot(&f);
+    ck_assert_int_eq(ts_llm_enc_lanes(f.enc), 2);
+    ck_assert_int_eq(ts_llm_enc_slots(f.enc), 128);
+    ck_assert_int_eq(ts_boot_config(f.boot)->log_slots, 8);
+    const ts_llm_model_t *mm = f.m;
+    int V = mm->cfg.vocab_size, npos = ts_test_quick() ? 2 : 3;
+    ts_llm_state_t *st[2] = {NULL, NULL};
+    ck_assert_ts_ok(ts_llm_state_new(mm, &st[0]));
+    ck_assert_ts_ok(ts_llm_state_new(mm, &st[1]));
+    ts_ckks_ciphertext_t *oh = NULL, *x = NULL, *lg = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &oh));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &x));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &lg));
+    double got[64];
+    for (int pos = 0; pos < npos; pos++) {
+        int toks[2] = {seq[0][pos], seq[1][pos]};
+        ck_assert_ts_ok(ts_llm_enc_encrypt_onehot_lanes(f.enc, f.ecd, f.sk, f.prng, toks, oh));
+        ck_assert_int_eq((int)ts_ckks_ciphertext_slots(oh), 256);
+        ck_assert_ts_ok(ts_llm_enc_embed(f.s, oh, x));
+        ck_assert_ts_ok(ts_llm_enc_step(f.s, x, pos, lg));
+        for (int l = 0; l < 2; l++) {
+            const float *ref = NULL;
+            ck_assert_ts_ok(ts_llm_forward(mm, st[l], toks[l], pos, &ref));
+            ck_assert_ts_ok(ts_llm_enc_decrypt_lane(f.ecd, f.sk, lg, 2, l, got, V));
+            double mx = 0;
+            int a = 0, b = 0;
+            for (int i = 0; i < V; i++) {
+                mx = fmax(mx, fabs(got[i] - ref[i]));
+                a = got[i] > got[a] ? i : a;
+                b = ref[i] > ref[b] ? i : b;
+            }
+            printf("gpt2 lanes pos %d lane %d token %d: logits max err %.2e, argmax enc %d plain "
+                   "%d, %llu bootstraps so far\n",
+                   pos, l, toks[l], mx, a, b,
+                   (unsigned long long)ts_llm_enc_session_bootstraps(f.s));
+            ck_assert_msg(mx < 5e-2, "lane %d pos %d: logits off by %g", l, pos, mx);
+            ck_assert_int_eq(a, b);
+        }
+    }
+    ck_assert_uint_gt(ts_llm_enc_session_bootstraps(f.s), 0);
+    ck_assert_ts_status(ts_llm_enc_decrypt_lane(f.ecd, f.sk, lg, 2, 2, got, V), TS_EINVAL);
+    ts_ckks_ciphertext_free(oh);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(lg);
+    ts_llm_state_free(st[0]);
+    ts_llm_state_free(st[1]);
+    llm_fx_close(&f);
+}
+END_TEST
+
 /* A GPT-2 of the given shape (zero weights, unit gains) as a model. */
 static ts_llm_model_t *g2_shape(int dim, int hid, int heads, int vocab)
 {
@@ -1328,6 +1409,7 @@ TS_TEST_SUITE(llm_enc)
     tcase_add_test(g2, test_gpt2_period_boot);
     tcase_add_test(g2, test_gpt2_cache_only);
     tcase_add_test(g2, test_gpt2_sparse_slots);
+    tcase_add_test(g2, test_gpt2_lanes);
     suite_add_tcase(s, g2);
     TCase *slow = ts_tcase("decode_slow", 36000);
     tcase_add_test(slow, test_enc_decode_slow);
