@@ -93,6 +93,11 @@ struct ts_llm_enc_session {
     double *buf;
     ct_t **kc, **vc;
     int next_pos;
+    /* the step's positions: lane l at pos0 + l lane_step (lane_step 0: every
+     * lane at pos0, independent sequences; 1: a prefill, consecutive
+     * positions of one sequence whose keys and values every lane shares) */
+    int pos0, lane_step;
+    bool buf_lanes; /* s->buf holds every lane's values (encode_lanes: no spread) */
     uint64_t nboot;
     bool in_step;                       /* inside ts_llm_enc_step: the engine's boot_drop applies */
     size_t boot_ev;                     /* bootstraps of the current step so far */
@@ -885,10 +890,9 @@ void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out)
     out->n_boot_drop = e->n_boot_drop;
 }
 
-/* step r of one lane's layout: r lanes of the ciphertext's */
-static void add_step(int64_t *steps, size_t cap, size_t *n, int64_t r, const ts_llm_enc_t *e)
+static void add_raw(int64_t *steps, size_t cap, size_t *n, int64_t step, int64_t slots)
 {
-    int64_t slots = e->cs, step = (r * e->lanes) % slots;
+    step %= slots;
     if (step < 0)
         step += slots;
     if (step == 0)
@@ -904,6 +908,12 @@ static void add_step(int64_t *steps, size_t cap, size_t *n, int64_t r, const ts_
     if (*n < cap)
         steps[*n] = step;
     (*n)++;
+}
+
+/* step r of one lane's layout: r lanes of the ciphertext's */
+static void add_step(int64_t *steps, size_t cap, size_t *n, int64_t r, const ts_llm_enc_t *e)
+{
+    add_raw(steps, cap, n, r * e->lanes, e->cs);
 }
 
 static void mv_steps(int pin, const ts_llm_enc_t *e, int64_t *steps, size_t cap, size_t *n)
@@ -932,6 +942,11 @@ ts_status_t ts_llm_enc_rotation_steps(const ts_llm_enc_t *e, int64_t *steps, siz
         add_step(steps, cap, &n, -r, e); /* cache placement */
     }
     add_step(steps, cap, &n, -1, e); /* RoPE */
+    if (e->lanes > 1) {
+        /* raw +-1: lane_share (a prefill's keys and values to every lane) */
+        add_raw(steps, cap, &n, 1, e->cs);
+        add_raw(steps, cap, &n, -1, e->cs);
+    }
     if (ts_llm_enc_uses_tfhe(e))
         for (int r = 1; r < e->pd; r <<= 1)
             add_step(steps, cap, &n, -r, e); /* spreading a looked-up norm */
@@ -1577,8 +1592,8 @@ static double bound_set(ts_llm_enc_session_t *s, double b)
 static ts_status_t boot_drop(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
 {
     const ts_llm_enc_t *e = s->e;
-    if (!s->in_step)
-        return TS_OK;
+    if (!s->in_step || s->lane_step)
+        return TS_OK; /* (a prefill's operations are not the step's the drops were found for) */
     size_t ev = s->boot_ev++;
     if (ev >= e->n_boot_drop || !e->boot_drop[ev])
         return TS_OK;
@@ -1775,8 +1790,9 @@ static ts_status_t mul_k(ts_llm_enc_session_t *s, ct_t *a, double c, ct_t *out)
 static ts_status_t encode_lanes(ts_llm_enc_session_t *s, int level, double scale)
 {
     const ts_llm_enc_t *e = s->e;
-    for (int k = e->cs - 1; k >= 0 && e->lanes > 1; k--)
+    for (int k = e->cs - 1; k >= 0 && e->lanes > 1 && !s->buf_lanes; k--)
         s->buf[k] = s->buf[k / e->lanes];
+    s->buf_lanes = false;
     return ts_ckks_encode_real(s->ecd, s->buf, (size_t)e->cs, (size_t)e->cs, level, scale, s->pt);
 }
 
@@ -1964,6 +1980,64 @@ static ts_status_t tfhe_eval_blocks(ts_llm_enc_session_t *s, int p, ct_t *x, int
     return st;
 }
 
+/* Lane l's position in the current step. */
+static int lane_pos(const ts_llm_enc_session_t *s, int l)
+{
+    return s->pos0 + l * s->lane_step;
+}
+
+/*
+ * A prefill's keys or values to every lane: x holds lane l's vector in its
+ * own block (pos0 + l) and zeros in the others, so the sum over lanes of
+ * each lane-local slot is the cache row every lane needs: sum over r in
+ * (-lanes, lanes) of M_r (.) rot(x, r) (raw slots: lane l reads lane l + r
+ * of the same lane-local slot), M_r one on the lanes l with l + r a lane.
+ * Rotations by +-1 composed (two keys), one level.
+ */
+static ts_status_t lane_share(ts_llm_enc_session_t *s, ct_t *x)
+{
+    const ts_llm_enc_t *e = s->e;
+    int L = e->lanes;
+    ct_t *acc = NULL, *t = NULL, *u = NULL;
+    ts_status_t st;
+    TRY(ct_new(s, &acc));
+    TRY(ct_new(s, &t));
+    TRY(ct_new(s, &u));
+    TRY(need(s, x, 1));
+    int lv = ts_ckks_ciphertext_level(x);
+    bool have = false;
+    for (int dir = -1; dir <= 1; dir += 2)
+        for (int r = dir < 0 ? 0 : 1; r < L; r++) {
+            int rr = dir * r;
+            if (r == 0)
+                TRY(ts_ckks_ciphertext_copy(t, x));
+            else
+                TRY(ts_ckks_rotate(s->ev, t, dir, t)); /* t = rot(x, rr) */
+            if (r == 0 && dir > 0)
+                continue;
+            for (int k = 0; k < e->cs; k++) {
+                int l = k % L;
+                s->buf[k] = l + rr >= 0 && l + rr < L ? 1.0 : 0.0;
+            }
+            s->buf_lanes = true;
+            TRY(encode_buf(s, lv));
+            TRY(ts_ckks_mul_plain(s->ev, t, s->pt, u));
+            if (!have)
+                TRY(ts_ckks_ciphertext_copy(acc, u));
+            else
+                TRY(ts_ckks_add(s->ev, acc, u, acc));
+            have = true;
+            if (dir < 0 && r == L - 1)
+                TRY(ts_ckks_ciphertext_copy(t, x)); /* the other direction starts from x */
+        }
+    TRY(ts_ckks_rescale(s->ev, acc, x));
+done:
+    ts_ckks_ciphertext_free(acc);
+    ts_ckks_ciphertext_free(t);
+    ts_ckks_ciphertext_free(u);
+    return st;
+}
+
 /* ------------------------------------------------------------ matvec */
 
 /*
@@ -2026,12 +2100,18 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
      * (2i, 2i + 1) of each head by pos theta_i (cr, ci per row; exact in
      * double up to the float angles run.c uses) */
     double *cr = NULL, *ci = NULL;
+    /* a prefill's lanes differ in position: their RoPE and cache block
+     * (first_block: lane l's block l, rotated to pos0 + l by cache_put) */
+    bool varies = s->lane_step && L > 1 && fold && (fold->rope_pos >= 0 || fold->first_block);
+    int nfill = varies ? L : 1;
     if (fold && fold->rope_pos >= 0) {
-        cr = ts_malloc(2 * (size_t)rows * sizeof *cr);
+        cr = ts_malloc(2 * (size_t)rows * (size_t)nfill * sizeof *cr);
         if (!cr)
             return TS_ENOMEM;
-        ci = cr + rows;
-        rope_row_coeffs(e, fold->rope_pos, rows, cr, ci);
+        ci = cr + (size_t)rows * (size_t)nfill;
+        for (int l = 0; l < nfill; l++)
+            rope_row_coeffs(e, fold->rope_pos + l * s->lane_step, rows, cr + (size_t)l * rows,
+                            ci + (size_t)l * rows);
     }
     /* double-hoisted BSGS (ts_ckks_bsgs): the baby rotations of x over
      * Q_l P once (shared by the matrices of one input when the caller
@@ -2067,27 +2147,32 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
             int r = g * n1 + b;
             double *drow = dg + (size_t)b * (size_t)cs;
             bool nz = false;
-            for (int j = 0; j < slots; j++) {
-                /* u[j] = d_r[(j - g n1) mod slots] */
-                int jj = ((j - g * n1) % slots + slots) % slots;
-                int row = jj % pout, col = (jj + r) % pin;
-                double v = row < rows && col < cols ? (double)w[(size_t)row * cols + col] : 0.0;
-                if (cr && row < rows && col < cols) {
-                    /* even row: cr w_i - ci w_(i+1); odd: ci w_(i-1) + cr w_i */
-                    int mate = row ^ 1;
-                    double wm = mate < rows ? (double)w[(size_t)mate * cols + col] : 0.0;
-                    v = cr[row] * v + (row & 1 ? ci[row] : -ci[row]) * wm;
+            for (int l = 0; l < nfill; l++) {
+                const double *lcr = cr ? cr + (size_t)l * rows : NULL,
+                             *lci = cr ? ci + (size_t)l * rows : NULL;
+                int blk = fold && fold->first_block ? l * s->lane_step : 0;
+                for (int j = 0; j < slots; j++) {
+                    /* u[j] = d_r[(j - g n1) mod slots] */
+                    int jj = ((j - g * n1) % slots + slots) % slots;
+                    int row = jj % pout, col = (jj + r) % pin;
+                    double v = row < rows && col < cols ? (double)w[(size_t)row * cols + col] : 0.0;
+                    if (lcr && row < rows && col < cols) {
+                        /* even row: cr w_i - ci w_(i+1); odd: ci w_(i-1) + cr w_i */
+                        int mate = row ^ 1;
+                        double wm = mate < rows ? (double)w[(size_t)mate * cols + col] : 0.0;
+                        v = lcr[row] * v + (row & 1 ? lci[row] : -lci[row]) * wm;
+                    }
+                    if (gain && col < cols)
+                        v *= (double)gain[col]; /* exact: a product of two floats */
+                    if (fold && fold->scale != 0.0)
+                        v *= fold->scale;
+                    if (fold && fold->first_block && jj / pout != blk)
+                        v = 0.0; /* the output's first block only (a prefill lane's own) */
+                    drow[varies ? (size_t)j * L + l : (size_t)j] = v;
+                    nz |= v != 0.0;
                 }
-                if (gain && col < cols)
-                    v *= (double)gain[col]; /* exact: a product of two floats */
-                if (fold && fold->scale != 0.0)
-                    v *= fold->scale;
-                if (fold && fold->first_block && jj >= pout)
-                    v = 0.0; /* the output's first block only */
-                drow[j] = v;
-                nz |= v != 0.0;
             }
-            for (int k = cs - 1; k >= 0 && L > 1; k--)
+            for (int k = cs - 1; k >= 0 && L > 1 && !varies; k--)
                 drow[k] = drow[k / L];
             nzb[b] = nz;
         }
@@ -2120,8 +2205,11 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
         TRY(rot_sum(s, out, pout, pin));
     double bk = fold && fold->bias_scale != 0.0 ? fold->bias_scale : 1.0;
     if (bias && fold && fold->first_block) {
-        for (int j = 0; j < slots; j++)
-            s->buf[j] = j < rows ? bk * bias[j] : 0.0;
+        for (int k = 0; k < (varies ? cs : slots); k++) {
+            int j = varies ? k / L : k, o = varies ? j - (k % L) * s->lane_step * pout : j;
+            s->buf[k] = o >= 0 && o < rows ? bk * bias[o] : 0.0;
+        }
+        s->buf_lanes = varies;
         TRY(add_buf(s, out));
     } else if (bias) {
         TRY(add_vec(s, out, bias, NULL, rows, pout, bk));
@@ -2486,6 +2574,8 @@ static ts_status_t cache_put(ts_llm_enc_session_t *s, ct_t **cache, ct_t *x, int
     for (int bit = 0; (1 << bit) <= pos; bit++)
         if (pos & (1 << bit))
             TRY(ts_ckks_rotate(s->ev, b, -((int64_t)e->pd << bit) * e->lanes, b));
+    if (s->lane_step && e->lanes > 1)
+        TRY(lane_share(s, b));
     if (!*cache) {
         *cache = b;
         b = NULL;
@@ -2498,14 +2588,16 @@ done:
     return st;
 }
 
-/* s->buf = c on each head's first slot of the blocks 0..pos, 0 elsewhere */
-static void score_mask(ts_llm_enc_session_t *s, int pos, double c)
+/* s->buf = c (over the lane's positions when per_n) on each head's first
+ * slot of the blocks 0..pos of each lane, 0 elsewhere */
+static void score_mask(ts_llm_enc_session_t *s, double c, bool per_n)
 {
     const ts_llm_enc_t *e = s->e;
-    for (int j = 0; j < e->slots; j++) {
-        int t = j / e->pd, i = j % e->pd;
-        s->buf[j] = t <= pos && i % e->hd == 0 && i < e->dim ? c : 0.0;
+    for (int k = 0; k < e->cs; k++) {
+        int j = k / e->lanes, pos = lane_pos(s, k % e->lanes), t = j / e->pd, i = j % e->pd;
+        s->buf[k] = t <= pos && i % e->hd == 0 && i < e->dim ? c / (per_n ? pos + 1 : 1) : 0.0;
     }
+    s->buf_lanes = true;
 }
 
 /* out = attention(layer, xb) at pos; out NULL: only k and v into the cache
@@ -2564,10 +2656,10 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         TRY(need(s, z, 1));
         TRY(ts_ckks_ciphertext_copy(zm, z));
         TRY(rot_sum(s, zm, e->pd, e->slots));
-        score_mask(s, pos, zs * al / (pos + 1));
+        score_mask(s, zs * al, true);
         TRY(mul_buf(s, zm, zm));
     }
-    score_mask(s, pos, zs * al);
+    score_mask(s, zs * al, false);
     TRY(mul_buf(s, z, z));
     if (e->cfg.softmax_center)
         TRY(ts_ckks_sub(s->ev, z, zm, z));
@@ -2588,8 +2680,9 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         TRY(cheb(s, &unit, z, y));
         double c0 = ts_nonlinear_approx_eval(e->a_exp, 0.0);
         int lv = ts_ckks_ciphertext_level(y);
-        for (int j = 0; j < e->slots; j++)
-            s->buf[j] = j / e->pd > pos ? c0 : 0.0;
+        for (int k = 0; k < e->cs; k++)
+            s->buf[k] = k / e->lanes / e->pd > lane_pos(s, k % e->lanes) ? c0 : 0.0;
+        s->buf_lanes = true;
         TRY(encode_lanes(s, lv, ts_ckks_ciphertext_scale(y)));
         TRY(ts_ckks_sub_plain(s->ev, y, s->pt, y));
     }
@@ -2620,7 +2713,21 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
             const ts_nonlinear_approx_t *ap = p == P_RECIP        ? e->a_recip
                                               : p == P_RECIP_LAST ? e->a_recip_last
                                                                   : e->a_recip_norm;
-            TRY(divide(s, rsp, ap, mean ? 1.0 / (pos + 1) : 1.0, sq, sum, y));
+            if (mean && s->lane_step && e->lanes > 1) {
+                /* a prefill's lanes average over their own positions: sq and
+                 * its sum times 1 / (pos_l + 1) (one level), the ratio kept */
+                for (int kk2 = 0; kk2 < e->cs; kk2++)
+                    s->buf[kk2] = 1.0 / (lane_pos(s, kk2 % e->lanes) + 1);
+                s->buf_lanes = true;
+                TRY(mul_buf(s, sum, sum));
+                for (int kk2 = 0; kk2 < e->cs; kk2++)
+                    s->buf[kk2] = 1.0 / (lane_pos(s, kk2 % e->lanes) + 1);
+                s->buf_lanes = true;
+                TRY(mul_buf(s, sq, sq));
+                TRY(divide(s, rsp, ap, 1.0, sq, sum, y));
+            } else {
+                TRY(divide(s, rsp, ap, mean ? 1.0 / (pos + 1) : 1.0, sq, sum, y));
+            }
             yb = 1.0;
             continue;
         }
@@ -2812,11 +2919,16 @@ static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
  * and v are in the cache: a prefix of the full step's operations, so its
  * bootstraps are the full step's first ones, boot_drop included) */
 static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos,
-                        ts_ckks_ciphertext_t *logits)
+                        int lane_step, ts_ckks_ciphertext_t *logits)
 {
     const ts_llm_enc_t *e = s->e;
-    if (pos < 0 || pos >= e->max_pos || pos != s->next_pos)
+    int last = pos + (e->lanes - 1) * lane_step;
+    if (pos < 0 || last >= e->max_pos || pos != s->next_pos)
         return TS_ERANGE;
+    if (ts_ckks_ciphertext_slots(x) != (size_t)e->cs)
+        return TS_EMISMATCH;
+    s->pos0 = pos;
+    s->lane_step = lane_step;
     ct_t *xx = NULL, *xb = NULL, *o = NULL;
     ts_status_t st;
     stage_begin(s);
@@ -2835,8 +2947,15 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
     /* GPT2: the learned position row, added as a plaintext. The norms run
      * with unit gain and no bias, folded into the matrices after them (one
      * level less on the normalized vector) */
-    if (e->gpt2)
-        TRY(add_vec(s, xx, NULL, e->m->pos_emb + (size_t)pos * e->dim, e->dim, e->pd, e->ks));
+    if (e->gpt2) {
+        for (int k = 0; k < e->cs; k++) {
+            int i = k / e->lanes % e->pd;
+            const float *row = e->m->pos_emb + (size_t)lane_pos(s, k % e->lanes) * e->dim;
+            s->buf[k] = i < e->dim ? e->ks * (double)row[i] : 0.0;
+        }
+        s->buf_lanes = true;
+        TRY(add_buf(s, xx));
+    }
     for (int l = 0; l < e->nl; l++) {
         TRY(norm(s, NULL, NULL, true, xx, xb));
         if (!logits && l == e->nl - 1) {
@@ -2854,10 +2973,11 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
         TRY(norm(s, NULL, NULL, true, xx, xb));
         TRY(matvec_which(s, 0, 7, true, NULL, NULL, xb, logits));
     }
-    s->next_pos = pos + 1;
+    s->next_pos = last + 1;
     s->stats.steps++;
 done:
     s->in_step = false;
+    s->lane_step = 0;
     stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(xx);
     ts_ckks_ciphertext_free(xb);
@@ -2870,14 +2990,24 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
 {
     if (!s || !x || !logits)
         return TS_EINVAL;
-    return step(s, x, pos, logits);
+    return step(s, x, pos, 0, logits);
+}
+
+ts_status_t ts_llm_enc_prefill(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos,
+                               ts_ckks_ciphertext_t *logits)
+{
+    if (!s || !x)
+        return TS_EINVAL;
+    if (s->e->lanes < 2)
+        return TS_ENOTSUP;
+    return step(s, x, pos, 1, logits);
 }
 
 ts_status_t ts_llm_enc_step_cache(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos)
 {
     if (!s || !x)
         return TS_EINVAL;
-    return step(s, x, pos, NULL);
+    return step(s, x, pos, 0, NULL);
 }
 
 /* ---------------------------------------------- encrypted one-hot token input */
