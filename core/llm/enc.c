@@ -96,8 +96,9 @@ struct ts_llm_enc_session {
     /* the step's positions: lane l at pos0 + l lane_step (lane_step 0: every
      * lane at pos0, independent sequences; 1: a prefill, consecutive
      * positions of one sequence whose keys and values every lane shares) */
-    int pos0, lane_step;
-    bool buf_lanes; /* s->buf holds every lane's values (encode_lanes: no spread) */
+    int pos0, lane_step, lane_n; /* a prefill's lanes from lane_n on repeat lane lane_n - 1's
+                                    position and share nothing */
+    bool buf_lanes;              /* s->buf holds every lane's values (encode_lanes: no spread) */
     uint64_t nboot;
     bool in_step;                       /* inside ts_llm_enc_step: the engine's boot_drop applies */
     size_t boot_ev;                     /* bootstraps of the current step so far */
@@ -1983,7 +1984,7 @@ static ts_status_t tfhe_eval_blocks(ts_llm_enc_session_t *s, int p, ct_t *x, int
 /* Lane l's position in the current step. */
 static int lane_pos(const ts_llm_enc_session_t *s, int l)
 {
-    return s->pos0 + l * s->lane_step;
+    return s->pos0 + (l < s->lane_n ? l : s->lane_n - 1) * s->lane_step;
 }
 
 /*
@@ -2017,7 +2018,7 @@ static ts_status_t lane_share(ts_llm_enc_session_t *s, ct_t *x)
                 continue;
             for (int k = 0; k < e->cs; k++) {
                 int l = k % L;
-                s->buf[k] = l + rr >= 0 && l + rr < L ? 1.0 : 0.0;
+                s->buf[k] = l + rr >= 0 && l + rr < s->lane_n ? 1.0 : 0.0;
             }
             s->buf_lanes = true;
             TRY(encode_buf(s, lv));
@@ -2110,8 +2111,8 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
             return TS_ENOMEM;
         ci = cr + (size_t)rows * (size_t)nfill;
         for (int l = 0; l < nfill; l++)
-            rope_row_coeffs(e, fold->rope_pos + l * s->lane_step, rows, cr + (size_t)l * rows,
-                            ci + (size_t)l * rows);
+            rope_row_coeffs(e, fold->rope_pos + lane_pos(s, l) - s->pos0, rows,
+                            cr + (size_t)l * rows, ci + (size_t)l * rows);
     }
     /* double-hoisted BSGS (ts_ckks_bsgs): the baby rotations of x over
      * Q_l P once (shared by the matrices of one input when the caller
@@ -2150,7 +2151,7 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
             for (int l = 0; l < nfill; l++) {
                 const double *lcr = cr ? cr + (size_t)l * rows : NULL,
                              *lci = cr ? ci + (size_t)l * rows : NULL;
-                int blk = fold && fold->first_block ? l * s->lane_step : 0;
+                int blk = fold && fold->first_block ? lane_pos(s, l) - s->pos0 : 0;
                 for (int j = 0; j < slots; j++) {
                     /* u[j] = d_r[(j - g n1) mod slots] */
                     int jj = ((j - g * n1) % slots + slots) % slots;
@@ -2206,7 +2207,7 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
     double bk = fold && fold->bias_scale != 0.0 ? fold->bias_scale : 1.0;
     if (bias && fold && fold->first_block) {
         for (int k = 0; k < (varies ? cs : slots); k++) {
-            int j = varies ? k / L : k, o = varies ? j - (k % L) * s->lane_step * pout : j;
+            int j = varies ? k / L : k, o = varies ? j - (lane_pos(s, k % L) - s->pos0) * pout : j;
             s->buf[k] = o >= 0 && o < rows ? bk * bias[o] : 0.0;
         }
         s->buf_lanes = varies;
@@ -2919,16 +2920,17 @@ static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
  * and v are in the cache: a prefix of the full step's operations, so its
  * bootstraps are the full step's first ones, boot_drop included) */
 static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos,
-                        int lane_step, ts_ckks_ciphertext_t *logits)
+                        int lane_step, int n, ts_ckks_ciphertext_t *logits)
 {
     const ts_llm_enc_t *e = s->e;
-    int last = pos + (e->lanes - 1) * lane_step;
-    if (pos < 0 || last >= e->max_pos || pos != s->next_pos)
+    int last = pos + (n - 1) * lane_step;
+    if (n < 1 || n > e->lanes || pos < 0 || last >= e->max_pos || pos != s->next_pos)
         return TS_ERANGE;
     if (ts_ckks_ciphertext_slots(x) != (size_t)e->cs)
         return TS_EMISMATCH;
     s->pos0 = pos;
     s->lane_step = lane_step;
+    s->lane_n = n;
     ct_t *xx = NULL, *xb = NULL, *o = NULL;
     ts_status_t st;
     stage_begin(s);
@@ -2990,24 +2992,24 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
 {
     if (!s || !x || !logits)
         return TS_EINVAL;
-    return step(s, x, pos, 0, logits);
+    return step(s, x, pos, 0, 1, logits);
 }
 
 ts_status_t ts_llm_enc_prefill(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos,
-                               ts_ckks_ciphertext_t *logits)
+                               int n, ts_ckks_ciphertext_t *logits)
 {
     if (!s || !x)
         return TS_EINVAL;
     if (s->e->lanes < 2)
         return TS_ENOTSUP;
-    return step(s, x, pos, 1, logits);
+    return step(s, x, pos, 1, n, logits);
 }
 
 ts_status_t ts_llm_enc_step_cache(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos)
 {
     if (!s || !x)
         return TS_EINVAL;
-    return step(s, x, pos, 0, NULL);
+    return step(s, x, pos, 0, 1, NULL);
 }
 
 /* ---------------------------------------------- encrypted one-hot token input */

@@ -864,19 +864,20 @@ ts_status_t ts_llm_enc_step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t 
 ts_status_t ts_llm_enc_step_cache(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos);
 /*
  * A prefill (an engine of lanes >= 2): the positions pos, pos + 1, ...,
- * pos + lanes - 1 of one sequence in one pass, lane l at pos + l (x: lane l
- * the embedding or embedded one-hot of that position's token, e.g. from
- * ts_llm_enc_encrypt_onehot_lanes). Each lane's keys and values go to its
+ * pos + n - 1 (1 <= n <= lanes) of one sequence in one pass, lane l at
+ * pos + l (x: lane l the embedding or embedded one-hot of that position's
+ * token, e.g. from ts_llm_enc_encrypt_onehot_lanes; lanes from n on repeat
+ * lane n - 1's position, their keys and values unused). Each lane's keys and values go to its
  * block of the cache and to every lane (one level, 2 (lanes - 1) rotations
  * per cache write), so afterwards every lane holds the whole cache and the
- * session continues at pos + lanes (ts_llm_enc_step: every lane at the next
+ * session continues at pos + n (ts_llm_enc_step: every lane at the next
  * position; further prefills). Lane l's logits are position pos + l's
  * (logits NULL: cache only, as ts_llm_enc_step_cache). The first softmax
  * round averages over each lane's own positions (one level more than a
  * step). Errors as ts_llm_enc_step; TS_ENOTSUP with one lane.
  */
 ts_status_t ts_llm_enc_prefill(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos,
-                               ts_ckks_ciphertext_t *logits);
+                               int n, ts_ckks_ciphertext_t *logits);
 /*
  * The residual stream's unit ks: the step carries ks x for the model's x,
  * ks^2 = al / dim with al the slope of the CKKS 1/sqrt series' domain map
