@@ -81,6 +81,9 @@ static bool g_period_boot = true;
 /* --cache-only: the timed step is a cache-only one (ts_llm_enc_step_cache: a
  * prompt position before the last; no logits, so no precision or argmax) */
 static bool g_cache_only = false;
+/* --prefill N (with --context L): the timed operation is one prefill pass of
+ * positions [L - N, L) in an engine of N lanes (ts_llm_enc_prefill; 0: off) */
+static int g_prefill = 0;
 
 static double ms_since(uint64_t t0)
 {
@@ -173,7 +176,14 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         ts_llm_enc_config_from_sim(&sim, &cfg);
     }
     cfg.log_slots = log_slots;
-    if (costs && k->policy == TS_SCHED_HYBRID && k->kinds < 0) {
+    int log_lanes = 0;
+    while ((1 << log_lanes) < g_prefill)
+        log_lanes++;
+    cfg.lanes = g_prefill;
+    if (log_slots + log_lanes > ts_ckks_params_log_slots(p))
+        log_slots = ts_ckks_params_log_slots(p) - log_lanes; /* fewer positions per lane */
+    cfg.log_slots = log_slots;
+    if (costs && k->policy == TS_SCHED_HYBRID && k->kinds < 0 && !g_prefill) {
         /* the hybrid policy as the scheduler places it: the cheapest assignment
          * of primitive kinds under the table, at the last position timed */
         int mp = ts_llm_enc_positions_for(m, log_slots), last = 0;
@@ -204,7 +214,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     TRY(ts_ckks_evalkeys_gen_relin(ek, sk, prng));
     if (k->boot) {
         ts_boot_config_t bc;
-        TRY(ts_boot_config_slots(p, log_slots, &bc));
+        TRY(ts_boot_config_slots(p, log_slots + log_lanes, &bc)); /* (the lanes' slots) */
         /* dense-secret presets bootstrap with sparse-secret encapsulation (h' = 32) */
         bool dense = ts_ckks_params_secret(p) != TS_CKKS_SECRET_SPARSE_TERNARY;
         if (dense)
@@ -332,35 +342,50 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 TRY(ts_llm_forward(m, ref, ctx_toks[i], i, &rl));
                 ctx_toks[i + 1] = ts_llm_argmax(rl, V);
             }
-            /* the client encrypts the plaintext K and V of [0, L - 1), the
-             * server installs them: the session's next step is at L - 1 */
+            /* the client encrypts the plaintext K and V of [0, L - 1) (of
+             * [0, L - N) before a prefill of N), the server installs them:
+             * the session's next step is at L - 1 (L - N) */
+            int first = g_prefill ? L - g_prefill : L - 1;
+            if (first < 0) {
+                fprintf(stderr, "bench decode: --prefill %d needs --context >= %d\n", g_prefill,
+                        g_prefill);
+                st = TS_ERANGE;
+                goto out;
+            }
             uint64_t tp = ts_now_ns();
             int lv = ts_llm_enc_input_level(enc);
-            for (int l = 0; l < n_layers; l++) {
+            for (int l = 0; l < n_layers && first > 0; l++) {
                 const float *pk_rows = NULL, *pv_rows = NULL;
                 int np = 0;
                 TRY(ts_llm_state_kv(m, ref, l, &pk_rows, &pv_rows, &np));
-                TRY(ts_llm_enc_cache_encrypt(enc, ecd, sk, prng, pk_rows, L - 1, lv, kc[l]));
-                TRY(ts_llm_enc_cache_encrypt(enc, ecd, sk, prng, pv_rows, L - 1, lv, vc[l]));
+                TRY(ts_llm_enc_cache_encrypt(enc, ecd, sk, prng, pk_rows, first, lv, kc[l]));
+                TRY(ts_llm_enc_cache_encrypt(enc, ecd, sk, prng, pv_rows, first, lv, vc[l]));
             }
-            TRY(ts_llm_enc_session_set_cache(s, (const ts_ckks_ciphertext_t *const *)kc,
-                                             (const ts_ckks_ciphertext_t *const *)vc, L - 1));
+            if (first > 0)
+                TRY(ts_llm_enc_session_set_cache(s, (const ts_ckks_ciphertext_t *const *)kc,
+                                                 (const ts_ckks_ciphertext_t *const *)vc, first));
             q->prefill_ms = ms_since(tp);
             q->ctx = L;
-            pos = L - 1;
+            pos = first;
         }
-        q->pos = pos;
-        q->token = tokens[pos];
-        if (costs)
+        int last = g_prefill ? pos + g_prefill - 1 : pos; /* the position whose logits we read */
+        q->pos = last;
+        q->token = tokens[last];
+        if (costs && !g_prefill)
             predict(enc, costs, k->policy, q);
         ts_llm_enc_stats_t a, b, c;
-        TRY(ts_llm_enc_encrypt_onehot(enc, ecd, sk, prng, tokens[pos], x));
+        if (g_prefill)
+            TRY(ts_llm_enc_encrypt_onehot_lanes(enc, ecd, sk, prng, tokens + pos, x));
+        else
+            TRY(ts_llm_enc_encrypt_onehot(enc, ecd, sk, prng, tokens[pos], x));
         uint64_t t1 = ts_now_ns();
         ts_llm_enc_session_stats(s, &a);
         TRY(ts_llm_enc_embed(s, x, y));
         ts_llm_enc_session_stats(s, &b);
         q->st[0] = ms_since(t1);
-        if (g_cache_only)
+        if (g_prefill)
+            TRY(ts_llm_enc_prefill(s, y, pos, g_prefill, g_cache_only ? NULL : lg));
+        else if (g_cache_only)
             TRY(ts_llm_enc_step_cache(s, y, pos));
         else
             TRY(ts_llm_enc_step(s, y, pos, lg));
@@ -381,16 +406,30 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         q->convs = c.conversions - a.conversions;
         q->lookups = c.lookups - a.lookups;
         const float *rl = NULL;
-        TRY(ts_llm_forward(m, ref, tokens[pos], pos, &rl));
+        TRY(ts_llm_forward(m, ref, tokens[last], last, &rl));
         k->n = r + 1;
         if (g_cache_only) {
             q->err = q->bits = NAN;
             q->am_enc = q->am_ref = -1;
             fprintf(stderr, "bench decode: %s %s pos %d: %.1f ms (cache only)\n", k->model,
-                    ts_sched_policy_name(k->policy), pos, q->ms);
+                    ts_sched_policy_name(k->policy), last, q->ms);
             continue;
         }
-        TRY(ts_llm_enc_decrypt_vec(ecd, sk, lg, logits, V));
+        if (g_prefill) {
+            /* the last lane's logits (position L - 1) */
+            double *dl = calloc((size_t)V, sizeof *dl);
+            if (!dl) {
+                st = TS_ENOMEM;
+                goto out;
+            }
+            st = ts_llm_enc_decrypt_lane(ecd, sk, lg, g_prefill, g_prefill - 1, dl, V);
+            for (int i = 0; i < V; i++)
+                logits[i] = (float)dl[i];
+            free(dl);
+            TRY(st);
+        } else {
+            TRY(ts_llm_enc_decrypt_vec(ecd, sk, lg, logits, V));
+        }
         double mx = 0, ra = 0;
         for (int i = 0; i < V; i++) {
             mx = fmax(mx, fabs((double)logits[i] - rl[i]));
@@ -401,7 +440,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         q->am_enc = ts_llm_argmax(logits, V);
         q->am_ref = ts_llm_argmax(rl, V);
         fprintf(stderr, "bench decode: %s %s pos %d: %.1f ms, err %.2e, argmax %d/%d\n", k->model,
-                ts_sched_policy_name(k->policy), pos, q->ms, mx, q->am_enc, q->am_ref);
+                ts_sched_policy_name(k->policy), last, q->ms, mx, q->am_enc, q->am_ref);
     }
 out:
     k->st = st;
@@ -442,7 +481,7 @@ static void usage(FILE *f)
                "                            [--policy ckks|hybrid|tfhe]... [--params PRESET]\n"
                "                            [--threads N] [--costs FILE] [--max-context N]\n"
                "                            [--context L[,L...]] [--kinds LIST]\n"
-               "                            [--no-period-boot] [--cache-only]\n\n"
+               "                            [--no-period-boot] [--cache-only] [--prefill N]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
                "sanitized logits) and its breakdown by stage, in process on this machine: the\n"
                "tiny synthetic model at test-llm-tiny (8 positions; --quick: 2), unless --quick\n"
@@ -482,7 +521,12 @@ static void usage(FILE *f)
                "--cache-only: each timed step is a cache-only step (ts_llm_enc_step_cache, a\n"
                "prompt position before the last, as tessera generate sends them: the last\n"
                "layer stops at its K/V cache, no logits; JSON: cache_only, precision and\n"
-               "argmax null).\n");
+               "argmax null).\n"
+               "--prefill N (with --context L, policy ckks): the timed operation is one\n"
+               "prefill pass (ts_llm_enc_prefill) of positions [L-N, L) in an engine of N\n"
+               "lanes (a power of two; ciphertexts and bootstraps at N times the working\n"
+               "slots), after [0, L-N) prefilled as above; precision and argmax of position\n"
+               "L-1's logits (the last lane); with --cache-only no logits (JSON: prefill).\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
@@ -517,11 +561,19 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                 k->best         ? "cheapest under the cost table"
                 : k->kinds >= 0 ? "--kinds"
                                 : "the policy's default");
-        if (k->n_ctx > 0)
+        if (k->n_ctx > 0 && g_prefill)
+            fprintf(f,
+                    "\n      \"prefill\": \"per context L, positions 0..L-%d prefilled from the "
+                    "plaintext model (their K and V encrypted into the session's cache; a "
+                    "benchmark method, not a private path); positions L-%d..L-1 ran encrypted "
+                    "in one pass of %d lanes (ts_llm_enc_prefill), pos the last\", "
+                    "\"prefill_lanes\": %d,",
+                    g_prefill + 1, g_prefill, g_prefill, g_prefill);
+        else if (k->n_ctx > 0)
             fprintf(f, "\n      \"prefill\": \"per context L, positions 0..L-2 prefilled from "
                        "the plaintext model (their K and V encrypted into the session's cache; a "
                        "benchmark method, not a private path); only position L-1 ran "
-                       "encrypted\",");
+                       "encrypted\", \"prefill_lanes\": 0,");
         fprintf(f, "\n      \"positions\": [");
         for (int i = 0; i < k->n; i++) {
             const pos_t *q = &k->p[i];
@@ -548,7 +600,7 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                 fprintf(f,
                         ", \"context_length\": %d, \"prefilled_positions\": %d, "
                         "\"prefilled_from\": \"plaintext\", \"prefill_ms\": %.1f",
-                        q->ctx, q->ctx - 1, q->prefill_ms);
+                        q->ctx, q->ctx - (g_prefill ? g_prefill : 1), q->prefill_ms);
             if (q->pred) {
                 /* the scheduler's engine plan side by side with the measured step */
                 fprintf(
@@ -633,6 +685,12 @@ int ts_bench_decode(int argc, char **argv)
             g_period_boot = false;
         } else if (!strcmp(argv[i], "--cache-only")) {
             g_cache_only = true;
+        } else if (!strcmp(argv[i], "--prefill") && i + 1 < argc) {
+            g_prefill = atoi(argv[++i]);
+            if (g_prefill < 2 || g_prefill > 64 || (g_prefill & (g_prefill - 1))) {
+                fprintf(stderr, "bench decode: --prefill is a power of two in [2, 64]\n");
+                return TS_EXIT_USAGE;
+            }
         } else if (!strcmp(argv[i], "--costs") && i + 1 < argc) {
             costs_path = argv[++i];
         } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
@@ -651,6 +709,10 @@ int ts_bench_decode(int argc, char **argv)
     }
     if (n_pol == 0)
         pols[n_pol++] = TS_SCHED_CKKS;
+    if (g_prefill && n_ctx == 0) {
+        fprintf(stderr, "bench decode: --prefill needs --context\n");
+        return TS_EXIT_USAGE;
+    }
     ts_sched_costs_t costs;
     if (costs_path) {
         ts_cfg_error_t err;
