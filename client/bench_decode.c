@@ -84,6 +84,10 @@ static bool g_cache_only = false;
 /* --prefill N (with --context L): the timed operation is one prefill pass of
  * positions [L - N, L) in an engine of N lanes (ts_llm_enc_prefill; 0: off) */
 static int g_prefill = 0;
+/* --lanes N: an engine of N lanes whose timed step is an ordinary one (every
+ * lane at the step's position: what a session of a prefill_lanes model pays
+ * per generated token; 0: one lane, or --prefill's) */
+static int g_lanes = 0;
 
 static double ms_since(uint64_t t0)
 {
@@ -177,9 +181,10 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     }
     cfg.log_slots = log_slots;
     int log_lanes = 0;
-    while ((1 << log_lanes) < g_prefill)
+    int lanes = g_prefill ? g_prefill : g_lanes;
+    while ((1 << log_lanes) < lanes)
         log_lanes++;
-    cfg.lanes = g_prefill;
+    cfg.lanes = lanes;
     if (log_slots + log_lanes > ts_ckks_params_log_slots(p))
         log_slots = ts_ckks_params_log_slots(p) - log_lanes; /* fewer positions per lane */
     cfg.log_slots = log_slots;
@@ -415,14 +420,15 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                     ts_sched_policy_name(k->policy), last, q->ms);
             continue;
         }
-        if (g_prefill) {
-            /* the last lane's logits (position L - 1) */
+        if (g_prefill || g_lanes) {
+            /* the last lane's logits (position L - 1; every lane's with --lanes) */
             double *dl = calloc((size_t)V, sizeof *dl);
             if (!dl) {
                 st = TS_ENOMEM;
                 goto out;
             }
-            st = ts_llm_enc_decrypt_lane(ecd, sk, lg, g_prefill, g_prefill - 1, dl, V);
+            int nl = g_prefill ? g_prefill : g_lanes;
+            st = ts_llm_enc_decrypt_lane(ecd, sk, lg, nl, nl - 1, dl, V);
             for (int i = 0; i < V; i++)
                 logits[i] = (float)dl[i];
             free(dl);
@@ -481,7 +487,8 @@ static void usage(FILE *f)
                "                            [--policy ckks|hybrid|tfhe]... [--params PRESET]\n"
                "                            [--threads N] [--costs FILE] [--max-context N]\n"
                "                            [--context L[,L...]] [--kinds LIST]\n"
-               "                            [--no-period-boot] [--cache-only] [--prefill N]\n\n"
+               "                            [--no-period-boot] [--cache-only]\n"
+               "                            [--prefill N | --lanes N]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
                "sanitized logits) and its breakdown by stage, in process on this machine: the\n"
                "tiny synthetic model at test-llm-tiny (8 positions; --quick: 2), unless --quick\n"
@@ -526,7 +533,9 @@ static void usage(FILE *f)
                "prefill pass (ts_llm_enc_prefill) of positions [L-N, L) in an engine of N\n"
                "lanes (a power of two; ciphertexts and bootstraps at N times the working\n"
                "slots), after [0, L-N) prefilled as above; precision and argmax of position\n"
-               "L-1's logits (the last lane); with --cache-only no logits (JSON: prefill).\n");
+               "L-1's logits (the last lane); with --cache-only no logits (JSON: prefill).\n"
+               "--lanes N (with --context L): the ordinary step at L-1 in an engine of N lanes\n"
+               "(every lane at L-1): a generated token's cost in a prefill_lanes model.\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
@@ -569,6 +578,8 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                     "in one pass of %d lanes (ts_llm_enc_prefill), pos the last\", "
                     "\"prefill_lanes\": %d,",
                     g_prefill + 1, g_prefill, g_prefill, g_prefill);
+        if (k->n_ctx > 0)
+            fprintf(f, "\n      \"lanes\": %d,", g_prefill ? g_prefill : g_lanes ? g_lanes : 1);
         else if (k->n_ctx > 0)
             fprintf(f, "\n      \"prefill\": \"per context L, positions 0..L-2 prefilled from "
                        "the plaintext model (their K and V encrypted into the session's cache; a "
@@ -685,12 +696,14 @@ int ts_bench_decode(int argc, char **argv)
             g_period_boot = false;
         } else if (!strcmp(argv[i], "--cache-only")) {
             g_cache_only = true;
-        } else if (!strcmp(argv[i], "--prefill") && i + 1 < argc) {
-            g_prefill = atoi(argv[++i]);
-            if (g_prefill < 2 || g_prefill > 64 || (g_prefill & (g_prefill - 1))) {
-                fprintf(stderr, "bench decode: --prefill is a power of two in [2, 64]\n");
+        } else if ((!strcmp(argv[i], "--prefill") || !strcmp(argv[i], "--lanes")) && i + 1 < argc) {
+            int v = atoi(argv[i + 1]);
+            if (v < 2 || v > 64 || (v & (v - 1))) {
+                fprintf(stderr, "bench decode: %s is a power of two in [2, 64]\n", argv[i]);
                 return TS_EXIT_USAGE;
             }
+            *(!strcmp(argv[i], "--prefill") ? &g_prefill : &g_lanes) = v;
+            i++;
         } else if (!strcmp(argv[i], "--costs") && i + 1 < argc) {
             costs_path = argv[++i];
         } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
@@ -709,8 +722,12 @@ int ts_bench_decode(int argc, char **argv)
     }
     if (n_pol == 0)
         pols[n_pol++] = TS_SCHED_CKKS;
-    if (g_prefill && n_ctx == 0) {
-        fprintf(stderr, "bench decode: --prefill needs --context\n");
+    if ((g_prefill || g_lanes) && n_ctx == 0) {
+        fprintf(stderr, "bench decode: --prefill and --lanes need --context\n");
+        return TS_EXIT_USAGE;
+    }
+    if (g_prefill && g_lanes) {
+        fprintf(stderr, "bench decode: --prefill N is an engine of N lanes already\n");
         return TS_EXIT_USAGE;
     }
     ts_sched_costs_t costs;

@@ -47,7 +47,10 @@ static void usage(FILE *f)
             "                          steps (the server fills its KV cache and returns no\n"
             "                          logits: ~3/4 of a step), which tells the server how\n"
             "                          many of the positions are the prompt's; --full-steps\n"
-            "                          keeps that hidden (docs/SECURITY.md)\n"
+            "                          keeps that hidden (docs/SECURITY.md); a model with lanes\n"
+            "                          (ModelInfo.lanes, the daemon's prefill_lanes) takes the\n"
+            "                          encrypted prompt positions in prefills of up to that\n"
+            "                          many per step (one pass; --full-steps: one per step)\n"
             "      --system TEXT       a PUBLIC system text before the prompt (BOS, then its\n"
             "                          tokens, then the prompt's): sent in the clear and run on\n"
             "                          the server's plaintext model (no encrypted step for it);\n"
@@ -64,7 +67,8 @@ static void usage(FILE *f)
             "      --params-dir D      preset folder (default configs/params)\n"
             "      --insecure-params   allow presets marked insecure (tests only)\n"
             "      (--timeout applies to connecting; replies are awaited for at least an hour)\n"
-            "      --json              one JSON object per position on stdout: pos, id, text,\n"
+            "      --json              one JSON object per step on stdout: pos (the step's\n"
+            "                          last position), positions (how many it ran), id, text,\n"
             "                          prompt, policy, tfhe_kinds (what the server evaluates\n"
             "                          in TFHE), latency_ms, server_ms, stages, bootstraps,\n"
             "                          precision_bits (of the flooding), logit_margin,\n"
@@ -271,7 +275,9 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
     size_t nb = 0;
     bool conj = false;
     if (mi->bootstrap &&
-        ((st = ts_boot_config_slots(g->p, ts_log2_exact(mi->slots), &bc)) != TS_OK ||
+        ((st = ts_boot_config_slots(
+              g->p, ts_log2_exact(mi->slots) + ts_log2_exact(mi->lanes > 1 ? mi->lanes : 1),
+              &bc)) != TS_OK ||
          (mi->encap_h > 0 && (st = ts_boot_config_encapsulate(g->p, mi->encap_h, &bc)) != TS_OK) ||
          (st = ts_boot_rotation_steps(g->p, &bc, NULL, NULL, &nb, &conj)) != TS_OK)) {
         fprintf(stderr, "%s: bootstrapping keys failed: %s\n", g->prog, ts_strerror(st));
@@ -571,9 +577,12 @@ int ts_cmd_generate(int argc, char **argv)
                 mi->param_id);
         goto out;
     }
-    if (mi->slots > ts_ckks_params_slots(g.p)) {
-        fprintf(stderr, "%s: the server packs %u slots, more than the %zu of %s\n", prog, mi->slots,
-                ts_ckks_params_slots(g.p), mi->param_id);
+    /* lanes (ModelInfo.lanes): ciphertexts of slots x lanes, a prefill per pass */
+    size_t lanes = mi->lanes > 1 ? mi->lanes : 1;
+    if (lanes > 1024 || ts_log2_exact(lanes) < 0 ||
+        (size_t)mi->slots * lanes > ts_ckks_params_slots(g.p)) {
+        fprintf(stderr, "%s: the server packs %u slots x %zu lanes, more than the %zu of %s\n",
+                prog, mi->slots, lanes, ts_ckks_params_slots(g.p), mi->param_id);
         goto out;
     }
     if (g.c->insecure_params && g.tty)
@@ -680,7 +689,7 @@ int ts_cmd_generate(int argc, char **argv)
     /* 4. positions */
     int V = (int)mi->vocab, eos = ts_llm_tokenizer_eos(tok), bos = ts_llm_tokenizer_bos(tok);
     vocab_n = (size_t)V;
-    onehot = calloc((size_t)V, sizeof *onehot);
+    onehot = calloc((size_t)V * lanes, sizeof *onehot); /* one row per lane */
     logits = calloc((size_t)V, sizeof *logits);
     if (!onehot || !logits || ts_ckks_encoder_new(g.p, &ecd) != TS_OK ||
         ts_ckks_ciphertext_new(g.p, 0, &x) != TS_OK) {
@@ -691,7 +700,7 @@ int ts_cmd_generate(int argc, char **argv)
     double last_ms[3] = {-1, -1, -1};   /* the last public, cache-only and full step */
     /* stdout and stderr on one terminal: the text is kept for the end (below) */
     bool same_term = g.tty && !g.json && isatty(STDOUT_FILENO);
-    size_t n_public = 0, n_cached = 0;
+    size_t n_public = 0, n_cached = 0, n_prefill = 0;
     size_t generated = 0;
     for (size_t pos = 0; pos + 1 < n_total || pos < n_prompt; pos++) {
         int token = ids[pos];
@@ -700,25 +709,46 @@ int ts_cmd_generate(int argc, char **argv)
         bool pub =
             mi->public_prefix &&
             (system_text ? pos < n_sys : pos == 0 && !encrypt_bos && bos >= 0 && token == bos);
+        /* a model of lanes prefills up to that many prompt positions in one
+         * pass (not with --full-steps: every position then returns logits) */
+        size_t nb = 1;
+        if (!pub && lanes > 1 && !full_steps && pos < n_prompt)
+            nb = n_prompt - pos < lanes ? n_prompt - pos : lanes;
+        size_t lp = pos + nb - 1; /* the batch's last position */
         uint8_t *ctb = NULL;
         size_t ctn = 0;
         st = TS_OK;
-        if (!pub) {
+        if (!pub && lanes == 1) {
             onehot[token] = 1.0f;
             st = ts_llm_enc_encrypt_vec(ecd, g.sk, g.prng, onehot, V, (int)mi->slots, (int)in_level,
                                         x);
             onehot[token] = 0.0f;
-            if (st == TS_OK)
-                st = ts_wire_ct_encode(x, g.pid, 0, &ctb, &ctn);
+        } else if (!pub) {
+            /* lane l: position pos + l's token (the batch's last from nb on) */
+            const float *rows[1024];
+            for (size_t l = 0; l < lanes; l++) {
+                size_t at = pos + (l < nb ? l : nb - 1);
+                onehot[(size_t)ids[at] + (size_t)V * (l < nb ? l : nb - 1)] = 1.0f;
+                rows[l] = onehot + (size_t)V * (l < nb ? l : nb - 1);
+            }
+            int per = 1;
+            while (per < V)
+                per <<= 1;
+            st = ts_llm_enc_encrypt_lanes(ecd, g.sk, g.prng, rows, (int)lanes, V, per,
+                                          (int)mi->slots, (int)in_level, x);
+            memset(onehot, 0, (size_t)V * nb * sizeof *onehot);
         }
+        if (st == TS_OK && !pub)
+            st = ts_wire_ct_encode(x, g.pid, 0, &ctb, &ctn);
         if (st != TS_OK) {
             fprintf(stderr, "%s: encrypting position %zu failed: %s\n", prog, pos, ts_strerror(st));
             goto out;
         }
-        bool in_prompt = pos + 1 < n_prompt;
+        bool in_prompt = lp + 1 < n_prompt;
         Tessera__DecodeStep ds = TESSERA__DECODE_STEP__INIT;
         ds.session_id = session;
         ds.position = (uint32_t)pos;
+        ds.positions = nb > 1 ? (uint32_t)nb : 0;
         ds.token.data = ctb;
         ds.token.len = ctn;
         ds.cache_only = in_prompt && !full_steps; /* nobody reads these logits */
@@ -733,8 +763,11 @@ int ts_cmd_generate(int argc, char **argv)
             char what[64], tail[48] = "";
             if (same_term && gen_n)
                 text_tail(gen_text, gen_n, tail, sizeof tail);
-            snprintf(what, sizeof what, "%s %zu/%zu%s", in_prompt ? "prompt" : "token", pos + 1,
-                     n_total - 1,
+            char span[32] = "";
+            if (nb > 1)
+                snprintf(span, sizeof span, "-%zu", lp + 1);
+            snprintf(what, sizeof what, "%s %zu%s/%zu%s", lp + 1 < n_prompt ? "prompt" : "token",
+                     pos + 1, span, n_total - 1,
                      kind == 0   ? ", public"
                      : kind == 1 ? ", cache only"
                                  : "");
@@ -759,6 +792,12 @@ int ts_cmd_generate(int argc, char **argv)
             rc = TS_EXIT_FAIL;
             goto out;
         }
+        if ((dr->positions > 1 ? dr->positions : 1) != nb) {
+            fprintf(stderr, "%s: the server ran %u positions at %zu, not the %zu sent\n", prog,
+                    dr->positions, pos, nb);
+            rc = TS_EXIT_FAIL;
+            goto out;
+        }
         if (dr->cache_only && !ds.cache_only) {
             fprintf(stderr,
                     "%s: the server sent no logits for position %zu (a cache-only reply "
@@ -772,11 +811,12 @@ int ts_cmd_generate(int argc, char **argv)
             double lat = ms_since(t0);
             total_ms += lat;
             n_public += pub;
-            n_cached++;
+            n_cached += nb;
+            n_prefill += nb > 1 ? nb : 0;
             if (g.json) {
-                printf("{\"pos\":%zu,\"prompt\":true,\"input\":%d,\"id\":-1,\"text\":\"\","
-                       "\"cache_only\":true,\"public\":%s,\"policy\":",
-                       pos, token, pub ? "true" : "false");
+                printf("{\"pos\":%zu,\"positions\":%zu,\"prompt\":true,\"input\":%d,\"id\":-1,"
+                       "\"text\":\"\",\"cache_only\":true,\"public\":%s,\"policy\":",
+                       lp, nb, ids[lp], pub ? "true" : "false");
                 ts_cli_json_str(stdout, policy);
                 printf(",\"tfhe_kinds\":");
                 ts_cli_json_str(stdout, kinds ? kinds : "");
@@ -786,11 +826,13 @@ int ts_cmd_generate(int argc, char **argv)
                 printf("}\n");
                 fflush(stdout);
             } else if (g.tty) {
-                fprintf(stderr, "\r\033[K[prompt %zu/%zu] %.2f s (cache only, server %.2f s)",
-                        pos + 1, n_total - 1, lat / 1e3, dr->server_ms / 1e3);
+                fprintf(stderr, "\r\033[K[prompt %zu/%zu] %.2f s (cache only%s, server %.2f s)",
+                        lp + 1, n_total - 1, lat / 1e3, nb > 1 ? ", a prefill" : "",
+                        dr->server_ms / 1e3);
             }
             ts_net_envelope_free(rep);
             rep = NULL;
+            pos = lp;
             continue;
         }
         ts_ckks_ciphertext_free(lg);
@@ -802,8 +844,19 @@ int ts_cmd_generate(int argc, char **argv)
                      ts_ckks_ciphertext_level(lg), mi->logits_level);
             st = TS_EFORMAT;
         }
-        if (st == TS_OK)
+        if (st == TS_OK && lanes == 1) {
             st = ts_llm_enc_decrypt_vec(ecd, g.sk, lg, logits, V);
+        } else if (st == TS_OK) {
+            /* the batch's last position: lane nb - 1 (a step: every lane alike, lane 0) */
+            double *dl = calloc((size_t)V, sizeof *dl);
+            st = dl ? ts_llm_enc_decrypt_lane(ecd, g.sk, lg, (int)lanes, (int)nb - 1, dl, V)
+                    : TS_ENOMEM;
+            for (int i = 0; st == TS_OK && i < V; i++)
+                logits[i] = (float)dl[i];
+            if (dl)
+                ts_memzero(dl, (size_t)V * sizeof *dl);
+            free(dl);
+        }
         if (st != TS_OK) {
             fprintf(stderr, "%s: the server's logits for position %zu are unusable: %s\n", prog,
                     pos, why[0] ? why : ts_strerror(st));
@@ -816,11 +869,12 @@ int ts_cmd_generate(int argc, char **argv)
                 fprintf(stderr, "%s: sampling failed: %s\n", prog, ts_strerror(st));
                 goto out;
             }
-            ids[pos + 1] = next;
+            ids[lp + 1] = next;
         }
         double lat = ms_since(t0);
         total_ms += lat;
         n_public += pub;
+        n_prefill += nb > 1 ? nb : 0;
         if (next >= 0 && first_ms < 0)
             first_ms = total_ms;
         /* margin between the two largest logits: how safe the argmax is */
@@ -836,14 +890,14 @@ int ts_cmd_generate(int argc, char **argv)
         char text[512] = "";
         size_t tn = 0;
         if (next >= 0 &&
-            ts_llm_tokenizer_decode(tok, ids[pos], next, text, sizeof text - 1, &tn) != TS_OK)
+            ts_llm_tokenizer_decode(tok, ids[lp], next, text, sizeof text - 1, &tn) != TS_OK)
             tn = 0;
         text[tn < sizeof text ? tn : sizeof text - 1] = 0;
         double prec = dr->err_bound > 0 ? -log2(dr->err_bound) : 0.0;
         if (g.json) {
-            printf("{\"pos\":%zu,\"prompt\":%s,\"input\":%d,\"id\":%d,\"cache_only\":false,"
-                   "\"public\":%s,\"text\":",
-                   pos, in_prompt ? "true" : "false", token, next, pub ? "true" : "false");
+            printf("{\"pos\":%zu,\"positions\":%zu,\"prompt\":%s,\"input\":%d,\"id\":%d,"
+                   "\"cache_only\":false,\"public\":%s,\"text\":",
+                   lp, nb, in_prompt ? "true" : "false", ids[lp], next, pub ? "true" : "false");
             ts_cli_json_str(stdout, next >= 0 ? text : "");
             printf(",\"policy\":");
             ts_cli_json_str(stdout, policy);
@@ -885,12 +939,13 @@ int ts_cmd_generate(int argc, char **argv)
                 if (same_term && gen_n)
                     text_tail(gen_text, gen_n, tail, sizeof tail);
                 fprintf(stderr, "\r\033[K[%s %zu/%zu] %.2f s/token (server %.2f s, mostly %s)%s%s",
-                        in_prompt ? "prompt" : "token", pos + 1, n_total - 1, lat / 1e3,
+                        in_prompt ? "prompt" : "token", lp + 1, n_total - 1, lat / 1e3,
                         dr->server_ms / 1e3, stage, tail[0] ? " ..." : "", tail);
             }
         }
         ts_net_envelope_free(rep);
         rep = NULL;
+        pos = lp;
         if (next >= 0) {
             generated++;
             if (eos >= 0 && next == eos)
@@ -912,9 +967,9 @@ int ts_cmd_generate(int argc, char **argv)
              * one step per further token */
             fprintf(stderr,
                     "\r\033[K%s: %zu tokens; first after %.2f s (%zu prompt positions: %zu "
-                    "public, %zu cache-only)",
+                    "public, %zu cache-only, %zu in prefills of up to %zu)",
                     prog, generated, (first_ms >= 0 ? first_ms : total_ms) / 1e3, n_prompt,
-                    n_public, n_cached);
+                    n_public, n_cached, n_prefill, lanes);
             if (generated > 1)
                 fprintf(stderr, ", then %.2f s per token",
                         (total_ms - first_ms) / 1e3 / (double)(generated - 1));

@@ -1583,9 +1583,9 @@ static void decode_step_work(uv_work_t *uw)
 {
     dec_work_t *w = uw->data;
     const Tessera__DecodeStep *d = w->env->decode_step;
-    w->st = ts_dec_session_step(w->x->dec, d->position, d->token.data, d->token.len, d->cache_only,
-                                d->token_public ? (int)d->public_token : -1, &w->res, w->why,
-                                sizeof w->why);
+    w->st = ts_dec_session_step(w->x->dec, d->position, d->positions, d->token.data, d->token.len,
+                                d->cache_only, d->token_public ? (int)d->public_token : -1, &w->res,
+                                w->why, sizeof w->why);
 }
 
 static void decode_step_after(uv_work_t *uw, int status)
@@ -1630,12 +1630,13 @@ static void decode_step_after(uv_work_t *uw, int status)
             r.bootstraps = w->res.bootstraps;
             r.cache_only = w->res.cache_only;
             r.token_public = w->res.token_public;
+            r.positions = w->res.positions ? w->res.positions : 1;
             reply(c, w->rid, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &r);
             ts_log(TS_LOG_INFO, MOD,
-                   "event=decode_step session=%llu pos=%u cache_only=%d public=%d ms=%.1f "
-                   "bootstraps=%llu",
-                   (unsigned long long)d->session_id, d->position, (int)w->res.cache_only,
-                   (int)w->res.token_public, w->res.server_ms,
+                   "event=decode_step session=%llu pos=%u positions=%u cache_only=%d public=%d "
+                   "ms=%.1f bootstraps=%llu",
+                   (unsigned long long)d->session_id, d->position, r.positions,
+                   (int)w->res.cache_only, (int)w->res.token_public, w->res.server_ms,
                    (unsigned long long)w->res.bootstraps);
         }
     }
@@ -1662,10 +1663,11 @@ static bool handle_decode_step(conn_t *c, uint64_t rid, Tessera__Envelope *e, ui
         return false;
     }
     int next = ts_dec_session_next_pos(x->dec), max = ts_dec_session_max_context(x->dec);
-    if ((int64_t)d->position >= max) {
+    if ((int64_t)d->position + (d->positions > 1 ? d->positions : 1) > max) {
         send_error(c, rid, TS_ELIMIT, false,
-                   "context full: position %u, this model's sessions hold at most %d positions",
-                   d->position, max);
+                   "context full: position %u (%u positions), this model's sessions hold at most "
+                   "%d positions",
+                   d->position, d->positions > 1 ? d->positions : 1, max);
         return false;
     }
     if ((int64_t)d->position != next) {

@@ -35,6 +35,7 @@ typedef struct dec_model_cfg {
     int64_t logits_level;
     char policies[64];
     char costs[512];
+    int64_t prefill_lanes; /* >= 2: an engine of that many lanes (ts_llm_enc_prefill) */
 } dec_model_cfg_t;
 
 /*
@@ -136,6 +137,7 @@ static const ts_cfg_directive_t model_table[] = {
     INT("logits_level", logits_level, 0, 63),
     STR("policies", policies),
     STR("costs", costs),
+    INT("prefill_lanes", prefill_lanes, 0, 64),
     {.name = NULL},
 };
 
@@ -471,9 +473,29 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
                  why[0] ? why : ts_strerror(st));
         return st;
     }
+    /* prefill_lanes: every ciphertext carries that many lanes of the working
+     * slots (ts_llm_enc_config_t lanes), policy ckks only */
+    int lanes = c->prefill_lanes > 1 ? (int)c->prefill_lanes : 1, ll = 0;
+    while ((1 << ll) < lanes)
+        ll++;
+    if (lanes != 1 << ll || (lanes > 1 && !c->bootstrap)) {
+        snprintf(err, err_size,
+                 "%s: prefill_lanes %lld: a power of two from 2 to 64, with bootstrap: true", file,
+                 (long long)c->prefill_lanes);
+        return TS_ECONFIG;
+    }
+    if (lanes > 1 && c->policies[0] && strcmp(c->policies, "ckks") != 0) {
+        snprintf(err, err_size,
+                 "%s: prefill_lanes serves policy ckks only (policies: %s): look-ups read one "
+                 "lane's layout",
+                 file, c->policies);
+        return TS_ECONFIG;
+    }
     /* sparse packing: the fewest slots that hold max_context positions (cheaper
-     * bootstraps and rotations; ModelInfo.slots tells the clients) */
+     * bootstraps and rotations; ModelInfo.slots tells the clients), times the lanes */
     md->log_slots = ts_llm_enc_log_slots_for(md->m, md->p, (int)c->max_context);
+    if (md->log_slots + ll > ts_ckks_params_log_slots(md->p))
+        md->log_slots = ts_ckks_params_log_slots(md->p) - ll; /* fewer positions per lane */
     int ctx = ts_llm_enc_positions_for(md->m, md->log_slots);
     if (c->max_context < ctx)
         ctx = (int)c->max_context;
@@ -485,11 +507,12 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
         return st;
     }
     ecfg.log_slots = md->log_slots;
+    ecfg.lanes = lanes;
     if (c->bootstrap) {
         ts_boot_config_t bc;
         /* dense-secret presets bootstrap with sparse-secret encapsulation (h' = 32) */
         bool dense = ts_ckks_params_secret(md->p) != TS_CKKS_SECRET_SPARSE_TERNARY;
-        if ((st = ts_boot_config_slots(md->p, md->log_slots, &bc)) != TS_OK ||
+        if ((st = ts_boot_config_slots(md->p, md->log_slots + ll, &bc)) != TS_OK ||
             (dense && (st = ts_boot_config_encapsulate(md->p, TS_DEC_ENCAP_H, &bc)) != TS_OK) ||
             (st = ts_boot_new(md->p, &bc, &md->boot)) != TS_OK) {
             snprintf(err, err_size, "%s: bootstrapping with params %s: %s", file, c->params,
@@ -722,6 +745,7 @@ void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi)
     mi->params_sha256.len = TS_SHA256_BYTES;
     mi->log_n = (uint32_t)ts_ckks_params_log_n(md->p);
     mi->slots = (uint32_t)ts_llm_enc_slots(md->enc);
+    mi->lanes = (uint32_t)ts_llm_enc_lanes(md->enc);
     mi->rotation_steps = md->steps;
     mi->n_rotation_steps = md->n_steps;
     mi->rotation_levels = md->levels;
@@ -1080,8 +1104,8 @@ static ts_status_t public_step(ts_dec_session_t *s, uint32_t pos, int token, boo
         ts_llm_sanitize_info_t info;
         st = ts_ckks_ciphertext_new(md->p, 0, &lg);
         if (st == TS_OK)
-            st = ts_llm_enc_encrypt_vec_pk(ecd, s->pk, s->prng, logits, c->vocab_size,
-                                           ts_llm_enc_slots(enc), md->san.level, lg);
+            st = ts_llm_enc_encrypt_input_pk(enc, ecd, s->pk, s->prng, logits, c->vocab_size,
+                                             md->san.level, lg);
         if (st == TS_OK)
             st = ts_llm_sanitize(s->ev, s->pk, md->san.level, md->san.lambda, s->prng, lg, &info);
         if (st == TS_OK)
@@ -1096,6 +1120,7 @@ static ts_status_t public_step(ts_dec_session_t *s, uint32_t pos, int token, boo
     }
     res->cache_only = cache_only;
     res->token_public = true;
+    res->positions = 1;
     s->public_n++;
     s->next_pos++;
     s->broken = false;
@@ -1113,12 +1138,25 @@ out:
     return st;
 }
 
-ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t *data, size_t size,
-                                bool cache_only, int public_token, ts_dec_result_t *res, char *why,
-                                size_t why_size)
+ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, uint32_t n, const uint8_t *data,
+                                size_t size, bool cache_only, int public_token,
+                                ts_dec_result_t *res, char *why, size_t why_size)
 {
     memset(res, 0, sizeof *res);
     ts_dec_model_t *md = s->md;
+    int lanes = ts_llm_enc_lanes(md->enc);
+    if (n == 0)
+        n = 1;
+    if (n > 1 && (int)n > lanes) {
+        snprintf(why, why_size,
+                 "%u positions in one step: this model prefills at most %d (ModelInfo.lanes)", n,
+                 lanes);
+        return TS_EINVAL;
+    }
+    if (n > 1 && public_token >= 0) {
+        snprintf(why, why_size, "a public position is one position, not a prefill of %u", n);
+        return TS_EINVAL;
+    }
     if (s->broken) {
         snprintf(why, why_size, "a previous step of this session failed; open a new session");
         return TS_EINVAL;
@@ -1127,7 +1165,7 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t
         snprintf(why, why_size, "position %u is not the next one (%d)", pos, s->next_pos);
         return TS_ERANGE;
     }
-    if ((int)pos >= md->max_ctx) {
+    if ((int64_t)pos + n > md->max_ctx) {
         snprintf(why, why_size, "context full: this model's sessions hold at most %d positions",
                  md->max_ctx);
         return TS_ELIMIT;
@@ -1153,12 +1191,12 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t
         st = TS_ELEVEL;
         goto out;
     }
-    if (ts_ckks_ciphertext_slots(x) != (size_t)ts_llm_enc_slots(md->enc) ||
+    if (ts_ckks_ciphertext_slots(x) != (size_t)ts_llm_enc_slots(md->enc) * (size_t)lanes ||
         fabs(ts_ckks_ciphertext_scale(x) / ts_ckks_params_scale(md->p) - 1.0) > 1e-9) {
         snprintf(why, why_size,
-                 "the token must be packed in %d slots (ModelInfo.slots) at the parameters' "
-                 "scale",
-                 ts_llm_enc_slots(md->enc));
+                 "the token must be packed in %d slots (ModelInfo.slots x ModelInfo.lanes) at the "
+                 "parameters' scale",
+                 ts_llm_enc_slots(md->enc) * lanes);
         st = TS_EINVAL;
         goto out;
     }
@@ -1176,8 +1214,9 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t
     ts_llm_enc_stats_t mid;
     ts_llm_enc_session_stats(s->s, &mid);
     double embed_s = (double)(ts_now_ns() - te) / 1e9;
-    st = cache_only ? ts_llm_enc_step_cache(s->s, y, (int)pos)
-                    : ts_llm_enc_step(s->s, y, (int)pos, lg);
+    st = n > 1        ? ts_llm_enc_prefill(s->s, y, (int)pos, (int)n, cache_only ? NULL : lg)
+         : cache_only ? ts_llm_enc_step_cache(s->s, y, (int)pos)
+                      : ts_llm_enc_step(s->s, y, (int)pos, lg);
     if (st != TS_OK) {
         snprintf(why, why_size, "decode step failed: %s", ts_strerror(st));
         goto out;
@@ -1208,7 +1247,8 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t
     res->bootstraps = after.bootstraps - before.bootstraps;
     res->level = cache_only ? 0 : ts_ckks_ciphertext_level(lg);
     res->err_bound = info.err_bound;
-    s->next_pos++;
+    res->positions = n;
+    s->next_pos += (int)n;
     s->broken = false;
     /* the public prefix, if any, has ended: its plaintext state is not needed */
     ts_llm_state_free(s->plain);

@@ -231,6 +231,13 @@ void ts_agg_result_free(ProtobufCBinaryData *out, size_t count);
  *                                    daemon's costs_dir, default configs/costs);
  *                                    `none` or no table: the default assignment
  *                                    (1/x and 1/sqrt(x) in TFHE)
+ *   prefill_lanes: 16                ciphertexts carry that many lanes of the
+ *                                    working slots (a power of two, with
+ *                                    bootstrap, policy ckks only): a step may
+ *                                    prefill that many prompt positions in one
+ *                                    pass (DecodeStep.positions); every step
+ *                                    then bootstraps at lanes x slots (fewer
+ *                                    levels left: each step costs more)
  * Loading (startup, loop thread) checks everything; sessions open and step on
  * workers. A model is shared read-only by its sessions.
  */
@@ -257,8 +264,9 @@ typedef struct ts_dec_result {
     double server_ms;
     double err_bound;
     uint64_t bootstraps;
-    bool cache_only;   /* no logits: the KV cache only */
-    bool token_public; /* a public position: the plaintext model, no encrypted step */
+    bool cache_only;    /* no logits: the KV cache only */
+    bool token_public;  /* a public position: the plaintext model, no encrypted step */
+    uint32_t positions; /* positions the step ran (a prefill: more than one) */
 } ts_dec_result_t;
 
 /* models_dir NULL or "": no models. err: "file: reason". */
@@ -302,15 +310,17 @@ uint64_t ts_dec_session_memory(const ts_dec_session_t *s);
 int ts_dec_session_next_pos(const ts_dec_session_t *s);
 int ts_dec_session_max_context(const ts_dec_session_t *s);
 /* Worker: one position (the serialized one-hot token) -> sanitized logits;
- * cache_only: the KV cache only (ts_llm_enc_step_cache), no logits;
+ * n >= 2 positions pos..pos + n - 1 in one prefill (a model of prefill_lanes
+ * >= n; the token's lane l holds position pos + l's, the logits' lane n - 1
+ * are the last position's); cache_only: the KV cache only (ts_llm_enc_step_cache), no logits;
  * public_token >= 0: a public position (DecodeStep.token_public; data empty),
  * allowed only while every earlier position was public. Errors:
  * TS_ERANGE (not the next position), TS_ELIMIT (context full), TS_EFORMAT /
  * TS_EMISMATCH / TS_ELEVEL / TS_EINVAL (bad ciphertext), engine errors (the
  * session is then unusable). */
-ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, const uint8_t *data, size_t size,
-                                bool cache_only, int public_token, ts_dec_result_t *res, char *why,
-                                size_t why_size);
+ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, uint32_t n, const uint8_t *data,
+                                size_t size, bool cache_only, int public_token,
+                                ts_dec_result_t *res, char *why, size_t why_size);
 void ts_dec_result_clear(ts_dec_result_t *r);
 
 #endif

@@ -1110,6 +1110,19 @@ ts_status_t ts_llm_enc_encrypt_lanes(ts_ckks_encoder_t *ecd, const ts_ckks_secre
     return encrypt_lanes(ecd, sk, NULL, prng, v, n, w, per, slots, level, ct);
 }
 
+ts_status_t ts_llm_enc_encrypt_input_pk(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
+                                        const ts_ckks_public_key_t *pk, ts_prng_t *prng,
+                                        const float *v, int w, int level, ts_ckks_ciphertext_t *ct)
+{
+    const float *rows[1024];
+    if (!e || !pk || !v)
+        return TS_EINVAL;
+    for (int l = 0; l < e->lanes; l++)
+        rows[l] = v;
+    return encrypt_lanes(ecd, NULL, pk, prng, rows, e->lanes, w, pow2_at_least(w), e->slots, level,
+                         ct);
+}
+
 /* e's input: lane l holds v[l] (w values, period pow2(w)), one vector in
  * every lane when v has one entry (n 1) */
 static ts_status_t encrypt_input(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,

@@ -566,6 +566,11 @@ ts_status_t ts_llm_enc_encrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_
 ts_status_t ts_llm_enc_encrypt_vec_pk(ts_ckks_encoder_t *ecd, const ts_ckks_public_key_t *pk,
                                       ts_prng_t *prng, const float *v, int w, int slots, int level,
                                       ts_ckks_ciphertext_t *ct);
+/* The server: v (w values, period pow2(w)) in every lane of e's layout under
+ * the client's public key pk at level (a public position's logits). */
+ts_status_t ts_llm_enc_encrypt_input_pk(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
+                                        const ts_ckks_public_key_t *pk, ts_prng_t *prng,
+                                        const float *v, int w, int level, ts_ckks_ciphertext_t *ct);
 /* Client: the embedding row of `token` encrypted at the top level, in the
  * step's residual-stream unit (times ts_llm_enc_stream_scale). */
 ts_status_t ts_llm_enc_encrypt_token(const ts_llm_enc_t *enc, ts_ckks_encoder_t *ecd,

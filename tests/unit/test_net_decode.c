@@ -105,6 +105,12 @@ static void dfx_start(dfx_t *f)
                "bootstrap: true\npolicies: ckks, hybrid\nmax_context: 4\nmax_sessions: 2\n"
                "sanitize_lambda: 20\n",
                f->model);
+    /* and with four lanes: prompts prefilled four positions per pass */
+    write_yaml(f->models, "tinyp.yaml",
+               "path: %s\nparams: test-llm-tiny-boot\napprox: configs/approx/tiny-test.yaml\n"
+               "bootstrap: true\nprefill_lanes: 4\nmax_context: 8\nmax_sessions: 2\n"
+               "sanitize_lambda: 20\n",
+               f->model);
     char sections[800];
     snprintf(sections, sizeof sections, "models_dir: %s\n", f->models);
     net_daemon_start(&f->d, f->certs, NULL, NULL, sections, true);
@@ -357,6 +363,78 @@ static void client_keys_free(ts_ckks_params_t *p, ts_prng_t *prng, ts_ckks_secre
     ts_ckks_params_free(p);
 }
 
+/*
+ * A model of prefill_lanes 4 (tinyp: bootstrapping at 4 x the working slots):
+ * tessera generate sends BOS public, then the prompt's encrypted positions in
+ * prefills of up to four (DecodeStep.positions; the one holding the prompt's
+ * last position returns its logits from its last lane), then one step per
+ * token with the token in every lane. The ids must be the plaintext greedy
+ * ones; the JSON lines count the positions each step ran. A prefill on a
+ * model without lanes, and one longer than the lanes, are refused.
+ */
+START_TEST(test_generate_prefill)
+{
+    dfx_t f;
+    dfx_start(&f);
+    char cmd[3000], out[700];
+    const char *prompt = "abab";
+    int want[16];
+    size_t n_prompt = 0, n_sys = 0,
+           n = plain_greedy_sys(&f, NULL, prompt, 8, want, &n_prompt, &n_sys);
+    ck_assert_uint_eq(n, 8);
+    ck_assert_uint_ge(n_prompt, 4);
+    snprintf(out, sizeof out, "%s/genp.json", f.d.dir);
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tinyp "
+             "--prompt '%s' --max-tokens %zu --temperature 0 --tokenizer %s "
+             "--insecure-params --json > %s 2>%s/genp.err",
+             ts_test_build_dir(), f.d.port, f.certs, prompt, 8 - n_prompt, f.tok, out, f.d.dir);
+    int rc = system(cmd);
+    if (rc != 0) {
+        snprintf(cmd, sizeof cmd, "cat %s/genp.err", f.d.dir);
+        ck_assert_int_ge(system(cmd), 0);
+    }
+    ck_assert_msg(rc == 0, "tessera generate (prefill) failed with %d", rc);
+    FILE *j = fopen(out, "r");
+    ck_assert_ptr_nonnull(j);
+    char line[4096];
+    size_t got = 0, lines = 0, covered = 0, widest = 0;
+    int ids[16];
+    while (fgets(line, sizeof line, j)) {
+        lines++;
+        const char *np = strstr(line, "\"positions\":");
+        ck_assert_ptr_nonnull(np);
+        size_t k = strtoul(np + 12, NULL, 10);
+        ck_assert_uint_ge(k, 1);
+        ck_assert_uint_le(k, 4);
+        covered += k;
+        widest = k > widest ? k : widest;
+        const char *pp = strstr(line, "\"prompt\":false");
+        const char *ip = strstr(line, "\"id\":");
+        ck_assert_ptr_nonnull(ip);
+        if (pp && got < 16)
+            ids[got++] = atoi(ip + 5);
+    }
+    fclose(j);
+    printf("tessera generate over TLS with prefill_lanes 4, prompt '%s' (%zu positions): %zu "
+           "steps for %zu positions (widest %zu), generated",
+           prompt, n_prompt, lines, covered, widest);
+    for (size_t i = 0; i < got; i++)
+        printf(" %d", ids[i]);
+    printf(" (plaintext greedy");
+    for (size_t i = n_prompt; i < n; i++)
+        printf(" %d", want[i]);
+    printf(")\n");
+    ck_assert_uint_eq(covered, 7); /* positions 0..6 (position 7's token is the last generated) */
+    ck_assert_uint_gt(widest, 1);  /* the prompt went in prefills */
+    ck_assert_uint_lt(lines, covered);
+    ck_assert_uint_eq(got, n - n_prompt);
+    for (size_t i = 0; i < got; i++)
+        ck_assert_int_eq(ids[i], want[n_prompt + i]);
+    dfx_stop(&f);
+}
+END_TEST
+
 START_TEST(test_decode_hostile)
 {
     dfx_t f;
@@ -535,6 +613,13 @@ START_TEST(test_decode_hostile)
     ds.token_public = true;
     ds.public_token = 0x80000000u;
     expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "public_token");
+    /* a prefill on a model without lanes; one past the context */
+    step_req(&req, &ds, sid, 2, good_ct, good_n);
+    ds.positions = 2;
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "prefills at most 1");
+    step_req(&req, &ds, sid, 2, good_ct, good_n);
+    ds.positions = 7;
+    expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_LIMIT, "context full");
     /* the same positions again: not the next one any more */
     step_req(&req, &ds, sid, 0, good_ct, good_n);
     expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_INVALID, "not the session's next");
@@ -1387,6 +1472,19 @@ START_TEST(test_decode_model_files)
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "bits of logit precision");
     snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 60\n", model, base);
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "does not fit");
+    /* prefill_lanes: a power of two, with bootstrapping, policy ckks only */
+    snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\nprefill_lanes: 4\n", model, base);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "with bootstrap: true");
+    snprintf(yaml, sizeof yaml,
+             "path: %s\nparams: test-llm-tiny-boot\nbootstrap: true\nsanitize_lambda: 20\n"
+             "prefill_lanes: 3\n",
+             model);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "a power of two");
+    snprintf(yaml, sizeof yaml,
+             "path: %s\nparams: test-llm-tiny-boot\nbootstrap: true\nsanitize_lambda: 20\n"
+             "prefill_lanes: 2\npolicies: ckks, hybrid\n",
+             model);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "policy ckks only");
     snprintf(yaml, sizeof yaml, "path: %s\nparams: test-n10\n", model);
     /* the default lambda (40) leaves nothing at a 40-bit scale */
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "sanitize_lambda 40 leaves");
@@ -1464,6 +1562,7 @@ TS_TEST_SUITE(net_decode)
     TCase *tc = ts_tcase("decode", 300);
     tcase_add_test(tc, test_decode_model_files);
     tcase_add_test(tc, test_generate_greedy);
+    tcase_add_test(tc, test_generate_prefill);
     tcase_add_test(tc, test_decode_hostile);
     tcase_add_test(tc, test_decode_concurrent);
     tcase_add_test(tc, test_decode_gpt2);
