@@ -88,6 +88,9 @@ static int g_prefill = 0;
  * lane at the step's position: what a session of a prefill_lanes model pays
  * per generated token; 0: one lane, or --prefill's) */
 static int g_lanes = 0;
+/* --prompt-ids LIST: the context's tokens (BOS first) instead of the greedy
+ * continuation of BOS, as far as they go */
+static int g_ids[TS_LLM_MAX_SEQ], g_n_ids = 0;
 
 static double ms_since(uint64_t t0)
 {
@@ -345,7 +348,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             ctx_toks[0] = 1;
             for (int i = 0; i + 1 < L; i++) {
                 TRY(ts_llm_forward(m, ref, ctx_toks[i], i, &rl));
-                ctx_toks[i + 1] = ts_llm_argmax(rl, V);
+                ctx_toks[i + 1] = i + 1 < g_n_ids ? g_ids[i + 1] : ts_llm_argmax(rl, V);
             }
             /* the client encrypts the plaintext K and V of [0, L - 1) (of
              * [0, L - N) before a prefill of N), the server installs them:
@@ -488,7 +491,7 @@ static void usage(FILE *f)
                "                            [--threads N] [--costs FILE] [--max-context N]\n"
                "                            [--context L[,L...]] [--kinds LIST]\n"
                "                            [--no-period-boot] [--cache-only]\n"
-               "                            [--prefill N | --lanes N]\n\n"
+               "                            [--prefill N | --lanes N] [--prompt-ids LIST]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
                "sanitized logits) and its breakdown by stage, in process on this machine: the\n"
                "tiny synthetic model at test-llm-tiny (8 positions; --quick: 2), unless --quick\n"
@@ -535,7 +538,9 @@ static void usage(FILE *f)
                "slots), after [0, L-N) prefilled as above; precision and argmax of position\n"
                "L-1's logits (the last lane); with --cache-only no logits (JSON: prefill).\n"
                "--lanes N (with --context L): the ordinary step at L-1 in an engine of N lanes\n"
-               "(every lane at L-1): a generated token's cost in a prefill_lanes model.\n");
+               "(every lane at L-1): a generated token's cost in a prefill_lanes model.\n"
+               "--prompt-ids ID,ID,... (with --context): the context's tokens after BOS are these\n"
+               "(as far as they go; then the greedy continuation) instead of the greedy one.\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
@@ -578,13 +583,13 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                     "in one pass of %d lanes (ts_llm_enc_prefill), pos the last\", "
                     "\"prefill_lanes\": %d,",
                     g_prefill + 1, g_prefill, g_prefill, g_prefill);
-        if (k->n_ctx > 0)
-            fprintf(f, "\n      \"lanes\": %d,", g_prefill ? g_prefill : g_lanes ? g_lanes : 1);
         else if (k->n_ctx > 0)
             fprintf(f, "\n      \"prefill\": \"per context L, positions 0..L-2 prefilled from "
                        "the plaintext model (their K and V encrypted into the session's cache; a "
                        "benchmark method, not a private path); only position L-1 ran "
                        "encrypted\", \"prefill_lanes\": 0,");
+        if (k->n_ctx > 0)
+            fprintf(f, "\n      \"lanes\": %d,", g_prefill ? g_prefill : g_lanes ? g_lanes : 1);
         fprintf(f, "\n      \"positions\": [");
         for (int i = 0; i < k->n; i++) {
             const pos_t *q = &k->p[i];
@@ -688,6 +693,23 @@ int ts_bench_decode(int argc, char **argv)
                     return TS_EXIT_USAGE;
                 }
                 ctxs[n_ctx++] = (int)L;
+                if (!*end)
+                    break;
+                a = end + 1;
+            }
+        } else if (!strcmp(argv[i], "--prompt-ids") && i + 1 < argc) {
+            const char *a = argv[++i];
+            char *end = NULL;
+            g_n_ids = 0;
+            g_ids[g_n_ids++] = 1; /* BOS */
+            for (;;) {
+                long id = strtol(a, &end, 10);
+                if (end == a || id < 0 || id >= TS_LLM_MAX_VOCAB || g_n_ids == TS_LLM_MAX_SEQ ||
+                    (*end && *end != ',')) {
+                    fprintf(stderr, "bench decode: --prompt-ids is ID[,ID...] (token ids)\n");
+                    return TS_EXIT_USAGE;
+                }
+                g_ids[g_n_ids++] = (int)id;
                 if (!*end)
                     break;
                 a = end + 1;

@@ -144,11 +144,18 @@ cat > "$work/models/aidreams.yaml" <<YAML
 path: $PWD/$model
 params: $params
 bootstrap: true
-max_context: 8
+max_context: ${DEMO_CONTEXT:-8}
 max_sessions: 1
 sanitize_lambda: $lambda
 policies: $policy
 YAML
+# DEMO_PREFILL=N (a power of two, policy ckks): the model's engine carries N
+# lanes, so the encrypted prompt positions go N per pass (one prefill) and
+# every step bootstraps at N x the slots (docs/ARCHITECTURE.md, lanes)
+if [ -n "${DEMO_PREFILL:-}" ]; then
+    echo "prefill_lanes: $DEMO_PREFILL" >>"$work/models/aidreams.yaml"
+    echo "prefill_lanes $DEMO_PREFILL: the prompt's encrypted positions in prefills of up to $DEMO_PREFILL"
+fi
 # the daemon's hybrid runs the cheapest mix of CKKS and TFHE under the cost
 # table measured at the preset when one ships (its costs_dir, by default
 # configs/costs/cpu-PRESET.yaml; docs/benchmarks.md), else the policy's
@@ -209,7 +216,7 @@ echo "prompt \"$prompt\" (BOS first), $max_tokens generated token(s)"
     --temperature 0 --tokenizer "$tok" $insecure --policy "$policy" --json \
     >"$work/gen.jsonl" ||
     { tail -20 "$work/tesserad.log"; fail "tessera generate"; }
-"$tessera" run --model "$model" --tokenizer "$tok" --prompt "$prompt" --steps $((8 + max_tokens)) \
+"$tessera" run --model "$model" --tokenizer "$tok" --prompt "$prompt" --steps $((${DEMO_CONTEXT:-8} + max_tokens)) \
     --json >"$work/ref.json" 2>/dev/null || fail "tessera run (reference)"
 python3 - "$work" <<'PY' || fail "encrypted generation differs from the plaintext decode"
 import json, sys
@@ -223,11 +230,15 @@ for r in rows:
     if r.get("public"):
         kind += ", public BOS (plaintext model, no encrypted step)"
     conv = r.get("conversions")
+    npos = r.get("positions", 1)
+    if npos > 1:
+        kind += f", a prefill of positions {r['pos'] - npos + 1}..{r['pos']} in one pass"
     print(f"position {r['pos']}: {kind} id {r['id']} {r.get('text', '')!r}, "
           f"{r['latency_ms'] / 1000:.1f} s, {r.get('bootstraps', '?')} bootstraps"
           + (f", {conv} conversions" if conv is not None else ""))
 got = [r["id"] for r in gen]
-want = ref_ids[len(rows) - len(gen) + 1:][:len(got)] if ref_ids else None
+# the id after each generating step's last position (a step may run several)
+want = [ref_ids[r["pos"] + 1] for r in gen] if ref_ids else None
 print(f"encrypted greedy ids {got}, plaintext greedy ids {want}")
 assert want is not None and got == want
 PY
@@ -235,4 +246,6 @@ ran+=("private decode: tessera generate against tesserad, aidreams260K encrypted
 
 say "demo summary"
 for r in "${ran[@]}"; do echo "ran: $r"; done
-echo "DEMO_PARAMS=<preset> and DEMO_POLICY=ckks|hybrid|tfhe pick the decode's preset and policy."
+echo "DEMO_PARAMS=<preset> and DEMO_POLICY=ckks|hybrid|tfhe pick the decode's preset and policy;"
+echo "DEMO_PROMPT, DEMO_TOKENS the prompt and the generated tokens, DEMO_CONTEXT the session's"
+echo "positions (default 8), DEMO_PREFILL=N prefills N prompt positions per pass."

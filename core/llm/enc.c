@@ -2067,6 +2067,11 @@ typedef struct {
     bool first_block;
     double scale;
     double bias_scale; /* a factor on the bias (0: none) */
+    /* a prefill's query: zero in the blocks after each lane's position, so
+     * that the scores there are zero as in a step (the cache holds the
+     * later lanes' keys: the centering's block sum and the exp's constant
+     * assume zeros after pos) */
+    bool upto_pos;
 } mv_fold_t;
 
 /* RoPE at pos per row (run.c's float angles): row i of the pair (2j, 2j + 1)
@@ -2116,7 +2121,8 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
     double *cr = NULL, *ci = NULL;
     /* a prefill's lanes differ in position: their RoPE and cache block
      * (first_block: lane l's block l, rotated to pos0 + l by cache_put) */
-    bool varies = s->lane_step && L > 1 && fold && (fold->rope_pos >= 0 || fold->first_block);
+    bool varies = s->lane_step && L > 1 && fold &&
+                  (fold->rope_pos >= 0 || fold->first_block || fold->upto_pos);
     int nfill = varies ? L : 1;
     if (fold && fold->rope_pos >= 0) {
         cr = ts_malloc(2 * (size_t)rows * (size_t)nfill * sizeof *cr);
@@ -2182,6 +2188,8 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
                         v *= fold->scale;
                     if (fold && fold->first_block && jj / pout != blk)
                         v = 0.0; /* the output's first block only (a prefill lane's own) */
+                    if (fold && fold->upto_pos && jj / pout > lane_pos(s, l))
+                        v = 0.0; /* a prefill's query: the blocks up to the lane's position */
                     drow[varies ? (size_t)j * L + l : (size_t)j] = v;
                     nz |= v != 0.0;
                 }
@@ -2249,7 +2257,7 @@ static ts_status_t matvec_which(ts_llm_enc_session_t *s, int layer, int which, b
     const ts_llm_enc_t *e = s->e;
     /* in the step (fold) the residual stream's scale rides along: 1 / ks on
      * a norm's output, ks (bias too) on what wo and w2 write into the stream */
-    mv_fold_t f = mf ? *mf : (mv_fold_t){-1, false, 0.0, 0.0};
+    mv_fold_t f = mf ? *mf : (mv_fold_t){-1, false, 0.0, 0.0, false};
     if (fold && e->ks != 1.0) {
         bool writes = which == 3 || which == 6;
         double k = writes ? e->ks : 1.0 / e->ks;
@@ -2640,8 +2648,9 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     /* RoPE (LLAMA; GPT2 adds learned positions to the input) folded into
      * wq and wk, the cache's first-block mask into wk and wv: q, k and v one
      * level below xb */
-    const mv_fold_t fq = {e->gpt2 ? -1 : pos, false, 0.0, 0.0},
-                    fk = {e->gpt2 ? -1 : pos, true, 0.0, 0.0}, fv = {-1, true, 0.0, 0.0};
+    const mv_fold_t fq = {e->gpt2 ? -1 : pos, false, 0.0, 0.0, s->lane_step != 0},
+                    fk = {e->gpt2 ? -1 : pos, true, 0.0, 0.0, false},
+                    fv = {-1, true, 0.0, 0.0, false};
     if (out)
         TRY(matvec_which(s, layer, 0, fold, &fq, &sh, xb, q));
     TRY(matvec_which(s, layer, 1, fold, &fk, &sh, xb, kk));
@@ -2729,7 +2738,11 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
                                                                   : e->a_recip_norm;
             if (mean && s->lane_step && e->lanes > 1) {
                 /* a prefill's lanes average over their own positions: sq and
-                 * its sum times 1 / (pos_l + 1) (one level), the ratio kept */
+                 * its sum times 1 / (pos_l + 1) (one level), the ratio kept;
+                 * a bootstrap before the products sees the sums themselves,
+                 * up to the interval's top times the positions */
+                double pb = bound_set(s, interval_bound(rsp->lo, rsp->hi) *
+                                             (lane_pos(s, e->lanes - 1) + 1));
                 for (int kk2 = 0; kk2 < e->cs; kk2++)
                     s->buf[kk2] = 1.0 / (lane_pos(s, kk2 % e->lanes) + 1);
                 s->buf_lanes = true;
@@ -2738,6 +2751,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
                     s->buf[kk2] = 1.0 / (lane_pos(s, kk2 % e->lanes) + 1);
                 s->buf_lanes = true;
                 TRY(mul_buf(s, sq, sq));
+                s->bound = pb;
                 TRY(divide(s, rsp, ap, 1.0, sq, sum, y));
             } else {
                 TRY(divide(s, rsp, ap, mean ? 1.0 / (pos + 1) : 1.0, sq, sum, y));
@@ -2862,7 +2876,7 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
     double al = 1.0, be = 0.0;
     if (cb && !e->gpt2)
         ts__llm_cheb_map(cb, &al, &be);
-    const mv_fold_t f1 = {-1, false, al, 0.0};
+    const mv_fold_t f1 = {-1, false, al, 0.0, false};
     TRY(matvec_which(s, layer, 4, fold, &f1, &sh, xb, h1));
     if (cb && !e->gpt2)
         TRY(ts_ckks_add_const(s->ev, h1, be, h1));
@@ -3050,7 +3064,7 @@ ts_status_t ts_llm_enc_embed(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t
     stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, onehot));
-    const mv_fold_t fe = {-1, false, e->ks, 0.0}; /* in the residual stream's unit */
+    const mv_fold_t fe = {-1, false, e->ks, 0.0, false}; /* in the residual stream's unit */
     TRY(matvec(s, wt, NULL, NULL, e->dim, e->vocab, e->pv, e->pd, &fe, NULL, t, out));
 done:
     stage_to(s, TS_LLM_STAGE_OTHER);

@@ -871,8 +871,10 @@ ts_status_t ts_llm_enc_step_cache(ts_llm_enc_session_t *s, const ts_ckks_ciphert
  * A prefill (an engine of lanes >= 2): the positions pos, pos + 1, ...,
  * pos + n - 1 (1 <= n <= lanes) of one sequence in one pass, lane l at
  * pos + l (x: lane l the embedding or embedded one-hot of that position's
- * token, e.g. from ts_llm_enc_encrypt_onehot_lanes; lanes from n on repeat
- * lane n - 1's position, their keys and values unused). Each lane's keys and values go to its
+ * token, e.g. from ts_llm_enc_encrypt_onehot_lanes; lanes from n on run lane
+ * n - 1's position and must carry its token too: their keys and values are
+ * unused, but a token the approximations' intervals were not sized for
+ * there can overflow the whole ciphertext). Each lane's keys and values go to its
  * block of the cache and to every lane (one level, 2 (lanes - 1) rotations
  * per cache write), so afterwards every lane holds the whole cache and the
  * session continues at pos + n (ts_llm_enc_step: every lane at the next

@@ -412,6 +412,29 @@ START_TEST(test_ctx_bench_cli)
     ck_assert_ptr_nonnull(strstr(buf, "\"precision_bits\": null, \"argmax_enc\": null"));
     ck_assert_ptr_null(strstr(buf, "\"cache_only\": false"));
     unlink(path);
+    /* a prefill of aidreams260K's "Once upon" (positions 0..7 in one pass of 8
+     * lanes at test-boot-n14, 2^12 slots): every lane's key reaches the others'
+     * caches, so the query must ignore the later lanes' keys (before that, the
+     * scores' centering summed them and this prompt overflowed the
+     * ciphertext: logits off by 1e8); the last lane's argmax = the plaintext's */
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera bench decode --params test-boot-n14 --context 8 --max-context 8 "
+             "--prefill 8 --prompt-ids 429,491,433,295,429,444,445 --json %s >/dev/null 2>&1",
+             ts_test_build_dir(), path);
+    ck_assert_int_eq(system(cmd), 0);
+    ts_test_read_file(path, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"prefill_lanes\": 8,"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"prefilled_positions\": 0"));
+    {
+        const char *e = strstr(buf, "\"logits_max_abs_err\": "),
+                   *p = strstr(buf, "\"argmax_enc\": "), *q = strstr(buf, "\"argmax_plain\": ");
+        ck_assert(e && p && q);
+        printf("bench decode --prefill 8 at test-boot-n14: logits within %g, argmax %d / %d\n",
+               atof(e + 22), atoi(p + 14), atoi(q + 16));
+        ck_assert(atof(e + 22) < 0.5);
+        ck_assert_int_eq(atoi(p + 14), atoi(q + 16));
+    }
+    unlink(path);
     /* 9 positions do not fit the tiny session (8); malformed lists are usage errors */
     snprintf(cmd, sizeof cmd, "%s/tessera bench decode --quick --context 9 >/dev/null 2>&1",
              ts_test_build_dir());

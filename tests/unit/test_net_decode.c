@@ -377,7 +377,7 @@ START_TEST(test_generate_prefill)
     dfx_t f;
     dfx_start(&f);
     char cmd[3000], out[700];
-    const char *prompt = "abab";
+    const char *prompt = "ababa";
     int want[16];
     size_t n_prompt = 0, n_sys = 0,
            n = plain_greedy_sys(&f, NULL, prompt, 8, want, &n_prompt, &n_sys);
