@@ -1307,6 +1307,7 @@ ts_status_t ts_llm_enc_session_new(const ts_llm_enc_t *e, ts_ckks_evaluator_t *e
     s->boot_pd = e->boot_pd;
     s->ev = ev;
     s->bound = ENC_BOOT_BOUND;
+    s->lane_n = 1;
     ts_status_t st = ts_ckks_encoder_new(e->params, &s->ecd);
     if (st == TS_OK)
         st = ts_ckks_plaintext_new(e->params, ts_ckks_params_max_level(e->params), &s->pt);
@@ -2805,6 +2806,10 @@ ts_status_t ts_llm_enc_attention(ts_llm_enc_session_t *s, int layer, const ts_ck
     ct_t *t = NULL;
     ts_status_t st;
     stage_begin(s);
+    /* every lane at pos (the positions the masks read: lane_pos) */
+    s->pos0 = pos;
+    s->lane_step = 0;
+    s->lane_n = 1;
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, xb));
     TRY(attention(s, layer, false, t, pos, out));

@@ -1193,6 +1193,22 @@ START_TEST(test_gpt2_sparse_slots)
 }
 END_TEST
 
+/* Lane l of logits lg (n lanes) against ref: the max error; *a, *b their argmaxes. */
+static double lane_err(llm_fx_t *f, const ts_ckks_ciphertext_t *lg, int n, int l, const float *ref,
+                       int V, int *a, int *b)
+{
+    double got[64], mx = 0;
+    ck_assert_int_le(V, 64);
+    ck_assert_ts_ok(ts_llm_enc_decrypt_lane(f->ecd, f->sk, lg, n, l, got, V));
+    *a = *b = 0;
+    for (int i = 0; i < V; i++) {
+        mx = fmax(mx, fabs(got[i] - ref[i]));
+        *a = got[i] > got[*a] ? i : *a;
+        *b = ref[i] > ref[*b] ? i : *b;
+    }
+    return mx;
+}
+
 /*
  * Prefills of one sequence (g2_toks) in an engine of `lanes` lanes at 2^7
  * slots per lane, ckks: plan[i] = (position, lanes filled; 0: an ordinary
@@ -1222,7 +1238,6 @@ static void g2_prefill(int lanes, const int (*plan)[2], int nplan)
     ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &lg));
     ck_assert_ts_status(ts_llm_enc_prefill(f.s, oh, 1, 2, lg), TS_ERANGE); /* not the next */
     ck_assert_ts_status(ts_llm_enc_prefill(f.s, oh, 0, lanes + 1, lg), TS_ERANGE); /* > lanes */
-    double got[64];
     float refs[4][64];
     for (int pi = 0; pi < nplan; pi++) {
         int at = plan[pi][0], n = plan[pi][1], toks[4];
@@ -1245,15 +1260,8 @@ static void g2_prefill(int lanes, const int (*plan)[2], int nplan)
             memcpy(refs[l], r, (size_t)V * sizeof(float));
         }
         for (int l = 0; l < (pre ? n : lanes); l++) {
-            const float *rf = refs[pre ? l : 0];
-            ck_assert_ts_ok(ts_llm_enc_decrypt_lane(f.ecd, f.sk, lg, lanes, l, got, V));
-            double mx = 0;
-            int a = 0, b = 0;
-            for (int i = 0; i < V; i++) {
-                mx = fmax(mx, fabs(got[i] - rf[i]));
-                a = got[i] > got[a] ? i : a;
-                b = rf[i] > rf[b] ? i : b;
-            }
+            int a, b;
+            double mx = lane_err(&f, lg, lanes, l, refs[pre ? l : 0], V, &a, &b);
             int p = at + (pre ? l : 0);
             printf("gpt2 %d lanes, %s lane %d pos %d token %d: logits max err %.2e, argmax enc %d "
                    "plain %d, %llu bootstraps so far\n",
@@ -1342,14 +1350,8 @@ START_TEST(test_gpt2_lanes)
         for (int l = 0; l < 2; l++) {
             const float *ref = NULL;
             ck_assert_ts_ok(ts_llm_forward(mm, st[l], toks[l], pos, &ref));
-            ck_assert_ts_ok(ts_llm_enc_decrypt_lane(f.ecd, f.sk, lg, 2, l, got, V));
-            double mx = 0;
-            int a = 0, b = 0;
-            for (int i = 0; i < V; i++) {
-                mx = fmax(mx, fabs(got[i] - ref[i]));
-                a = got[i] > got[a] ? i : a;
-                b = ref[i] > ref[b] ? i : b;
-            }
+            int a, b;
+            double mx = lane_err(&f, lg, 2, l, ref, V, &a, &b);
             printf("gpt2 lanes pos %d lane %d token %d: logits max err %.2e, argmax enc %d plain "
                    "%d, %llu bootstraps so far\n",
                    pos, l, toks[l], mx, a, b,
