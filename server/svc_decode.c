@@ -635,14 +635,15 @@ ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
         snprintf(file, sizeof file, "%s/%s", models_dir, names[i]);
         st = model_load(md, file, params_dir, costs_dir, insecure, err, err_size);
         if (st == TS_OK)
-            ts_log(TS_LOG_INFO, "tesserad",
-                   "event=model_loaded model=%s params=%s max_context=%d rotation_keys=%zu "
-                   "bootstrap=%d stream_bootstrap_slots=%d policies=%s sanitize_lambda=%d "
-                   "logits_level=%d logit_err_bound=%.3g",
-                   md->name, md->cfg.params, md->max_ctx, md->n_steps, md->boot != NULL,
-                   md->boot_pd ? 1 << ts_boot_config(md->boot_pd)->log_slots : 0,
-                   md->cfg.policies[0] ? md->cfg.policies : "ckks", md->san.lambda, md->san.level,
-                   md->san.err_bound);
+            ts_log(
+                TS_LOG_INFO, "tesserad",
+                "event=model_loaded model=%s params=%s max_context=%d lanes=%d rotation_keys=%zu "
+                "bootstrap=%d stream_bootstrap_slots=%d policies=%s sanitize_lambda=%d "
+                "logits_level=%d logit_err_bound=%.3g",
+                md->name, md->cfg.params, md->max_ctx, ts_llm_enc_lanes(md->enc), md->n_steps,
+                md->boot != NULL, md->boot_pd ? 1 << ts_boot_config(md->boot_pd)->log_slots : 0,
+                md->cfg.policies[0] ? md->cfg.policies : "ckks", md->san.lambda, md->san.level,
+                md->san.err_bound);
     }
     for (size_t i = 0; i < n; i++)
         ts_free(names[i]);
