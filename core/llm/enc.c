@@ -42,7 +42,7 @@ struct ts_llm_enc {
     int slots, log_slots, pd, ph, pv;
     /* lanes (ts_llm_enc_config_t lanes): ciphertexts carry cs = slots lanes
      * slots, 2^log_cs, lane l at slots j lanes + l; every rotation by r of
-     * one lane's layout is a rotation by r lanes (lrot) */
+     * one lane's layout is a rotation by r lanes */
     int lanes, cs, log_cs;
     int dim, hid, vocab, nh, hd, nl;
     int max_pos;
@@ -1110,31 +1110,28 @@ ts_status_t ts_llm_enc_encrypt_lanes(ts_ckks_encoder_t *ecd, const ts_ckks_secre
     return encrypt_lanes(ecd, sk, NULL, prng, v, n, w, per, slots, level, ct);
 }
 
-ts_status_t ts_llm_enc_encrypt_input_pk(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
-                                        const ts_ckks_public_key_t *pk, ts_prng_t *prng,
-                                        const float *v, int w, int level, ts_ckks_ciphertext_t *ct)
-{
-    const float *rows[1024];
-    if (!e || !pk || !v)
-        return TS_EINVAL;
-    for (int l = 0; l < e->lanes; l++)
-        rows[l] = v;
-    return encrypt_lanes(ecd, NULL, pk, prng, rows, e->lanes, w, pow2_at_least(w), e->slots, level,
-                         ct);
-}
-
-/* e's input: lane l holds v[l] (w values, period pow2(w)), one vector in
- * every lane when v has one entry (n 1) */
+/* e's layout: lane l holds v[l] (w values, period pow2(w)), one vector in
+ * every lane when v has one entry (n 1); under sk, else pk, at level */
 static ts_status_t encrypt_input(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
-                                 const ts_ckks_secret_key_t *sk, ts_prng_t *prng,
-                                 const float *const *v, int n, int w, ts_ckks_ciphertext_t *ct)
+                                 const ts_ckks_secret_key_t *sk, const ts_ckks_public_key_t *pk,
+                                 ts_prng_t *prng, const float *const *v, int n, int w, int level,
+                                 ts_ckks_ciphertext_t *ct)
 {
     const float *one[1024];
     if (n == 1)
         for (int l = 0; l < e->lanes; l++)
             one[l] = v[0];
-    return ts_llm_enc_encrypt_lanes(ecd, sk, prng, n == 1 ? one : v, e->lanes, w, pow2_at_least(w),
-                                    e->slots, ts_llm_enc_input_level(e), ct);
+    return encrypt_lanes(ecd, sk, pk, prng, n == 1 ? one : v, e->lanes, w, pow2_at_least(w),
+                         e->slots, level, ct);
+}
+
+ts_status_t ts_llm_enc_encrypt_input_pk(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
+                                        const ts_ckks_public_key_t *pk, ts_prng_t *prng,
+                                        const float *v, int w, int level, ts_ckks_ciphertext_t *ct)
+{
+    if (!e || !pk || !v)
+        return TS_EINVAL;
+    return encrypt_input(e, ecd, NULL, pk, prng, &v, 1, w, level, ct);
 }
 
 ts_status_t ts_llm_enc_encrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
@@ -1169,7 +1166,8 @@ ts_status_t ts_llm_enc_encrypt_token(const ts_llm_enc_t *e, ts_ckks_encoder_t *e
     for (int i = 0; i < e->dim; i++)
         v[i] = (float)(e->ks * (double)e->m->tok_emb[(size_t)token * (size_t)e->dim + i]);
     const float *vv = v;
-    ts_status_t st = encrypt_input(e, ecd, sk, prng, &vv, 1, e->dim, ct);
+    ts_status_t st =
+        encrypt_input(e, ecd, sk, NULL, prng, &vv, 1, e->dim, ts_llm_enc_input_level(e), ct);
     ts_free(v);
     return st;
 }
@@ -2748,9 +2746,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
                     s->buf[kk2] = 1.0 / (lane_pos(s, kk2 % e->lanes) + 1);
                 s->buf_lanes = true;
                 TRY(mul_buf(s, sum, sum));
-                for (int kk2 = 0; kk2 < e->cs; kk2++)
-                    s->buf[kk2] = 1.0 / (lane_pos(s, kk2 % e->lanes) + 1);
-                s->buf_lanes = true;
+                s->buf_lanes = true; /* (encoding every lane's values leaves them) */
                 TRY(mul_buf(s, sq, sq));
                 s->bound = pb;
                 TRY(divide(s, rsp, ap, 1.0, sq, sum, y));
@@ -3090,7 +3086,8 @@ ts_status_t ts_llm_enc_encrypt_onehot(const ts_llm_enc_t *e, ts_ckks_encoder_t *
     memset(v, 0, (size_t)e->vocab * sizeof(float));
     v[token] = 1.0f;
     const float *vv = v;
-    ts_status_t st = encrypt_input(e, ecd, sk, prng, &vv, 1, e->vocab, ct);
+    ts_status_t st =
+        encrypt_input(e, ecd, sk, NULL, prng, &vv, 1, e->vocab, ts_llm_enc_input_level(e), ct);
     ts_memzero(v, (size_t)e->vocab * sizeof(float));
     ts_free(v);
     return st;
@@ -3115,7 +3112,8 @@ ts_status_t ts_llm_enc_encrypt_onehot_lanes(const ts_llm_enc_t *e, ts_ckks_encod
         v[(size_t)l * nv + (size_t)tokens[l]] = 1.0f;
         rows[l] = v + (size_t)l * nv;
     }
-    ts_status_t st = encrypt_input(e, ecd, sk, prng, rows, e->lanes, e->vocab, ct);
+    ts_status_t st = encrypt_input(e, ecd, sk, NULL, prng, rows, e->lanes, e->vocab,
+                                   ts_llm_enc_input_level(e), ct);
     ts_memzero(v, bytes);
     ts_free(v);
     return st;
