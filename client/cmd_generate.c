@@ -35,7 +35,12 @@ static void usage(FILE *f)
             "  -n, --max-tokens N      tokens to generate (default 16; capped by the context)\n"
             "  -t, --temperature T     0 = greedy (default 0)\n"
             "      --top-p P           nucleus sampling (default off)\n"
-            "      --seed S            sampling seed (default 1)\n"
+            "      --seed S            sampling seed (default 1; sample k draws with S + k)\n"
+            "      --samples N         N independent continuations of the prompt, decoded\n"
+            "                          together: a model with lanes (ModelInfo.lanes >= N, the\n"
+            "                          daemon's prefill_lanes) runs sequence k in lane k, so a\n"
+            "                          step costs the same for 1 or N (default 1); the server\n"
+            "                          cannot tell N; printed one after another at the end\n"
             "      --policy P          ckks | hybrid | tfhe (default ckks; hybrid and tfhe also\n"
             "                          make and upload the CKKS-TFHE conversion keys and the\n"
             "                          SlotToCoeff-first bootstrapping keys when the server's\n"
@@ -73,7 +78,10 @@ static void usage(FILE *f)
             "                          in TFHE), latency_ms, server_ms, stages, bootstraps,\n"
             "                          precision_bits (of the flooding), logit_margin,\n"
             "                          cache_only (no logits: the fields after bootstraps "
-            "absent)\n\n%s\n%s",
+            "absent);\n"
+            "                          with --samples N > 1 also samples: N objects {id, text,\n"
+            "                          logit_margin, done} (id, text, logit_margin: sample 0's;\n"
+            "                          done: it ended with EOS before, id -1)\n\n%s\n%s",
             ts_cli_conn_help, ts_cli_exit_help);
 }
 
@@ -395,6 +403,33 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
     return rc;
 }
 
+/* The text of token id after prev, NUL-terminated in out (cap bytes). */
+static ts_status_t gen_piece(const ts_llm_tokenizer_t *tok, int prev, int id, char *out, size_t cap,
+                             size_t *n)
+{
+    *n = 0;
+    ts_status_t st = ts_llm_tokenizer_decode(tok, prev, id, out, cap - 1, n);
+    if (st != TS_OK)
+        *n = 0;
+    out[*n < cap ? *n : cap - 1] = 0;
+    return st;
+}
+
+/* The margin between the two largest logits: how safe the argmax is. */
+static double logit_margin(const float *logits, int n)
+{
+    float b1 = -INFINITY, b2 = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (logits[i] > b1) {
+            b2 = b1;
+            b1 = logits[i];
+        } else if (logits[i] > b2) {
+            b2 = logits[i];
+        }
+    }
+    return (double)(b1 - b2);
+}
+
 static void json_stages(const Tessera__DecodeResult *r)
 {
     printf("{");
@@ -423,6 +458,7 @@ int ts_cmd_generate(int argc, char **argv)
                                          {"full-steps", no_argument, NULL, 'F'},
                                          {"encrypt-bos", no_argument, NULL, 'B'},
                                          {"system", required_argument, NULL, 'y'},
+                                         {"samples", required_argument, NULL, 'N'},
                                          {NULL, 0, NULL, 0}};
     const char *prog = "tessera generate";
     const char *keys_dir = NULL;
@@ -431,7 +467,7 @@ int ts_cmd_generate(int argc, char **argv)
     const char *model = "", *prompt = NULL, *policy = "ckks", *tok_path = "models/tok512.bin",
                *system_text = NULL;
     const char *pdir = "configs/params";
-    long max_tokens = 16;
+    long max_tokens = 16, samples = 1;
     double temperature = 0.0, top_p = 0.0;
     unsigned long long seed = 1;
     bool insecure = false, full_steps = false, encrypt_bos = false;
@@ -510,6 +546,13 @@ int ts_cmd_generate(int argc, char **argv)
         case 'y':
             system_text = optarg;
             break;
+        case 'N':
+            samples = strtol(optarg, &end, 10);
+            if (!end || *end || samples < 1 || samples > 1024) {
+                fprintf(stderr, "%s: --samples must be 1..1024\n", prog);
+                return TS_EXIT_USAGE;
+            }
+            break;
         default:
             usage(stderr);
             return TS_EXIT_USAGE;
@@ -530,15 +573,19 @@ int ts_cmd_generate(int argc, char **argv)
     g.json = cc.json;
     g.tty = isatty(STDERR_FILENO);
     ts_llm_tokenizer_t *tok = NULL;
-    ts_llm_sampler_t *smp = NULL;
+    ts_llm_sampler_t **smp = NULL; /* one per sample */
+    size_t n_smp = 0;
     ts_ckks_encoder_t *ecd = NULL;
     ts_ckks_ciphertext_t *x = NULL, *lg = NULL;
     Tessera__Envelope *info_env = NULL, *rep = NULL;
     int *ids = NULL;
     float *onehot = NULL, *logits = NULL;
     uint64_t session = 0;
-    size_t vocab_n = 0, gen_n = 0;
+    size_t vocab_n = 0, gen_n = 0, ids_n = 0;
     char *gen_text = NULL; /* the generated text (same_term) */
+    char **stext = NULL;   /* --samples > 1: each sample's text, printed at the end */
+    size_t *stn = NULL;
+    bool *done = NULL; /* --samples: the sample has ended with EOS */
     char err[600] = "";
     int rc = ts_cli_connect(&cc, prog, &g.c);
     if (rc != TS_EXIT_OK)
@@ -585,6 +632,14 @@ int ts_cmd_generate(int argc, char **argv)
                 prog, mi->slots, lanes, ts_ckks_params_slots(g.p), mi->param_id);
         goto out;
     }
+    if ((size_t)samples > lanes) {
+        fprintf(stderr,
+                "%s: --samples %ld: model %s decodes %zu sequence%s per step (ModelInfo.lanes; "
+                "the daemon's prefill_lanes sets it)\n",
+                prog, samples, mi->model, lanes, lanes == 1 ? "" : "s");
+        rc = TS_EXIT_USAGE;
+        goto out;
+    }
     if (g.c->insecure_params && g.tty)
         fprintf(stderr, "%s: WARNING: the daemon accepts insecure test parameters\n", prog);
     st = ts_llm_tokenizer_load(tok_path, (int)mi->vocab, &tok, err, sizeof err);
@@ -596,7 +651,10 @@ int ts_cmd_generate(int argc, char **argv)
     size_t plen = strlen(prompt), slen = system_text ? strlen(system_text) : 0,
            cap = ts_llm_tokenizer_max_ids(plen) + ts_llm_tokenizer_max_ids(slen), n_prompt = 0,
            n_sys = 0;
-    ids = calloc(cap + (size_t)max_tokens + 2, sizeof *ids);
+    /* one row of ids per sample: the prompt, then what the sample generated */
+    size_t stride = cap + (size_t)max_tokens + 2;
+    ids = calloc(stride * (size_t)samples, sizeof *ids);
+    ids_n = ids ? stride * (size_t)samples : 0;
     if (!ids ||
         ts_llm_tokenizer_encode(tok, system_text ? system_text : prompt, system_text ? slen : plen,
                                 true, false, ids, cap, &n_sys) != TS_OK ||
@@ -617,6 +675,8 @@ int ts_cmd_generate(int argc, char **argv)
     } else {
         n_sys = 1; /* BOS alone */
     }
+    for (long k = 1; k < samples; k++)
+        memcpy(ids + (size_t)k * stride, ids, n_prompt * sizeof *ids);
     if (system_text && !mi->public_prefix) {
         fprintf(stderr, "%s: model %s's server does not take public positions (--system)\n", prog,
                 mi->model);
@@ -635,8 +695,12 @@ int ts_cmd_generate(int argc, char **argv)
         n_total = mi->max_context + 1;
     }
     ts_llm_sampler_cfg_t scfg = {(float)temperature, 0, (float)top_p};
-    if ((st = ts_llm_sampler_new(&scfg, seed, &smp)) != TS_OK ||
-        (st = ts_prng_new_os(&g.prng)) != TS_OK) {
+    smp = calloc((size_t)samples, sizeof *smp);
+    done = calloc((size_t)samples, sizeof *done);
+    st = smp && done ? TS_OK : TS_ENOMEM;
+    for (; st == TS_OK && n_smp < (size_t)samples; n_smp++)
+        st = ts_llm_sampler_new(&scfg, seed + n_smp, &smp[n_smp]);
+    if (st != TS_OK || (st = ts_prng_new_os(&g.prng)) != TS_OK) {
         fprintf(stderr, "%s: %s\n", prog, ts_strerror(st));
         goto out;
     }
@@ -688,11 +752,16 @@ int ts_cmd_generate(int argc, char **argv)
     rep = NULL;
     /* 4. positions */
     int V = (int)mi->vocab, eos = ts_llm_tokenizer_eos(tok), bos = ts_llm_tokenizer_bos(tok);
-    vocab_n = (size_t)V;
+    size_t S = (size_t)samples;
+    vocab_n = (size_t)V * S;
     onehot = calloc((size_t)V * lanes, sizeof *onehot); /* one row per lane */
-    logits = calloc((size_t)V, sizeof *logits);
-    if (!onehot || !logits || ts_ckks_encoder_new(g.p, &ecd) != TS_OK ||
-        ts_ckks_ciphertext_new(g.p, 0, &x) != TS_OK) {
+    logits = calloc((size_t)V * S, sizeof *logits);     /* one row per sample */
+    if (S > 1) {
+        stext = calloc(S, sizeof *stext);
+        stn = calloc(S, sizeof *stn);
+    }
+    if (!onehot || !logits || (S > 1 && (!stext || !stn)) ||
+        ts_ckks_encoder_new(g.p, &ecd) != TS_OK || ts_ckks_ciphertext_new(g.p, 0, &x) != TS_OK) {
         fprintf(stderr, "%s: out of memory\n", prog);
         goto out;
     }
@@ -724,19 +793,23 @@ int ts_cmd_generate(int argc, char **argv)
                                         x);
             onehot[token] = 0.0f;
         } else if (!pub) {
-            /* lane l: position pos + l's token (the batch's last from nb on) */
+            /* a prefill: lane l runs position pos + l (the batch's last from
+             * nb on); a step: lane l runs sample l's token (sample 0's in the
+             * lanes past --samples; the prompt's tokens are every sample's) */
             const float *rows[1024];
+            size_t nrows = nb > 1 ? nb : S;
             for (size_t l = 0; l < lanes; l++) {
-                size_t at = pos + (l < nb ? l : nb - 1);
-                onehot[(size_t)ids[at] + (size_t)V * (l < nb ? l : nb - 1)] = 1.0f;
-                rows[l] = onehot + (size_t)V * (l < nb ? l : nb - 1);
+                size_t r = l < nrows ? l : nb > 1 ? nb - 1 : 0;
+                int tk = nb > 1 ? ids[pos + r] : ids[r * stride + pos];
+                onehot[(size_t)tk + (size_t)V * r] = 1.0f;
+                rows[l] = onehot + (size_t)V * r;
             }
             int per = 1;
             while (per < V)
                 per <<= 1;
             st = ts_llm_enc_encrypt_lanes(ecd, g.sk, g.prng, rows, (int)lanes, V, per,
                                           (int)mi->slots, (int)in_level, x);
-            memset(onehot, 0, (size_t)V * nb * sizeof *onehot);
+            memset(onehot, 0, (size_t)V * nrows * sizeof *onehot);
         }
         if (st == TS_OK && !pub)
             st = ts_wire_ct_encode(x, g.pid, 0, &ctb, &ctn);
@@ -844,17 +917,21 @@ int ts_cmd_generate(int argc, char **argv)
                      ts_ckks_ciphertext_level(lg), mi->logits_level);
             st = TS_EFORMAT;
         }
+        /* the logits to sample: the batch's last position (lane nb - 1; a
+         * step of the prompt: every lane alike, lane 0); a step of generated
+         * tokens: sample k's in lane k */
+        size_t nd = lanes > 1 && pos >= n_prompt ? S : 1;
         if (st == TS_OK && lanes == 1) {
             st = ts_llm_enc_decrypt_vec(ecd, g.sk, lg, logits, V);
         } else if (st == TS_OK) {
-            /* the batch's last position: lane nb - 1 (a step: every lane alike, lane 0) */
-            double *dl = calloc((size_t)V, sizeof *dl);
-            st = dl ? ts_llm_enc_decrypt_lane(ecd, g.sk, lg, (int)lanes, (int)nb - 1, dl, V)
+            double *dl = calloc((size_t)V * nd, sizeof *dl);
+            st = dl ? ts_llm_enc_decrypt_lanes(ecd, g.sk, lg, (int)lanes, nd > 1 ? 0 : (int)nb - 1,
+                                               (int)nd, dl, V)
                     : TS_ENOMEM;
-            for (int i = 0; st == TS_OK && i < V; i++)
+            for (size_t i = 0; st == TS_OK && i < (size_t)V * nd; i++)
                 logits[i] = (float)dl[i];
             if (dl)
-                ts_memzero(dl, (size_t)V * sizeof *dl);
+                ts_memzero(dl, (size_t)V * nd * sizeof *dl);
             free(dl);
         }
         if (st != TS_OK) {
@@ -863,36 +940,36 @@ int ts_cmd_generate(int argc, char **argv)
             rc = TS_EXIT_FAIL;
             goto out;
         }
-        int next = -1;
-        if (!in_prompt && max_tokens > 0) {
-            if ((st = ts_llm_sampler_sample(smp, logits, V, &next)) != TS_OK) {
-                fprintf(stderr, "%s: sampling failed: %s\n", prog, ts_strerror(st));
-                goto out;
+        /* each sample draws from its own logits with its own sampler; a
+         * sample that has ended repeats its EOS (its lane runs on, unread) */
+        int nexts[1024];
+        bool gen_any = false;
+        for (size_t k = 0; k < S; k++) {
+            nexts[k] = -1;
+            if (in_prompt || max_tokens == 0)
+                continue;
+            if (!done[k]) {
+                st = ts_llm_sampler_sample(smp[k], logits + (nd > 1 ? k * (size_t)V : 0), V,
+                                           &nexts[k]);
+                if (st != TS_OK) {
+                    fprintf(stderr, "%s: sampling failed: %s\n", prog, ts_strerror(st));
+                    goto out;
+                }
+                gen_any = true;
             }
-            ids[lp + 1] = next;
+            ids[k * stride + lp + 1] = nexts[k] >= 0 ? nexts[k] : ids[k * stride + lp];
         }
+        int next = nexts[0];
         double lat = ms_since(t0);
         total_ms += lat;
         n_public += pub;
         n_prefill += nb > 1 ? nb : 0;
-        if (next >= 0 && first_ms < 0)
+        if (gen_any && first_ms < 0)
             first_ms = total_ms;
-        /* margin between the two largest logits: how safe the argmax is */
-        float b1 = -INFINITY, b2 = -INFINITY;
-        for (int i = 0; i < V; i++) {
-            if (logits[i] > b1) {
-                b2 = b1;
-                b1 = logits[i];
-            } else if (logits[i] > b2) {
-                b2 = logits[i];
-            }
-        }
         char text[512] = "";
         size_t tn = 0;
-        if (next >= 0 &&
-            ts_llm_tokenizer_decode(tok, ids[lp], next, text, sizeof text - 1, &tn) != TS_OK)
+        if (next >= 0 && gen_piece(tok, ids[lp], next, text, sizeof text, &tn) != TS_OK)
             tn = 0;
-        text[tn < sizeof text ? tn : sizeof text - 1] = 0;
         double prec = dr->err_bound > 0 ? -log2(dr->err_bound) : 0.0;
         if (g.json) {
             printf("{\"pos\":%zu,\"positions\":%zu,\"prompt\":%s,\"input\":%d,\"id\":%d,"
@@ -906,11 +983,48 @@ int ts_cmd_generate(int argc, char **argv)
             printf(",\"latency_ms\":%.3f,\"server_ms\":%.3f,\"bootstraps\":%llu,\"stages\":", lat,
                    dr->server_ms, (unsigned long long)dr->bootstraps);
             json_stages(dr);
-            printf(",\"precision_bits\":%.2f,\"err_bound\":%.3g,\"logit_margin\":%.4f}\n", prec,
-                   dr->err_bound, (double)(b1 - b2));
+            printf(",\"precision_bits\":%.2f,\"err_bound\":%.3g,\"logit_margin\":%.4f", prec,
+                   dr->err_bound, logit_margin(logits, V));
+            if (S > 1) {
+                printf(",\"samples\":[");
+                for (size_t k = 0; k < S; k++) {
+                    char tk[512] = "";
+                    size_t kn = 0;
+                    if (nexts[k] >= 0 &&
+                        gen_piece(tok, ids[k * stride + lp], nexts[k], tk, sizeof tk, &kn) != TS_OK)
+                        tk[0] = 0;
+                    printf("%s{\"id\":%d,\"text\":", k ? "," : "", nexts[k]);
+                    ts_cli_json_str(stdout, tk);
+                    printf(",\"logit_margin\":%.4f,\"done\":%s}",
+                           logit_margin(logits + (nd > 1 ? k * (size_t)V : 0), V),
+                           done[k] ? "true" : "false");
+                }
+                printf("]");
+            }
+            printf("}\n");
             fflush(stdout);
         } else {
-            if (next >= 0 && same_term) {
+            if (S > 1) {
+                /* the samples' texts, printed one after another at the end */
+                for (size_t k = 0; k < S; k++) {
+                    char tk[512];
+                    size_t kn = 0;
+                    if (nexts[k] < 0 ||
+                        gen_piece(tok, ids[k * stride + lp], nexts[k], tk, sizeof tk, &kn) !=
+                            TS_OK ||
+                        kn == 0)
+                        continue;
+                    char *nt = realloc(stext[k], stn[k] + kn + 1);
+                    if (!nt) {
+                        fprintf(stderr, "%s: out of memory\n", prog);
+                        goto out;
+                    }
+                    stext[k] = nt;
+                    memcpy(stext[k] + stn[k], tk, kn);
+                    stn[k] += kn;
+                    stext[k][stn[k]] = 0;
+                }
+            } else if (next >= 0 && same_term) {
                 /* stdout is this terminal too: the status line below would
                  * erase streamed text, so it shows the text's tail and the
                  * whole text is printed at the end */
@@ -936,7 +1050,9 @@ int ts_cmd_generate(int argc, char **argv)
                         stage = dr->stages[i]->stage;
                     }
                 char tail[48] = "";
-                if (same_term && gen_n)
+                if (S > 1 && stn[0])
+                    text_tail(stext[0], stn[0], tail, sizeof tail);
+                else if (same_term && gen_n)
                     text_tail(gen_text, gen_n, tail, sizeof tail);
                 fprintf(stderr, "\r\033[K[%s %zu/%zu] %.2f s/token (server %.2f s, mostly %s)%s%s",
                         in_prompt ? "prompt" : "token", lp + 1, n_total - 1, lat / 1e3,
@@ -946,9 +1062,14 @@ int ts_cmd_generate(int argc, char **argv)
         ts_net_envelope_free(rep);
         rep = NULL;
         pos = lp;
-        if (next >= 0) {
+        if (gen_any) {
             generated++;
-            if (eos >= 0 && next == eos)
+            bool all_done = true;
+            for (size_t k = 0; k < S; k++) {
+                done[k] = done[k] || (eos >= 0 && nexts[k] == eos);
+                all_done = all_done && done[k];
+            }
+            if (all_done)
                 break;
         }
     }
@@ -959,6 +1080,12 @@ int ts_cmd_generate(int argc, char **argv)
             if (gen_n)
                 fwrite(gen_text, 1, gen_n, stdout);
         }
+        for (size_t k = 0; S > 1 && k < S; k++) {
+            printf("%s[sample %zu, seed %llu]\n", k ? "\n" : "", k + 1,
+                   (unsigned long long)(seed + k));
+            if (stn[k])
+                fwrite(stext[k], 1, stn[k], stdout);
+        }
         printf("\n");
         fflush(stdout);
         if (g.tty) {
@@ -966,9 +1093,10 @@ int ts_cmd_generate(int argc, char **argv)
              * cache-only ones without logits) until the first token, then
              * one step per further token */
             fprintf(stderr,
-                    "\r\033[K%s: %zu tokens; first after %.2f s (%zu prompt positions: %zu "
+                    "\r\033[K%s: %zu tokens%s%s; first after %.2f s (%zu prompt positions: %zu "
                     "public, %zu cache-only, %zu in prefills of up to %zu)",
-                    prog, generated, (first_ms >= 0 ? first_ms : total_ms) / 1e3, n_prompt,
+                    prog, generated, S > 1 ? " (steps) in each of the samples, up to " : "",
+                    S > 1 ? "their EOS" : "", (first_ms >= 0 ? first_ms : total_ms) / 1e3, n_prompt,
                     n_public, n_cached, n_prefill, lanes);
             if (generated > 1)
                 fprintf(stderr, ", then %.2f s per token",
@@ -998,12 +1126,24 @@ out:
     ts_ckks_secret_key_free(g.sk);
     ts_ckks_params_free(g.p);
     ts_prng_free(g.prng);
-    ts_llm_sampler_free(smp);
+    for (size_t k = 0; smp && k < n_smp; k++)
+        ts_llm_sampler_free(smp[k]);
+    free(smp);
+    free(done);
+    for (long k = 0; stext && k < samples; k++) {
+        if (stext[k])
+            ts_memzero(stext[k], stn[k]);
+        free(stext[k]);
+    }
+    free(stext);
+    free(stn);
     ts_llm_tokenizer_free(tok);
     if (logits)
         ts_memzero(logits, vocab_n * sizeof *logits);
     free(logits);
     free(onehot);
+    if (ids)
+        ts_memzero(ids, ids_n * sizeof *ids);
     free(ids);
     if (gen_text)
         ts_memzero(gen_text, gen_n);

@@ -1172,11 +1172,12 @@ ts_status_t ts_llm_enc_encrypt_token(const ts_llm_enc_t *e, ts_ckks_encoder_t *e
     return st;
 }
 
-ts_status_t ts_llm_enc_decrypt_lane(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
-                                    const ts_ckks_ciphertext_t *ct, int n, int lane, double *out,
-                                    int w)
+ts_status_t ts_llm_enc_decrypt_lanes(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
+                                     const ts_ckks_ciphertext_t *ct, int n, int first, int count,
+                                     double *out, int w)
 {
-    if (!ecd || !sk || !ct || !out || n < 1 || (n & (n - 1)) || lane < 0 || lane >= n || w <= 0)
+    if (!ecd || !sk || !ct || !out || n < 1 || (n & (n - 1)) || first < 0 || count < 1 ||
+        count > n - first || w <= 0)
         return TS_EINVAL;
     size_t sl = ts_ckks_ciphertext_slots(ct);
     if (sl % (size_t)n || (size_t)w > sl / (size_t)n)
@@ -1190,12 +1191,20 @@ ts_status_t ts_llm_enc_decrypt_lane(ts_ckks_encoder_t *ecd, const ts_ckks_secret
         st = ts_ckks_decrypt(sk, ct, pt);
     if (st == TS_OK)
         st = ts_ckks_decode_real(ecd, pt, buf, need);
-    if (st == TS_OK)
+    for (int k = 0; st == TS_OK && k < count; k++)
         for (int i = 0; i < w; i++)
-            out[i] = buf[(size_t)i * (size_t)n + (size_t)lane];
+            out[(size_t)k * (size_t)w + (size_t)i] =
+                buf[(size_t)i * (size_t)n + (size_t)(first + k)];
     ts_ckks_plaintext_free(pt);
     ts_free_secret(buf);
     return st;
+}
+
+ts_status_t ts_llm_enc_decrypt_lane(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
+                                    const ts_ckks_ciphertext_t *ct, int n, int lane, double *out,
+                                    int w)
+{
+    return ts_llm_enc_decrypt_lanes(ecd, sk, ct, n, lane, 1, out, w);
 }
 
 ts_status_t ts_llm_enc_decrypt_vec(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,

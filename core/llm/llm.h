@@ -589,6 +589,11 @@ ts_status_t ts_llm_enc_encrypt_lanes(ts_ckks_encoder_t *ecd, const ts_ckks_secre
 ts_status_t ts_llm_enc_decrypt_lane(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
                                     const ts_ckks_ciphertext_t *ct, int n, int lane, double *out,
                                     int w);
+/* The same for lanes [first, first + count) with one decryption: lane
+ * first + k's values at out[k w, (k + 1) w). */
+ts_status_t ts_llm_enc_decrypt_lanes(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
+                                     const ts_ckks_ciphertext_t *ct, int n, int first, int count,
+                                     double *out, int w);
 /* The encrypted one-hot input of the engine's lanes: lane l holds tokens[l]
  * (ts_llm_enc_lanes tokens). */
 ts_status_t ts_llm_enc_encrypt_onehot_lanes(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,

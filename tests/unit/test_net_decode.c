@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "client/client.h"
@@ -110,6 +111,13 @@ static void dfx_start(dfx_t *f)
                "path: %s\nparams: test-llm-tiny-boot\napprox: configs/approx/tiny-test.yaml\n"
                "bootstrap: true\nprefill_lanes: 4\nmax_context: 8\nmax_sessions: 2\n"
                "sanitize_lambda: 20\n",
+               f->model);
+    /* and without flooding (re-randomized logits only): the sampled ids of
+     * --samples then sit far from the sampler's boundaries */
+    write_yaml(f->models, "tinys.yaml",
+               "path: %s\nparams: test-llm-tiny-boot\napprox: configs/approx/tiny-test.yaml\n"
+               "bootstrap: true\nprefill_lanes: 4\nmax_context: 8\nmax_sessions: 1\n"
+               "sanitize_lambda: 0\n",
                f->model);
     char sections[800];
     snprintf(sections, sizeof sections, "models_dir: %s\n", f->models);
@@ -431,6 +439,130 @@ START_TEST(test_generate_prefill)
     ck_assert_uint_eq(got, n - n_prompt);
     for (size_t i = 0; i < got; i++)
         ck_assert_int_eq(ids[i], want[n_prompt + i]);
+    dfx_stop(&f);
+}
+END_TEST
+
+/* The plaintext model's ids for BOS and the prompt, sampled with
+ * temperature t and seed (ts_llm_generate, up to EOS): what tessera generate
+ * --samples must give for its sample k with --seed seed - k. */
+static size_t plain_sampled(const dfx_t *f, const char *prompt, size_t n_total, float t,
+                            uint64_t seed, int *out, size_t *n_prompt)
+{
+    ts_llm_model_t *m = NULL;
+    ts_llm_tokenizer_t *tok = NULL;
+    ts_llm_sampler_t *smp = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(f->model, &m, NULL, 0));
+    ck_assert_ts_ok(ts_llm_tokenizer_load(f->tok, TINY_VOCAB, &tok, NULL, 0));
+    ts_llm_sampler_cfg_t cfg = {t, 0, 0.0f};
+    ck_assert_ts_ok(ts_llm_sampler_new(&cfg, seed, &smp));
+    int ids[64];
+    ck_assert_ts_ok(
+        ts_llm_tokenizer_encode(tok, prompt, strlen(prompt), true, false, ids, 64, n_prompt));
+    size_t n = 0;
+    ck_assert_ts_ok(ts_llm_generate(m, smp, ids, *n_prompt, n_total, true,
+                                    ts_llm_tokenizer_eos(tok), NULL, NULL, out, &n));
+    ts_llm_sampler_free(smp);
+    ts_llm_tokenizer_free(tok);
+    ts_llm_model_free(m);
+    return n;
+}
+
+/*
+ * tessera generate --samples 3 on the four-lane model: after the prompt's
+ * prefill every lane holds the prompt's cache, and sample k continues in lane
+ * k with its own sampler (seed + k); lane 3 runs sample 0's tokens unread.
+ * Each sample's ids must be the plaintext model's sampled with the same seed
+ * (temperature 0.8: the samples differ, so a lane reading another's tokens or
+ * logits fails), greedy samples the greedy ids; a model of one lane refuses
+ * --samples 2.
+ */
+START_TEST(test_generate_samples)
+{
+    dfx_t f;
+    dfx_start(&f);
+    char cmd[3000], out[700];
+    const char *prompt = "ab";
+    static const struct {
+        float t;
+        int n;
+    } var[2] = {{0.8f, 3}, {0.0f, 2}};
+    for (int vi = 0; vi < 2; vi++) {
+        int want[3][16];
+        size_t want_n[3], n_prompt = 0;
+        for (int k = 0; k < var[vi].n; k++)
+            want_n[k] =
+                plain_sampled(&f, prompt, 8, var[vi].t, 5 + (uint64_t)k, want[k], &n_prompt);
+        snprintf(out, sizeof out, "%s/gens%d.json", f.d.dir, vi);
+        snprintf(cmd, sizeof cmd,
+                 "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tinys "
+                 "--prompt '%s' --max-tokens %zu --temperature %.1f --seed 5 --samples %d "
+                 "--tokenizer %s --insecure-params --json > %s 2>%s/gens.err",
+                 ts_test_build_dir(), f.d.port, f.certs, prompt, 8 - n_prompt, (double)var[vi].t,
+                 var[vi].n, f.tok, out, f.d.dir);
+        int rc = system(cmd);
+        if (rc != 0) {
+            snprintf(cmd, sizeof cmd, "cat %s/gens.err", f.d.dir);
+            ck_assert_int_ge(system(cmd), 0);
+        }
+        ck_assert_msg(rc == 0, "tessera generate --samples failed with %d", rc);
+        FILE *j = fopen(out, "r");
+        ck_assert_ptr_nonnull(j);
+        char line[8192];
+        int got[3][16];
+        size_t got_n[3] = {0, 0, 0}, steps = 0;
+        double prec = 1e9;
+        while (fgets(line, sizeof line, j)) {
+            if (!strstr(line, "\"prompt\":false"))
+                continue;
+            steps++;
+            const char *pb = strstr(line, "\"precision_bits\":");
+            ck_assert_ptr_nonnull(pb);
+            prec = fmin(prec, atof(pb + 17));
+            const char *sp = strstr(line, "\"samples\":[");
+            ck_assert_ptr_nonnull(sp);
+            for (int k = 0; k < var[vi].n; k++) {
+                sp = strstr(sp, "{\"id\":");
+                ck_assert_ptr_nonnull(sp);
+                int id = atoi(sp + 6);
+                sp += 6;
+                if (id >= 0 && got_n[k] < 16)
+                    got[k][got_n[k]++] = id;
+            }
+            /* sample 0's fields are the line's */
+            ck_assert_ptr_nonnull(strstr(line, "\"id\":"));
+        }
+        fclose(j);
+        printf("tessera generate --samples %d --temperature %.1f on 4 lanes: %zu steps, precision "
+               ">= %.1f bits\n",
+               var[vi].n, (double)var[vi].t, steps, prec);
+        bool differ = false;
+        for (int k = 0; k < var[vi].n; k++) {
+            printf("  sample %d:", k);
+            for (size_t i = 0; i < got_n[k]; i++)
+                printf(" %d", got[k][i]);
+            printf(" (plaintext, seed %d:", 5 + k);
+            for (size_t i = n_prompt; i < want_n[k]; i++)
+                printf(" %d", want[k][i]);
+            printf(")\n");
+            ck_assert_uint_eq(got_n[k], want_n[k] - n_prompt);
+            for (size_t i = 0; i < got_n[k]; i++) {
+                ck_assert_int_eq(got[k][i], want[k][n_prompt + i]);
+                differ = differ || (k > 0 && (i >= got_n[0] || got[k][i] != got[0][i]));
+            }
+        }
+        /* sampled continuations differ (the oracle then tells the lanes apart) */
+        ck_assert(differ == (var[vi].t > 0));
+    }
+    /* a model of one lane: one sequence per step */
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tiny "
+             "--prompt ab --samples 2 --tokenizer %s --insecure-params > /dev/null 2>%s/gens1.err",
+             ts_test_build_dir(), f.d.port, f.certs, f.tok, f.d.dir);
+    int rc = system(cmd);
+    ck_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == TS_EXIT_USAGE);
+    snprintf(cmd, sizeof cmd, "grep -q 'decodes 1 sequence per step' %s/gens1.err", f.d.dir);
+    ck_assert_int_eq(system(cmd), 0);
     dfx_stop(&f);
 }
 END_TEST
@@ -1563,6 +1695,7 @@ TS_TEST_SUITE(net_decode)
     tcase_add_test(tc, test_decode_model_files);
     tcase_add_test(tc, test_generate_greedy);
     tcase_add_test(tc, test_generate_prefill);
+    tcase_add_test(tc, test_generate_samples);
     tcase_add_test(tc, test_decode_hostile);
     tcase_add_test(tc, test_decode_concurrent);
     tcase_add_test(tc, test_decode_gpt2);
