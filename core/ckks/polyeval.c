@@ -86,6 +86,14 @@ static ts_status_t combine(pe_t *s, const ts_ckks_ciphertext_t *xa, const ts_ckk
 rescale:
     if (st != TS_OK)
         return st;
+    /* at a prime well above the scale (a 45-bit prime under Delta = 2^40)
+     * the rescale would leave scale^2 / q, and the squarings of the giants
+     * compound the shortfall (2^35, 2^30, 2^20, 2^0: TS_ESCALE three levels
+     * down): multiply by the integer round(Delta q / scale) first, an exact
+     * scale change at no level, so the element lands near Delta */
+    double r = floor(ev->params->scale * (double)ev->params->q[lvl(out)] / out->scale + 0.5);
+    if (r >= 2.0 && (st = ts__ckks_mul_const_at(ev, out, 1.0, r, lvl(out), out)) != TS_OK)
+        return st;
     return ts_ckks_rescale(ev, out, out);
 }
 

@@ -1900,6 +1900,12 @@ static ts_status_t cheb_body(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t 
      * fail with another error than TS_ELEVEL (a constant out of range) */
     int depth = ts__llm_cheb_levels(cb);
     ts_status_t st = need(s, x, depth);
+    /* a series on [-1, 1] at a deep level (a prime far from Delta) first
+     * brings x to Delta (to_delta): one level more, or the series' last
+     * products would want scales below 1 (TS_ESCALE, not TS_ELEVEL) */
+    if (st == TS_OK && cb->lo == -1.0 && cb->hi == 1.0 &&
+        ts__llm_level_deep(s->e->params, s->e->delta, ts_ckks_ciphertext_level(x)))
+        st = need(s, x, depth + 1);
     if (st != TS_OK)
         return st;
     st = cheb_eval(s, cb, x, out);

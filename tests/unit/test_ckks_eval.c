@@ -830,6 +830,58 @@ START_TEST(test_poly_chebyshev)
 }
 END_TEST
 
+static double f_sig4(double x, void *ctx)
+{
+    (void)ctx;
+    return 1.0 / (1.0 + exp(-4.0 * x));
+}
+
+/*
+ * A Chebyshev series at levels whose primes sit well above the scale
+ * (test-boot-n12: 45-bit primes at levels 7..9 under Delta = 2^40): every
+ * rescale of a basis product would leave scale^2 / q, and the giants'
+ * squarings compound it (2^35, 2^30, 2^20, 2^0) until a rescale fails with
+ * TS_ESCALE; the evaluator corrects each product's scale first (an integer
+ * multiple, no level). Degree 56 (depth 6) from level 9, against Clenshaw.
+ */
+START_TEST(test_poly_chebyshev_wide_primes)
+{
+    fx_t f;
+    fx_init(&f, "test-boot-n12");
+    size_t n = 64;
+    int lv = 9;
+    ck_assert(fabs(log2((double)ts_ckks_params_q(f.p, (size_t)lv)) - 45.0) < 0.1);
+    double complex *x = ts_malloc(sizeof(double complex) * n);
+    double complex *w = ts_malloc(sizeof(double complex) * n);
+    fill(x, n, 13);
+    for (size_t i = 0; i < n; i++)
+        x[i] = creal(x[i]) / 0.7; /* real inputs in [-1, 1] */
+    double c[57];
+    const size_t d = 56;
+    ck_assert_ts_ok(ts_ckks_chebyshev_fit(f_sig4, NULL, -1.0, 1.0, d, c));
+    ts_ckks_ciphertext_t *a = enc_vec(&f, x, n, lv), *o = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, lv, &o));
+    ck_assert_ts_ok(ts_ckks_eval_chebyshev(f.ev, a, c, d, -1.0, 1.0, 0, o));
+    for (size_t i = 0; i < n; i++) {
+        double y = creal(x[i]), b1 = 0, b2 = 0;
+        for (size_t k = d; k >= 1; k--) {
+            double t = 2 * y * b1 - b2 + c[k];
+            b2 = b1;
+            b1 = t;
+        }
+        w[i] = y * b1 - b2 + c[0];
+    }
+    ck_assert_int_ge(ts_ckks_ciphertext_level(o), lv - 6);
+    ck_assert(fabs(ts_ckks_ciphertext_scale(o) / ts_ckks_params_scale(f.p) - 1.0) < 1e-9);
+    CHECK_PREC(&f, o, w, n, 14, "chebyshev deg 56 from 45-bit levels");
+    ts_ckks_ciphertext_free(a);
+    ts_ckks_ciphertext_free(o);
+    ts_free(x);
+    ts_free(w);
+    fx_clear(&f);
+}
+END_TEST
+
 START_TEST(test_linear_transform)
 {
     fx_t f;
@@ -992,6 +1044,7 @@ TS_TEST_SUITE(ckks_eval)
     tcase_add_test(tc, test_checks);
     tcase_add_test(tc, test_poly_power_basis);
     tcase_add_test(tc, test_poly_chebyshev);
+    tcase_add_test(tc, test_poly_chebyshev_wide_primes);
     tcase_add_test(tc, test_linear_transform);
     tcase_add_test(tc, test_sparse_secret);
     tcase_add_test(tc, test_alloc_failures);

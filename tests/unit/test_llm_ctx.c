@@ -435,6 +435,24 @@ START_TEST(test_ctx_bench_cli)
         ck_assert_int_eq(atoi(p + 14), atoi(q + 16));
     }
     unlink(path);
+    /* one lane at 2^9 working slots of test-boot-n12, whose bootstraps leave
+     * 45-bit primes (SlotToCoeff's) as residual levels: the 1/sqrt series ran
+     * there and its basis scales decayed until a rescale failed (TS_ESCALE at
+     * position 7); the step's argmax = the plaintext's */
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera bench decode --params test-boot-n12 --context 8 --max-context 8 "
+             "--json %s >/dev/null 2>&1",
+             ts_test_build_dir(), path);
+    ck_assert_int_eq(system(cmd), 0);
+    ts_test_read_file(path, buf, sizeof buf);
+    {
+        const char *p = strstr(buf, "\"argmax_enc\": "), *q = strstr(buf, "\"argmax_plain\": ");
+        ck_assert(p && q);
+        printf("bench decode at test-boot-n12, 2^9 slots: argmax %d / %d\n", atoi(p + 14),
+               atoi(q + 16));
+        ck_assert_int_eq(atoi(p + 14), atoi(q + 16));
+    }
+    unlink(path);
     /* 9 positions do not fit the tiny session (8); malformed lists are usage errors */
     snprintf(cmd, sizeof cmd, "%s/tessera bench decode --quick --context 9 >/dev/null 2>&1",
              ts_test_build_dir());
