@@ -53,6 +53,7 @@ typedef struct {
     double pred_ms, pred_st[TS_LLM_STAGE_COUNT];
     uint32_t pred_boots, pred_convs, pred_lookups;
     int ctx;           /* > 0: the step at ctx - 1 after a prefill of [0, ctx - 1) */
+    int after;         /* --after: the a-th ordinary step after the prefill pass (0: none) */
     double prefill_ms; /* client encryption and installation of the prefilled caches */
 } pos_t;
 
@@ -88,6 +89,9 @@ static int g_prefill = 0;
  * lane at the step's position: what a session of a prefill_lanes model pays
  * per generated token; 0: one lane, or --prefill's) */
 static int g_lanes = 0;
+/* --after K (with --prefill): K ordinary steps after each prefill pass, every
+ * lane at the next position: what the prefill leaves each generated token */
+static int g_after = 0;
 /* --prompt-ids LIST: the context's tokens (BOS first) instead of the greedy
  * continuation of BOS, as far as they go */
 static int g_ids[TS_LLM_MAX_SEQ], g_n_ids = 0;
@@ -340,7 +344,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     }
     for (int r = 0; r < n; r++) {
         int pos = r;
-        pos_t *q = &k->p[r];
+        pos_t *q = &k->p[k->n];
         if (k->n_ctx > 0) {
             /* the plaintext greedy decode from BOS (id 1) up to position L - 1 */
             int L = k->ctxs[r];
@@ -376,80 +380,102 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             q->ctx = L;
             pos = first;
         }
-        int last = g_prefill ? pos + g_prefill - 1 : pos; /* the position whose logits we read */
-        q->pos = last;
-        q->token = tokens[last];
-        if (costs && !g_prefill)
-            predict(enc, costs, k->policy, q);
-        ts_llm_enc_stats_t a, b, c;
-        if (g_prefill)
-            TRY(ts_llm_enc_encrypt_onehot_lanes(enc, ecd, sk, prng, tokens + pos, x));
-        else
-            TRY(ts_llm_enc_encrypt_onehot(enc, ecd, sk, prng, tokens[pos], x));
-        uint64_t t1 = ts_now_ns();
-        ts_llm_enc_session_stats(s, &a);
-        TRY(ts_llm_enc_embed(s, x, y));
-        ts_llm_enc_session_stats(s, &b);
-        q->st[0] = ms_since(t1);
-        if (g_prefill)
-            TRY(ts_llm_enc_prefill(s, y, pos, g_prefill, g_cache_only ? NULL : lg));
-        else if (g_cache_only)
-            TRY(ts_llm_enc_step_cache(s, y, pos));
-        else
-            TRY(ts_llm_enc_step(s, y, pos, lg));
-        ts_llm_enc_session_stats(s, &c);
-        uint64_t t2 = ts_now_ns();
-        if (!g_cache_only)
-            TRY(ts_llm_sanitize(ev, pk, 0, k->lambda, prng, lg, NULL));
-        q->st[7] = ms_since(t2);
-        q->ms = ms_since(t1);
-        for (int i = 0; i < TS_LLM_STAGE_COUNT && i + 1 < NSTAGE - 1; i++) {
-            double d = c.seconds[i] - b.seconds[i];
-            q->st[i + 1] = d > 0 ? d * 1e3 : 0.0;
-            q->mst[i] = q->st[i + 1];
-        }
-        q->mst[TS_LLM_STAGE_MATVEC] += q->st[0]; /* the embedding is one matvec */
-        q->boots = c.bootstraps - a.bootstraps;
-        q->boots_pd = c.boots_period - a.boots_period;
-        q->convs = c.conversions - a.conversions;
-        q->lookups = c.lookups - a.lookups;
-        const float *rl = NULL;
-        TRY(ts_llm_forward(m, ref, tokens[last], last, &rl));
-        k->n = r + 1;
-        if (g_cache_only) {
-            q->err = q->bits = NAN;
-            q->am_enc = q->am_ref = -1;
-            fprintf(stderr, "bench decode: %s %s pos %d: %.1f ms (cache only)\n", k->model,
-                    ts_sched_policy_name(k->policy), last, q->ms);
-            continue;
-        }
-        if (g_prefill || g_lanes) {
-            /* the last lane's logits (position L - 1; every lane's with --lanes) */
-            double *dl = calloc((size_t)V, sizeof *dl);
-            if (!dl) {
-                st = TS_ENOMEM;
-                goto out;
+        /* --after K: K ordinary steps after the prefill, every lane at the
+         * next position (the plaintext greedy token, or --prompt-ids') */
+        int n_after = g_prefill && !g_cache_only && k->n_ctx > 0 ? g_after : 0;
+        const float *rl = NULL; /* the plaintext logits at the last record's position */
+        for (int a = 0; a <= n_after; a++) {
+            bool pf = g_prefill && a == 0; /* this record is the prefill pass */
+            if (a > 0) {
+                if (k->n >= (int)(sizeof k->p / sizeof k->p[0]) || pos + 1 >= k->max_pos) {
+                    fprintf(stderr, "bench decode: --after %d does not fit the session (%d)\n",
+                            g_after, k->max_pos);
+                    st = TS_ELIMIT;
+                    goto out;
+                }
+                pos++;
+                ctx_toks[pos] = pos < g_n_ids ? g_ids[pos] : ts_llm_argmax(rl, V);
+                q = &k->p[k->n];
+                memset(q, 0, sizeof *q);
+                q->ctx = k->ctxs[r];
+                q->after = a;
             }
-            int nl = g_prefill ? g_prefill : g_lanes;
-            st = ts_llm_enc_decrypt_lane(ecd, sk, lg, nl, nl - 1, dl, V);
-            for (int i = 0; i < V; i++)
-                logits[i] = (float)dl[i];
-            free(dl);
-            TRY(st);
-        } else {
-            TRY(ts_llm_enc_decrypt_vec(ecd, sk, lg, logits, V));
+            int last = pf ? pos + g_prefill - 1 : pos; /* the position whose logits we read */
+            q->pos = last;
+            q->token = tokens[last];
+            if (costs && !g_prefill)
+                predict(enc, costs, k->policy, q);
+            ts_llm_enc_stats_t a0, b, c;
+            if (pf)
+                TRY(ts_llm_enc_encrypt_onehot_lanes(enc, ecd, sk, prng, tokens + pos, x));
+            else
+                TRY(ts_llm_enc_encrypt_onehot(enc, ecd, sk, prng, tokens[pos], x));
+            uint64_t t1 = ts_now_ns();
+            ts_llm_enc_session_stats(s, &a0);
+            TRY(ts_llm_enc_embed(s, x, y));
+            ts_llm_enc_session_stats(s, &b);
+            q->st[0] = ms_since(t1);
+            if (pf)
+                TRY(ts_llm_enc_prefill(s, y, pos, g_prefill, g_cache_only ? NULL : lg));
+            else if (g_cache_only)
+                TRY(ts_llm_enc_step_cache(s, y, pos));
+            else
+                TRY(ts_llm_enc_step(s, y, pos, lg));
+            ts_llm_enc_session_stats(s, &c);
+            uint64_t t2 = ts_now_ns();
+            if (!g_cache_only)
+                TRY(ts_llm_sanitize(ev, pk, 0, k->lambda, prng, lg, NULL));
+            q->st[7] = ms_since(t2);
+            q->ms = ms_since(t1);
+            for (int i = 0; i < TS_LLM_STAGE_COUNT && i + 1 < NSTAGE - 1; i++) {
+                double d = c.seconds[i] - b.seconds[i];
+                q->st[i + 1] = d > 0 ? d * 1e3 : 0.0;
+                q->mst[i] = q->st[i + 1];
+            }
+            q->mst[TS_LLM_STAGE_MATVEC] += q->st[0]; /* the embedding is one matvec */
+            q->boots = c.bootstraps - a0.bootstraps;
+            q->boots_pd = c.boots_period - a0.boots_period;
+            q->convs = c.conversions - a0.conversions;
+            q->lookups = c.lookups - a0.lookups;
+            TRY(ts_llm_forward(m, ref, tokens[last], last, &rl));
+            k->n++;
+            if (g_cache_only) {
+                q->err = q->bits = NAN;
+                q->am_enc = q->am_ref = -1;
+                fprintf(stderr, "bench decode: %s %s pos %d: %.1f ms (cache only)\n", k->model,
+                        ts_sched_policy_name(k->policy), last, q->ms);
+                continue;
+            }
+            if (g_prefill || g_lanes) {
+                /* the last lane's logits (position L - 1 of a prefill; every lane's at a step) */
+                double *dl = calloc((size_t)V, sizeof *dl);
+                if (!dl) {
+                    st = TS_ENOMEM;
+                    goto out;
+                }
+                int nl = g_prefill ? g_prefill : g_lanes;
+                st = ts_llm_enc_decrypt_lane(ecd, sk, lg, nl, nl - 1, dl, V);
+                for (int i = 0; i < V; i++)
+                    logits[i] = (float)dl[i];
+                free(dl);
+                TRY(st);
+            } else {
+                TRY(ts_llm_enc_decrypt_vec(ecd, sk, lg, logits, V));
+            }
+            double mx = 0, ra = 0;
+            for (int i = 0; i < V; i++) {
+                mx = fmax(mx, fabs((double)logits[i] - rl[i]));
+                ra = fmax(ra, fabs((double)rl[i]));
+            }
+            q->err = mx;
+            q->bits = mx > 0 ? log2(ra / mx) : 99.0;
+            q->am_enc = ts_llm_argmax(logits, V);
+            q->am_ref = ts_llm_argmax(rl, V);
+            fprintf(stderr, "bench decode: %s %s pos %d%s: %.1f ms, err %.2e, argmax %d/%d\n",
+                    k->model, ts_sched_policy_name(k->policy), last,
+                    a ? " (after the prefill)" : "", q->ms, mx, q->am_enc, q->am_ref);
+            pos = last;
         }
-        double mx = 0, ra = 0;
-        for (int i = 0; i < V; i++) {
-            mx = fmax(mx, fabs((double)logits[i] - rl[i]));
-            ra = fmax(ra, fabs((double)rl[i]));
-        }
-        q->err = mx;
-        q->bits = mx > 0 ? log2(ra / mx) : 99.0;
-        q->am_enc = ts_llm_argmax(logits, V);
-        q->am_ref = ts_llm_argmax(rl, V);
-        fprintf(stderr, "bench decode: %s %s pos %d: %.1f ms, err %.2e, argmax %d/%d\n", k->model,
-                ts_sched_policy_name(k->policy), last, q->ms, mx, q->am_enc, q->am_ref);
     }
 out:
     k->st = st;
@@ -491,7 +517,8 @@ static void usage(FILE *f)
                "                            [--threads N] [--costs FILE] [--max-context N]\n"
                "                            [--context L[,L...]] [--kinds LIST]\n"
                "                            [--no-period-boot] [--cache-only]\n"
-               "                            [--prefill N | --lanes N] [--prompt-ids LIST]\n\n"
+               "                            [--prefill N [--after K] | --lanes N]\n"
+               "                            [--prompt-ids LIST]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
                "sanitized logits) and its breakdown by stage, in process on this machine: the\n"
                "tiny synthetic model at test-llm-tiny (8 positions; --quick: 2), unless --quick\n"
@@ -539,6 +566,9 @@ static void usage(FILE *f)
                "L-1's logits (the last lane); with --cache-only no logits (JSON: prefill).\n"
                "--lanes N (with --context L): the ordinary step at L-1 in an engine of N lanes\n"
                "(every lane at L-1): a generated token's cost in a prefill_lanes model.\n"
+               "--after K (with --prefill): then K ordinary steps at L, L+1, ... in the same\n"
+               "session, every lane at the position (the plaintext greedy token): what a\n"
+               "prefill leaves each generated token (--max-context >= L+K; JSON: after_prefill).\n"
                "--prompt-ids ID,ID,... (with --context): the context's tokens after BOS are these\n"
                "(as far as they go; then the greedy continuation) instead of the greedy one.\n");
 }
@@ -617,6 +647,8 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                         ", \"context_length\": %d, \"prefilled_positions\": %d, "
                         "\"prefilled_from\": \"plaintext\", \"prefill_ms\": %.1f",
                         q->ctx, q->ctx - (g_prefill ? g_prefill : 1), q->prefill_ms);
+            if (q->after > 0)
+                fprintf(f, ", \"after_prefill\": %d", q->after);
             if (q->pred) {
                 /* the scheduler's engine plan side by side with the measured step */
                 fprintf(
@@ -726,6 +758,12 @@ int ts_bench_decode(int argc, char **argv)
             }
             *(!strcmp(argv[i], "--prefill") ? &g_prefill : &g_lanes) = v;
             i++;
+        } else if (!strcmp(argv[i], "--after") && i + 1 < argc) {
+            g_after = atoi(argv[++i]);
+            if (g_after < 1 || g_after > 32) {
+                fprintf(stderr, "bench decode: --after is 1..32\n");
+                return TS_EXIT_USAGE;
+            }
         } else if (!strcmp(argv[i], "--costs") && i + 1 < argc) {
             costs_path = argv[++i];
         } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
@@ -746,6 +784,10 @@ int ts_bench_decode(int argc, char **argv)
         pols[n_pol++] = TS_SCHED_CKKS;
     if ((g_prefill || g_lanes) && n_ctx == 0) {
         fprintf(stderr, "bench decode: --prefill and --lanes need --context\n");
+        return TS_EXIT_USAGE;
+    }
+    if (g_after && (!g_prefill || g_cache_only)) {
+        fprintf(stderr, "bench decode: --after follows a --prefill pass (not --cache-only)\n");
         return TS_EXIT_USAGE;
     }
     if (g_prefill && g_lanes) {

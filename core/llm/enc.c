@@ -2658,7 +2658,16 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     TRY(ct_new(s, &r));
     TRY(ct_new(s, &vc));
     TRY(ct_new(s, &zm));
-    TRY(need_at(s, xb, 3, true)); /* a norm's output: period pd */
+    /* a norm's output: period pd. A prefill's keys and values lose a level
+     * to lane_share, and the cache keeps its lowest row's level: rows a level
+     * below an ordinary step's would cost every later step's scores and
+     * softmax that level (more bootstraps per generated token), so a prefill
+     * takes xb at a bootstrap's full levels (one bootstrap per layer, which
+     * its own attention then also runs on) */
+    int xb_lv = 3;
+    if (s->lane_step && e->lanes > 1 && s->boot)
+        xb_lv = ts_boot_levels_left(boot_for(s, true, ts_ckks_ciphertext_slots(xb)));
+    TRY(need_at(s, xb, xb_lv, true));
     /* RoPE (LLAMA; GPT2 adds learned positions to the input) folded into
      * wq and wk, the cache's first-block mask into wk and wv: q, k and v one
      * level below xb */

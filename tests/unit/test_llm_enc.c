@@ -1249,10 +1249,29 @@ static void g2_prefill(int lanes, const int (*plan)[2], int nplan)
         else
             ck_assert_ts_ok(ts_llm_enc_encrypt_onehot(f.enc, f.ecd, f.sk, f.prng, toks[0], oh));
         ck_assert_ts_ok(ts_llm_enc_embed(f.s, oh, x));
+        uint64_t b0 = ts_llm_enc_session_bootstraps(f.s);
         if (pre)
             ck_assert_ts_ok(ts_llm_enc_prefill(f.s, x, at, n, lg));
         else
             ck_assert_ts_ok(ts_llm_enc_step(f.s, x, at, lg));
+        if (!pre) {
+            /* a step after prefills costs what the plan of an ordinary step
+             * says (the plan's cache rows sit at a step's level): prefilled
+             * rows a level lower would cost its scores and softmax more
+             * bootstraps */
+            ts_sched_costs_t c;
+            ts_sched_costs_default(&c);
+            ts_sched_graph_t *g = NULL;
+            ts_sched_plan_t *pl = NULL;
+            ck_assert_ts_ok(ts_llm_enc_plan(f.enc, at, TS_LLM_PLAN_ONEHOT, &c, TS_SCHED_CKKS, &g,
+                                            &pl, NULL, 0));
+            printf("gpt2 %d lanes, step at %d after prefills: %llu bootstraps, the plan's %u\n",
+                   lanes, at, (unsigned long long)(ts_llm_enc_session_bootstraps(f.s) - b0),
+                   pl->n_boot);
+            ck_assert_uint_eq(pl->n_boot, ts_llm_enc_session_bootstraps(f.s) - b0);
+            ts_sched_graph_free(g);
+            ts_sched_plan_free(pl);
+        }
         int filled = pre ? n : 1;
         for (int l = 0; l < filled; l++) {
             const float *r = NULL;
