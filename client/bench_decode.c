@@ -109,20 +109,21 @@ static double ms_since(uint64_t t0)
         }                                                                                          \
     } while (0)
 
-/* The engine's plan of the step at pos (ts_llm_enc_plan) under costs. */
+/* The engine's plan of the step (or, from, the prefill pass) at pos under costs. */
 static void predict(const ts_llm_enc_t *enc, const ts_sched_costs_t *costs, ts_sched_policy_t pol,
-                    pos_t *q)
+                    int from, bool prefill, pos_t *q)
 {
     ts_sched_graph_t *g = NULL;
     ts_sched_plan_t *p = NULL;
     char msg[256] = "";
     /* the daemon's path: one-hot input embedded on the server, then the step */
-    ts_status_t st = ts_llm_enc_plan(
-        enc, q->pos, TS_LLM_PLAN_ONEHOT | (g_cache_only ? TS_LLM_PLAN_CACHE_ONLY : 0u), costs, pol,
-        &g, &p, msg, sizeof msg);
+    ts_status_t st =
+        ts_llm_enc_plan(enc, from,
+                        TS_LLM_PLAN_ONEHOT | (g_cache_only ? TS_LLM_PLAN_CACHE_ONLY : 0u) |
+                            (prefill ? TS_LLM_PLAN_PREFILL : 0u),
+                        costs, pol, &g, &p, msg, sizeof msg);
     if (st != TS_OK) {
-        fprintf(stderr, "bench decode: no plan for pos %d: %s %s\n", q->pos, ts_status_name(st),
-                msg);
+        fprintf(stderr, "bench decode: no plan for pos %d: %s %s\n", from, ts_status_name(st), msg);
         return;
     }
     q->pred = true;
@@ -403,8 +404,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             int last = pf ? pos + g_prefill - 1 : pos; /* the position whose logits we read */
             q->pos = last;
             q->token = tokens[last];
-            if (costs && !g_prefill)
-                predict(enc, costs, k->policy, q);
+            if (costs)
+                predict(enc, costs, k->policy, pos, pf, q);
             ts_llm_enc_stats_t a0, b, c;
             if (pf)
                 TRY(ts_llm_enc_encrypt_onehot_lanes(enc, ecd, sk, prng, tokens + pos, x));

@@ -39,8 +39,8 @@ static void usage(FILE *f)
           "                    [--arch llama|gpt2] [--pos N] [--slots S] [--embed-public]\n"
           "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
           "       tessera plan --model FILE --params PRESET [--insecure-params] [--pos N]\n"
-          "                    [--slots S] [--cache-only] [--policy hybrid|ckks|tfhe|all]\n"
-          "                    [--costs FILE] [--json]\n"
+          "                    [--slots S] [--cache-only] [--prefill N]\n"
+          "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
           "Prints the scheme-aware plan of one decode step: every operator with its scheme,\n"
           "levels, bootstraps and rotation keys, the predicted latency, and the reason for\n"
           "each TFHE/CKKS choice. Without --costs: the table measured at --params that\n"
@@ -49,7 +49,9 @@ static void usage(FILE *f)
           "operations, bootstraps, conversions and look-ups, latency per stage); --slots S\n"
           "its working slot count (sparse packing, a power of two; default the preset's);\n"
           "--cache-only the step of a prompt position before the last (tessera generate's\n"
-          "prefill: the last layer stops at its K/V cache, no logits).\n",
+          "prefill: the last layer stops at its K/V cache, no logits). --prefill N: the\n"
+          "prefill pass from --pos of an engine of N lanes (a model's prefill_lanes: N\n"
+          "positions in one pass, ciphertexts of N x the working slots; policy ckks).\n",
           f);
 }
 
@@ -145,7 +147,8 @@ static bool kind_used(const ts_sched_graph_t *g, int k)
 /* The engine's plan of one policy; prints it (text or JSON object). */
 static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
                            const ts_sched_costs_t *costs, ts_sched_policy_t pol, int pos,
-                           int log_slots, unsigned flags, bool json, bool brief, double *total)
+                           int log_slots, int lanes, unsigned flags, bool json, bool brief,
+                           double *total)
 {
     ts_llm_enc_t *e0 = NULL, *e = NULL;
     ts_sched_graph_t *g = NULL;
@@ -156,12 +159,14 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
     ts_llm_enc_config_t cfg;
     ts_llm_enc_config_default(&cfg);
     cfg.log_slots = log_slots;
+    cfg.lanes = lanes;
     ts_status_t st = ts_llm_enc_new(m, params, &cfg, NULL, &e0);
     double fixed_ns = NAN; /* hybrid: the policy's default assignment, for comparison */
     if (st == TS_OK) {
         int mp = ts_llm_enc_max_positions(e0);
         ts_llm_enc_config_policy(&cfg, pol, mp);
         cfg.log_slots = log_slots;
+        cfg.lanes = lanes;
         if (pol == TS_SCHED_HYBRID && pos < mp) {
             ts_llm_enc_t *ef = NULL;
             ts_sched_graph_t *gf = NULL;
@@ -271,7 +276,7 @@ out:
 
 static int engine_plan(const char *model, const char *preset, bool insecure,
                        const ts_sched_costs_t *costs, bool all, ts_sched_policy_t policy, int pos,
-                       uint32_t slots, unsigned flags, bool json)
+                       uint32_t slots, int lanes, unsigned flags, bool json)
 {
     char path[600];
     snprintf(path, sizeof path, "configs/params/%s.yaml", preset);
@@ -292,8 +297,11 @@ static int engine_plan(const char *model, const char *preset, bool insecure,
         return 1;
     }
     if (!json) {
-        printf("engine plan: %s at %s, %sposition %d, %s input; cost table %s%s\n", model, preset,
-               flags & TS_LLM_PLAN_CACHE_ONLY ? "cache-only step (no logits) at " : "", pos,
+        char pf[64] = "";
+        if (flags & TS_LLM_PLAN_PREFILL)
+            snprintf(pf, sizeof pf, "prefill pass of %d lanes from ", lanes);
+        printf("engine plan: %s at %s, %s%sposition %d, %s input; cost table %s%s\n", model, preset,
+               pf, flags & TS_LLM_PLAN_CACHE_ONLY ? "cache-only step (no logits) at " : "", pos,
                flags & TS_LLM_PLAN_ONEHOT ? "one-hot (embedded on the server)" : "embedding",
                costs->name,
                !costs->estimated ? ""
@@ -327,8 +335,8 @@ static int engine_plan(const char *model, const char *preset, bool insecure,
             continue;
         if (json && all)
             printf("%s\"%s\":", k ? "," : "", ts_sched_policy_name((ts_sched_policy_t)k));
-        rc = engine_plan_one(m, params, costs, (ts_sched_policy_t)k, pos, ls, flags, json, all,
-                             &tot[k]);
+        rc = engine_plan_one(m, params, costs, (ts_sched_policy_t)k, pos, ls, lanes, flags, json,
+                             all, &tot[k]);
     }
     if (json)
         fputs(all ? "}\n" : "\n", stdout);
@@ -344,9 +352,11 @@ static int engine_plan(const char *model, const char *preset, bool insecure,
 int ts_cmd_plan(int argc, char **argv)
 {
     ts_sched_model_dims_t d = {.act = TS_ACT_SWIGLU, .norm = TS_NORM_RMS};
-    const char *model = NULL, *costs_path = NULL, *policy_s = "hybrid", *arch = NULL,
+    static const char default_policy[] = "hybrid";
+    const char *model = NULL, *costs_path = NULL, *policy_s = default_policy, *arch = NULL,
                *preset = NULL;
     bool json = false, have_dims = false, insecure = false, cache_only = false;
+    uint32_t prefill = 0; /* --prefill N: the pass of an engine of N lanes */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -405,6 +415,8 @@ int ts_cmd_plan(int argc, char **argv)
             u = &d.seq_pos;
         else if (!strcmp(a, "--slots"))
             u = &d.slots;
+        else if (!strcmp(a, "--prefill"))
+            u = &prefill;
         else {
             fprintf(stderr, "tessera plan: unknown option '%s'\n", a);
             usage(stderr);
@@ -415,7 +427,11 @@ int ts_cmd_plan(int argc, char **argv)
                 fprintf(stderr, "tessera plan: %s wants a non-negative integer, got '%s'\n", a, v);
                 return 2;
             }
-            if (u != &d.seq_pos && u != &d.slots)
+            if (u == &prefill && (prefill < 2 || prefill > 1024 || (prefill & (prefill - 1)))) {
+                fprintf(stderr, "tessera plan: --prefill is a power of two from 2 to 1024\n");
+                return 2;
+            }
+            if (u != &d.seq_pos && u != &d.slots && u != &prefill)
                 have_dims = true;
         }
     }
@@ -441,6 +457,8 @@ int ts_cmd_plan(int argc, char **argv)
             return 2;
         }
     }
+    if (prefill && policy_s == default_policy)
+        policy_s = "ckks"; /* lanes run policy ckks */
     bool all = !strcmp(policy_s, "all");
     ts_sched_policy_t policy = TS_SCHED_HYBRID;
     if (!all && ts_sched_policy_parse(policy_s, &policy) != TS_OK) {
@@ -494,13 +512,21 @@ int ts_cmd_plan(int argc, char **argv)
             return 2;
         }
         /* the daemon's default input: the one-hot token, embedded on the server */
+        if (prefill && (all || policy != TS_SCHED_CKKS)) {
+            fprintf(stderr, "tessera plan: --prefill plans policy ckks (the lanes' look-ups "
+                            "would read one lane's layout)\n");
+            return 2;
+        }
         return engine_plan(model, preset, insecure, &costs, all, policy, (int)d.seq_pos, d.slots,
+                           prefill ? (int)prefill : 1,
                            (d.embed_public ? 0 : TS_LLM_PLAN_ONEHOT) | TS_LLM_PLAN_PERIOD_BOOT |
-                               (cache_only ? TS_LLM_PLAN_CACHE_ONLY : 0),
+                               (cache_only ? TS_LLM_PLAN_CACHE_ONLY : 0) |
+                               (prefill ? TS_LLM_PLAN_PREFILL : 0),
                            json);
     }
-    if (cache_only) {
-        fprintf(stderr, "tessera plan: --cache-only is a plan of the engine (needs --params)\n");
+    if (cache_only || prefill) {
+        fprintf(stderr, "tessera plan: --%s is a plan of the engine (needs --params)\n",
+                cache_only ? "cache-only" : "prefill");
         return 2;
     }
     if (!d.slots && costs.slots > 0)

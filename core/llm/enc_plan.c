@@ -26,6 +26,7 @@ typedef struct gb {
     const ts__llm_enc_shape_t *e;
     const ts_llm_enc_levels_t *lv;
     int pos, layer, stage;
+    int prefill;       /* a prefill pass of that many lanes (TS_LLM_PLAN_PREFILL; 0: a step) */
     const char *where; /* name prefix: "L0.attn" */
     ts_status_t st;
 } gb_t;
@@ -375,7 +376,16 @@ static int cache_put(gb_t *b, const char *nm, int x)
     for (int bit = 0; (1 << bit) <= b->pos; bit++)
         rots += (b->pos >> bit) & 1;
     const double c[6] = {b->pos > 0 ? 1 : 0, 0, 0, rots, 0, 0};
-    return add(b, TS_OP_SUM, nm, x, TS_SCHED_NONE, 0, 0, 0, c);
+    int id = add(b, TS_OP_SUM, nm, x, TS_SCHED_NONE, 0, 0, 0, c);
+    if (!b->prefill)
+        return id;
+    /* lane_share: need(x, 1), L - 1 rotations by +-1 each way, 2 L - 1 masks
+     * encoded and multiplied, summed, one rescale */
+    int L = b->prefill;
+    const double cs[6] = {2 * L - 2, 2 * L - 1, 0, 2 * L - 2, 1, 2 * L - 1};
+    char sn[40];
+    snprintf(sn, sizeof sn, "%s.lane_share", nm);
+    return add(b, TS_OP_MUL_CP, sn, id, TS_SCHED_NONE, FIRST, 1, 1, cs);
 }
 
 /* kv_only: enc.c attention with out NULL (the cache-only step's last layer):
@@ -386,9 +396,12 @@ static int attention(gb_t *b, int xb, bool kv_only)
     const ts_llm_enc_config_t *cfg = e->cfg;
     int k = cfg->softmax_k;
     b->stage = TS_LLM_STAGE_ATTENTION;
-    b->periodic_next = true;                                             /* the norm's output */
-    int q = kv_only ? -1 : matvec_b(b, "wq", xb, e->pd, e->pd, 3, true); /* need(xb, 3) in place */
-    int kk = matvec_b(b, "wk", xb, e->pd, e->pd, kv_only ? 3 : 1, kv_only);
+    b->periodic_next = true; /* the norm's output */
+    /* need(xb, 3) in place; a prefill's at a bootstrap's full levels (its
+     * shared rows then reach the cache at a step's level) */
+    int xb_need = b->prefill && b->lv->boot ? b->lv->input : 3;
+    int q = kv_only ? -1 : matvec_b(b, "wq", xb, e->pd, e->pd, xb_need, true);
+    int kk = matvec_b(b, "wk", xb, e->pd, e->pd, kv_only ? xb_need : 1, kv_only);
     int v = matvec_b(b, "wv", xb, e->pd, e->pd, 1, false);
     /* RoPE folded into wq and wk, the cache mask into wk and wv (enc.c mv_fold_t) */
     int kc = cache_put(b, "cache_k", kk);
@@ -451,6 +464,11 @@ static int attention(gb_t *b, int xb, bool kv_only)
             const ts_nonlinear_approx_t *ap = first  ? e->a_recip
                                               : last ? e->a_recip_last
                                                      : e->a_recip_norm;
+            if (mean && b->prefill) {
+                /* each lane's 1 / (pos_l + 1) on the sum and on sq (encoded) */
+                sum = mul_k(b, "softmax.mean.lanes", sum, true);
+                sq = mul_k(b, "softmax.mean.lanes.sq", sq, true);
+            }
             y = divide(b, nm, rsp, ap, sq, sum);
             b->stage = prev;
             continue;
@@ -626,6 +644,12 @@ static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, 
     if (st != TS_OK)
         return st;
     gb_t b = {.e = &e, .lv = &lv, .pos = pos, .where = "step", .mask = mask};
+    if (flags & TS_LLM_PLAN_PREFILL) {
+        /* ts_llm_enc_prefill: lanes, policy ckks (no look-ups), no drops after bootstraps */
+        if (e.cfg->lanes < 2)
+            return TS_EINVAL;
+        b.prefill = e.cfg->lanes;
+    }
     /* after a product of two values at scale Delta rescaled by q_l, enc.c's snap
      * corrects the scale with one more level unless q_l is within 2^-10 of Delta */
     double delta = ts_ckks_params_scale(e.params);
@@ -637,7 +661,7 @@ static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, 
     if (st != TS_OK)
         return st;
     st = build_step(&b, flags);
-    if (st == TS_OK && e.n_boot_drop)
+    if (st == TS_OK && e.n_boot_drop && !b.prefill)
         st = ts_sched_graph_set_boot_drop(b.g, e.boot_drop, e.n_boot_drop);
     if (st != TS_OK) {
         ts_sched_graph_free(b.g);

@@ -804,6 +804,12 @@ ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out)
 /* The cache-only step (ts_llm_enc_step_cache): the last layer ends with its
  * K/V cache writes, no final norm, no LM head. */
 #define TS_LLM_PLAN_CACHE_ONLY 4u
+/* A prefill pass (ts_llm_enc_prefill) from position pos of an engine with
+ * lanes (TS_EINVAL without): every layer's attention input at a bootstrap's
+ * levels, each cache write's lane_share (one level), the first softmax
+ * round's per-lane mean (one level on the sum and on the squares), no level
+ * drops after bootstraps. With TS_LLM_PLAN_CACHE_ONLY: a cache-only pass. */
+#define TS_LLM_PLAN_PREFILL 8u
 /* The graph of the step at position pos (flags: TS_LLM_PLAN_*). [out] *out
  * (ts_sched_graph_free). TS_ERANGE (pos), TS_ENOTSUP, TS_ENOMEM. */
 ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, unsigned flags,

@@ -1239,6 +1239,7 @@ static void g2_prefill(int lanes, const int (*plan)[2], int nplan)
     ck_assert_ts_status(ts_llm_enc_prefill(f.s, oh, 1, 2, lg), TS_ERANGE); /* not the next */
     ck_assert_ts_status(ts_llm_enc_prefill(f.s, oh, 0, lanes + 1, lg), TS_ERANGE); /* > lanes */
     float refs[4][64];
+    bool stepped = false; /* an ordinary step has run */
     for (int pi = 0; pi < nplan; pi++) {
         int at = plan[pi][0], n = plan[pi][1], toks[4];
         bool pre = n > 0;
@@ -1254,24 +1255,29 @@ static void g2_prefill(int lanes, const int (*plan)[2], int nplan)
             ck_assert_ts_ok(ts_llm_enc_prefill(f.s, x, at, n, lg));
         else
             ck_assert_ts_ok(ts_llm_enc_step(f.s, x, at, lg));
-        if (!pre) {
-            /* a step after prefills costs what the plan of an ordinary step
-             * says (the plan's cache rows sit at a step's level): prefilled
-             * rows a level lower would cost its scores and softmax more
-             * bootstraps */
+        if (!pre || !stepped) {
+            /* the plan counts the pass's bootstraps exactly: a prefill's
+             * (TS_LLM_PLAN_PREFILL; one after ordinary steps reads their
+             * rows' lower level, which the plan does not model: tessera
+             * generate prefills only before its first step), and a step's
+             * after prefills (the plan's cache rows sit at a step's level:
+             * prefilled rows a level lower would cost its scores and
+             * softmax more bootstraps) */
             ts_sched_costs_t c;
             ts_sched_costs_default(&c);
             ts_sched_graph_t *g = NULL;
             ts_sched_plan_t *pl = NULL;
-            ck_assert_ts_ok(ts_llm_enc_plan(f.enc, at, TS_LLM_PLAN_ONEHOT, &c, TS_SCHED_CKKS, &g,
-                                            &pl, NULL, 0));
-            printf("gpt2 %d lanes, step at %d after prefills: %llu bootstraps, the plan's %u\n",
-                   lanes, at, (unsigned long long)(ts_llm_enc_session_bootstraps(f.s) - b0),
-                   pl->n_boot);
+            ck_assert_ts_ok(ts_llm_enc_plan(f.enc, at,
+                                            TS_LLM_PLAN_ONEHOT | (pre ? TS_LLM_PLAN_PREFILL : 0u),
+                                            &c, TS_SCHED_CKKS, &g, &pl, NULL, 0));
+            printf("gpt2 %d lanes, %s at %d: %llu bootstraps, the plan's %u\n", lanes,
+                   pre ? "prefill" : "step after prefills", at,
+                   (unsigned long long)(ts_llm_enc_session_bootstraps(f.s) - b0), pl->n_boot);
             ck_assert_uint_eq(pl->n_boot, ts_llm_enc_session_bootstraps(f.s) - b0);
             ts_sched_graph_free(g);
             ts_sched_plan_free(pl);
         }
+        stepped = stepped || !pre;
         int filled = pre ? n : 1;
         for (int l = 0; l < filled; l++) {
             const float *r = NULL;

@@ -776,6 +776,27 @@ START_TEST(test_sched_cmd_plan)
     unlink(out);
     ck_assert_ptr_nonnull(strstr(buf, "\"costs\":\"cpu-boot-n16-dense\""));
     ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":16"));
+    /* the prefill pass of a 16-lane engine (a model's prefill_lanes): 22
+     * bootstraps, as tesserad ran positions 1..12 of "Once upon a time" at
+     * 128 bits (docs/benchmarks.md, session 20); lanes plan policy ckks only */
+    ck_assert_ptr_nonnull(freopen(out, "w", stdout));
+    char *a9[] = {"plan",    "--model", path,        "--params", "boot-n16-dense", "--pos", "1",
+                  "--slots", "1024",    "--prefill", "16",       "--json",         NULL};
+    ck_assert_int_eq(ts_cmd_plan(12, a9), 0);
+    fflush(stdout);
+    ck_assert_ptr_nonnull(freopen("/dev/null", "w", stdout));
+    ts_test_read_file(out, buf, sizeof buf);
+    unlink(out);
+    ck_assert_ptr_nonnull(strstr(buf, "\"policy\":\"ckks\""));
+    ck_assert_ptr_nonnull(strstr(buf, "lane_share"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":22"));
+    char *a10[] = {"plan",      "--model", path,       "--params", "boot-n16-dense",
+                   "--prefill", "16",      "--policy", "hybrid",   NULL};
+    ck_assert_int_eq(ts_cmd_plan(9, a10), 2);
+    char *a11[] = {"plan", "--model", path, "--params", "boot-n16-dense", "--prefill", "3", NULL};
+    ck_assert_int_eq(ts_cmd_plan(7, a11), 2);
+    char *a12[] = {"plan", "--model", path, "--prefill", "4", NULL};
+    ck_assert_int_eq(ts_cmd_plan(5, a12), 2);
     /* the shipped table: measured at that preset over its whole chain */
     ts_sched_costs_t c;
     ts_cfg_error_t err;
