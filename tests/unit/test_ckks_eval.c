@@ -789,6 +789,18 @@ static double f_sigmoid(double x, void *ctx)
     return 1.0 / (1.0 + exp(-x));
 }
 
+/* sum_{k <= d} c_k T_k(y) in doubles (Clenshaw): the series' reference */
+static double clenshaw(const double *c, size_t d, double y)
+{
+    double b1 = 0, b2 = 0;
+    for (size_t k = d; k >= 1; k--) {
+        double t = 2 * y * b1 - b2 + c[k];
+        b2 = b1;
+        b1 = t;
+    }
+    return y * b1 - b2 + c[0];
+}
+
 START_TEST(test_poly_chebyshev)
 {
     fx_t f;
@@ -809,13 +821,7 @@ START_TEST(test_poly_chebyshev)
     /* reference: the same Chebyshev series in doubles (Clenshaw) */
     double fit_err = 0;
     for (size_t i = 0; i < n; i++) {
-        double y = (2 * creal(x[i]) - (lo + hi)) / (hi - lo), b1 = 0, b2 = 0;
-        for (size_t k = d; k >= 1; k--) {
-            double t = 2 * y * b1 - b2 + c[k];
-            b2 = b1;
-            b1 = t;
-        }
-        w[i] = y * b1 - b2 + c[0];
+        w[i] = clenshaw(c, d, (2 * creal(x[i]) - (lo + hi)) / (hi - lo));
         fit_err = fmax(fit_err, fabs(creal(w[i]) - f_sigmoid(creal(x[i]), NULL)));
     }
     ck_assert_msg(fit_err < 1e-3, "Chebyshev fit error %g", fit_err);
@@ -862,15 +868,8 @@ START_TEST(test_poly_chebyshev_wide_primes)
     ts_ckks_ciphertext_t *a = enc_vec(&f, x, n, lv), *o = NULL;
     ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, lv, &o));
     ck_assert_ts_ok(ts_ckks_eval_chebyshev(f.ev, a, c, d, -1.0, 1.0, 0, o));
-    for (size_t i = 0; i < n; i++) {
-        double y = creal(x[i]), b1 = 0, b2 = 0;
-        for (size_t k = d; k >= 1; k--) {
-            double t = 2 * y * b1 - b2 + c[k];
-            b2 = b1;
-            b1 = t;
-        }
-        w[i] = y * b1 - b2 + c[0];
-    }
+    for (size_t i = 0; i < n; i++)
+        w[i] = clenshaw(c, d, creal(x[i]));
     ck_assert_int_ge(ts_ckks_ciphertext_level(o), lv - 6);
     ck_assert(fabs(ts_ckks_ciphertext_scale(o) / ts_ckks_params_scale(f.p) - 1.0) < 1e-9);
     CHECK_PREC(&f, o, w, n, 14, "chebyshev deg 56 from 45-bit levels");

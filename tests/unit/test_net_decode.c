@@ -134,6 +134,22 @@ static void dfx_stop(dfx_t *f)
 /* Greedy ids of the plaintext model for the ids of BOS, `system` (may be
  * NULL) and the prompt, as tessera generate --system tokenizes them;
  * *n_sys: BOS and the system text's tokens. */
+/* Run cmd; when it fails, show its stderr (err_path) and fail the test. */
+static void run_shown(const char *cmd, const char *err_path, const char *what)
+{
+    int rc = system(cmd);
+    if (rc != 0) {
+        FILE *e = fopen(err_path, "r");
+        char buf[1024];
+        size_t n;
+        while (e && (n = fread(buf, 1, sizeof buf, e)) > 0)
+            fwrite(buf, 1, n, stdout);
+        if (e)
+            fclose(e);
+    }
+    ck_assert_msg(rc == 0, "%s failed with %d", what, rc);
+}
+
 static size_t plain_greedy_sys(const dfx_t *f, const char *system, const char *prompt,
                                size_t n_total, int *out, size_t *n_prompt, size_t *n_sys_out)
 {
@@ -384,7 +400,7 @@ START_TEST(test_generate_prefill)
 {
     dfx_t f;
     dfx_start(&f);
-    char cmd[3000], out[700];
+    char cmd[3000], out[700], errp[800];
     const char *prompt = "ababa";
     int want[16];
     size_t n_prompt = 0, n_sys = 0,
@@ -397,12 +413,8 @@ START_TEST(test_generate_prefill)
              "--prompt '%s' --max-tokens %zu --temperature 0 --tokenizer %s "
              "--insecure-params --json > %s 2>%s/genp.err",
              ts_test_build_dir(), f.d.port, f.certs, prompt, 8 - n_prompt, f.tok, out, f.d.dir);
-    int rc = system(cmd);
-    if (rc != 0) {
-        snprintf(cmd, sizeof cmd, "cat %s/genp.err", f.d.dir);
-        ck_assert_int_ge(system(cmd), 0);
-    }
-    ck_assert_msg(rc == 0, "tessera generate (prefill) failed with %d", rc);
+    snprintf(errp, sizeof errp, "%s/genp.err", f.d.dir);
+    run_shown(cmd, errp, "tessera generate (prefill)");
     FILE *j = fopen(out, "r");
     ck_assert_ptr_nonnull(j);
     char line[4096];
@@ -500,12 +512,9 @@ START_TEST(test_generate_samples)
                  "--tokenizer %s --insecure-params --json > %s 2>%s/gens.err",
                  ts_test_build_dir(), f.d.port, f.certs, prompt, 8 - n_prompt, (double)var[vi].t,
                  var[vi].n, f.tok, out, f.d.dir);
-        int rc = system(cmd);
-        if (rc != 0) {
-            snprintf(cmd, sizeof cmd, "cat %s/gens.err", f.d.dir);
-            ck_assert_int_ge(system(cmd), 0);
-        }
-        ck_assert_msg(rc == 0, "tessera generate --samples failed with %d", rc);
+        char errp[800];
+        snprintf(errp, sizeof errp, "%s/gens.err", f.d.dir);
+        run_shown(cmd, errp, "tessera generate --samples");
         FILE *j = fopen(out, "r");
         ck_assert_ptr_nonnull(j);
         char line[8192];
@@ -818,12 +827,9 @@ static int generate_cli(const dfx_t *f, const char *model, size_t *positions, do
              "--insecure-params --json > %s/gen-%s.json 2>%s/gen-%s.err",
              ts_test_build_dir(), f->d.port, f->certs, model, f->tok, f->d.dir, model, f->d.dir,
              model);
-    int rc = system(cmd);
-    if (rc != 0) {
-        snprintf(cmd, sizeof cmd, "cat %s/gen-%s.err", f->d.dir, model);
-        ck_assert_int_ge(system(cmd), 0);
-    }
-    ck_assert_int_eq(rc, 0);
+    char errp[800];
+    snprintf(errp, sizeof errp, "%s/gen-%s.err", f->d.dir, model);
+    run_shown(cmd, errp, "tessera generate --policy hybrid");
     snprintf(cmd, sizeof cmd, "%s/gen-%s.json", f->d.dir, model);
     FILE *j = fopen(cmd, "r");
     ck_assert_ptr_nonnull(j);
