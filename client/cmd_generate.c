@@ -80,8 +80,9 @@ static void usage(FILE *f)
             "                          cache_only (no logits: the fields after bootstraps "
             "absent);\n"
             "                          with --samples N > 1 also samples: N objects {id, text,\n"
-            "                          logit_margin, done} (id, text, logit_margin: sample 0's;\n"
-            "                          done: it ended with EOS before, id -1)\n\n%s\n%s",
+            "                          logit_margin, done} (the line's own id, text and\n"
+            "                          logit_margin are sample 0's; done: the sample ended with\n"
+            "                          EOS at an earlier step, its id -1)\n\n%s\n%s",
             ts_cli_conn_help, ts_cli_exit_help);
 }
 
