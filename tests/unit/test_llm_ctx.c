@@ -439,6 +439,33 @@ START_TEST(test_ctx_bench_cli)
         ck_assert_int_eq(atoi(p + 14), atoi(q + 16));
     }
     unlink(path);
+    /* a prefill of 2 lanes at test-boot-n12 (positions 2, 3) and the ordinary
+     * step after it (--after 1: position 4, every lane there): both argmax =
+     * the plaintext's, both take the bootstraps their plans say (the step
+     * after a prefill as many as an ordinary step's plan: the prefill's rows
+     * reach the cache at a step's level) */
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera bench decode --params test-boot-n12 --context 4 --max-context 6 "
+             "--prefill 2 --after 1 --costs configs/costs/cpu-boot-n16-dense.yaml --json %s "
+             ">/dev/null 2>&1",
+             ts_test_build_dir(), path);
+    ck_assert_int_eq(system(cmd), 0);
+    ts_test_read_file(path, buf, sizeof buf);
+    {
+        const char *a1 = strstr(buf, "\"after_prefill\": 1");
+        ck_assert_ptr_nonnull(a1);
+        int n = 0;
+        for (const char *p = buf; (p = strstr(p, "\"counts_match\": true")) != NULL; p++)
+            n++;
+        ck_assert_int_eq(n, 2);
+        for (const char *p = buf; (p = strstr(p, "\"argmax_enc\": ")) != NULL; p++) {
+            const char *q = strstr(p, "\"argmax_plain\": ");
+            ck_assert_ptr_nonnull(q);
+            ck_assert_int_eq(atoi(p + 14), atoi(q + 16));
+        }
+        printf("bench decode --prefill 2 --after 1 at test-boot-n12: plans match (%d)\n", n);
+    }
+    unlink(path);
     /* one lane at 2^9 working slots of test-boot-n12, whose bootstraps leave
      * 45-bit primes (SlotToCoeff's) as residual levels: the 1/sqrt series ran
      * there and its basis scales decayed until a rescale failed (TS_ESCALE at
