@@ -70,6 +70,9 @@ struct ts_llm_enc {
     /* levels dropped right after the step's i-th bootstrap (ts__llm_enc_boot_drops) */
     uint8_t *boot_drop;
     size_t n_boot_drop;
+    /* lanes: an ordinary step's K row level per layer (ts__llm_enc_step_rows),
+     * the least a prefill's shared rows must reach (NULL: unknown) */
+    int8_t *row_lv;
     /* The residual stream's scale: the step carries ks x instead of x, with
      * ks^2 = al / dim (al: the CKKS 1/sqrt series' domain-map slope) or 1 / dim
      * (1/sqrt in TFHE), so a norm's sum of squares is already the mapped
@@ -562,6 +565,7 @@ void ts_llm_enc_free(ts_llm_enc_t *e)
     ts_nonlinear_approx_free(e->a_gelu);
     ts_free(e->bias_raw);
     ts_free(e->bias_fold);
+    ts_free(e->row_lv);
     ts_free(e->wk_x);
     ts_free(e->wv_x);
     ts_free(e->boot_drop);
@@ -789,6 +793,8 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
     e->resid_boot = ts__llm_enc_place(e);
     if ((st = ts__llm_enc_boot_drops(e, &e->boot_drop, &e->n_boot_drop)) != TS_OK)
         goto fail;
+    if (e->lanes > 1 && (st = ts__llm_enc_step_rows(e, &e->row_lv)) != TS_OK)
+        goto fail;
     *out = e;
     return TS_OK;
 fail:
@@ -812,6 +818,10 @@ void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask)
     e->boot_drop = NULL;
     e->n_boot_drop = 0;
     (void)ts__llm_enc_boot_drops(e, &e->boot_drop, &e->n_boot_drop);
+    ts_free(e->row_lv);
+    e->row_lv = NULL;
+    if (e->lanes > 1)
+        (void)ts__llm_enc_step_rows(e, &e->row_lv);
 }
 
 int ts_llm_enc_input_level(const ts_llm_enc_t *e)
@@ -889,6 +899,7 @@ void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out)
     out->resid_boot = e->resid_boot;
     out->boot_drop = e->boot_drop;
     out->n_boot_drop = e->n_boot_drop;
+    out->row_lv = e->row_lv;
 }
 
 static void add_raw(int64_t *steps, size_t cap, size_t *n, int64_t step, int64_t slots)
@@ -2662,11 +2673,16 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
      * to lane_share, and the cache keeps its lowest row's level: rows a level
      * below an ordinary step's would cost every later step's scores and
      * softmax that level (more bootstraps per generated token), so a prefill
-     * takes xb at a bootstrap's full levels (one bootstrap per layer, which
-     * its own attention then also runs on) */
+     * takes xb two levels (wk's and lane_share's) above a step's row of this
+     * layer (the engine's plan of a step: row_lv), at most a bootstrap's
+     * levels, all of them when row_lv is unknown: a bootstrap only where xb
+     * is lower, which the prefill's own attention then also runs on */
     int xb_lv = 3;
-    if (s->lane_step && e->lanes > 1 && s->boot)
-        xb_lv = ts_boot_levels_left(boot_for(s, true, ts_ckks_ciphertext_slots(xb)));
+    if (s->lane_step && e->lanes > 1 && s->boot) {
+        int full = ts_boot_levels_left(boot_for(s, true, ts_ckks_ciphertext_slots(xb)));
+        int want = e->row_lv ? e->row_lv[layer] + 2 : full;
+        xb_lv = want < 3 ? 3 : want > full ? full : want;
+    }
     TRY(need_at(s, xb, xb_lv, true));
     /* RoPE (LLAMA; GPT2 adds learned positions to the input) folded into
      * wq and wk, the cache's first-block mask into wk and wv: q, k and v one

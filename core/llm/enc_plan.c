@@ -397,9 +397,15 @@ static int attention(gb_t *b, int xb, bool kv_only)
     int k = cfg->softmax_k;
     b->stage = TS_LLM_STAGE_ATTENTION;
     b->periodic_next = true; /* the norm's output */
-    /* need(xb, 3) in place; a prefill's at a bootstrap's full levels (its
-     * shared rows then reach the cache at a step's level) */
-    int xb_need = b->prefill && b->lv->boot ? b->lv->input : 3;
+    /* need(xb, 3) in place; a prefill's at an ordinary step's row level plus
+     * wk's and lane_share's levels (at most a bootstrap's; all of them when
+     * the step's rows are unknown), so its shared rows reach the cache at a
+     * step's level */
+    int xb_need = 3;
+    if (b->prefill && b->lv->boot) {
+        int want = e->row_lv ? e->row_lv[b->layer] + 2 : b->lv->input;
+        xb_need = want < 3 ? 3 : want > b->lv->input ? b->lv->input : want;
+    }
     int q = kv_only ? -1 : matvec_b(b, "wq", xb, e->pd, e->pd, xb_need, true);
     int kk = matvec_b(b, "wk", xb, e->pd, e->pd, kv_only ? xb_need : 1, kv_only);
     int v = matvec_b(b, "wv", xb, e->pd, e->pd, 1, false);
@@ -744,6 +750,48 @@ uint64_t ts__llm_enc_place(const ts_llm_enc_t *enc)
         for (int i = 0; i < nbits; i++)
             place_try(&pl, pl.best ^ ((uint64_t)1 << i));
     return pl.best;
+}
+
+ts_status_t ts__llm_enc_step_rows(const ts_llm_enc_t *enc, int8_t **rows)
+{
+    *rows = NULL;
+    ts__llm_enc_shape_t e;
+    ts__llm_enc_shape(enc, &e);
+    ts_llm_enc_levels_t lv;
+    if (ts_llm_enc_levels(enc, &lv) != TS_OK || !lv.boot || e.max_pos < 1 ||
+        ts_llm_enc_uses_tfhe(enc))
+        return TS_OK;
+    ts_sched_costs_t *c = ts_malloc(sizeof *c);
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *p = NULL;
+    int8_t *r = ts_calloc((size_t)e.nl, sizeof *r);
+    ts_status_t st = c && r ? TS_OK : TS_ENOMEM;
+    if (st == TS_OK) {
+        ts_sched_costs_default(c);
+        ts_sched_costs_extend(c, lv.input);
+        st = graph_with(enc, e.max_pos - 1, TS_LLM_PLAN_ONEHOT, e.resid_boot, &g);
+    }
+    if (st == TS_OK)
+        st = ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0);
+    int found = 0;
+    for (size_t i = 0; st == TS_OK && i < ts_sched_graph_count(g) && i < p->n_steps; i++) {
+        int l = -1, end = 0;
+        const ts_sched_op_t *op = ts_sched_graph_op(g, i);
+        if (sscanf(op->name, "L%d.attn.cache_k%n", &l, &end) == 1 && op->name[end] == 0 && l >= 0 &&
+            l < e.nl) {
+            r[l] = (int8_t)p->steps[i].level_out;
+            found++;
+        }
+    }
+    ts_sched_plan_free(p);
+    ts_sched_graph_free(g);
+    ts_free(c);
+    if (st != TS_OK || found != e.nl) {
+        ts_free(r);
+        return st == TS_OK ? TS_OK : st; /* unknown rows: a prefill takes full levels */
+    }
+    *rows = r;
+    return TS_OK;
 }
 
 ts_status_t ts__llm_enc_boot_drops(const ts_llm_enc_t *enc, uint8_t **drop, size_t *n)

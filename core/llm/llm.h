@@ -805,8 +805,9 @@ ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out)
  * K/V cache writes, no final norm, no LM head. */
 #define TS_LLM_PLAN_CACHE_ONLY 4u
 /* A prefill pass (ts_llm_enc_prefill) from position pos of an engine with
- * lanes (TS_EINVAL without): every layer's attention input at a bootstrap's
- * levels, each cache write's lane_share (one level), the first softmax
+ * lanes (TS_EINVAL without): every layer's attention input two levels above
+ * an ordinary step's K row (at most a bootstrap's levels), each cache
+ * write's lane_share (one level), the first softmax
  * round's per-lane mean (one level on the sum and on the squares), no level
  * drops after bootstraps. With TS_LLM_PLAN_CACHE_ONLY: a cache-only pass. */
 #define TS_LLM_PLAN_PREFILL 8u

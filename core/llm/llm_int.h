@@ -126,6 +126,7 @@ typedef struct ts__llm_enc_shape {
     uint64_t resid_boot;      /* residual bootstraps (struct ts_llm_enc) */
     const uint8_t *boot_drop; /* levels dropped after each bootstrap (struct ts_llm_enc) */
     size_t n_boot_drop;
+    const int8_t *row_lv; /* an ordinary step's K row level per layer (NULL: unknown) */
     int period_log_slots; /* the residual stream's bootstrapper's slots (0: none) */
 } ts__llm_enc_shape_t;
 void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out);
@@ -154,6 +155,11 @@ void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask);
  * evaluates anything in TFHE (its conversions are placed by levels too).
  */
 ts_status_t ts__llm_enc_boot_drops(const ts_llm_enc_t *e, uint8_t **drop, size_t *n);
+/* The level of each layer's K row in the engine's plan of an ordinary step
+ * at its last position (*rows: n_layers entries, ts_free; NULL without a
+ * bootstrapper or a plan): what a prefill's shared rows must reach so that
+ * the cache stays at a step's level. */
+ts_status_t ts__llm_enc_step_rows(const ts_llm_enc_t *e, int8_t **rows);
 
 /* Levels a Chebyshev series takes in CKKS: the affine map to [-1, 1] unless
  * its domain is that already, then Paterson-Stockmeyer (the engine's cheb

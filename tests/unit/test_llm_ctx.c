@@ -427,7 +427,8 @@ START_TEST(test_ctx_bench_cli)
     ck_assert_ptr_nonnull(strstr(buf, "\"prefill_lanes\": 8,"));
     ck_assert_ptr_nonnull(strstr(buf, "\"prefilled_positions\": 0"));
     /* the engine's plan of the pass (TS_LLM_PLAN_PREFILL) counts its
-     * bootstraps exactly (50; planned as an ordinary step, 46) */
+     * bootstraps exactly (46; 50 while every prefill bootstrapped each
+     * layer's attention input to full levels) */
     ck_assert_ptr_nonnull(strstr(buf, "\"counts_match\": true"));
     {
         const char *e = strstr(buf, "\"logits_max_abs_err\": "),
