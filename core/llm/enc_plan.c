@@ -752,29 +752,47 @@ uint64_t ts__llm_enc_place(const ts_llm_enc_t *enc)
     return pl.best;
 }
 
+/*
+ * The engine's plan of an ordinary step at its last position under the
+ * built-in cost table extended to its levels (*lv filled): *c, *g and *p for
+ * the caller to free (ts_free, ts_sched_graph_free, ts_sched_plan_free).
+ * TS_OK with *p NULL when the engine does not bootstrap or evaluates
+ * anything in TFHE (its conversions are placed by levels too).
+ */
+static ts_status_t last_step_plan(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *lv,
+                                  ts_sched_costs_t **c, ts_sched_graph_t **g, ts_sched_plan_t **p)
+{
+    *c = NULL;
+    *g = NULL;
+    *p = NULL;
+    ts__llm_enc_shape_t e;
+    ts__llm_enc_shape(enc, &e);
+    if (ts_llm_enc_levels(enc, lv) != TS_OK || !lv->boot || e.max_pos < 1 ||
+        ts_llm_enc_uses_tfhe(enc))
+        return TS_OK;
+    if (!(*c = ts_malloc(sizeof **c)))
+        return TS_ENOMEM;
+    ts_sched_costs_default(*c);
+    ts_sched_costs_extend(*c, lv->input);
+    ts_status_t st = graph_with(enc, e.max_pos - 1, TS_LLM_PLAN_ONEHOT, e.resid_boot, g);
+    if (st == TS_OK)
+        st = ts_sched_plan_new_engine(*g, *c, TS_SCHED_HYBRID, lv->input, lv->input, p, NULL, 0);
+    return st;
+}
+
 ts_status_t ts__llm_enc_step_rows(const ts_llm_enc_t *enc, int8_t **rows)
 {
     *rows = NULL;
     ts__llm_enc_shape_t e;
     ts__llm_enc_shape(enc, &e);
     ts_llm_enc_levels_t lv;
-    if (ts_llm_enc_levels(enc, &lv) != TS_OK || !lv.boot || e.max_pos < 1 ||
-        ts_llm_enc_uses_tfhe(enc))
-        return TS_OK;
-    ts_sched_costs_t *c = ts_malloc(sizeof *c);
+    ts_sched_costs_t *c = NULL;
     ts_sched_graph_t *g = NULL;
     ts_sched_plan_t *p = NULL;
     int8_t *r = ts_calloc((size_t)e.nl, sizeof *r);
-    ts_status_t st = c && r ? TS_OK : TS_ENOMEM;
-    if (st == TS_OK) {
-        ts_sched_costs_default(c);
-        ts_sched_costs_extend(c, lv.input);
-        st = graph_with(enc, e.max_pos - 1, TS_LLM_PLAN_ONEHOT, e.resid_boot, &g);
-    }
-    if (st == TS_OK)
-        st = ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0);
+    ts_status_t st = r ? last_step_plan(enc, &lv, &c, &g, &p) : TS_ENOMEM;
     int found = 0;
-    for (size_t i = 0; st == TS_OK && i < ts_sched_graph_count(g) && i < p->n_steps; i++) {
+    for (size_t i = 0; st == TS_OK && p && i < ts_sched_graph_count(g) && i < p->n_steps; i++) {
         int l = -1, end = 0;
         const ts_sched_op_t *op = ts_sched_graph_op(g, i);
         if (sscanf(op->name, "L%d.attn.cache_k%n", &l, &end) == 1 && op->name[end] == 0 && l >= 0 &&
@@ -798,24 +816,17 @@ ts_status_t ts__llm_enc_boot_drops(const ts_llm_enc_t *enc, uint8_t **drop, size
 {
     *drop = NULL;
     *n = 0;
-    ts__llm_enc_shape_t e;
-    ts__llm_enc_shape(enc, &e);
     ts_llm_enc_levels_t lv;
-    if (ts_llm_enc_levels(enc, &lv) != TS_OK || !lv.boot || e.max_pos < 1 ||
-        ts_llm_enc_uses_tfhe(enc))
-        return TS_OK;
-    ts_sched_costs_t *c = ts_malloc(sizeof *c);
+    ts_sched_costs_t *c = NULL;
     ts_sched_graph_t *g = NULL;
     ts_sched_plan_t *p = NULL;
     uint8_t *d = NULL;
-    ts_status_t st = c ? TS_OK : TS_ENOMEM;
-    if (st == TS_OK) {
-        ts_sched_costs_default(c);
-        ts_sched_costs_extend(c, lv.input);
-        st = graph_with(enc, e.max_pos - 1, TS_LLM_PLAN_ONEHOT, e.resid_boot, &g);
+    ts_status_t st = last_step_plan(enc, &lv, &c, &g, &p);
+    if (st == TS_OK && !p) {
+        ts_free(c);
+        ts_sched_graph_free(g);
+        return TS_OK;
     }
-    if (st == TS_OK)
-        st = ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0);
     uint32_t nb = p ? p->n_boot : 0;
     double best = p ? p->total_ns : 0.0;
     ts_sched_plan_free(p);
