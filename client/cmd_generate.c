@@ -991,11 +991,11 @@ int ts_cmd_generate(int argc, char **argv)
                 for (size_t k = 0; k < S; k++) {
                     char tk[512] = "";
                     size_t kn = 0;
-                    if (nexts[k] >= 0 &&
+                    if (k > 0 && nexts[k] >= 0 &&
                         gen_piece(tok, ids[k * stride + lp], nexts[k], tk, sizeof tk, &kn) != TS_OK)
                         tk[0] = 0;
                     printf("%s{\"id\":%d,\"text\":", k ? "," : "", nexts[k]);
-                    ts_cli_json_str(stdout, tk);
+                    ts_cli_json_str(stdout, k > 0 ? tk : next >= 0 ? text : ""); /* 0: the line's */
                     printf(",\"logit_margin\":%.4f,\"done\":%s}",
                            logit_margin(logits + (nd > 1 ? k * (size_t)V : 0), V),
                            done[k] ? "true" : "false");

@@ -352,9 +352,7 @@ static int engine_plan(const char *model, const char *preset, bool insecure,
 int ts_cmd_plan(int argc, char **argv)
 {
     ts_sched_model_dims_t d = {.act = TS_ACT_SWIGLU, .norm = TS_NORM_RMS};
-    static const char default_policy[] = "hybrid";
-    const char *model = NULL, *costs_path = NULL, *policy_s = default_policy, *arch = NULL,
-               *preset = NULL;
+    const char *model = NULL, *costs_path = NULL, *policy_s = NULL, *arch = NULL, *preset = NULL;
     bool json = false, have_dims = false, insecure = false, cache_only = false;
     uint32_t prefill = 0; /* --prefill N: the pass of an engine of N lanes */
     for (int i = 1; i < argc; i++) {
@@ -457,8 +455,8 @@ int ts_cmd_plan(int argc, char **argv)
             return 2;
         }
     }
-    if (prefill && policy_s == default_policy)
-        policy_s = "ckks"; /* lanes run policy ckks */
+    if (!policy_s)
+        policy_s = prefill ? "ckks" : "hybrid"; /* lanes run policy ckks */
     bool all = !strcmp(policy_s, "all");
     ts_sched_policy_t policy = TS_SCHED_HYBRID;
     if (!all && ts_sched_policy_parse(policy_s, &policy) != TS_OK) {

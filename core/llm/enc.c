@@ -1884,11 +1884,19 @@ done:
 /* The series at x; a series on [-1, 1] (its domain map folded into the
  * product before, ts__llm_cheb_map) starting at a deep level first takes a scale
  * correction there (one level), as the map's own product would have. */
+/* A series on [-1, 1] at a deep level (its prime far from Delta) first
+ * brings x to Delta (to_delta), one level */
+static bool cheb_to_delta(const ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb,
+                          const ct_t *x)
+{
+    return cb->lo == -1.0 && cb->hi == 1.0 &&
+           ts__llm_level_deep(s->e->params, s->e->delta, ts_ckks_ciphertext_level(x));
+}
+
 static ts_status_t cheb_eval(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t *cb, ct_t *x,
                              ct_t *out)
 {
-    int lv = ts_ckks_ciphertext_level(x);
-    if (!(cb->lo == -1.0 && cb->hi == 1.0) || !ts__llm_level_deep(s->e->params, s->e->delta, lv))
+    if (!cheb_to_delta(s, cb, x))
         return ts_ckks_eval_chebyshev(s->ev, x, cb->coeffs, (size_t)cb->degree, cb->lo, cb->hi,
                                       s->e->delta, out);
     ct_t *y = NULL;
@@ -1911,11 +1919,9 @@ static ts_status_t cheb_body(ts_llm_enc_session_t *s, const ts_nonlinear_cheb_t 
      * fail with another error than TS_ELEVEL (a constant out of range) */
     int depth = ts__llm_cheb_levels(cb);
     ts_status_t st = need(s, x, depth);
-    /* a series on [-1, 1] at a deep level (a prime far from Delta) first
-     * brings x to Delta (to_delta): one level more, or the series' last
-     * products would want scales below 1 (TS_ESCALE, not TS_ELEVEL) */
-    if (st == TS_OK && cb->lo == -1.0 && cb->hi == 1.0 &&
-        ts__llm_level_deep(s->e->params, s->e->delta, ts_ckks_ciphertext_level(x)))
+    /* to_delta's level on top, or the series' last products would want
+     * scales below 1 (TS_ESCALE, not TS_ELEVEL) */
+    if (st == TS_OK && cheb_to_delta(s, cb, x))
         st = need(s, x, depth + 1);
     if (st != TS_OK)
         return st;

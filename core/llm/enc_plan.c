@@ -805,8 +805,8 @@ ts_status_t ts__llm_enc_step_rows(const ts_llm_enc_t *enc, int8_t **rows)
     ts_sched_graph_free(g);
     ts_free(c);
     if (st != TS_OK || found != e.nl) {
-        ts_free(r);
-        return st == TS_OK ? TS_OK : st; /* unknown rows: a prefill takes full levels */
+        ts_free(r); /* unknown rows: a prefill takes full levels */
+        return st;
     }
     *rows = r;
     return TS_OK;
