@@ -955,9 +955,12 @@ ts_status_t ts_llm_enc_rotation_steps(const ts_llm_enc_t *e, int64_t *steps, siz
     }
     add_step(steps, cap, &n, -1, e); /* RoPE */
     if (e->lanes > 1) {
-        /* raw +-1: lane_share (a prefill's keys and values to every lane) */
-        add_raw(steps, cap, &n, 1, e->cs);
-        add_raw(steps, cap, &n, -1, e->cs);
+        /* raw +-2^i below the lanes: lane_share (a prefill's keys and values
+         * to every lane) */
+        for (int r = 1; r < e->lanes; r <<= 1) {
+            add_raw(steps, cap, &n, r, e->cs);
+            add_raw(steps, cap, &n, -r, e->cs);
+        }
     }
     if (ts_llm_enc_uses_tfhe(e))
         for (int r = 1; r < e->pd; r <<= 1)
@@ -2033,53 +2036,41 @@ static int lane_pos(const ts_llm_enc_session_t *s, int l)
 
 /*
  * A prefill's keys or values to every lane: x holds lane l's vector in its
- * own block (pos0 + l) and zeros in the others, so the sum over lanes of
- * each lane-local slot is the cache row every lane needs: sum over r in
- * (-lanes, lanes) of M_r (.) rot(x, r) (raw slots: lane l reads lane l + r
- * of the same lane-local slot), M_r one on the lanes l with l + r a lane.
- * Rotations by +-1 composed (two keys), one level.
+ * own block (pos0 + l) and zeros in the others (wk and wv write nothing for
+ * the idle lanes from lane_n on: matvec), so in each group of L raw slots
+ * (one lane-local slot of every lane) at most one lane holds a value, and
+ * the group's sum is the cache row every lane needs. Window sums by
+ * doubling, no masks between: w(s) = sum_{r < L} x(s - r) (log2 L raw
+ * rotations by -2^i) reads the whole group at its last slot (s = jL + L - 1)
+ * and nothing of the next; one mask keeps those slots (the level); then
+ * b(s) = sum_{r < L} m(s + r) (log2 L rotations by +2^i, one level lower)
+ * spreads each group's last slot over the group and reads nothing of the
+ * next group (its value sits L - 1 slots past the group's end).
  */
 static ts_status_t lane_share(ts_llm_enc_session_t *s, ct_t *x)
 {
     const ts_llm_enc_t *e = s->e;
     int L = e->lanes;
-    ct_t *acc = NULL, *t = NULL, *u = NULL;
+    ct_t *t = NULL;
     ts_status_t st;
-    TRY(ct_new(s, &acc));
     TRY(ct_new(s, &t));
-    TRY(ct_new(s, &u));
     TRY(need(s, x, 1));
-    int lv = ts_ckks_ciphertext_level(x);
-    bool have = false;
-    for (int dir = -1; dir <= 1; dir += 2)
-        for (int r = dir < 0 ? 0 : 1; r < L; r++) {
-            int rr = dir * r;
-            if (r == 0)
-                TRY(ts_ckks_ciphertext_copy(t, x));
-            else
-                TRY(ts_ckks_rotate(s->ev, t, dir, t)); /* t = rot(x, rr) */
-            if (r == 0 && dir > 0)
-                continue;
-            for (int k = 0; k < e->cs; k++) {
-                int l = k % L;
-                s->buf[k] = l + rr >= 0 && l + rr < s->lane_n ? 1.0 : 0.0;
-            }
-            s->buf_lanes = true;
-            TRY(encode_buf(s, lv));
-            TRY(ts_ckks_mul_plain(s->ev, t, s->pt, u));
-            if (!have)
-                TRY(ts_ckks_ciphertext_copy(acc, u));
-            else
-                TRY(ts_ckks_add(s->ev, acc, u, acc));
-            have = true;
-            if (dir < 0 && r == L - 1)
-                TRY(ts_ckks_ciphertext_copy(t, x)); /* the other direction starts from x */
-        }
-    TRY(ts_ckks_rescale(s->ev, acc, x));
+    for (int k = 1; k < L; k <<= 1) {
+        TRY(ts_ckks_rotate(s->ev, x, -k, t));
+        TRY(ts_ckks_add(s->ev, x, t, x));
+    }
+    for (int k = 0; k < e->cs; k++)
+        s->buf[k] = k % L == L - 1 ? 1.0 : 0.0;
+    s->buf_lanes = true;
+    TRY(encode_buf(s, ts_ckks_ciphertext_level(x)));
+    TRY(ts_ckks_mul_plain(s->ev, x, s->pt, t));
+    TRY(ts_ckks_rescale(s->ev, t, x));
+    for (int k = 1; k < L; k <<= 1) {
+        TRY(ts_ckks_rotate(s->ev, x, k, t));
+        TRY(ts_ckks_add(s->ev, x, t, x));
+    }
 done:
-    ts_ckks_ciphertext_free(acc);
     ts_ckks_ciphertext_free(t);
-    ts_ckks_ciphertext_free(u);
     return st;
 }
 
@@ -2217,8 +2208,9 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
                         v *= (double)gain[col]; /* exact: a product of two floats */
                     if (fold && fold->scale != 0.0)
                         v *= fold->scale;
-                    if (fold && fold->first_block && jj / pout != blk)
-                        v = 0.0; /* the output's first block only (a prefill lane's own) */
+                    if (fold && fold->first_block && (jj / pout != blk || l >= s->lane_n))
+                        v = 0.0; /* the output's first block only (a prefill lane's
+                                  * own; nothing from an idle lane: lane_share sums) */
                     if (fold && fold->upto_pos && jj / pout > lane_pos(s, l))
                         v = 0.0; /* a prefill's query: the blocks up to the lane's position */
                     drow[varies ? (size_t)j * L + l : (size_t)j] = v;
@@ -2260,7 +2252,8 @@ static ts_status_t matvec(ts_llm_enc_session_t *s, const float *w, const float *
     if (bias && fold && fold->first_block) {
         for (int k = 0; k < (varies ? cs : slots); k++) {
             int j = varies ? k / L : k, o = varies ? j - (lane_pos(s, k % L) - s->pos0) * pout : j;
-            s->buf[k] = o >= 0 && o < rows ? bk * bias[o] : 0.0;
+            bool idle = varies && k % L >= s->lane_n; /* as the diagonals: lane_share sums */
+            s->buf[k] = o >= 0 && o < rows && !idle ? bk * bias[o] : 0.0;
         }
         s->buf_lanes = varies;
         TRY(add_buf(s, out));

@@ -379,10 +379,12 @@ static int cache_put(gb_t *b, const char *nm, int x)
     int id = add(b, TS_OP_SUM, nm, x, TS_SCHED_NONE, 0, 0, 0, c);
     if (!b->prefill)
         return id;
-    /* lane_share: need(x, 1), L - 1 rotations by +-1 each way, 2 L - 1 masks
-     * encoded and multiplied, summed, one rescale */
-    int L = b->prefill;
-    const double cs[6] = {2 * L - 2, 2 * L - 1, 0, 2 * L - 2, 1, 2 * L - 1};
+    /* lane_share: need(x, 1), log2 L rotations and additions each way, one
+     * mask encoded and multiplied, one rescale */
+    int lg = 0;
+    while ((1 << lg) < b->prefill)
+        lg++;
+    const double cs[6] = {2 * lg, 1, 0, 2 * lg, 1, 1};
     char sn[40];
     snprintf(sn, sizeof sn, "%s.lane_share", nm);
     return add(b, TS_OP_MUL_CP, sn, id, TS_SCHED_NONE, FIRST, 1, 1, cs);
