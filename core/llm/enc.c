@@ -95,6 +95,11 @@ struct ts_llm_enc_session {
     ts_ckks_plaintext_t *pt;
     double *buf;
     ct_t **kc, **vc;
+    /* a speculative prefill's rows before lane_share, per layer (NULL: none
+     * pending): ts_llm_enc_commit takes the rejected ones back out */
+    ct_t **pk, **pv;
+    int spec_pos, spec_n; /* the pending pass's positions (spec_n 0: none) */
+    bool spec;            /* the pass now running keeps its rows (pk, pv) */
     int next_pos;
     /* the step's positions: lane l at pos0 + l lane_step (lane_step 0: every
      * lane at pos0, independent sequences; 1: a prefill, consecutive
@@ -1294,6 +1299,17 @@ ts_status_t ts_llm_enc_cache_encrypt_pk(const ts_llm_enc_t *e, ts_ckks_encoder_t
 
 /* ---------------------------------------------------------------- session */
 
+/* Forget a speculative pass's kept rows: its cache rows stay (all accepted). */
+static void spec_drop(ts_llm_enc_session_t *s)
+{
+    for (int l = 0; s->pk && s->pv && l < s->e->nl; l++) {
+        ts_ckks_ciphertext_free(s->pk[l]);
+        ts_ckks_ciphertext_free(s->pv[l]);
+        s->pk[l] = s->pv[l] = NULL;
+    }
+    s->spec_n = 0;
+}
+
 void ts_llm_enc_session_free(ts_llm_enc_session_t *s)
 {
     if (!s)
@@ -1303,8 +1319,11 @@ void ts_llm_enc_session_free(ts_llm_enc_session_t *s)
             ts_ckks_ciphertext_free(s->kc[l]);
             ts_ckks_ciphertext_free(s->vc[l]);
         }
+    spec_drop(s);
     ts_free(s->kc);
     ts_free(s->vc);
+    ts_free(s->pk);
+    ts_free(s->pv);
     for (int p = 0; p < P_COUNT; p++)
         ts_nonlinear_slots_free(s->nls[p]);
     ts_free(s->buf);
@@ -1336,7 +1355,9 @@ ts_status_t ts_llm_enc_session_new(const ts_llm_enc_t *e, ts_ckks_evaluator_t *e
         s->buf = ts_malloc((size_t)e->cs * sizeof(double));
         s->kc = ts_malloc((size_t)e->nl * sizeof(ct_t *));
         s->vc = ts_malloc((size_t)e->nl * sizeof(ct_t *));
-        if (!s->buf || !s->kc || !s->vc)
+        s->pk = ts_calloc((size_t)e->nl, sizeof(ct_t *));
+        s->pv = ts_calloc((size_t)e->nl, sizeof(ct_t *));
+        if (!s->buf || !s->kc || !s->vc || !s->pk || !s->pv)
             st = TS_ENOMEM;
         else {
             memset(s->kc, 0, (size_t)e->nl * sizeof(ct_t *));
@@ -2045,9 +2066,10 @@ static int lane_pos(const ts_llm_enc_session_t *s, int l)
  * and nothing of the next; one mask keeps those slots (the level); then
  * b(s) = sum_{r < L} m(s + r) (log2 L rotations by +2^i, one level lower)
  * spreads each group's last slot over the group and reads nothing of the
- * next group (its value sits L - 1 slots past the group's end).
+ * next group (its value sits L - 1 slots past the group's end). Only the
+ * cache blocks from `from` on (0: all; ts_llm_enc_commit: the rejected).
  */
-static ts_status_t lane_share(ts_llm_enc_session_t *s, ct_t *x)
+static ts_status_t lane_share(ts_llm_enc_session_t *s, ct_t *x, int from)
 {
     const ts_llm_enc_t *e = s->e;
     int L = e->lanes;
@@ -2060,7 +2082,7 @@ static ts_status_t lane_share(ts_llm_enc_session_t *s, ct_t *x)
         TRY(ts_ckks_add(s->ev, x, t, x));
     }
     for (int k = 0; k < e->cs; k++)
-        s->buf[k] = k % L == L - 1 ? 1.0 : 0.0;
+        s->buf[k] = k % L == L - 1 && k / L / e->pd >= from ? 1.0 : 0.0;
     s->buf_lanes = true;
     TRY(encode_buf(s, ts_ckks_ciphertext_level(x)));
     TRY(ts_ckks_mul_plain(s->ev, x, s->pt, t));
@@ -2609,7 +2631,7 @@ done:
 
 /* Move x (zero outside its first block: matvec's first_block) into block
  * pos and add it to the cache. */
-static ts_status_t cache_put(ts_llm_enc_session_t *s, ct_t **cache, ct_t *x, int pos)
+static ts_status_t cache_put(ts_llm_enc_session_t *s, ct_t **cache, ct_t **keep, ct_t *x, int pos)
 {
     const ts_llm_enc_t *e = s->e;
     ct_t *b = NULL;
@@ -2620,8 +2642,15 @@ static ts_status_t cache_put(ts_llm_enc_session_t *s, ct_t **cache, ct_t *x, int
     for (int bit = 0; (1 << bit) <= pos; bit++)
         if (pos & (1 << bit))
             TRY(ts_ckks_rotate(s->ev, b, -((int64_t)e->pd << bit) * e->lanes, b));
-    if (s->lane_step && e->lanes > 1)
-        TRY(lane_share(s, b));
+    if (s->lane_step && e->lanes > 1) {
+        if (s->spec) { /* a speculative pass: its rows before sharing, for ts_llm_enc_commit */
+            TRY(need(s, b, 1));
+            if (!*keep)
+                TRY(ct_new(s, keep));
+            TRY(ts_ckks_ciphertext_copy(*keep, b));
+        }
+        TRY(lane_share(s, b, 0));
+    }
     if (!*cache) {
         *cache = b;
         b = NULL;
@@ -2695,8 +2724,8 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     TRY(matvec_which(s, layer, 2, fold, &fv, &sh, xb, v));
     ts_ckks_bsgs_free(sh);
     sh = NULL;
-    TRY(cache_put(s, &s->kc[layer], kk, pos));
-    TRY(cache_put(s, &s->vc[layer], v, pos));
+    TRY(cache_put(s, &s->kc[layer], &s->pk[layer], kk, pos));
+    TRY(cache_put(s, &s->vc[layer], &s->pv[layer], v, pos));
     if (!out)
         goto done;
     /* scores: q (.) K, summed inside each head, masked and scaled, replicated */
@@ -2995,6 +3024,7 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
         return TS_ERANGE;
     if (ts_ckks_ciphertext_slots(x) != (size_t)e->cs)
         return TS_EMISMATCH;
+    spec_drop(s); /* a pending speculative pass not committed: all accepted */
     s->pos0 = pos;
     s->lane_step = lane_step;
     s->lane_n = n;
@@ -3070,6 +3100,65 @@ ts_status_t ts_llm_enc_prefill(ts_llm_enc_session_t *s, const ts_ckks_ciphertext
     if (s->e->lanes < 2)
         return TS_ENOTSUP;
     return step(s, x, pos, 1, n, logits);
+}
+
+ts_status_t ts_llm_enc_prefill_speculative(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x,
+                                           int pos, int n, ts_ckks_ciphertext_t *logits)
+{
+    if (!s || !x || !logits)
+        return TS_EINVAL;
+    if (s->e->lanes < 2)
+        return TS_ENOTSUP;
+    s->spec = true;
+    ts_status_t st = step(s, x, pos, 1, n, logits);
+    s->spec = false;
+    if (st != TS_OK) {
+        spec_drop(s);
+        return st;
+    }
+    s->spec_pos = pos;
+    s->spec_n = n;
+    return TS_OK;
+}
+
+int ts_llm_enc_pending(const ts_llm_enc_session_t *s)
+{
+    return s ? s->spec_n : 0;
+}
+
+ts_status_t ts_llm_enc_commit(ts_llm_enc_session_t *s, int m)
+{
+    if (!s)
+        return TS_EINVAL;
+    if (s->spec_n == 0)
+        return TS_ENOENT;
+    if (m < 0 || m > s->spec_n)
+        return TS_ERANGE;
+    const ts_llm_enc_t *e = s->e;
+    ct_t *t = NULL;
+    ts_status_t st = TS_OK;
+    int prev_stage = stage_to(s, TS_LLM_STAGE_ATTENTION);
+    if (m < s->spec_n) {
+        /* the rejected rows (blocks spec_pos + m on), shared as the pass
+         * shared them, out of every cache it wrote: the same level */
+        TRY(ct_new(s, &t));
+        for (int l = 0; l < e->nl; l++)
+            for (int w = 0; w < 2; w++) {
+                ct_t *keep = w ? s->pv[l] : s->pk[l], *cache = w ? s->vc[l] : s->kc[l];
+                if (!keep)
+                    continue;
+                TRY(ts_ckks_ciphertext_copy(t, keep));
+                TRY(lane_share(s, t, s->spec_pos + m));
+                TRY(align(s, cache, t));
+                TRY(ts_ckks_sub(s->ev, cache, t, cache));
+            }
+    }
+    s->next_pos = s->spec_pos + m;
+    spec_drop(s);
+done:
+    stage_to(s, prev_stage);
+    ts_ckks_ciphertext_free(t);
+    return st;
 }
 
 ts_status_t ts_llm_enc_step_cache(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos)

@@ -887,7 +887,7 @@ ts_status_t ts_llm_enc_step_cache(ts_llm_enc_session_t *s, const ts_ckks_ciphert
  * n - 1's position and must carry its token too: their keys and values are
  * unused, but a token the approximations' intervals were not sized for
  * there can overflow the whole ciphertext). Each lane's keys and values go to its
- * block of the cache and to every lane (one level, 2 (lanes - 1) rotations
+ * block of the cache and to every lane (one level, 2 log2(lanes) rotations
  * per cache write), so afterwards every lane holds the whole cache and the
  * session continues at pos + n (ts_llm_enc_step: every lane at the next
  * position; further prefills). Lane l's logits are position pos + l's
@@ -897,6 +897,30 @@ ts_status_t ts_llm_enc_step_cache(ts_llm_enc_session_t *s, const ts_ckks_ciphert
  */
 ts_status_t ts_llm_enc_prefill(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, int pos,
                                int n, ts_ckks_ciphertext_t *logits);
+/*
+ * A speculative prefill: ts_llm_enc_prefill (logits required) whose
+ * positions stay pending until ts_llm_enc_commit keeps the first m of them
+ * (speculative decoding: lane 0 carries the true token at pos, lanes 1..n-1
+ * a draft's guesses for the next positions; the key holder keeps the lanes
+ * up to the first guess that differs from the previous lane's decrypted
+ * choice). The pass keeps its key/value rows before sharing (one ciphertext
+ * per layer and kind). Any other step or prefill before a commit accepts all
+ * n. Errors as ts_llm_enc_prefill.
+ */
+ts_status_t ts_llm_enc_prefill_speculative(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x,
+                                           int pos, int n, ts_ckks_ciphertext_t *logits);
+/* Positions of the pending speculative pass (0: none; 0 for NULL). */
+int ts_llm_enc_pending(const ts_llm_enc_session_t *s);
+/*
+ * Keep the first m (0 <= m <= pending) positions of the pending speculative
+ * pass: the rows of the others are shared as the pass shared them and
+ * subtracted from every cache it wrote (the cache keeps its level; those
+ * blocks hold noise, which later rows are added onto), and the session
+ * continues at pos + m. 2 (2 log2(lanes) rotations + a product) per layer
+ * when m < pending, nothing when m = pending. TS_ENOENT: nothing pending;
+ * TS_ERANGE: m out of range.
+ */
+ts_status_t ts_llm_enc_commit(ts_llm_enc_session_t *s, int m);
 /*
  * The residual stream's unit ks: the step carries ks x for the model's x,
  * ks^2 = al / dim with al the slope of the CKKS 1/sqrt series' domain map

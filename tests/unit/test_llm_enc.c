@@ -1308,6 +1308,99 @@ static void g2_prefill(int lanes, const int (*plan)[2], int nplan)
 }
 
 /*
+ * Speculative prefills (ts_llm_enc_prefill_speculative, ts_llm_enc_commit)
+ * in 4 lanes: greedy decoding of the plaintext model's own choices g from
+ * g2_toks[0], with drafts. Pass A at 0: lanes [g0, g1, X, X] (X a wrong
+ * guess): lane 2's guess differs from lane 1's argmax, so the key holder
+ * keeps 2 positions and the rows of 2 and 3 must leave the cache. Pass B at
+ * 2: [g2, g3, g4, g5], all kept (commit 4: nothing to take out). Then an
+ * ordinary step at 6 (after a pass left pending: all kept). Every kept
+ * lane's logits vs ts_llm_forward along g and its argmax = g's next token;
+ * without the commit's subtraction pass B reads rows 2 and 3 twice.
+ */
+START_TEST(test_gpt2_speculative)
+{
+    ts_llm_enc_config_t cfg;
+    g2_cfg(TS_SCHED_CKKS, &cfg);
+    cfg.log_slots = 7;
+    cfg.lanes = 4;
+    llm_fx_t f;
+    llm_fx_open(&f, llm_fx_tiny_gpt2(), "test-llm-tiny-boot", &cfg, true, 7);
+    llm_fx_period_boot(&f);
+    const ts_llm_model_t *mm = f.m;
+    int V = mm->cfg.vocab_size;
+    /* the plaintext greedy sequence and its logits at positions 0..6 */
+    enum { NPOS = 7 };
+    int g[NPOS + 1];
+    float refs[NPOS][64];
+    ts_llm_state_t *st = NULL;
+    ck_assert_ts_ok(ts_llm_state_new(mm, &st));
+    g[0] = g2_toks[0];
+    for (int p = 0; p < NPOS; p++) {
+        const float *r = NULL;
+        ck_assert_ts_ok(ts_llm_forward(mm, st, g[p], p, &r));
+        memcpy(refs[p], r, (size_t)V * sizeof(float));
+        g[p + 1] = 0;
+        for (int i = 1; i < V; i++)
+            g[p + 1] = r[i] > r[g[p + 1]] ? i : g[p + 1];
+    }
+    ts_llm_state_free(st);
+    ts_ckks_ciphertext_t *oh = NULL, *x = NULL, *lg = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &oh));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &x));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &lg));
+    ck_assert_ts_status(ts_llm_enc_commit(f.s, 0), TS_ENOENT); /* nothing pending */
+    struct {
+        int at, toks[4], keep;
+    } pass[2] = {{0, {g[0], g[1], (g[2] + 1) % V, (g[3] + 1) % V}, 2},
+                 {2, {g[2], g[3], g[4], g[5]}, 4}};
+    for (int pi = 0; pi < 2; pi++) {
+        ck_assert_ts_ok(
+            ts_llm_enc_encrypt_onehot_lanes(f.enc, f.ecd, f.sk, f.prng, pass[pi].toks, oh));
+        ck_assert_ts_ok(ts_llm_enc_embed(f.s, oh, x));
+        ck_assert_ts_ok(ts_llm_enc_prefill_speculative(f.s, x, pass[pi].at, 4, lg));
+        ck_assert_int_eq(ts_llm_enc_pending(f.s), 4);
+        /* the key holder's check: lane l's guess against lane l - 1's argmax */
+        int keep = 1, prev = -1;
+        for (int l = 0; l < 4; l++) {
+            int a, b, p = pass[pi].at + l;
+            if (l > 0 && pass[pi].toks[l] != prev)
+                break;
+            double mx = lane_err(&f, lg, 4, l, refs[p], V, &a, &b);
+            printf("gpt2 speculative pass %d lane %d pos %d token %d: logits max err %.2e, argmax "
+                   "enc %d plain %d\n",
+                   pi, l, p, pass[pi].toks[l], mx, a, b);
+            ck_assert_msg(mx < 8e-2, "speculative pass %d lane %d at %d: logits off by %g", pi, l,
+                          p, mx);
+            ck_assert_int_eq(a, b);
+            ck_assert_int_eq(a, g[p + 1]);
+            prev = a;
+            keep = l + 1;
+        }
+        ck_assert_int_eq(keep, pass[pi].keep);
+        ck_assert_ts_status(ts_llm_enc_commit(f.s, 5), TS_ERANGE);
+        if (pi == 0)
+            ck_assert_ts_ok(ts_llm_enc_commit(f.s, keep));
+        /* pass B stays pending: the step below accepts all of it */
+    }
+    ck_assert_ts_status(ts_llm_enc_step(f.s, x, 5, lg), TS_ERANGE); /* continues at 6 */
+    ck_assert_ts_ok(ts_llm_enc_encrypt_onehot(f.enc, f.ecd, f.sk, f.prng, g[6], oh));
+    ck_assert_ts_ok(ts_llm_enc_embed(f.s, oh, x));
+    ck_assert_ts_ok(ts_llm_enc_step(f.s, x, 6, lg));
+    ck_assert_int_eq(ts_llm_enc_pending(f.s), 0);
+    int a, b;
+    double mx = lane_err(&f, lg, 4, 0, refs[6], V, &a, &b);
+    printf("gpt2 speculative step at 6: logits max err %.2e, argmax enc %d plain %d\n", mx, a, b);
+    ck_assert_msg(mx < 8e-2, "step after speculative passes: logits off by %g", mx);
+    ck_assert_int_eq(a, b);
+    ts_ckks_ciphertext_free(oh);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(lg);
+    llm_fx_close(&f);
+}
+END_TEST
+
+/*
  * Lanes: two sequences decoded in one pass (ts_llm_enc_config_t lanes = 2),
  * each lane 2^7 slots of the 2^8 the ciphertexts carry inside test-llm-tiny-boot's
  * 512, with bootstraps (the main bootstrapper at 2^8, the residual stream's at
@@ -1538,6 +1631,7 @@ TS_TEST_SUITE(llm_enc)
     tcase_add_test(g2, test_gpt2_cache_only);
     tcase_add_test(g2, test_gpt2_sparse_slots);
     tcase_add_test(g2, test_gpt2_lanes);
+    tcase_add_test(g2, test_gpt2_speculative);
     suite_add_tcase(s, g2);
     TCase *slow = ts_tcase("decode_slow", 36000);
     tcase_add_test(slow, test_enc_decode_slow);
