@@ -41,6 +41,14 @@ static void usage(FILE *f)
             "                          daemon's prefill_lanes) runs sequence k in lane k, so a\n"
             "                          step costs the same for 1 or N (default 1); the server\n"
             "                          cannot tell N; printed one after another at the end\n"
+            "      --draft FILE        speculative decoding with a PUBLIC draft model (a\n"
+            "                          llama2.c or GGUF file of the same vocabulary, run here in\n"
+            "                          plaintext): each step runs the next token and the\n"
+            "                          draft's guesses for the ones after it in the lanes of a\n"
+            "                          model with lanes (ModelInfo.lanes), and keeps the tokens\n"
+            "                          up to the first guess the sampler does not draw: the\n"
+            "                          same tokens as without it, up to lanes per step; the\n"
+            "                          server learns how many guesses each step kept\n"
             "      --policy P          ckks | hybrid | tfhe (default ckks; hybrid and tfhe also\n"
             "                          make and upload the CKKS-TFHE conversion keys and the\n"
             "                          SlotToCoeff-first bootstrapping keys when the server's\n"
@@ -82,7 +90,10 @@ static void usage(FILE *f)
             "                          with --samples N > 1 also samples: N objects {id, text,\n"
             "                          logit_margin, done} (the line's own id, text and\n"
             "                          logit_margin are sample 0's; done: the sample ended with\n"
-            "                          EOS at an earlier step, its id -1)\n\n%s\n%s",
+            "                          EOS at an earlier step, its id -1); with --draft a\n"
+            "                          line per token, lane (the speculative step's lane that\n"
+            "                          gave its logits; latency, server_ms and stages on lane\n"
+            "                          0's line, 0 on the others)\n\n%s\n%s",
             ts_cli_conn_help, ts_cli_exit_help);
 }
 
@@ -417,6 +428,26 @@ static ts_status_t gen_piece(const ts_llm_tokenizer_t *tok, int prev, int id, ch
 }
 
 /* The margin between the two largest logits: how safe the argmax is. */
+/* --draft: the draft model's greedy guesses for the k positions after
+ * ids[0..upto] (recomputed from position 0: a draft is small) */
+static ts_status_t draft_guess(const ts_llm_model_t *dm, const int *ids, size_t upto, size_t k,
+                               int *out)
+{
+    int V = ts_llm_model_config(dm)->vocab_size;
+    ts_llm_state_t *st = NULL;
+    const float *r = NULL;
+    ts_status_t s = ts_llm_state_new(dm, &st);
+    for (size_t p = 0; s == TS_OK && p <= upto; p++)
+        s = ts_llm_forward(dm, st, ids[p], (int)p, &r);
+    for (size_t j = 0; s == TS_OK && j < k; j++) {
+        out[j] = ts_llm_argmax(r, V);
+        if (j + 1 < k)
+            s = ts_llm_forward(dm, st, out[j], (int)(upto + 1 + j), &r);
+    }
+    ts_llm_state_free(st);
+    return s;
+}
+
 static double logit_margin(const float *logits, int n)
 {
     float b1 = -INFINITY, b2 = -INFINITY;
@@ -460,13 +491,14 @@ int ts_cmd_generate(int argc, char **argv)
                                          {"encrypt-bos", no_argument, NULL, 'B'},
                                          {"system", required_argument, NULL, 'y'},
                                          {"samples", required_argument, NULL, 'N'},
+                                         {"draft", required_argument, NULL, 'R'},
                                          {NULL, 0, NULL, 0}};
     const char *prog = "tessera generate";
     const char *keys_dir = NULL;
     ts_cli_conn_t cc;
     ts_cli_conn_init(&cc);
     const char *model = "", *prompt = NULL, *policy = "ckks", *tok_path = "models/tok512.bin",
-               *system_text = NULL;
+               *system_text = NULL, *draft_path = NULL;
     const char *pdir = "configs/params";
     long max_tokens = 16, samples = 1;
     double temperature = 0.0, top_p = 0.0;
@@ -547,6 +579,9 @@ int ts_cmd_generate(int argc, char **argv)
         case 'y':
             system_text = optarg;
             break;
+        case 'R':
+            draft_path = optarg;
+            break;
         case 'N':
             samples = strtol(optarg, &end, 10);
             if (!end || *end || samples < 1 || samples > 1024) {
@@ -586,7 +621,13 @@ int ts_cmd_generate(int argc, char **argv)
     char *gen_text = NULL; /* the generated text (same_term) */
     char **stext = NULL;   /* --samples > 1: each sample's text, printed at the end */
     size_t *stn = NULL;
-    bool *done = NULL; /* --samples: the sample has ended with EOS */
+    bool *done = NULL;            /* --samples: the sample has ended with EOS */
+    ts_llm_model_t *draft = NULL; /* --draft: the public model that guesses */
+    float *spec_lg = NULL;        /* --draft: the last speculative pass's logits, lane by lane */
+    int spec_tok[1024];           /* the token each of its lanes ran */
+    size_t spec_at = 0, spec_nb = 0;
+    double spec_err = 0; /* its logits' error bound */
+    size_t spec_n = 0;   /* floats in spec_lg */
     char err[600] = "";
     int rc = ts_cli_connect(&cc, prog, &g.c);
     if (rc != TS_EXIT_OK)
@@ -640,6 +681,28 @@ int ts_cmd_generate(int argc, char **argv)
                 prog, samples, mi->model, lanes, lanes == 1 ? "" : "s");
         rc = TS_EXIT_USAGE;
         goto out;
+    }
+    if (draft_path) {
+        if (lanes < 2 || samples > 1) {
+            fprintf(stderr,
+                    "%s: --draft needs a model with lanes (ModelInfo.lanes %zu; the daemon's "
+                    "prefill_lanes) and one sample\n",
+                    prog, lanes);
+            rc = TS_EXIT_USAGE;
+            goto out;
+        }
+        st = ts_llm_model_load(draft_path, &draft, err, sizeof err);
+        if (st == TS_OK && ts_llm_model_config(draft)->vocab_size != (int)mi->vocab) {
+            snprintf(err, sizeof err, "vocabulary of %d tokens, the server's model has %u",
+                     ts_llm_model_config(draft)->vocab_size, mi->vocab);
+            st = TS_EMISMATCH;
+        }
+        if (st != TS_OK) {
+            fprintf(stderr, "%s: --draft %s: %s\n", prog, draft_path,
+                    err[0] ? err : ts_strerror(st));
+            rc = TS_EXIT_USAGE;
+            goto out;
+        }
     }
     if (g.c->insecure_params && g.tty)
         fprintf(stderr, "%s: WARNING: the daemon accepts insecure test parameters\n", prog);
@@ -757,11 +820,15 @@ int ts_cmd_generate(int argc, char **argv)
     vocab_n = (size_t)V * S;
     onehot = calloc((size_t)V * lanes, sizeof *onehot); /* one row per lane */
     logits = calloc((size_t)V * S, sizeof *logits);     /* one row per sample */
+    if (draft) {
+        spec_lg = calloc((size_t)V * lanes, sizeof *spec_lg);
+        spec_n = spec_lg ? (size_t)V * lanes : 0;
+    }
     if (S > 1) {
         stext = calloc(S, sizeof *stext);
         stn = calloc(S, sizeof *stn);
     }
-    if (!onehot || !logits || (S > 1 && (!stext || !stn)) ||
+    if (!onehot || !logits || (S > 1 && (!stext || !stn)) || (draft && !spec_lg) ||
         ts_ckks_encoder_new(g.p, &ecd) != TS_OK || ts_ckks_ciphertext_new(g.p, 0, &x) != TS_OK) {
         fprintf(stderr, "%s: out of memory\n", prog);
         goto out;
@@ -784,7 +851,40 @@ int ts_cmd_generate(int argc, char **argv)
         size_t nb = 1;
         if (!pub && lanes > 1 && !full_steps && pos < n_prompt)
             nb = n_prompt - pos < lanes ? n_prompt - pos : lanes;
-        size_t lp = pos + nb - 1; /* the batch's last position */
+        /* --draft (speculative decoding): a generated position the last
+         * speculative pass ran with this very token has its logits here
+         * already; otherwise a pass from here, lane 0 this token, lanes 1 ..
+         * the draft's guesses for the next ones (the server keeps what the
+         * next request's position says) */
+        size_t sk = pos - spec_at, prev_at = spec_at, prev_nb = spec_nb;
+        bool cached = spec_nb && pos > spec_at && sk < spec_nb && spec_tok[sk] == token;
+        bool spec = false;
+        if (draft && !pub && pos >= n_prompt && !cached) {
+            size_t left = n_total - 1 - pos, room = mi->max_context - pos;
+            nb = lanes < left ? lanes : left;
+            nb = nb < room ? nb : room;
+            spec = nb >= 2;
+            nb = spec ? nb : 1;
+            spec_at = pos;
+            spec_nb = spec ? nb : 0;
+            spec_tok[0] = token;
+            if (spec && (st = draft_guess(draft, ids, pos, nb - 1, spec_tok + 1)) != TS_OK) {
+                fprintf(stderr, "%s: the draft model failed: %s\n", prog, ts_strerror(st));
+                goto out;
+            }
+            for (size_t l = 1; l < nb; l++)
+                ids[pos + l] = spec_tok[l]; /* the lanes' tokens (the samples overwrite them) */
+        }
+        size_t lp = spec ? pos : pos + nb - 1; /* the batch's last position */
+        bool in_prompt = lp + 1 < n_prompt;
+        Tessera__DecodeResult no_reply = TESSERA__DECODE_RESULT__INIT;
+        no_reply.err_bound = spec_err;               /* the pass's */
+        const Tessera__DecodeResult *dr = &no_reply; /* a cached lane: no request */
+        size_t nd = 1;                               /* lanes decrypted */
+        if (cached) {
+            memcpy(logits, spec_lg + sk * (size_t)V, (size_t)V * sizeof *logits);
+            goto sample;
+        }
         uint8_t *ctb = NULL;
         size_t ctn = 0;
         st = TS_OK;
@@ -818,7 +918,6 @@ int ts_cmd_generate(int argc, char **argv)
             fprintf(stderr, "%s: encrypting position %zu failed: %s\n", prog, pos, ts_strerror(st));
             goto out;
         }
-        bool in_prompt = lp + 1 < n_prompt;
         Tessera__DecodeStep ds = TESSERA__DECODE_STEP__INIT;
         ds.session_id = session;
         ds.position = (uint32_t)pos;
@@ -828,6 +927,7 @@ int ts_cmd_generate(int argc, char **argv)
         ds.cache_only = in_prompt && !full_steps; /* nobody reads these logits */
         ds.token_public = pub;
         ds.public_token = pub ? (uint32_t)token : 0;
+        ds.speculative = spec;
         req.body_case = TESSERA__ENVELOPE__BODY_DECODE_STEP;
         req.decode_step = &ds;
         /* progress on a terminal: positions that run an encrypted step take long */
@@ -844,6 +944,7 @@ int ts_cmd_generate(int argc, char **argv)
                      pos + 1, span, n_total - 1,
                      kind == 0   ? ", public"
                      : kind == 1 ? ", cache only"
+                     : spec      ? ", speculative"
                                  : "");
             ticker_start(&tk, what, tail, last_ms[kind]);
         }
@@ -858,11 +959,20 @@ int ts_cmd_generate(int argc, char **argv)
             rc = ts_cli_fail(prog, g.c, st, g.json);
             goto out;
         }
-        const Tessera__DecodeResult *dr = rep->decode_result;
+        dr = rep->decode_result;
         char why[256] = "";
         if (dr->token_public != pub) {
             fprintf(stderr, "%s: the server's reply for position %zu %s\n", prog, pos,
                     pub ? "ran no public step (asked: public BOS)" : "claims a public step");
+            rc = TS_EXIT_FAIL;
+            goto out;
+        }
+        if (dr->speculative != spec || (prev_nb && dr->kept != pos - prev_at)) {
+            fprintf(stderr,
+                    "%s: the server's reply for position %zu %s (speculative %d, kept %u of the "
+                    "last pass; expected %d, %zu)\n",
+                    prog, pos, "does not match the request", dr->speculative, dr->kept, spec,
+                    prev_nb ? pos - prev_at : 0);
             rc = TS_EXIT_FAIL;
             goto out;
         }
@@ -921,16 +1031,21 @@ int ts_cmd_generate(int argc, char **argv)
         /* the logits to sample: the batch's last position (lane nb - 1; a
          * step of the prompt: every lane alike, lane 0); a step of generated
          * tokens: sample k's in lane k */
-        size_t nd = lanes > 1 && pos >= n_prompt ? S : 1;
+        nd = spec ? nb : lanes > 1 && pos >= n_prompt ? S : 1;
+        spec_err = dr->err_bound;
         if (st == TS_OK && lanes == 1) {
             st = ts_llm_enc_decrypt_vec(ecd, g.sk, lg, logits, V);
         } else if (st == TS_OK) {
+            /* a speculative pass: every lane's, lane 0's sampled now */
+            float *dst = spec ? spec_lg : logits;
             double *dl = calloc((size_t)V * nd, sizeof *dl);
             st = dl ? ts_llm_enc_decrypt_lanes(ecd, g.sk, lg, (int)lanes, nd > 1 ? 0 : (int)nb - 1,
                                                (int)nd, dl, V)
                     : TS_ENOMEM;
             for (size_t i = 0; st == TS_OK && i < (size_t)V * nd; i++)
-                logits[i] = (float)dl[i];
+                dst[i] = (float)dl[i];
+            if (st == TS_OK && spec)
+                memcpy(logits, spec_lg, (size_t)V * sizeof *logits);
             if (dl)
                 ts_memzero(dl, (size_t)V * nd * sizeof *dl);
             free(dl);
@@ -941,6 +1056,7 @@ int ts_cmd_generate(int argc, char **argv)
             rc = TS_EXIT_FAIL;
             goto out;
         }
+    sample:;
         /* each sample draws from its own logits with its own sampler; a
          * sample that has ended repeats its EOS (its lane runs on, unread) */
         int nexts[1024];
@@ -964,7 +1080,7 @@ int ts_cmd_generate(int argc, char **argv)
         double lat = ms_since(t0);
         total_ms += lat;
         n_public += pub;
-        n_prefill += nb > 1 ? nb : 0;
+        n_prefill += nb > 1 && !spec ? nb : 0;
         if (gen_any && first_ms < 0)
             first_ms = total_ms;
         char text[512] = "";
@@ -986,6 +1102,8 @@ int ts_cmd_generate(int argc, char **argv)
             json_stages(dr);
             printf(",\"precision_bits\":%.2f,\"err_bound\":%.3g,\"logit_margin\":%.4f", prec,
                    dr->err_bound, logit_margin(logits, V));
+            if (draft)
+                printf(",\"lane\":%zu", cached ? sk : 0);
             if (S > 1) {
                 printf(",\"samples\":[");
                 for (size_t k = 0; k < S; k++) {
@@ -1139,6 +1257,10 @@ out:
     free(stext);
     free(stn);
     ts_llm_tokenizer_free(tok);
+    ts_llm_model_free(draft);
+    if (spec_lg)
+        ts_memzero(spec_lg, spec_n * sizeof *spec_lg);
+    free(spec_lg);
     if (logits)
         ts_memzero(logits, vocab_n * sizeof *logits);
     free(logits);

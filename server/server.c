@@ -1584,8 +1584,9 @@ static void decode_step_work(uv_work_t *uw)
     dec_work_t *w = uw->data;
     const Tessera__DecodeStep *d = w->env->decode_step;
     w->st = ts_dec_session_step(w->x->dec, d->position, d->positions, d->token.data, d->token.len,
-                                d->cache_only, d->token_public ? (int)d->public_token : -1, &w->res,
-                                w->why, sizeof w->why);
+                                d->cache_only, d->speculative,
+                                d->token_public ? (int)d->public_token : -1, &w->res, w->why,
+                                sizeof w->why);
 }
 
 static void decode_step_after(uv_work_t *uw, int status)
@@ -1631,6 +1632,8 @@ static void decode_step_after(uv_work_t *uw, int status)
             r.cache_only = w->res.cache_only;
             r.token_public = w->res.token_public;
             r.positions = w->res.positions ? w->res.positions : 1;
+            r.speculative = w->res.speculative;
+            r.kept = w->res.kept;
             reply(c, w->rid, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &r);
             ts_log(TS_LOG_INFO, MOD,
                    "event=decode_step session=%llu pos=%u positions=%u cache_only=%d public=%d "
@@ -1670,9 +1673,18 @@ static bool handle_decode_step(conn_t *c, uint64_t rid, Tessera__Envelope *e, ui
                    d->position, d->positions > 1 ? d->positions : 1, max);
         return false;
     }
-    if ((int64_t)d->position != next) {
-        send_error(c, rid, TS_ERANGE, false, "position %u is not the session's next (%d)",
-                   d->position, next);
+    /* after a speculative pass, any position inside it keeps that prefix of it */
+    int pending = ts_dec_session_pending(x->dec);
+    if ((int64_t)d->position != next &&
+        !((int64_t)d->position > next - pending && (int64_t)d->position < next)) {
+        if (pending)
+            send_error(c, rid, TS_ERANGE, false,
+                       "position %u is not the session's next (%d) nor inside its speculative "
+                       "pass (%d .. %d)",
+                       d->position, next, next - pending + 1, next - 1);
+        else
+            send_error(c, rid, TS_ERANGE, false, "position %u is not the session's next (%d)",
+                       d->position, next);
         return false;
     }
     if (d->token.len == 0 && !d->token_public) {

@@ -1023,6 +1023,11 @@ int ts_dec_session_next_pos(const ts_dec_session_t *s)
     return s->next_pos;
 }
 
+int ts_dec_session_pending(const ts_dec_session_t *s)
+{
+    return s->broken ? 0 : ts_llm_enc_pending(s->s);
+}
+
 int ts_dec_session_max_context(const ts_dec_session_t *s)
 {
     return s->md->max_ctx;
@@ -1140,7 +1145,7 @@ out:
 }
 
 ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, uint32_t n, const uint8_t *data,
-                                size_t size, bool cache_only, int public_token,
+                                size_t size, bool cache_only, bool speculative, int public_token,
                                 ts_dec_result_t *res, char *why, size_t why_size)
 {
     memset(res, 0, sizeof *res);
@@ -1148,6 +1153,12 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, uint32_t n, c
     int lanes = ts_llm_enc_lanes(md->enc);
     if (n == 0)
         n = 1;
+    if (speculative && (n < 2 || cache_only || public_token >= 0)) {
+        snprintf(why, why_size,
+                 "a speculative step is a prefill of 2 or more positions with logits (not "
+                 "cache_only, not public)");
+        return TS_EINVAL;
+    }
     if (n > 1 && (int)n > lanes) {
         snprintf(why, why_size,
                  "%u positions in one step: this model prefills at most %d (ModelInfo.lanes)", n,
@@ -1162,8 +1173,18 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, uint32_t n, c
         snprintf(why, why_size, "a previous step of this session failed; open a new session");
         return TS_EINVAL;
     }
-    if ((int64_t)pos != s->next_pos) {
-        snprintf(why, why_size, "position %u is not the next one (%d)", pos, s->next_pos);
+    /* after a speculative pass of positions [p, next_pos): any position in
+     * (p, next_pos] keeps that prefix of it (next_pos: all of it) */
+    int pending = ts_dec_session_pending(s), spec_pos = s->next_pos - pending;
+    bool rewind = pending > 0 && (int64_t)pos > spec_pos && (int64_t)pos < s->next_pos;
+    if ((int64_t)pos != s->next_pos && !rewind) {
+        if (pending > 0)
+            snprintf(why, why_size,
+                     "position %u is not the next one (%d) nor a kept prefix of the speculative "
+                     "pass at %d (%d .. %d)",
+                     pos, s->next_pos, spec_pos, spec_pos + 1, s->next_pos);
+        else
+            snprintf(why, why_size, "position %u is not the next one (%d)", pos, s->next_pos);
         return TS_ERANGE;
     }
     if ((int64_t)pos + n > md->max_ctx) {
@@ -1206,8 +1227,18 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, uint32_t n, c
     if ((st = ts_ckks_ciphertext_new(md->p, 0, &y)) != TS_OK ||
         (st = ts_ckks_ciphertext_new(md->p, 0, &lg)) != TS_OK)
         goto out;
-    uint64_t te = ts_now_ns();
     s->broken = true; /* until the step completes */
+    if (pending > 0) {
+        /* the previous speculative pass: the positions before pos kept */
+        if ((st = ts_llm_enc_commit(s->s, (int)pos - spec_pos)) != TS_OK) {
+            snprintf(why, why_size, "keeping %d positions of the speculative pass failed: %s",
+                     (int)pos - spec_pos, ts_strerror(st));
+            goto out;
+        }
+        res->kept = (uint32_t)((int)pos - spec_pos);
+        s->next_pos = (int)pos;
+    }
+    uint64_t te = ts_now_ns();
     if ((st = ts_llm_enc_embed(s->s, x, y)) != TS_OK) {
         snprintf(why, why_size, "embedding failed: %s", ts_strerror(st));
         goto out;
@@ -1215,7 +1246,8 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, uint32_t n, c
     ts_llm_enc_stats_t mid;
     ts_llm_enc_session_stats(s->s, &mid);
     double embed_s = (double)(ts_now_ns() - te) / 1e9;
-    st = n > 1        ? ts_llm_enc_prefill(s->s, y, (int)pos, (int)n, cache_only ? NULL : lg)
+    st = speculative  ? ts_llm_enc_prefill_speculative(s->s, y, (int)pos, (int)n, lg)
+         : n > 1      ? ts_llm_enc_prefill(s->s, y, (int)pos, (int)n, cache_only ? NULL : lg)
          : cache_only ? ts_llm_enc_step_cache(s->s, y, (int)pos)
                       : ts_llm_enc_step(s->s, y, (int)pos, lg);
     if (st != TS_OK) {
@@ -1249,6 +1281,7 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, uint32_t n, c
     res->level = cache_only ? 0 : ts_ckks_ciphertext_level(lg);
     res->err_bound = info.err_bound;
     res->positions = n;
+    res->speculative = speculative;
     s->next_pos += (int)n;
     s->broken = false;
     /* the public prefix, if any, has ended: its plaintext state is not needed */

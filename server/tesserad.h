@@ -267,6 +267,8 @@ typedef struct ts_dec_result {
     bool cache_only;    /* no logits: the KV cache only */
     bool token_public;  /* a public position: the plaintext model, no encrypted step */
     uint32_t positions; /* positions the step ran (a prefill: more than one) */
+    bool speculative;   /* the positions are pending (the next step keeps some) */
+    uint32_t kept;      /* positions of the previous speculative pass kept before this step */
 } ts_dec_result_t;
 
 /* models_dir NULL or "": no models. err: "file: reason". */
@@ -308,18 +310,23 @@ ts_status_t ts_dec_session_open(ts_dec_model_t *md, const char *policy, size_t n
 void ts_dec_session_free(ts_dec_session_t *s);
 uint64_t ts_dec_session_memory(const ts_dec_session_t *s);
 int ts_dec_session_next_pos(const ts_dec_session_t *s);
+/* Positions of a pending speculative pass (the last ones before next_pos; 0: none). */
+int ts_dec_session_pending(const ts_dec_session_t *s);
 int ts_dec_session_max_context(const ts_dec_session_t *s);
 /* Worker: one position (the serialized one-hot token) -> sanitized logits;
  * n >= 2 positions pos..pos + n - 1 in one prefill (a model of prefill_lanes
  * >= n; the token's lane l holds position pos + l's, the logits' lane n - 1
  * are the last position's); cache_only: the KV cache only (ts_llm_enc_step_cache), no logits;
  * public_token >= 0: a public position (DecodeStep.token_public; data empty),
- * allowed only while every earlier position was public. Errors:
+ * allowed only while every earlier position was public; speculative (a
+ * prefill with logits): its positions stay pending, and the next step's pos,
+ * from the pass's first + 1 to its last + 1, keeps that many of them
+ * (ts_llm_enc_commit; res->kept). Errors:
  * TS_ERANGE (not the next position), TS_ELIMIT (context full), TS_EFORMAT /
  * TS_EMISMATCH / TS_ELEVEL / TS_EINVAL (bad ciphertext), engine errors (the
  * session is then unusable). */
 ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, uint32_t n, const uint8_t *data,
-                                size_t size, bool cache_only, int public_token,
+                                size_t size, bool cache_only, bool speculative, int public_token,
                                 ts_dec_result_t *res, char *why, size_t why_size);
 void ts_dec_result_clear(ts_dec_result_t *r);
 

@@ -481,6 +481,96 @@ static size_t plain_sampled(const dfx_t *f, const char *prompt, size_t n_total, 
 }
 
 /*
+ * tessera generate --draft on the four-lane model (speculative decoding):
+ * each step runs the next token and a public draft's guesses for the ones
+ * after it; the client keeps the tokens up to the first guess its sampler
+ * does not draw, and the next step's position tells the server how many
+ * (DecodeStep.speculative; the rejected positions' keys and values leave the
+ * cache). Drafts: the served model itself (greedy: every guess right) and
+ * the tiny GPT-2 of the same vocabulary (mostly wrong). Each run's ids must
+ * be the plaintext model's with the same seed, as without a draft; the JSON
+ * lines' lanes count the guesses kept. A model of one lane refuses --draft.
+ */
+START_TEST(test_generate_draft)
+{
+    dfx_t f;
+    dfx_start(&f);
+    char gpt2[700], cmd[6000], out[700], errp[800];
+    snprintf(gpt2, sizeof gpt2, "%s/draft-gpt2.gguf", f.certs);
+    ck_assert_int_eq(tiny_gpt2_write(gpt2), 0);
+    const char *prompt = "ab";
+    static const struct {
+        float t;
+        int draft; /* 0: the model itself, 1: the GPT-2 */
+    } var[3] = {{0.0f, 0}, {0.8f, 0}, {0.8f, 1}};
+    for (int vi = 0; vi < 3; vi++) {
+        int want[16];
+        size_t n_prompt = 0, want_n = plain_sampled(&f, prompt, 8, var[vi].t, 5, want, &n_prompt);
+        snprintf(out, sizeof out, "%s/gend%d.json", f.d.dir, vi);
+        snprintf(errp, sizeof errp, "%s/gend.err", f.d.dir);
+        snprintf(cmd, sizeof cmd,
+                 "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tinys "
+                 "--prompt '%s' --max-tokens %zu --temperature %.1f --seed 5 --draft %s "
+                 "--tokenizer %s --insecure-params --json > %s 2>%s",
+                 ts_test_build_dir(), f.d.port, f.certs, prompt, 8 - n_prompt, (double)var[vi].t,
+                 var[vi].draft ? gpt2 : f.model, f.tok, out, errp);
+        run_shown(cmd, errp, "tessera generate --draft");
+        FILE *j = fopen(out, "r");
+        ck_assert_ptr_nonnull(j);
+        char line[8192];
+        int got[16];
+        size_t got_n = 0, passes = 0, kept = 0;
+        while (fgets(line, sizeof line, j)) {
+            if (!strstr(line, "\"prompt\":false"))
+                continue;
+            const char *ip = strstr(line, "\"id\":"), *lp = strstr(line, "\"lane\":");
+            ck_assert_ptr_nonnull(ip);
+            ck_assert_ptr_nonnull(lp);
+            int lane = atoi(lp + 7);
+            passes += lane == 0;
+            kept += lane > 0;
+            if (got_n < 16)
+                got[got_n++] = atoi(ip + 5);
+        }
+        fclose(j);
+        printf("tessera generate --draft %s --temperature %.1f on 4 lanes: %zu tokens in %zu "
+               "steps (%zu from kept guesses):",
+               var[vi].draft ? "gpt2" : "self", (double)var[vi].t, got_n, passes, kept);
+        for (size_t i = 0; i < got_n; i++)
+            printf(" %d", got[i]);
+        printf(" (plaintext, seed 5:");
+        for (size_t i = n_prompt; i < want_n; i++)
+            printf(" %d", want[i]);
+        printf(")\n");
+        ck_assert_uint_eq(got_n, want_n - n_prompt);
+        for (size_t i = 0; i < got_n; i++)
+            ck_assert_int_eq(got[i], want[n_prompt + i]);
+        if (vi == 0) /* greedy with the model as its own draft: every guess kept */
+            ck_assert_uint_eq(passes, (got_n + 2) / 4 + 1);
+        if (vi < 2)
+            ck_assert_uint_gt(kept, 0);
+        ck_assert_uint_eq(passes + kept, got_n);
+    }
+    /* one lane: refused with a sentence */
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tiny "
+             "--prompt ab --max-tokens 2 --draft %s --tokenizer %s --insecure-params "
+             ">/dev/null 2>%s",
+             ts_test_build_dir(), f.d.port, f.certs, f.model, f.tok, errp);
+    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
+    char msg[600] = "";
+    FILE *e = fopen(errp, "r");
+    ck_assert_ptr_nonnull(e);
+    size_t mn = fread(msg, 1, sizeof msg - 1, e);
+    msg[mn] = 0;
+    fclose(e);
+    printf("  one lane: %s", msg);
+    ck_assert_ptr_nonnull(strstr(msg, "--draft needs a model with lanes"));
+    dfx_stop(&f);
+}
+END_TEST
+
+/*
  * tessera generate --samples 3 on the four-lane model: after the prompt's
  * prefill every lane holds the prompt's cache, and sample k continues in lane
  * k with its own sampler (seed + k); lane 3 runs sample 0's tokens unread.
@@ -1702,6 +1792,7 @@ TS_TEST_SUITE(net_decode)
     tcase_add_test(tc, test_generate_greedy);
     tcase_add_test(tc, test_generate_prefill);
     tcase_add_test(tc, test_generate_samples);
+    tcase_add_test(tc, test_generate_draft);
     tcase_add_test(tc, test_decode_hostile);
     tcase_add_test(tc, test_decode_concurrent);
     tcase_add_test(tc, test_decode_gpt2);
