@@ -91,9 +91,9 @@ static void usage(FILE *f)
             "                          logit_margin, done} (the line's own id, text and\n"
             "                          logit_margin are sample 0's; done: the sample ended with\n"
             "                          EOS at an earlier step, its id -1); with --draft a\n"
-            "                          line per token, lane (the speculative step's lane that\n"
-            "                          gave its logits; latency, server_ms and stages on lane\n"
-            "                          0's line, 0 on the others)\n\n%s\n%s",
+            "                          line per token, lane on a speculative step's (the lane\n"
+            "                          that gave its logits; latency, server_ms and stages on\n"
+            "                          lane 0's line, 0 on the others)\n\n%s\n%s",
             ts_cli_conn_help, ts_cli_exit_help);
 }
 
@@ -1102,7 +1102,7 @@ int ts_cmd_generate(int argc, char **argv)
             json_stages(dr);
             printf(",\"precision_bits\":%.2f,\"err_bound\":%.3g,\"logit_margin\":%.4f", prec,
                    dr->err_bound, logit_margin(logits, V));
-            if (draft)
+            if (spec || cached)
                 printf(",\"lane\":%zu", cached ? sk : 0);
             if (S > 1) {
                 printf(",\"samples\":[");

@@ -221,9 +221,19 @@ if [ "$samples" -gt 1 ]; then
     temp=${DEMO_TEMPERATURE:-0.8}
     echo "$samples samples at temperature $temp, decoded together (one lane each)"
 fi
+# DEMO_DRAFT=1 (with DEMO_PREFILL): speculative decoding, each step running the
+# next token and a draft's guesses for the ones after it in the lanes. The
+# draft here is the served model file itself, which a real client does not
+# have: an upper bound on how many guesses a step keeps (a client would use
+# a public model of the same vocabulary).
+draft=()
+if [ -n "${DEMO_DRAFT:-}" ]; then
+    draft=(--draft "$model")
+    echo "speculative decoding: the model file as its own draft (an upper bound on the guesses kept)"
+fi
 "$tessera" generate --servername localhost --model aidreams --prompt "$prompt" --max-tokens "$max_tokens" \
     --temperature "$temp" --samples "$samples" --tokenizer "$tok" $insecure --policy "$policy" --json \
-    >"$work/gen.jsonl" ||
+    "${draft[@]}" >"$work/gen.jsonl" ||
     { tail -20 "$work/tesserad.log"; fail "tessera generate"; }
 "$tessera" run --model "$model" --tokenizer "$tok" --prompt "$prompt" --steps $((${DEMO_CONTEXT:-8} + max_tokens)) \
     --json >"$work/ref.json" 2>/dev/null || fail "tessera run (reference)"
@@ -265,7 +275,10 @@ for r in rows:
         kind += ", public BOS (plaintext model, no encrypted step)"
     conv = r.get("conversions")
     npos = r.get("positions", 1)
-    if npos > 1:
+    if "lane" in r:
+        kind += (f", a speculative step of {npos} positions" if r["lane"] == 0
+                 else f", lane {r['lane']} of the last speculative step (its guess kept)")
+    elif npos > 1:
         kind += f", a prefill of positions {r['pos'] - npos + 1}..{r['pos']} in one pass"
     print(f"position {r['pos']}: {kind} id {r['id']} {r.get('text', '')!r}, "
           f"{r['latency_ms'] / 1000:.1f} s, {r.get('bootstraps', '?')} bootstraps"
@@ -283,4 +296,5 @@ for r in "${ran[@]}"; do echo "ran: $r"; done
 echo "DEMO_PARAMS=<preset> and DEMO_POLICY=ckks|hybrid|tfhe pick the decode's preset and policy;"
 echo "DEMO_PROMPT, DEMO_TOKENS the prompt and the generated tokens, DEMO_CONTEXT the session's"
 echo "positions (default 8), DEMO_PREFILL=N prefills N prompt positions per pass, DEMO_SAMPLES=N"
-echo "decodes N sampled continuations together (DEMO_TEMPERATURE, default 0.8)."
+echo "decodes N sampled continuations together (DEMO_TEMPERATURE, default 0.8), DEMO_DRAFT=1"
+echo "decodes speculatively with the model as its own draft (needs DEMO_PREFILL)."

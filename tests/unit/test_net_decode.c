@@ -525,8 +525,7 @@ START_TEST(test_generate_draft)
                 continue;
             const char *ip = strstr(line, "\"id\":"), *lp = strstr(line, "\"lane\":");
             ck_assert_ptr_nonnull(ip);
-            ck_assert_ptr_nonnull(lp);
-            int lane = atoi(lp + 7);
+            int lane = lp ? atoi(lp + 7) : 0; /* none: the prompt's last prefill */
             passes += lane == 0;
             kept += lane > 0;
             if (got_n < 16)
