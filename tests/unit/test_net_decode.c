@@ -387,6 +387,18 @@ static void client_keys_free(ts_ckks_params_t *p, ts_prng_t *prng, ts_ckks_secre
     ts_ckks_params_free(p);
 }
 
+/* " a b c (label x y z)\n": generated ids and the reference's. */
+static void show_ids(const int *got, size_t n_got, const char *label, const int *want,
+                     size_t n_want)
+{
+    for (size_t i = 0; i < n_got; i++)
+        printf(" %d", got[i]);
+    printf(" (%s", label);
+    for (size_t i = 0; i < n_want; i++)
+        printf(" %d", want[i]);
+    printf(")\n");
+}
+
 /*
  * A model of prefill_lanes 4 (tinyp: bootstrapping at 4 x the working slots):
  * tessera generate sends BOS public, then the prompt's encrypted positions in
@@ -439,12 +451,7 @@ START_TEST(test_generate_prefill)
     printf("tessera generate over TLS with prefill_lanes 4, prompt '%s' (%zu positions): %zu "
            "steps for %zu positions (widest %zu), generated",
            prompt, n_prompt, lines, covered, widest);
-    for (size_t i = 0; i < got; i++)
-        printf(" %d", ids[i]);
-    printf(" (plaintext greedy");
-    for (size_t i = n_prompt; i < n; i++)
-        printf(" %d", want[i]);
-    printf(")\n");
+    show_ids(ids, got, "plaintext greedy", want + n_prompt, n - n_prompt);
     ck_assert_uint_eq(covered, 7); /* positions 0..6 (position 7's token is the last generated) */
     ck_assert_uint_gt(widest, 1);  /* the prompt went in prefills */
     ck_assert_uint_lt(lines, covered);
@@ -535,12 +542,7 @@ START_TEST(test_generate_draft)
         printf("tessera generate --draft %s --temperature %.1f on 4 lanes: %zu tokens in %zu "
                "steps (%zu from kept guesses):",
                var[vi].draft ? "gpt2" : "self", (double)var[vi].t, got_n, passes, kept);
-        for (size_t i = 0; i < got_n; i++)
-            printf(" %d", got[i]);
-        printf(" (plaintext, seed 5:");
-        for (size_t i = n_prompt; i < want_n; i++)
-            printf(" %d", want[i]);
-        printf(")\n");
+        show_ids(got, got_n, "plaintext, seed 5:", want + n_prompt, want_n - n_prompt);
         ck_assert_uint_eq(got_n, want_n - n_prompt);
         for (size_t i = 0; i < got_n; i++)
             ck_assert_int_eq(got[i], want[n_prompt + i]);
