@@ -1173,9 +1173,14 @@ int ts_cmd_generate(int argc, char **argv)
                     text_tail(stext[0], stn[0], tail, sizeof tail);
                 else if (same_term && gen_n)
                     text_tail(gen_text, gen_n, tail, sizeof tail);
-                fprintf(stderr, "\r\033[K[%s %zu/%zu] %.2f s/token (server %.2f s, mostly %s)%s%s",
-                        in_prompt ? "prompt" : "token", lp + 1, n_total - 1, lat / 1e3,
-                        dr->server_ms / 1e3, stage, tail[0] ? " ..." : "", tail);
+                if (cached)
+                    fprintf(stderr, "\r\033[K[token %zu/%zu] lane %zu of the speculative step%s%s",
+                            lp + 1, n_total - 1, sk, tail[0] ? " ..." : "", tail);
+                else
+                    fprintf(stderr,
+                            "\r\033[K[%s %zu/%zu] %.2f s/token (server %.2f s, mostly %s)%s%s",
+                            in_prompt ? "prompt" : "token", lp + 1, n_total - 1, lat / 1e3,
+                            dr->server_ms / 1e3, stage, tail[0] ? " ..." : "", tail);
             }
         }
         ts_net_envelope_free(rep);
