@@ -72,7 +72,8 @@ struct ts_dec_model {
     int max_ctx;
     int log_slots; /* the engines' working slot count (sized for max_context) */
     ts_llm_sanitize_info_t san;
-    uint64_t kv_bytes; /* KV cache of a full session (estimate) */
+    uint64_t kv_bytes; /* KV cache of a full session (estimate; with lanes, a speculative pass's
+                          rows too) */
     int sessions;      /* live sessions (loop thread) */
     dec_policy_t pol[3];
     size_t n_pol;
@@ -565,7 +566,9 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
     const ts_llm_config_t *mc = ts_llm_model_config(md->m);
     uint64_t ct_bytes =
         2ull * (uint64_t)(ts_ckks_params_max_level(md->p) + 1) * ts_ckks_params_n(md->p) * 8ull;
-    md->kv_bytes = 2ull * (uint64_t)mc->n_layers * ct_bytes;
+    /* K and V per layer; a model with lanes may also hold a speculative
+     * pass's rows until the next step (ts_llm_enc_prefill_speculative) */
+    md->kv_bytes = (c->prefill_lanes > 1 ? 4ull : 2ull) * (uint64_t)mc->n_layers * ct_bytes;
     return TS_OK;
 }
 
