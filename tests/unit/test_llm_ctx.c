@@ -370,6 +370,16 @@ START_TEST(test_ctx_refusals)
 }
 END_TEST
 
+/* `tessera bench decode ARGS --json path`, which must succeed; its report into buf. */
+static void bench_json(const char *args, const char *path, char *buf, size_t size)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%s/tessera bench decode %s --json %s >/dev/null 2>&1",
+             ts_test_build_dir(), args, path);
+    ck_assert_msg(system(cmd) == 0, "tessera bench decode %s failed", args);
+    ts_test_read_file(path, buf, size);
+}
+
 /* `tessera bench decode --quick --context 5,8`: one record per context with
  * context_length, the prefill stated, the step at L-1, argmax equal; a
  * context the session cannot hold fails the run. */
@@ -380,12 +390,8 @@ START_TEST(test_ctx_bench_cli)
     snprintf(dir, sizeof dir, "%s/tessera-ctx-XXXXXX", base && *base ? base : "/tmp");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/decode.json", dir);
-    snprintf(cmd, sizeof cmd,
-             "%s/tessera bench decode --quick --context 5,8 --json %s >/dev/null 2>&1",
-             ts_test_build_dir(), path);
-    ck_assert_int_eq(system(cmd), 0);
     static char buf[1 << 16];
-    ts_test_read_file(path, buf, sizeof buf);
+    bench_json("--quick --context 5,8", path, buf, sizeof buf);
     ck_assert_ptr_nonnull(strstr(buf, "\"context_length\": 5, \"prefilled_positions\": 4"));
     ck_assert_ptr_nonnull(strstr(buf, "\"context_length\": 8, \"prefilled_positions\": 7"));
     ck_assert_ptr_nonnull(strstr(buf, "prefilled from the plaintext model"));
@@ -402,11 +408,7 @@ START_TEST(test_ctx_bench_cli)
     ck_assert_int_eq(positions, 2);
     unlink(path);
     /* --cache-only: the timed step a cache-only one, its logits fields null */
-    snprintf(cmd, sizeof cmd,
-             "%s/tessera bench decode --quick --context 5 --cache-only --json %s >/dev/null 2>&1",
-             ts_test_build_dir(), path);
-    ck_assert_int_eq(system(cmd), 0);
-    ts_test_read_file(path, buf, sizeof buf);
+    bench_json("--quick --context 5 --cache-only", path, buf, sizeof buf);
     ck_assert_ptr_nonnull(strstr(buf, "{\"pos\": 4, \"token\": "));
     ck_assert_ptr_nonnull(strstr(buf, "\"cache_only\": true"));
     ck_assert_ptr_nonnull(strstr(buf, "\"precision_bits\": null, \"argmax_enc\": null"));
@@ -417,13 +419,9 @@ START_TEST(test_ctx_bench_cli)
      * caches, so the query must ignore the later lanes' keys (before that, the
      * scores' centering summed them and this prompt overflowed the
      * ciphertext: logits off by 1e8); the last lane's argmax = the plaintext's */
-    snprintf(cmd, sizeof cmd,
-             "%s/tessera bench decode --params test-boot-n14 --context 8 --max-context 8 "
-             "--prefill 8 --prompt-ids 429,491,433,295,429,444,445 "
-             "--costs configs/costs/cpu-boot-n16-dense.yaml --json %s >/dev/null 2>&1",
-             ts_test_build_dir(), path);
-    ck_assert_int_eq(system(cmd), 0);
-    ts_test_read_file(path, buf, sizeof buf);
+    bench_json("--params test-boot-n14 --context 8 --max-context 8 --prefill 8 --prompt-ids "
+               "429,491,433,295,429,444,445 --costs configs/costs/cpu-boot-n16-dense.yaml",
+               path, buf, sizeof buf);
     ck_assert_ptr_nonnull(strstr(buf, "\"prefill_lanes\": 8,"));
     ck_assert_ptr_nonnull(strstr(buf, "\"prefilled_positions\": 0"));
     /* the engine's plan of the pass (TS_LLM_PLAN_PREFILL) counts its
@@ -445,13 +443,9 @@ START_TEST(test_ctx_bench_cli)
      * the plaintext's, both take the bootstraps their plans say (the step
      * after a prefill as many as an ordinary step's plan: the prefill's rows
      * reach the cache at a step's level) */
-    snprintf(cmd, sizeof cmd,
-             "%s/tessera bench decode --params test-boot-n12 --context 4 --max-context 6 "
-             "--prefill 2 --after 1 --costs configs/costs/cpu-boot-n16-dense.yaml --json %s "
-             ">/dev/null 2>&1",
-             ts_test_build_dir(), path);
-    ck_assert_int_eq(system(cmd), 0);
-    ts_test_read_file(path, buf, sizeof buf);
+    bench_json("--params test-boot-n12 --context 4 --max-context 6 --prefill 2 --after 1 --costs "
+               "configs/costs/cpu-boot-n16-dense.yaml",
+               path, buf, sizeof buf);
     {
         const char *a1 = strstr(buf, "\"after_prefill\": 1");
         ck_assert_ptr_nonnull(a1);
@@ -471,12 +465,7 @@ START_TEST(test_ctx_bench_cli)
      * 45-bit primes (SlotToCoeff's) as residual levels: the 1/sqrt series ran
      * there and its basis scales decayed until a rescale failed (TS_ESCALE at
      * position 7); the step's argmax = the plaintext's */
-    snprintf(cmd, sizeof cmd,
-             "%s/tessera bench decode --params test-boot-n12 --context 8 --max-context 8 "
-             "--json %s >/dev/null 2>&1",
-             ts_test_build_dir(), path);
-    ck_assert_int_eq(system(cmd), 0);
-    ts_test_read_file(path, buf, sizeof buf);
+    bench_json("--params test-boot-n12 --context 8 --max-context 8", path, buf, sizeof buf);
     {
         const char *p = strstr(buf, "\"argmax_enc\": "), *q = strstr(buf, "\"argmax_plain\": ");
         ck_assert(p && q);

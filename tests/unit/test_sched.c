@@ -547,6 +547,18 @@ START_TEST(test_sched_costs_files)
 }
 END_TEST
 
+/* ts_cmd_plan(argc, argv) with stdout in the file out, which must succeed;
+ * what it printed into buf (out removed). */
+static void plan_stdout(int argc, char **argv, const char *out, char *buf, size_t size)
+{
+    ck_assert_ptr_nonnull(freopen(out, "w", stdout));
+    ck_assert_int_eq(ts_cmd_plan(argc, argv), 0);
+    fflush(stdout);
+    ck_assert_ptr_nonnull(freopen("/dev/null", "w", stdout));
+    ts_test_read_file(out, buf, size);
+    unlink(out);
+}
+
 /* The BSGS entries of a table: all five or none (file:line otherwise), saved
  * and loaded back, and an implementation's n_hoist .. n_moddown priced by
  * them; without them, as rotations, products and encodings of their own. */
@@ -765,28 +777,18 @@ START_TEST(test_sched_cmd_plan)
     int fd = mkstemp(out);
     ck_assert_int_ge(fd, 0);
     close(fd);
-    ck_assert_ptr_nonnull(freopen(out, "w", stdout));
     char *a8[] = {"plan",    "--model", path,       "--params", "boot-n16-dense", "--pos", "0",
                   "--slots", "1024",    "--policy", "ckks",     "--json",         NULL};
-    ck_assert_int_eq(ts_cmd_plan(12, a8), 0);
-    fflush(stdout);
-    ck_assert_ptr_nonnull(freopen("/dev/null", "w", stdout));
     static char buf[1 << 20];
-    ts_test_read_file(out, buf, sizeof buf);
-    unlink(out);
+    plan_stdout(12, a8, out, buf, sizeof buf);
     ck_assert_ptr_nonnull(strstr(buf, "\"costs\":\"cpu-boot-n16-dense\""));
     ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":16"));
     /* the prefill pass of a 16-lane engine (a model's prefill_lanes): 22
      * bootstraps, as tesserad ran positions 1..12 of "Once upon a time" at
      * 128 bits (docs/benchmarks.md, session 20); lanes plan policy ckks only */
-    ck_assert_ptr_nonnull(freopen(out, "w", stdout));
     char *a9[] = {"plan",    "--model", path,        "--params", "boot-n16-dense", "--pos", "1",
                   "--slots", "1024",    "--prefill", "16",       "--json",         NULL};
-    ck_assert_int_eq(ts_cmd_plan(12, a9), 0);
-    fflush(stdout);
-    ck_assert_ptr_nonnull(freopen("/dev/null", "w", stdout));
-    ts_test_read_file(out, buf, sizeof buf);
-    unlink(out);
+    plan_stdout(12, a9, out, buf, sizeof buf);
     ck_assert_ptr_nonnull(strstr(buf, "\"policy\":\"ckks\""));
     ck_assert_ptr_nonnull(strstr(buf, "lane_share"));
     ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":22"));
