@@ -969,10 +969,9 @@ int ts_cmd_generate(int argc, char **argv)
         }
         if (dr->speculative != spec || (prev_nb && dr->kept != pos - prev_at)) {
             fprintf(stderr,
-                    "%s: the server's reply for position %zu %s (speculative %d, kept %u of the "
-                    "last pass; expected %d, %zu)\n",
-                    prog, pos, "does not match the request", dr->speculative, dr->kept, spec,
-                    prev_nb ? pos - prev_at : 0);
+                    "%s: the server's reply for position %zu does not match the request "
+                    "(speculative %d, kept %u of the last pass; expected %d, %zu)\n",
+                    prog, pos, dr->speculative, dr->kept, spec, prev_nb ? pos - prev_at : 0);
             rc = TS_EXIT_FAIL;
             goto out;
         }

@@ -98,8 +98,8 @@ struct ts_llm_enc_session {
     /* a speculative prefill's rows before lane_share, per layer (NULL: none
      * pending): ts_llm_enc_commit takes the rejected ones back out */
     ct_t **pk, **pv;
-    int spec_pos, spec_n; /* the pending pass's positions (spec_n 0: none) */
-    bool spec;            /* the pass now running keeps its rows (pk, pv) */
+    int spec_n; /* the pending pass's positions, next_pos - spec_n on (0: none) */
+    bool spec;  /* the pass now running keeps its rows (pk, pv) */
     int next_pos;
     /* the step's positions: lane l at pos0 + l lane_step (lane_step 0: every
      * lane at pos0, independent sequences; 1: a prefill, consecutive
@@ -3116,7 +3116,6 @@ ts_status_t ts_llm_enc_prefill_speculative(ts_llm_enc_session_t *s, const ts_ckk
         spec_drop(s);
         return st;
     }
-    s->spec_pos = pos;
     s->spec_n = n;
     return TS_OK;
 }
@@ -3135,11 +3134,12 @@ ts_status_t ts_llm_enc_commit(ts_llm_enc_session_t *s, int m)
     if (m < 0 || m > s->spec_n)
         return TS_ERANGE;
     const ts_llm_enc_t *e = s->e;
+    int at = s->next_pos - s->spec_n; /* the pass's first position */
     ct_t *t = NULL;
     ts_status_t st = TS_OK;
     int prev_stage = stage_to(s, TS_LLM_STAGE_ATTENTION);
     if (m < s->spec_n) {
-        /* the rejected rows (blocks spec_pos + m on), shared as the pass
+        /* the rejected rows (blocks at + m on), shared as the pass
          * shared them, out of every cache it wrote: the same level */
         TRY(ct_new(s, &t));
         for (int l = 0; l < e->nl; l++)
@@ -3148,12 +3148,12 @@ ts_status_t ts_llm_enc_commit(ts_llm_enc_session_t *s, int m)
                 if (!keep)
                     continue;
                 TRY(ts_ckks_ciphertext_copy(t, keep));
-                TRY(lane_share(s, t, s->spec_pos + m));
+                TRY(lane_share(s, t, at + m));
                 TRY(align(s, cache, t));
                 TRY(ts_ckks_sub(s->ev, cache, t, cache));
             }
     }
-    s->next_pos = s->spec_pos + m;
+    s->next_pos = at + m;
     spec_drop(s);
 done:
     stage_to(s, prev_stage);
