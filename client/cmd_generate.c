@@ -6,8 +6,10 @@
  * as sanitized encrypted logits, which are decrypted and sampled here. The
  * server never sees a token, an activation or a logit.
  */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -49,6 +51,17 @@ static void usage(FILE *f)
             "                          up to the first guess the sampler does not draw: the\n"
             "                          same tokens as without it, up to lanes per step; the\n"
             "                          server learns how many guesses each step kept\n"
+            "      --draft-lookup      speculative decoding with an n-gram draft (prompt lookup):\n"
+            "                          the guesses continue the last 2-4 tokens as they went on\n"
+            "                          before in the text so far (and in --draft-text), the\n"
+            "                          longest context first, its most frequent continuation;\n"
+            "                          where none has been seen the step runs one position (no\n"
+            "                          speculative pass); with --draft FILE too, the model\n"
+            "                          guesses where the n-gram draft has none; needs a model\n"
+            "                          with lanes, like --draft\n"
+            "      --draft-text FILE   count the n-grams of FILE's lines too (each a sequence\n"
+            "                          after BOS: your earlier generations, public text of the\n"
+            "                          domain; it stays on this machine); implies --draft-lookup\n"
             "      --policy P          ckks | hybrid | tfhe (default ckks; hybrid and tfhe also\n"
             "                          make and upload the CKKS-TFHE conversion keys and the\n"
             "                          SlotToCoeff-first bootstrapping keys when the server's\n"
@@ -93,7 +106,8 @@ static void usage(FILE *f)
             "                          EOS at an earlier step, its id -1); with --draft a\n"
             "                          line per token, lane on a speculative step's (the lane\n"
             "                          that gave its logits; latency, server_ms and stages on\n"
-            "                          lane 0's line, 0 on the others)\n\n%s\n%s",
+            "                          lane 0's line, 0 on the others; there also draft: ngram\n"
+            "                          or model, and guesses: how many the pass ran)\n\n%s\n%s",
             ts_cli_conn_help, ts_cli_exit_help);
 }
 
@@ -448,6 +462,63 @@ static ts_status_t draft_guess(const ts_llm_model_t *dm, const int *ids, size_t 
     return s;
 }
 
+/* --draft-lookup: the n-gram draft (contexts of 2..4 tokens), with the lines
+ * of text_path (if any) counted, each as BOS and its tokens */
+#define NGRAM_TEXT_MAX ((size_t)64 << 20)
+static ts_status_t ngram_draft_new(const ts_llm_tokenizer_t *tok, const char *text_path,
+                                   ts_llm_ngram_t **out, char *err, size_t errcap)
+{
+    ts_status_t st = ts_llm_ngram_new(2, TS_LLM_NGRAM_MAX, out);
+    if (st != TS_OK || !text_path)
+        return st;
+    FILE *f = fopen(text_path, "rb");
+    if (!f) {
+        snprintf(err, errcap, "cannot open: %s", strerror(errno));
+        return TS_EIO;
+    }
+    char *buf = malloc(NGRAM_TEXT_MAX + 1);
+    size_t n = buf ? fread(buf, 1, NGRAM_TEXT_MAX + 1, f) : 0;
+    bool bad = buf && ferror(f);
+    fclose(f);
+    if (!buf)
+        return TS_ENOMEM;
+    if (bad || n > NGRAM_TEXT_MAX) {
+        snprintf(err, errcap, bad ? "read error" : "larger than %zu MiB", NGRAM_TEXT_MAX >> 20);
+        free(buf);
+        return bad ? TS_EIO : TS_ELIMIT;
+    }
+    int *ids = NULL;
+    size_t cap = 0;
+    for (size_t at = 0; st == TS_OK && at < n;) {
+        const char *nl = memchr(buf + at, '\n', n - at);
+        size_t len = nl ? (size_t)(nl - (buf + at)) : n - at, m = 0;
+        if (len) {
+            size_t need = ts_llm_tokenizer_max_ids(len) + 2;
+            if (need > cap) {
+                int *ni = realloc(ids, need * sizeof *ids);
+                if (!ni) {
+                    st = TS_ENOMEM;
+                    break;
+                }
+                ids = ni;
+                cap = need;
+            }
+            st = ts_llm_tokenizer_encode(tok, buf + at, len, true, false, ids, cap, &m);
+            if (st == TS_OK)
+                st = ts_llm_ngram_add(*out, ids, m, 0);
+        }
+        at += len + 1;
+    }
+    if (st != TS_OK && !err[0])
+        snprintf(err, errcap, "%s", ts_strerror(st));
+    if (ids) /* perhaps the user's earlier texts */
+        ts_memzero(ids, cap * sizeof *ids);
+    free(ids);
+    ts_memzero(buf, n);
+    free(buf);
+    return st;
+}
+
 static double logit_margin(const float *logits, int n)
 {
     float b1 = -INFINITY, b2 = -INFINITY;
@@ -492,18 +563,20 @@ int ts_cmd_generate(int argc, char **argv)
                                          {"system", required_argument, NULL, 'y'},
                                          {"samples", required_argument, NULL, 'N'},
                                          {"draft", required_argument, NULL, 'R'},
+                                         {"draft-lookup", no_argument, NULL, 'L'},
+                                         {"draft-text", required_argument, NULL, 'X'},
                                          {NULL, 0, NULL, 0}};
     const char *prog = "tessera generate";
     const char *keys_dir = NULL;
     ts_cli_conn_t cc;
     ts_cli_conn_init(&cc);
     const char *model = "", *prompt = NULL, *policy = "ckks", *tok_path = "models/tok512.bin",
-               *system_text = NULL, *draft_path = NULL;
+               *system_text = NULL, *draft_path = NULL, *draft_text = NULL;
     const char *pdir = "configs/params";
     long max_tokens = 16, samples = 1;
     double temperature = 0.0, top_p = 0.0;
     unsigned long long seed = 1;
-    bool insecure = false, full_steps = false, encrypt_bos = false;
+    bool insecure = false, full_steps = false, encrypt_bos = false, lookup = false;
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, TS_CLI_CONN_SHORTOPTS "m:p:n:t:k:", opts, NULL)) != -1) {
@@ -582,6 +655,13 @@ int ts_cmd_generate(int argc, char **argv)
         case 'R':
             draft_path = optarg;
             break;
+        case 'L':
+            lookup = true;
+            break;
+        case 'X':
+            draft_text = optarg;
+            lookup = true;
+            break;
         case 'N':
             samples = strtol(optarg, &end, 10);
             if (!end || *end || samples < 1 || samples > 1024) {
@@ -623,6 +703,8 @@ int ts_cmd_generate(int argc, char **argv)
     size_t *stn = NULL;
     bool *done = NULL;            /* --samples: the sample has ended with EOS */
     ts_llm_model_t *draft = NULL; /* --draft: the public model that guesses */
+    ts_llm_ngram_t *ngram = NULL; /* --draft-lookup: the n-gram draft */
+    size_t ngram_upto = 0;        /* the text's ids it has counted */
     float *spec_lg = NULL;        /* --draft: the last speculative pass's logits, lane by lane */
     int spec_tok[1024];           /* the token each of its lanes ran */
     size_t spec_at = 0, spec_nb = 0;
@@ -682,15 +764,15 @@ int ts_cmd_generate(int argc, char **argv)
         rc = TS_EXIT_USAGE;
         goto out;
     }
+    if ((draft_path || lookup) && (lanes < 2 || samples > 1)) {
+        fprintf(stderr,
+                "%s: --%s needs a model with lanes (ModelInfo.lanes %zu; the daemon's "
+                "prefill_lanes) and one sample\n",
+                prog, draft_path ? "draft" : "draft-lookup", lanes);
+        rc = TS_EXIT_USAGE;
+        goto out;
+    }
     if (draft_path) {
-        if (lanes < 2 || samples > 1) {
-            fprintf(stderr,
-                    "%s: --draft needs a model with lanes (ModelInfo.lanes %zu; the daemon's "
-                    "prefill_lanes) and one sample\n",
-                    prog, lanes);
-            rc = TS_EXIT_USAGE;
-            goto out;
-        }
         st = ts_llm_model_load(draft_path, &draft, err, sizeof err);
         if (st == TS_OK && ts_llm_model_config(draft)->vocab_size != (int)mi->vocab) {
             snprintf(err, sizeof err, "vocabulary of %d tokens, the server's model has %u",
@@ -709,6 +791,12 @@ int ts_cmd_generate(int argc, char **argv)
     st = ts_llm_tokenizer_load(tok_path, (int)mi->vocab, &tok, err, sizeof err);
     if (st != TS_OK) {
         fprintf(stderr, "%s: tokenizer %s: %s\n", prog, tok_path, err[0] ? err : ts_strerror(st));
+        goto out;
+    }
+    if (lookup && (st = ngram_draft_new(tok, draft_text, &ngram, err, sizeof err)) != TS_OK) {
+        fprintf(stderr, "%s: --draft-text %s: %s\n", prog, draft_text ? draft_text : "",
+                err[0] ? err : ts_strerror(st));
+        rc = st == TS_ENOMEM ? TS_EXIT_LOCAL : TS_EXIT_USAGE;
         goto out;
     }
     /* 2. the prompt: BOS, the public system text's tokens (--system), the prompt's */
@@ -820,7 +908,7 @@ int ts_cmd_generate(int argc, char **argv)
     vocab_n = (size_t)V * S;
     onehot = calloc((size_t)V * lanes, sizeof *onehot); /* one row per lane */
     logits = calloc((size_t)V * S, sizeof *logits);     /* one row per sample */
-    if (draft) {
+    if (draft || ngram) {
         spec_lg = calloc((size_t)V * lanes, sizeof *spec_lg);
         spec_n = spec_lg ? (size_t)V * lanes : 0;
     }
@@ -828,7 +916,7 @@ int ts_cmd_generate(int argc, char **argv)
         stext = calloc(S, sizeof *stext);
         stn = calloc(S, sizeof *stn);
     }
-    if (!onehot || !logits || (S > 1 && (!stext || !stn)) || (draft && !spec_lg) ||
+    if (!onehot || !logits || (S > 1 && (!stext || !stn)) || ((draft || ngram) && !spec_lg) ||
         ts_ckks_encoder_new(g.p, &ecd) != TS_OK || ts_ckks_ciphertext_new(g.p, 0, &x) != TS_OK) {
         fprintf(stderr, "%s: out of memory\n", prog);
         goto out;
@@ -859,19 +947,36 @@ int ts_cmd_generate(int argc, char **argv)
         size_t sk = pos - spec_at, prev_at = spec_at, prev_nb = spec_nb;
         bool cached = spec_nb && pos > spec_at && sk < spec_nb && spec_tok[sk] == token;
         bool spec = false;
-        if (draft && !pub && pos >= n_prompt && !cached) {
+        const char *drafted = NULL; /* which draft guessed */
+        if ((draft || ngram) && !pub && pos >= n_prompt && !cached) {
             size_t left = n_total - 1 - pos, room = mi->max_context - pos;
             nb = lanes < left ? lanes : left;
             nb = nb < room ? nb : room;
+            spec_tok[0] = token;
+            size_t guessed = 0;
+            if (nb >= 2 && ngram) {
+                /* the text's ids up to this token are final: count them */
+                if ((st = ts_llm_ngram_add(ngram, ids, pos + 1, ngram_upto)) != TS_OK) {
+                    fprintf(stderr, "%s: the n-gram draft: %s\n", prog, ts_strerror(st));
+                    goto out;
+                }
+                ngram_upto = pos + 1;
+                guessed = ts_llm_ngram_guess(ngram, ids, pos + 1, nb - 1, spec_tok + 1);
+                drafted = guessed ? "ngram" : NULL;
+            }
+            if (nb >= 2 && !guessed && draft) {
+                if ((st = draft_guess(draft, ids, pos, nb - 1, spec_tok + 1)) != TS_OK) {
+                    fprintf(stderr, "%s: the draft model failed: %s\n", prog, ts_strerror(st));
+                    goto out;
+                }
+                guessed = nb - 1;
+                drafted = "model";
+            }
+            /* no guess: one position, no speculative pass (cheaper) */
+            nb = guessed + 1;
             spec = nb >= 2;
-            nb = spec ? nb : 1;
             spec_at = pos;
             spec_nb = spec ? nb : 0;
-            spec_tok[0] = token;
-            if (spec && (st = draft_guess(draft, ids, pos, nb - 1, spec_tok + 1)) != TS_OK) {
-                fprintf(stderr, "%s: the draft model failed: %s\n", prog, ts_strerror(st));
-                goto out;
-            }
             for (size_t l = 1; l < nb; l++)
                 ids[pos + l] = spec_tok[l]; /* the lanes' tokens (the samples overwrite them) */
         }
@@ -1103,6 +1208,11 @@ int ts_cmd_generate(int argc, char **argv)
                    dr->err_bound, logit_margin(logits, V));
             if (spec || cached)
                 printf(",\"lane\":%zu", cached ? sk : 0);
+            if (spec) {
+                printf(",\"draft\":");
+                ts_cli_json_str(stdout, drafted);
+                printf(",\"guesses\":%zu", nb - 1);
+            }
             if (S > 1) {
                 printf(",\"samples\":[");
                 for (size_t k = 0; k < S; k++) {
@@ -1262,6 +1372,7 @@ out:
     free(stn);
     ts_llm_tokenizer_free(tok);
     ts_llm_model_free(draft);
+    ts_llm_ngram_free(ngram);
     if (spec_lg)
         ts_memzero(spec_lg, spec_n * sizeof *spec_lg);
     free(spec_lg);

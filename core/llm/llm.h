@@ -229,6 +229,29 @@ ts_status_t ts_llm_generate(const ts_llm_model_t *model, ts_llm_sampler_t *sampl
                             int eos_id, ts_llm_token_cb on_token, void *ctx, int *out,
                             size_t *n_out);
 
+/* ---------------------------------------------------------- n-gram draft */
+
+/*
+ * The n-gram draft of speculative decoding (core/llm/draft.c): counts which
+ * token followed each context of nmin..nmax tokens in the sequences added,
+ * and guesses greedily from the longest context seen (the most frequent next
+ * token, the lowest id on a tie). It holds the user's tokens: wiped on free.
+ */
+#define TS_LLM_NGRAM_MAX 4
+typedef struct ts_llm_ngram ts_llm_ngram_t;
+/* Errors: TS_EINVAL (not 1 <= nmin <= nmax <= TS_LLM_NGRAM_MAX), TS_ENOMEM. */
+ts_status_t ts_llm_ngram_new(int nmin, int nmax, ts_llm_ngram_t **out);
+void ts_llm_ngram_free(ts_llm_ngram_t *g);
+/*
+ * Counts the tokens ids[from..n) of one sequence, each after its contexts
+ * (which may reach back before `from`: a growing text is added in pieces
+ * with the same ids). Contexts never cross sequences added separately.
+ * Errors: TS_EINVAL, TS_ENOMEM (the counts so far stay).
+ */
+ts_status_t ts_llm_ngram_add(ts_llm_ngram_t *g, const int *ids, size_t n, size_t from);
+/* Up to k guesses for the tokens after ids[0..n) into out; returns how many
+ * (they stop where no context of nmin tokens or more has been seen). */
+size_t ts_llm_ngram_guess(const ts_llm_ngram_t *g, const int *ids, size_t n, size_t k, int *out);
 /* ------------------------------------------------------------ simulator */
 
 /*

@@ -494,9 +494,13 @@ static size_t plain_sampled(const dfx_t *f, const char *prompt, size_t n_total, 
  * does not draw, and the next step's position tells the server how many
  * (DecodeStep.speculative; the rejected positions' keys and values leave the
  * cache). Drafts: the served model itself (greedy: every guess right) and
- * the tiny GPT-2 of the same vocabulary (mostly wrong). Each run's ids must
- * be the plaintext model's with the same seed, as without a draft; the JSON
- * lines' lanes count the guesses kept. A model of one lane refuses --draft.
+ * the tiny GPT-2 of the same vocabulary (mostly wrong); and the n-gram draft
+ * (--draft-lookup) alone, counting a text of the greedy continuation
+ * (--draft-text: its guesses right where the text's contexts are), and with
+ * the GPT-2 guessing where it has none. Each run's ids must be the plaintext
+ * model's with the same seed, as without a draft; the JSON lines' lanes count
+ * the guesses kept, their guesses how many each pass ran. A model of one
+ * lane refuses --draft and --draft-lookup.
  */
 START_TEST(test_generate_draft)
 {
@@ -506,51 +510,108 @@ START_TEST(test_generate_draft)
     snprintf(gpt2, sizeof gpt2, "%s/draft-gpt2.gguf", f.certs);
     ck_assert_int_eq(tiny_gpt2_write(gpt2), 0);
     const char *prompt = "ab";
+    /* the n-gram draft's texts: the greedy continuation's, and the prompt's
+     * with only the first token after it (re-encoding each must give its ids
+     * back, or the test would not test the guesses) */
+    char text_path[2][700];
+    {
+        int g[16], back[64];
+        size_t gp = 0, gn = plain_sampled(&f, prompt, 8, 0.0f, 5, g, &gp);
+        ts_llm_tokenizer_t *tok = NULL;
+        ck_assert_ts_ok(ts_llm_tokenizer_load(f.tok, TINY_VOCAB, &tok, NULL, 0));
+        for (int w = 0; w < 2; w++) {
+            char dtext[256] = "";
+            size_t upto = w ? gp + 1 : gn, dn = 0, bn = 0;
+            for (size_t i = 1; i < upto; i++) {
+                size_t k = 0;
+                ck_assert_ts_ok(ts_llm_tokenizer_decode(tok, g[i - 1], g[i], dtext + dn,
+                                                        sizeof dtext - dn, &k));
+                dn += k;
+            }
+            dtext[dn] = 0;
+            ck_assert_ts_ok(ts_llm_tokenizer_encode(tok, dtext, dn, true, false, back, 64, &bn));
+            ck_assert_msg(bn == upto && memcmp(back, g, upto * sizeof *g) == 0,
+                          "the greedy text '%s' does not encode to its ids", dtext);
+            snprintf(text_path[w], sizeof text_path[w], "%s/draft%d.txt", f.certs, w);
+            FILE *t = fopen(text_path[w], "w");
+            ck_assert_ptr_nonnull(t);
+            fprintf(t, "unrelated words\n%s\n", dtext);
+            fclose(t);
+        }
+        ts_llm_tokenizer_free(tok);
+    }
     static const struct {
         float t;
-        int draft; /* 0: the model itself, 1: the GPT-2 */
-    } var[3] = {{0.0f, 0}, {0.8f, 0}, {0.8f, 1}};
-    for (int vi = 0; vi < 3; vi++) {
+        int draft; /* 0: the model itself, 1: the GPT-2, 2: n-gram + text, 3: n-gram,
+                      4: n-gram + the text to the first token, the GPT-2 where it has none */
+    } var[6] = {{0.0f, 0}, {0.8f, 0}, {0.8f, 1}, {0.0f, 2}, {0.8f, 3}, {0.8f, 4}};
+    for (int vi = 0; vi < 6; vi++) {
         int want[16];
         size_t n_prompt = 0, want_n = plain_sampled(&f, prompt, 8, var[vi].t, 5, want, &n_prompt);
         snprintf(out, sizeof out, "%s/gend%d.json", f.d.dir, vi);
         snprintf(errp, sizeof errp, "%s/gend.err", f.d.dir);
+        int dk = var[vi].draft;
+        char dflags[2200] = "";
+        if (dk < 2 || dk == 4)
+            snprintf(dflags, sizeof dflags, "--draft %s ", dk == 0 ? f.model : gpt2);
+        if (dk >= 2)
+            snprintf(dflags + strlen(dflags), sizeof dflags - strlen(dflags), "%s%s ",
+                     dk == 3 ? "--draft-lookup" : "--draft-text ",
+                     dk == 3 ? "" : text_path[dk == 4]);
         snprintf(cmd, sizeof cmd,
                  "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tinys "
-                 "--prompt '%s' --max-tokens %zu --temperature %.1f --seed 5 --draft %s "
+                 "--prompt '%s' --max-tokens %zu --temperature %.1f --seed 5 %s"
                  "--tokenizer %s --insecure-params --json > %s 2>%s",
                  ts_test_build_dir(), f.d.port, f.certs, prompt, 8 - n_prompt, (double)var[vi].t,
-                 var[vi].draft ? gpt2 : f.model, f.tok, out, errp);
+                 dflags, f.tok, out, errp);
         run_shown(cmd, errp, "tessera generate --draft");
         FILE *j = fopen(out, "r");
         ck_assert_ptr_nonnull(j);
         char line[8192];
         int got[16];
-        size_t got_n = 0, passes = 0, kept = 0;
+        size_t got_n = 0, passes = 0, kept = 0, spec = 0, guesses = 0, by[2] = {0, 0};
         while (fgets(line, sizeof line, j)) {
             if (!strstr(line, "\"prompt\":false"))
                 continue;
-            const char *ip = strstr(line, "\"id\":"), *lp = strstr(line, "\"lane\":");
+            const char *ip = strstr(line, "\"id\":"), *lp = strstr(line, "\"lane\":"),
+                       *gp = strstr(line, "\"guesses\":");
             ck_assert_ptr_nonnull(ip);
-            int lane = lp ? atoi(lp + 7) : 0; /* none: the prompt's last prefill */
+            /* no lane: the prompt's last prefill, or a step without guesses */
+            int lane = lp ? atoi(lp + 7) : 0;
             passes += lane == 0;
             kept += lane > 0;
+            if (gp) {
+                ck_assert_int_eq(lane, 0);
+                spec++;
+                guesses += (size_t)atoi(gp + 10);
+                by[strstr(line, "\"draft\":\"model\"") != NULL]++;
+                ck_assert(strstr(line, "\"draft\":\"ngram\"") ||
+                          strstr(line, "\"draft\":\"model\""));
+            }
             if (got_n < 16)
                 got[got_n++] = atoi(ip + 5);
         }
         fclose(j);
+        static const char *dname[5] = {"self", "gpt2", "n-gram + text", "n-gram",
+                                       "n-gram + text, gpt2"};
         printf("tessera generate --draft %s --temperature %.1f on 4 lanes: %zu tokens in %zu "
-               "steps (%zu from kept guesses):",
-               var[vi].draft ? "gpt2" : "self", (double)var[vi].t, got_n, passes, kept);
+               "steps (%zu from kept guesses of %zu in %zu passes, %zu the model's):",
+               dname[dk], (double)var[vi].t, got_n, passes, kept, guesses, spec, by[1]);
         show_ids(got, got_n, "plaintext, seed 5:", want + n_prompt, want_n - n_prompt);
         ck_assert_uint_eq(got_n, want_n - n_prompt);
         for (size_t i = 0; i < got_n; i++)
             ck_assert_int_eq(got[i], want[n_prompt + i]);
         if (vi == 0) /* greedy with the model as its own draft: every guess kept */
             ck_assert_uint_eq(passes, (got_n + 2) / 4 + 1);
-        if (vi < 2)
+        if (vi < 2 || dk == 2)
             ck_assert_uint_gt(kept, 0);
         ck_assert_uint_eq(passes + kept, got_n);
+        ck_assert_uint_le(kept, guesses);
+        /* the model's guesses only with --draft (4: the text runs out after
+         * the first token, the GPT-2 guesses after it); the n-gram's only
+         * with it (2: its text holds the whole continuation) */
+        ck_assert(dk < 2 || dk == 4 ? by[1] > 0 : by[1] == 0);
+        ck_assert(dk < 2 ? by[0] == 0 : dk == 2 ? by[0] > 0 : true);
     }
     /* one lane: refused with a sentence */
     snprintf(cmd, sizeof cmd,
@@ -567,6 +628,33 @@ START_TEST(test_generate_draft)
     fclose(e);
     printf("  one lane: %s", msg);
     ck_assert_ptr_nonnull(strstr(msg, "--draft needs a model with lanes"));
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tiny "
+             "--prompt ab --max-tokens 2 --draft-lookup --tokenizer %s --insecure-params "
+             ">/dev/null 2>%s",
+             ts_test_build_dir(), f.d.port, f.certs, f.tok, errp);
+    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
+    e = fopen(errp, "r");
+    ck_assert_ptr_nonnull(e);
+    mn = fread(msg, 1, sizeof msg - 1, e);
+    msg[mn] = 0;
+    fclose(e);
+    printf("  one lane: %s", msg);
+    ck_assert_ptr_nonnull(strstr(msg, "--draft-lookup needs a model with lanes"));
+    /* a --draft-text that cannot be read: a sentence, exit 2 */
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tinys "
+             "--prompt ab --max-tokens 2 --draft-text %s/none.txt --tokenizer %s "
+             "--insecure-params >/dev/null 2>%s",
+             ts_test_build_dir(), f.d.port, f.certs, f.certs, f.tok, errp);
+    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
+    e = fopen(errp, "r");
+    ck_assert_ptr_nonnull(e);
+    mn = fread(msg, 1, sizeof msg - 1, e);
+    msg[mn] = 0;
+    fclose(e);
+    printf("  missing text: %s", msg);
+    ck_assert_ptr_nonnull(strstr(msg, "none.txt: cannot open"));
     dfx_stop(&f);
 }
 END_TEST

@@ -1,0 +1,163 @@
+/*
+ * The n-gram draft of speculative decoding (prompt lookup with counts): a
+ * table of which token followed each context of nmin..nmax tokens in the
+ * sequences it was given (the text so far, and any public or earlier text
+ * the client adds), guessing greedily from the longest context it has seen.
+ * Two open-addressing tables: (context, next) -> count and context ->
+ * (best next, its count); counts only grow, so the best is kept exactly on
+ * each increment (the higher count, the lower id on a tie).
+ *
+ * The table holds the user's own tokens (prompt and generated text): it is
+ * wiped when freed and never leaves the client.
+ */
+#include <string.h>
+
+#include "core/llm/llm_int.h"
+
+#define NGRAM_MIN_CAP 256
+
+typedef struct {
+    int32_t tok[TS_LLM_NGRAM_MAX]; /* the context, oldest first; unused entries 0 */
+    int32_t next;                  /* pairs: the next token; contexts: the best next */
+    uint32_t count;                /* 0: an empty entry */
+    uint8_t n;                     /* context length */
+} ngram_entry_t;
+
+typedef struct {
+    ngram_entry_t *e;
+    size_t cap, used; /* cap: a power of two */
+} ngram_table_t;
+
+struct ts_llm_ngram {
+    int nmin, nmax;
+    ngram_table_t pairs, ctx;
+};
+
+static uint64_t ngram_hash(const int32_t *tok, int n, int32_t next)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+    for (int i = 0; i <= n; i++) {
+        uint64_t v = (uint64_t)(uint32_t)(i < n ? tok[i] : next);
+        h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+        h *= 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 31;
+    }
+    return h;
+}
+
+/* The slot of (tok[0..n), next) in t: its entry, or the empty one it would take. */
+static ngram_entry_t *ngram_slot(const ngram_table_t *t, const int32_t *tok, int n, int32_t next,
+                                 bool by_next)
+{
+    size_t mask = t->cap - 1, i = (size_t)ngram_hash(tok, n, by_next ? next : -1) & mask;
+    for (;;) {
+        ngram_entry_t *e = &t->e[i];
+        if (!e->count || (e->n == n && (!by_next || e->next == next) &&
+                          memcmp(e->tok, tok, (size_t)n * sizeof *tok) == 0))
+            return e;
+        i = (i + 1) & mask;
+    }
+}
+
+static ts_status_t ngram_grow(ngram_table_t *t, bool by_next)
+{
+    if ((t->used + 1) * 4 <= t->cap * 3)
+        return TS_OK;
+    size_t cap = t->cap ? t->cap * 2 : NGRAM_MIN_CAP;
+    ngram_table_t nt = {ts_calloc(cap, sizeof(ngram_entry_t)), cap, t->used};
+    if (!nt.e)
+        return TS_ENOMEM;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->e[i].count)
+            *ngram_slot(&nt, t->e[i].tok, t->e[i].n, t->e[i].next, by_next) = t->e[i];
+    ts_free_secret(t->e);
+    *t = nt;
+    return TS_OK;
+}
+
+ts_status_t ts_llm_ngram_new(int nmin, int nmax, ts_llm_ngram_t **out)
+{
+    if (!out)
+        return TS_EINVAL;
+    *out = NULL;
+    if (nmin < 1 || nmax < nmin || nmax > TS_LLM_NGRAM_MAX)
+        return TS_EINVAL;
+    ts_llm_ngram_t *g = ts_calloc(1, sizeof *g);
+    if (!g)
+        return TS_ENOMEM;
+    g->nmin = nmin;
+    g->nmax = nmax;
+    *out = g;
+    return TS_OK;
+}
+
+void ts_llm_ngram_free(ts_llm_ngram_t *g)
+{
+    if (!g)
+        return;
+    ts_free_secret(g->pairs.e);
+    ts_free_secret(g->ctx.e);
+    ts_free(g);
+}
+
+ts_status_t ts_llm_ngram_add(ts_llm_ngram_t *g, const int *ids, size_t n, size_t from)
+{
+    if (!g || (n && !ids) || from > n)
+        return TS_EINVAL;
+    for (size_t i = from ? from : 1; i < n; i++) {
+        for (int k = g->nmin; k <= g->nmax && (size_t)k <= i; k++) {
+            int32_t tok[TS_LLM_NGRAM_MAX] = {0};
+            for (int j = 0; j < k; j++)
+                tok[j] = (int32_t)ids[i - (size_t)k + (size_t)j];
+            int32_t next = (int32_t)ids[i];
+            if (ngram_grow(&g->pairs, true) != TS_OK || ngram_grow(&g->ctx, false) != TS_OK)
+                return TS_ENOMEM;
+            ngram_entry_t *p = ngram_slot(&g->pairs, tok, k, next, true);
+            if (!p->count) {
+                memcpy(p->tok, tok, sizeof tok);
+                p->n = (uint8_t)k;
+                p->next = next;
+                g->pairs.used++;
+            }
+            if (p->count < UINT32_MAX)
+                p->count++;
+            ngram_entry_t *c = ngram_slot(&g->ctx, tok, k, 0, false);
+            if (!c->count) {
+                memcpy(c->tok, tok, sizeof tok);
+                c->n = (uint8_t)k;
+                g->ctx.used++;
+            }
+            if (p->count > c->count || (p->count == c->count && next < c->next)) {
+                c->count = p->count;
+                c->next = next;
+            }
+        }
+    }
+    return TS_OK;
+}
+
+size_t ts_llm_ngram_guess(const ts_llm_ngram_t *g, const int *ids, size_t n, size_t k, int *out)
+{
+    if (!g || !ids || !out || !g->ctx.cap)
+        return 0;
+    size_t got = 0;
+    while (got < k) {
+        /* the last nmax tokens of ids followed by the guesses so far */
+        size_t have = n + got;
+        int32_t last[TS_LLM_NGRAM_MAX];
+        int m = have < (size_t)g->nmax ? (int)have : g->nmax;
+        for (int j = 0; j < m; j++) {
+            size_t at = have - (size_t)m + (size_t)j;
+            last[j] = (int32_t)(at < n ? ids[at] : out[at - n]);
+        }
+        const ngram_entry_t *best = NULL;
+        for (int c = m; c >= g->nmin && !best; c--) {
+            const ngram_entry_t *e = ngram_slot(&g->ctx, last + (m - c), c, 0, false);
+            best = e->count ? e : NULL;
+        }
+        if (!best)
+            break;
+        out[got++] = best->next;
+    }
+    return got;
+}
