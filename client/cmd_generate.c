@@ -6,16 +6,15 @@
  * as sanitized encrypted logits, which are decrypted and sampled here. The
  * server never sees a token, an activation or a logit.
  */
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "client/client.h"
+#include "client/llm_cli.h"
 #include "core/convert/convert.h"
 #include "core/llm/llm.h"
 #include "server/ckks_wire.h"
@@ -57,8 +56,10 @@ static void usage(FILE *f)
             "                          longest context first, its most frequent continuation;\n"
             "                          where none has been seen the step runs one position (no\n"
             "                          speculative pass); with --draft FILE too, the model\n"
-            "                          guesses where the n-gram draft has none; needs a model\n"
-            "                          with lanes, like --draft\n"
+            "                          guesses on where the n-gram draft stops; a pass fills\n"
+            "                          every lane (the last guess repeated); needs a model\n"
+            "                          with lanes, like --draft; the server learns at which\n"
+            "                          steps the draft had no guess\n"
             "      --draft-text FILE   count the n-grams of FILE's lines too (each a sequence\n"
             "                          after BOS: your earlier generations, public text of the\n"
             "                          domain; it stays on this machine); implies --draft-lookup\n"
@@ -106,8 +107,10 @@ static void usage(FILE *f)
             "                          EOS at an earlier step, its id -1); with --draft a\n"
             "                          line per token, lane on a speculative step's (the lane\n"
             "                          that gave its logits; latency, server_ms and stages on\n"
-            "                          lane 0's line, 0 on the others; there also draft: ngram\n"
-            "                          or model, and guesses: how many the pass ran)\n\n%s\n%s",
+            "                          lane 0's line, 0 on the others; there also draft: ngram,\n"
+            "                          model or ngram+model, guesses: how many lanes the pass\n"
+            "                          filled, drafted: how many of them the draft made, the\n"
+            "                          others its last guess repeated)\n\n%s\n%s",
             ts_cli_conn_help, ts_cli_exit_help);
 }
 
@@ -462,63 +465,6 @@ static ts_status_t draft_guess(const ts_llm_model_t *dm, const int *ids, size_t 
     return s;
 }
 
-/* --draft-lookup: the n-gram draft (contexts of 2..4 tokens), with the lines
- * of text_path (if any) counted, each as BOS and its tokens */
-#define NGRAM_TEXT_MAX ((size_t)64 << 20)
-static ts_status_t ngram_draft_new(const ts_llm_tokenizer_t *tok, const char *text_path,
-                                   ts_llm_ngram_t **out, char *err, size_t errcap)
-{
-    ts_status_t st = ts_llm_ngram_new(2, TS_LLM_NGRAM_MAX, out);
-    if (st != TS_OK || !text_path)
-        return st;
-    FILE *f = fopen(text_path, "rb");
-    if (!f) {
-        snprintf(err, errcap, "cannot open: %s", strerror(errno));
-        return TS_EIO;
-    }
-    char *buf = malloc(NGRAM_TEXT_MAX + 1);
-    size_t n = buf ? fread(buf, 1, NGRAM_TEXT_MAX + 1, f) : 0;
-    bool bad = buf && ferror(f);
-    fclose(f);
-    if (!buf)
-        return TS_ENOMEM;
-    if (bad || n > NGRAM_TEXT_MAX) {
-        snprintf(err, errcap, bad ? "read error" : "larger than %zu MiB", NGRAM_TEXT_MAX >> 20);
-        free(buf);
-        return bad ? TS_EIO : TS_ELIMIT;
-    }
-    int *ids = NULL;
-    size_t cap = 0;
-    for (size_t at = 0; st == TS_OK && at < n;) {
-        const char *nl = memchr(buf + at, '\n', n - at);
-        size_t len = nl ? (size_t)(nl - (buf + at)) : n - at, m = 0;
-        if (len) {
-            size_t need = ts_llm_tokenizer_max_ids(len) + 2;
-            if (need > cap) {
-                int *ni = realloc(ids, need * sizeof *ids);
-                if (!ni) {
-                    st = TS_ENOMEM;
-                    break;
-                }
-                ids = ni;
-                cap = need;
-            }
-            st = ts_llm_tokenizer_encode(tok, buf + at, len, true, false, ids, cap, &m);
-            if (st == TS_OK)
-                st = ts_llm_ngram_add(*out, ids, m, 0);
-        }
-        at += len + 1;
-    }
-    if (st != TS_OK && !err[0])
-        snprintf(err, errcap, "%s", ts_strerror(st));
-    if (ids) /* perhaps the user's earlier texts */
-        ts_memzero(ids, cap * sizeof *ids);
-    free(ids);
-    ts_memzero(buf, n);
-    free(buf);
-    return st;
-}
-
 static double logit_margin(const float *logits, int n)
 {
     float b1 = -INFINITY, b2 = -INFINITY;
@@ -793,7 +739,7 @@ int ts_cmd_generate(int argc, char **argv)
         fprintf(stderr, "%s: tokenizer %s: %s\n", prog, tok_path, err[0] ? err : ts_strerror(st));
         goto out;
     }
-    if (lookup && (st = ngram_draft_new(tok, draft_text, &ngram, err, sizeof err)) != TS_OK) {
+    if (lookup && (st = ts_cli_ngram_load(tok, draft_text, &ngram, err, sizeof err)) != TS_OK) {
         fprintf(stderr, "%s: --draft-text %s: %s\n", prog, draft_text ? draft_text : "",
                 err[0] ? err : ts_strerror(st));
         rc = st == TS_ENOMEM ? TS_EXIT_LOCAL : TS_EXIT_USAGE;
@@ -926,6 +872,7 @@ int ts_cmd_generate(int argc, char **argv)
     /* stdout and stderr on one terminal: the text is kept for the end (below) */
     bool same_term = g.tty && !g.json && isatty(STDOUT_FILENO);
     size_t n_public = 0, n_cached = 0, n_prefill = 0;
+    size_t n_pass = 0, n_kept = 0, n_plain = 0; /* a draft's passes, kept guesses, other steps */
     size_t generated = 0;
     for (size_t pos = 0; pos + 1 < n_total || pos < n_prompt; pos++) {
         int token = ids[pos];
@@ -948,12 +895,12 @@ int ts_cmd_generate(int argc, char **argv)
         bool cached = spec_nb && pos > spec_at && sk < spec_nb && spec_tok[sk] == token;
         bool spec = false;
         const char *drafted = NULL; /* which draft guessed */
+        size_t guessed = 0;         /* how many guesses it made */
         if ((draft || ngram) && !pub && pos >= n_prompt && !cached) {
             size_t left = n_total - 1 - pos, room = mi->max_context - pos;
             nb = lanes < left ? lanes : left;
             nb = nb < room ? nb : room;
             spec_tok[0] = token;
-            size_t guessed = 0;
             if (nb >= 2 && ngram) {
                 /* the text's ids up to this token are final: count them */
                 if ((st = ts_llm_ngram_add(ngram, ids, pos + 1, ngram_upto)) != TS_OK) {
@@ -961,19 +908,27 @@ int ts_cmd_generate(int argc, char **argv)
                     goto out;
                 }
                 ngram_upto = pos + 1;
-                guessed = ts_llm_ngram_guess(ngram, ids, pos + 1, nb - 1, spec_tok + 1);
+                guessed = ts_llm_ngram_draft(ngram, ids, pos + 1, nb - 1, spec_tok + 1);
                 drafted = guessed ? "ngram" : NULL;
             }
-            if (nb >= 2 && !guessed && draft) {
-                if ((st = draft_guess(draft, ids, pos, nb - 1, spec_tok + 1)) != TS_OK) {
+            /* the model guesses on from where the n-gram draft stops */
+            if (nb >= 2 && guessed + 1 < nb && draft) {
+                for (size_t l = 1; l <= guessed; l++)
+                    ids[pos + l] = spec_tok[l];
+                st = draft_guess(draft, ids, pos + guessed, nb - 1 - guessed,
+                                 spec_tok + 1 + guessed);
+                if (st != TS_OK) {
                     fprintf(stderr, "%s: the draft model failed: %s\n", prog, ts_strerror(st));
                     goto out;
                 }
+                drafted = guessed ? "ngram+model" : "model";
                 guessed = nb - 1;
-                drafted = "model";
             }
-            /* no guess: one position, no speculative pass (cheaper) */
-            nb = guessed + 1;
+            /* a pass fills every lane (ts_llm_ngram_draft: the last guess
+             * repeated), so its positions do not tell the server how far the
+             * draft reached; no guess at all: one position, no speculative
+             * pass (cheaper: the server then sees an ordinary step) */
+            nb = guessed ? nb : 1;
             spec = nb >= 2;
             spec_at = pos;
             spec_nb = spec ? nb : 0;
@@ -1185,6 +1140,9 @@ int ts_cmd_generate(int argc, char **argv)
         total_ms += lat;
         n_public += pub;
         n_prefill += nb > 1 && !spec ? nb : 0;
+        n_pass += spec;
+        n_kept += cached;
+        n_plain += (draft || ngram) && !pub && pos >= n_prompt && !spec && !cached;
         if (gen_any && first_ms < 0)
             first_ms = total_ms;
         char text[512] = "";
@@ -1211,7 +1169,7 @@ int ts_cmd_generate(int argc, char **argv)
             if (spec) {
                 printf(",\"draft\":");
                 ts_cli_json_str(stdout, drafted);
-                printf(",\"guesses\":%zu", nb - 1);
+                printf(",\"guesses\":%zu,\"drafted\":%zu", nb - 1, guessed);
             }
             if (S > 1) {
                 printf(",\"samples\":[");
@@ -1334,6 +1292,11 @@ int ts_cmd_generate(int argc, char **argv)
             if (generated > 1)
                 fprintf(stderr, ", then %.2f s per token",
                         (total_ms - first_ms) / 1e3 / (double)(generated - 1));
+            if (draft || ngram)
+                fprintf(stderr,
+                        "; speculative: %zu passes, %zu of their guesses kept, %zu ordinary "
+                        "steps",
+                        n_pass, n_kept, n_plain);
             fprintf(stderr, "\n");
         }
     }

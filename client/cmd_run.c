@@ -3,6 +3,7 @@
  * (core/llm). Nothing is encrypted and no server is involved: this is the
  * twin the encrypted decode is checked against.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,14 @@ static const char run_help[] =
     "      --seed S            sampler seed (default 1): same seed, same text\n"
     "      --stop-eos          stop at the end-of-sequence token\n"
     "      --plaintext         accepted for clarity (this command is always plaintext)\n"
+    "      --draft-lookup      replay the generation as `tessera generate --draft-lookup`\n"
+    "                          would decode it on a model of --lanes lanes (the n-gram\n"
+    "                          draft; exact for these ids, sampled or greedy): how many\n"
+    "                          speculative passes, one-position steps and kept guesses\n"
+    "                          (a line on stderr; with --json the object's speculative)\n"
+    "      --draft-text FILE   count FILE's lines in the n-gram draft too (implies\n"
+    "                          --draft-lookup)\n"
+    "      --lanes N           lanes of the replay (default 8; 2 to 1024)\n"
     "      --json              one JSON object instead of streamed text\n"
     "  -h, --help              this text\n"
     "\n"
@@ -97,6 +106,37 @@ bool ts_cli_llm_parse_num(const char *s, double lo, double hi, double *out)
     return true;
 }
 
+#define NGRAM_TEXT_MAX ((size_t)64 << 20)
+ts_status_t ts_cli_ngram_load(const ts_llm_tokenizer_t *tok, const char *text_path,
+                              ts_llm_ngram_t **out, char *err, size_t errcap)
+{
+    ts_status_t st = ts_llm_ngram_new(2, TS_LLM_NGRAM_MAX, out);
+    if (st != TS_OK || !text_path)
+        return st;
+    FILE *f = fopen(text_path, "rb");
+    if (!f) {
+        snprintf(err, errcap, "cannot open: %s", strerror(errno));
+        return TS_EIO;
+    }
+    char *buf = malloc(NGRAM_TEXT_MAX + 1);
+    size_t n = buf ? fread(buf, 1, NGRAM_TEXT_MAX + 1, f) : 0;
+    bool bad = buf && ferror(f);
+    fclose(f);
+    if (!buf)
+        return TS_ENOMEM;
+    if (bad || n > NGRAM_TEXT_MAX) {
+        snprintf(err, errcap, bad ? "read error" : "larger than %zu MiB", NGRAM_TEXT_MAX >> 20);
+        free(buf);
+        return bad ? TS_EIO : TS_ELIMIT;
+    }
+    st = ts_llm_ngram_add_text(*out, tok, buf, n);
+    if (st != TS_OK && !err[0])
+        snprintf(err, errcap, "%s", ts_strerror(st));
+    ts_memzero(buf, n); /* perhaps the user's earlier texts */
+    free(buf);
+    return st;
+}
+
 int ts_cmd_run(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -110,14 +150,17 @@ int ts_cmd_run(int argc, char **argv)
         {"seed", required_argument, NULL, 0x201},
         {"stop-eos", no_argument, NULL, 0x202},
         {"plaintext", no_argument, NULL, 0x203},
+        {"draft-lookup", no_argument, NULL, 0x204},
+        {"draft-text", required_argument, NULL, 0x205},
+        {"lanes", required_argument, NULL, 0x206},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *prog = "tessera run";
-    const char *model_path = NULL, *tok_path = NULL, *prompt = NULL;
-    double steps = 0, temp = 0, top_k = 0, top_p = 0, seed = 1;
-    bool json = false, stop_eos = false;
+    const char *model_path = NULL, *tok_path = NULL, *prompt = NULL, *draft_text = NULL;
+    double steps = 0, temp = 0, top_k = 0, top_p = 0, seed = 1, lanes = 8;
+    bool json = false, stop_eos = false, lookup = false;
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "m:z:p:n:t:k:jh", opts, NULL)) != -1) {
@@ -152,6 +195,15 @@ int ts_cmd_run(int argc, char **argv)
             break;
         case 0x203:
             break;
+        case 0x205:
+            draft_text = optarg;
+            /* fall through */
+        case 0x204:
+            lookup = true;
+            break;
+        case 0x206:
+            ok = ts_cli_llm_parse_num(optarg, 2, 1024, &lanes) && lanes == (double)(int)lanes;
+            break;
         case 'j':
             json = true;
             break;
@@ -184,6 +236,7 @@ int ts_cmd_run(int argc, char **argv)
     int *ids = malloc(cap * sizeof(int));
     int *out = malloc((total > cap ? total : cap) * sizeof(int));
     ts_llm_sampler_t *sampler = NULL;
+    ts_llm_ngram_t *ngram = NULL;
     ts_status_t st = TS_OK;
     if (!ids || !out) {
         fprintf(stderr, "%s: out of memory\n", prog);
@@ -229,6 +282,25 @@ int ts_cmd_run(int argc, char **argv)
         rc = RUN_EXIT_FAIL;
         goto out;
     }
+    /* --draft-lookup: the speculative schedule of these ids (the first
+     * generated token comes from the prompt's last step, as in generate) */
+    ts_llm_ngram_replay_t rep = {0};
+    if (lookup) {
+        char err[300] = "";
+        st = ts_cli_ngram_load(t, draft_text, &ngram, err, sizeof err);
+        if (st != TS_OK) {
+            fprintf(stderr, "%s: --draft-text %s: %s\n", prog, draft_text ? draft_text : "",
+                    err[0] ? err : ts_strerror(st));
+            rc = st == TS_ENOMEM ? RUN_EXIT_FAIL : RUN_EXIT_USAGE;
+            goto out;
+        }
+        if (n_out > n_prompt + 1 &&
+            (st = ts_llm_ngram_replay(ngram, out, n_out, n_prompt, (size_t)lanes, &rep)) != TS_OK) {
+            fprintf(stderr, "%s: the n-gram draft: %s\n", prog, ts_strerror(st));
+            rc = RUN_EXIT_FAIL;
+            goto out;
+        }
+    }
     if (json) {
         printf("{\"mode\":\"plaintext\",\"model\":");
         ts_cli_llm_json_escape(stdout, model_path, strlen(model_path));
@@ -247,16 +319,28 @@ int ts_cmd_run(int argc, char **argv)
         }
         ts_cli_llm_json_escape(stdout, text ? text : "", text ? w : 0);
         free(text);
-        printf(",\"seconds\":%.6f,\"tokens_per_second\":%.1f}\n", secs,
+        printf(",\"seconds\":%.6f,\"tokens_per_second\":%.1f", secs,
                secs > 0 ? (double)(n_out - n_prompt) / secs : 0.0);
+        if (lookup)
+            printf(",\"speculative\":{\"lanes\":%d,\"tokens\":%zu,\"passes\":%zu,\"steps\":%zu,"
+                   "\"drafted\":%zu,\"kept\":%zu}",
+                   (int)lanes, rep.tokens, rep.passes, rep.steps, rep.drafted, rep.kept);
+        printf("}\n");
     } else {
         printf("\n");
         fflush(stdout); /* the status line on stderr comes after the text */
         fprintf(stderr, "[plaintext] %zu new tokens in %.3f s (%.1f tok/s)\n", n_out - n_prompt,
                 secs, secs > 0 ? (double)(n_out - n_prompt) / secs : 0.0);
+        if (lookup)
+            fprintf(stderr,
+                    "[plaintext] --draft-lookup on %d lanes: the %zu tokens after the first in "
+                    "%zu speculative passes (%zu guesses kept of %zu drafted) and %zu "
+                    "one-position steps\n",
+                    (int)lanes, rep.tokens, rep.passes, rep.kept, rep.drafted, rep.steps);
     }
     rc = RUN_EXIT_OK;
 out:
+    ts_llm_ngram_free(ngram);
     ts_llm_sampler_free(sampler);
     free(ids);
     free(out);

@@ -1,6 +1,6 @@
 /*
  * client/llm_cli.h — helpers shared by the plaintext LLM commands
- * (tessera run, tessera simulate).
+ * (tessera run, tessera simulate, and the draft of tessera generate).
  */
 #ifndef TS_CLIENT_LLM_CLI_H
 #define TS_CLIENT_LLM_CLI_H
@@ -21,6 +21,12 @@ int ts_cli_llm_load(const char *prog, const char *model_path, const char *tok_pa
 void ts_cli_llm_json_escape(FILE *f, const char *s, size_t n);
 /* A number in [lo, hi]; false when malformed or out of range. */
 bool ts_cli_llm_parse_num(const char *s, double lo, double hi, double *out);
+
+/* The n-gram draft of `--draft-lookup` (contexts of 2..TS_LLM_NGRAM_MAX
+ * tokens), with the lines of text_path (NULL: none; at most 64 MiB)
+ * counted; err says why on failure (TS_EIO, TS_ELIMIT, TS_ENOMEM, ...). */
+ts_status_t ts_cli_ngram_load(const ts_llm_tokenizer_t *tok, const char *text_path,
+                              ts_llm_ngram_t **out, char *err, size_t errcap);
 
 int ts_cmd_run(int argc, char **argv);
 int ts_cmd_simulate(int argc, char **argv);

@@ -225,9 +225,16 @@ fi
 # next token and a draft's guesses for the ones after it in the lanes. The
 # draft here is the served model file itself, which a real client does not
 # have: an upper bound on how many guesses a step keeps (a client would use
-# a public model of the same vocabulary).
+# a public model of the same vocabulary). DEMO_DRAFT=lookup: the n-gram draft
+# (prompt lookup over the text so far), and DEMO_DRAFT_TEXT=FILE counts that
+# file's lines too (e.g. earlier generations); a step without a guess runs
+# one position.
 draft=()
-if [ -n "${DEMO_DRAFT:-}" ]; then
+if [ "${DEMO_DRAFT:-}" = lookup ] || [ -n "${DEMO_DRAFT_TEXT:-}" ]; then
+    draft=(--draft-lookup)
+    if [ -n "${DEMO_DRAFT_TEXT:-}" ]; then draft=(--draft-text "$DEMO_DRAFT_TEXT"); fi
+    echo "speculative decoding: the n-gram draft${DEMO_DRAFT_TEXT:+ with the lines of $DEMO_DRAFT_TEXT}"
+elif [ -n "${DEMO_DRAFT:-}" ]; then
     draft=(--draft "$model")
     echo "speculative decoding: the model file as its own draft (an upper bound on the guesses kept)"
 fi
@@ -276,7 +283,8 @@ for r in rows:
     conv = r.get("conversions")
     npos = r.get("positions", 1)
     if "lane" in r:
-        kind += (f", a speculative step of {npos} positions" if r["lane"] == 0
+        kind += (f", a speculative step of {npos} positions ({r.get('drafted', npos - 1)} "
+                 f"guesses by the {r.get('draft', 'model')} draft)" if r["lane"] == 0
                  else f", lane {r['lane']} of the last speculative step (its guess kept)")
     elif npos > 1:
         kind += f", a prefill of positions {r['pos'] - npos + 1}..{r['pos']} in one pass"
@@ -297,4 +305,5 @@ echo "DEMO_PARAMS=<preset> and DEMO_POLICY=ckks|hybrid|tfhe pick the decode's pr
 echo "DEMO_PROMPT, DEMO_TOKENS the prompt and the generated tokens, DEMO_CONTEXT the session's"
 echo "positions (default 8), DEMO_PREFILL=N prefills N prompt positions per pass, DEMO_SAMPLES=N"
 echo "decodes N sampled continuations together (DEMO_TEMPERATURE, default 0.8), DEMO_DRAFT=1"
-echo "decodes speculatively with the model as its own draft (needs DEMO_PREFILL)."
+echo "decodes speculatively with the model as its own draft (needs DEMO_PREFILL), DEMO_DRAFT=lookup"
+echo "with the n-gram draft, DEMO_DRAFT_TEXT=FILE with FILE's lines counted too."

@@ -161,3 +161,73 @@ size_t ts_llm_ngram_guess(const ts_llm_ngram_t *g, const int *ids, size_t n, siz
     }
     return got;
 }
+
+size_t ts_llm_ngram_draft(const ts_llm_ngram_t *g, const int *ids, size_t n, size_t k, int *out)
+{
+    size_t got = ts_llm_ngram_guess(g, ids, n, k, out);
+    for (size_t i = got; got && i < k; i++)
+        out[i] = out[got - 1];
+    return got;
+}
+
+ts_status_t ts_llm_ngram_add_text(ts_llm_ngram_t *g, const ts_llm_tokenizer_t *tok,
+                                  const char *text, size_t len)
+{
+    if (!g || !tok || (len && !text))
+        return TS_EINVAL;
+    int *ids = NULL;
+    size_t cap = 0;
+    ts_status_t st = TS_OK;
+    for (size_t at = 0; st == TS_OK && at < len;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - (text + at)) : len - at, m = 0;
+        if (n) {
+            size_t need = ts_llm_tokenizer_max_ids(n) + 2;
+            if (need > cap) {
+                int *ni = ts_realloc(ids, need * sizeof *ids);
+                if (!ni) {
+                    st = TS_ENOMEM;
+                    break;
+                }
+                ids = ni;
+                cap = need;
+            }
+            st = ts_llm_tokenizer_encode(tok, text + at, n, true, false, ids, cap, &m);
+            if (st == TS_OK)
+                st = ts_llm_ngram_add(g, ids, m, 0);
+        }
+        at += n + 1;
+    }
+    ts_free_secret(ids);
+    return st;
+}
+
+ts_status_t ts_llm_ngram_replay(ts_llm_ngram_t *g, const int *ids, size_t n, size_t from,
+                                size_t lanes, ts_llm_ngram_replay_t *r)
+{
+    if (!g || !ids || !r || from >= n || lanes < 2 || lanes > 1024)
+        return TS_EINVAL;
+    memset(r, 0, sizeof *r);
+    int guess[1024];
+    size_t upto = 0;
+    for (size_t pos = from; pos + 1 < n;) {
+        ts_status_t st = ts_llm_ngram_add(g, ids, pos + 1, upto);
+        if (st != TS_OK)
+            return st;
+        upto = pos + 1;
+        size_t left = n - 1 - pos, nb = lanes < left ? lanes : left, m = 0;
+        size_t got = nb >= 2 ? ts_llm_ngram_draft(g, ids, pos + 1, nb - 1, guess) : 0;
+        if (got) {
+            while (m < nb - 1 && guess[m] == ids[pos + 1 + m])
+                m++;
+            r->passes++;
+            r->drafted += got;
+            r->kept += m;
+        } else {
+            r->steps++;
+        }
+        pos += 1 + m;
+        r->tokens += 1 + m;
+    }
+    return TS_OK;
+}

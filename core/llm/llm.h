@@ -252,6 +252,31 @@ ts_status_t ts_llm_ngram_add(ts_llm_ngram_t *g, const int *ids, size_t n, size_t
 /* Up to k guesses for the tokens after ids[0..n) into out; returns how many
  * (they stop where no context of nmin tokens or more has been seen). */
 size_t ts_llm_ngram_guess(const ts_llm_ngram_t *g, const int *ids, size_t n, size_t k, int *out);
+/* ts_llm_ngram_guess, the rest of out[0..k) filled with the last guess (a
+ * speculative pass fills every lane); returns the draft's own guesses. */
+size_t ts_llm_ngram_draft(const ts_llm_ngram_t *g, const int *ids, size_t n, size_t k, int *out);
+/* Counts each non-empty line of text[0..len) as one sequence (BOS and its
+ * tokens). Errors: TS_EINVAL, TS_ENOMEM, the tokenizer's. */
+ts_status_t ts_llm_ngram_add_text(ts_llm_ngram_t *g, const ts_llm_tokenizer_t *tok,
+                                  const char *text, size_t len);
+/*
+ * Speculative decoding of ids[from + 1 .. n) with the n-gram draft, replayed
+ * on known ids as `tessera generate --draft-lookup` runs it (ids[0..from]
+ * known before; a pass of up to `lanes` positions where the draft guesses,
+ * keeping its guesses up to the first wrong one, else a one-position step).
+ * Since a kept guess is the token the sampler drew, this is exact for any
+ * sampler given the ids it drew. The text's ids are added to g as they
+ * become known. Errors: TS_EINVAL (from >= n, lanes not in 2..1024), TS_ENOMEM.
+ */
+typedef struct ts_llm_ngram_replay {
+    size_t tokens;  /* decoded: n - 1 - from */
+    size_t passes;  /* speculative passes */
+    size_t steps;   /* one-position steps (no guess) */
+    size_t drafted; /* the draft's own guesses in the passes */
+    size_t kept;    /* guesses kept */
+} ts_llm_ngram_replay_t;
+ts_status_t ts_llm_ngram_replay(ts_llm_ngram_t *g, const int *ids, size_t n, size_t from,
+                                size_t lanes, ts_llm_ngram_replay_t *r);
 /* ------------------------------------------------------------ simulator */
 
 /*

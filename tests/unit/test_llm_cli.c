@@ -85,6 +85,50 @@ START_TEST(test_cli_run)
     ck_assert_int_eq(capture(ts_cmd_run, 2, a6, &out), 0);
     ck_assert_ptr_nonnull(strstr(out, "PLAINTEXT"));
     free(out);
+    /* --draft-lookup: the replay's counts add up to the 41 tokens after the
+     * first of the 49 positions (BOS and 6 prompt tokens before); the
+     * reference text repeats itself, so some guesses are kept; with its own
+     * text as --draft-text nearly every token comes from a kept guess */
+    char hpath[] = "/tmp/ts_llm_cli_hist_XXXXXX";
+    int hfd = mkstemp(hpath);
+    ck_assert(hfd >= 0);
+    const char *a7[] = {"run",        "--model", mpath, "--tokenizer",    tpath,   "--prompt",
+                        "I dream of", "--steps", "49",  "--draft-lookup", "--json"};
+    size_t kept[2] = {0, 0};
+    for (int h = 0; h < 2; h++) {
+        if (h == 1) {
+            ck_assert_int_eq(capture(ts_cmd_run, 10, a1, &out), 0); /* the text */
+            ck_assert(write(hfd, out, strlen(out)) == (ssize_t)strlen(out));
+            free(out);
+        }
+        char opt[600];
+        snprintf(opt, sizeof opt, "--draft-text=%s", hpath);
+        if (h == 1)
+            a7[9] = opt;
+        ck_assert_int_eq(capture(ts_cmd_run, 11, a7, &out), 0);
+        const char *sp = strstr(out, "\"speculative\":{\"lanes\":8,\"tokens\":41,");
+        ck_assert_msg(sp != NULL, "stdout: %s", out);
+        unsigned long passes = 0, steps = 0, drafted = 0, k = 0;
+        ck_assert_int_eq(sscanf(strstr(sp, "\"passes\""),
+                                "\"passes\":%lu,\"steps\":%lu,\"drafted\":%lu,\"kept\":%lu",
+                                &passes, &steps, &drafted, &k),
+                         4);
+        printf("tessera run --draft-lookup%s, 8 lanes: 41 tokens in %lu passes (%lu kept) and "
+               "%lu steps\n",
+               h ? " --draft-text (its own text)" : "", passes, k, steps);
+        ck_assert_uint_eq(passes + steps + k, 41);
+        ck_assert_uint_gt(k, 0);
+        kept[h] = k;
+        free(out);
+    }
+    ck_assert_uint_ge(kept[1], 35);
+    ck_assert_uint_gt(kept[1], kept[0]);
+    close(hfd);
+    unlink(hpath);
+    const char *a8[] = {"run",      "--model", mpath,          "--tokenizer",     tpath,
+                        "--prompt", "x",       "--draft-text", "/nonexistent.txt"};
+    ck_assert_int_eq(capture(ts_cmd_run, 9, a8, &out), 2);
+    free(out);
 }
 END_TEST
 

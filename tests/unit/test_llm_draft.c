@@ -2,7 +2,9 @@
  * The n-gram draft (core/llm/draft.c) against a brute-force count over the
  * same sequences: every guess chain on random texts of small alphabets (many
  * repeated contexts, table growth past several rehashes), sequences added in
- * pieces equal to added at once, no context across sequences, errors.
+ * pieces equal to added at once, no context across sequences, errors; the
+ * replay of speculative decoding against a brute-force schedule; a text's
+ * lines as sequences.
  */
 #include "tests/unit/ts_test.h"
 
@@ -143,12 +145,131 @@ START_TEST(test_ngram_edges)
 }
 END_TEST
 
+/* The brute-force replay: at each position a pass of the guesses (the last
+ * repeated to fill the lanes) where there is one, keeping the right ones
+ * up to the first wrong, else one position. */
+static void brute_replay(int *const *corpus, const size_t *clens, int nc, const int *ids, size_t n,
+                         size_t from, size_t lanes, int alphabet, ts_llm_ngram_replay_t *r)
+{
+    memset(r, 0, sizeof *r);
+    int *seqs[8];
+    size_t lens[8];
+    for (int c = 0; c < nc; c++) {
+        seqs[c] = corpus[c];
+        lens[c] = clens[c];
+    }
+    seqs[nc] = (int *)ids;
+    for (size_t pos = from; pos + 1 < n;) {
+        lens[nc] = pos + 1;
+        size_t left = n - 1 - pos, nb = lanes < left ? lanes : left, m = 0, got = 0;
+        int g[64];
+        if (nb >= 2)
+            got = brute_guess(seqs, lens, nc + 1, 2, 3, ids + pos - 3, 4, nb - 1, alphabet, g);
+        for (size_t i = got; got && i < nb - 1; i++)
+            g[i] = g[got - 1];
+        if (got) {
+            while (m < nb - 1 && g[m] == ids[pos + 1 + m])
+                m++;
+            r->passes++;
+            r->drafted += got;
+            r->kept += m;
+        } else {
+            r->steps++;
+        }
+        pos += 1 + m;
+        r->tokens += 1 + m;
+    }
+}
+
+START_TEST(test_ngram_replay)
+{
+    uint64_t rs = 777;
+    for (int trial = 0; trial < 40; trial++) {
+        int alphabet = 2 + (int)(lcg(&rs) % 4), nc = (int)(lcg(&rs) % 3);
+        size_t lanes = (size_t)2 << (lcg(&rs) % 4), n = 20 + lcg(&rs) % 80, from = 4;
+        int *corpus[3], ids[100];
+        size_t clens[3];
+        ts_llm_ngram_t *g = NULL;
+        ck_assert_ts_ok(ts_llm_ngram_new(2, 3, &g));
+        for (int c = 0; c < nc; c++) {
+            clens[c] = 10 + lcg(&rs) % 60;
+            corpus[c] = malloc(clens[c] * sizeof(int));
+            ck_assert_ptr_nonnull(corpus[c]);
+            for (size_t i = 0; i < clens[c]; i++)
+                corpus[c][i] = (int)(lcg(&rs) % (uint64_t)alphabet);
+            ck_assert_ts_ok(ts_llm_ngram_add(g, corpus[c], clens[c], 0));
+        }
+        /* a text that repeats itself now and then (runs copied from earlier) */
+        for (size_t i = 0; i < n; i++)
+            ids[i] = i > 8 && lcg(&rs) % 3 ? ids[i - 1 - lcg(&rs) % 8]
+                                           : (int)(lcg(&rs) % (uint64_t)alphabet);
+        ts_llm_ngram_replay_t got, want;
+        ck_assert_ts_ok(ts_llm_ngram_replay(g, ids, n, from, lanes, &got));
+        brute_replay(corpus, clens, nc, ids, n, from, lanes, alphabet, &want);
+        ck_assert_msg(got.passes == want.passes && got.steps == want.steps &&
+                          got.kept == want.kept && got.drafted == want.drafted &&
+                          got.tokens == want.tokens,
+                      "trial %d: passes %zu/%zu steps %zu/%zu kept %zu/%zu drafted %zu/%zu", trial,
+                      got.passes, want.passes, got.steps, want.steps, got.kept, want.kept,
+                      got.drafted, want.drafted);
+        ck_assert_uint_eq(got.tokens, n - 1 - from);
+        ck_assert_uint_eq(got.tokens, got.passes + got.steps + got.kept);
+        ts_llm_ngram_free(g);
+        for (int c = 0; c < nc; c++)
+            free(corpus[c]);
+    }
+    ts_llm_ngram_t *g = NULL;
+    ts_llm_ngram_replay_t r;
+    const int ids[4] = {1, 2, 3, 4};
+    ck_assert_ts_ok(ts_llm_ngram_new(2, 3, &g));
+    ck_assert_int_eq(ts_llm_ngram_replay(g, ids, 4, 4, 8, &r), TS_EINVAL);
+    ck_assert_int_eq(ts_llm_ngram_replay(g, ids, 4, 0, 1, &r), TS_EINVAL);
+    ts_llm_ngram_free(g);
+}
+END_TEST
+
+/* A text's lines, each a sequence after BOS: the draft continues a line it
+ * has seen with that line's tokens. */
+START_TEST(test_ngram_text)
+{
+    char tp[512];
+    snprintf(tp, sizeof tp, "%s/tok512.bin", ts_test_model_dir());
+    ts_llm_tokenizer_t *tok = NULL;
+    ck_assert_ts_ok(ts_llm_tokenizer_load(tp, 512, &tok, NULL, 0));
+    const char *line = "Dimensions unfold, as I softly refine";
+    char text[256];
+    snprintf(text, sizeof text, "\n%s\nsomething else entirely\n", line);
+    ts_llm_ngram_t *g = NULL;
+    ck_assert_ts_ok(ts_llm_ngram_new(2, 4, &g));
+    ck_assert_ts_ok(ts_llm_ngram_add_text(g, tok, text, strlen(text)));
+    int ids[64], out[64];
+    size_t n = 0;
+    ck_assert_ts_ok(ts_llm_tokenizer_encode(tok, line, strlen(line), true, false, ids, 64, &n));
+    ck_assert_uint_ge(n, 6);
+    /* after BOS and its first two tokens: the rest of the line, then (no
+     * context seen past its end) nothing more */
+    size_t k = ts_llm_ngram_guess(g, ids, 3, 60, out);
+    ck_assert_uint_eq(k, n - 3);
+    ck_assert_int_eq(memcmp(out, ids + 3, k * sizeof *ids), 0);
+    /* ts_llm_ngram_draft fills the rest with the last guess */
+    size_t d = ts_llm_ngram_draft(g, ids, 3, k + 2, out);
+    ck_assert_uint_eq(d, k);
+    ck_assert_int_eq(out[k], ids[n - 1]);
+    ck_assert_int_eq(out[k + 1], ids[n - 1]);
+    ck_assert_int_eq(ts_llm_ngram_add_text(g, NULL, text, 1), TS_EINVAL);
+    ts_llm_ngram_free(g);
+    ts_llm_tokenizer_free(tok);
+}
+END_TEST
+
 TS_TEST_SUITE(llm_draft)
 {
     Suite *s = suite_create("llm_draft");
     TCase *tc = ts_tcase("draft", 0);
     tcase_add_test(tc, test_ngram_brute);
     tcase_add_test(tc, test_ngram_edges);
+    tcase_add_test(tc, test_ngram_replay);
+    tcase_add_test(tc, test_ngram_text);
     suite_add_tcase(s, tc);
     return s;
 }

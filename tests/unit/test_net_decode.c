@@ -513,15 +513,15 @@ START_TEST(test_generate_draft)
     /* the n-gram draft's texts: the greedy continuation's, and the prompt's
      * with only the first token after it (re-encoding each must give its ids
      * back, or the test would not test the guesses) */
-    char text_path[2][700];
+    char text_path[3][700];
     {
         int g[16], back[64];
         size_t gp = 0, gn = plain_sampled(&f, prompt, 8, 0.0f, 5, g, &gp);
         ts_llm_tokenizer_t *tok = NULL;
         ck_assert_ts_ok(ts_llm_tokenizer_load(f.tok, TINY_VOCAB, &tok, NULL, 0));
-        for (int w = 0; w < 2; w++) {
+        for (int w = 0; w < 3; w++) {
             char dtext[256] = "";
-            size_t upto = w ? gp + 1 : gn, dn = 0, bn = 0;
+            size_t upto = w ? gp + (size_t)w : gn, dn = 0, bn = 0;
             for (size_t i = 1; i < upto; i++) {
                 size_t k = 0;
                 ck_assert_ts_ok(ts_llm_tokenizer_decode(tok, g[i - 1], g[i], dtext + dn,
@@ -543,9 +543,10 @@ START_TEST(test_generate_draft)
     static const struct {
         float t;
         int draft; /* 0: the model itself, 1: the GPT-2, 2: n-gram + text, 3: n-gram,
-                      4: n-gram + the text to the first token, the GPT-2 where it has none */
-    } var[6] = {{0.0f, 0}, {0.8f, 0}, {0.8f, 1}, {0.0f, 2}, {0.8f, 3}, {0.8f, 4}};
-    for (int vi = 0; vi < 6; vi++) {
+                      4: n-gram + the text to the first token, the GPT-2 where it has none,
+                      5: n-gram + the text to the second token: a pass, then steps */
+    } var[7] = {{0.0f, 0}, {0.8f, 0}, {0.8f, 1}, {0.0f, 2}, {0.8f, 3}, {0.8f, 4}, {0.0f, 5}};
+    for (int vi = 0; vi < 7; vi++) {
         int want[16];
         size_t n_prompt = 0, want_n = plain_sampled(&f, prompt, 8, var[vi].t, 5, want, &n_prompt);
         snprintf(out, sizeof out, "%s/gend%d.json", f.d.dir, vi);
@@ -557,7 +558,7 @@ START_TEST(test_generate_draft)
         if (dk >= 2)
             snprintf(dflags + strlen(dflags), sizeof dflags - strlen(dflags), "%s%s ",
                      dk == 3 ? "--draft-lookup" : "--draft-text ",
-                     dk == 3 ? "" : text_path[dk == 4]);
+                     dk == 3 ? "" : text_path[dk == 2 ? 0 : dk - 3]);
         snprintf(cmd, sizeof cmd,
                  "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tinys "
                  "--prompt '%s' --max-tokens %zu --temperature %.1f --seed 5 %s"
@@ -570,6 +571,7 @@ START_TEST(test_generate_draft)
         char line[8192];
         int got[16];
         size_t got_n = 0, passes = 0, kept = 0, spec = 0, guesses = 0, by[2] = {0, 0};
+        size_t after = 0; /* ordinary steps after a pass (the server keeps its prefix) */
         while (fgets(line, sizeof line, j)) {
             if (!strstr(line, "\"prompt\":false"))
                 continue;
@@ -583,20 +585,36 @@ START_TEST(test_generate_draft)
             if (gp) {
                 ck_assert_int_eq(lane, 0);
                 spec++;
-                guesses += (size_t)atoi(gp + 10);
-                by[strstr(line, "\"draft\":\"model\"") != NULL]++;
-                ck_assert(strstr(line, "\"draft\":\"ngram\"") ||
-                          strstr(line, "\"draft\":\"model\""));
+                /* every lane of a pass filled, at least one by the draft */
+                const char *pp = strstr(line, "\"positions\":"), *dp = strstr(line, "\"drafted\":");
+                ck_assert(pp && dp);
+                int ng = atoi(gp + 10), nd = atoi(dp + 10);
+                ck_assert_int_eq(atoi(pp + 12), ng + 1);
+                ck_assert(nd >= 1 && nd <= ng);
+                guesses += (size_t)ng;
+                bool by_ngram = strstr(line, "\"draft\":\"ngram") != NULL,
+                     by_model = strstr(line, "model\"") != NULL;
+                ck_assert(by_ngram || by_model);
+                by[0] += by_ngram;
+                by[1] += by_model;
+            } else if (!lp && spec) {
+                after++;
             }
             if (got_n < 16)
                 got[got_n++] = atoi(ip + 5);
         }
         fclose(j);
-        static const char *dname[5] = {"self", "gpt2", "n-gram + text", "n-gram",
-                                       "n-gram + text, gpt2"};
+        static const char *dname[6] = {"self",
+                                       "gpt2",
+                                       "n-gram + text",
+                                       "n-gram",
+                                       "n-gram + text to token 1, gpt2",
+                                       "n-gram + text to token 2"};
         printf("tessera generate --draft %s --temperature %.1f on 4 lanes: %zu tokens in %zu "
-               "steps (%zu from kept guesses of %zu in %zu passes, %zu the model's):",
-               dname[dk], (double)var[vi].t, got_n, passes, kept, guesses, spec, by[1]);
+               "steps (%zu from kept guesses of %zu in %zu passes, %zu with the n-gram's, %zu the "
+               "model's; %zu ordinary steps after a pass):",
+               dname[dk], (double)var[vi].t, got_n, passes, kept, guesses, spec, by[0], by[1],
+               after);
         show_ids(got, got_n, "plaintext, seed 5:", want + n_prompt, want_n - n_prompt);
         ck_assert_uint_eq(got_n, want_n - n_prompt);
         for (size_t i = 0; i < got_n; i++)
@@ -611,7 +629,9 @@ START_TEST(test_generate_draft)
          * the first token, the GPT-2 guesses after it); the n-gram's only
          * with it (2: its text holds the whole continuation) */
         ck_assert(dk < 2 || dk == 4 ? by[1] > 0 : by[1] == 0);
-        ck_assert(dk < 2 ? by[0] == 0 : dk == 2 ? by[0] > 0 : true);
+        ck_assert(dk < 2 ? by[0] == 0 : dk == 2 || dk == 5 ? by[0] > 0 : true);
+        if (dk == 5) /* the text runs out: ordinary steps follow the pass */
+            ck_assert_uint_gt(after, 0);
     }
     /* one lane: refused with a sentence */
     snprintf(cmd, sizeof cmd,

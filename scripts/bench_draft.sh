@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The n-gram draft's acceptance on aidreams260K, in plaintext (speculative
+# decoding keeps exactly the guesses the sampler draws, so `tessera run
+# --draft-lookup` replays what `tessera generate --draft-lookup` would do):
+# for each prompt, the draft alone (the text so far) and with a history of
+# the other prompts' generations (--draft-text: as if the user had run them
+# before; encrypted greedy decoding gives the plaintext ids), at several
+# context lengths and lane counts. Writes one JSON report.
+#
+# Usage: scripts/bench_draft.sh [BUILD_DIR] [OUT.json]
+set -euo pipefail
+build=${1:-build}
+out=${2:-draft-acceptance.json}
+tessera=$build/tessera
+model=${BENCH_MODEL:-../shared/models/aidreams260K.bin}
+[ -f "$model" ] || model=models/aidreams260K.bin
+tok=${BENCH_TOKENIZER:-../shared/models/tok512.bin}
+[ -f "$tok" ] || tok=models/tok512.bin
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+prompts=("I dream of" "Once upon a time" "The sea" "In the night" "My heart" "The stars"
+    "A river" "We walk" "Light and shadow" "The machine" "Silence" "In my mind"
+    "The city sleeps" "Time flows" "Colors" "A forest" "Whispers" "The moon" "Deep inside"
+    "Memories of")
+# each prompt's greedy generation over the model's whole context, one line
+for i in "${!prompts[@]}"; do
+    "$tessera" run --model "$model" --tokenizer "$tok" --prompt "${prompts[$i]}" 2>/dev/null |
+        tr '\n' ' ' >"$work/gen$i.txt"
+    echo >>"$work/gen$i.txt"
+done
+: >"$work/rows.jsonl"
+for i in "${!prompts[@]}"; do
+    : >"$work/hist$i.txt"
+    for j in "${!prompts[@]}"; do [ "$j" = "$i" ] || cat "$work/gen$j.txt" >>"$work/hist$i.txt"; done
+    for n in 32 128; do
+        for lanes in 8 16; do
+            for hist in 0 1; do
+                flags=(--draft-lookup)
+                [ "$hist" = 0 ] || flags=(--draft-text "$work/hist$i.txt")
+                "$tessera" run --model "$model" --tokenizer "$tok" --prompt "${prompts[$i]}" \
+                    --steps "$n" --lanes "$lanes" "${flags[@]}" --json 2>/dev/null |
+                    python3 -c 'import json,sys; d=json.load(sys.stdin); s=d["speculative"]
+s.update(prompt=sys.argv[1], positions=int(sys.argv[2]), history=sys.argv[3]=="1",
+         prompt_tokens=d["prompt_tokens"]); print(json.dumps(s))' \
+                        "${prompts[$i]}" "$n" "$hist" >>"$work/rows.jsonl"
+            done
+        done
+    done
+done
+python3 - "$work/rows.jsonl" "$out" "$(uname -m)" "$(nproc)" <<'PY'
+import json, sys, collections
+rows = [json.loads(l) for l in open(sys.argv[1])]
+agg = collections.OrderedDict()
+for r in rows:
+    k = (r["positions"], r["lanes"], r["history"])
+    a = agg.setdefault(k, dict(positions=k[0], lanes=k[1], history=k[2], prompts=0, tokens=0,
+                               passes=0, steps=0, drafted=0, kept=0))
+    a["prompts"] += 1
+    for f in ("tokens", "passes", "steps", "drafted", "kept"):
+        a[f] += r[f]
+summary = []
+for a in agg.values():
+    enc = a["passes"] + a["steps"]
+    a["encrypted_steps_per_token"] = round(enc / a["tokens"], 4) if a["tokens"] else 0
+    a["kept_per_pass"] = round(a["kept"] / a["passes"], 3) if a["passes"] else 0
+    summary.append(a)
+    print(f"{a['positions']:4d} positions, {a['lanes']:2d} lanes, "
+          f"{'with history' if a['history'] else 'text so far '}: {a['tokens']} tokens in "
+          f"{a['passes']} passes ({a['kept']} guesses kept, {a['kept_per_pass']} per pass) + "
+          f"{a['steps']} one-position steps = {a['encrypted_steps_per_token']} encrypted steps "
+          f"per token")
+json.dump({"benchmark": "draft-acceptance", "machine": {"arch": sys.argv[3], "cpus": int(sys.argv[4])},
+           "summary": summary, "rows": rows}, open(sys.argv[2], "w"), indent=1)
+PY
+echo "wrote $out"
