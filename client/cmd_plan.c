@@ -39,7 +39,7 @@ static void usage(FILE *f)
           "                    [--arch llama|gpt2] [--pos N] [--slots S] [--embed-public]\n"
           "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
           "       tessera plan --model FILE --params PRESET [--insecure-params] [--pos N]\n"
-          "                    [--slots S] [--cache-only] [--prefill N]\n"
+          "                    [--slots S] [--cache-only] [--prefill N | --lanes N]\n"
           "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
           "Prints the scheme-aware plan of one decode step: every operator with its scheme,\n"
           "levels, bootstraps and rotation keys, the predicted latency, and the reason for\n"
@@ -51,7 +51,9 @@ static void usage(FILE *f)
           "--cache-only the step of a prompt position before the last (tessera generate's\n"
           "prefill: the last layer stops at its K/V cache, no logits). --prefill N: the\n"
           "prefill pass from --pos of an engine of N lanes (a model's prefill_lanes: N\n"
-          "positions in one pass, ciphertexts of N x the working slots; policy ckks).\n",
+          "positions in one pass, ciphertexts of N x the working slots; policy ckks);\n"
+          "a speculative pass (tessera generate --draft) is that prefill. --lanes N: an\n"
+          "ordinary step of that engine (every step after the prompt that is not a pass).\n",
           f);
 }
 
@@ -300,6 +302,8 @@ static int engine_plan(const char *model, const char *preset, bool insecure,
         char pf[64] = "";
         if (flags & TS_LLM_PLAN_PREFILL)
             snprintf(pf, sizeof pf, "prefill pass of %d lanes from ", lanes);
+        else if (lanes > 1)
+            snprintf(pf, sizeof pf, "an ordinary step of an engine of %d lanes, ", lanes);
         printf("engine plan: %s at %s, %s%sposition %d, %s input; cost table %s%s\n", model, preset,
                pf, flags & TS_LLM_PLAN_CACHE_ONLY ? "cache-only step (no logits) at " : "", pos,
                flags & TS_LLM_PLAN_ONEHOT ? "one-hot (embedded on the server)" : "embedding",
@@ -355,6 +359,7 @@ int ts_cmd_plan(int argc, char **argv)
     const char *model = NULL, *costs_path = NULL, *policy_s = NULL, *arch = NULL, *preset = NULL;
     bool json = false, have_dims = false, insecure = false, cache_only = false;
     uint32_t prefill = 0; /* --prefill N: the pass of an engine of N lanes */
+    uint32_t lanes = 0;   /* --lanes N: an ordinary step of that engine */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -415,6 +420,8 @@ int ts_cmd_plan(int argc, char **argv)
             u = &d.slots;
         else if (!strcmp(a, "--prefill"))
             u = &prefill;
+        else if (!strcmp(a, "--lanes"))
+            u = &lanes;
         else {
             fprintf(stderr, "tessera plan: unknown option '%s'\n", a);
             usage(stderr);
@@ -425,11 +432,11 @@ int ts_cmd_plan(int argc, char **argv)
                 fprintf(stderr, "tessera plan: %s wants a non-negative integer, got '%s'\n", a, v);
                 return 2;
             }
-            if (u == &prefill && (prefill < 2 || prefill > 1024 || (prefill & (prefill - 1)))) {
-                fprintf(stderr, "tessera plan: --prefill is a power of two from 2 to 1024\n");
+            if ((u == &prefill || u == &lanes) && (*u < 2 || *u > 1024 || (*u & (*u - 1)))) {
+                fprintf(stderr, "tessera plan: %s is a power of two from 2 to 1024\n", a);
                 return 2;
             }
-            if (u != &d.seq_pos && u != &d.slots && u != &prefill)
+            if (u != &d.seq_pos && u != &d.slots && u != &prefill && u != &lanes)
                 have_dims = true;
         }
     }
@@ -455,8 +462,13 @@ int ts_cmd_plan(int argc, char **argv)
             return 2;
         }
     }
+    if (prefill && lanes) {
+        fprintf(stderr, "tessera plan: --prefill N plans the pass, --lanes N an ordinary step: "
+                        "one of them\n");
+        return 2;
+    }
     if (!policy_s)
-        policy_s = prefill ? "ckks" : "hybrid"; /* lanes run policy ckks */
+        policy_s = prefill || lanes ? "ckks" : "hybrid"; /* lanes run policy ckks */
     bool all = !strcmp(policy_s, "all");
     ts_sched_policy_t policy = TS_SCHED_HYBRID;
     if (!all && ts_sched_policy_parse(policy_s, &policy) != TS_OK) {
@@ -510,21 +522,27 @@ int ts_cmd_plan(int argc, char **argv)
             return 2;
         }
         /* the daemon's default input: the one-hot token, embedded on the server */
-        if (prefill && (all || policy != TS_SCHED_CKKS)) {
-            fprintf(stderr, "tessera plan: --prefill plans policy ckks (the lanes' look-ups "
-                            "would read one lane's layout)\n");
+        if ((prefill || lanes) && (all || policy != TS_SCHED_CKKS)) {
+            fprintf(stderr,
+                    "tessera plan: --%s plans policy ckks (the lanes' look-ups "
+                    "would read one lane's layout)\n",
+                    prefill ? "prefill" : "lanes");
             return 2;
         }
         return engine_plan(model, preset, insecure, &costs, all, policy, (int)d.seq_pos, d.slots,
-                           prefill ? (int)prefill : 1,
+                           prefill ? (int)prefill
+                           : lanes ? (int)lanes
+                                   : 1,
                            (d.embed_public ? 0 : TS_LLM_PLAN_ONEHOT) | TS_LLM_PLAN_PERIOD_BOOT |
                                (cache_only ? TS_LLM_PLAN_CACHE_ONLY : 0) |
                                (prefill ? TS_LLM_PLAN_PREFILL : 0),
                            json);
     }
-    if (cache_only || prefill) {
+    if (cache_only || prefill || lanes) {
         fprintf(stderr, "tessera plan: --%s is a plan of the engine (needs --params)\n",
-                cache_only ? "cache-only" : "prefill");
+                cache_only ? "cache-only"
+                : prefill  ? "prefill"
+                           : "lanes");
         return 2;
     }
     if (!d.slots && costs.slots > 0)

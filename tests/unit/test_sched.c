@@ -799,6 +799,27 @@ START_TEST(test_sched_cmd_plan)
     ck_assert_int_eq(ts_cmd_plan(7, a11), 2);
     char *a12[] = {"plan", "--model", path, "--prefill", "4", NULL};
     ck_assert_int_eq(ts_cmd_plan(5, a12), 2);
+    /* an ordinary step of an 8-lane engine: 20 bootstraps, as tesserad ran
+     * positions 14..19 of "Once upon a time" at 128 bits with 2^11 working
+     * slots (docs/benchmarks.md, session 22); a one-lane step there: 18 */
+    char *a13[] = {"plan",    "--model", path,      "--params", "boot-n16-dense", "--pos", "14",
+                   "--slots", "2048",    "--lanes", "8",        "--json",         NULL};
+    plan_stdout(12, a13, out, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"policy\":\"ckks\""));
+    ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":20"));
+    ck_assert_ptr_null(strstr(buf, "lane_share"));
+    char *a14[] = {"plan",    "--model", path,       "--params", "boot-n16-dense", "--pos", "14",
+                   "--slots", "2048",    "--policy", "ckks",     "--json",         NULL};
+    plan_stdout(12, a14, out, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":18"));
+    char *a15[] = {"plan",      "--model", path,      "--params", "boot-n16-dense",
+                   "--prefill", "8",       "--lanes", "8",        NULL};
+    ck_assert_int_eq(ts_cmd_plan(9, a15), 2);
+    char *a16[] = {"plan",    "--model", path,       "--params", "boot-n16-dense",
+                   "--lanes", "8",       "--policy", "hybrid",   NULL};
+    ck_assert_int_eq(ts_cmd_plan(9, a16), 2);
+    char *a17[] = {"plan", "--model", path, "--params", "boot-n16-dense", "--lanes", "6", NULL};
+    ck_assert_int_eq(ts_cmd_plan(7, a17), 2);
     /* the shipped table: measured at that preset over its whole chain */
     ts_sched_costs_t c;
     ts_cfg_error_t err;
