@@ -487,6 +487,26 @@ static size_t plain_sampled(const dfx_t *f, const char *prompt, size_t n_total, 
     return n;
 }
 
+/* tessera generate on `model` with `flags` must exit 2 with `want` in its
+ * error output (a refusal with a sentence) */
+static void generate_refused(const dfx_t *f, const char *model, const char *flags, const char *want)
+{
+    char cmd[3000], errp[800], msg[600] = "";
+    snprintf(errp, sizeof errp, "%s/refused.err", f->d.dir);
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model %s "
+             "--prompt ab --max-tokens 2 %s --tokenizer %s --insecure-params >/dev/null 2>%s",
+             ts_test_build_dir(), f->d.port, f->certs, model, flags, f->tok, errp);
+    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
+    FILE *e = fopen(errp, "r");
+    ck_assert_ptr_nonnull(e);
+    size_t mn = fread(msg, 1, sizeof msg - 1, e);
+    msg[mn] = 0;
+    fclose(e);
+    printf("  refused (%s): %s", flags, msg);
+    ck_assert_ptr_nonnull(strstr(msg, want));
+}
+
 /*
  * tessera generate --draft on the four-lane model (speculative decoding):
  * each step runs the next token and a public draft's guesses for the ones
@@ -633,48 +653,13 @@ START_TEST(test_generate_draft)
         if (dk == 5) /* the text runs out: ordinary steps follow the pass */
             ck_assert_uint_gt(after, 0);
     }
-    /* one lane: refused with a sentence */
-    snprintf(cmd, sizeof cmd,
-             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tiny "
-             "--prompt ab --max-tokens 2 --draft %s --tokenizer %s --insecure-params "
-             ">/dev/null 2>%s",
-             ts_test_build_dir(), f.d.port, f.certs, f.model, f.tok, errp);
-    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
-    char msg[600] = "";
-    FILE *e = fopen(errp, "r");
-    ck_assert_ptr_nonnull(e);
-    size_t mn = fread(msg, 1, sizeof msg - 1, e);
-    msg[mn] = 0;
-    fclose(e);
-    printf("  one lane: %s", msg);
-    ck_assert_ptr_nonnull(strstr(msg, "--draft needs a model with lanes"));
-    snprintf(cmd, sizeof cmd,
-             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tiny "
-             "--prompt ab --max-tokens 2 --draft-lookup --tokenizer %s --insecure-params "
-             ">/dev/null 2>%s",
-             ts_test_build_dir(), f.d.port, f.certs, f.tok, errp);
-    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
-    e = fopen(errp, "r");
-    ck_assert_ptr_nonnull(e);
-    mn = fread(msg, 1, sizeof msg - 1, e);
-    msg[mn] = 0;
-    fclose(e);
-    printf("  one lane: %s", msg);
-    ck_assert_ptr_nonnull(strstr(msg, "--draft-lookup needs a model with lanes"));
-    /* a --draft-text that cannot be read: a sentence, exit 2 */
-    snprintf(cmd, sizeof cmd,
-             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tinys "
-             "--prompt ab --max-tokens 2 --draft-text %s/none.txt --tokenizer %s "
-             "--insecure-params >/dev/null 2>%s",
-             ts_test_build_dir(), f.d.port, f.certs, f.certs, f.tok, errp);
-    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
-    e = fopen(errp, "r");
-    ck_assert_ptr_nonnull(e);
-    mn = fread(msg, 1, sizeof msg - 1, e);
-    msg[mn] = 0;
-    fclose(e);
-    printf("  missing text: %s", msg);
-    ck_assert_ptr_nonnull(strstr(msg, "none.txt: cannot open"));
+    /* one lane: refused with a sentence; a --draft-text that cannot be read too */
+    char flags[1500];
+    snprintf(flags, sizeof flags, "--draft %s", f.model);
+    generate_refused(&f, "tiny", flags, "--draft needs a model with lanes");
+    generate_refused(&f, "tiny", "--draft-lookup", "--draft-lookup needs a model with lanes");
+    snprintf(flags, sizeof flags, "--draft-text %s/none.txt", f.certs);
+    generate_refused(&f, "tinys", flags, "none.txt: cannot open");
     dfx_stop(&f);
 }
 END_TEST
