@@ -6,6 +6,8 @@
 # the other prompts' generations (--draft-text: as if the user had run them
 # before; encrypted greedy decoding gives the plaintext ids), at several
 # context lengths and lane counts. Writes one JSON report.
+# BENCH_TEMPERATURE=T samples the replayed generations at T (seed 1; the
+# history stays greedy).
 #
 # Usage: scripts/bench_draft.sh [BUILD_DIR] [OUT.json]
 set -euo pipefail
@@ -16,6 +18,7 @@ model=${BENCH_MODEL:-../shared/models/aidreams260K.bin}
 [ -f "$model" ] || model=models/aidreams260K.bin
 tok=${BENCH_TOKENIZER:-../shared/models/tok512.bin}
 [ -f "$tok" ] || tok=models/tok512.bin
+temp=${BENCH_TEMPERATURE:-0}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 prompts=("I dream of" "Once upon a time" "The sea" "In the night" "My heart" "The stars"
@@ -38,10 +41,11 @@ for i in "${!prompts[@]}"; do
                 flags=(--draft-lookup)
                 [ "$hist" = 0 ] || flags=(--draft-text "$work/hist$i.txt")
                 "$tessera" run --model "$model" --tokenizer "$tok" --prompt "${prompts[$i]}" \
-                    --steps "$n" --lanes "$lanes" "${flags[@]}" --json 2>/dev/null |
+                    --steps "$n" --lanes "$lanes" --temperature "$temp" "${flags[@]}" --json \
+                    2>/dev/null |
                     python3 -c 'import json,sys; d=json.load(sys.stdin); s=d["speculative"]
 s.update(prompt=sys.argv[1], positions=int(sys.argv[2]), history=sys.argv[3]=="1",
-         prompt_tokens=d["prompt_tokens"]); print(json.dumps(s))' \
+         prompt_tokens=d["prompt_tokens"], temperature=d["temperature"]); print(json.dumps(s))' \
                         "${prompts[$i]}" "$n" "$hist" >>"$work/rows.jsonl"
             done
         done
@@ -69,7 +73,8 @@ for a in agg.values():
           f"{a['passes']} passes ({a['kept']} guesses kept, {a['kept_per_pass']} per pass) + "
           f"{a['steps']} one-position steps = {a['encrypted_steps_per_token']} encrypted steps "
           f"per token")
-json.dump({"benchmark": "draft-acceptance", "machine": {"arch": sys.argv[3], "cpus": int(sys.argv[4])},
+json.dump({"benchmark": "draft-acceptance", "temperature": rows[0]["temperature"] if rows else 0,
+           "machine": {"arch": sys.argv[3], "cpus": int(sys.argv[4])},
            "summary": summary, "rows": rows}, open(sys.argv[2], "w"), indent=1)
 PY
 echo "wrote $out"
