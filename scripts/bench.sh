@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run every benchmark binary (build/bench/*); each writes JSON into bench-out/.
+# Run every benchmark binary (build/bench/*) and scripts/bench_draft.sh; each writes
+# JSON into bench-out/.
 # Usage: scripts/bench.sh BUILD_DIR   (BENCH_ARGS passes extra arguments to each)
 set -uo pipefail
 build=${1:-build}
@@ -18,4 +19,12 @@ for b in "$build"/bench/*; do
     fi
 done
 [ $found -eq 1 ] || echo "bench: no benchmarks built"
+# the n-gram draft's acceptance, replayed in plaintext (seconds)
+if [ -x "$build/tessera" ]; then
+    echo "bench: draft-acceptance -> $out/draft-acceptance.json"
+    scripts/bench_draft.sh "$build" "$out/draft-acceptance.json" || {
+        echo "bench: draft-acceptance failed"
+        status=1
+    }
+fi
 exit $status
