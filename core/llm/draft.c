@@ -14,7 +14,8 @@
 
 #include "core/llm/llm_int.h"
 
-#define NGRAM_MIN_CAP 256
+#define NGRAM_MIN_CAP  256
+#define NGRAM_LINE_MAX 1024 /* bytes of a text's line tokenized at once */
 
 typedef struct {
     int32_t tok[TS_LLM_NGRAM_MAX]; /* the context, oldest first; unused entries 0 */
@@ -180,7 +181,22 @@ ts_status_t ts_llm_ngram_add_text(ts_llm_ngram_t *g, const ts_llm_tokenizer_t *t
     ts_status_t st = TS_OK;
     for (size_t at = 0; st == TS_OK && at < len;) {
         const char *nl = memchr(text + at, '\n', len - at);
-        size_t n = nl ? (size_t)(nl - (text + at)) : len - at, m = 0;
+        size_t n = nl ? (size_t)(nl - (text + at)) : len - at, m = 0, skip = 1;
+        if (n > NGRAM_LINE_MAX) {
+            /* a long line in pieces (the merge is quadratic in a piece's
+             * length): cut after its last space within the limit, else at
+             * a UTF-8 character boundary */
+            size_t cut = NGRAM_LINE_MAX;
+            while (cut > NGRAM_LINE_MAX / 2 && text[at + cut - 1] != ' ')
+                cut--;
+            if (text[at + cut - 1] != ' ') {
+                cut = NGRAM_LINE_MAX;
+                while (cut > 1 && ((unsigned char)text[at + cut] & 0xC0) == 0x80)
+                    cut--;
+            }
+            n = cut;
+            skip = 0;
+        }
         if (n) {
             size_t need = ts_llm_tokenizer_max_ids(n) + 2;
             if (need > cap) {
@@ -196,7 +212,7 @@ ts_status_t ts_llm_ngram_add_text(ts_llm_ngram_t *g, const ts_llm_tokenizer_t *t
             if (st == TS_OK)
                 st = ts_llm_ngram_add(g, ids, m, 0);
         }
-        at += n + 1;
+        at += n + skip;
     }
     ts_free_secret(ids);
     return st;

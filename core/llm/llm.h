@@ -256,7 +256,9 @@ size_t ts_llm_ngram_guess(const ts_llm_ngram_t *g, const int *ids, size_t n, siz
  * speculative pass fills every lane); returns the draft's own guesses. */
 size_t ts_llm_ngram_draft(const ts_llm_ngram_t *g, const int *ids, size_t n, size_t k, int *out);
 /* Counts each non-empty line of text[0..len) as one sequence (BOS and its
- * tokens). Errors: TS_EINVAL, TS_ENOMEM, the tokenizer's. */
+ * tokens; a line over 1024 bytes in pieces of at most that, cut after a
+ * space where one is in the piece's second half). Errors: TS_EINVAL,
+ * TS_ENOMEM, the tokenizer's. */
 ts_status_t ts_llm_ngram_add_text(ts_llm_ngram_t *g, const ts_llm_tokenizer_t *tok,
                                   const char *text, size_t len);
 /*

@@ -258,6 +258,27 @@ START_TEST(test_ngram_text)
     ck_assert_int_eq(out[k + 1], ids[n - 1]);
     ck_assert_int_eq(ts_llm_ngram_add_text(g, NULL, text, 1), TS_EINVAL);
     ts_llm_ngram_free(g);
+    /* one line of 1 MB (the phrase over and over, no newline; then one
+     * without spaces): in pieces, in well under a second, and the phrase's
+     * continuation is guessed from it */
+    size_t big = 1 << 20;
+    char *t = malloc(big + 1);
+    ck_assert_ptr_nonnull(t);
+    for (size_t i = 0; i < big; i++)
+        t[i] = "as I softly refine, "[i % 20];
+    ck_assert_ts_ok(ts_llm_ngram_new(2, 4, &g));
+    uint64_t t0 = ts_now_ns();
+    ck_assert_ts_ok(ts_llm_ngram_add_text(g, tok, t, big));
+    memset(t, 'x', big);
+    ck_assert_ts_ok(ts_llm_ngram_add_text(g, tok, t, big));
+    double secs = (double)(ts_now_ns() - t0) * 1e-9;
+    printf("n-gram draft: two 1 MB lines counted in %.2f s\n", secs);
+    ck_assert(secs < 30.0);
+    const char *ph = "as I softly refine, as I";
+    ck_assert_ts_ok(ts_llm_tokenizer_encode(tok, ph, strlen(ph), true, false, ids, 64, &n));
+    ck_assert_uint_ge(ts_llm_ngram_guess(g, ids, n, 4, out), 1);
+    ts_llm_ngram_free(g);
+    free(t);
     ts_llm_tokenizer_free(tok);
 }
 END_TEST
