@@ -55,6 +55,12 @@ typedef struct {
     int ctx;           /* > 0: the step at ctx - 1 after a prefill of [0, ctx - 1) */
     int after;         /* --after: the a-th ordinary step after the prefill pass (0: none) */
     double prefill_ms; /* client encryption and installation of the prefilled caches */
+    /* --noise: log2 of the unsanitized logits' coefficients at level 0 (rms,
+     * max |.|) outside the sparse packing's subring (noise alone), and of
+     * their difference from the previous record's at the same position and
+     * token (a second run; NAN without one) over the whole polynomial */
+    bool noise;
+    double nz_off_rms, nz_off_max, nz_diff_rms, nz_diff_max, nz_b; /* nz_b: log2 B */
 } pos_t;
 
 typedef struct {
@@ -95,10 +101,65 @@ static int g_after = 0;
 /* --prompt-ids LIST: the context's tokens (BOS first) instead of the greedy
  * continuation of BOS, as far as they go */
 static int g_ids[TS_LLM_MAX_SEQ], g_n_ids = 0;
+/* --noise: measure the coefficients of the logits before sanitization */
+static bool g_noise = false;
 
 static double ms_since(uint64_t t0)
 {
     return (double)(ts_now_ns() - t0) / 1e6;
+}
+
+/* --noise: the centered coefficients mod q_0 of lg's decryption, dropped
+ * to level 0 (dropping primes keeps the small coefficients as they are) */
+static ts_status_t logit_coeffs(ts_ckks_evaluator_t *ev, const ts_ckks_secret_key_t *sk,
+                                ts_ckks_params_t *p, const ts_ckks_ciphertext_t *lg, int64_t *out)
+{
+    size_t N = ts_ckks_params_n(p);
+    uint64_t q0 = ts_ckks_params_q(p, 0);
+    ts_ckks_ciphertext_t *c = NULL;
+    ts_ckks_plaintext_t *pt = NULL;
+    ts_poly_t *poly = NULL;
+    uint64_t *w = ts_malloc(N * sizeof *w);
+    ts_status_t st = w ? ts_ckks_ciphertext_new(p, 0, &c) : TS_ENOMEM;
+    if (st == TS_OK)
+        st = ts_ckks_drop_to_level(ev, lg, 0, c);
+    if (st == TS_OK)
+        st = ts_ckks_plaintext_new(p, 0, &pt);
+    if (st == TS_OK)
+        st = ts_ckks_decrypt(sk, c, pt);
+    if (st == TS_OK)
+        st = ts_poly_clone(ts_ckks_plaintext_poly(pt), &poly);
+    if (st == TS_OK && poly->is_ntt)
+        st = ts_poly_intt(poly);
+    if (st == TS_OK)
+        st = ts_poly_download(poly, w);
+    for (size_t i = 0; st == TS_OK && i < N; i++)
+        out[i] = w[i] > q0 / 2 ? -(int64_t)(q0 - w[i]) : (int64_t)w[i];
+    if (w)
+        ts_memzero(w, N * sizeof *w);
+    ts_free(w);
+    ts_poly_free(poly);
+    ts_ckks_plaintext_free(pt);
+    ts_ckks_ciphertext_free(c);
+    return st;
+}
+
+/* log2 of the rms and of the max |.| of v[i] over i with (i % gap != 0) ==
+ * off (off: the coefficients outside the subring of X^gap; gap 1: all) */
+static void coeff_stats(const int64_t *v, size_t n, size_t gap, bool off, double *rms, double *mx)
+{
+    double ss = 0, m = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (gap > 1 && (i % gap != 0) != off)
+            continue;
+        double a = fabs((double)v[i]);
+        ss += a * a;
+        m = fmax(m, a);
+        k++;
+    }
+    *rms = k && ss > 0 ? 0.5 * log2(ss / (double)k) : -INFINITY;
+    *mx = m > 0 ? log2(m) : -INFINITY;
 }
 
 #define TRY(x)                                                                                     \
@@ -169,6 +230,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     ts_ckks_ciphertext_t **kc = NULL, **vc = NULL;
     int *ctx_toks = NULL, n_layers = 0;
     int64_t *steps = NULL;
+    int64_t *nz_cur = NULL, *nz_prev = NULL; /* --noise: this and the previous run's */
+    int nz_pos = -1, nz_tok = -1;
     float *logits = NULL;
     char path[600];
     TRY(ts_llm_model_load(model_path, &m, NULL, 0));
@@ -424,6 +487,38 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 TRY(ts_llm_enc_step(s, y, pos, lg));
             ts_llm_enc_session_stats(s, &c);
             uint64_t t2 = ts_now_ns();
+            if (g_noise && !g_cache_only) {
+                /* the unsanitized logits' coefficients (outside the timing) */
+                size_t N = ts_ckks_params_n(p), gap = N / 2 / (size_t)k->slots;
+                if (!nz_cur) {
+                    nz_cur = ts_calloc(N, sizeof *nz_cur);
+                    nz_prev = ts_calloc(N, sizeof *nz_prev);
+                    if (!nz_cur || !nz_prev) {
+                        st = TS_ENOMEM;
+                        goto out;
+                    }
+                }
+                TRY(logit_coeffs(ev, sk, p, lg, nz_cur));
+                q->noise = true;
+                q->nz_b = log2(ts_llm_sanitize_noise_bound(p));
+                coeff_stats(nz_cur, N, gap, true, &q->nz_off_rms, &q->nz_off_max);
+                q->nz_diff_rms = q->nz_diff_max = NAN;
+                if (nz_pos == last && nz_tok == tokens[last]) {
+                    for (size_t i = 0; i < N; i++)
+                        nz_prev[i] -= nz_cur[i];
+                    coeff_stats(nz_prev, N, 1, false, &q->nz_diff_rms, &q->nz_diff_max);
+                }
+                memcpy(nz_prev, nz_cur, N * sizeof *nz_cur);
+                nz_pos = last;
+                nz_tok = tokens[last];
+                fprintf(stderr,
+                        "bench decode: noise pos %d: logits' coefficients outside the subring "
+                        "(every %zu-th): rms 2^%.2f, max 2^%.2f; difference from the previous "
+                        "run: rms 2^%.2f, max 2^%.2f; B = 2^%.2f\n",
+                        last, gap, q->nz_off_rms, q->nz_off_max, q->nz_diff_rms, q->nz_diff_max,
+                        q->nz_b);
+                t2 = ts_now_ns();
+            }
             if (!g_cache_only)
                 TRY(ts_llm_sanitize(ev, pk, 0, k->lambda, prng, lg, NULL));
             q->st[7] = ms_since(t2);
@@ -480,6 +575,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     }
 out:
     k->st = st;
+    ts_free(nz_cur);
+    ts_free(nz_prev);
     free(logits);
     free(steps);
     free(ctx_toks);
@@ -571,7 +668,12 @@ static void usage(FILE *f)
                "session, every lane at the position (the plaintext greedy token): what a\n"
                "prefill leaves each generated token (--max-context >= L+K; JSON: after_prefill).\n"
                "--prompt-ids ID,ID,... (with --context): the context's tokens after BOS are these\n"
-               "(as far as they go; then the greedy continuation) instead of the greedy one.\n");
+               "(as far as they go; then the greedy continuation) instead of the greedy one.\n"
+               "--noise: the logits' coefficients before sanitization (level 0, centered mod\n"
+               "q_0): log2 rms and max outside the sparse packing's subring (noise alone), and,\n"
+               "when the previous record ran the same position and token (--context L,L: a\n"
+               "second, independently encrypted run), of the two runs' difference (JSON:\n"
+               "noise_log2), against B, the flooding's noise estimate.\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
@@ -650,6 +752,16 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                         q->ctx, q->ctx - (g_prefill ? g_prefill : 1), q->prefill_ms);
             if (q->after > 0)
                 fprintf(f, ", \"after_prefill\": %d", q->after);
+            if (q->noise) {
+                fprintf(f,
+                        ", \"noise_log2\": {\"off_subring_rms\": %.3f, \"off_subring_max\": %.3f",
+                        q->nz_off_rms, q->nz_off_max);
+                fprintf(f, ", \"B\": %.3f", q->nz_b);
+                if (!isnan(q->nz_diff_rms))
+                    fprintf(f, ", \"run_diff_rms\": %.3f, \"run_diff_max\": %.3f", q->nz_diff_rms,
+                            q->nz_diff_max);
+                fprintf(f, "}");
+            }
             if (q->pred) {
                 /* the scheduler's engine plan side by side with the measured step */
                 fprintf(
@@ -749,6 +861,8 @@ int ts_bench_decode(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--no-period-boot")) {
             g_period_boot = false;
+        } else if (!strcmp(argv[i], "--noise")) {
+            g_noise = true;
         } else if (!strcmp(argv[i], "--cache-only")) {
             g_cache_only = true;
         } else if ((!strcmp(argv[i], "--prefill") || !strcmp(argv[i], "--lanes")) && i + 1 < argc) {

@@ -474,6 +474,31 @@ START_TEST(test_ctx_bench_cli)
         ck_assert_int_eq(atoi(p + 14), atoi(q + 16));
     }
     unlink(path);
+    /* --noise: the unsanitized logits' coefficients, centered mod q_0 (a
+     * wrong centering reads ~2^59), with noise (a fresh encryption alone
+     * leaves more than 2^2), the second run of the same position and token
+     * differing from the first; printed against B (docs/SECURITY.md) */
+    bench_json("--params test-boot-n12 --context 4,4 --max-context 6 --noise", path, buf,
+               sizeof buf);
+    {
+        const char *n1 = strstr(buf, "\"noise_log2\": {\"off_subring_rms\": ");
+        ck_assert_ptr_nonnull(n1);
+        const char *n2 = strstr(n1 + 1, "\"noise_log2\": {\"off_subring_rms\": ");
+        ck_assert_ptr_nonnull(n2);
+        ck_assert_ptr_null(strstr(n1, "run_diff") < n2 ? strstr(n1, "run_diff") : NULL);
+        const char *d = strstr(n2, "\"run_diff_rms\": "), *dm = strstr(n2, "\"run_diff_max\": ");
+        ck_assert(d && dm);
+        const char *bp = strstr(n2, "\"B\": ");
+        ck_assert_ptr_nonnull(bp);
+        double off = atof(strchr(n1 + 16, ':') + 1), diff = atof(strchr(d, ':') + 1),
+               diff_max = atof(strchr(dm, ':') + 1);
+        printf("bench decode --noise at test-boot-n12: off-subring rms 2^%.2f, two runs differ "
+               "by rms 2^%.2f, max 2^%.2f (log2 B = %.2f)\n",
+               off, diff, diff_max, atof(strchr(bp, ':') + 1));
+        ck_assert(off > 2.0 && off < 50.0);
+        ck_assert(diff > 2.0 && diff < 50.0 && diff_max >= diff);
+    }
+    unlink(path);
     /* 9 positions do not fit the tiny session (8); malformed lists are usage errors */
     snprintf(cmd, sizeof cmd, "%s/tessera bench decode --quick --context 9 >/dev/null 2>&1",
              ts_test_build_dir());
