@@ -648,14 +648,13 @@ ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
                 md->cfg.policies[0] ? md->cfg.policies : "ckks", md->san.lambda, md->san.level,
                 md->san.err_bound);
         if (st == TS_OK)
-            ts_log(
-                TS_LOG_WARN, "tesserad",
-                "event=sanitize_limit model=%s: the logits' flooding (2^%.1f) is sized from "
-                "an estimate of their noise (2^%.1f) that the noise measured before "
-                "sanitization exceeds by 13-17 bits at the presets measured (docs/SECURITY.md): "
-                "it does not hide the weights from the client (the client's privacy does not "
-                "depend on it)",
-                md->name, md->san.flood_log2, md->san.noise_log2);
+            ts_log(TS_LOG_WARN, "tesserad",
+                   "event=sanitize_limit model=%s: the logits' flooding (2^%.1f) is sized from "
+                   "an estimate of their noise (2^%.1f) that the noise measured before "
+                   "sanitization exceeds by 13-17 bits at the presets measured (docs/SECURITY.md): "
+                   "it does not hide the weights from the client (the client's privacy does not "
+                   "depend on it)",
+                   md->name, md->san.flood_log2, md->san.noise_log2);
     }
     for (size_t i = 0; i < n; i++)
         ts_free(names[i]);
