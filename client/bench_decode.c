@@ -575,8 +575,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     }
 out:
     k->st = st;
-    ts_free(nz_cur);
-    ts_free(nz_prev);
+    ts_free_secret(nz_cur); /* decryptions */
+    ts_free_secret(nz_prev);
     free(logits);
     free(steps);
     free(ctx_toks);
@@ -673,7 +673,7 @@ static void usage(FILE *f)
                "q_0): log2 rms and max outside the sparse packing's subring (noise alone), and,\n"
                "when the previous record ran the same position and token (--context L,L: a\n"
                "second, independently encrypted run), of the two runs' difference (JSON:\n"
-               "noise_log2), against B, the flooding's noise estimate.\n");
+               "noise_log2), against B, the flooding's noise estimate; one lane only.\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
@@ -753,13 +753,21 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
             if (q->after > 0)
                 fprintf(f, ", \"after_prefill\": %d", q->after);
             if (q->noise) {
-                fprintf(f,
-                        ", \"noise_log2\": {\"off_subring_rms\": %.3f, \"off_subring_max\": %.3f",
-                        q->nz_off_rms, q->nz_off_max);
-                fprintf(f, ", \"B\": %.3f", q->nz_b);
-                if (!isnan(q->nz_diff_rms))
-                    fprintf(f, ", \"run_diff_rms\": %.3f, \"run_diff_max\": %.3f", q->nz_diff_rms,
-                            q->nz_diff_max);
+                /* log2 of a zero is -inf: null */
+                const char *nm[5] = {"off_subring_rms", "off_subring_max", "B", "run_diff_rms",
+                                     "run_diff_max"};
+                const double nv[5] = {q->nz_off_rms, q->nz_off_max, q->nz_b, q->nz_diff_rms,
+                                      q->nz_diff_max};
+                fprintf(f, ", \"noise_log2\": {");
+                for (int j = 0; j < 5; j++) {
+                    if (j >= 3 && isnan(nv[j]))
+                        continue; /* no second run */
+                    fprintf(f, "%s\"%s\": ", j ? ", " : "", nm[j]);
+                    if (isfinite(nv[j]))
+                        fprintf(f, "%.3f", nv[j]);
+                    else
+                        fprintf(f, "null");
+                }
                 fprintf(f, "}");
             }
             if (q->pred) {
@@ -907,6 +915,12 @@ int ts_bench_decode(int argc, char **argv)
     }
     if (g_prefill && g_lanes) {
         fprintf(stderr, "bench decode: --prefill N is an engine of N lanes already\n");
+        return TS_EXIT_USAGE;
+    }
+    if (g_noise && (g_prefill || g_lanes)) {
+        /* the lanes' ciphertexts fill N x the working slots: another subring */
+        fprintf(stderr, "bench decode: --noise measures an engine of one lane (not with "
+                        "--prefill or --lanes)\n");
         return TS_EXIT_USAGE;
     }
     ts_sched_costs_t costs;

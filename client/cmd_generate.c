@@ -742,8 +742,7 @@ int ts_cmd_generate(int argc, char **argv)
         goto out;
     }
     if (lookup && (st = ts_cli_ngram_load(tok, draft_text, &ngram, err, sizeof err)) != TS_OK) {
-        fprintf(stderr, "%s: --draft-text %s: %s\n", prog, draft_text ? draft_text : "",
-                err[0] ? err : ts_strerror(st));
+        fprintf(stderr, "%s: --draft-text: %s\n", prog, err[0] ? err : ts_strerror(st));
         rc = st == TS_ENOMEM ? TS_EXIT_LOCAL : TS_EXIT_USAGE;
         goto out;
     }

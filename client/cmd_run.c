@@ -3,7 +3,6 @@
  * (core/llm). Nothing is encrypted and no server is involved: this is the
  * twin the encrypted decode is checked against.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,34 +105,12 @@ bool ts_cli_llm_parse_num(const char *s, double lo, double hi, double *out)
     return true;
 }
 
-#define NGRAM_TEXT_MAX ((size_t)64 << 20)
 ts_status_t ts_cli_ngram_load(const ts_llm_tokenizer_t *tok, const char *text_path,
                               ts_llm_ngram_t **out, char *err, size_t errcap)
 {
     ts_status_t st = ts_llm_ngram_new(2, TS_LLM_NGRAM_MAX, out);
-    if (st != TS_OK || !text_path)
-        return st;
-    FILE *f = fopen(text_path, "rb");
-    if (!f) {
-        snprintf(err, errcap, "cannot open: %s", strerror(errno));
-        return TS_EIO;
-    }
-    char *buf = malloc(NGRAM_TEXT_MAX + 1);
-    size_t n = buf ? fread(buf, 1, NGRAM_TEXT_MAX + 1, f) : 0;
-    bool bad = buf && ferror(f);
-    fclose(f);
-    if (!buf)
-        return TS_ENOMEM;
-    if (bad || n > NGRAM_TEXT_MAX) {
-        snprintf(err, errcap, bad ? "read error" : "larger than %zu MiB", NGRAM_TEXT_MAX >> 20);
-        free(buf);
-        return bad ? TS_EIO : TS_ELIMIT;
-    }
-    st = ts_llm_ngram_add_text(*out, tok, buf, n);
-    if (st != TS_OK && !err[0])
-        snprintf(err, errcap, "%s", ts_strerror(st));
-    ts_memzero(buf, n); /* perhaps the user's earlier texts */
-    free(buf);
+    if (st == TS_OK && text_path)
+        st = ts_llm_ngram_add_file(*out, tok, text_path, err, errcap);
     return st;
 }
 
@@ -289,8 +266,7 @@ int ts_cmd_run(int argc, char **argv)
         char err[300] = "";
         st = ts_cli_ngram_load(t, draft_text, &ngram, err, sizeof err);
         if (st != TS_OK) {
-            fprintf(stderr, "%s: --draft-text %s: %s\n", prog, draft_text ? draft_text : "",
-                    err[0] ? err : ts_strerror(st));
+            fprintf(stderr, "%s: --draft-text: %s\n", prog, err[0] ? err : ts_strerror(st));
             rc = st == TS_ENOMEM ? RUN_EXIT_FAIL : RUN_EXIT_USAGE;
             goto out;
         }

@@ -23,8 +23,8 @@ void ts_cli_llm_json_escape(FILE *f, const char *s, size_t n);
 bool ts_cli_llm_parse_num(const char *s, double lo, double hi, double *out);
 
 /* The n-gram draft of `--draft-lookup` (contexts of 2..TS_LLM_NGRAM_MAX
- * tokens), with the lines of text_path (NULL: none; at most 64 MiB)
- * counted; err says why on failure (TS_EIO, TS_ELIMIT, TS_ENOMEM, ...). */
+ * tokens), with the lines of text_path counted (NULL: none;
+ * ts_llm_ngram_add_file); err says why on failure. */
 ts_status_t ts_cli_ngram_load(const ts_llm_tokenizer_t *tok, const char *text_path,
                               ts_llm_ngram_t **out, char *err, size_t errcap);
 

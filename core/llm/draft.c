@@ -15,7 +15,8 @@
 #include "core/llm/llm_int.h"
 
 #define NGRAM_MIN_CAP  256
-#define NGRAM_LINE_MAX 1024 /* bytes of a text's line tokenized at once */
+#define NGRAM_LINE_MAX 1024                 /* bytes of a text's line tokenized at once */
+#define NGRAM_FILE_MAX ((uint64_t)64 << 20) /* ts_llm_ngram_add_file */
 
 typedef struct {
     int32_t tok[TS_LLM_NGRAM_MAX]; /* the context, oldest first; unused entries 0 */
@@ -215,6 +216,20 @@ ts_status_t ts_llm_ngram_add_text(ts_llm_ngram_t *g, const ts_llm_tokenizer_t *t
         at += n + skip;
     }
     ts_free_secret(ids);
+    return st;
+}
+
+ts_status_t ts_llm_ngram_add_file(ts_llm_ngram_t *g, const ts_llm_tokenizer_t *tok,
+                                  const char *path, char *err, size_t err_size)
+{
+    if (!g || !tok || !path)
+        return TS_EINVAL;
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    ts_status_t st = ts__llm_read_file(path, NGRAM_FILE_MAX, &buf, &n, err, err_size);
+    if (st == TS_OK && (st = ts_llm_ngram_add_text(g, tok, (const char *)buf, n)) != TS_OK)
+        ts__llm_errf(st, err, err_size, "%s: %s", path, ts_strerror(st));
+    ts_free_secret(buf); /* perhaps the user's earlier texts */
     return st;
 }
 

@@ -261,6 +261,11 @@ size_t ts_llm_ngram_draft(const ts_llm_ngram_t *g, const int *ids, size_t n, siz
  * TS_ENOMEM, the tokenizer's. */
 ts_status_t ts_llm_ngram_add_text(ts_llm_ngram_t *g, const ts_llm_tokenizer_t *tok,
                                   const char *text, size_t len);
+/* ts_llm_ngram_add_text of a file of at most 64 MiB (read, counted, wiped);
+ * err gets a sentence naming the path. Errors: TS_EIO, TS_ELIMIT, TS_ENOMEM,
+ * TS_EINVAL, the tokenizer's. */
+ts_status_t ts_llm_ngram_add_file(ts_llm_ngram_t *g, const ts_llm_tokenizer_t *tok,
+                                  const char *path, char *err, size_t err_size);
 /*
  * Speculative decoding of ids[from + 1 .. n) with the n-gram draft, replayed
  * on known ids as `tessera generate --draft-lookup` runs it (ids[0..from]

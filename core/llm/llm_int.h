@@ -45,9 +45,10 @@ ts_status_t ts__llm_model_alloc(const ts_llm_config_t *cfg, ts_llm_model_t **out
 ts_status_t ts__llm_errf(ts_status_t st, char *err, size_t err_size, const char *fmt, ...)
     TS_PRINTF(4, 5);
 
-/* Read a whole file into memory (ts_malloc'd). TS_EIO / TS_ENOMEM / TS_ELIMIT. */
-ts_status_t ts__llm_read_file(const char *path, uint8_t **buf, size_t *size, char *err,
-                              size_t err_size);
+/* Read a whole file into memory (ts_malloc'd), at most max_bytes (0: 64 GiB).
+ * TS_EIO / TS_ENOMEM / TS_ELIMIT, with a sentence naming the path. */
+ts_status_t ts__llm_read_file(const char *path, uint64_t max_bytes, uint8_t **buf, size_t *size,
+                              char *err, size_t err_size);
 
 ts_status_t ts__llm_load_llama2c(const uint8_t *buf, size_t size, ts_llm_model_t **out, char *err,
                                  size_t err_size);

@@ -31,8 +31,8 @@ const char *ts_llm_arch_name(ts_llm_arch_t arch)
     return arch == TS_LLM_ARCH_GPT2 ? "gpt2" : arch == TS_LLM_ARCH_LLAMA ? "llama" : "?";
 }
 
-ts_status_t ts__llm_read_file(const char *path, uint8_t **buf, size_t *size, char *err,
-                              size_t err_size)
+ts_status_t ts__llm_read_file(const char *path, uint64_t max_bytes, uint8_t **buf, size_t *size,
+                              char *err, size_t err_size)
 {
     *buf = NULL;
     *size = 0;
@@ -52,8 +52,11 @@ ts_status_t ts__llm_read_file(const char *path, uint8_t **buf, size_t *size, cha
         st = ts__llm_errf(TS_EIO, err, err_size, "%s: cannot tell its size", path);
         goto out_close;
     }
-    if ((uint64_t)len > MAX_FILE_BYTES || (uint64_t)len > SIZE_MAX) {
-        st = ts__llm_errf(TS_ELIMIT, err, err_size, "%s: file too large", path);
+    if (!max_bytes)
+        max_bytes = MAX_FILE_BYTES;
+    if ((uint64_t)len > max_bytes || (uint64_t)len > SIZE_MAX) {
+        st = ts__llm_errf(TS_ELIMIT, err, err_size, "%s: file too large (over %llu MiB)", path,
+                          (unsigned long long)(max_bytes >> 20));
         goto out_close;
     }
     b = ts_malloc(len ? (size_t)len : 1);
@@ -403,7 +406,7 @@ ts_status_t ts_llm_model_load(const char *path, ts_llm_model_t **out, char *err,
     *out = NULL;
     uint8_t *buf;
     size_t size;
-    ts_status_t st = ts__llm_read_file(path, &buf, &size, err, err_size);
+    ts_status_t st = ts__llm_read_file(path, 0, &buf, &size, err, err_size);
     if (st != TS_OK)
         return st;
     st = ts_llm_model_load_buffer(buf, size, out, err, err_size);

@@ -403,7 +403,7 @@ ts_status_t ts_llm_tokenizer_load(const char *path, int vocab_size, ts_llm_token
     *out = NULL;
     uint8_t *buf;
     size_t size;
-    ts_status_t st = ts__llm_read_file(path, &buf, &size, err, err_size);
+    ts_status_t st = ts__llm_read_file(path, 0, &buf, &size, err, err_size);
     if (st != TS_OK)
         return st;
     st = ts_llm_tokenizer_load_buffer(buf, size, vocab_size, out, err, err_size);
