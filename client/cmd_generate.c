@@ -427,7 +427,9 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
         fprintf(stderr, "%s: key generation failed: %s\n", g->prog, ts_strerror(st));
         rc = TS_EXIT_LOCAL;
     }
-    if (rc == TS_EXIT_OK && g->tty)
+    /* on stderr even without a terminal: a script's log then says what the
+     * session's setup cost (stdout keeps one JSON object per step) */
+    if (rc == TS_EXIT_OK)
         fprintf(stderr, "%s: keys generated and uploaded in %.0f ms (%.1f MiB, upload %.0f ms)\n",
                 g->prog, ms_since(t0), up_bytes / 1048576.0, (double)up_ns / 1e6);
     *n_keys = nk;

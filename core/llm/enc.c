@@ -81,6 +81,9 @@ struct ts_llm_enc {
      * that write the stream (wo, w2 and their biases) carry ks, those that
      * read a norm's output 1 / ks (no level either way). */
     double ks;
+    /* the step's norms deferred (llm_int.h ts__llm_enc_shape_t norm_defer):
+     * chosen in ts_llm_enc_new where the plan predicts less time */
+    bool norm_defer;
 };
 
 /* The primitives the engine evaluates (index into the session's TFHE objects). */
@@ -320,13 +323,17 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
         spec_recip(&cfg->recip, 0.8, 256.0, COND_BITS);
         spec_recip(&cfg->recip_last, 0.8 / max_pos, 1.25, LAST_BITS);
         spec_recip(&cfg->recip_norm, 0.8 / max_pos, 1.25, COND_BITS);
-        /* 1/sqrt(x) on [0.005, 1]: the degree-56 Chebyshev interpolant
-         * alone, 12.6 bits worst-case in depth 7 (the default's degree 7 and
-         * two Newton steps: 5.0 bits in depth 9; test_llm_plan checks both).
-         * The relative-minimax fit of that degree (SCALED) reaches 13.4 bits
-         * but takes ~30 ms per engine, and ts_llm_enc_config_best builds one
-         * per assignment it plans. */
-        cfg->rsqrt.degree = 56;
+        /* 1/sqrt(x) on [0.005, 1]: the degree-31 Chebyshev interpolant
+         * alone, 7.1 bits worst-case (7.7 on aidreams260K's mean squares,
+         * [0.012, 0.54]) in depth 6 (the default's degree 7 and two Newton
+         * steps: 5.0 bits in depth 9; test_llm_plan checks both). Degree 56
+         * (12.6 bits, depth 7) until session 23: one level less on each
+         * norm lets a deferred norm's FFN fit one 14-level bootstrap at
+         * 2^13 slots (17 bootstraps per step instead of 20, docs/
+         * benchmarks.md), and the simulated logits, argmax and perplexity of
+         * three prompts at 16-128 positions stay within those of degree 56
+         * (the error of the norm is a per-position factor, ~0.5% here). */
+        cfg->rsqrt.degree = 31;
         cfg->rsqrt.steps = 0;
     } else if (policy == TS_SCHED_TFHE) {
         cfg->softmax_mean_first = true;
@@ -796,6 +803,23 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         e->ks = sqrt(al / e->dim);
     }
     e->resid_boot = ts__llm_enc_place(e);
+    if (!gpt2) {
+        /* deferred norms where the plan (each with its own residual
+         * bootstraps) predicts less time */
+        double ns0 = 0.0, ns1 = 0.0;
+        uint64_t m0 = e->resid_boot;
+        bool ok0 = ts__llm_enc_place_ns(e, m0, &ns0);
+        e->norm_defer = true;
+        uint64_t m1 = ts__llm_enc_place(e);
+        bool ok1 = ts__llm_enc_place_ns(e, m1, &ns1);
+        e->norm_defer = ok1 && (!ok0 || ns1 < ns0);
+        e->resid_boot = e->norm_defer ? m1 : m0;
+        if (ok1)
+            ts_log(TS_LOG_DEBUG, "llm",
+                   "encrypted engine: norms %s (step planned at %.1f s deferred, %.1f s not; "
+                   "built-in cost table)",
+                   e->norm_defer ? "deferred" : "not deferred", ns1 / 1e9, ns0 / 1e9);
+    }
     if ((st = ts__llm_enc_boot_drops(e, &e->boot_drop, &e->n_boot_drop)) != TS_OK)
         goto fail;
     if (e->lanes > 1 && (st = ts__llm_enc_step_rows(e, &e->row_lv)) != TS_OK)
@@ -827,6 +851,19 @@ void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask)
     e->row_lv = NULL;
     if (e->lanes > 1)
         (void)ts__llm_enc_step_rows(e, &e->row_lv);
+}
+
+void ts__llm_enc_set_norm_defer(ts_llm_enc_t *e, bool defer)
+{
+    if (!e || (defer && e->gpt2))
+        return;
+    e->norm_defer = defer;
+    ts__llm_enc_set_resid_boot(e, ts__llm_enc_place(e));
+}
+
+bool ts__llm_enc_norm_defer(const ts_llm_enc_t *e)
+{
+    return e && e->norm_defer;
 }
 
 int ts_llm_enc_input_level(const ts_llm_enc_t *e)
@@ -905,6 +942,7 @@ void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out)
     out->boot_drop = e->boot_drop;
     out->n_boot_drop = e->n_boot_drop;
     out->row_lv = e->row_lv;
+    out->norm_defer = e->norm_defer;
 }
 
 static void add_raw(int64_t *steps, size_t cap, size_t *n, int64_t step, int64_t slots)
@@ -2520,9 +2558,11 @@ done:
  * stream: x is the step's residual stream, ks x (struct ts_llm_enc): the sum
  * of its squares is the (mapped) mean already, no constant product; out is
  * then ks times the norm (the matrices after it carry 1 / ks).
+ * defer (the step's RMSNorm, struct ts_llm_enc norm_defer): out is the
+ * factor r = 1 / sqrt(mean + eps) alone, x keeps its level.
  */
 static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b, bool stream,
-                        ct_t *x, ct_t *out)
+                        bool defer, ct_t *x, ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
     ct_t *sq = NULL, *r = NULL, *xw = NULL, *xc = NULL;
@@ -2576,6 +2616,11 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
         TRY(rot_sum(s, r, -1, e->pd));
         TRY(rot_sum(s, r, -e->pd, e->slots));
     }
+    if (defer) {
+        /* the factor alone (norm_in, scale_out) */
+        TRY(ts_ckks_ciphertext_copy(out, r));
+        goto done;
+    }
     if (w) {
         for (int j = 0; j < e->slots; j++) {
             int i = j % e->pd;
@@ -2620,10 +2665,46 @@ ts_status_t ts_llm_enc_rmsnorm(ts_llm_enc_session_t *s, int layer, int which,
     stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, x));
-    TRY(norm(s, w, b, false, t, out));
+    TRY(norm(s, w, b, false, false, t, out));
 done:
     stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
+    return st;
+}
+
+/*
+ * A deferred norm's operand (llm_int.h ts__llm_enc_shape_t norm_defer): r
+ * with at least out + 1 levels (bootstrapped in place), then xb = a copy of
+ * the stream x dropped to r's level + 1 (the products' matrices need no more)
+ * with at least out + 2, so that (W xb) r lands at level out or above.
+ */
+static ts_status_t norm_in(ts_llm_enc_session_t *s, ct_t *x, ct_t *r, int out, ct_t *xb)
+{
+    const ts_llm_enc_t *e = s->e;
+    ts_status_t st;
+    int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
+    double prev_bound = bound_set(s, 1.0 / sqrt(e->cfg.rsqrt.lo)); /* r */
+    TRY(need_at(s, r, out + 1, true));
+    TRY(ts_ckks_ciphertext_copy(xb, x));
+    int to = ts_ckks_ciphertext_level(r) + 1;
+    if (ts_ckks_ciphertext_level(xb) > to)
+        TRY(ts_ckks_drop_to_level(s->ev, xb, to, xb));
+    bound_set(s, sqrt(e->dim * e->cfg.rsqrt.hi) * e->ks); /* the stream (norm) */
+    TRY(need_at(s, xb, out + 2, true));
+done:
+    s->bound = prev_bound;
+    stage_to(s, prev_stage);
+    return st;
+}
+
+/* y *= r: a deferred norm's factor on a product of its operand (in place;
+ * r may be aligned down). Values up to ENC_BOOT_BOUND and r up to
+ * 1 / sqrt(lo) when they need a (pair) bootstrap. */
+static ts_status_t scale_out(ts_llm_enc_session_t *s, ct_t *y, ct_t *r)
+{
+    double prev_bound = bound_set(s, fmax(ENC_BOOT_BOUND, 1.0 / sqrt(s->e->cfg.rsqrt.lo)));
+    ts_status_t st = mul_cc(s, y, r, y);
+    s->bound = prev_bound;
     return st;
 }
 
@@ -2677,8 +2758,8 @@ static void score_mask(ts_llm_enc_session_t *s, double c, bool per_n)
 
 /* out = attention(layer, xb) at pos; out NULL: only k and v into the cache
  * (a cache-only step's last layer: no query, no scores) */
-static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, int pos,
-                             ct_t *out)
+static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, ct_t *rn,
+                             int pos, ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
     int k = e->cfg.softmax_k;
@@ -2705,7 +2786,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
      * layer (the engine's plan of a step: row_lv), at most a bootstrap's
      * levels, all of them when row_lv is unknown: a bootstrap only where xb
      * is lower, which the prefill's own attention then also runs on */
-    int xb_lv = 3;
+    int xb_lv = rn ? 1 : 3; /* deferred (rn): norm_in made it */
     if (s->lane_step && e->lanes > 1 && s->boot) {
         int full = ts_boot_levels_left(boot_for(s, true, ts_ckks_ciphertext_slots(xb)));
         int want = e->row_lv ? e->row_lv[layer] + 2 : full;
@@ -2724,6 +2805,12 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     TRY(matvec_which(s, layer, 2, fold, &fv, &sh, xb, v));
     ts_ckks_bsgs_free(sh);
     sh = NULL;
+    if (rn) {
+        if (out)
+            TRY(scale_out(s, q, rn));
+        TRY(scale_out(s, kk, rn));
+        TRY(scale_out(s, v, rn));
+    }
     TRY(cache_put(s, &s->kc[layer], &s->pk[layer], kk, pos));
     TRY(cache_put(s, &s->vc[layer], &s->pv[layer], v, pos));
     if (!out)
@@ -2876,7 +2963,7 @@ ts_status_t ts_llm_enc_attention(ts_llm_enc_session_t *s, int layer, const ts_ck
     s->lane_n = 1;
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, xb));
-    TRY(attention(s, layer, false, t, pos, out));
+    TRY(attention(s, layer, false, t, NULL, pos, out));
 done:
     stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
@@ -2930,7 +3017,7 @@ static ts_status_t activation(ts_llm_enc_session_t *s, ct_t *h, ct_t *out)
 }
 
 /* LLAMA: out = w2(silu(w1 xb) * (w3 xb)); GPT2: out = w2 gelu(w1 xb + b1) + b2. */
-static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, ct_t *out)
+static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, ct_t *rn, ct_t *out)
 {
     const ts_llm_enc_t *e = s->e;
     ct_t *h1 = NULL, *h3 = NULL, *g = NULL;
@@ -2939,7 +3026,7 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
     TRY(ct_new(s, &h1));
     TRY(ct_new(s, &h3));
     TRY(ct_new(s, &g));
-    TRY(need_at(s, xb, 2, true)); /* a norm's output: period pd */
+    TRY(need_at(s, xb, rn ? 1 : 2, true)); /* a norm's output: period pd (rn: norm_in's) */
     const ts_nonlinear_cheb_t *cb = activation_cheb(e);
     /* LLAMA, CKKS SiLU: h1 = al (w1 x) + be, the series' domain map in w1 */
     double al = 1.0, be = 0.0;
@@ -2947,12 +3034,16 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
         ts__llm_cheb_map(cb, &al, &be);
     const mv_fold_t f1 = {-1, false, al, 0.0, false};
     TRY(matvec_which(s, layer, 4, fold, &f1, &sh, xb, h1));
-    if (cb && !e->gpt2)
-        TRY(ts_ckks_add_const(s->ev, h1, be, h1));
     if (!e->gpt2)
         TRY(matvec_which(s, layer, 5, fold, NULL, &sh, xb, h3));
     ts_ckks_bsgs_free(sh);
     sh = NULL;
+    if (rn) {
+        TRY(scale_out(s, h1, rn));
+        TRY(scale_out(s, h3, rn));
+    }
+    if (cb && !e->gpt2)
+        TRY(ts_ckks_add_const(s->ev, h1, be, h1));
     if (cb && !e->gpt2) {
         /* h3 (which the activation's output multiplies) rides along when
          * the series needs a bootstrap of h1, at the activation's bound: w3 x
@@ -2988,7 +3079,7 @@ ts_status_t ts_llm_enc_ffn(ts_llm_enc_session_t *s, int layer, const ts_ckks_cip
     stage_begin(s);
     TRY(ct_new(s, &t));
     TRY(ts_ckks_ciphertext_copy(t, xb));
-    TRY(ffn(s, layer, false, t, out));
+    TRY(ffn(s, layer, false, t, NULL, out));
 done:
     stage_to(s, TS_LLM_STAGE_OTHER);
     ts_ckks_ciphertext_free(t);
@@ -3028,14 +3119,18 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
     s->pos0 = pos;
     s->lane_step = lane_step;
     s->lane_n = n;
-    ct_t *xx = NULL, *xb = NULL, *o = NULL;
+    ct_t *xx = NULL, *xb = NULL, *o = NULL, *rn = NULL;
     ts_status_t st;
+    /* deferred norms (struct ts_llm_enc norm_defer; never in a prefill):
+     * rn = the norm's factor, xb the stream's copy norm_in makes */
+    const bool defer = e->norm_defer && !lane_step;
     stage_begin(s);
     s->in_step = true;
     s->boot_ev = 0;
     TRY(ct_new(s, &xx));
     TRY(ct_new(s, &xb));
     TRY(ct_new(s, &o));
+    TRY(ct_new(s, &rn));
     TRY(ts_ckks_ciphertext_copy(xx, x));
     /* a client-encrypted embedding (one level above the one-hot product's)
      * joins the one-hot path's level, whose bootstraps the engine placed
@@ -3055,22 +3150,31 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
         s->buf_lanes = true;
         TRY(add_buf(s, xx));
     }
+    ct_t *r = defer ? rn : NULL;
     for (int l = 0; l < e->nl; l++) {
-        TRY(norm(s, NULL, NULL, true, xx, xb));
+        TRY(norm(s, NULL, NULL, true, defer, xx, defer ? rn : xb));
+        if (defer)
+            TRY(norm_in(s, xx, rn, 2, xb));
         if (!logits && l == e->nl - 1) {
-            TRY(attention(s, l, true, xb, pos, NULL));
+            TRY(attention(s, l, true, xb, r, pos, NULL));
             break;
         }
-        TRY(attention(s, l, true, xb, pos, o));
+        TRY(attention(s, l, true, xb, r, pos, o));
         TRY(matvec_which(s, l, 3, true, NULL, NULL, o, o));
         TRY(resid(s, 2 * l, xx, o));
-        TRY(norm(s, NULL, NULL, true, xx, xb));
-        TRY(ffn(s, l, true, xb, o));
+        TRY(norm(s, NULL, NULL, true, defer, xx, defer ? rn : xb));
+        if (defer)
+            TRY(norm_in(s, xx, rn, 1, xb));
+        TRY(ffn(s, l, true, xb, r, o));
         TRY(resid(s, 2 * l + 1, xx, o));
     }
     if (logits) {
-        TRY(norm(s, NULL, NULL, true, xx, xb));
+        TRY(norm(s, NULL, NULL, true, defer, xx, defer ? rn : xb));
+        if (defer)
+            TRY(norm_in(s, xx, rn, 0, xb));
         TRY(matvec_which(s, 0, 7, true, NULL, NULL, xb, logits));
+        if (defer)
+            TRY(scale_out(s, logits, rn));
     }
     s->next_pos = last + 1;
     s->stats.steps++;
@@ -3081,6 +3185,7 @@ done:
     ts_ckks_ciphertext_free(xx);
     ts_ckks_ciphertext_free(xb);
     ts_ckks_ciphertext_free(o);
+    ts_ckks_ciphertext_free(rn);
     return st;
 }
 

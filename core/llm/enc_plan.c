@@ -328,7 +328,11 @@ steps:
     return bb;
 }
 
-static int rmsnorm(gb_t *b, const char *where, int x)
+/* The norm of x (enc.c norm). defer (the step's RMSNorm, enc.c
+ * norm_defers): the factor r = 1 / sqrt(mean(x^2) + eps) alone, which the
+ * products that read the norm multiply into their outputs (enc.c
+ * scale_out); else the normalized x. */
+static int rmsnorm(gb_t *b, const char *where, int x, bool defer)
 {
     const ts__llm_enc_shape_t *e = b->e;
     b->where = where;
@@ -361,11 +365,42 @@ static int rmsnorm(gb_t *b, const char *where, int x)
         r = rot_sum(b, "spread", r, -1, e->pd);
         r = rot_sum(b, "spread_blocks", r, -e->pd, e->slots);
     }
+    if (defer) {
+        b->stage = prev;
+        return r;
+    }
     /* unit gain (folded into the following matrices); LLAMA: the engine
      * multiplies a copy of x, which keeps its level */
     int out = mul_cc(b, "normalize", xc, r, e->gpt2 ? BOTH : SECOND, 1);
     b->stage = prev;
     return out;
+}
+
+/* A deferred norm's operand (enc.c norm_in): r (in place) with at least
+ * out + 1 levels, then a copy of the stream x dropped to r's level + 1 and
+ * made to hold out + 2, so that (W x) r lands at out or more */
+static int norm_in(gb_t *b, int x, int r, int out)
+{
+    const double c0[6] = {0, 0, 0, 0, 0, 0};
+    if (b->st != TS_OK)
+        return -1;
+    int prev = b->stage;
+    b->stage = TS_LLM_STAGE_NONLINEAR;
+    b->periodic_next = true; /* r: the same value in every slot */
+    add(b, TS_OP_SUM, "norm.need", r, TS_SCHED_NONE, FIRST, 0, out + 1, c0);
+    ts_sched_op_t op;
+    op_init(b, &op, TS_OP_SUM, "norm.in", x, r);
+    snprintf(op.impl[0].name, sizeof op.impl[0].name, "drop");
+    op.group = (uint8_t)b->stage;
+    op.drop_above = 1;
+    int id = -1;
+    b->st = ts_sched_graph_add_op(b->g, &op, NULL, 0, &id);
+    if (b->st != TS_OK)
+        return -1;
+    b->periodic_next = true; /* the stream's copy */
+    id = add(b, TS_OP_SUM, "norm.in.need", id, TS_SCHED_NONE, FIRST, 0, out + 2, c0);
+    b->stage = prev;
+    return id;
 }
 
 /* move x (zero outside its first block) into the cache: popcount(pos)
@@ -392,7 +427,7 @@ static int cache_put(gb_t *b, const char *nm, int x)
 
 /* kv_only: enc.c attention with out NULL (the cache-only step's last layer):
  * wk makes the baby rotations wq would have made, then k and v into the cache */
-static int attention(gb_t *b, int xb, bool kv_only)
+static int attention(gb_t *b, int xb, int r, bool kv_only)
 {
     const ts__llm_enc_shape_t *e = b->e;
     const ts_llm_enc_config_t *cfg = e->cfg;
@@ -403,7 +438,7 @@ static int attention(gb_t *b, int xb, bool kv_only)
      * wk's and lane_share's levels (at most a bootstrap's; all of them when
      * the step's rows are unknown), so its shared rows reach the cache at a
      * step's level */
-    int xb_need = 3;
+    int xb_need = r >= 0 ? 1 : 3; /* deferred: norm_in made it */
     if (b->prefill && b->lv->boot) {
         int want = e->row_lv ? e->row_lv[b->layer] + 2 : b->lv->input;
         xb_need = want < 3 ? 3 : want > b->lv->input ? b->lv->input : want;
@@ -411,6 +446,13 @@ static int attention(gb_t *b, int xb, bool kv_only)
     int q = kv_only ? -1 : matvec_b(b, "wq", xb, e->pd, e->pd, xb_need, true);
     int kk = matvec_b(b, "wk", xb, e->pd, e->pd, kv_only ? xb_need : 1, kv_only);
     int v = matvec_b(b, "wv", xb, e->pd, e->pd, 1, false);
+    if (r >= 0) {
+        /* the deferred norm's factor (enc.c scale_out) */
+        if (!kv_only)
+            q = mul_cc(b, "wq.norm", q, r, BOTH, 1);
+        kk = mul_cc(b, "wk.norm", kk, r, BOTH, 1);
+        v = mul_cc(b, "wv.norm", v, r, BOTH, 1);
+    }
     /* RoPE folded into wq and wk, the cache mask into wk and wv (enc.c mv_fold_t) */
     int kc = cache_put(b, "cache_k", kk);
     int vc = cache_put(b, "cache_v", v);
@@ -495,12 +537,13 @@ static int attention(gb_t *b, int xb, bool kv_only)
     return rot_sum(b, "attn_v.sum", o, e->pd, e->slots);
 }
 
-static int ffn(gb_t *b, int xb)
+static int ffn(gb_t *b, int xb, int r)
 {
     const ts__llm_enc_shape_t *e = b->e;
     b->stage = TS_LLM_STAGE_OTHER;
-    b->periodic_next = true;                               /* the norm's output */
-    int h1 = matvec_b(b, "w1", xb, e->pd, e->ph, 2, true); /* need(xb, 2) in place */
+    b->periodic_next = true; /* the norm's output (deferred: the stream) */
+    /* need(xb, 2) in place (deferred: norm_in made it) */
+    int h1 = matvec_b(b, "w1", xb, e->pd, e->ph, r >= 0 ? 1 : 2, true);
     int g;
     if (e->gpt2) { /* w2 gelu(w1 x + b1) + b2 */
         ts_llm_eval_t ev = e->cfg->eval_gelu;
@@ -510,9 +553,13 @@ static int ffn(gb_t *b, int xb)
             g = rot_sum(b, "gelu.spread", g, -e->ph, e->slots);
         return matvec_b(b, "w2", g, e->ph, e->pd, 1, true);
     }
+    int h3 = matvec(b, "w3", xb, e->pd, e->ph, 1, false);
+    if (r >= 0) {
+        h1 = mul_cc(b, "w1.norm", h1, r, BOTH, 1);
+        h3 = mul_cc(b, "w3.norm", h3, r, BOTH, 1);
+    }
     if (e->cfg->eval_silu == TS_LLM_EVAL_CKKS)
         h1 = add_k(b, "silu.map", h1, false); /* + be: the map's scale is in w1 */
-    int h3 = matvec(b, "w3", xb, e->pd, e->ph, 1, false);
     if (e->cfg->eval_silu == TS_LLM_EVAL_CKKS) {
         /* need2(h1, h3, the series' depth): h3 rides along when h1 is bootstrapped */
         const double c0[6] = {0, 0, 0, 0, 0, 0};
@@ -544,6 +591,7 @@ static int resid(gb_t *b, int bit, int xx, int o)
 static ts_status_t build_step(gb_t *b, unsigned flags)
 {
     const ts__llm_enc_shape_t *e = b->e;
+    const bool defer = e->norm_defer && !e->gpt2 && !b->prefill;
     int xx = TS_SCHED_FRESH;
     if (flags & TS_LLM_PLAN_ONEHOT) {
         /* ts_llm_enc_embed: E^T onehot on a copy of the client's one-hot vector */
@@ -567,29 +615,42 @@ static ts_status_t build_step(gb_t *b, unsigned flags)
         b->layer = l;
         snprintf(where, sizeof where, "L%d.attn_norm", l);
         b->stage = TS_LLM_STAGE_OTHER;
-        int xb = rmsnorm(b, where, xx);
+        int xb = rmsnorm(b, where, xx, defer), r = -1;
         snprintf(where, sizeof where, "L%d.attn", l);
         b->where = where;
+        if (defer) {
+            r = xb;
+            xb = norm_in(b, xx, r, 2);
+        }
         bool kv_only = (flags & TS_LLM_PLAN_CACHE_ONLY) && l == e->nl - 1;
-        int o = attention(b, xb, kv_only);
+        int o = attention(b, xb, r, kv_only);
         if (kv_only)
             return b->st; /* ts_llm_enc_step_cache: no FFN, final norm or LM head */
         b->stage = TS_LLM_STAGE_OTHER;
         o = matvec_b(b, "wo", o, e->pd, e->pd, 1, true);
         xx = resid(b, 2 * l, xx, o);
         snprintf(where, sizeof where, "L%d.ffn_norm", l);
-        xb = rmsnorm(b, where, xx);
+        xb = rmsnorm(b, where, xx, defer);
         snprintf(where, sizeof where, "L%d.ffn", l);
         b->where = where;
-        o = ffn(b, xb);
+        if (defer) {
+            r = xb;
+            xb = norm_in(b, xx, r, 1);
+        }
+        o = ffn(b, xb, r);
         b->stage = TS_LLM_STAGE_OTHER;
         xx = resid(b, 2 * l + 1, xx, o);
     }
     b->layer = -1;
     b->stage = TS_LLM_STAGE_OTHER;
-    int xb = rmsnorm(b, "final_norm", xx);
+    int xb = rmsnorm(b, "final_norm", xx, defer);
     b->where = "head";
-    matvec_b(b, "lm_head", xb, e->pd, e->pv, 1, true);
+    if (!defer) {
+        matvec_b(b, "lm_head", xb, e->pd, e->pv, 1, true);
+        return b->st;
+    }
+    int h = matvec(b, "lm_head", norm_in(b, xx, xb, 0), e->pd, e->pv, 1, true);
+    mul_cc(b, "lm_head.norm", h, xb, BOTH, 1);
     return b->st;
 }
 
@@ -728,6 +789,20 @@ static void place_try(place_t *pl, uint64_t m)
         pl->bn = n;
         pl->bns = ns;
     }
+}
+
+bool ts__llm_enc_place_ns(const ts_llm_enc_t *enc, uint64_t mask, double *ns)
+{
+    ts__llm_enc_shape_t e;
+    ts__llm_enc_shape(enc, &e);
+    ts_llm_enc_levels_t lv;
+    if (ts_llm_enc_levels(enc, &lv) != TS_OK || !lv.boot || e.max_pos < 1)
+        return false;
+    ts_sched_costs_t c;
+    ts_sched_costs_default(&c);
+    ts_sched_costs_extend(&c, lv.input);
+    uint32_t nb;
+    return place_score(enc, &c, lv.input, e.max_pos - 1, mask, &nb, ns);
 }
 
 uint64_t ts__llm_enc_place(const ts_llm_enc_t *enc)

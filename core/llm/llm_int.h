@@ -129,7 +129,23 @@ typedef struct ts__llm_enc_shape {
     size_t n_boot_drop;
     const int8_t *row_lv; /* an ordinary step's K row level per layer (NULL: unknown) */
     int period_log_slots; /* the residual stream's bootstrapper's slots (0: none) */
+    bool norm_defer;      /* the step's norms deferred (struct ts_llm_enc) */
 } ts__llm_enc_shape_t;
+
+/*
+ * The step's RMSNorm deferred (struct ts_llm_enc norm_defer): the norm
+ * yields only its factor r = 1 / sqrt(mean(x^2) + eps), the products that
+ * read the norm (wq wk wv, w1 w3, the LM head) take the residual stream
+ * itself, and r multiplies their outputs: W (x r) = (W x) r, with the matrix
+ * product beside the 1/sqrt series instead of after it (one level less on
+ * the path; aidreams260K at boot-n16-dense, 2^13 slots: 17 bootstraps per
+ * step instead of 20), at the price of the products running above the norm
+ * (enc.c norm_in drops the stream's copy they read to r's level + 1) and
+ * one ciphertext product per output instead of one per norm. LLAMA only
+ * (GPT2's LayerNorm adds folded biases after the product), never in a
+ * prefill pass (its rows' levels follow the ordinary step's); the engine
+ * defers where its plan of the step predicts less time (ts_llm_enc_new).
+ */
 void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out);
 /* The engine's bootstrapper's configuration or, without one, the one
  * tesserad would give it (the working slots; dense secrets with h' = 32
@@ -141,10 +157,18 @@ ts_status_t ts__llm_enc_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg
  * the built-in cost table): every subset for up to 5 layers, else bit by bit
  * (two passes). 0 when the engine does not bootstrap or nothing helps. */
 uint64_t ts__llm_enc_place(const ts_llm_enc_t *e);
+/* The predicted time (ns, built-in cost table) of the engine's plan of the
+ * step with residual bootstraps mask; false when it does not plan. */
+bool ts__llm_enc_place_ns(const ts_llm_enc_t *e, uint64_t mask, double *ns);
 /* Replace the engine's residual bootstraps by mask (tests: a placement the
  * search would not choose, executed against its plan); the drops after
  * bootstraps (below) are found again for it. */
 void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask);
+/* Force the step's norms deferred or not (LLAMA; tests and A/B runs: the
+ * choice ts_llm_enc_new would not make), the residual bootstraps and drops
+ * found again for it; and the engine's choice. */
+void ts__llm_enc_set_norm_defer(ts_llm_enc_t *e, bool defer);
+bool ts__llm_enc_norm_defer(const ts_llm_enc_t *e);
 /*
  * The levels the step drops right after each of its bootstraps
  * (ts_sched_graph_set_boot_drop): for each bootstrap in order, the most that

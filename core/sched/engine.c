@@ -43,6 +43,16 @@ static ts_status_t replay(const ts_sched_graph_t *g, const ts_sched_costs_t *c,
         ts_sched_step_t *st = &steps[k];
         memset(st, 0, sizeof *st);
         ts_sched_scheme_t scheme = engine_scheme(op, policy);
+        if (op->drop_above) {
+            /* a copy of input 0 dropped to input 1's level + drop_above */
+            int l0 = lev[op->in[0] == TS_SCHED_FRESH ? n : (size_t)op->in[0]];
+            int l1 = lev[op->in[1] == TS_SCHED_FRESH ? n : (size_t)op->in[1]];
+            int to = l1 + op->drop_above;
+            st->scheme = TS_SCHEME_CKKS;
+            st->level_avail = st->level_in = l0;
+            st->level_out = lev[k] = l0 < to ? l0 : to;
+            continue;
+        }
         int need;
         if (scheme == TS_SCHEME_CKKS)
             need = op->need_level > 0 ? op->need_level : op->impl[0].depth;

@@ -164,6 +164,9 @@ typedef struct ts_sched_op {
                              * periodic value's own bootstrapper; 0 = the main one):
                              * priced at costs->boot_period_ns when the table's
                              * boot_period_slots matches */
+    uint8_t drop_above;     /* CKKS, > 0: the operator is a copy of input 0 dropped to input
+                             * 1's level + drop_above (never raised; no cost, no bootstrap):
+                             * an operand made only as deep as a product with input 1 needs */
 } ts_sched_op_t;
 
 #define TS_SCHED_PIN_NONE   0 /* the policy decides */
