@@ -77,6 +77,7 @@ typedef struct {
     int max_pos;         /* the session's positions */
     int slots;           /* the engine's working slot count (out) */
     int period_slots;    /* the residual stream's bootstrap slots (out; 0: the working ones) */
+    bool norm_defer;     /* the step's norms deferred (out) */
     unsigned tfhe_kinds; /* the primitive kinds the engine runs in TFHE (out) */
     bool best;           /* hybrid with --costs: the cheapest assignment under the table */
     int kinds;           /* --kinds: the policy's structure with these kinds in TFHE (-1: none) */
@@ -85,6 +86,8 @@ typedef struct {
 
 /* --no-period-boot: the residual stream bootstraps at the working slots too */
 static bool g_period_boot = true;
+/* --norm-defer on|off: force the step's deferred norms (-1: the engine's choice) */
+static int g_norm_defer = -1;
 /* --cache-only: the timed step is a cache-only one (ts_llm_enc_step_cache: a
  * prompt position before the last; no logits, so no precision or argmax) */
 static bool g_cache_only = false;
@@ -303,6 +306,9 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         }
     }
     TRY(ts_llm_enc_new(m, p, &cfg, boot, &enc));
+    if (g_norm_defer >= 0)
+        TRY(ts_llm_enc_set_norm_defer(enc, g_norm_defer == 1));
+    k->norm_defer = ts_llm_enc_norm_defer(enc);
     ts_boot_config_t pc;
     if (boot && g_period_boot && ts_llm_enc_period_boot_config(enc, &pc) == TS_OK) {
         /* the residual stream's bootstrapper at pow2(dim) slots, as tesserad's */
@@ -614,7 +620,8 @@ static void usage(FILE *f)
                "                            [--policy ckks|hybrid|tfhe]... [--params PRESET]\n"
                "                            [--threads N] [--costs FILE] [--max-context N]\n"
                "                            [--context L[,L...]] [--kinds LIST]\n"
-               "                            [--no-period-boot] [--cache-only]\n"
+               "                            [--no-period-boot] [--norm-defer on|off]\n"
+               "                            [--cache-only]\n"
                "                            [--prefill N [--after K] | --lanes N]\n"
                "                            [--prompt-ids LIST]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
@@ -653,6 +660,9 @@ static void usage(FILE *f)
                "bootstrap, 4 more keys at boot-n16-dense), as tesserad runs it;\n"
                "--no-period-boot: at the working slots, as every other value (JSON:\n"
                "period_boot_slots, 0 then).\n"
+               "--norm-defer on|off: the step's norms deferred or not (the factor multiplied\n"
+               "into the products that read the norm), instead of the engine's choice where\n"
+               "its plan predicts less time (A/B runs; on: LLAMA only; JSON: norm_defer).\n"
                "--cache-only: each timed step is a cache-only step (ts_llm_enc_step_cache, a\n"
                "prompt position before the last, as tessera generate sends them: the last\n"
                "layer stops at its K/V cache, no logits; JSON: cache_only, precision and\n"
@@ -698,10 +708,11 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                 "\"eval_key_mem_mib\": %.1f, "
                 "\"sanitize_lambda\": %d, \"flood_err_bound\": %.3g, \"max_context\": %d, "
                 "\"slots\": %d, \"period_boot_slots\": %d, \"max_positions\": %d, "
-                "\"mean_ms_per_token\": %.1f,",
+                "\"norm_defer\": %s, \"mean_ms_per_token\": %.1f,",
                 k->model, k->params, ts_sched_policy_name(k->policy), k->boot ? "true" : "false",
                 ts_status_name(k->st), k->keygen_ms, k->key_mib, k->key_mem_mib, k->lambda,
-                k->err_bound, k->max_ctx, k->slots, k->period_slots, k->max_pos, mean);
+                k->err_bound, k->max_ctx, k->slots, k->period_slots, k->max_pos,
+                k->norm_defer ? "true" : "false", mean);
         char kinds[96];
         ts_llm_kinds_format(k->tfhe_kinds, kinds, sizeof kinds);
         fprintf(f, "\n      \"tfhe_kinds\": \"%s\", \"assignment\": \"%s\",", kinds,
@@ -869,6 +880,9 @@ int ts_bench_decode(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--no-period-boot")) {
             g_period_boot = false;
+        } else if (!strcmp(argv[i], "--norm-defer") && i + 1 < argc &&
+                   (!strcmp(argv[i + 1], "on") || !strcmp(argv[i + 1], "off"))) {
+            g_norm_defer = !strcmp(argv[++i], "on");
         } else if (!strcmp(argv[i], "--noise")) {
             g_noise = true;
         } else if (!strcmp(argv[i], "--cache-only")) {

@@ -642,11 +642,11 @@ ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
                 TS_LOG_INFO, "tesserad",
                 "event=model_loaded model=%s params=%s max_context=%d lanes=%d rotation_keys=%zu "
                 "bootstrap=%d stream_bootstrap_slots=%d policies=%s sanitize_lambda=%d "
-                "logits_level=%d logit_err_bound=%.3g",
+                "logits_level=%d logit_err_bound=%.3g norm_defer=%d",
                 md->name, md->cfg.params, md->max_ctx, ts_llm_enc_lanes(md->enc), md->n_steps,
                 md->boot != NULL, md->boot_pd ? 1 << ts_boot_config(md->boot_pd)->log_slots : 0,
                 md->cfg.policies[0] ? md->cfg.policies : "ckks", md->san.lambda, md->san.level,
-                md->san.err_bound);
+                md->san.err_bound, ts_llm_enc_norm_defer(md->enc));
         if (st == TS_OK)
             ts_log(TS_LOG_WARN, "tesserad",
                    "event=sanitize_limit model=%s: the logits' flooding (2^%.1f) is sized from "

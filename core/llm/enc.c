@@ -82,8 +82,9 @@ struct ts_llm_enc {
      * read a norm's output 1 / ks (no level either way). */
     double ks;
     /* the step's norms deferred (llm_int.h ts__llm_enc_shape_t norm_defer):
-     * chosen in ts_llm_enc_new where the plan predicts less time */
-    bool norm_defer;
+     * chosen in ts_llm_enc_new where the plan predicts less time; a prefill
+     * pass's likewise (norm_defer_pass) */
+    bool norm_defer, norm_defer_pass;
 };
 
 /* The primitives the engine evaluates (index into the session's TFHE objects). */
@@ -679,6 +680,23 @@ static ts_status_t fold_biases(ts_llm_enc_t *e)
     return TS_OK;
 }
 
+/* A lanes engine's prefill passes deferred where the plan of its last pass
+ * predicts less time (after the step's placement and rows, which it uses). */
+static void pass_defer_choose(ts_llm_enc_t *e)
+{
+    double ns0 = 0.0, ns1 = 0.0;
+    e->norm_defer_pass = false;
+    bool ok0 = ts__llm_enc_pass_ns(e, &ns0);
+    e->norm_defer_pass = true;
+    bool ok1 = ts__llm_enc_pass_ns(e, &ns1);
+    e->norm_defer_pass = ok1 && (!ok0 || ns1 < ns0);
+    if (ok1)
+        ts_log(TS_LOG_DEBUG, "llm",
+               "encrypted engine: prefill norms %s (pass planned at %.1f s deferred, %.1f s "
+               "not; built-in cost table)",
+               e->norm_defer_pass ? "deferred" : "not deferred", ns1 / 1e9, ns0 / 1e9);
+}
+
 ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params,
                            const ts_llm_enc_config_t *cfg, const ts_boot_t *boot,
                            ts_llm_enc_t **out)
@@ -824,6 +842,8 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         goto fail;
     if (e->lanes > 1 && (st = ts__llm_enc_step_rows(e, &e->row_lv)) != TS_OK)
         goto fail;
+    if (e->lanes > 1 && !gpt2)
+        pass_defer_choose(e);
     *out = e;
     return TS_OK;
 fail:
@@ -853,15 +873,18 @@ void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask)
         (void)ts__llm_enc_step_rows(e, &e->row_lv);
 }
 
-void ts__llm_enc_set_norm_defer(ts_llm_enc_t *e, bool defer)
+ts_status_t ts_llm_enc_set_norm_defer(ts_llm_enc_t *e, bool defer)
 {
-    if (!e || (defer && e->gpt2))
-        return;
-    e->norm_defer = defer;
+    if (!e)
+        return TS_EINVAL;
+    if (defer && e->gpt2)
+        return TS_ENOTSUP;
+    e->norm_defer = e->norm_defer_pass = defer;
     ts__llm_enc_set_resid_boot(e, ts__llm_enc_place(e));
+    return TS_OK;
 }
 
-bool ts__llm_enc_norm_defer(const ts_llm_enc_t *e)
+bool ts_llm_enc_norm_defer(const ts_llm_enc_t *e)
 {
     return e && e->norm_defer;
 }
@@ -943,6 +966,7 @@ void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out)
     out->n_boot_drop = e->n_boot_drop;
     out->row_lv = e->row_lv;
     out->norm_defer = e->norm_defer;
+    out->norm_defer_pass = e->norm_defer_pass;
 }
 
 static void add_raw(int64_t *steps, size_t cap, size_t *n, int64_t step, int64_t slots)
@@ -2786,11 +2810,22 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
      * layer (the engine's plan of a step: row_lv), at most a bootstrap's
      * levels, all of them when row_lv is unknown: a bootstrap only where xb
      * is lower, which the prefill's own attention then also runs on */
-    int xb_lv = rn ? 1 : 3; /* deferred (rn): norm_in made it */
+    int xb_lv = 3;
     if (s->lane_step && e->lanes > 1 && s->boot) {
         int full = ts_boot_levels_left(boot_for(s, true, ts_ckks_ciphertext_slots(xb)));
         int want = e->row_lv ? e->row_lv[layer] + 2 : full;
         xb_lv = want < 3 ? 3 : want > full ? full : want;
+    }
+    if (rn) {
+        /* deferred (xb: the stream): the outputs land where the normalized
+         * input's would, xb_lv - 1 (at most a bootstrap's levels - 2); the
+         * stream's copy in zm until the scores */
+        int lo = xb_lv - 1;
+        if (s->boot && lo > ts_boot_levels_left(s->boot) - 2)
+            lo = ts_boot_levels_left(s->boot) - 2;
+        TRY(norm_in(s, xb, rn, lo, zm));
+        xb = zm;
+        xb_lv = 1;
     }
     TRY(need_at(s, xb, xb_lv, true));
     /* RoPE (LLAMA; GPT2 adds learned positions to the input) folded into
@@ -3026,6 +3061,11 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
     TRY(ct_new(s, &h1));
     TRY(ct_new(s, &h3));
     TRY(ct_new(s, &g));
+    if (rn) {
+        /* deferred (xb: the stream): its copy in g until the activation */
+        TRY(norm_in(s, xb, rn, 1, g));
+        xb = g;
+    }
     TRY(need_at(s, xb, rn ? 1 : 2, true)); /* a norm's output: period pd (rn: norm_in's) */
     const ts_nonlinear_cheb_t *cb = activation_cheb(e);
     /* LLAMA, CKKS SiLU: h1 = al (w1 x) + be, the series' domain map in w1 */
@@ -3123,7 +3163,7 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
     ts_status_t st;
     /* deferred norms (struct ts_llm_enc norm_defer; never in a prefill):
      * rn = the norm's factor, xb the stream's copy norm_in makes */
-    const bool defer = e->norm_defer && !lane_step;
+    const bool defer = lane_step ? e->norm_defer_pass : e->norm_defer;
     stage_begin(s);
     s->in_step = true;
     s->boot_ev = 0;
@@ -3152,20 +3192,17 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
     }
     ct_t *r = defer ? rn : NULL;
     for (int l = 0; l < e->nl; l++) {
+        /* deferred: rn the factor, the products read the stream (norm_in) */
         TRY(norm(s, NULL, NULL, true, defer, xx, defer ? rn : xb));
-        if (defer)
-            TRY(norm_in(s, xx, rn, 2, xb));
         if (!logits && l == e->nl - 1) {
-            TRY(attention(s, l, true, xb, r, pos, NULL));
+            TRY(attention(s, l, true, defer ? xx : xb, r, pos, NULL));
             break;
         }
-        TRY(attention(s, l, true, xb, r, pos, o));
+        TRY(attention(s, l, true, defer ? xx : xb, r, pos, o));
         TRY(matvec_which(s, l, 3, true, NULL, NULL, o, o));
         TRY(resid(s, 2 * l, xx, o));
         TRY(norm(s, NULL, NULL, true, defer, xx, defer ? rn : xb));
-        if (defer)
-            TRY(norm_in(s, xx, rn, 1, xb));
-        TRY(ffn(s, l, true, xb, r, o));
+        TRY(ffn(s, l, true, defer ? xx : xb, r, o));
         TRY(resid(s, 2 * l + 1, xx, o));
     }
     if (logits) {

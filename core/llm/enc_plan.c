@@ -438,10 +438,20 @@ static int attention(gb_t *b, int xb, int r, bool kv_only)
      * wk's and lane_share's levels (at most a bootstrap's; all of them when
      * the step's rows are unknown), so its shared rows reach the cache at a
      * step's level */
-    int xb_need = r >= 0 ? 1 : 3; /* deferred: norm_in made it */
+    int xb_need = 3;
     if (b->prefill && b->lv->boot) {
         int want = e->row_lv ? e->row_lv[b->layer] + 2 : b->lv->input;
         xb_need = want < 3 ? 3 : want > b->lv->input ? b->lv->input : want;
+    }
+    if (r >= 0) {
+        /* deferred (xb: the stream): the outputs land where the normalized
+         * input's would, xb_need - 1 (at most a bootstrap's levels - 2) */
+        int out = xb_need - 1;
+        if (b->lv->boot && out > b->lv->input - 2)
+            out = b->lv->input - 2;
+        xb = norm_in(b, xb, r, out);
+        xb_need = 1;
+        b->periodic_next = true; /* enc.c need_at(xb, 1, pd) */
     }
     int q = kv_only ? -1 : matvec_b(b, "wq", xb, e->pd, e->pd, xb_need, true);
     int kk = matvec_b(b, "wk", xb, e->pd, e->pd, kv_only ? xb_need : 1, kv_only);
@@ -541,7 +551,9 @@ static int ffn(gb_t *b, int xb, int r)
 {
     const ts__llm_enc_shape_t *e = b->e;
     b->stage = TS_LLM_STAGE_OTHER;
-    b->periodic_next = true; /* the norm's output (deferred: the stream) */
+    if (r >= 0)
+        xb = norm_in(b, xb, r, 1); /* deferred (xb: the stream) */
+    b->periodic_next = true;       /* the norm's output */
     /* need(xb, 2) in place (deferred: norm_in made it) */
     int h1 = matvec_b(b, "w1", xb, e->pd, e->ph, r >= 0 ? 1 : 2, true);
     int g;
@@ -591,7 +603,7 @@ static int resid(gb_t *b, int bit, int xx, int o)
 static ts_status_t build_step(gb_t *b, unsigned flags)
 {
     const ts__llm_enc_shape_t *e = b->e;
-    const bool defer = e->norm_defer && !e->gpt2 && !b->prefill;
+    const bool defer = (b->prefill ? e->norm_defer_pass : e->norm_defer) && !e->gpt2;
     int xx = TS_SCHED_FRESH;
     if (flags & TS_LLM_PLAN_ONEHOT) {
         /* ts_llm_enc_embed: E^T onehot on a copy of the client's one-hot vector */
@@ -619,8 +631,8 @@ static ts_status_t build_step(gb_t *b, unsigned flags)
         snprintf(where, sizeof where, "L%d.attn", l);
         b->where = where;
         if (defer) {
-            r = xb;
-            xb = norm_in(b, xx, r, 2);
+            r = xb; /* the factor; attention's norm_in copies the stream */
+            xb = xx;
         }
         bool kv_only = (flags & TS_LLM_PLAN_CACHE_ONLY) && l == e->nl - 1;
         int o = attention(b, xb, r, kv_only);
@@ -634,8 +646,8 @@ static ts_status_t build_step(gb_t *b, unsigned flags)
         snprintf(where, sizeof where, "L%d.ffn", l);
         b->where = where;
         if (defer) {
-            r = xb;
-            xb = norm_in(b, xx, r, 1);
+            r = xb; /* ffn's norm_in copies the stream */
+            xb = xx;
         }
         o = ffn(b, xb, r);
         b->stage = TS_LLM_STAGE_OTHER;
@@ -803,6 +815,29 @@ bool ts__llm_enc_place_ns(const ts_llm_enc_t *enc, uint64_t mask, double *ns)
     ts_sched_costs_extend(&c, lv.input);
     uint32_t nb;
     return place_score(enc, &c, lv.input, e.max_pos - 1, mask, &nb, ns);
+}
+
+bool ts__llm_enc_pass_ns(const ts_llm_enc_t *enc, double *ns)
+{
+    ts__llm_enc_shape_t e;
+    ts__llm_enc_shape(enc, &e);
+    ts_llm_enc_levels_t lv;
+    if (e.cfg->lanes < 2 || ts_llm_enc_levels(enc, &lv) != TS_OK || !lv.boot || e.max_pos < 1)
+        return false;
+    ts_sched_costs_t c;
+    ts_sched_costs_default(&c);
+    ts_sched_costs_extend(&c, lv.input);
+    int pos = e.max_pos > e.cfg->lanes ? e.max_pos - e.cfg->lanes : 0;
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *p = NULL;
+    bool ok =
+        graph_with(enc, pos, TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PREFILL, e.resid_boot, &g) == TS_OK &&
+        ts_sched_plan_new_engine(g, &c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0) == TS_OK;
+    if (ok)
+        *ns = p->total_ns;
+    ts_sched_plan_free(p);
+    ts_sched_graph_free(g);
+    return ok;
 }
 
 uint64_t ts__llm_enc_place(const ts_llm_enc_t *enc)

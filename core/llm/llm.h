@@ -758,6 +758,17 @@ ts_status_t ts_llm_enc_period_boot_config(const ts_llm_enc_t *enc, ts_boot_confi
  * it set by ts_llm_enc_session_set_boot_period.
  */
 ts_status_t ts_llm_enc_set_boot_period(ts_llm_enc_t *enc, const ts_boot_t *boot);
+/*
+ * Deferred norms (docs/ARCHITECTURE.md): the step's RMSNorm yields its
+ * factor r, the matrices that read the norm take the residual stream, and r
+ * multiplies their outputs. ts_llm_enc_new defers where the engine's plan of
+ * the step predicts less time; ts_llm_enc_set_norm_defer forces the choice
+ * (A/B runs; before any session is made), the residual bootstraps and drops
+ * found again for it. TS_ENOTSUP to defer a GPT2 model's norms (LayerNorm),
+ * TS_EINVAL for NULL.
+ */
+ts_status_t ts_llm_enc_set_norm_defer(ts_llm_enc_t *enc, bool defer);
+bool ts_llm_enc_norm_defer(const ts_llm_enc_t *enc);
 /* The session's view of it (ts_boot_view with its keys); same checks. */
 ts_status_t ts_llm_enc_session_set_boot_period(ts_llm_enc_session_t *s, const ts_boot_t *boot);
 /* The engine's residual-stream bootstrapper (NULL: none). */

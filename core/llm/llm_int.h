@@ -130,6 +130,7 @@ typedef struct ts__llm_enc_shape {
     const int8_t *row_lv; /* an ordinary step's K row level per layer (NULL: unknown) */
     int period_log_slots; /* the residual stream's bootstrapper's slots (0: none) */
     bool norm_defer;      /* the step's norms deferred (struct ts_llm_enc) */
+    bool norm_defer_pass; /* a prefill pass's (struct ts_llm_enc) */
 } ts__llm_enc_shape_t;
 
 /*
@@ -142,9 +143,10 @@ typedef struct ts__llm_enc_shape {
  * step instead of 20), at the price of the products running above the norm
  * (enc.c norm_in drops the stream's copy they read to r's level + 1) and
  * one ciphertext product per output instead of one per norm. LLAMA only
- * (GPT2's LayerNorm adds folded biases after the product), never in a
- * prefill pass (its rows' levels follow the ordinary step's); the engine
- * defers where its plan of the step predicts less time (ts_llm_enc_new).
+ * (GPT2's LayerNorm adds folded biases after the product); the engine
+ * defers where its plan of the step predicts less time, and in a lanes
+ * engine's prefill passes (norm_defer_pass) where the plan of its last pass
+ * does (ts_llm_enc_new).
  */
 void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out);
 /* The engine's bootstrapper's configuration or, without one, the one
@@ -160,15 +162,13 @@ uint64_t ts__llm_enc_place(const ts_llm_enc_t *e);
 /* The predicted time (ns, built-in cost table) of the engine's plan of the
  * step with residual bootstraps mask; false when it does not plan. */
 bool ts__llm_enc_place_ns(const ts_llm_enc_t *e, uint64_t mask, double *ns);
+/* The predicted time (ns, built-in cost table) of a lanes engine's last
+ * prefill pass (one-hot input); false when it does not plan. */
+bool ts__llm_enc_pass_ns(const ts_llm_enc_t *e, double *ns);
 /* Replace the engine's residual bootstraps by mask (tests: a placement the
  * search would not choose, executed against its plan); the drops after
  * bootstraps (below) are found again for it. */
 void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask);
-/* Force the step's norms deferred or not (LLAMA; tests and A/B runs: the
- * choice ts_llm_enc_new would not make), the residual bootstraps and drops
- * found again for it; and the engine's choice. */
-void ts__llm_enc_set_norm_defer(ts_llm_enc_t *e, bool defer);
-bool ts__llm_enc_norm_defer(const ts_llm_enc_t *e);
 /*
  * The levels the step drops right after each of its bootstraps
  * (ts_sched_graph_set_boot_drop): for each bootstrap in order, the most that

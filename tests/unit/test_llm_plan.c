@@ -681,10 +681,10 @@ START_TEST(test_engine_norm_defer)
     llm_fx_t f;
     llm_fx_open(&f, m, "test-boot-n12-dense", &c, true, 11);
     /* the choice: the lower predicted time */
-    bool chosen = ts__llm_enc_norm_defer(f.enc);
+    bool chosen = ts_llm_enc_norm_defer(f.enc);
     double ns[2];
     for (int d = 0; d < 2; d++) {
-        ts__llm_enc_set_norm_defer(f.enc, d == 1);
+        ck_assert_ts_ok(ts_llm_enc_set_norm_defer(f.enc, d == 1));
         ts__llm_enc_shape_t sh;
         ts__llm_enc_shape(f.enc, &sh);
         ck_assert(ts__llm_enc_place_ns(f.enc, sh.resid_boot, &ns[d]));
@@ -698,7 +698,7 @@ START_TEST(test_engine_norm_defer)
     ts_sched_graph_t *g = NULL;
     ts_sched_plan_t *plan = NULL;
     char msg[256] = "";
-    ts__llm_enc_set_norm_defer(f.enc, false);
+    ck_assert_ts_ok(ts_llm_enc_set_norm_defer(f.enc, false));
     ck_assert_ts_ok(ts_llm_enc_plan(f.enc, pos, TS_LLM_PLAN_ONEHOT, &costs, TS_SCHED_CKKS, &g,
                                     &plan, msg, sizeof msg));
     int nl = ts_llm_model_config(f.m)->n_layers;
@@ -706,8 +706,8 @@ START_TEST(test_engine_norm_defer)
     ck_assert_int_eq(count_ops(g, plan->n_steps, ".norm.in"), 0);
     ts_sched_plan_free(plan);
     ts_sched_graph_free(g);
-    ts__llm_enc_set_norm_defer(f.enc, true);
-    ck_assert(ts__llm_enc_norm_defer(f.enc));
+    ck_assert_ts_ok(ts_llm_enc_set_norm_defer(f.enc, true));
+    ck_assert(ts_llm_enc_norm_defer(f.enc));
     ck_assert_ts_ok(ts_llm_enc_plan(f.enc, pos, TS_LLM_PLAN_ONEHOT, &costs, TS_SCHED_CKKS, &g,
                                     &plan, msg, sizeof msg));
     ck_assert_int_eq(count_ops(g, plan->n_steps, "normalize"), 0);
