@@ -880,6 +880,11 @@ ts_status_t ts_llm_enc_set_norm_defer(ts_llm_enc_t *e, bool defer)
     if (defer && e->gpt2)
         return TS_ENOTSUP;
     e->norm_defer = e->norm_defer_pass = defer;
+    /* placed as ts_llm_enc_new places: before any drops after bootstraps
+     * (the search's plans would otherwise replay the old placement's) */
+    ts_free(e->boot_drop);
+    e->boot_drop = NULL;
+    e->n_boot_drop = 0;
     ts__llm_enc_set_resid_boot(e, ts__llm_enc_place(e));
     return TS_OK;
 }

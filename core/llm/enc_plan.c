@@ -707,6 +707,10 @@ ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out)
     return TS_OK;
 }
 
+/* graph_with: without the engine's drops after bootstraps (its placement
+ * and norm choices are made before the drops are found) */
+#define PLAN_NO_DROPS 0x100u
+
 /* The graph of the step with residual bootstraps `mask`. */
 static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, uint64_t mask,
                               ts_sched_graph_t **out)
@@ -742,7 +746,7 @@ static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, 
     if (st != TS_OK)
         return st;
     st = build_step(&b, flags);
-    if (st == TS_OK && e.n_boot_drop && !b.prefill)
+    if (st == TS_OK && e.n_boot_drop && !b.prefill && !(flags & PLAN_NO_DROPS))
         st = ts_sched_graph_set_boot_drop(b.g, e.boot_drop, e.n_boot_drop);
     if (st != TS_OK) {
         ts_sched_graph_free(b.g);
@@ -813,8 +817,16 @@ bool ts__llm_enc_place_ns(const ts_llm_enc_t *enc, uint64_t mask, double *ns)
     ts_sched_costs_t c;
     ts_sched_costs_default(&c);
     ts_sched_costs_extend(&c, lv.input);
-    uint32_t nb;
-    return place_score(enc, &c, lv.input, e.max_pos - 1, mask, &nb, ns);
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *p = NULL;
+    bool ok =
+        graph_with(enc, e.max_pos - 1, TS_LLM_PLAN_ONEHOT | PLAN_NO_DROPS, mask, &g) == TS_OK &&
+        ts_sched_plan_new_engine(g, &c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0) == TS_OK;
+    if (ok)
+        *ns = p->total_ns;
+    ts_sched_plan_free(p);
+    ts_sched_graph_free(g);
+    return ok;
 }
 
 bool ts__llm_enc_pass_ns(const ts_llm_enc_t *enc, double *ns)
@@ -831,7 +843,8 @@ bool ts__llm_enc_pass_ns(const ts_llm_enc_t *enc, double *ns)
     ts_sched_graph_t *g = NULL;
     ts_sched_plan_t *p = NULL;
     bool ok =
-        graph_with(enc, pos, TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PREFILL, e.resid_boot, &g) == TS_OK &&
+        graph_with(enc, pos, TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PREFILL | PLAN_NO_DROPS, e.resid_boot,
+                   &g) == TS_OK &&
         ts_sched_plan_new_engine(g, &c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0) == TS_OK;
     if (ok)
         *ns = p->total_ns;

@@ -583,6 +583,46 @@ static ts_llm_model_t *aidreams_ckks16(ts_llm_enc_config_t *c)
     return m;
 }
 
+/* One encrypted step at pos of token 1 through the daemon's one-hot path:
+ * its bootstraps and the logits' level as planned, its logits within 0.5 of
+ * the plaintext model's and the same argmax. */
+static void step_as_planned(llm_fx_t *f, const ts_sched_plan_t *plan, int pos, const char *what)
+{
+    ts_ckks_ciphertext_t *oh = NULL, *x = NULL, *logits = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, 0, &oh));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, 0, &x));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(f->p, 0, &logits));
+    const int tok = 1;
+    ck_assert_ts_ok(ts_llm_enc_encrypt_onehot(f->enc, f->ecd, f->sk, f->prng, tok, oh));
+    ck_assert_ts_ok(ts_llm_enc_embed(f->s, oh, x));
+    ck_assert_ts_ok(ts_llm_enc_step(f->s, x, pos, logits));
+    ts_llm_enc_stats_t ss;
+    ts_llm_enc_session_stats(f->s, &ss);
+    ck_assert_uint_eq(ss.bootstraps, plan->n_boot);
+    ck_assert_int_eq(ts_ckks_ciphertext_level(logits), plan->steps[plan->n_steps - 1].level_out);
+    int V = ts_llm_model_config(f->m)->vocab_size;
+    float *lg = malloc((size_t)V * sizeof(float));
+    ck_assert_ptr_nonnull(lg);
+    ck_assert_ts_ok(ts_llm_enc_decrypt_vec(f->ecd, f->sk, logits, lg, V));
+    ts_llm_state_t *st = NULL;
+    ck_assert_ts_ok(ts_llm_state_new(f->m, &st));
+    const float *ref = NULL;
+    ck_assert_ts_ok(ts_llm_forward(f->m, st, tok, pos, &ref));
+    double mx = 0;
+    for (int i = 0; i < V; i++)
+        mx = fmax(mx, fabs((double)lg[i] - ref[i]));
+    printf("%s: step %llu bootstraps (planned %u), max logit error %.6e, argmax %d / %d\n", what,
+           (unsigned long long)ss.bootstraps, plan->n_boot, mx, ts_llm_argmax(lg, V),
+           ts_llm_argmax(ref, V));
+    ck_assert_int_eq(ts_llm_argmax(lg, V), ts_llm_argmax(ref, V));
+    ck_assert(mx < 0.5);
+    free(lg);
+    ts_llm_state_free(st);
+    ts_ckks_ciphertext_free(oh);
+    ts_ckks_ciphertext_free(x);
+    ts_ckks_ciphertext_free(logits);
+}
+
 START_TEST(test_engine_resid_boot)
 {
     ts_llm_enc_config_t c;
@@ -618,38 +658,7 @@ START_TEST(test_engine_resid_boot)
            n_own, n_resid, plan->n_boot);
     ck_assert_int_eq(n_resid, 1);
     ck_assert_uint_ge(plan->n_boot, n_own);
-    ts_ckks_ciphertext_t *oh = NULL, *x = NULL, *logits = NULL;
-    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &oh));
-    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &x));
-    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &logits));
-    const int tok = 1;
-    ck_assert_ts_ok(ts_llm_enc_encrypt_onehot(f.enc, f.ecd, f.sk, f.prng, tok, oh));
-    ck_assert_ts_ok(ts_llm_enc_embed(f.s, oh, x));
-    ck_assert_ts_ok(ts_llm_enc_step(f.s, x, pos, logits));
-    ts_llm_enc_stats_t ss;
-    ts_llm_enc_session_stats(f.s, &ss);
-    ck_assert_uint_eq(ss.bootstraps, plan->n_boot);
-    ck_assert_int_eq(ts_ckks_ciphertext_level(logits), plan->steps[plan->n_steps - 1].level_out);
-    int V = ts_llm_model_config(f.m)->vocab_size;
-    float *lg = malloc((size_t)V * sizeof(float));
-    ck_assert_ptr_nonnull(lg);
-    ck_assert_ts_ok(ts_llm_enc_decrypt_vec(f.ecd, f.sk, logits, lg, V));
-    ts_llm_state_t *st = NULL;
-    ck_assert_ts_ok(ts_llm_state_new(f.m, &st));
-    const float *ref = NULL;
-    ck_assert_ts_ok(ts_llm_forward(f.m, st, tok, pos, &ref));
-    double mx = 0;
-    for (int i = 0; i < V; i++)
-        mx = fmax(mx, fabs((double)lg[i] - ref[i]));
-    printf("resid placement: step %llu bootstraps, max logit error %.6e, argmax %d / %d\n",
-           (unsigned long long)ss.bootstraps, mx, ts_llm_argmax(lg, V), ts_llm_argmax(ref, V));
-    ck_assert_int_eq(ts_llm_argmax(lg, V), ts_llm_argmax(ref, V));
-    ck_assert(mx < 0.5);
-    free(lg);
-    ts_llm_state_free(st);
-    ts_ckks_ciphertext_free(oh);
-    ts_ckks_ciphertext_free(x);
-    ts_ckks_ciphertext_free(logits);
+    step_as_planned(&f, plan, pos, "resid placement");
     ts_sched_plan_free(plan);
     ts_sched_graph_free(g);
     llm_fx_close(&f);
@@ -717,39 +726,7 @@ START_TEST(test_engine_norm_defer)
     for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
         ck_assert_int_eq(count_ops(g, plan->n_steps, outs[i]), nl);
     ck_assert_int_eq(count_ops(g, plan->n_steps, "lm_head.norm"), 1);
-    ts_ckks_ciphertext_t *oh = NULL, *x = NULL, *logits = NULL;
-    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &oh));
-    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &x));
-    ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &logits));
-    const int tok = 1;
-    ck_assert_ts_ok(ts_llm_enc_encrypt_onehot(f.enc, f.ecd, f.sk, f.prng, tok, oh));
-    ck_assert_ts_ok(ts_llm_enc_embed(f.s, oh, x));
-    ck_assert_ts_ok(ts_llm_enc_step(f.s, x, pos, logits));
-    ts_llm_enc_stats_t ss;
-    ts_llm_enc_session_stats(f.s, &ss);
-    ck_assert_uint_eq(ss.bootstraps, plan->n_boot);
-    ck_assert_int_eq(ts_ckks_ciphertext_level(logits), plan->steps[plan->n_steps - 1].level_out);
-    int V = ts_llm_model_config(f.m)->vocab_size;
-    float *lg = malloc((size_t)V * sizeof(float));
-    ck_assert_ptr_nonnull(lg);
-    ck_assert_ts_ok(ts_llm_enc_decrypt_vec(f.ecd, f.sk, logits, lg, V));
-    ts_llm_state_t *st = NULL;
-    ck_assert_ts_ok(ts_llm_state_new(f.m, &st));
-    const float *ref = NULL;
-    ck_assert_ts_ok(ts_llm_forward(f.m, st, tok, pos, &ref));
-    double mx = 0;
-    for (int i = 0; i < V; i++)
-        mx = fmax(mx, fabs((double)lg[i] - ref[i]));
-    printf("norm defer: step %llu bootstraps (planned %u), max logit error %.6e, argmax %d / %d\n",
-           (unsigned long long)ss.bootstraps, plan->n_boot, mx, ts_llm_argmax(lg, V),
-           ts_llm_argmax(ref, V));
-    ck_assert_int_eq(ts_llm_argmax(lg, V), ts_llm_argmax(ref, V));
-    ck_assert(mx < 0.5);
-    free(lg);
-    ts_llm_state_free(st);
-    ts_ckks_ciphertext_free(oh);
-    ts_ckks_ciphertext_free(x);
-    ts_ckks_ciphertext_free(logits);
+    step_as_planned(&f, plan, pos, "norm defer");
     ts_sched_plan_free(plan);
     ts_sched_graph_free(g);
     llm_fx_close(&f);
