@@ -328,10 +328,10 @@ steps:
     return bb;
 }
 
-/* The norm of x (enc.c norm). defer (the step's RMSNorm, enc.c
- * norm_defers): the factor r = 1 / sqrt(mean(x^2) + eps) alone, which the
- * products that read the norm multiply into their outputs (enc.c
- * scale_out); else the normalized x. */
+/* The norm of x (enc.c norm). defer (the step's RMSNorm deferred,
+ * ts__llm_enc_shape_t norm_defer): the factor r = 1 / sqrt(mean(x^2) + eps)
+ * alone, which the products that read the norm multiply into their outputs
+ * (enc.c scale_out); else the normalized x. */
 static int rmsnorm(gb_t *b, const char *where, int x, bool defer)
 {
     const ts__llm_enc_shape_t *e = b->e;
