@@ -222,7 +222,7 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
                 printf("%s{\"kind\":\"%s\",\"scheme\":\"%s\",\"other_scheme_total_ns\":%.0f}",
                        n++ ? "," : "", kind_names[k], (mask >> k) & 1 ? "tfhe" : "ckks",
                        isfinite(kt[k]) ? kt[k] : -1.0);
-        printf("]");
+        printf("],\"norm_defer\":%s", ts_llm_enc_norm_defer(e) ? "true" : "false");
         if (isfinite(fixed_ns))
             printf(",\"default_assignment_ns\":%.0f", fixed_ns);
         printf(",\"plan\":%s}", pj);
@@ -235,6 +235,10 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
     for (int i = 0; i < TS_LLM_STAGE_COUNT; i++)
         printf("%s%s %.2f", i ? ", " : "", ts_llm_stage_name((ts_llm_stage_t)i), stg[i] / 1e9);
     printf(")\n");
+    if (ts_llm_enc_norm_defer(e))
+        printf("        (norms deferred: the products that read a norm take the residual "
+               "stream and its factor multiplies their outputs, where the engine's plan "
+               "predicts less time)\n");
     if (isfinite(fixed_ns))
         printf("        (the cheapest assignment of primitive kinds under this table; the "
                "default one, every 1/x and 1/sqrt(x) in TFHE: %.2f s)\n",

@@ -783,6 +783,15 @@ START_TEST(test_sched_cmd_plan)
     plan_stdout(12, a8, out, buf, sizeof buf);
     ck_assert_ptr_nonnull(strstr(buf, "\"costs\":\"cpu-boot-n16-dense\""));
     ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":16"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"norm_defer\":false"));
+    /* at 2^13 slots (14 levels per bootstrap) the engine defers its norms:
+     * 17 bootstraps instead of 20 (docs/benchmarks.md, session 23) */
+    char *a18[] = {"plan",    "--model", path,       "--params", "boot-n16-dense", "--pos", "63",
+                   "--slots", "8192",    "--policy", "ckks",     "--json",         NULL};
+    plan_stdout(12, a18, out, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":17"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"norm_defer\":true"));
+    ck_assert_ptr_nonnull(strstr(buf, "norm.in"));
     /* the prefill pass of a 16-lane engine (a model's prefill_lanes): 24
      * bootstraps (22 as tesserad ran positions 1..12 of "Once upon a time"
      * at 128 bits in session 20, with the norms' degree-56 1/sqrt; the
