@@ -680,21 +680,29 @@ static ts_status_t fold_biases(ts_llm_enc_t *e)
     return TS_OK;
 }
 
-/* A lanes engine's prefill passes deferred where the plan of its last pass
- * predicts less time (after the step's placement and rows, which it uses). */
-static void pass_defer_choose(ts_llm_enc_t *e)
+/* Deferred norms for the ordinary step (pass: a lanes engine's prefill
+ * passes) where the engine's plan predicts less time than without; the
+ * step's choice comes with its own residual bootstraps (before the drops
+ * after bootstraps are found), the passes' after the step's rows. */
+static void defer_choose(ts_llm_enc_t *e, bool pass)
 {
+    bool *flag = pass ? &e->norm_defer_pass : &e->norm_defer;
+    uint64_t m0 = e->resid_boot, m1 = m0;
     double ns0 = 0.0, ns1 = 0.0;
-    e->norm_defer_pass = false;
-    bool ok0 = ts__llm_enc_pass_ns(e, &ns0);
-    e->norm_defer_pass = true;
-    bool ok1 = ts__llm_enc_pass_ns(e, &ns1);
-    e->norm_defer_pass = ok1 && (!ok0 || ns1 < ns0);
+    *flag = false;
+    bool ok0 = ts__llm_enc_defer_ns(e, pass, m0, &ns0);
+    *flag = true;
+    if (!pass)
+        m1 = ts__llm_enc_place(e);
+    bool ok1 = ts__llm_enc_defer_ns(e, pass, m1, &ns1);
+    *flag = ok1 && (!ok0 || ns1 < ns0);
+    e->resid_boot = *flag ? m1 : m0;
     if (ok1)
         ts_log(TS_LOG_DEBUG, "llm",
-               "encrypted engine: prefill norms %s (pass planned at %.1f s deferred, %.1f s "
-               "not; built-in cost table)",
-               e->norm_defer_pass ? "deferred" : "not deferred", ns1 / 1e9, ns0 / 1e9);
+               "encrypted engine: %s norms %s (planned at %.1f s deferred, %.1f s not; "
+               "built-in cost table)",
+               pass ? "prefill" : "step", *flag ? "deferred" : "not deferred", ns1 / 1e9,
+               ns0 / 1e9);
 }
 
 ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params,
@@ -821,29 +829,14 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         e->ks = sqrt(al / e->dim);
     }
     e->resid_boot = ts__llm_enc_place(e);
-    if (!gpt2) {
-        /* deferred norms where the plan (each with its own residual
-         * bootstraps) predicts less time */
-        double ns0 = 0.0, ns1 = 0.0;
-        uint64_t m0 = e->resid_boot;
-        bool ok0 = ts__llm_enc_place_ns(e, m0, &ns0);
-        e->norm_defer = true;
-        uint64_t m1 = ts__llm_enc_place(e);
-        bool ok1 = ts__llm_enc_place_ns(e, m1, &ns1);
-        e->norm_defer = ok1 && (!ok0 || ns1 < ns0);
-        e->resid_boot = e->norm_defer ? m1 : m0;
-        if (ok1)
-            ts_log(TS_LOG_DEBUG, "llm",
-                   "encrypted engine: norms %s (step planned at %.1f s deferred, %.1f s not; "
-                   "built-in cost table)",
-                   e->norm_defer ? "deferred" : "not deferred", ns1 / 1e9, ns0 / 1e9);
-    }
+    if (!gpt2)
+        defer_choose(e, false);
     if ((st = ts__llm_enc_boot_drops(e, &e->boot_drop, &e->n_boot_drop)) != TS_OK)
         goto fail;
     if (e->lanes > 1 && (st = ts__llm_enc_step_rows(e, &e->row_lv)) != TS_OK)
         goto fail;
     if (e->lanes > 1 && !gpt2)
-        pass_defer_choose(e);
+        defer_choose(e, true);
     *out = e;
     return TS_OK;
 fail:
@@ -3166,8 +3159,9 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
     s->lane_n = n;
     ct_t *xx = NULL, *xb = NULL, *o = NULL, *rn = NULL;
     ts_status_t st;
-    /* deferred norms (struct ts_llm_enc norm_defer; never in a prefill):
-     * rn = the norm's factor, xb the stream's copy norm_in makes */
+    /* deferred norms (struct ts_llm_enc norm_defer, a prefill's
+     * norm_defer_pass): rn = the norm's factor, the products read the
+     * stream through norm_in */
     const bool defer = lane_step ? e->norm_defer_pass : e->norm_defer;
     stage_begin(s);
     s->in_step = true;

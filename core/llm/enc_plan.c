@@ -766,14 +766,14 @@ ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, unsigned flags,
     return graph_with(enc, pos, flags, e.resid_boot, out);
 }
 
-/* Bootstraps and predicted time of the step with residual bootstraps mask
- * (the built-in cost table); false when it does not plan. */
-static bool place_score(const ts_llm_enc_t *enc, const ts_sched_costs_t *c, int level, int pos,
-                        uint64_t mask, uint32_t *nb, double *ns)
+/* Bootstraps and predicted time of the plan at pos with flags and residual
+ * bootstraps mask under cost table c; false when it does not plan. */
+static bool plan_score(const ts_llm_enc_t *enc, const ts_sched_costs_t *c, int level, int pos,
+                       unsigned flags, uint64_t mask, uint32_t *nb, double *ns)
 {
     ts_sched_graph_t *g = NULL;
     ts_sched_plan_t *p = NULL;
-    bool ok = graph_with(enc, pos, TS_LLM_PLAN_ONEHOT, mask, &g) == TS_OK &&
+    bool ok = graph_with(enc, pos, flags, mask, &g) == TS_OK &&
               ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, level, level, &p, NULL, 0) == TS_OK;
     if (ok) {
         *nb = p->n_boot;
@@ -799,7 +799,7 @@ static void place_try(place_t *pl, uint64_t m)
 {
     uint32_t n;
     double ns;
-    if (place_score(pl->enc, &pl->c, pl->level, pl->pos, m, &n, &ns) &&
+    if (plan_score(pl->enc, &pl->c, pl->level, pl->pos, TS_LLM_PLAN_ONEHOT, m, &n, &ns) &&
         (n < pl->bn || (n == pl->bn && ns < pl->bns))) {
         pl->best = m;
         pl->bn = n;
@@ -807,50 +807,22 @@ static void place_try(place_t *pl, uint64_t m)
     }
 }
 
-bool ts__llm_enc_place_ns(const ts_llm_enc_t *enc, uint64_t mask, double *ns)
+bool ts__llm_enc_defer_ns(const ts_llm_enc_t *enc, bool pass, uint64_t mask, double *ns)
 {
     ts__llm_enc_shape_t e;
     ts__llm_enc_shape(enc, &e);
     ts_llm_enc_levels_t lv;
-    if (ts_llm_enc_levels(enc, &lv) != TS_OK || !lv.boot || e.max_pos < 1)
+    if ((pass && e.cfg->lanes < 2) || ts_llm_enc_levels(enc, &lv) != TS_OK || !lv.boot ||
+        e.max_pos < 1)
         return false;
     ts_sched_costs_t c;
     ts_sched_costs_default(&c);
     ts_sched_costs_extend(&c, lv.input);
-    ts_sched_graph_t *g = NULL;
-    ts_sched_plan_t *p = NULL;
-    bool ok =
-        graph_with(enc, e.max_pos - 1, TS_LLM_PLAN_ONEHOT | PLAN_NO_DROPS, mask, &g) == TS_OK &&
-        ts_sched_plan_new_engine(g, &c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0) == TS_OK;
-    if (ok)
-        *ns = p->total_ns;
-    ts_sched_plan_free(p);
-    ts_sched_graph_free(g);
-    return ok;
-}
-
-bool ts__llm_enc_pass_ns(const ts_llm_enc_t *enc, double *ns)
-{
-    ts__llm_enc_shape_t e;
-    ts__llm_enc_shape(enc, &e);
-    ts_llm_enc_levels_t lv;
-    if (e.cfg->lanes < 2 || ts_llm_enc_levels(enc, &lv) != TS_OK || !lv.boot || e.max_pos < 1)
-        return false;
-    ts_sched_costs_t c;
-    ts_sched_costs_default(&c);
-    ts_sched_costs_extend(&c, lv.input);
-    int pos = e.max_pos > e.cfg->lanes ? e.max_pos - e.cfg->lanes : 0;
-    ts_sched_graph_t *g = NULL;
-    ts_sched_plan_t *p = NULL;
-    bool ok =
-        graph_with(enc, pos, TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PREFILL | PLAN_NO_DROPS, e.resid_boot,
-                   &g) == TS_OK &&
-        ts_sched_plan_new_engine(g, &c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0) == TS_OK;
-    if (ok)
-        *ns = p->total_ns;
-    ts_sched_plan_free(p);
-    ts_sched_graph_free(g);
-    return ok;
+    /* the last ordinary step, or the last pass */
+    int pos = !pass ? e.max_pos - 1 : e.max_pos > e.cfg->lanes ? e.max_pos - e.cfg->lanes : 0;
+    unsigned flags = TS_LLM_PLAN_ONEHOT | PLAN_NO_DROPS | (pass ? TS_LLM_PLAN_PREFILL : 0u);
+    uint32_t nb;
+    return plan_score(enc, &c, lv.input, pos, flags, mask, &nb, ns);
 }
 
 uint64_t ts__llm_enc_place(const ts_llm_enc_t *enc)
@@ -863,7 +835,7 @@ uint64_t ts__llm_enc_place(const ts_llm_enc_t *enc)
     place_t pl = {.enc = enc, .level = lv.input, .pos = e.max_pos - 1};
     ts_sched_costs_default(&pl.c);
     ts_sched_costs_extend(&pl.c, lv.input);
-    if (!place_score(enc, &pl.c, pl.level, pl.pos, 0, &pl.bn, &pl.bns))
+    if (!plan_score(enc, &pl.c, pl.level, pl.pos, TS_LLM_PLAN_ONEHOT, 0, &pl.bn, &pl.bns))
         return 0;
     int nbits = 2 * e.nl < 64 ? 2 * e.nl : 64;
     if (nbits <= 10) {

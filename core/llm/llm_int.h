@@ -159,13 +159,11 @@ ts_status_t ts__llm_enc_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg
  * the built-in cost table): every subset for up to 5 layers, else bit by bit
  * (two passes). 0 when the engine does not bootstrap or nothing helps. */
 uint64_t ts__llm_enc_place(const ts_llm_enc_t *e);
-/* The predicted time (ns, built-in cost table) of the engine's plan of the
- * step with residual bootstraps mask and no drops after bootstraps (as
- * ts_llm_enc_new compares its norm choices); false when it does not plan. */
-bool ts__llm_enc_place_ns(const ts_llm_enc_t *e, uint64_t mask, double *ns);
-/* The predicted time (ns, built-in cost table) of a lanes engine's last
- * prefill pass (one-hot input); false when it does not plan. */
-bool ts__llm_enc_pass_ns(const ts_llm_enc_t *e, double *ns);
+/* The predicted time (ns, built-in cost table) of the engine's plan of its
+ * last ordinary step (pass: a lanes engine's last prefill pass) with
+ * residual bootstraps mask and no drops after bootstraps, as ts_llm_enc_new
+ * compares its norm choices; false when it does not plan. */
+bool ts__llm_enc_defer_ns(const ts_llm_enc_t *e, bool pass, uint64_t mask, double *ns);
 /* Replace the engine's residual bootstraps by mask (tests: a placement the
  * search would not choose, executed against its plan); the drops after
  * bootstraps (below) are found again for it. */

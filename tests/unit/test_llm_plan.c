@@ -623,34 +623,41 @@ static void step_as_planned(llm_fx_t *f, const ts_sched_plan_t *plan, int pos, c
     ts_ckks_ciphertext_free(logits);
 }
 
+/* The engine's ckks plan of the step at pos (flags) under the built-in cost
+ * table, into *g and *plan (freed first when set). */
+static void plan_ckks(llm_fx_t *f, int pos, unsigned flags, ts_sched_graph_t **g,
+                      ts_sched_plan_t **plan)
+{
+    ts_sched_plan_free(*plan);
+    ts_sched_graph_free(*g);
+    *plan = NULL;
+    *g = NULL;
+    ts_sched_costs_t costs;
+    ts_sched_costs_default(&costs);
+    char msg[256] = "";
+    ck_assert_msg(ts_llm_enc_plan(f->enc, pos, flags, &costs, TS_SCHED_CKKS, g, plan, msg,
+                                  sizeof msg) == TS_OK,
+                  "plan: %s", msg);
+}
+
 START_TEST(test_engine_resid_boot)
 {
     ts_llm_enc_config_t c;
     ts_llm_model_t *m = aidreams_ckks16(&c);
     llm_fx_t f;
     llm_fx_open(&f, m, "test-boot-n12-dense", &c, true, 11);
-    ts_sched_costs_t costs;
-    ts_sched_costs_default(&costs);
     const int pos = 0;
     ts_sched_graph_t *g = NULL;
     ts_sched_plan_t *plan = NULL;
-    char msg[256] = "";
-    ck_assert_ts_ok(ts_llm_enc_plan(f.enc, pos, TS_LLM_PLAN_ONEHOT, &costs, TS_SCHED_CKKS, &g,
-                                    &plan, msg, sizeof msg));
+    plan_ckks(&f, pos, TS_LLM_PLAN_ONEHOT, &g, &plan);
     uint32_t n_own = plan->n_boot;
     ck_assert_uint_le(n_own, 20);
-    ts_sched_plan_free(plan);
-    ts_sched_graph_free(g);
     /* a client-encrypted embedding drops to the one-hot product's level and
      * bootstraps as that path does (from one level higher it took 27) */
-    ck_assert_ts_ok(
-        ts_llm_enc_plan(f.enc, pos, 0, &costs, TS_SCHED_CKKS, &g, &plan, msg, sizeof msg));
+    plan_ckks(&f, pos, 0, &g, &plan);
     ck_assert_uint_eq(plan->n_boot, n_own);
-    ts_sched_plan_free(plan);
-    ts_sched_graph_free(g);
     ts__llm_enc_set_resid_boot(f.enc, 2); /* bit 2l + 1, l = 0: after layer 0's FFN */
-    ck_assert_ts_ok(ts_llm_enc_plan(f.enc, pos, TS_LLM_PLAN_ONEHOT, &costs, TS_SCHED_CKKS, &g,
-                                    &plan, msg, sizeof msg));
+    plan_ckks(&f, pos, TS_LLM_PLAN_ONEHOT, &g, &plan);
     int n_resid = 0;
     for (size_t k = 0; k < plan->n_steps; k++)
         n_resid += strstr(ts_sched_graph_op(g, k)->name, "resid.boot") != NULL;
@@ -696,29 +703,22 @@ START_TEST(test_engine_norm_defer)
         ck_assert_ts_ok(ts_llm_enc_set_norm_defer(f.enc, d == 1));
         ts__llm_enc_shape_t sh;
         ts__llm_enc_shape(f.enc, &sh);
-        ck_assert(ts__llm_enc_place_ns(f.enc, sh.resid_boot, &ns[d]));
+        ck_assert(ts__llm_enc_defer_ns(f.enc, false, sh.resid_boot, &ns[d]));
     }
     printf("norm defer: planned %.1f s deferred, %.1f s not; chosen %s\n", ns[1] / 1e9, ns[0] / 1e9,
            chosen ? "deferred" : "not deferred");
     ck_assert(chosen == (ns[1] < ns[0]));
-    ts_sched_costs_t costs;
-    ts_sched_costs_default(&costs);
     const int pos = 0;
     ts_sched_graph_t *g = NULL;
     ts_sched_plan_t *plan = NULL;
-    char msg[256] = "";
     ck_assert_ts_ok(ts_llm_enc_set_norm_defer(f.enc, false));
-    ck_assert_ts_ok(ts_llm_enc_plan(f.enc, pos, TS_LLM_PLAN_ONEHOT, &costs, TS_SCHED_CKKS, &g,
-                                    &plan, msg, sizeof msg));
+    plan_ckks(&f, pos, TS_LLM_PLAN_ONEHOT, &g, &plan);
     int nl = ts_llm_model_config(f.m)->n_layers;
     ck_assert_int_eq(count_ops(g, plan->n_steps, "normalize"), 2 * nl + 1);
     ck_assert_int_eq(count_ops(g, plan->n_steps, ".norm.in"), 0);
-    ts_sched_plan_free(plan);
-    ts_sched_graph_free(g);
     ck_assert_ts_ok(ts_llm_enc_set_norm_defer(f.enc, true));
     ck_assert(ts_llm_enc_norm_defer(f.enc));
-    ck_assert_ts_ok(ts_llm_enc_plan(f.enc, pos, TS_LLM_PLAN_ONEHOT, &costs, TS_SCHED_CKKS, &g,
-                                    &plan, msg, sizeof msg));
+    plan_ckks(&f, pos, TS_LLM_PLAN_ONEHOT, &g, &plan);
     ck_assert_int_eq(count_ops(g, plan->n_steps, "normalize"), 0);
     /* norm.in and norm.in.need per norm; the factor on q k v, w1 w3, the head */
     ck_assert_int_eq(count_ops(g, plan->n_steps, ".norm.in"), 2 * (2 * nl + 1));
