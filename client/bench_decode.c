@@ -61,6 +61,11 @@ typedef struct {
      * token (a second run; NAN without one) over the whole polynomial */
     bool noise;
     double nz_off_rms, nz_off_max, nz_diff_rms, nz_diff_max, nz_b; /* nz_b: log2 B */
+    /* the run difference on the logits' own subring (period pow2(vocab):
+     * every N / (2 pv)-th coefficient): log2 rms and max; and what Gaussian
+     * flooding sized by Renyi divergence would cost (rd_flood below) */
+    double nz_sub_rms, nz_sub_max;
+    double rd_sigma_full, rd_err_full, rd_sigma_sub, rd_err_sub;
 } pos_t;
 
 typedef struct {
@@ -163,6 +168,29 @@ static void coeff_stats(const int64_t *v, size_t n, size_t gap, bool off, double
     }
     *rms = k && ss > 0 ? 0.5 * log2(ss / (double)k) : -INFINITY;
     *mx = m > 0 ? log2(m) : -INFINITY;
+}
+
+/*
+ * --noise: Gaussian flooding sized by Renyi divergence (docs/SECURITY.md).
+ * The logits decrypt to m + e + f (m: the approximate logits, e: the noise
+ * the computation left, f: the flood, iid Gaussian of sigma per
+ * coefficient); the client's view with e and without it differ in Renyi
+ * divergence of order 2 by exp(||e||^2 / sigma^2) per query, so Q queries
+ * stay within R = 2 (any search problem, e.g. finding a weight, succeeds
+ * with at most sqrt(2 p) where p is its probability without e) when sigma =
+ * ||e|| sqrt(Q / ln 2). ||e|| is estimated from two runs' difference d (two
+ * independent draws of e: ||e|| ~ ||d|| / sqrt 2) over the coefficients the
+ * client sees: all N (flooding as built), or only the logits' subring of
+ * 2 pv coefficients when the server first projects on it (the trace of
+ * ts_boot's ModRaise, log2(N / 2 pv) rotations at level 0) and the client
+ * decodes at pv slots. A real slot then moves by sigma sqrt(n) / Delta
+ * (standard deviation; n the slots decoded). Values in log2.
+ */
+#define RD_QUERIES_LOG2 12.0
+static void rd_flood(double l2_log2, double slots, double delta, double *sigma, double *err)
+{
+    *sigma = l2_log2 - 0.5 + 0.5 * (RD_QUERIES_LOG2 - log2(log(2.0)));
+    *err = *sigma + 0.5 * log2(slots) - log2(delta);
 }
 
 #define TRY(x)                                                                                     \
@@ -508,11 +536,22 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 q->noise = true;
                 q->nz_b = log2(ts_llm_sanitize_noise_bound(p));
                 coeff_stats(nz_cur, N, gap, true, &q->nz_off_rms, &q->nz_off_max);
-                q->nz_diff_rms = q->nz_diff_max = NAN;
+                q->nz_diff_rms = q->nz_diff_max = q->nz_sub_rms = q->nz_sub_max = NAN;
+                q->rd_sigma_full = q->rd_err_full = q->rd_sigma_sub = q->rd_err_sub = NAN;
                 if (nz_pos == last && nz_tok == tokens[last]) {
+                    size_t pv = 1, gsub;
+                    while (pv < (size_t)V)
+                        pv *= 2;
+                    gsub = N / 2 / pv;
                     for (size_t i = 0; i < N; i++)
                         nz_prev[i] -= nz_cur[i];
                     coeff_stats(nz_prev, N, 1, false, &q->nz_diff_rms, &q->nz_diff_max);
+                    coeff_stats(nz_prev, N, gsub, false, &q->nz_sub_rms, &q->nz_sub_max);
+                    double delta = ts_ckks_params_scale(p);
+                    rd_flood(q->nz_diff_rms + 0.5 * log2((double)N), (double)k->slots, delta,
+                             &q->rd_sigma_full, &q->rd_err_full);
+                    rd_flood(q->nz_sub_rms + 0.5 * log2((double)(2 * pv)), (double)pv, delta,
+                             &q->rd_sigma_sub, &q->rd_err_sub);
                 }
                 memcpy(nz_prev, nz_cur, N * sizeof *nz_cur);
                 nz_pos = last;
@@ -520,9 +559,13 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 fprintf(stderr,
                         "bench decode: noise pos %d: logits' coefficients outside the subring "
                         "(every %zu-th): rms 2^%.2f, max 2^%.2f; difference from the previous "
-                        "run: rms 2^%.2f, max 2^%.2f; B = 2^%.2f\n",
+                        "run: rms 2^%.2f, max 2^%.2f (on the logits' subring: rms 2^%.2f, max "
+                        "2^%.2f); B = 2^%.2f; Gaussian flooding for 2^%.0f queries at Renyi "
+                        "divergence 2: sigma 2^%.2f, logit error 2^%.2f (all coefficients) or "
+                        "sigma 2^%.2f, error 2^%.2f (projected on the logits' subring)\n",
                         last, gap, q->nz_off_rms, q->nz_off_max, q->nz_diff_rms, q->nz_diff_max,
-                        q->nz_b);
+                        q->nz_sub_rms, q->nz_sub_max, q->nz_b, RD_QUERIES_LOG2, q->rd_sigma_full,
+                        q->rd_err_full, q->rd_sigma_sub, q->rd_err_sub);
                 t2 = ts_now_ns();
             }
             if (!g_cache_only)
@@ -765,12 +808,23 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                 fprintf(f, ", \"after_prefill\": %d", q->after);
             if (q->noise) {
                 /* log2 of a zero is -inf: null */
-                const char *nm[5] = {"off_subring_rms", "off_subring_max", "B", "run_diff_rms",
-                                     "run_diff_max"};
-                const double nv[5] = {q->nz_off_rms, q->nz_off_max, q->nz_b, q->nz_diff_rms,
-                                      q->nz_diff_max};
+                const char *nm[11] = {"off_subring_rms",
+                                      "off_subring_max",
+                                      "B",
+                                      "run_diff_rms",
+                                      "run_diff_max",
+                                      "run_diff_logit_subring_rms",
+                                      "run_diff_logit_subring_max",
+                                      "rd_sigma_all",
+                                      "rd_logit_err_all",
+                                      "rd_sigma_projected",
+                                      "rd_logit_err_projected"};
+                const double nv[11] = {q->nz_off_rms,   q->nz_off_max,    q->nz_b,
+                                       q->nz_diff_rms,  q->nz_diff_max,   q->nz_sub_rms,
+                                       q->nz_sub_max,   q->rd_sigma_full, q->rd_err_full,
+                                       q->rd_sigma_sub, q->rd_err_sub};
                 fprintf(f, ", \"noise_log2\": {");
-                for (int j = 0; j < 5; j++) {
+                for (int j = 0; j < 11; j++) {
                     if (j >= 3 && isnan(nv[j]))
                         continue; /* no second run */
                     fprintf(f, "%s\"%s\": ", j ? ", " : "", nm[j]);

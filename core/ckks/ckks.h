@@ -256,6 +256,8 @@ typedef struct ts_ckks_evalkeys ts_ckks_evalkeys_t;
 ts_status_t ts_ckks_evaluator_new(ts_ckks_params_t *params, const ts_ckks_evalkeys_t *keys,
                                   ts_ckks_evaluator_t **out);
 void ts_ckks_evaluator_free(ts_ckks_evaluator_t *ev); /* accepts NULL */
+/* The evaluation keys ev was made with (borrowed; NULL: none). */
+const ts_ckks_evalkeys_t *ts_ckks_evaluator_keys(const ts_ckks_evaluator_t *ev);
 
 ts_status_t ts_ckks_add(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
                         const ts_ckks_ciphertext_t *b, ts_ckks_ciphertext_t *out);

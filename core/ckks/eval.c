@@ -64,6 +64,11 @@ void ts_ckks_evaluator_free(ts_ckks_evaluator_t *ev)
     ts_free(ev);
 }
 
+const ts_ckks_evalkeys_t *ts_ckks_evaluator_keys(const ts_ckks_evaluator_t *ev)
+{
+    return ev ? ev->keys : NULL;
+}
+
 /* ----------------------------------------------------------- checks */
 
 bool ts__ckks_scales_match(double a, double b)

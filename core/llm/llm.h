@@ -649,6 +649,16 @@ ts_status_t ts_llm_enc_decrypt_lane(ts_ckks_encoder_t *ecd, const ts_ckks_secret
 ts_status_t ts_llm_enc_decrypt_lanes(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
                                      const ts_ckks_ciphertext_t *ct, int n, int first, int count,
                                      double *out, int w);
+/* Client: logits (vocabulary w, period pow2(w) per lane: the LM head's
+ * output, sanitized) of lanes [first, first + count) of n, decoded at their
+ * period pow2(w) n: the coefficients of that subring only, i.e. the average
+ * of the ciphertext's copies of the period, which divides the noise off it
+ * (the Renyi mode's flooding included) by sqrt(slots / period). As
+ * ts_llm_enc_decrypt_lanes otherwise; TS_EINVAL when the period does not
+ * divide the slots. */
+ts_status_t ts_llm_enc_decrypt_logits(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
+                                      const ts_ckks_ciphertext_t *ct, int n, int first, int count,
+                                      double *out, int w);
 /* The encrypted one-hot input of the engine's lanes: lane l holds tokens[l]
  * (ts_llm_enc_lanes tokens). */
 ts_status_t ts_llm_enc_encrypt_onehot_lanes(const ts_llm_enc_t *e, ts_ckks_encoder_t *ecd,
@@ -1050,7 +1060,13 @@ ts_status_t ts_llm_enc_encrypt_onehot(const ts_llm_enc_t *enc, ts_ckks_encoder_t
  * log2 Delta (lambda = 20 leaves ~7 bits at Delta = 2^40, N = 2^10; 40 needs
  * Delta >= 2^60 for similar precision).
  */
+typedef enum {
+    TS_LLM_SANITIZE_UNIFORM = 0, /* uniform flooding sized by lambda (statistical distance) */
+    TS_LLM_SANITIZE_RD = 1       /* projection + Gaussian flooding sized by Renyi divergence */
+} ts_llm_sanitize_mode_t;
+
 typedef struct ts_llm_sanitize_info {
+    int mode;              /* ts_llm_sanitize_mode_t */
     int level;             /* the fixed output level */
     double scale;          /* the fixed output scale (Delta) */
     int lambda;            /* statistical parameter asked for */
@@ -1058,7 +1074,14 @@ typedef struct ts_llm_sanitize_info {
     double flood_log2;     /* log2 F */
     double err_bound;      /* estimated absolute error the flooding adds per slot */
     double precision_bits; /* -log2(err_bound) */
-    double stat_security;  /* lambda - log2 N */
+    double stat_security;  /* lambda - log2 N (uniform mode; NAN in the Renyi mode) */
+    /* TS_LLM_SANITIZE_RD: the slots of the logits' period (the subring they
+     * are projected on), log2 of the Gaussian's sigma per coefficient and of
+     * the queries the bound covers, and the Renyi divergence of order 2
+     * over those queries (2 as planned). noise_log2 there: log2 of the
+     * stated bound on the noise's l2 norm, flood_log2 = sigma_log2. */
+    int period;
+    double sigma_log2, queries_log2, rd;
 } ts_llm_sanitize_info_t;
 
 /* B for params: 12 sqrt((1 + h) / 12), h the secret's Hamming weight (2N/3 for ternary). */
@@ -1067,6 +1090,37 @@ double ts_llm_sanitize_noise_bound(const ts_ckks_params_t *params);
  * q_0..q_level, TS_ELEVEL for a bad level, TS_EINVAL for lambda outside 0..128. */
 ts_status_t ts_llm_sanitize_plan(const ts_ckks_params_t *params, int level, int lambda,
                                  ts_llm_sanitize_info_t *info);
+/*
+ * The Renyi mode (docs/SECURITY.md "Sanitized logits"): the logits, a message
+ * of period `period` slots (pow2(vocab) x the engine's lanes), are projected
+ * on the subring of that period after the re-randomization (the trace of
+ * ts_boot's ModRaise: log2(N / 2 period) rotations at `level`, keys
+ * ts_llm_sanitize_steps), which removes every component of the computation's
+ * noise the client could otherwise read off that subring, and c_0 gets a
+ * rounded Gaussian of sigma per coefficient. With e the noise the logits
+ * carry (||e||_2 <= 2^noise_l2_log2, a stated bound: `tessera bench decode
+ * --noise` measures it, "run_diff_logit_subring" + log2 sqrt(2 period) - 1/2),
+ * the client's view differs from one without e by a Renyi divergence of
+ * order 2 of at most exp(||e||^2 / sigma^2) per reply; sigma = 2^noise_l2_log2
+ * sqrt(2^queries_log2 / ln 2) keeps 2^queries_log2 replies within 2, so any
+ * search problem on the weights (recovering one, say) succeeds with at most
+ * sqrt(2 p), p its success from noise-free logits. Precision: a logit decoded
+ * at `period` slots (ts_llm_enc_decrypt_logits) moves by sigma sqrt(period) /
+ * Delta (one sigma; err_bound is 6 of them). TS_ERANGE when sigma does not
+ * fit q_0..q_level, TS_EINVAL for a bad period, bound or query count.
+ */
+ts_status_t ts_llm_sanitize_plan_rd(const ts_ckks_params_t *params, int level, int period,
+                                    double noise_l2_log2, double queries_log2,
+                                    ts_llm_sanitize_info_t *info);
+/* The rotation steps (Galois keys, on N/2 slots) of that projection:
+ * period 2^i below N/2 (capacity *count; steps NULL: count only). */
+ts_status_t ts_llm_sanitize_steps(const ts_ckks_params_t *params, int period, int64_t *steps,
+                                  size_t *count);
+/* Sanitize ct in place as `plan` says (either mode; see ts_llm_sanitize):
+ * ev must hold the projection's keys in the Renyi mode (TS_ENOKEY). */
+ts_status_t ts_llm_sanitize_with(ts_ckks_evaluator_t *ev, const ts_ckks_public_key_t *pk,
+                                 const ts_llm_sanitize_info_t *plan, ts_prng_t *prng,
+                                 ts_ckks_ciphertext_t *ct);
 /*
  * Sanitize ct in place (its level must be >= level; a scale not within 2^-30
  * of Delta is corrected exactly with one more level). pk: the client's public

@@ -12,6 +12,10 @@
 
 /* Largest flooding bound (bits) we draw: uniform values stay below 2^63. */
 #define SAN_MAX_FLOOD_BITS 60.0
+/* A Gaussian flood's largest sigma (bits): samples stay below 2^(that + 4),
+ * exactly representable in a double (Box-Muller's |z| < 8.6 with 53-bit
+ * uniforms). */
+#define SAN_MAX_SIGMA_BITS 48.0
 
 double ts_llm_sanitize_noise_bound(const ts_ckks_params_t *p)
 {
@@ -56,6 +60,141 @@ static ts_status_t flood(ts_ckks_ciphertext_t *ct, double fbits, ts_prng_t *prng
     return st;
 }
 
+/* c_0 += round(sigma z), z standard normal (Box-Muller on the CSPRNG's
+ * 53-bit uniforms), on every coefficient, in NTT form. */
+static ts_status_t flood_gauss(ts_ckks_ciphertext_t *ct, double sigma, ts_prng_t *prng)
+{
+    ts_ckks_params_t *p = ts_ckks_ciphertext_params(ct);
+    ts_poly_t *c0 = ts_ckks_ciphertext_poly(ct, 0);
+    size_t n = ts_ckks_params_n(p);
+    ts_poly_t *e = NULL;
+    ts_status_t st = ts_poly_new(ts_ckks_params_ring(p), c0->nq, 0, false, &e);
+    double z[2] = {0, 0};
+    for (size_t k = 0; k < n && st == TS_OK; k++) {
+        if (k % 2 == 0) {
+            double u1 = 0, u2 = 0;
+            st = ts_prng_double(prng, &u1);
+            if (st == TS_OK)
+                st = ts_prng_double(prng, &u2);
+            double r = sqrt(-2.0 * log(1.0 - u1)); /* 1 - u1 in (0, 1] */
+            z[0] = r * cos(2.0 * M_PI * u2);
+            z[1] = r * sin(2.0 * M_PI * u2);
+        }
+        double v = nearbyint(sigma * z[k % 2]);
+        uint64_t mag = (uint64_t)fabs(v);
+        for (uint32_t j = 0; j < c0->nq && st == TS_OK; j++) {
+            uint64_t q = ts_ckks_params_q(p, j), r = mag % q;
+            e->data[(size_t)j * n + k] = v >= 0 || r == 0 ? r : q - r;
+        }
+    }
+    z[0] = z[1] = 0;
+    if (st == TS_OK)
+        st = ts_poly_ntt(e);
+    if (st == TS_OK)
+        st = ts_poly_add(c0, c0, e);
+    if (e)
+        ts_memzero(e->data, (size_t)c0->nq * n * sizeof(uint64_t));
+    ts_poly_free(e);
+    return st;
+}
+
+/*
+ * ct (level l, slots S, message periodic with period `period`) -> its
+ * projection on the subring of X^(N / 2 period): times (N / 2 period)^-1
+ * mod each q, then the trace sum_j sigma_{5^(period j)} as log2(N / 2 period)
+ * rotations by period 2^i on N / 2 slots (exactly ts_boot's ModRaise trace).
+ * A periodic message is unchanged; every other component (the computation's
+ * noise off that subring) is gone, and the key switches add noise that
+ * depends only on c_1 and the keys.
+ */
+static ts_status_t project(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *ct, int period)
+{
+    ts_ckks_params_t *p = ts_ckks_ciphertext_params(ct);
+    size_t n = ts_ckks_params_n(p), slots = ts_ckks_ciphertext_slots(ct);
+    int level = ts_ckks_ciphertext_level(ct);
+    double scale = ts_ckks_ciphertext_scale(ct);
+    if ((size_t)period >= n / 2)
+        return TS_OK; /* the whole ring: nothing to remove */
+    uint64_t g = n / 2 / (uint64_t)period, ginv[TS_CKKS_MAX_Q];
+    for (int l = 0; l <= level; l++) {
+        uint64_t q = ts_ckks_params_q(p, (size_t)l);
+        ginv[l] = ts_mod_inv(g % q, q);
+    }
+    ts_ckks_ciphertext_t *r = NULL;
+    ts_status_t st = ts_ckks_ciphertext_new(p, level, &r);
+    for (int i = 0; i < 2 && st == TS_OK; i++) {
+        ts_poly_t *c = ts_ckks_ciphertext_poly(ct, i);
+        st = ts_poly_mul_scalar(c, c, ginv);
+    }
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_set_meta(ct, level, 1, scale, n / 2);
+    for (size_t s = (size_t)period; s < n / 2 && st == TS_OK; s *= 2) {
+        st = ts_ckks_rotate(ev, ct, (int64_t)s, r);
+        if (st == TS_OK)
+            st = ts_ckks_add(ev, ct, r, ct);
+    }
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct), 1, scale, slots);
+    ts_ckks_ciphertext_free(r);
+    return st;
+}
+
+ts_status_t ts_llm_sanitize_steps(const ts_ckks_params_t *p, int period, int64_t *steps,
+                                  size_t *count)
+{
+    if (!p || !count || period < 1 || (period & (period - 1)))
+        return TS_EINVAL;
+    size_t half = ts_ckks_params_n(p) / 2, n = 0, cap = steps ? *count : 0;
+    for (size_t s = (size_t)period; s < half; s *= 2) {
+        if (n < cap)
+            steps[n] = (int64_t)s;
+        n++;
+    }
+    bool fits = !steps || n <= cap;
+    *count = n;
+    return fits ? TS_OK : TS_ERANGE;
+}
+
+ts_status_t ts_llm_sanitize_plan_rd(const ts_ckks_params_t *p, int level, int period,
+                                    double noise_l2_log2, double queries_log2,
+                                    ts_llm_sanitize_info_t *info)
+{
+    if (!p || !info || period < 1 || (period & (period - 1)) || !(noise_l2_log2 > 0) ||
+        !(noise_l2_log2 < 64) || !(queries_log2 >= 0) || !(queries_log2 <= 40))
+        return TS_EINVAL;
+    if ((size_t)period > ts_ckks_params_n(p) / 2)
+        return TS_EINVAL;
+    if (level < 0 || level > ts_ckks_params_max_level(p))
+        return TS_ELEVEL;
+    memset(info, 0, sizeof(*info));
+    double delta = ts_ckks_params_scale(p);
+    info->mode = TS_LLM_SANITIZE_RD;
+    info->level = level;
+    info->scale = delta;
+    info->period = period;
+    info->noise_log2 = noise_l2_log2;
+    info->queries_log2 = queries_log2;
+    /* Renyi divergence of order 2 between the view with the noise e and
+     * without: exp(||e||^2 / sigma^2) per query for a Gaussian of sigma
+     * per coefficient (the integer rounding is a function of the shifted
+     * value: it cannot increase it); 2^queries of them multiply. sigma =
+     * ||e|| sqrt(2^queries / ln 2) keeps the product at 2. */
+    info->sigma_log2 = noise_l2_log2 + 0.5 * (queries_log2 - log2(log(2.0)));
+    info->rd = exp(exp2(queries_log2 + 2.0 * (noise_l2_log2 - info->sigma_log2)));
+    info->flood_log2 = info->sigma_log2;
+    /* a slot decoded at `period` slots (ts_llm_enc_decrypt_logits) reads the
+     * 2 period coefficients of the subring: its real part moves by sigma
+     * sqrt(period) / Delta (one sigma); 6 sigma as the uniform mode's bound */
+    info->err_bound = 6.0 * exp2(info->sigma_log2) * sqrt((double)period) / delta;
+    info->precision_bits = -log2(info->err_bound);
+    info->stat_security = NAN;
+    double logq = ts_ckks_params_logq(p, level);
+    if (info->sigma_log2 > SAN_MAX_SIGMA_BITS || info->sigma_log2 + 6.0 > logq - 1.0 ||
+        log2(delta) + 8.0 > logq - 1.0)
+        return TS_ERANGE;
+    return TS_OK;
+}
+
 ts_status_t ts_llm_sanitize_plan(const ts_ckks_params_t *p, int level, int lambda,
                                  ts_llm_sanitize_info_t *info)
 {
@@ -66,6 +205,7 @@ ts_status_t ts_llm_sanitize_plan(const ts_ckks_params_t *p, int level, int lambd
     memset(info, 0, sizeof(*info));
     double n = (double)ts_ckks_params_n(p), delta = ts_ckks_params_scale(p);
     double b = ts_llm_sanitize_noise_bound(p);
+    info->mode = TS_LLM_SANITIZE_UNIFORM;
     info->level = level;
     info->scale = delta;
     info->lambda = lambda;
@@ -92,13 +232,42 @@ ts_status_t ts_llm_sanitize(ts_ckks_evaluator_t *ev, const ts_ckks_public_key_t 
 {
     if (!ev || !pk || !prng || !ct)
         return TS_EINVAL;
-    ts_ckks_params_t *p = ts_ckks_ciphertext_params(ct);
     ts_llm_sanitize_info_t plan;
-    ts_status_t st = ts_llm_sanitize_plan(p, level, lambda, &plan);
-    if (st != TS_OK)
-        return st;
+    ts_status_t st = ts_llm_sanitize_plan(ts_ckks_ciphertext_params(ct), level, lambda, &plan);
+    if (st == TS_OK)
+        st = ts_llm_sanitize_with(ev, pk, &plan, prng, ct);
+    if (st == TS_OK && info)
+        *info = plan;
+    return st;
+}
+
+ts_status_t ts_llm_sanitize_with(ts_ckks_evaluator_t *ev, const ts_ckks_public_key_t *pk,
+                                 const ts_llm_sanitize_info_t *plan, ts_prng_t *prng,
+                                 ts_ckks_ciphertext_t *ct)
+{
+    if (!ev || !pk || !prng || !ct || !plan)
+        return TS_EINVAL;
+    ts_ckks_params_t *p = ts_ckks_ciphertext_params(ct);
+    const int level = plan->level;
+    ts_status_t st = TS_OK;
+    if (plan->mode != TS_LLM_SANITIZE_UNIFORM && plan->mode != TS_LLM_SANITIZE_RD)
+        return TS_EINVAL;
+    if (level < 0 || level > ts_ckks_params_max_level(p))
+        return TS_ELEVEL;
+    if (!(fabs(plan->scale / ts_ckks_params_scale(p) - 1.0) < 0x1p-30))
+        return TS_EMISMATCH;
     if (ts_ckks_ciphertext_degree(ct) != 1)
         return TS_EINVAL;
+    size_t slots0 = ts_ckks_ciphertext_slots(ct);
+    if (plan->mode == TS_LLM_SANITIZE_RD) {
+        if (plan->period < 1 || (size_t)plan->period > slots0 || slots0 % (size_t)plan->period)
+            return TS_EINVAL;
+        /* the projection's keys, before ct is touched */
+        const ts_ckks_evalkeys_t *ek = ts_ckks_evaluator_keys(ev);
+        for (size_t s = (size_t)plan->period; s < ts_ckks_params_n(p) / 2; s *= 2)
+            if (!ek || ts_ckks_evalkeys_rotation_level(ek, (int64_t)s) < level)
+                return TS_ENOKEY;
+    }
     int lv = ts_ckks_ciphertext_level(ct);
     if (lv < level)
         return TS_ELEVEL;
@@ -140,11 +309,16 @@ ts_status_t ts_llm_sanitize(ts_ckks_evaluator_t *ev, const ts_ckks_public_key_t 
         st = ts_ckks_ciphertext_set_meta(z, level, 1, delta, slots);
     if (st == TS_OK)
         st = ts_ckks_add(ev, ct, z, ct);
-    /* 4. flood c_0 */
-    if (st == TS_OK && plan.lambda > 0)
-        st = flood(ct, plan.flood_log2, prng);
-    if (st == TS_OK && info)
-        *info = plan;
+    /* 4. (Renyi mode) project on the logits' subring: after the
+     * re-randomization, so that the key switches' noise depends on a fresh
+     * c_1 only */
+    if (st == TS_OK && plan->mode == TS_LLM_SANITIZE_RD)
+        st = project(ev, ct, plan->period);
+    /* 5. flood c_0 */
+    if (st == TS_OK && plan->mode == TS_LLM_SANITIZE_UNIFORM && plan->lambda > 0)
+        st = flood(ct, plan->flood_log2, prng);
+    if (st == TS_OK && plan->mode == TS_LLM_SANITIZE_RD)
+        st = flood_gauss(ct, exp2(plan->sigma_log2), prng);
     ts_ckks_ciphertext_free(z);
     ts_ckks_plaintext_free(pt);
     ts_free(zeros);

@@ -256,12 +256,196 @@ START_TEST(test_bench_decode_quick)
 }
 END_TEST
 
+/* The centered coefficients mod q_0 of ct's decryption at level 0. */
+static void dec_coeffs(const ts_ckks_secret_key_t *sk, ts_ckks_evaluator_t *ev, ts_ckks_params_t *p,
+                       const ts_ckks_ciphertext_t *ct, int64_t *out)
+{
+    size_t N = ts_ckks_params_n(p);
+    uint64_t q0 = ts_ckks_params_q(p, 0);
+    ts_ckks_ciphertext_t *c = NULL;
+    ts_ckks_plaintext_t *pt = NULL;
+    ts_poly_t *poly = NULL;
+    uint64_t *w = malloc(N * sizeof *w);
+    ck_assert_ptr_nonnull(w);
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(p, 0, &c));
+    ck_assert_ts_ok(ts_ckks_drop_to_level(ev, ct, 0, c));
+    ck_assert_ts_ok(ts_ckks_plaintext_new(p, 0, &pt));
+    ck_assert_ts_ok(ts_ckks_decrypt(sk, c, pt));
+    ck_assert_ts_ok(ts_poly_clone(ts_ckks_plaintext_poly(pt), &poly));
+    if (poly->is_ntt)
+        ck_assert_ts_ok(ts_poly_intt(poly));
+    ck_assert_ts_ok(ts_poly_download(poly, w));
+    for (size_t i = 0; i < N; i++)
+        out[i] = w[i] > q0 / 2 ? -(int64_t)(q0 - w[i]) : (int64_t)w[i];
+    free(w);
+    ts_poly_free(poly);
+    ts_ckks_plaintext_free(pt);
+    ts_ckks_ciphertext_free(c);
+}
+
+/* mean and variance of v[i] over the coefficients off the subring of X^gap */
+static void off_stats(const int64_t *v, size_t n, size_t gap, double *mean, double *var)
+{
+    double s = 0, ss = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i % gap) {
+            s += (double)v[i];
+            ss += (double)v[i] * (double)v[i];
+            k++;
+        }
+    *mean = s / (double)k;
+    *var = ss / (double)k - *mean * *mean;
+}
+
+/*
+ * The Renyi mode of the sanitizer (ts_llm_sanitize_plan_rd): plan numbers,
+ * the projection on the logits' subring (oracle: the average of the
+ * period's copies in the slots; the coefficients off that subring carry no
+ * trace of a large non-periodic input afterwards), the Gaussian flood's
+ * variance (sample variance off the subring against sigma^2), and
+ * ts_llm_enc_decrypt_logits = the average of the copies of a full decode.
+ */
+START_TEST(test_sanitize_rd)
+{
+    ts_ckks_params_t *p = NULL;
+    ck_assert_ts_ok(ts_ckks_params_load_file("configs/params/test-n11.yaml", true, &p, NULL));
+    const size_t N = ts_ckks_params_n(p), S = 256, P = 32, gap = N / 2 / P;
+    const double delta = ts_ckks_params_scale(p);
+    ts_prng_t *prng = NULL;
+    ck_assert_ts_ok(ts_prng_new_os(&prng));
+    ts_ckks_secret_key_t *sk = NULL;
+    ts_ckks_public_key_t *pk = NULL;
+    ts_ckks_evalkeys_t *ek = NULL, *ek0 = NULL;
+    ck_assert_ts_ok(ts_ckks_keygen_secret(p, prng, &sk));
+    ck_assert_ts_ok(ts_ckks_keygen_public(sk, prng, &pk));
+    int64_t steps[16];
+    size_t ns = 16;
+    ck_assert_ts_ok(ts_llm_sanitize_steps(p, (int)P, steps, &ns));
+    ck_assert_uint_eq(ns, 5); /* 32, 64, ..., 512 below N/2 = 1024 */
+    ck_assert_ts_ok(ts_ckks_evalkeys_new(p, &ek));
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations(ek, sk, steps, ns, prng));
+    ck_assert_ts_ok(ts_ckks_evalkeys_new(p, &ek0)); /* no keys */
+    ts_ckks_evaluator_t *ev = NULL, *ev0 = NULL;
+    ck_assert_ts_ok(ts_ckks_evaluator_new(p, ek, &ev));
+    ck_assert_ts_ok(ts_ckks_evaluator_new(p, ek0, &ev0));
+    ts_ckks_encoder_t *ecd = NULL;
+    ck_assert_ts_ok(ts_ckks_encoder_new(p, &ecd));
+
+    /* plan numbers */
+    ts_llm_sanitize_info_t pl;
+    ck_assert_ts_ok(ts_llm_sanitize_plan_rd(p, 0, (int)P, 10.0, 12.0, &pl));
+    ck_assert_int_eq(pl.mode, TS_LLM_SANITIZE_RD);
+    ck_assert(fabs(pl.sigma_log2 - (10.0 + 0.5 * (12.0 - log2(log(2.0))))) < 1e-12);
+    ck_assert(fabs(pl.rd - 2.0) < 1e-9);
+    ck_assert(fabs(pl.err_bound - 6.0 * exp2(pl.sigma_log2) * sqrt((double)P) / delta) <
+              1e-12 * pl.err_bound);
+    ck_assert_ts_status(ts_llm_sanitize_plan_rd(p, 0, 24, 10.0, 12.0, &pl), TS_EINVAL);
+    ck_assert_ts_status(ts_llm_sanitize_plan_rd(p, 0, (int)P, 0.0, 12.0, &pl), TS_EINVAL);
+    ck_assert_ts_status(ts_llm_sanitize_plan_rd(p, 0, (int)P, 50.0, 12.0, &pl), TS_ERANGE);
+    ck_assert_ts_status(ts_llm_sanitize_plan_rd(p, 99, (int)P, 10.0, 12.0, &pl), TS_ELEVEL);
+
+    /* a period-P message plus a non-periodic part of 0.01 */
+    double v[256], avg[32] = {0}, got[256], lg[32];
+    for (size_t j = 0; j < P; j++) {
+        double u = 0;
+        ck_assert_ts_ok(ts_prng_double(prng, &u));
+        avg[j] = 2.0 * u - 1.0;
+    }
+    double pert[32] = {0};
+    for (size_t j = 0; j < S; j++) {
+        double u = 0;
+        ck_assert_ts_ok(ts_prng_double(prng, &u));
+        v[j] = avg[j % P] + 0.01 * (2.0 * u - 1.0);
+        pert[j % P] += (v[j] - avg[j % P]) / (double)(S / P);
+    }
+    for (size_t j = 0; j < P; j++)
+        avg[j] += pert[j]; /* the projection: the copies' average */
+    ts_ckks_ciphertext_t *ct = NULL, *c2 = NULL;
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(p, 1, &ct));
+    ck_assert_ts_ok(ts_ckks_ciphertext_new(p, 1, &c2));
+    ck_assert_ts_ok(ts_ckks_encrypt_sk_real(ecd, sk, v, S, S, 1, delta, prng, NULL, ct));
+    ck_assert_ts_ok(ts_ckks_ciphertext_copy(c2, ct));
+    int64_t *co = malloc(N * sizeof *co);
+    ck_assert_ptr_nonnull(co);
+    double m0, v0, m1, v1;
+    dec_coeffs(sk, ev, p, ct, co);
+    off_stats(co, N, gap, &m0, &v0);
+
+    /* projection, (almost) no flood: sigma = 2^(1 + 0.26) */
+    ck_assert_ts_ok(ts_llm_sanitize_plan_rd(p, 0, (int)P, 1.0, 0.0, &pl));
+    ck_assert_ts_status(ts_llm_sanitize_with(ev0, pk, &pl, prng, c2), TS_ENOKEY);
+    ck_assert_ts_ok(ts_llm_sanitize_with(ev, pk, &pl, prng, ct));
+    ck_assert_int_eq(ts_ckks_ciphertext_level(ct), 0);
+    ck_assert_uint_eq(ts_ckks_ciphertext_slots(ct), S);
+    ck_assert_ts_ok(ts_llm_enc_decrypt_lanes(ecd, sk, ct, 1, 0, 1, got, (int)S));
+    double worst = 0;
+    for (size_t j = 0; j < S; j++)
+        worst = fmax(worst, fabs(got[j] - avg[j % P]));
+    dec_coeffs(sk, ev, p, ct, co);
+    off_stats(co, N, gap, &m1, &v1);
+    printf("sanitize (Renyi mode) projection: slots vs the copies' average %.2e; coefficients "
+           "off the period's subring: rms 2^%.1f before, 2^%.1f after\n",
+           worst, 0.5 * log2(v0), 0.5 * log2(v1));
+    ck_assert(worst < 1e-6);
+    ck_assert(0.5 * log2(v0) > 25.0); /* the non-periodic part */
+    ck_assert(0.5 * log2(v1) < 14.0); /* only fresh noise left */
+
+    /* the flood: sigma = 2^20 exactly */
+    ck_assert_ts_ok(
+        ts_llm_sanitize_plan_rd(p, 0, (int)P, 20.0 - 0.5 * (0.0 - log2(log(2.0))), 0.0, &pl));
+    ck_assert(fabs(pl.sigma_log2 - 20.0) < 1e-12);
+    ck_assert_ts_ok(ts_llm_sanitize_with(ev, pk, &pl, prng, c2));
+    dec_coeffs(sk, ev, p, c2, co);
+    off_stats(co, N, gap, &m1, &v1);
+    double sig2 = exp2(40.0), n_off = (double)(N - N / gap);
+    printf("sanitize (Renyi mode) flood: sigma 2^20, sample variance off the subring %.4f "
+           "sigma^2 (standard error %.3f), mean %.2f sigma / sqrt(n)\n",
+           v1 / sig2, sqrt(2.0 / n_off), m1 / sqrt(sig2 / n_off));
+    ck_assert(fabs(v1 / sig2 - 1.0) < 5.0 * sqrt(2.0 / n_off));
+    ck_assert(fabs(m1) < 5.0 * sqrt(sig2 / n_off));
+    /* the flood's error in the slots: about sigma sqrt(S) / Delta decoded at
+     * S slots, sigma sqrt(P) / Delta decoded at the period (the copies'
+     * average, ts_llm_enc_decrypt_logits) */
+    ck_assert_ts_ok(ts_llm_enc_decrypt_lanes(ecd, sk, c2, 1, 0, 1, got, (int)S));
+    ck_assert_ts_ok(ts_llm_enc_decrypt_logits(ecd, sk, c2, 1, 0, 1, lg, (int)P));
+    double ssf = 0, ss = 0;
+    for (size_t j = 0; j < S; j++)
+        ssf += (got[j] - avg[j % P]) * (got[j] - avg[j % P]);
+    for (size_t r = 0; r < P; r++)
+        ss += (lg[r] - avg[r]) * (lg[r] - avg[r]);
+    double sdf = sqrt(ssf / (double)S), sd = sqrt(ss / (double)P);
+    double want = exp2(pl.sigma_log2) * sqrt((double)P) / delta;
+    double wantf = exp2(pl.sigma_log2) * sqrt((double)S) / delta;
+    printf("flood error in the slots: sd %.3e at %zu slots (sigma sqrt(S) / Delta = %.3e), "
+           "%.3e decoded at the period %zu (sigma sqrt(P) / Delta = %.3e)\n",
+           sdf, S, wantf, sd, P, want);
+    ck_assert(sdf > 0.8 * wantf && sdf < 1.25 * wantf); /* 256 samples */
+    ck_assert(sd > 0.5 * want && sd < 1.6 * want);      /* 32 samples */
+    ck_assert_ts_status(ts_llm_enc_decrypt_logits(ecd, sk, c2, 1, 0, 1, lg, 300), TS_EINVAL);
+
+    free(co);
+    ts_ckks_ciphertext_free(ct);
+    ts_ckks_ciphertext_free(c2);
+    ts_ckks_encoder_free(ecd);
+    ts_ckks_evaluator_free(ev);
+    ts_ckks_evaluator_free(ev0);
+    ts_ckks_evalkeys_free(ek);
+    ts_ckks_evalkeys_free(ek0);
+    ts_ckks_public_key_free(pk);
+    ts_ckks_secret_key_free(sk);
+    ts_prng_free(prng);
+    ts_ckks_params_free(p);
+}
+END_TEST
+
 TS_TEST_SUITE(llm_serve)
 {
     Suite *s = suite_create("llm_serve");
     TCase *tc = ts_tcase("serve", 0);
     tcase_add_test(tc, test_embed_onehot_aidreams);
     tcase_add_test(tc, test_tiny_decode_sanitized);
+    tcase_add_test(tc, test_sanitize_rd);
     tcase_add_test(tc, test_bench_decode_quick);
     suite_add_tcase(s, tc);
     return s;
