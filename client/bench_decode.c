@@ -599,13 +599,22 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                     goto out;
                 }
                 int nl = g_prefill ? g_prefill : g_lanes;
-                st = ts_llm_enc_decrypt_lane(ecd, sk, lg, nl, nl - 1, dl, V);
+                st = ts_llm_enc_decrypt_logits(ecd, sk, lg, nl, nl - 1, 1, dl, V);
                 for (int i = 0; i < V; i++)
                     logits[i] = (float)dl[i];
                 free(dl);
                 TRY(st);
             } else {
-                TRY(ts_llm_enc_decrypt_vec(ecd, sk, lg, logits, V));
+                double *dl = calloc((size_t)V, sizeof *dl);
+                if (!dl) {
+                    st = TS_ENOMEM;
+                    goto out;
+                }
+                st = ts_llm_enc_decrypt_logits(ecd, sk, lg, 1, 0, 1, dl, V);
+                for (int i = 0; i < V; i++)
+                    logits[i] = (float)dl[i];
+                free(dl);
+                TRY(st);
             }
             double mx = 0, ra = 0;
             for (int i = 0; i < V; i++) {

@@ -1095,14 +1095,15 @@ int ts_cmd_generate(int argc, char **argv)
          * tokens: sample k's in lane k */
         nd = spec ? nb : lanes > 1 && pos >= n_prompt ? S : 1;
         spec_err = dr->err_bound;
-        if (st == TS_OK && lanes == 1) {
-            st = ts_llm_enc_decrypt_vec(ecd, g.sk, lg, logits, V);
-        } else if (st == TS_OK) {
-            /* a speculative pass: every lane's, lane 0's sampled now */
+        if (st == TS_OK) {
+            /* read at their period (the average of the ciphertext's copies:
+             * ModelInfo.logits_period); a speculative pass: every lane's,
+             * lane 0's sampled now */
             float *dst = spec ? spec_lg : logits;
             double *dl = calloc((size_t)V * nd, sizeof *dl);
-            st = dl ? ts_llm_enc_decrypt_lanes(ecd, g.sk, lg, (int)lanes, nd > 1 ? 0 : (int)nb - 1,
-                                               (int)nd, dl, V)
+            st = dl ? ts_llm_enc_decrypt_logits(ecd, g.sk, lg, (int)lanes,
+                                                nd > 1 || lanes == 1 ? 0 : (int)nb - 1, (int)nd, dl,
+                                                V)
                     : TS_ENOMEM;
             for (size_t i = 0; st == TS_OK && i < (size_t)V * nd; i++)
                 dst[i] = (float)dl[i];

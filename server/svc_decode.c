@@ -32,6 +32,9 @@ typedef struct dec_model_cfg {
     int64_t max_sessions;
     int64_t session_memory_bytes;
     int64_t sanitize_lambda;
+    /* > 0: the Renyi mode (ts_llm_sanitize_plan_rd): log2 of the bound on
+     * the logits' noise (l2, on their subring) and of the replies it covers */
+    double sanitize_noise_l2_log2, sanitize_queries_log2;
     int64_t logits_level;
     char policies[64];
     char costs[512];
@@ -118,6 +121,12 @@ struct ts_dec_session {
         .max = (hi)                                                                                \
     }
 
+#define DBL(key, field, lo, hi)                                                                    \
+    {                                                                                              \
+        .name = key, .type = TS_CFG_DOUBLE, .offset = offsetof(dec_model_cfg_t, field),            \
+        .dmin = (lo), .dmax = (hi)                                                                 \
+    }
+
 static const ts_cfg_directive_t model_table[] = {
     {.name = "path",
      .type = TS_CFG_STRING,
@@ -135,6 +144,8 @@ static const ts_cfg_directive_t model_table[] = {
     INT("max_sessions", max_sessions, 1, 1 << 16),
     INT("session_memory_bytes", session_memory_bytes, 1 * MiB, INT64_MAX),
     INT("sanitize_lambda", sanitize_lambda, 0, 128),
+    DBL("sanitize_noise_l2_log2", sanitize_noise_l2_log2, 0.0, 60.0),
+    DBL("sanitize_queries_log2", sanitize_queries_log2, 0.0, 40.0),
     INT("logits_level", logits_level, 0, 63),
     STR("policies", policies),
     STR("costs", costs),
@@ -216,6 +227,15 @@ static void step_add(int64_t *steps, int32_t *levels, size_t *n, int64_t step, i
  * given, of the SlotToCoeff-first bootstrapper (each at its own level).
  * [out] *steps, *levels: ts_calloc'd.
  */
+/* The period of enc's logits in its slots: pow2(vocab) times its lanes. */
+static int logits_period(const ts_dec_model_t *md, const ts_llm_enc_t *enc)
+{
+    int pv = 1;
+    while (pv < ts_llm_model_config(md->m)->vocab_size)
+        pv *= 2;
+    return pv * ts_llm_enc_lanes(enc);
+}
+
 static ts_status_t engine_steps(ts_dec_model_t *md, const ts_llm_enc_t *enc, const ts_boot_t *stc,
                                 int64_t **steps, int32_t **levels, size_t *count)
 {
@@ -236,9 +256,18 @@ static ts_status_t engine_steps(ts_dec_model_t *md, const ts_llm_enc_t *enc, con
     }
     if (st != TS_OK)
         return st;
+    /* the Renyi mode's projection of the logits on their subring */
+    int64_t ps[64];
+    size_t np = 0;
+    if (md->cfg.sanitize_noise_l2_log2 > 0) {
+        np = sizeof ps / sizeof ps[0];
+        st = ts_llm_sanitize_steps(md->p, logits_period(md, enc), ps, &np);
+        if (st != TS_OK)
+            return st;
+    }
     es = ts_calloc(ne + 1, sizeof *es);
-    *steps = ts_calloc(ne + nb[0] + nb[1] + 1, sizeof **steps);
-    *levels = ts_calloc(ne + nb[0] + nb[1] + 1, sizeof **levels);
+    *steps = ts_calloc(ne + nb[0] + nb[1] + np + 1, sizeof **steps);
+    *levels = ts_calloc(ne + nb[0] + nb[1] + np + 1, sizeof **levels);
     if (!es || !*steps || !*levels)
         st = TS_ENOMEM;
     for (int k = 0; k < 2 && st == TS_OK; k++) {
@@ -259,6 +288,8 @@ static ts_status_t engine_steps(ts_dec_model_t *md, const ts_llm_enc_t *enc, con
     for (int k = 0; k < 2; k++)
         for (size_t i = 0; extra[k] && i < nb[k] && st == TS_OK; i++)
             step_add(*steps, *levels, &n, bs[k][i], bl[k][i]);
+    for (size_t i = 0; i < np && st == TS_OK; i++)
+        step_add(*steps, *levels, &n, ps[i], (int)md->cfg.logits_level);
     *count = n;
     ts_free(es);
     for (int k = 0; k < 2; k++) {
@@ -454,6 +485,7 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
     c->max_sessions = 4;
     c->session_memory_bytes = 8 * GiB;
     c->sanitize_lambda = 40;
+    c->sanitize_queries_log2 = 12.0;
     c->logits_level = 0;
     ts_cfg_error_t ce;
     memset(&ce, 0, sizeof ce);
@@ -547,7 +579,27 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
         md->max_ctx = (int)c->max_context;
     if ((st = model_policies(md, file, costs_dir, err, err_size)) != TS_OK)
         return st;
-    st = ts_llm_sanitize_plan(md->p, (int)c->logits_level, (int)c->sanitize_lambda, &md->san);
+    if (c->sanitize_noise_l2_log2 > 0) {
+        st = ts_llm_sanitize_plan_rd(md->p, (int)c->logits_level, logits_period(md, md->enc),
+                                     c->sanitize_noise_l2_log2, c->sanitize_queries_log2, &md->san);
+        if (st == TS_ENOTSUP) {
+            snprintf(err, err_size,
+                     "%s: sanitize_noise_l2_log2 needs params of N/2 slots (the projection's "
+                     "Galois keys); %s has 2^%d of N = 2^%d",
+                     file, c->params, ts_ckks_params_log_slots(md->p), ts_ckks_params_log_n(md->p));
+            return TS_ECONFIG;
+        }
+        if (st != TS_OK) {
+            snprintf(err, err_size,
+                     "%s: sanitize_noise_l2_log2 %.2f with sanitize_queries_log2 %.1f: a flood "
+                     "of sigma 2^%.1f does not fit level %lld of params %s",
+                     file, c->sanitize_noise_l2_log2, c->sanitize_queries_log2, md->san.sigma_log2,
+                     (long long)c->logits_level, c->params);
+            return TS_ECONFIG;
+        }
+    } else {
+        st = ts_llm_sanitize_plan(md->p, (int)c->logits_level, (int)c->sanitize_lambda, &md->san);
+    }
     if (st != TS_OK) {
         snprintf(err, err_size,
                  "%s: sanitize_lambda %lld does not fit level %lld of params %s (flooding 2^%.0f)",
@@ -557,10 +609,14 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
     }
     if (md->san.precision_bits < 4.0) {
         snprintf(err, err_size,
-                 "%s: sanitize_lambda %lld leaves %.1f bits of logit precision at scale 2^%.0f "
+                 "%s: %s %lld leaves %.1f bits of logit precision at scale 2^%.0f "
                  "(error up to %.3g): lower it or use params with a larger scale",
-                 file, (long long)c->sanitize_lambda, md->san.precision_bits,
-                 ts_ckks_params_scale_log2(md->p), md->san.err_bound);
+                 file,
+                 md->san.mode == TS_LLM_SANITIZE_RD ? "the flood of sanitize_queries_log2"
+                                                    : "sanitize_lambda",
+                 md->san.mode == TS_LLM_SANITIZE_RD ? (long long)c->sanitize_queries_log2
+                                                    : (long long)c->sanitize_lambda,
+                 md->san.precision_bits, ts_ckks_params_scale_log2(md->p), md->san.err_bound);
         return TS_ECONFIG;
     }
     const ts_llm_config_t *mc = ts_llm_model_config(md->m);
@@ -647,7 +703,16 @@ ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
                 md->boot != NULL, md->boot_pd ? 1 << ts_boot_config(md->boot_pd)->log_slots : 0,
                 md->cfg.policies[0] ? md->cfg.policies : "ckks", md->san.lambda, md->san.level,
                 md->san.err_bound, ts_llm_enc_norm_defer(md->enc));
-        if (st == TS_OK)
+        if (st == TS_OK && md->san.mode == TS_LLM_SANITIZE_RD)
+            ts_log(TS_LOG_INFO, "tesserad",
+                   "event=sanitize model=%s mode=renyi period=%d noise_l2_log2=%.2f "
+                   "sigma_log2=%.2f queries_log2=%.1f renyi_divergence=%.3f: the logits are "
+                   "projected on their subring and flooded so that 2^%.0f replies stay within "
+                   "a Renyi divergence of %.0f of replies without the computation's noise, as "
+                   "long as that noise stays below the stated bound (docs/SECURITY.md)",
+                   md->name, md->san.period, md->san.noise_log2, md->san.sigma_log2,
+                   md->san.queries_log2, md->san.rd, md->san.queries_log2, md->san.rd);
+        else if (st == TS_OK)
             ts_log(TS_LOG_WARN, "tesserad",
                    "event=sanitize_limit model=%s: the logits' flooding (2^%.1f) is sized from "
                    "an estimate of their noise (2^%.1f) that the noise measured before "
@@ -779,6 +844,14 @@ void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi)
     mi->public_prefix = true;
     mi->sanitize_lambda = md->san.lambda;
     mi->logits_err_bound = md->san.err_bound;
+    if (md->san.mode == TS_LLM_SANITIZE_RD) {
+        mi->sanitize_mode = (char *)"renyi";
+        mi->sanitize_sigma_log2 = md->san.sigma_log2;
+        mi->sanitize_queries_log2 = md->san.queries_log2;
+        mi->logits_period = (uint32_t)md->san.period;
+    } else {
+        mi->sanitize_mode = (char *)"uniform";
+    }
     mi->session_memory_bytes = (uint64_t)md->cfg.session_memory_bytes;
 }
 
@@ -1055,6 +1128,26 @@ void ts_dec_result_clear(ts_dec_result_t *r)
 const char *const ts_dec_stage_names[TS_DEC_STAGES] = {
     "embed", "matvec", "attention", "nonlinear", "bootstrap", "convert", "other", "sanitize"};
 
+/* Sanitize a reply's logits as the model says (md->san); the Renyi mode
+ * projects on the logits' period in the session's engine (its lanes). */
+static ts_status_t sanitize_reply(const ts_dec_model_t *md, ts_dec_session_t *s,
+                                  ts_ckks_ciphertext_t *lg, ts_llm_sanitize_info_t *info)
+{
+    if (md->san.mode != TS_LLM_SANITIZE_RD)
+        return ts_llm_sanitize(s->ev, s->pk, md->san.level, md->san.lambda, s->prng, lg, info);
+    ts_llm_sanitize_info_t plan = md->san;
+    int per = logits_period(md, s->pol->enc);
+    ts_status_t st = TS_OK;
+    if (per != plan.period)
+        st = ts_llm_sanitize_plan_rd(md->p, md->san.level, per, md->san.noise_log2,
+                                     md->san.queries_log2, &plan);
+    if (st == TS_OK)
+        st = ts_llm_sanitize_with(s->ev, s->pk, &plan, s->prng, lg);
+    if (st == TS_OK && info)
+        *info = plan;
+    return st;
+}
+
 /*
  * A public position (its token in the clear, the session's public prefix):
  * the plaintext model's step on the session's plaintext state, the K and V
@@ -1124,7 +1217,7 @@ static ts_status_t public_step(ts_dec_session_t *s, uint32_t pos, int token, boo
             st = ts_llm_enc_encrypt_input_pk(enc, ecd, s->pk, s->prng, logits, c->vocab_size,
                                              md->san.level, lg);
         if (st == TS_OK)
-            st = ts_llm_sanitize(s->ev, s->pk, md->san.level, md->san.lambda, s->prng, lg, &info);
+            st = sanitize_reply(md, s, lg, &info);
         if (st == TS_OK)
             st = ts_wire_ct_encode(lg, md->pid, 0, &res->logits, &res->logits_size);
         if (st != TS_OK) {
@@ -1269,7 +1362,7 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, uint32_t n, c
     ts_llm_sanitize_info_t info = {0};
     if (!cache_only) {
         uint64_t ts0 = ts_now_ns();
-        st = ts_llm_sanitize(s->ev, s->pk, md->san.level, md->san.lambda, s->prng, lg, &info);
+        st = sanitize_reply(md, s, lg, &info);
         if (st != TS_OK) {
             snprintf(why, why_size, "sanitizing the logits failed: %s", ts_strerror(st));
             goto out;

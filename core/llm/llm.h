@@ -1107,7 +1107,9 @@ ts_status_t ts_llm_sanitize_plan(const ts_ckks_params_t *params, int level, int 
  * sqrt(2 p), p its success from noise-free logits. Precision: a logit decoded
  * at `period` slots (ts_llm_enc_decrypt_logits) moves by sigma sqrt(period) /
  * Delta (one sigma; err_bound is 6 of them). TS_ERANGE when sigma does not
- * fit q_0..q_level, TS_EINVAL for a bad period, bound or query count.
+ * fit q_0..q_level, TS_EINVAL for a bad period, bound or query count,
+ * TS_ENOTSUP for a preset of fewer than N/2 slots (its Galois keys are
+ * rotations mod its own slot count: the projection's steps above it have none).
  */
 ts_status_t ts_llm_sanitize_plan_rd(const ts_ckks_params_t *params, int level, int period,
                                     double noise_l2_log2, double queries_log2,

@@ -164,6 +164,10 @@ ts_status_t ts_llm_sanitize_plan_rd(const ts_ckks_params_t *p, int level, int pe
         return TS_EINVAL;
     if ((size_t)period > ts_ckks_params_n(p) / 2)
         return TS_EINVAL;
+    /* the projection's Galois keys are rotations on N/2 slots: a preset of
+     * fewer slots has no key for the steps at or above its own count */
+    if (ts_ckks_params_log_slots(p) != ts_ckks_params_log_n(p) - 1)
+        return TS_ENOTSUP;
     if (level < 0 || level > ts_ckks_params_max_level(p))
         return TS_ELEVEL;
     memset(info, 0, sizeof(*info));
@@ -265,8 +269,13 @@ ts_status_t ts_llm_sanitize_with(ts_ckks_evaluator_t *ev, const ts_ckks_public_k
         /* the projection's keys, before ct is touched */
         const ts_ckks_evalkeys_t *ek = ts_ckks_evaluator_keys(ev);
         for (size_t s = (size_t)plan->period; s < ts_ckks_params_n(p) / 2; s *= 2)
-            if (!ek || ts_ckks_evalkeys_rotation_level(ek, (int64_t)s) < level)
+            if (!ek || ts_ckks_evalkeys_rotation_level(ek, (int64_t)s) < level) {
+                ts_log(TS_LOG_DEBUG, "llm",
+                       "sanitize: no rotation key for step %zu at level %d (the projection on "
+                       "the logits' period %d: ts_llm_sanitize_steps)",
+                       s, level, plan->period);
                 return TS_ENOKEY;
+            }
     }
     int lv = ts_ckks_ciphertext_level(ct);
     if (lv < level)

@@ -324,7 +324,8 @@ START_TEST(test_sanitize_rd)
     ck_assert_ts_ok(ts_llm_sanitize_steps(p, (int)P, steps, &ns));
     ck_assert_uint_eq(ns, 5); /* 32, 64, ..., 512 below N/2 = 1024 */
     ck_assert_ts_ok(ts_ckks_evalkeys_new(p, &ek));
-    ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations(ek, sk, steps, ns, prng));
+    int lvs[16] = {0}; /* capped at level 0, where they run (as a client makes them) */
+    ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations_at(ek, sk, steps, lvs, ns, prng));
     ck_assert_ts_ok(ts_ckks_evalkeys_new(p, &ek0)); /* no keys */
     ts_ckks_evaluator_t *ev = NULL, *ev0 = NULL;
     ck_assert_ts_ok(ts_ckks_evaluator_new(p, ek, &ev));

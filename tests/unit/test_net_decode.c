@@ -106,11 +106,13 @@ static void dfx_start(dfx_t *f)
                "bootstrap: true\npolicies: ckks, hybrid\nmax_context: 4\nmax_sessions: 2\n"
                "sanitize_lambda: 20\n",
                f->model);
-    /* and with four lanes: prompts prefilled four positions per pass */
+    /* and with four lanes: prompts prefilled four positions per pass; its
+     * logits sanitized in the Renyi mode (projected on their period, 32 x 4
+     * slots, and flooded for 2^12 replies of noise up to 2^20 in l2) */
     write_yaml(f->models, "tinyp.yaml",
                "path: %s\nparams: test-llm-tiny-boot\napprox: configs/approx/tiny-test.yaml\n"
                "bootstrap: true\nprefill_lanes: 4\nmax_context: 8\nmax_sessions: 2\n"
-               "sanitize_lambda: 20\n",
+               "sanitize_noise_l2_log2: 20\nsanitize_queries_log2: 12\n",
                f->model);
     /* and without flooding (re-randomized logits only): the sampled ids of
      * --samples then sit far from the sampler's boundaries */
@@ -1794,6 +1796,21 @@ START_TEST(test_decode_model_files)
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "bits of logit precision");
     snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 60\n", model, base);
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "does not fit");
+    /* the Renyi mode: a preset of fewer than N/2 slots (test-llm-tiny), a
+     * noise bound whose flood does not fit q_0, one that leaves too little
+     * precision, a query count outside the key's range */
+    const char *full = "params: test-llm-tiny-boot\napprox: configs/approx/tiny-test.yaml\n";
+    snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_noise_l2_log2: 20\n", model, base);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "needs params of N/2 slots");
+    snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_noise_l2_log2: 50\n", model, full);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "does not fit");
+    snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_noise_l2_log2: 30\n", model, full);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "sanitize_queries_log2 12 leaves");
+    snprintf(yaml, sizeof yaml,
+             "path: %s\n%ssanitize_noise_l2_log2: 20\nsanitize_queries_log2: 41\n", model, full);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "sanitize_queries_log2");
+    snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_noise_l2_log2: 20\n", model, full);
+    registry_expect(dir, yaml, "tiny.yaml", TS_OK, NULL);
     /* prefill_lanes: a power of two, with bootstrapping, policy ckks only */
     snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\nprefill_lanes: 4\n", model, base);
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "with bootstrap: true");
