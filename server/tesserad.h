@@ -219,6 +219,9 @@ void ts_agg_result_free(ProtobufCBinaryData *out, size_t count);
  *   max_sessions: 4                  live sessions of this model
  *   session_memory_bytes: 8589934592 keys + KV cache of one session
  *   sanitize_lambda: 40              flooding statistical parameter (bits)
+ *   sanitize_noise_l2_log2: 0        > 0: the Renyi mode (projection + Gaussian flood;
+ *                                    log2 of the stated l2 bound of the logits' noise)
+ *   sanitize_queries_log2: 12        replies the Renyi mode's bound covers (log2)
  *   logits_level: 0                  fixed level of returned logits
  *   policies: ckks, hybrid, tfhe     decode policies served (default ckks; hybrid
  *                                    and tfhe need bootstrap: true and the
