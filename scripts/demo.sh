@@ -132,21 +132,36 @@ if [ -z "$insecure" ]; then
 else
     echo "preset $params: INSECURE test size, for a demo that fits in minutes"
 fi
-# flooding of the returned logits (core/llm/sanitize.c): at N = 2^16 the noise
-# to drown is larger and lambda 20 would leave under 1 bit of logit precision at
-# scale 2^40, so the 128-bit demo floods with lambda 16 (error bound ~0.04);
-# docs/SECURITY.md discusses the parameter
-lambda=20
-[ -z "$insecure" ] && lambda=16
-echo "logits flooded with sanitize_lambda $lambda"
+# sanitization of the returned logits (core/llm/sanitize.c, docs/SECURITY.md):
+# at 128 bits the Renyi mode (the logits projected on their subring, Gaussian
+# flooding sized from the noise they carry): its l2 bound measured with
+# `tessera bench decode --noise` at boot-n16-dense (2^22.74 at 8 positions,
+# 2^23.54 at 16; the bound below keeps ~0.8 / ~1 bit of margin) covering
+# 2^10 / 2^8 replies within a Renyi divergence of 2, ~0.01 per logit; longer
+# contexts carry more noise (2^25.1 at 64 of 128 positions) than that
+# precision affords, so they fall back to uniform flooding with lambda 16,
+# which gives no guarantee for the weights; the insecure preset floods
+# uniformly with lambda 20
+ctx=${DEMO_CONTEXT:-8}
+sanitize="sanitize_lambda: 20"
+if [ -z "$insecure" ] && [ "$ctx" -le 8 ]; then
+    sanitize="sanitize_noise_l2_log2: 23.5
+sanitize_queries_log2: 10"
+elif [ -z "$insecure" ] && [ "$ctx" -le 16 ]; then
+    sanitize="sanitize_noise_l2_log2: 24.5
+sanitize_queries_log2: 8"
+elif [ -z "$insecure" ]; then
+    sanitize="sanitize_lambda: 16"
+fi
+echo "logits sanitized with: $(echo "$sanitize" | tr '\n' ' ')(docs/SECURITY.md)"
 mkdir -p "$work/models"
 cat > "$work/models/aidreams.yaml" <<YAML
 path: $PWD/$model
 params: $params
 bootstrap: true
-max_context: ${DEMO_CONTEXT:-8}
+max_context: $ctx
 max_sessions: 1
-sanitize_lambda: $lambda
+$sanitize
 policies: $policy
 YAML
 # DEMO_PREFILL=N (a power of two, policy ckks): the model's engine carries N

@@ -697,12 +697,13 @@ ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
             ts_log(
                 TS_LOG_INFO, "tesserad",
                 "event=model_loaded model=%s params=%s max_context=%d lanes=%d rotation_keys=%zu "
-                "bootstrap=%d stream_bootstrap_slots=%d policies=%s sanitize_lambda=%d "
-                "logits_level=%d logit_err_bound=%.3g norm_defer=%d",
+                "bootstrap=%d stream_bootstrap_slots=%d policies=%s sanitize=%s "
+                "sanitize_lambda=%d logits_level=%d logit_err_bound=%.3g norm_defer=%d",
                 md->name, md->cfg.params, md->max_ctx, ts_llm_enc_lanes(md->enc), md->n_steps,
                 md->boot != NULL, md->boot_pd ? 1 << ts_boot_config(md->boot_pd)->log_slots : 0,
-                md->cfg.policies[0] ? md->cfg.policies : "ckks", md->san.lambda, md->san.level,
-                md->san.err_bound, ts_llm_enc_norm_defer(md->enc));
+                md->cfg.policies[0] ? md->cfg.policies : "ckks",
+                md->san.mode == TS_LLM_SANITIZE_RD ? "renyi" : "uniform", md->san.lambda,
+                md->san.level, md->san.err_bound, ts_llm_enc_norm_defer(md->enc));
         if (st == TS_OK && md->san.mode == TS_LLM_SANITIZE_RD)
             ts_log(TS_LOG_INFO, "tesserad",
                    "event=sanitize model=%s mode=renyi period=%d noise_l2_log2=%.2f "
