@@ -64,7 +64,7 @@ typedef struct {
     /* the run difference on the logits' own subring (period pow2(vocab):
      * every N / (2 pv)-th coefficient): log2 rms and max; and what Gaussian
      * flooding sized by Renyi divergence would cost (rd_flood below) */
-    double nz_sub_rms, nz_sub_max;
+    double nz_sub_rms, nz_sub_max, nz_l2; /* nz_l2: one run's l2 on that subring */
     double rd_sigma_full, rd_err_full, rd_sigma_sub, rd_err_sub;
 } pos_t;
 
@@ -536,7 +536,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 q->noise = true;
                 q->nz_b = log2(ts_llm_sanitize_noise_bound(p));
                 coeff_stats(nz_cur, N, gap, true, &q->nz_off_rms, &q->nz_off_max);
-                q->nz_diff_rms = q->nz_diff_max = q->nz_sub_rms = q->nz_sub_max = NAN;
+                q->nz_diff_rms = q->nz_diff_max = q->nz_sub_rms = q->nz_sub_max = q->nz_l2 = NAN;
                 q->rd_sigma_full = q->rd_err_full = q->rd_sigma_sub = q->rd_err_sub = NAN;
                 if (nz_pos == last && nz_tok == tokens[last]) {
                     size_t pv = 1, gsub;
@@ -552,6 +552,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                              &q->rd_sigma_full, &q->rd_err_full);
                     rd_flood(q->nz_sub_rms + 0.5 * log2((double)(2 * pv)), (double)pv, delta,
                              &q->rd_sigma_sub, &q->rd_err_sub);
+                    q->nz_l2 = q->nz_sub_rms + 0.5 * log2((double)(2 * pv)) - 0.5;
                 }
                 memcpy(nz_prev, nz_cur, N * sizeof *nz_cur);
                 nz_pos = last;
@@ -562,10 +563,12 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                         "run: rms 2^%.2f, max 2^%.2f (on the logits' subring: rms 2^%.2f, max "
                         "2^%.2f); B = 2^%.2f; Gaussian flooding for 2^%.0f queries at Renyi "
                         "divergence 2: sigma 2^%.2f, logit error 2^%.2f (all coefficients) or "
-                        "sigma 2^%.2f, error 2^%.2f (projected on the logits' subring)\n",
+                        "sigma 2^%.2f, error 2^%.2f (projected on the logits' subring); the "
+                        "logits' noise there, l2: 2^%.2f (a model's sanitize_noise_l2_log2, "
+                        "plus a margin)\n",
                         last, gap, q->nz_off_rms, q->nz_off_max, q->nz_diff_rms, q->nz_diff_max,
                         q->nz_sub_rms, q->nz_sub_max, q->nz_b, RD_QUERIES_LOG2, q->rd_sigma_full,
-                        q->rd_err_full, q->rd_sigma_sub, q->rd_err_sub);
+                        q->rd_err_full, q->rd_sigma_sub, q->rd_err_sub, q->nz_l2);
                 t2 = ts_now_ns();
             }
             if (!g_cache_only)
@@ -735,7 +738,10 @@ static void usage(FILE *f)
                "q_0): log2 rms and max outside the sparse packing's subring (noise alone), and,\n"
                "when the previous record ran the same position and token (--context L,L: a\n"
                "second, independently encrypted run), of the two runs' difference (JSON:\n"
-               "noise_log2), against B, the flooding's noise estimate; one lane only.\n");
+               "noise_log2), against B, the flooding's noise estimate; one lane only. With\n"
+               "two runs also the difference on the logits' subring, the l2 of the logits'\n"
+               "noise there (logit_noise_l2: what a model's sanitize_noise_l2_log2 bounds,\n"
+               "docs/SECURITY.md) and the Renyi mode's sigma and logit error for 2^12 replies.\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
@@ -817,7 +823,7 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                 fprintf(f, ", \"after_prefill\": %d", q->after);
             if (q->noise) {
                 /* log2 of a zero is -inf: null */
-                const char *nm[11] = {"off_subring_rms",
+                const char *nm[12] = {"off_subring_rms",
                                       "off_subring_max",
                                       "B",
                                       "run_diff_rms",
@@ -827,13 +833,14 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                                       "rd_sigma_all",
                                       "rd_logit_err_all",
                                       "rd_sigma_projected",
-                                      "rd_logit_err_projected"};
-                const double nv[11] = {q->nz_off_rms,   q->nz_off_max,    q->nz_b,
+                                      "rd_logit_err_projected",
+                                      "logit_noise_l2"};
+                const double nv[12] = {q->nz_off_rms,   q->nz_off_max,    q->nz_b,
                                        q->nz_diff_rms,  q->nz_diff_max,   q->nz_sub_rms,
                                        q->nz_sub_max,   q->rd_sigma_full, q->rd_err_full,
-                                       q->rd_sigma_sub, q->rd_err_sub};
+                                       q->rd_sigma_sub, q->rd_err_sub,    q->nz_l2};
                 fprintf(f, ", \"noise_log2\": {");
-                for (int j = 0; j < 11; j++) {
+                for (int j = 0; j < 12; j++) {
                     if (j >= 3 && isnan(nv[j]))
                         continue; /* no second run */
                     fprintf(f, "%s\"%s\": ", j ? ", " : "", nm[j]);
