@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,7 @@ struct ts_dec_model {
     int max_ctx;
     int log_slots; /* the engines' working slot count (sized for max_context) */
     ts_llm_sanitize_info_t san;
+    atomic_uint_least64_t replies; /* sanitized logits sent (every session, every worker) */
     uint64_t kv_bytes; /* KV cache of a full session (estimate; with lanes, a speculative pass's
                           rows too) */
     int sessions;      /* live sessions (loop thread) */
@@ -1131,8 +1133,8 @@ const char *const ts_dec_stage_names[TS_DEC_STAGES] = {
 
 /* Sanitize a reply's logits as the model says (md->san); the Renyi mode
  * projects on the logits' period in the session's engine (its lanes). */
-static ts_status_t sanitize_reply(const ts_dec_model_t *md, ts_dec_session_t *s,
-                                  ts_ckks_ciphertext_t *lg, ts_llm_sanitize_info_t *info)
+static ts_status_t sanitize_reply(ts_dec_model_t *md, ts_dec_session_t *s, ts_ckks_ciphertext_t *lg,
+                                  ts_llm_sanitize_info_t *info)
 {
     if (md->san.mode != TS_LLM_SANITIZE_RD)
         return ts_llm_sanitize(s->ev, s->pk, md->san.level, md->san.lambda, s->prng, lg, info);
@@ -1146,6 +1148,20 @@ static ts_status_t sanitize_reply(const ts_dec_model_t *md, ts_dec_session_t *s,
         st = ts_llm_sanitize_with(s->ev, s->pk, &plan, s->prng, lg);
     if (st == TS_OK && info)
         *info = plan;
+    /* the bound covers 2^queries replies; past them (all clients together:
+     * colluding clients pool theirs) it degrades to R = 2^(replies / Q):
+     * said at Q, 2Q, 4Q, ... */
+    if (st != TS_OK)
+        return st;
+    uint64_t n = atomic_fetch_add(&md->replies, 1) + 1;
+    double q = exp2(plan.queries_log2), k = (double)n / q;
+    if (k >= 1.0 && floor(k) == k && (n & (n - 1)) == 0)
+        ts_log(TS_LOG_WARN, "tesserad",
+               "event=sanitize_budget model=%s replies=%llu queries_log2=%.1f: the model's "
+               "sanitized replies have reached %.0f x the count its Renyi bound covers at R = "
+               "2; for any search on the weights it now gives R <= 2^%.0f, success at most "
+               "sqrt(R p) (docs/SECURITY.md): restate sanitize_queries_log2 or rotate the model",
+               md->name, (unsigned long long)n, plan.queries_log2, k, k);
     return st;
 }
 

@@ -108,11 +108,12 @@ static void dfx_start(dfx_t *f)
                f->model);
     /* and with four lanes: prompts prefilled four positions per pass; its
      * logits sanitized in the Renyi mode (projected on their period, 32 x 4
-     * slots, and flooded for 2^12 replies of noise up to 2^20 in l2) */
+     * slots, and flooded for 1 reply of noise up to 2^20 in l2: the
+     * daemon then says when its replies pass the bound's count) */
     write_yaml(f->models, "tinyp.yaml",
                "path: %s\nparams: test-llm-tiny-boot\napprox: configs/approx/tiny-test.yaml\n"
                "bootstrap: true\nprefill_lanes: 4\nmax_context: 8\nmax_sessions: 2\n"
-               "sanitize_noise_l2_log2: 20\nsanitize_queries_log2: 12\n",
+               "sanitize_noise_l2_log2: 20\nsanitize_queries_log2: 0\n",
                f->model);
     /* and without flooding (re-randomized logits only): the sampled ids of
      * --samples then sit far from the sampler's boundaries */
@@ -460,6 +461,22 @@ START_TEST(test_generate_prefill)
     ck_assert_uint_eq(got, n - n_prompt);
     for (size_t i = 0; i < got; i++)
         ck_assert_int_eq(ids[i], want[n_prompt + i]);
+    /* the Renyi bound covers 1 reply: the daemon said when the model passed it */
+    char logp[800];
+    snprintf(logp, sizeof logp, "%s/tesserad.log", f.d.dir);
+    FILE *lf = fopen(logp, "r");
+    ck_assert_ptr_nonnull(lf);
+    bool said_mode = false, said_budget = false;
+    char *ll = NULL;
+    size_t lcap = 0;
+    while (getline(&ll, &lcap, lf) > 0) {
+        said_mode |= strstr(ll, "event=sanitize model=tinyp mode=renyi period=128") != NULL;
+        said_budget |= strstr(ll, "event=sanitize_budget model=tinyp replies=1 ") != NULL;
+    }
+    free(ll);
+    fclose(lf);
+    ck_assert(said_mode);
+    ck_assert(said_budget);
     dfx_stop(&f);
 }
 END_TEST
