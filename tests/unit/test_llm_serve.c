@@ -6,8 +6,11 @@
  * configs/approx/tiny-test.yaml) from one-hot inputs against ts_llm_forward;
  * the sanitized logits: fixed level 0 and scale Delta, still within the stated
  * error bound of the unsanitized ones, and re-randomized (two sanitizations of
- * the same ciphertext differ); `tessera bench decode --quick` reports every
- * field and the plaintext argmax at every position.
+ * the same ciphertext differ); the Renyi mode (test_sanitize_rd: the
+ * projection against the average of the period's copies, the Gaussian
+ * flood's variance against sigma^2, the slot error against sigma sqrt(n) /
+ * Delta); `tessera bench decode --quick` reports every field and the
+ * plaintext argmax at every position.
  */
 #include <math.h>
 #include <stdio.h>
