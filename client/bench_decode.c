@@ -76,6 +76,7 @@ typedef struct {
     pos_t p[64];
     double keygen_ms, key_mib, key_mem_mib;
     int lambda;
+    ts_llm_sanitize_info_t san; /* the plan the steps were sanitized with */
     double err_bound;
     int max_ctx;         /* the session's context limit: sizes the working slots */
     int n_ctx, ctxs[8];  /* contexts: each runs only the step at L - 1, after a prefill */
@@ -111,6 +112,9 @@ static int g_after = 0;
 static int g_ids[TS_LLM_MAX_SEQ], g_n_ids = 0;
 /* --noise: measure the coefficients of the logits before sanitization */
 static bool g_noise = false;
+/* --sanitize-l2 X [--sanitize-queries Q]: the Renyi mode (X > 0: the stated
+ * l2 bound of the logits' noise, log2; Q: log2 of the replies it covers) */
+static double g_san_l2 = 0.0, g_san_q = 12.0;
 
 static double ms_since(uint64_t t0)
 {
@@ -168,6 +172,15 @@ static void coeff_stats(const int64_t *v, size_t n, size_t gap, bool off, double
     }
     *rms = k && ss > 0 ? 0.5 * log2(ss / (double)k) : -INFINITY;
     *mx = m > 0 ? log2(m) : -INFINITY;
+}
+
+/* The logits' period in enc's slots: pow2(vocab) x lanes. */
+static int logit_period(const ts_llm_enc_t *enc, const ts_llm_model_t *m)
+{
+    int pv = 1;
+    while (pv < ts_llm_model_config(m)->vocab_size)
+        pv *= 2;
+    return pv * ts_llm_enc_lanes(enc);
 }
 
 /*
@@ -392,6 +405,14 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         st = ts_ckks_evalkeys_gen_rotations_at(ek, sk, steps, levels, ns, prng);
         free(levels);
         TRY(st);
+        if (g_san_l2 > 0) {
+            /* the Renyi mode's projection, at the logits' level 0 */
+            int64_t ps[64];
+            int pl[64] = {0};
+            size_t np = 64;
+            TRY(ts_llm_sanitize_steps(p, logit_period(enc, m), ps, &np));
+            TRY(ts_ckks_evalkeys_gen_rotations_at(ek, sk, ps, pl, np, prng));
+        }
     }
     k->keygen_ms = ms_since(t0);
     k->key_mem_mib = (double)ts_ckks_evalkeys_bytes(ek) / 1048576.0;
@@ -422,8 +443,12 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         goto out;
     }
     ts_llm_sanitize_info_t info;
-    TRY(ts_llm_sanitize_plan(p, 0, k->lambda, &info));
+    if (g_san_l2 > 0)
+        TRY(ts_llm_sanitize_plan_rd(p, 0, logit_period(enc, m), g_san_l2, g_san_q, &info));
+    else
+        TRY(ts_llm_sanitize_plan(p, 0, k->lambda, &info));
     k->err_bound = info.err_bound;
+    k->san = info;
     if (k->n_ctx > 0) {
         n_layers = ts_llm_model_config(m)->n_layers;
         ctx_toks = calloc((size_t)k->max_pos, sizeof *ctx_toks);
@@ -572,7 +597,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 t2 = ts_now_ns();
             }
             if (!g_cache_only)
-                TRY(ts_llm_sanitize(ev, pk, 0, k->lambda, prng, lg, NULL));
+                TRY(ts_llm_sanitize_with(ev, pk, &info, prng, lg));
             q->st[7] = ms_since(t2);
             q->ms = ms_since(t1);
             for (int i = 0; i < TS_LLM_STAGE_COUNT && i + 1 < NSTAGE - 1; i++) {
@@ -676,7 +701,8 @@ static void usage(FILE *f)
                "                            [--threads N] [--costs FILE] [--max-context N]\n"
                "                            [--context L[,L...]] [--kinds LIST]\n"
                "                            [--no-period-boot] [--norm-defer on|off]\n"
-               "                            [--cache-only]\n"
+               "                            [--cache-only] [--noise]\n"
+               "                            [--sanitize-l2 X [--sanitize-queries Q]]\n"
                "                            [--prefill N [--after K] | --lanes N]\n"
                "                            [--prompt-ids LIST]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
@@ -741,7 +767,11 @@ static void usage(FILE *f)
                "noise_log2), against B, the flooding's noise estimate; one lane only. With\n"
                "two runs also the difference on the logits' subring, the l2 of the logits'\n"
                "noise there (logit_noise_l2: what a model's sanitize_noise_l2_log2 bounds,\n"
-               "docs/SECURITY.md) and the Renyi mode's sigma and logit error for 2^12 replies.\n");
+               "docs/SECURITY.md) and the Renyi mode's sigma and logit error for 2^12 replies.\n"
+               "--sanitize-l2 X [--sanitize-queries Q]: sanitize in the Renyi mode (the logits\n"
+               "projected on their subring, a Gaussian flood for 2^Q replies, default 12, of\n"
+               "noise up to 2^X in l2; tesserad's sanitize_noise_l2_log2) instead of uniform\n"
+               "flooding: the logits' error against the plaintext then includes that flood.\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
@@ -764,13 +794,17 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                 "    {\"model\": \"%s\", \"params\": \"%s\", \"policy\": \"%s\", \"bootstrap\": "
                 "%s, \"status\": \"%s\", \"keygen_ms\": %.1f, \"eval_key_mib\": %.2f, "
                 "\"eval_key_mem_mib\": %.1f, "
-                "\"sanitize_lambda\": %d, \"flood_err_bound\": %.3g, \"max_context\": %d, "
+                "\"sanitize_lambda\": %d, \"sanitize_mode\": \"%s\", \"sanitize_sigma_log2\": "
+                "%.2f, \"sanitize_queries_log2\": %.1f, \"flood_err_bound\": %.3g, "
+                "\"max_context\": %d, "
                 "\"slots\": %d, \"period_boot_slots\": %d, \"max_positions\": %d, "
                 "\"norm_defer\": %s, \"mean_ms_per_token\": %.1f,",
                 k->model, k->params, ts_sched_policy_name(k->policy), k->boot ? "true" : "false",
                 ts_status_name(k->st), k->keygen_ms, k->key_mib, k->key_mem_mib, k->lambda,
-                k->err_bound, k->max_ctx, k->slots, k->period_slots, k->max_pos,
-                k->norm_defer ? "true" : "false", mean);
+                k->san.mode == TS_LLM_SANITIZE_RD ? "renyi" : "uniform",
+                k->san.mode == TS_LLM_SANITIZE_RD ? k->san.sigma_log2 : k->san.flood_log2,
+                k->san.queries_log2, k->err_bound, k->max_ctx, k->slots, k->period_slots,
+                k->max_pos, k->norm_defer ? "true" : "false", mean);
         char kinds[96];
         ts_llm_kinds_format(k->tfhe_kinds, kinds, sizeof kinds);
         fprintf(f, "\n      \"tfhe_kinds\": \"%s\", \"assignment\": \"%s\",", kinds,
@@ -955,6 +989,18 @@ int ts_bench_decode(int argc, char **argv)
             g_norm_defer = !strcmp(argv[++i], "on");
         } else if (!strcmp(argv[i], "--noise")) {
             g_noise = true;
+        } else if (!strcmp(argv[i], "--sanitize-l2") && i + 1 < argc) {
+            g_san_l2 = atof(argv[++i]);
+            if (!(g_san_l2 > 0 && g_san_l2 < 60)) {
+                fprintf(stderr, "bench decode: --sanitize-l2 takes log2 of a bound in (0, 60)\n");
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--sanitize-queries") && i + 1 < argc) {
+            g_san_q = atof(argv[++i]);
+            if (!(g_san_q >= 0 && g_san_q <= 40)) {
+                fprintf(stderr, "bench decode: --sanitize-queries takes 0..40 (log2)\n");
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--cache-only")) {
             g_cache_only = true;
         } else if ((!strcmp(argv[i], "--prefill") || !strcmp(argv[i], "--lanes")) && i + 1 < argc) {
