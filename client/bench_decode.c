@@ -174,15 +174,6 @@ static void coeff_stats(const int64_t *v, size_t n, size_t gap, bool off, double
     *mx = m > 0 ? log2(m) : -INFINITY;
 }
 
-/* The logits' period in enc's slots: pow2(vocab) x lanes. */
-static int logit_period(const ts_llm_enc_t *enc, const ts_llm_model_t *m)
-{
-    int pv = 1;
-    while (pv < ts_llm_model_config(m)->vocab_size)
-        pv *= 2;
-    return pv * ts_llm_enc_lanes(enc);
-}
-
 /*
  * --noise: Gaussian flooding sized by Renyi divergence (docs/SECURITY.md).
  * The logits decrypt to m + e + f (m: the approximate logits, e: the noise
@@ -410,7 +401,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             int64_t ps[64];
             int pl[64] = {0};
             size_t np = 64;
-            TRY(ts_llm_sanitize_steps(p, logit_period(enc, m), ps, &np));
+            TRY(ts_llm_sanitize_steps(p, ts_llm_enc_logits_period(enc), ps, &np));
             TRY(ts_ckks_evalkeys_gen_rotations_at(ek, sk, ps, pl, np, prng));
         }
     }
@@ -444,7 +435,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     }
     ts_llm_sanitize_info_t info;
     if (g_san_l2 > 0)
-        TRY(ts_llm_sanitize_plan_rd(p, 0, logit_period(enc, m), g_san_l2, g_san_q, &info));
+        TRY(ts_llm_sanitize_plan_rd(p, 0, ts_llm_enc_logits_period(enc), g_san_l2, g_san_q, &info));
     else
         TRY(ts_llm_sanitize_plan(p, 0, k->lambda, &info));
     k->err_bound = info.err_bound;

@@ -225,19 +225,11 @@ static void step_add(int64_t *steps, int32_t *levels, size_t *n, int64_t step, i
 }
 
 /*
- * The Galois steps of an engine (at its rotation level) and, when stc is
- * given, of the SlotToCoeff-first bootstrapper (each at its own level).
+ * The Galois steps of an engine (at its rotation level), when stc is given
+ * of the SlotToCoeff-first bootstrapper (each at its own level), and in the
+ * Renyi sanitization mode of the logits' projection (at the logits' level).
  * [out] *steps, *levels: ts_calloc'd.
  */
-/* The period of enc's logits in its slots: pow2(vocab) times its lanes. */
-static int logits_period(const ts_dec_model_t *md, const ts_llm_enc_t *enc)
-{
-    int pv = 1;
-    while (pv < ts_llm_model_config(md->m)->vocab_size)
-        pv *= 2;
-    return pv * ts_llm_enc_lanes(enc);
-}
-
 static ts_status_t engine_steps(ts_dec_model_t *md, const ts_llm_enc_t *enc, const ts_boot_t *stc,
                                 int64_t **steps, int32_t **levels, size_t *count)
 {
@@ -263,7 +255,7 @@ static ts_status_t engine_steps(ts_dec_model_t *md, const ts_llm_enc_t *enc, con
     size_t np = 0;
     if (md->cfg.sanitize_noise_l2_log2 > 0) {
         np = sizeof ps / sizeof ps[0];
-        st = ts_llm_sanitize_steps(md->p, logits_period(md, enc), ps, &np);
+        st = ts_llm_sanitize_steps(md->p, ts_llm_enc_logits_period(enc), ps, &np);
         if (st != TS_OK)
             return st;
     }
@@ -582,7 +574,7 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
     if ((st = model_policies(md, file, costs_dir, err, err_size)) != TS_OK)
         return st;
     if (c->sanitize_noise_l2_log2 > 0) {
-        st = ts_llm_sanitize_plan_rd(md->p, (int)c->logits_level, logits_period(md, md->enc),
+        st = ts_llm_sanitize_plan_rd(md->p, (int)c->logits_level, ts_llm_enc_logits_period(md->enc),
                                      c->sanitize_noise_l2_log2, c->sanitize_queries_log2, &md->san);
         if (st == TS_ENOTSUP) {
             snprintf(err, err_size,
@@ -1139,7 +1131,7 @@ static ts_status_t sanitize_reply(ts_dec_model_t *md, ts_dec_session_t *s, ts_ck
     if (md->san.mode != TS_LLM_SANITIZE_RD)
         return ts_llm_sanitize(s->ev, s->pk, md->san.level, md->san.lambda, s->prng, lg, info);
     ts_llm_sanitize_info_t plan = md->san;
-    int per = logits_period(md, s->pol->enc);
+    int per = ts_llm_enc_logits_period(s->pol->enc);
     ts_status_t st = TS_OK;
     if (per != plan.period)
         st = ts_llm_sanitize_plan_rd(md->p, md->san.level, per, md->san.noise_log2,

@@ -1279,6 +1279,11 @@ ts_status_t ts_llm_enc_decrypt_lanes(ts_ckks_encoder_t *ecd, const ts_ckks_secre
     return st;
 }
 
+int ts_llm_enc_logits_period(const ts_llm_enc_t *e)
+{
+    return e ? e->pv * e->lanes : 0;
+}
+
 ts_status_t ts_llm_enc_decrypt_logits(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
                                       const ts_ckks_ciphertext_t *ct, int n, int first, int count,
                                       double *out, int w)

@@ -649,6 +649,9 @@ ts_status_t ts_llm_enc_decrypt_lane(ts_ckks_encoder_t *ecd, const ts_ckks_secret
 ts_status_t ts_llm_enc_decrypt_lanes(ts_ckks_encoder_t *ecd, const ts_ckks_secret_key_t *sk,
                                      const ts_ckks_ciphertext_t *ct, int n, int first, int count,
                                      double *out, int w);
+/* The logits' period in the engine's slots: pow2(vocab) x its lanes (the
+ * subring the Renyi mode's sanitization projects them on). */
+int ts_llm_enc_logits_period(const ts_llm_enc_t *enc);
 /* Client: logits (vocabulary w, period pow2(w) per lane: the LM head's
  * output, sanitized) of lanes [first, first + count) of n, decoded at their
  * period pow2(w) n: the coefficients of that subring only, i.e. the average
