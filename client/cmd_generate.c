@@ -432,6 +432,19 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
     if (rc == TS_EXIT_OK)
         fprintf(stderr, "%s: keys generated and uploaded in %.0f ms (%.1f MiB, upload %.0f ms)\n",
                 g->prog, ms_since(t0), up_bytes / 1048576.0, (double)up_ns / 1e6);
+    /* what the server says of its logits' sanitization (the model host's
+     * protection; the client's privacy does not depend on it) */
+    if (rc == TS_EXIT_OK && mi->sanitize_mode && !strcmp(mi->sanitize_mode, "renyi"))
+        fprintf(stderr,
+                "%s: logits sanitized in the Renyi mode: projected on their %u-slot period, "
+                "Gaussian flood of sigma 2^%.1f for 2^%.0f replies (error up to %.2g per logit)\n",
+                g->prog, mi->logits_period, mi->sanitize_sigma_log2, mi->sanitize_queries_log2,
+                mi->logits_err_bound);
+    else if (rc == TS_EXIT_OK)
+        fprintf(stderr,
+                "%s: logits sanitized by uniform flooding (sanitize_lambda %d, error up to %.2g "
+                "per logit)\n",
+                g->prog, mi->sanitize_lambda, mi->logits_err_bound);
     *n_keys = nk;
     return rc;
 }

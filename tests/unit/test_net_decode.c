@@ -474,9 +474,21 @@ START_TEST(test_generate_prefill)
         said_budget |= strstr(ll, "event=sanitize_budget model=tinyp replies=1 ") != NULL;
     }
     free(ll);
+    ll = NULL;
+    lcap = 0;
     fclose(lf);
     ck_assert(said_mode);
     ck_assert(said_budget);
+    /* and tessera generate said what the server announced */
+    FILE *ge = fopen(errp, "r");
+    ck_assert_ptr_nonnull(ge);
+    bool told = false;
+    while (getline(&ll, &lcap, ge) > 0)
+        told |= strstr(ll, "logits sanitized in the Renyi mode: projected on their 128-slot "
+                           "period") != NULL;
+    free(ll);
+    fclose(ge);
+    ck_assert(told);
     dfx_stop(&f);
 }
 END_TEST
