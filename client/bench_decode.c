@@ -182,19 +182,20 @@ static void coeff_stats(const int64_t *v, size_t n, size_t gap, bool off, double
  * divergence of order 2 by exp(||e||^2 / sigma^2) per query, so Q queries
  * stay within R = 2 (any search problem, e.g. finding a weight, succeeds
  * with at most sqrt(2 p) where p is its probability without e) when sigma =
- * ||e|| sqrt(Q / ln 2). ||e|| is estimated from two runs' difference d (two
- * independent draws of e: ||e|| ~ ||d|| / sqrt 2) over the coefficients the
- * client sees: all N (flooding as built), or only the logits' subring of
- * 2 pv coefficients when the server first projects on it (the trace of
- * ts_boot's ModRaise, log2(N / 2 pv) rotations at level 0) and the client
- * decodes at pv slots. A real slot then moves by sigma sqrt(n) / Delta
- * (standard deviation; n the slots decoded). Values in log2.
+ * ||e|| sqrt(Q / ln 2) (ts_llm_sanitize_plan_rd). ||e|| is estimated from
+ * two runs' difference d (two independent draws of e: ||e|| ~ ||d|| /
+ * sqrt 2) over the coefficients the client sees: all N (flooding without
+ * the projection: the plan at the working slots as its "period"), or only
+ * the logits' subring of 2 pv coefficients (the Renyi mode: the plan at pv).
+ * Values in log2; NAN where the preset cannot plan it.
  */
 #define RD_QUERIES_LOG2 12.0
-static void rd_flood(double l2_log2, double slots, double delta, double *sigma, double *err)
+static void rd_flood(ts_ckks_params_t *p, double l2_log2, size_t slots, double *sigma, double *err)
 {
-    *sigma = l2_log2 - 0.5 + 0.5 * (RD_QUERIES_LOG2 - log2(log(2.0)));
-    *err = *sigma + 0.5 * log2(slots) - log2(delta);
+    ts_llm_sanitize_info_t i;
+    bool ok = ts_llm_sanitize_plan_rd(p, 0, (int)slots, l2_log2, RD_QUERIES_LOG2, &i) == TS_OK;
+    *sigma = ok ? i.sigma_log2 : NAN;
+    *err = ok ? log2(i.err_bound / 6.0) : NAN; /* one sigma */
 }
 
 #define TRY(x)                                                                                     \
@@ -563,12 +564,10 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                         nz_prev[i] -= nz_cur[i];
                     coeff_stats(nz_prev, N, 1, false, &q->nz_diff_rms, &q->nz_diff_max);
                     coeff_stats(nz_prev, N, gsub, false, &q->nz_sub_rms, &q->nz_sub_max);
-                    double delta = ts_ckks_params_scale(p);
-                    rd_flood(q->nz_diff_rms + 0.5 * log2((double)N), (double)k->slots, delta,
-                             &q->rd_sigma_full, &q->rd_err_full);
-                    rd_flood(q->nz_sub_rms + 0.5 * log2((double)(2 * pv)), (double)pv, delta,
-                             &q->rd_sigma_sub, &q->rd_err_sub);
                     q->nz_l2 = q->nz_sub_rms + 0.5 * log2((double)(2 * pv)) - 0.5;
+                    rd_flood(p, q->nz_diff_rms + 0.5 * log2((double)N) - 0.5, (size_t)k->slots,
+                             &q->rd_sigma_full, &q->rd_err_full);
+                    rd_flood(p, q->nz_l2, pv, &q->rd_sigma_sub, &q->rd_err_sub);
                 }
                 memcpy(nz_prev, nz_cur, N * sizeof *nz_cur);
                 nz_pos = last;

@@ -1288,26 +1288,24 @@ ts_status_t ts_llm_enc_decrypt_logits(ts_ckks_encoder_t *ecd, const ts_ckks_secr
                                       const ts_ckks_ciphertext_t *ct, int n, int first, int count,
                                       double *out, int w)
 {
-    if (!ecd || !sk || !ct || !out || n < 1 || (n & (n - 1)) || first < 0 || count < 1 ||
-        count > n - first || w <= 0)
+    if (!ct || n < 1 || (n & (n - 1)) || w <= 0)
         return TS_EINVAL;
     size_t per = (size_t)pow2_at_least(w) * (size_t)n, sl = ts_ckks_ciphertext_slots(ct);
     if (per > sl || sl % per)
         return TS_EINVAL;
-    /* every slot, then the average of the sl / per copies of the period (the
-     * projection on its subring: a decode at per slots would read only that
-     * subring's coefficients, but the sparse transforms assume the rest 0) */
-    const size_t cp = sl / per, lanes = (size_t)n;
-    double *buf = ts_malloc(sl * sizeof(double));
-    ts_status_t st = buf ? ts_llm_enc_decrypt_lanes(ecd, sk, ct, 1, 0, 1, buf, (int)sl) : TS_ENOMEM;
-    for (int k = 0; st == TS_OK && k < count; k++)
-        for (int i = 0; i < w; i++) {
-            double a = 0;
-            for (size_t c = 0; c < cp; c++)
-                a += buf[c * per + (size_t)i * lanes + (size_t)(first + k)];
-            out[(size_t)k * (size_t)w + (size_t)i] = a / (double)cp;
-        }
-    ts_free_secret(buf);
+    /* the same ciphertext read at the period: the decoder then takes only
+     * the coefficients of that subring (the average of the sl / per copies) */
+    ts_ckks_ciphertext_t *c = NULL;
+    ts_status_t st = ts_ckks_ciphertext_new(ts_ckks_ciphertext_params(ct),
+                                            ts_ckks_ciphertext_level(ct), &c);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_copy(c, ct);
+    if (st == TS_OK)
+        st = ts_ckks_ciphertext_set_meta(c, ts_ckks_ciphertext_level(ct), 1,
+                                         ts_ckks_ciphertext_scale(ct), per);
+    if (st == TS_OK)
+        st = ts_llm_enc_decrypt_lanes(ecd, sk, c, n, first, count, out, w);
+    ts_ckks_ciphertext_free(c);
     return st;
 }
 

@@ -418,6 +418,15 @@ START_TEST(test_sanitize_rd)
         ssf += (got[j] - avg[j % P]) * (got[j] - avg[j % P]);
     for (size_t r = 0; r < P; r++)
         ss += (lg[r] - avg[r]) * (lg[r] - avg[r]);
+    /* the read at the period is the average of the full read's copies */
+    double dmax = 0;
+    for (size_t r = 0; r < P; r++) {
+        double a = 0;
+        for (size_t c = 0; c < S / P; c++)
+            a += got[r + c * P] / (double)(S / P);
+        dmax = fmax(dmax, fabs(a - lg[r]));
+    }
+    ck_assert_msg(dmax < 1e-9, "period read vs the copies' average: %.3e", dmax);
     double sdf = sqrt(ssf / (double)S), sd = sqrt(ss / (double)P);
     double want = exp2(pl.sigma_log2) * sqrt((double)P) / delta;
     double wantf = exp2(pl.sigma_log2) * sqrt((double)S) / delta;
