@@ -1296,8 +1296,8 @@ ts_status_t ts_llm_enc_decrypt_logits(ts_ckks_encoder_t *ecd, const ts_ckks_secr
     /* the same ciphertext read at the period: the decoder then takes only
      * the coefficients of that subring (the average of the sl / per copies) */
     ts_ckks_ciphertext_t *c = NULL;
-    ts_status_t st = ts_ckks_ciphertext_new(ts_ckks_ciphertext_params(ct),
-                                            ts_ckks_ciphertext_level(ct), &c);
+    ts_status_t st =
+        ts_ckks_ciphertext_new(ts_ckks_ciphertext_params(ct), ts_ckks_ciphertext_level(ct), &c);
     if (st == TS_OK)
         st = ts_ckks_ciphertext_copy(c, ct);
     if (st == TS_OK)
