@@ -153,6 +153,13 @@ sanitize_queries_log2: 8"
 elif [ -z "$insecure" ]; then
     sanitize="sanitize_lambda: 16"
 fi
+# the Renyi mode's replies are counted in a state file (the demo's own, so
+# each demo starts at 0) and refused past the budget the bound covers
+case "$sanitize" in
+sanitize_noise*) sanitize="$sanitize
+sanitize_state: $work/aidreams.sanitize
+sanitize_budget: refuse" ;;
+esac
 echo "logits sanitized with: $(echo "$sanitize" | tr '\n' ' ')(docs/SECURITY.md)"
 mkdir -p "$work/models"
 cat > "$work/models/aidreams.yaml" <<YAML

@@ -17,8 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "server/tesserad.h"
 
 #define MAP_MAGIC  "TSKMAP01"
@@ -551,51 +549,21 @@ ts_status_t ts_keystore_finish(ts_keystore_t *ks, const char *ns, const uint8_t 
     if (fd < 0)
         return TS_ENOENT;
     /* The upload is ours while finishing: nobody else touches fd. */
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (!md)
-        return TS_ENOMEM;
-    uint8_t *buf = ts_malloc(1 << 20);
-    ts_status_t ret = TS_OK;
-    if (!buf) {
-        ret = TS_ENOMEM;
-        goto out_free_md;
-    }
-    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
-    for (uint64_t off = 0; off < size;) {
-        size_t want = size - off < (1u << 20) ? (size_t)(size - off) : (1u << 20);
-        ssize_t r = pread(fd, buf, want, (off_t)off);
-        if (r <= 0) {
-            ret = TS_EIO;
-            goto out_free_buf;
-        }
-        EVP_DigestUpdate(md, buf, (size_t)r);
-        off += (uint64_t)r;
-    }
     uint8_t got[32];
-    unsigned int len = 32;
-    EVP_DigestFinal_ex(md, got, &len);
-    if (memcmp(got, sha, 32) != 0) {
-        ret = TS_EFORMAT;
-        goto out_free_buf;
-    }
-    if (fsync(fd) != 0) {
-        ret = TS_EIO;
-        goto out_free_buf;
-    }
+    ts_status_t ret = ts_sha256_fd(fd, size, got);
+    if (ret != TS_OK)
+        return ret;
+    if (memcmp(got, sha, 32) != 0)
+        return TS_EFORMAT;
+    if (fsync(fd) != 0)
+        return TS_EIO;
     char part[700], key[700], dir[600];
     path_of(ks, ns, sha, ".part", part, sizeof part);
     path_of(ks, ns, sha, ".key", key, sizeof key);
     path_of(ks, ns, NULL, "", dir, sizeof dir);
-    if (rename(part, key) != 0) {
-        ret = TS_EIO;
-        goto out_free_buf;
-    }
-    ret = fsync_dir(dir);
-out_free_buf:
-    ts_free(buf);
-out_free_md:
-    EVP_MD_CTX_free(md);
-    return ret;
+    if (rename(part, key) != 0)
+        return TS_EIO;
+    return fsync_dir(dir);
 }
 
 void ts_keystore_finish_end(ts_keystore_t *ks, const char *ns, const uint8_t sha[32],

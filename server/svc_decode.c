@@ -36,6 +36,8 @@ typedef struct dec_model_cfg {
     /* > 0: the Renyi mode (ts_llm_sanitize_plan_rd): log2 of the bound on
      * the logits' noise (l2, on their subring) and of the replies it covers */
     double sanitize_noise_l2_log2, sanitize_queries_log2;
+    char sanitize_state[512]; /* the Renyi mode's reply count on disk (ts_san_state) */
+    char sanitize_budget[16]; /* "warn" or "refuse" past 2^queries replies */
     int64_t logits_level;
     char policies[64];
     char costs[512];
@@ -76,7 +78,10 @@ struct ts_dec_model {
     int max_ctx;
     int log_slots; /* the engines' working slot count (sized for max_context) */
     ts_llm_sanitize_info_t san;
-    atomic_uint_least64_t replies; /* sanitized logits sent (every session, every worker) */
+    atomic_uint_least64_t replies; /* sanitized logits sent (every session, every worker),
+                                      without a state file */
+    ts_san_state_t *san_state;     /* the count on disk (sanitize_state), else NULL */
+    bool san_refuse;               /* sanitize_budget: refuse */
     uint64_t kv_bytes; /* KV cache of a full session (estimate; with lanes, a speculative pass's
                           rows too) */
     int sessions;      /* live sessions (loop thread) */
@@ -148,6 +153,8 @@ static const ts_cfg_directive_t model_table[] = {
     INT("sanitize_lambda", sanitize_lambda, 0, 128),
     DBL("sanitize_noise_l2_log2", sanitize_noise_l2_log2, 0.0, 60.0),
     DBL("sanitize_queries_log2", sanitize_queries_log2, 0.0, 40.0),
+    STR("sanitize_state", sanitize_state),
+    STR("sanitize_budget", sanitize_budget),
     INT("logits_level", logits_level, 0, 63),
     STR("policies", policies),
     STR("costs", costs),
@@ -164,6 +171,7 @@ static void model_clear(ts_dec_model_t *md)
         ts_free(md->pol[i].levels);
     }
     ts_boot_free(md->stc);
+    ts_san_state_free(md->san_state);
     ts_llm_enc_free(md->enc);
     ts_boot_free(md->boot_pd);
     ts_boot_free(md->boot);
@@ -470,6 +478,45 @@ static ts_status_t model_policies(ts_dec_model_t *md, const char *file, const ch
     return st;
 }
 
+/* The Renyi mode's reply budget (sanitize_state, sanitize_budget). */
+static ts_status_t budget_open(ts_dec_model_t *md, const char *file, char *err, size_t err_size)
+{
+    const dec_model_cfg_t *c = &md->cfg;
+    bool refuse = strcmp(c->sanitize_budget, "refuse") == 0;
+    if (c->sanitize_budget[0] && !refuse && strcmp(c->sanitize_budget, "warn") != 0) {
+        snprintf(err, err_size, "%s: sanitize_budget is warn or refuse, not '%s'", file,
+                 c->sanitize_budget);
+        return TS_ECONFIG;
+    }
+    if ((c->sanitize_state[0] || c->sanitize_budget[0]) && md->san.mode != TS_LLM_SANITIZE_RD) {
+        snprintf(err, err_size,
+                 "%s: sanitize_state and sanitize_budget count the Renyi mode's replies "
+                 "(sanitize_noise_l2_log2 > 0); the uniform mode has no reply budget",
+                 file);
+        return TS_ECONFIG;
+    }
+    if (refuse && !c->sanitize_state[0]) {
+        snprintf(err, err_size,
+                 "%s: sanitize_budget: refuse needs sanitize_state (a count that a restart "
+                 "resets bounds nothing)",
+                 file);
+        return TS_ECONFIG;
+    }
+    md->san_refuse = refuse;
+    if (!c->sanitize_state[0])
+        return TS_OK;
+    uint8_t sha[TS_SHA256_BYTES];
+    char why[400] = "";
+    ts_status_t st = ts_sha256_path(c->path, sha);
+    if (st == TS_OK)
+        st = ts_san_state_open(c->sanitize_state, sha, &md->san_state, why, sizeof why);
+    if (st != TS_OK) {
+        snprintf(err, err_size, "%s: sanitize_state: %s", file, why[0] ? why : ts_strerror(st));
+        return st == TS_EIO ? TS_EIO : TS_ECONFIG;
+    }
+    return TS_OK;
+}
+
 static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *params_dir,
                               const char *costs_dir, bool insecure, char *err, size_t err_size)
 {
@@ -613,6 +660,8 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
                  md->san.precision_bits, ts_ckks_params_scale_log2(md->p), md->san.err_bound);
         return TS_ECONFIG;
     }
+    if ((st = budget_open(md, file, err, err_size)) != TS_OK)
+        return st;
     const ts_llm_config_t *mc = ts_llm_model_config(md->m);
     uint64_t ct_bytes =
         2ull * (uint64_t)(ts_ckks_params_max_level(md->p) + 1) * ts_ckks_params_n(md->p) * 8ull;
@@ -707,7 +756,17 @@ ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
                    "long as that noise stays below the stated bound (docs/SECURITY.md)",
                    md->name, md->san.period, md->san.noise_log2, md->san.sigma_log2,
                    md->san.queries_log2, md->san.rd, md->san.queries_log2, md->san.rd);
-        else if (st == TS_OK)
+        if (st == TS_OK && md->san.mode == TS_LLM_SANITIZE_RD)
+            ts_log(md->san_state ? TS_LOG_INFO : TS_LOG_WARN, "tesserad",
+                   "event=sanitize_state model=%s state=%s replies=%llu queries_log2=%.1f "
+                   "budget=%s%s",
+                   md->name, md->san_state ? md->cfg.sanitize_state : "none",
+                   (unsigned long long)ts_dec_model_replies(md), md->san.queries_log2,
+                   md->san_refuse ? "refuse" : "warn",
+                   md->san_state ? ""
+                                 : ": the replies are counted per process (a restart resets "
+                                   "the count; set sanitize_state to keep it)");
+        if (st == TS_OK && md->san.mode != TS_LLM_SANITIZE_RD)
             ts_log(TS_LOG_WARN, "tesserad",
                    "event=sanitize_limit model=%s: the logits' flooding (2^%.1f) is sized from "
                    "an estimate of their noise (2^%.1f) that the noise measured before "
@@ -844,6 +903,9 @@ void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi)
         mi->sanitize_sigma_log2 = md->san.sigma_log2;
         mi->sanitize_queries_log2 = md->san.queries_log2;
         mi->logits_period = (uint32_t)md->san.period;
+        mi->sanitize_replies = ts_dec_model_replies(md);
+        mi->sanitize_budget = md->san_refuse ? (char *)"refuse" : (char *)"warn";
+        mi->sanitize_persistent = md->san_state != NULL;
     } else {
         mi->sanitize_mode = (char *)"uniform";
     }
@@ -1140,21 +1202,60 @@ static ts_status_t sanitize_reply(ts_dec_model_t *md, ts_dec_session_t *s, ts_ck
         st = ts_llm_sanitize_with(s->ev, s->pk, &plan, s->prng, lg);
     if (st == TS_OK && info)
         *info = plan;
-    /* the bound covers 2^queries replies; past them (all clients together:
-     * colluding clients pool theirs) it degrades to R = 2^(replies / Q):
-     * said at Q, 2Q, 4Q, ... */
-    if (st != TS_OK)
+    return st;
+}
+
+uint64_t ts_dec_model_replies(const ts_dec_model_t *md)
+{
+    return md->san_state ? ts_san_state_replies(md->san_state)
+                         : atomic_load((atomic_uint_least64_t *)&md->replies);
+}
+
+/*
+ * Count a reply of sanitized logits before its step runs (the Renyi mode;
+ * every session of the model, every worker), on disk when the model keeps
+ * a state file; with sanitize_budget: refuse, none past 2^queries_log2.
+ * A step that fails later stays counted (the count never understates).
+ */
+static ts_status_t budget_take(ts_dec_model_t *md, char *why, size_t why_size)
+{
+    if (md->san.mode != TS_LLM_SANITIZE_RD)
+        return TS_OK;
+    double q = exp2(md->san.queries_log2);
+    uint64_t n = 0;
+    ts_status_t st = TS_OK;
+    if (md->san_state)
+        st = ts_san_state_take(md->san_state, md->san_refuse ? (uint64_t)ceil(q) : 0, &n);
+    else
+        n = atomic_fetch_add(&md->replies, 1) + 1;
+    if (st == TS_ELIMIT) {
+        snprintf(why, why_size,
+                 "model %s has sent the %llu sanitized replies its Renyi bound covers (2^%.1f); "
+                 "the host refuses more (sanitize_budget: refuse) until it rotates the model or "
+                 "restates the bound",
+                 md->name, (unsigned long long)n, md->san.queries_log2);
+        ts_log(TS_LOG_WARN, "tesserad", "event=sanitize_refused model=%s replies=%llu", md->name,
+               (unsigned long long)n);
         return st;
-    uint64_t n = atomic_fetch_add(&md->replies, 1) + 1;
-    double q = exp2(plan.queries_log2), k = (double)n / q;
+    }
+    if (st != TS_OK) {
+        snprintf(why, why_size, "recording the reply in %s failed (%s): the reply is withheld",
+                 md->cfg.sanitize_state, ts_strerror(st));
+        ts_log(TS_LOG_ERROR, "tesserad", "event=sanitize_state_error model=%s state=%s: %s",
+               md->name, md->cfg.sanitize_state, ts_strerror(st));
+        return st;
+    }
+    /* past 2^queries replies (all clients together: colluding clients pool
+     * theirs) the bound degrades to R = 2^(replies / Q): said at Q, 2Q, 4Q */
+    double k = (double)n / q;
     if (k >= 1.0 && floor(k) == k && (n & (n - 1)) == 0)
         ts_log(TS_LOG_WARN, "tesserad",
                "event=sanitize_budget model=%s replies=%llu queries_log2=%.1f: the model's "
                "sanitized replies have reached %.0f x the count its Renyi bound covers at R = "
                "2; for any search on the weights it now gives R <= 2^%.0f, success at most "
                "sqrt(R p) (docs/SECURITY.md): restate sanitize_queries_log2 or rotate the model",
-               md->name, (unsigned long long)n, plan.queries_log2, k, k);
-    return st;
+               md->name, (unsigned long long)n, md->san.queries_log2, k, k);
+    return TS_OK;
 }
 
 /*
@@ -1182,6 +1283,9 @@ static ts_status_t public_step(ts_dec_session_t *s, uint32_t pos, int token, boo
                  c->vocab_size - 1);
         return TS_EINVAL;
     }
+    ts_status_t st = cache_only ? TS_OK : budget_take(md, why, why_size);
+    if (st != TS_OK)
+        return st;
     uint64_t t0 = ts_now_ns();
     const ts_llm_enc_t *enc = s->pol->enc;
     int nl = c->n_layers, lv = ts_llm_enc_input_level(enc);
@@ -1189,7 +1293,7 @@ static ts_status_t public_step(ts_dec_session_t *s, uint32_t pos, int token, boo
     ts_ckks_ciphertext_t **kc = ts_calloc(2 * (size_t)nl, sizeof *kc), **vc = kc ? kc + nl : NULL,
                          *lg = NULL;
     const float *logits = NULL;
-    ts_status_t st = kc ? TS_OK : TS_ENOMEM;
+    st = kc ? TS_OK : TS_ENOMEM;
     s->broken = true;             /* until the step completes */
     if (st == TS_OK && !s->plain) /* the session's context only; freed when the prefix ends */
         st = ts_llm_state_new_ctx(md->m, md->max_ctx, &s->plain);
@@ -1335,6 +1439,8 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, uint32_t n, c
         st = TS_EINVAL;
         goto out;
     }
+    if (!cache_only && (st = budget_take(md, why, why_size)) != TS_OK)
+        goto out;
     ts_llm_enc_stats_t before, after;
     ts_llm_enc_session_stats(s->s, &before);
     if ((st = ts_ckks_ciphertext_new(md->p, 0, &y)) != TS_OK ||

@@ -152,7 +152,28 @@ ts_status_t ts_keystore_load(ts_keystore_t *ks, const char *ns, const uint8_t sh
 uint64_t ts_keystore_usage(ts_keystore_t *ks, const char *ns);
 uint64_t ts_keystore_count(const ts_keystore_t *ks);
 
-/* SHA-256 of a buffer: ts_sha256() of core/serial. */
+/* SHA-256 of a buffer: ts_sha256() of core/serial; of a file by path: */
+ts_status_t ts_sha256_path(const char *path, uint8_t out[TS_SHA256_BYTES]);
+
+/*
+ * The Renyi sanitization mode's reply count of one model on disk
+ * (server/san_state.c: one line, rewritten durably before each reply
+ * leaves; flock'ed while open; bound to the weights' SHA-256).
+ */
+typedef struct ts_san_state ts_san_state_t;
+/* Open (create when absent or empty, at 0) the state file of a model whose
+ * weights hash to model_sha. TS_ECONFIG: locked by another holder, or the
+ * count of other weights; TS_EFORMAT: not a state file (why names the line);
+ * TS_EIO. */
+ts_status_t ts_san_state_open(const char *path, const uint8_t model_sha[TS_SHA256_BYTES],
+                              ts_san_state_t **out, char *why, size_t why_size);
+void ts_san_state_free(ts_san_state_t *s);
+uint64_t ts_san_state_replies(const ts_san_state_t *s);
+/* Count one reply and write it to disk before returning (any thread). limit
+ * > 0: TS_ELIMIT when replies >= limit already (nothing counted); TS_EIO
+ * when the write failed (the reply is counted in memory all the same: the
+ * count never understates). *n: the count after. */
+ts_status_t ts_san_state_take(ts_san_state_t *s, uint64_t limit, uint64_t *n);
 
 /* ------------------------------------------------------------------ server */
 
@@ -222,6 +243,12 @@ void ts_agg_result_free(ProtobufCBinaryData *out, size_t count);
  *   sanitize_noise_l2_log2: 0        > 0: the Renyi mode (projection + Gaussian flood;
  *                                    log2 of the stated l2 bound of the logits' noise)
  *   sanitize_queries_log2: 12        replies the Renyi mode's bound covers (log2)
+ *   sanitize_state: PATH             the Renyi mode's reply count on disk (kept
+ *                                    across restarts, bound to the weights'
+ *                                    SHA-256; default: counted per process)
+ *   sanitize_budget: warn            past 2^sanitize_queries_log2 replies: warn
+ *                                    (log, serve on) or refuse (steps with logits
+ *                                    get TS_ELIMIT; needs sanitize_state)
  *   logits_level: 0                  fixed level of returned logits
  *   policies: ckks, hybrid, tfhe     decode policies served (default ckks; hybrid
  *                                    and tfhe need bootstrap: true and the
@@ -291,6 +318,9 @@ int *ts_dec_model_sessions(ts_dec_model_t *md); /* live-session counter (loop th
 int ts_dec_model_max_sessions(const ts_dec_model_t *md);
 /* Fill a ModelInfo whose strings and arrays point into the model (valid while it lives). */
 void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi);
+/* The Renyi mode's sanitized replies counted so far (the state file's count
+ * when the model keeps one; 0 in the uniform mode). */
+uint64_t ts_dec_model_replies(const ts_dec_model_t *md);
 /* TS_OK when md serves the policy (empty: "ckks"); TS_ENOTSUP for a policy the
  * model file does not list (its `policies`); TS_EINVAL for an unknown name. */
 ts_status_t ts_dec_policy_check(const ts_dec_model_t *md, const char *policy, char *why,

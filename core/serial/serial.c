@@ -4,6 +4,7 @@
 #include <math.h>
 #include <openssl/evp.h>
 #include <string.h>
+#include <unistd.h>
 #include <zstd_errors.h>
 #include <zstd.h>
 
@@ -15,6 +16,30 @@ ts_status_t ts_sha256(const void *data, size_t size, uint8_t out[TS_SHA256_BYTES
     if (EVP_Digest(data, size, out, &n, EVP_sha256(), NULL) != 1 || n != TS_SHA256_BYTES)
         return TS_ECRYPTO;
     return TS_OK;
+}
+
+ts_status_t ts_sha256_fd(int fd, uint64_t size, uint8_t out[TS_SHA256_BYTES])
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    uint8_t *buf = ts_malloc(1 << 20);
+    ts_status_t st = md && buf ? TS_OK : TS_ENOMEM;
+    if (st == TS_OK && EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+        st = TS_ECRYPTO;
+    for (uint64_t off = 0; off < size && st == TS_OK;) {
+        size_t want = size - off < (1u << 20) ? (size_t)(size - off) : (1u << 20);
+        ssize_t r = pread(fd, buf, want, (off_t)off);
+        if (r <= 0)
+            st = TS_EIO;
+        else if (EVP_DigestUpdate(md, buf, (size_t)r) != 1)
+            st = TS_ECRYPTO;
+        off += r > 0 ? (uint64_t)r : 0;
+    }
+    unsigned int n = 0;
+    if (st == TS_OK && (EVP_DigestFinal_ex(md, out, &n) != 1 || n != TS_SHA256_BYTES))
+        st = TS_ECRYPTO;
+    ts_free(buf);
+    EVP_MD_CTX_free(md);
+    return st;
 }
 
 void ts_sha256_hex(const uint8_t digest[TS_SHA256_BYTES], char out[2 * TS_SHA256_BYTES + 1])

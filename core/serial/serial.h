@@ -63,6 +63,9 @@ typedef enum {
 
 /* SHA-256 of a byte string (OpenSSL). */
 ts_status_t ts_sha256(const void *data, size_t size, uint8_t out[TS_SHA256_BYTES]);
+/* SHA-256 of the first size bytes of an open file (pread, 1 MiB at a time):
+ * TS_EIO when it holds fewer. */
+ts_status_t ts_sha256_fd(int fd, uint64_t size, uint8_t out[TS_SHA256_BYTES]);
 /* Lower-case hex of a digest into out (65 bytes). */
 void ts_sha256_hex(const uint8_t digest[TS_SHA256_BYTES], char out[2 * TS_SHA256_BYTES + 1]);
 

@@ -1738,6 +1738,147 @@ START_TEST(test_decode_gpt2)
 }
 END_TEST
 
+/* One public position of session sid (cache_only: no logits); the reply or NULL
+ * after an Error of code `want`, its message containing text. */
+static void budget_step(ts_client_t *c, uint64_t sid, uint32_t pos, bool cache_only,
+                        Tessera__ErrorCode want, const char *text)
+{
+    Tessera__DecodeStep ds;
+    Tessera__Envelope req, *rep = NULL;
+    step_req(&req, &ds, sid, pos, NULL, 0);
+    ds.token_public = true;
+    ds.public_token = 1 + pos;
+    ds.cache_only = cache_only;
+    ts_status_t st = ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &rep);
+    if (want == TESSERA__ERROR_CODE__ERROR_UNSPECIFIED) {
+        ck_assert_msg(st == TS_OK, "step %u: %s", pos, c->err);
+        ck_assert(rep->decode_result->cache_only == cache_only);
+        ck_assert(cache_only == (rep->decode_result->logits.len == 0));
+    } else {
+        ck_assert_int_ne(st, TS_OK);
+        ck_assert_int_eq(rep->body_case, TESSERA__ENVELOPE__BODY_ERROR);
+        printf("  step %u refused (%d): %s\n", pos, rep->error->code, rep->error->message);
+        ck_assert_int_eq(rep->error->code, want);
+        ck_assert_msg(strstr(rep->error->message, text), "\"%s\" lacks \"%s\"", rep->error->message,
+                      text);
+    }
+    ts_net_envelope_free(rep);
+}
+
+/* ModelInfo's reply count; the state file's count. */
+static uint64_t budget_info(ts_client_t *c, const char *budget, bool persistent)
+{
+    Tessera__ModelInfoRequest mq = TESSERA__MODEL_INFO_REQUEST__INIT;
+    Tessera__Envelope req = TESSERA__ENVELOPE__INIT, *rep = NULL;
+    req.body_case = TESSERA__ENVELOPE__BODY_MODEL_INFO_REQUEST;
+    req.model_info_request = &mq;
+    ck_assert_ts_ok(ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_MODEL_INFO, &rep));
+    const Tessera__ModelInfo *mi = rep->model_info;
+    ck_assert_str_eq(mi->sanitize_mode, "renyi");
+    ck_assert_str_eq(mi->sanitize_budget, budget);
+    ck_assert(mi->sanitize_persistent == persistent);
+    uint64_t n = mi->sanitize_replies;
+    ts_net_envelope_free(rep);
+    return n;
+}
+
+static uint64_t state_replies(const char *path)
+{
+    char line[300];
+    FILE *sf = fopen(path, "r");
+    ck_assert_ptr_nonnull(sf);
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, sf));
+    fclose(sf);
+    const char *r = strstr(line, " replies=");
+    ck_assert_ptr_nonnull(r);
+    return strtoull(r + 9, NULL, 10);
+}
+
+static bool log_has(const net_daemon_t *d, const char *text)
+{
+    char path[700], ll[2048];
+    snprintf(path, sizeof path, "%s/tesserad.log", d->dir);
+    FILE *lf = fopen(path, "r");
+    ck_assert_ptr_nonnull(lf);
+    bool found = false;
+    while (!found && fgets(ll, sizeof ll, lf))
+        found = strstr(ll, text) != NULL;
+    fclose(lf);
+    return found;
+}
+
+/*
+ * The Renyi mode's reply budget over TLS (a model whose bound covers 2
+ * replies, sanitize_budget: refuse, a state file): two public positions
+ * with logits are served, the third refused with ERROR_LIMIT while a
+ * cache-only one (no logits) still is; the count is on disk before each
+ * reply and survives a restart (the first reply of a new daemon is
+ * refused); with sanitize_budget: warn the daemon serves on and keeps
+ * counting. ModelInfo says the count, the budget and that it persists.
+ */
+START_TEST(test_decode_reply_budget)
+{
+    dfx_t f;
+    memset(&f, 0, sizeof f);
+    net_tmpdir(f.certs, sizeof f.certs, "dec-budget");
+    net_make_certs(f.certs, "client");
+    snprintf(f.models, sizeof f.models, "%s/models", f.certs);
+    ck_assert_int_eq(mkdir(f.models, 0700), 0);
+    snprintf(f.model, sizeof f.model, "%s/tiny.bin", f.certs);
+    ck_assert_int_eq(tiny_model_write(f.model), 0);
+    char state[700], sections[800];
+    snprintf(state, sizeof state, "%s/tinyr.state", f.certs);
+    snprintf(sections, sizeof sections, "models_dir: %s\n", f.models);
+    const char *budgets[3] = {"refuse", "refuse", "warn"};
+    for (int run = 0; run < 3; run++) {
+        write_yaml(f.models, "tinyr.yaml",
+                   "path: %s\nparams: test-llm-tiny-boot\napprox: configs/approx/tiny-test.yaml\n"
+                   "max_context: 8\nmax_sessions: 1\nsanitize_noise_l2_log2: 20\n"
+                   "sanitize_queries_log2: 1\nsanitize_state: %s\nsanitize_budget: %s\n",
+                   f.model, state, budgets[run]);
+        net_daemon_start(&f.d, f.certs, NULL, NULL, sections, true);
+        ts_client_t *c = connect_lib(&f);
+        keys_t k;
+        keys_make(&k, c);
+        uint64_t sid =
+            open_session(c, k.kb, 3, "tinyr", "ckks", TESSERA__ERROR_CODE__ERROR_UNSPECIFIED, NULL);
+        const Tessera__ErrorCode ok = TESSERA__ERROR_CODE__ERROR_UNSPECIFIED,
+                                 lim = TESSERA__ERROR_CODE__ERROR_LIMIT;
+        const char *spent = "sanitized replies its Renyi bound covers";
+        if (run == 0) {
+            ck_assert_uint_eq(budget_info(c, "refuse", true), 0);
+            budget_step(c, sid, 0, false, ok, NULL);
+            ck_assert_uint_eq(state_replies(state), 1);
+            budget_step(c, sid, 1, false, ok, NULL);
+            ck_assert_uint_eq(state_replies(state), 2);
+            budget_step(c, sid, 2, false, lim, spent);
+            ck_assert_uint_eq(state_replies(state), 2);
+            budget_step(c, sid, 2, true, ok, NULL); /* no logits: not counted */
+            ck_assert_uint_eq(budget_info(c, "refuse", true), 2);
+        } else if (run == 1) {
+            /* after a restart: the count on disk, so no reply */
+            ck_assert_uint_eq(budget_info(c, "refuse", true), 2);
+            budget_step(c, sid, 0, false, lim, spent);
+            ck_assert(log_has(&f.d, "event=sanitize_state model=tinyr state="));
+            ck_assert(log_has(&f.d, " replies=2 queries_log2=1.0 budget=refuse"));
+        } else {
+            budget_step(c, sid, 0, false, ok, NULL);
+            budget_step(c, sid, 1, false, ok, NULL);
+            ck_assert_uint_eq(state_replies(state), 4);
+            ck_assert_uint_eq(budget_info(c, "warn", true), 4);
+            ck_assert(log_has(&f.d, "event=sanitize_budget model=tinyr replies=4 "));
+        }
+        keys_clear(&k);
+        ts_client_close(c);
+        ck_assert_int_eq(net_daemon_stop(&f.d), 0);
+        if (run < 2)
+            ck_assert(log_has(&f.d, "event=sanitize_refused model=tinyr replies=2"));
+        net_daemon_cleanup(&f.d);
+    }
+    net_rm_rf(f.certs);
+}
+END_TEST
+
 /* Model files: every mistake stops loading with "file: reason". */
 static void registry_expect(const char *dir, const char *yaml, const char *name, ts_status_t want,
                             const char *text)
@@ -1840,6 +1981,64 @@ START_TEST(test_decode_model_files)
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "sanitize_queries_log2");
     snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_noise_l2_log2: 20\n", model, full);
     registry_expect(dir, yaml, "tiny.yaml", TS_OK, NULL);
+    /* the Renyi mode's reply budget: sanitize_budget warn|refuse; both keys
+     * need the Renyi mode, refuse needs a state file; the state file is one
+     * line of these weights, locked while a registry holds it */
+    char state[800], rd[1200];
+    snprintf(state, sizeof state, "%s/tiny.state", dir);
+    snprintf(rd, sizeof rd, "path: %s\n%ssanitize_noise_l2_log2: 20\n", model, full);
+    snprintf(yaml, sizeof yaml, "%ssanitize_budget: maybe\n", rd);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "warn or refuse, not 'maybe'");
+    snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\nsanitize_state: %s\n", model,
+             base, state);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "the uniform mode has no reply budget");
+    snprintf(yaml, sizeof yaml, "%ssanitize_budget: refuse\n", rd);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "refuse needs sanitize_state");
+    snprintf(yaml, sizeof yaml, "%ssanitize_budget: refuse\nsanitize_state: %s\n", rd, state);
+    registry_expect(dir, yaml, "tiny.yaml", TS_OK, NULL); /* creates it at 0 */
+    char line[300];
+    FILE *sf = fopen(state, "r");
+    ck_assert_ptr_nonnull(sf);
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, sf));
+    fclose(sf);
+    ck_assert_msg(strncmp(line, "tessera-sanitize-state 1 model=", 31) == 0, "%s", line);
+    ck_assert_msg(strstr(line, " replies=0\n") != NULL, "%s", line);
+    /* the count of other weights (a digit of the hash changed) is refused, not reset */
+    char other[300];
+    memcpy(other, line, sizeof other);
+    other[31] = other[31] == 'a' ? 'b' : 'a';
+    sf = fopen(state, "w");
+    fputs(other, sf);
+    fclose(sf);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "counts the replies of other weights");
+    sf = fopen(state, "w");
+    fputs("tessera-sanitize-state 1 model=12 replies=3\n", sf);
+    fclose(sf);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "tiny.state:1: not a sanitize state");
+    sf = fopen(state, "w");
+    fprintf(sf, "%sreplies=4\n", line);
+    fclose(sf);
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "tiny.state:2: one line expected");
+    sf = fopen(state, "w");
+    fputs(line, sf);
+    fclose(sf);
+    /* two holders of one count: the second is refused while the first holds it */
+    write_yaml(dir, "tiny.yaml", "%s", yaml);
+    ts_dec_registry_t *held = NULL;
+    char herr[600] = "";
+    ck_assert_msg(
+        ts_dec_registry_load(dir, "configs/params", NULL, true, &held, herr, sizeof herr) == TS_OK,
+        "%s", herr);
+    char tdir[700];
+    snprintf(tdir, sizeof tdir, "%s/second", dir);
+    ck_assert_int_eq(mkdir(tdir, 0700), 0);
+    registry_expect(tdir, yaml, "tiny.yaml", TS_ECONFIG, "locked by another holder");
+    ts_dec_registry_free(held);
+    registry_expect(tdir, yaml, "tiny.yaml", TS_OK, NULL);
+    rmdir(tdir);
+    snprintf(herr, sizeof herr, "%s/tiny.yaml", dir);
+    unlink(herr);
+    unlink(state);
     /* prefill_lanes: a power of two, with bootstrapping, policy ckks only */
     snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\nprefill_lanes: 4\n", model, base);
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "with bootstrap: true");
@@ -1936,6 +2135,7 @@ TS_TEST_SUITE(net_decode)
     tcase_add_test(tc, test_decode_hostile);
     tcase_add_test(tc, test_decode_concurrent);
     tcase_add_test(tc, test_decode_gpt2);
+    tcase_add_test(tc, test_decode_reply_budget);
     suite_add_tcase(s, tc);
     TCase *th = ts_tcase("decode_policies", 600);
     tcase_add_test(th, test_decode_policies);
