@@ -37,7 +37,7 @@ typedef struct dec_model_cfg {
      * the logits' noise (l2, on their subring) and of the replies it covers */
     double sanitize_noise_l2_log2, sanitize_queries_log2;
     char sanitize_state[512]; /* the Renyi mode's reply count on disk (ts_san_state) */
-    char sanitize_budget[16]; /* "warn" or "refuse" past 2^queries replies */
+    int sanitize_budget;      /* past 2^queries replies: budget_choices, -1 unset (warn) */
     int64_t logits_level;
     char policies[64];
     char costs[512];
@@ -134,6 +134,8 @@ struct ts_dec_session {
         .dmin = (lo), .dmax = (hi)                                                                 \
     }
 
+static const char *const budget_choices[] = {"warn", "refuse", NULL};
+
 static const ts_cfg_directive_t model_table[] = {
     {.name = "path",
      .type = TS_CFG_STRING,
@@ -154,7 +156,10 @@ static const ts_cfg_directive_t model_table[] = {
     DBL("sanitize_noise_l2_log2", sanitize_noise_l2_log2, 0.0, 60.0),
     DBL("sanitize_queries_log2", sanitize_queries_log2, 0.0, 40.0),
     STR("sanitize_state", sanitize_state),
-    STR("sanitize_budget", sanitize_budget),
+    {.name = "sanitize_budget",
+     .type = TS_CFG_ENUM,
+     .offset = offsetof(dec_model_cfg_t, sanitize_budget),
+     .choices = budget_choices},
     INT("logits_level", logits_level, 0, 63),
     STR("policies", policies),
     STR("costs", costs),
@@ -482,13 +487,8 @@ static ts_status_t model_policies(ts_dec_model_t *md, const char *file, const ch
 static ts_status_t budget_open(ts_dec_model_t *md, const char *file, char *err, size_t err_size)
 {
     const dec_model_cfg_t *c = &md->cfg;
-    bool refuse = strcmp(c->sanitize_budget, "refuse") == 0;
-    if (c->sanitize_budget[0] && !refuse && strcmp(c->sanitize_budget, "warn") != 0) {
-        snprintf(err, err_size, "%s: sanitize_budget is warn or refuse, not '%s'", file,
-                 c->sanitize_budget);
-        return TS_ECONFIG;
-    }
-    if ((c->sanitize_state[0] || c->sanitize_budget[0]) && md->san.mode != TS_LLM_SANITIZE_RD) {
+    bool refuse = c->sanitize_budget == 1;
+    if ((c->sanitize_state[0] || c->sanitize_budget >= 0) && md->san.mode != TS_LLM_SANITIZE_RD) {
         snprintf(err, err_size,
                  "%s: sanitize_state and sanitize_budget count the Renyi mode's replies "
                  "(sanitize_noise_l2_log2 > 0); the uniform mode has no reply budget",
@@ -527,6 +527,7 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
     c->session_memory_bytes = 8 * GiB;
     c->sanitize_lambda = 40;
     c->sanitize_queries_log2 = 12.0;
+    c->sanitize_budget = -1;
     c->logits_level = 0;
     ts_cfg_error_t ce;
     memset(&ce, 0, sizeof ce);

@@ -1988,7 +1988,8 @@ START_TEST(test_decode_model_files)
     snprintf(state, sizeof state, "%s/tiny.state", dir);
     snprintf(rd, sizeof rd, "path: %s\n%ssanitize_noise_l2_log2: 20\n", model, full);
     snprintf(yaml, sizeof yaml, "%ssanitize_budget: maybe\n", rd);
-    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "warn or refuse, not 'maybe'");
+    registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG,
+                    "tiny.yaml:5:18: 'sanitize_budget' must be");
     snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\nsanitize_state: %s\n", model,
              base, state);
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "the uniform mode has no reply budget");
