@@ -56,8 +56,8 @@ static ts_status_t persist(const ts_san_state_t *s, uint64_t replies)
 {
     char tmp[600], line[160];
     snprintf(tmp, sizeof tmp, "%s.tmp", s->path);
-    int n = snprintf(line, sizeof line, MAGIC " model=%s replies=%" PRIu64 "\n", s->model_hex,
-                     replies);
+    int n =
+        snprintf(line, sizeof line, MAGIC " model=%s replies=%" PRIu64 "\n", s->model_hex, replies);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
         return TS_EIO;
@@ -164,8 +164,7 @@ ts_status_t ts_san_state_open(const char *path, const uint8_t model_sha[TS_SHA25
             st = TS_EIO;
             goto fail;
         }
-        if ((st = parse(path, text, (size_t)r, s->model_hex, &s->replies, why, why_size)) !=
-            TS_OK)
+        if ((st = parse(path, text, (size_t)r, s->model_hex, &s->replies, why, why_size)) != TS_OK)
             goto fail;
     }
     *out = s;
