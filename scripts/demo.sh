@@ -137,11 +137,12 @@ fi
 # flooding sized from the noise they carry): its l2 bound measured with
 # `tessera bench decode --noise` at boot-n16-dense (2^22.74 at 8 positions,
 # 2^23.54 at 16; the bound below keeps ~0.8 / ~1 bit of margin) covering
-# 2^10 / 2^8 replies within a Renyi divergence of 2, ~0.01 per logit; longer
-# contexts carry more noise (2^25.1 at 64 of 128 positions) than that
-# precision affords, so they fall back to uniform flooding with lambda 16,
-# which gives no guarantee for the weights; the insecure preset floods
-# uniformly with lambda 20
+# 2^10 / 2^8 replies within a Renyi divergence of 2, ~0.01 per logit; up to
+# 128 positions (2^13 slots) the noise is larger (2^25.09 at 64 of 128
+# positions, 2^24.76 at 128 of 128): bound 26 for 2^5 replies, the most
+# that keeps 4 bits per logit (a demo sends a handful); longer contexts fall
+# back to uniform flooding with lambda 16, which gives no guarantee for the
+# weights; the insecure preset floods uniformly with lambda 20
 ctx=${DEMO_CONTEXT:-8}
 sanitize="sanitize_lambda: 20"
 if [ -z "$insecure" ] && [ "$ctx" -le 8 ]; then
@@ -150,6 +151,9 @@ sanitize_queries_log2: 10"
 elif [ -z "$insecure" ] && [ "$ctx" -le 16 ]; then
     sanitize="sanitize_noise_l2_log2: 24.5
 sanitize_queries_log2: 8"
+elif [ -z "$insecure" ] && [ "$ctx" -le 128 ]; then
+    sanitize="sanitize_noise_l2_log2: 26
+sanitize_queries_log2: 5"
 elif [ -z "$insecure" ]; then
     sanitize="sanitize_lambda: 16"
 fi

@@ -97,8 +97,10 @@ int main(int argc, char **argv)
     }
     ts_log(TS_LOG_INFO, "tesserad", "event=backend requested=%s backend=%s reason=\"%s\"", be_name,
            be_used, be_why);
-    ts_server_opts_t so = {
-        .config_path = config, .insecure_params = insecure, .handle_signals = true};
+    ts_server_opts_t so = {.config_path = config,
+                           .insecure_params = insecure,
+                           .handle_signals = true,
+                           .check_only = check_only};
     ts_server_t *srv = NULL;
     st = ts_server_new(&cfg, &so, &srv, err, sizeof err);
     if (st != TS_OK) {

@@ -116,6 +116,49 @@ static ts_status_t parse(const char *path, const char *text, size_t size, const 
     return TS_OK;
 }
 
+/* The count in the open file fd (*empty: a new, empty file). */
+static ts_status_t read_state(int fd, const char *path, const char *model_hex, uint64_t *replies,
+                              bool *empty, char *why, size_t why_size)
+{
+    struct stat sb;
+    *empty = false;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > 4096) {
+        snprintf(why, why_size, "%s: not a regular file of at most 4096 bytes", path);
+        return TS_EFORMAT;
+    }
+    if (sb.st_size == 0) {
+        *empty = true;
+        *replies = 0;
+        return TS_OK;
+    }
+    char text[4097];
+    ssize_t r = pread(fd, text, (size_t)sb.st_size, 0);
+    if (r != sb.st_size) {
+        snprintf(why, why_size, "%s: cannot read: %s", path, strerror(errno));
+        return TS_EIO;
+    }
+    return parse(path, text, (size_t)r, model_hex, replies, why, why_size);
+}
+
+ts_status_t ts_san_state_check(const char *path, const uint8_t model_sha[TS_SHA256_BYTES],
+                               uint64_t *replies, char *why, size_t why_size)
+{
+    char hex[2 * TS_SHA256_BYTES + 1];
+    ts_sha256_hex(model_sha, hex);
+    *replies = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+        return TS_OK; /* would start at 0 */
+    if (fd < 0) {
+        snprintf(why, why_size, "%s: cannot open: %s", path, strerror(errno));
+        return TS_EIO;
+    }
+    bool empty;
+    ts_status_t st = read_state(fd, path, hex, replies, &empty, why, why_size);
+    close(fd);
+    return st;
+}
+
 ts_status_t ts_san_state_open(const char *path, const uint8_t model_sha[TS_SHA256_BYTES],
                               ts_san_state_t **out, char *why, size_t why_size)
 {
@@ -145,27 +188,13 @@ ts_status_t ts_san_state_open(const char *path, const uint8_t model_sha[TS_SHA25
         st = TS_ECONFIG;
         goto fail;
     }
-    struct stat sb;
-    if (fstat(s->lock_fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > 4096) {
-        snprintf(why, why_size, "%s: not a regular file of at most 4096 bytes", path);
-        st = TS_EFORMAT;
+    bool empty = false;
+    if ((st = read_state(s->lock_fd, path, s->model_hex, &s->replies, &empty, why, why_size)) !=
+        TS_OK)
         goto fail;
-    }
-    if (sb.st_size == 0) { /* new (or created by us just now): the count starts */
-        if ((st = persist(s, 0)) != TS_OK) {
-            snprintf(why, why_size, "%s: cannot write: %s", path, strerror(errno));
-            goto fail;
-        }
-    } else {
-        char text[4097];
-        ssize_t r = pread(s->lock_fd, text, (size_t)sb.st_size, 0);
-        if (r != sb.st_size) {
-            snprintf(why, why_size, "%s: cannot read: %s", path, strerror(errno));
-            st = TS_EIO;
-            goto fail;
-        }
-        if ((st = parse(path, text, (size_t)r, s->model_hex, &s->replies, why, why_size)) != TS_OK)
-            goto fail;
+    if (empty && (st = persist(s, 0)) != TS_OK) { /* new: the count starts */
+        snprintf(why, why_size, "%s: cannot write: %s", path, strerror(errno));
+        goto fail;
     }
     *out = s;
     return TS_OK;

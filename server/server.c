@@ -2245,7 +2245,9 @@ ts_status_t ts_server_new(const ts_srv_config_t *cfg, const ts_server_opts_t *op
         goto out_free_ctx;
     }
     st = ts_dec_registry_load(cfg->models_dir, cfg->params_dir, cfg->costs_dir,
-                              s->opts.insecure_params, &s->dec, err, err_size);
+                              (s->opts.insecure_params ? TS_DEC_LOAD_INSECURE : 0u) |
+                                  (s->opts.check_only ? TS_DEC_LOAD_CHECK : 0u),
+                              &s->dec, err, err_size);
     if (st != TS_OK)
         goto out_free_ks_only;
     /* The worker pool size is read by libuv when it first queues work. */

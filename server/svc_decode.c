@@ -484,7 +484,8 @@ static ts_status_t model_policies(ts_dec_model_t *md, const char *file, const ch
 }
 
 /* The Renyi mode's reply budget (sanitize_state, sanitize_budget). */
-static ts_status_t budget_open(ts_dec_model_t *md, const char *file, char *err, size_t err_size)
+static ts_status_t budget_open(ts_dec_model_t *md, const char *file, bool check, char *err,
+                               size_t err_size)
 {
     const dec_model_cfg_t *c = &md->cfg;
     bool refuse = c->sanitize_budget == 1;
@@ -508,17 +509,21 @@ static ts_status_t budget_open(ts_dec_model_t *md, const char *file, char *err, 
     uint8_t sha[TS_SHA256_BYTES];
     char why[400] = "";
     ts_status_t st = ts_sha256_path(c->path, sha);
+    uint64_t n = 0;
     if (st == TS_OK)
-        st = ts_san_state_open(c->sanitize_state, sha, &md->san_state, why, sizeof why);
+        st = check ? ts_san_state_check(c->sanitize_state, sha, &n, why, sizeof why)
+                   : ts_san_state_open(c->sanitize_state, sha, &md->san_state, why, sizeof why);
     if (st != TS_OK) {
         snprintf(err, err_size, "%s: sanitize_state: %s", file, why[0] ? why : ts_strerror(st));
         return st == TS_EIO ? TS_EIO : TS_ECONFIG;
     }
+    if (check) /* checked, not held: the count as read, for the log */
+        atomic_store(&md->replies, n);
     return TS_OK;
 }
 
 static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *params_dir,
-                              const char *costs_dir, bool insecure, char *err, size_t err_size)
+                              const char *costs_dir, unsigned flags, char *err, size_t err_size)
 {
     dec_model_cfg_t *c = &md->cfg;
     memset(c, 0, sizeof *c);
@@ -542,7 +547,8 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
         snprintf(err, err_size, "%s: model %s: %s", file, c->path, why[0] ? why : ts_strerror(st));
         return st;
     }
-    st = ts_wire_params_get(params_dir, c->params, insecure, &md->p, md->pid, why, sizeof why);
+    st = ts_wire_params_get(params_dir, c->params, (flags & TS_DEC_LOAD_INSECURE) != 0, &md->p,
+                            md->pid, why, sizeof why);
     if (st != TS_OK) {
         snprintf(err, err_size, "%s: params %s: %s", file, c->params,
                  why[0] ? why : ts_strerror(st));
@@ -661,7 +667,7 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
                  md->san.precision_bits, ts_ckks_params_scale_log2(md->p), md->san.err_bound);
         return TS_ECONFIG;
     }
-    if ((st = budget_open(md, file, err, err_size)) != TS_OK)
+    if ((st = budget_open(md, file, (flags & TS_DEC_LOAD_CHECK) != 0, err, err_size)) != TS_OK)
         return st;
     const ts_llm_config_t *mc = ts_llm_model_config(md->m);
     uint64_t ct_bytes =
@@ -678,7 +684,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
-                                 const char *costs_dir, bool insecure, ts_dec_registry_t **out,
+                                 const char *costs_dir, unsigned flags, ts_dec_registry_t **out,
                                  char *err, size_t err_size)
 {
     *out = NULL;
@@ -736,7 +742,7 @@ ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
         md->name[len] = 0;
         char file[1024];
         snprintf(file, sizeof file, "%s/%s", models_dir, names[i]);
-        st = model_load(md, file, params_dir, costs_dir, insecure, err, err_size);
+        st = model_load(md, file, params_dir, costs_dir, flags, err, err_size);
         if (st == TS_OK)
             ts_log(
                 TS_LOG_INFO, "tesserad",
@@ -758,15 +764,16 @@ ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
                    md->name, md->san.period, md->san.noise_log2, md->san.sigma_log2,
                    md->san.queries_log2, md->san.rd, md->san.queries_log2, md->san.rd);
         if (st == TS_OK && md->san.mode == TS_LLM_SANITIZE_RD)
-            ts_log(md->san_state ? TS_LOG_INFO : TS_LOG_WARN, "tesserad",
+            ts_log(md->cfg.sanitize_state[0] ? TS_LOG_INFO : TS_LOG_WARN, "tesserad",
                    "event=sanitize_state model=%s state=%s replies=%llu queries_log2=%.1f "
                    "budget=%s%s",
-                   md->name, md->san_state ? md->cfg.sanitize_state : "none",
+                   md->name, md->cfg.sanitize_state[0] ? md->cfg.sanitize_state : "none",
                    (unsigned long long)ts_dec_model_replies(md), md->san.queries_log2,
                    md->san_refuse ? "refuse" : "warn",
-                   md->san_state ? ""
-                                 : ": the replies are counted per process (a restart resets "
-                                   "the count; set sanitize_state to keep it)");
+                   md->cfg.sanitize_state[0]
+                       ? ""
+                       : ": the replies are counted per process (a restart resets "
+                         "the count; set sanitize_state to keep it)");
         if (st == TS_OK && md->san.mode != TS_LLM_SANITIZE_RD)
             ts_log(TS_LOG_WARN, "tesserad",
                    "event=sanitize_limit model=%s: the logits' flooding (2^%.1f) is sized from "

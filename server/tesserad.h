@@ -167,6 +167,10 @@ typedef struct ts_san_state ts_san_state_t;
  * TS_EIO. */
 ts_status_t ts_san_state_open(const char *path, const uint8_t model_sha[TS_SHA256_BYTES],
                               ts_san_state_t **out, char *why, size_t why_size);
+/* What ts_san_state_open checks, without creating or locking the file (a
+ * missing file is fine: it would start at 0); *replies the count. */
+ts_status_t ts_san_state_check(const char *path, const uint8_t model_sha[TS_SHA256_BYTES],
+                               uint64_t *replies, char *why, size_t why_size);
 void ts_san_state_free(ts_san_state_t *s);
 uint64_t ts_san_state_replies(const ts_san_state_t *s);
 /* Count one reply and write it to disk before returning (any thread). limit
@@ -183,6 +187,7 @@ typedef struct ts_server_opts {
     const char *config_path; /* reloaded on SIGHUP */
     bool insecure_params;    /* accept presets marked insecure */
     bool handle_signals;     /* SIGTERM/SIGINT drain, SIGHUP reload */
+    bool check_only;         /* --check-config: load and check, never serve */
 } ts_server_opts_t;
 
 ts_status_t ts_server_new(const ts_srv_config_t *cfg, const ts_server_opts_t *opts,
@@ -301,10 +306,17 @@ typedef struct ts_dec_result {
     uint32_t kept;      /* positions of the previous speculative pass kept before this step */
 } ts_dec_result_t;
 
+/* ts_dec_registry_load flags */
+enum {
+    TS_DEC_LOAD_INSECURE = 1, /* accept presets marked insecure */
+    TS_DEC_LOAD_CHECK = 2,    /* tesserad --check-config: sanitize_state files are read
+                               * and checked, not created or locked (a live daemon may
+                               * hold them) */
+};
 /* models_dir NULL or "": no models. err: "file: reason". */
 /* costs_dir NULL or "": no default cost tables (see `costs` above). */
 ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
-                                 const char *costs_dir, bool insecure, ts_dec_registry_t **out,
+                                 const char *costs_dir, unsigned flags, ts_dec_registry_t **out,
                                  char *err, size_t err_size);
 void ts_dec_registry_free(ts_dec_registry_t *r);
 size_t ts_dec_registry_count(const ts_dec_registry_t *r);

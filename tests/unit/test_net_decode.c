@@ -1886,7 +1886,8 @@ static void registry_expect(const char *dir, const char *yaml, const char *name,
     char path[700], err[600] = "";
     write_yaml(dir, name, "%s", yaml);
     ts_dec_registry_t *r = NULL;
-    ts_status_t st = ts_dec_registry_load(dir, "configs/params", NULL, true, &r, err, sizeof err);
+    ts_status_t st = ts_dec_registry_load(dir, "configs/params", NULL, TS_DEC_LOAD_INSECURE, &r,
+                                          err, sizeof err);
     printf("  %s: %s\n", name, err[0] ? err : ts_status_name(st));
     ck_assert_int_eq(st, want);
     if (text)
@@ -1926,9 +1927,9 @@ static bool hybrid_uses_tfhe(const char *dir, const char *yaml, const char *cost
     char path[800], err[600] = "";
     write_yaml(dir, "tiny.yaml", "%s", yaml);
     ts_dec_registry_t *r = NULL;
-    ck_assert_msg(
-        ts_dec_registry_load(dir, "configs/params", costs_dir, true, &r, err, sizeof err) == TS_OK,
-        "%s", err);
+    ck_assert_msg(ts_dec_registry_load(dir, "configs/params", costs_dir, TS_DEC_LOAD_INSECURE, &r,
+                                       err, sizeof err) == TS_OK,
+                  "%s", err);
     Tessera__ModelInfo mi = TESSERA__MODEL_INFO__INIT;
     ts_dec_model_info(ts_dec_find(r, "tiny"), &mi);
     ck_assert_uint_eq(mi.n_policy_info, 2);
@@ -2027,14 +2028,38 @@ START_TEST(test_decode_model_files)
     write_yaml(dir, "tiny.yaml", "%s", yaml);
     ts_dec_registry_t *held = NULL;
     char herr[600] = "";
-    ck_assert_msg(
-        ts_dec_registry_load(dir, "configs/params", NULL, true, &held, herr, sizeof herr) == TS_OK,
-        "%s", herr);
+    ck_assert_msg(ts_dec_registry_load(dir, "configs/params", NULL, TS_DEC_LOAD_INSECURE, &held,
+                                       herr, sizeof herr) == TS_OK,
+                  "%s", herr);
     char tdir[700];
     snprintf(tdir, sizeof tdir, "%s/second", dir);
     ck_assert_int_eq(mkdir(tdir, 0700), 0);
     registry_expect(tdir, yaml, "tiny.yaml", TS_ECONFIG, "locked by another holder");
+    /* tesserad --check-config reads the held file without locking it */
+    write_yaml(tdir, "tiny.yaml", "%s", yaml);
+    ts_dec_registry_t *chk = NULL;
+    ck_assert_msg(ts_dec_registry_load(tdir, "configs/params", NULL,
+                                       TS_DEC_LOAD_INSECURE | TS_DEC_LOAD_CHECK, &chk, herr,
+                                       sizeof herr) == TS_OK,
+                  "%s", herr);
+    ts_dec_registry_free(chk);
     ts_dec_registry_free(held);
+    /* and neither creates a missing one nor accepts a broken one */
+    unlink(state);
+    ck_assert_ts_ok(ts_dec_registry_load(tdir, "configs/params", NULL,
+                                         TS_DEC_LOAD_INSECURE | TS_DEC_LOAD_CHECK, &chk, herr,
+                                         sizeof herr));
+    ts_dec_registry_free(chk);
+    ck_assert_int_eq(access(state, F_OK), -1);
+    FILE *bf = fopen(state, "w");
+    fputs("replies=0\n", bf);
+    fclose(bf);
+    ck_assert_int_eq(ts_dec_registry_load(tdir, "configs/params", NULL,
+                                          TS_DEC_LOAD_INSECURE | TS_DEC_LOAD_CHECK, &chk, herr,
+                                          sizeof herr),
+                     TS_ECONFIG);
+    ck_assert_msg(strstr(herr, "tiny.state:1: not a sanitize state"), "%s", herr);
+    unlink(state);
     registry_expect(tdir, yaml, "tiny.yaml", TS_OK, NULL);
     rmdir(tdir);
     snprintf(herr, sizeof herr, "%s/tiny.yaml", dir);
@@ -2114,10 +2139,11 @@ START_TEST(test_decode_model_files)
     unlink(costs);
     ts_dec_registry_t *r = NULL;
     char err[600] = "";
-    ck_assert_int_eq(ts_dec_registry_load("/nonexistent/models", "configs/params", NULL, true, &r,
-                                          err, sizeof err),
+    ck_assert_int_eq(ts_dec_registry_load("/nonexistent/models", "configs/params", NULL,
+                                          TS_DEC_LOAD_INSECURE, &r, err, sizeof err),
                      TS_EIO);
-    ck_assert_ts_ok(ts_dec_registry_load("", "configs/params", NULL, true, &r, err, sizeof err));
+    ck_assert_ts_ok(ts_dec_registry_load("", "configs/params", NULL, TS_DEC_LOAD_INSECURE, &r, err,
+                                         sizeof err));
     ck_assert_uint_eq(ts_dec_registry_count(r), 0);
     ts_dec_registry_free(r);
     net_rm_rf(dir);
