@@ -62,13 +62,19 @@ static void write_yaml(const char *dir, const char *name, const char *fmt, ...)
     ck_assert_int_eq(fclose(y), 0);
 }
 
-static void dfx_start(dfx_t *f)
+/* A fresh temporary directory (tag) with certificates and an empty models/. */
+static void dfx_dirs(dfx_t *f, const char *tag)
 {
     memset(f, 0, sizeof *f);
-    net_tmpdir(f->certs, sizeof f->certs, "dec-certs");
+    net_tmpdir(f->certs, sizeof f->certs, tag);
     net_make_certs(f->certs, "client");
     snprintf(f->models, sizeof f->models, "%s/models", f->certs);
     ck_assert_int_eq(mkdir(f->models, 0700), 0);
+}
+
+static void dfx_start(dfx_t *f)
+{
+    dfx_dirs(f, "dec-certs");
     snprintf(f->model, sizeof f->model, "%s/tiny.bin", f->certs);
     snprintf(f->tok, sizeof f->tok, "%s/tiny_tok.bin", f->certs);
     ck_assert_int_eq(tiny_model_write(f->model), 0);
@@ -308,6 +314,18 @@ static ts_client_t *connect_lib(const dfx_t *f)
     char err[600];
     ck_assert_msg(ts_client_connect(&o, &c, err, sizeof err) == TS_OK, "connect: %s", err);
     return c;
+}
+
+/* ModelInfo of model (NULL: the first); the reply envelope (free it). */
+static Tessera__Envelope *model_info_call(ts_client_t *c, const char *model)
+{
+    Tessera__ModelInfoRequest mq = TESSERA__MODEL_INFO_REQUEST__INIT;
+    mq.model = (char *)model;
+    Tessera__Envelope req = TESSERA__ENVELOPE__INIT, *info = NULL;
+    req.body_case = TESSERA__ENVELOPE__BODY_MODEL_INFO_REQUEST;
+    req.model_info_request = &mq;
+    ck_assert_ts_ok(ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_MODEL_INFO, &info));
+    return info;
 }
 
 /* Send req; expect an Error reply with `code` and a message containing `text` (may be NULL). */
@@ -797,19 +815,18 @@ START_TEST(test_decode_hostile)
     dfx_start(&f);
     ts_client_t *c = connect_lib(&f);
     /* model info */
-    Tessera__ModelInfoRequest mq = TESSERA__MODEL_INFO_REQUEST__INIT;
-    mq.model = (char *)"tiny";
-    Tessera__Envelope req = TESSERA__ENVELOPE__INIT, *info = NULL;
-    req.body_case = TESSERA__ENVELOPE__BODY_MODEL_INFO_REQUEST;
-    req.model_info_request = &mq;
-    ck_assert_ts_ok(ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_MODEL_INFO, &info));
+    Tessera__Envelope *info = model_info_call(c, "tiny");
     const Tessera__ModelInfo *mi = info->model_info;
     ck_assert_str_eq(mi->param_id, "test-llm-tiny");
     ck_assert_uint_eq(mi->vocab, TINY_VOCAB);
     ck_assert_uint_eq(mi->max_context, 8);
     ck_assert_uint_eq(mi->logits_level, 0);
     ck_assert_str_eq(mi->token_input, "onehot");
+    Tessera__ModelInfoRequest mq = TESSERA__MODEL_INFO_REQUEST__INIT;
     mq.model = (char *)"nope";
+    Tessera__Envelope req = TESSERA__ENVELOPE__INIT;
+    req.body_case = TESSERA__ENVELOPE__BODY_MODEL_INFO_REQUEST;
+    req.model_info_request = &mq;
     expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_NOT_FOUND, "no model");
     /* keys */
     ts_ckks_params_t *p = NULL;
@@ -1133,12 +1150,7 @@ START_TEST(test_decode_policies)
     dfx_t f;
     dfx_start(&f);
     ts_client_t *c = connect_lib(&f);
-    Tessera__ModelInfoRequest mq = TESSERA__MODEL_INFO_REQUEST__INIT;
-    mq.model = (char *)"tinyb";
-    Tessera__Envelope req = TESSERA__ENVELOPE__INIT, *info = NULL;
-    req.body_case = TESSERA__ENVELOPE__BODY_MODEL_INFO_REQUEST;
-    req.model_info_request = &mq;
-    ck_assert_ts_ok(ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_MODEL_INFO, &info));
+    Tessera__Envelope *info = model_info_call(c, "tinyb");
     const Tessera__ModelInfo *mi = info->model_info;
     ck_assert(mi->bootstrap);
     ck_assert_uint_eq(mi->n_policies, 3);
@@ -1246,6 +1258,7 @@ START_TEST(test_decode_policies)
     size_t ctn = 0;
     ck_assert_ts_ok(ts_wire_ct_encode(x, pid, 0, &ct, &ctn));
     Tessera__DecodeStep ds;
+    Tessera__Envelope req;
     step_req(&req, &ds, sid, 0, ct, ctn);
     Tessera__Envelope *rep = NULL;
     ts_status_t st = ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &rep);
@@ -1327,12 +1340,7 @@ START_TEST(test_decode_dense_encap)
     dfx_t f;
     dfx_start(&f);
     ts_client_t *c = connect_lib(&f);
-    Tessera__ModelInfoRequest mq = TESSERA__MODEL_INFO_REQUEST__INIT;
-    mq.model = (char *)"tinyd";
-    Tessera__Envelope req = TESSERA__ENVELOPE__INIT, *info = NULL;
-    req.body_case = TESSERA__ENVELOPE__BODY_MODEL_INFO_REQUEST;
-    req.model_info_request = &mq;
-    ck_assert_ts_ok(ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_MODEL_INFO, &info));
+    Tessera__Envelope *info = model_info_call(c, "tinyd");
     const Tessera__ModelInfo *mi = info->model_info;
     ck_assert(mi->bootstrap);
     ck_assert_int_eq(mi->encap_h, 32);
@@ -1496,11 +1504,7 @@ typedef struct {
 static void keys_make(keys_t *k, ts_client_t *c)
 {
     memset(k, 0, sizeof *k);
-    Tessera__ModelInfoRequest mq = TESSERA__MODEL_INFO_REQUEST__INIT;
-    Tessera__Envelope req = TESSERA__ENVELOPE__INIT, *info = NULL;
-    req.body_case = TESSERA__ENVELOPE__BODY_MODEL_INFO_REQUEST;
-    req.model_info_request = &mq;
-    ck_assert_ts_ok(ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_MODEL_INFO, &info));
+    Tessera__Envelope *info = model_info_call(c, NULL);
     const Tessera__ModelInfo *mi = info->model_info;
     k->slots = (int)mi->slots;
     char why[256];
@@ -1667,11 +1671,7 @@ END_TEST
 START_TEST(test_decode_gpt2)
 {
     dfx_t f;
-    memset(&f, 0, sizeof f);
-    net_tmpdir(f.certs, sizeof f.certs, "dec-gpt2");
-    net_make_certs(f.certs, "client");
-    snprintf(f.models, sizeof f.models, "%s/models", f.certs);
-    ck_assert_int_eq(mkdir(f.models, 0700), 0);
+    dfx_dirs(&f, "dec-gpt2");
     snprintf(f.model, sizeof f.model, "%s/tiny-gpt2.gguf", f.certs);
     ck_assert_int_eq(tiny_gpt2_write(f.model), 0);
     write_yaml(f.models, "gpt2.yaml",
@@ -1768,11 +1768,7 @@ static void budget_step(ts_client_t *c, uint64_t sid, uint32_t pos, bool cache_o
 /* ModelInfo's reply count; the state file's count. */
 static uint64_t budget_info(ts_client_t *c, const char *budget, bool persistent)
 {
-    Tessera__ModelInfoRequest mq = TESSERA__MODEL_INFO_REQUEST__INIT;
-    Tessera__Envelope req = TESSERA__ENVELOPE__INIT, *rep = NULL;
-    req.body_case = TESSERA__ENVELOPE__BODY_MODEL_INFO_REQUEST;
-    req.model_info_request = &mq;
-    ck_assert_ts_ok(ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_MODEL_INFO, &rep));
+    Tessera__Envelope *rep = model_info_call(c, NULL);
     const Tessera__ModelInfo *mi = rep->model_info;
     ck_assert_str_eq(mi->sanitize_mode, "renyi");
     ck_assert_str_eq(mi->sanitize_budget, budget);
@@ -1819,11 +1815,7 @@ static bool log_has(const net_daemon_t *d, const char *text)
 START_TEST(test_decode_reply_budget)
 {
     dfx_t f;
-    memset(&f, 0, sizeof f);
-    net_tmpdir(f.certs, sizeof f.certs, "dec-budget");
-    net_make_certs(f.certs, "client");
-    snprintf(f.models, sizeof f.models, "%s/models", f.certs);
-    ck_assert_int_eq(mkdir(f.models, 0700), 0);
+    dfx_dirs(&f, "dec-budget");
     snprintf(f.model, sizeof f.model, "%s/tiny.bin", f.certs);
     ck_assert_int_eq(tiny_model_write(f.model), 0);
     char state[700], sections[800];
