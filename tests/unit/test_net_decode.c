@@ -1817,7 +1817,9 @@ START_TEST(test_decode_reply_budget)
     dfx_t f;
     dfx_dirs(&f, "dec-budget");
     snprintf(f.model, sizeof f.model, "%s/tiny.bin", f.certs);
+    snprintf(f.tok, sizeof f.tok, "%s/tiny_tok.bin", f.certs);
     ck_assert_int_eq(tiny_model_write(f.model), 0);
+    ck_assert_int_eq(tiny_tokenizer_write(f.tok), 0);
     char state[700], sections[800];
     snprintf(state, sizeof state, "%s/tinyr.state", f.certs);
     snprintf(sections, sizeof sections, "models_dir: %s\n", f.models);
@@ -1825,7 +1827,7 @@ START_TEST(test_decode_reply_budget)
     for (int run = 0; run < 3; run++) {
         write_yaml(f.models, "tinyr.yaml",
                    "path: %s\nparams: test-llm-tiny-boot\napprox: configs/approx/tiny-test.yaml\n"
-                   "max_context: 8\nmax_sessions: 1\nsanitize_noise_l2_log2: 20\n"
+                   "max_context: 8\nmax_sessions: 2\nsanitize_noise_l2_log2: 20\n"
                    "sanitize_queries_log2: 1\nsanitize_state: %s\nsanitize_budget: %s\n",
                    f.model, state, budgets[run]);
         net_daemon_start(&f.d, f.certs, NULL, NULL, sections, true);
@@ -1852,6 +1854,24 @@ START_TEST(test_decode_reply_budget)
             ck_assert_uint_eq(budget_info(c, "refuse", true), 2);
             budget_step(c, sid, 0, false, lim, spent);
             ck_assert(log_has(&f.d, "event=sanitize_state model=tinyr state="));
+            /* tessera generate says the count and the budget, then stops
+             * with the server's sentence at the first reply with logits */
+            char cmd[3000], errp[800], msg[4000] = "";
+            snprintf(errp, sizeof errp, "%s/budget.err", f.d.dir);
+            snprintf(cmd, sizeof cmd,
+                     "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tinyr "
+                     "--prompt ab --max-tokens 2 --temperature 0 --tokenizer %s "
+                     "--insecure-params >/dev/null 2>%s",
+                     ts_test_build_dir(), f.d.port, f.certs, f.tok, errp);
+            ck_assert_int_eq(WEXITSTATUS(system(cmd)), TS_EXIT_FAIL);
+            FILE *e = fopen(errp, "r");
+            ck_assert_ptr_nonnull(e);
+            msg[fread(msg, 1, sizeof msg - 1, e)] = 0;
+            fclose(e);
+            printf("  tessera generate: %s", msg);
+            ck_assert_ptr_nonnull(strstr(msg, "2 replies counted so far (kept across restarts), "
+                                              "none served past the budget"));
+            ck_assert_ptr_nonnull(strstr(msg, spent));
             ck_assert(log_has(&f.d, " replies=2 queries_log2=1.0 budget=refuse"));
         } else {
             budget_step(c, sid, 0, false, ok, NULL);
