@@ -9,8 +9,9 @@
  * renamed over <path>, the directory fsync'ed; a crash leaves the old count
  * or the new one, and the reply is not sent before the new one is on disk
  * (a failed step still counts: the count may overstate the replies sent,
- * never understate them). The file is locked (flock) while a registry holds
- * it, so two daemons cannot share a count unknowingly. A file of other
+ * never understate them). A lock file beside it, <path>.lock (never
+ * replaced, unlike the state file's inode), is flock'ed while a registry
+ * holds the count, so two daemons cannot share a count unknowingly. A file of other
  * weights is refused, not reset: rotating the model is the host's act
  * (remove the file).
  */
@@ -170,28 +171,42 @@ ts_status_t ts_san_state_open(const char *path, const uint8_t model_sha[TS_SHA25
     ts_san_state_t *s = ts_calloc(1, sizeof *s);
     if (!s)
         return TS_ENOMEM;
+    s->lock_fd = -1;
     snprintf(s->path, sizeof s->path, "%s", path);
     ts_sha256_hex(model_sha, s->model_hex);
     pthread_mutex_init(&s->mu, NULL);
     ts_status_t st = TS_OK;
-    s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    /* the lock lives on PATH.lock, which is never replaced: the state file's
+     * inode changes with every rename */
+    char lock[600];
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (s->lock_fd < 0) {
-        snprintf(why, why_size, "%s: cannot open: %s", path, strerror(errno));
+        snprintf(why, why_size, "%s: cannot open: %s", lock, strerror(errno));
         st = TS_EIO;
         goto fail;
     }
     if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
         snprintf(why, why_size,
                  "%s: locked by another holder (another tesserad, or another model of this "
-                 "one): a count must have one owner",
-                 path);
+                 "one; %s): a count must have one owner",
+                 path, lock);
         st = TS_ECONFIG;
         goto fail;
     }
-    bool empty = false;
-    if ((st = read_state(s->lock_fd, path, s->model_hex, &s->replies, &empty, why, why_size)) !=
-        TS_OK)
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    bool empty = fd < 0 && errno == ENOENT;
+    if (fd < 0 && !empty) {
+        snprintf(why, why_size, "%s: cannot open: %s", path, strerror(errno));
+        st = TS_EIO;
         goto fail;
+    }
+    if (fd >= 0) {
+        st = read_state(fd, path, s->model_hex, &s->replies, &empty, why, why_size);
+        close(fd);
+        if (st != TS_OK)
+            goto fail;
+    }
     if (empty && (st = persist(s, 0)) != TS_OK) { /* new: the count starts */
         snprintf(why, why_size, "%s: cannot write: %s", path, strerror(errno));
         goto fail;

@@ -158,7 +158,7 @@ ts_status_t ts_sha256_path(const char *path, uint8_t out[TS_SHA256_BYTES]);
 /*
  * The Renyi sanitization mode's reply count of one model on disk
  * (server/san_state.c: one line, rewritten durably before each reply
- * leaves; flock'ed while open; bound to the weights' SHA-256).
+ * leaves; PATH.lock flock'ed while open; bound to the weights' SHA-256).
  */
 typedef struct ts_san_state ts_san_state_t;
 /* Open (create when absent or empty, at 0) the state file of a model whose

@@ -1804,6 +1804,48 @@ static bool log_has(const net_daemon_t *d, const char *text)
 }
 
 /*
+ * The reply count's file (server/san_state.c) without a daemon: the count
+ * is on disk after each take; the lock holds across the renames each take
+ * makes (a second holder is refused after the first has written); the
+ * limit refuses without counting; a new holder reads the count, a check
+ * reads it beside a holder, other weights are refused.
+ */
+START_TEST(test_san_state)
+{
+    char dir[512], path[700], why[600] = "";
+    net_tmpdir(dir, sizeof dir, "san-state");
+    snprintf(path, sizeof path, "%s/m.state", dir);
+    uint8_t sha[TS_SHA256_BYTES] = {1, 2, 3}, other[TS_SHA256_BYTES] = {9};
+    ts_san_state_t *a = NULL, *b = NULL;
+    ck_assert_msg(ts_san_state_open(path, sha, &a, why, sizeof why) == TS_OK, "%s", why);
+    ck_assert_uint_eq(ts_san_state_replies(a), 0);
+    ck_assert_uint_eq(state_replies(path), 0);
+    uint64_t n = 0;
+    ck_assert_ts_ok(ts_san_state_take(a, 0, &n));
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(state_replies(path), 1);
+    ck_assert_int_eq(ts_san_state_open(path, sha, &b, why, sizeof why), TS_ECONFIG);
+    ck_assert_msg(strstr(why, "locked by another holder"), "%s", why);
+    ck_assert_ptr_null(b);
+    ck_assert_ts_ok(ts_san_state_take(a, 2, &n));
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(ts_san_state_take(a, 2, &n), TS_ELIMIT);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_uint_eq(state_replies(path), 2);
+    ck_assert_msg(ts_san_state_check(path, sha, &n, why, sizeof why) == TS_OK, "%s", why);
+    ck_assert_uint_eq(n, 2);
+    ts_san_state_free(a);
+    ck_assert_int_eq(ts_san_state_open(path, other, &b, why, sizeof why), TS_ECONFIG);
+    ck_assert_msg(strstr(why, "other weights"), "%s", why);
+    ck_assert_int_eq(ts_san_state_check(path, other, &n, why, sizeof why), TS_ECONFIG);
+    ck_assert_msg(ts_san_state_open(path, sha, &b, why, sizeof why) == TS_OK, "%s", why);
+    ck_assert_uint_eq(ts_san_state_replies(b), 2);
+    ts_san_state_free(b);
+    net_rm_rf(dir);
+}
+END_TEST
+
+/*
  * The Renyi mode's reply budget over TLS (a model whose bound covers 2
  * replies, sanitize_budget: refuse, a state file): two public positions
  * with logits are served, the third refused with ERROR_LIMIT while a
@@ -2175,6 +2217,7 @@ TS_TEST_SUITE(net_decode)
     tcase_add_test(tc, test_decode_concurrent);
     tcase_add_test(tc, test_decode_gpt2);
     tcase_add_test(tc, test_decode_reply_budget);
+    tcase_add_test(tc, test_san_state);
     suite_add_tcase(s, tc);
     TCase *th = ts_tcase("decode_policies", 600);
     tcase_add_test(th, test_decode_policies);
