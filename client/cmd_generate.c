@@ -813,6 +813,28 @@ int ts_cmd_generate(int argc, char **argv)
                     mi->max_context + 1 - (unsigned)n_prompt, mi->max_context);
         n_total = mi->max_context + 1;
     }
+    /* a server that refuses replies past its Renyi budget: none left means
+     * nothing to generate (said before minutes of key generation), fewer
+     * than the tokens asked for means the generation may stop early */
+    if (mi->sanitize_budget && !strcmp(mi->sanitize_budget, "refuse")) {
+        double q = exp2(mi->sanitize_queries_log2), used = (double)mi->sanitize_replies;
+        double left = used < q ? floor(q - used) : 0.0;
+        if (left < 1.0) {
+            fprintf(stderr,
+                    "%s: model %s's server has sent the %.0f sanitized replies its Renyi bound "
+                    "covers (2^%.1f) and refuses more (sanitize_budget: refuse)\n",
+                    prog, mi->model, used, mi->sanitize_queries_log2);
+            rc = TS_EXIT_FAIL;
+            goto out;
+        }
+        /* a reply per generated token (and per prompt position with --full-steps) */
+        size_t need = n_total - n_prompt + (full_steps ? n_prompt - 1 : 0);
+        if (left < (double)need)
+            fprintf(stderr,
+                    "%s: warning: model %s's server serves %.0f more sanitized replies (its "
+                    "Renyi budget; every client's replies count): the generation may stop early\n",
+                    prog, mi->model, left);
+    }
     ts_llm_sampler_cfg_t scfg = {(float)temperature, 0, (float)top_p};
     smp = calloc((size_t)samples, sizeof *smp);
     done = calloc((size_t)samples, sizeof *done);

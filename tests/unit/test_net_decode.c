@@ -1519,6 +1519,11 @@ static void keys_make(keys_t *k, ts_client_t *c)
     ck_assert_ts_ok(ts_ckks_evalkeys_gen_relin(ek, k->sk, k->prng));
     ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations(ek, k->sk, mi->rotation_steps,
                                                    mi->n_rotation_steps, k->prng));
+    if (mi->bootstrap) { /* the bootstrapping keys at the model's slots */
+        ts_boot_config_t bc;
+        ck_assert_ts_ok(ts_boot_config_slots(k->p, ts_log2_exact(mi->slots), &bc));
+        ck_assert_ts_ok(ts_boot_keygen(k->p, &bc, ek, k->sk, k->prng));
+    }
     uint8_t *blob[3];
     size_t size[3];
     ck_assert_ts_ok(ts_wire_pk_encode(pk, k->pid, &blob[0], &size[0]));
@@ -1845,6 +1850,25 @@ START_TEST(test_san_state)
 }
 END_TEST
 
+/* tessera generate (2 tokens of "ab") against f's daemon, which refuses it
+ * (exit 1); its error output in msg. */
+static void budget_generate(const dfx_t *f, char *msg, size_t size)
+{
+    char cmd[3000], errp[800];
+    snprintf(errp, sizeof errp, "%s/budget.err", f->d.dir);
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tinyr "
+             "--prompt ab --max-tokens 2 --temperature 0 --tokenizer %s --insecure-params "
+             ">/dev/null 2>%s",
+             ts_test_build_dir(), f->d.port, f->certs, f->tok, errp);
+    ck_assert_int_eq(WEXITSTATUS(system(cmd)), TS_EXIT_FAIL);
+    FILE *e = fopen(errp, "r");
+    ck_assert_ptr_nonnull(e);
+    msg[fread(msg, 1, size - 1, e)] = 0;
+    fclose(e);
+    printf("  tessera generate: %s", msg);
+}
+
 /*
  * The Renyi mode's reply budget over TLS (a model whose bound covers 2
  * replies, sanitize_budget: refuse, a state file): two public positions
@@ -1869,7 +1893,7 @@ START_TEST(test_decode_reply_budget)
     for (int run = 0; run < 3; run++) {
         write_yaml(f.models, "tinyr.yaml",
                    "path: %s\nparams: test-llm-tiny-boot\napprox: configs/approx/tiny-test.yaml\n"
-                   "max_context: 8\nmax_sessions: 2\nsanitize_noise_l2_log2: 20\n"
+                   "bootstrap: true\nmax_context: 8\nmax_sessions: 2\nsanitize_noise_l2_log2: 20\n"
                    "sanitize_queries_log2: 1\nsanitize_state: %s\nsanitize_budget: %s\n",
                    f.model, state, budgets[run]);
         net_daemon_start(&f.d, f.certs, NULL, NULL, sections, true);
@@ -1881,39 +1905,32 @@ START_TEST(test_decode_reply_budget)
         const Tessera__ErrorCode ok = TESSERA__ERROR_CODE__ERROR_UNSPECIFIED,
                                  lim = TESSERA__ERROR_CODE__ERROR_LIMIT;
         const char *spent = "sanitized replies its Renyi bound covers";
+        char msg[4000];
         if (run == 0) {
             ck_assert_uint_eq(budget_info(c, "refuse", true), 0);
             budget_step(c, sid, 0, false, ok, NULL);
             ck_assert_uint_eq(state_replies(state), 1);
-            budget_step(c, sid, 1, false, ok, NULL);
+            /* tessera generate warns that one reply is left, gets its
+             * first token and stops at the second with the server's sentence */
+            budget_generate(&f, msg, sizeof msg);
+            ck_assert_ptr_nonnull(strstr(msg, "serves 1 more sanitized replies"));
+            ck_assert_ptr_nonnull(strstr(msg, spent));
             ck_assert_uint_eq(state_replies(state), 2);
-            budget_step(c, sid, 2, false, lim, spent);
+            budget_step(c, sid, 1, false, lim, spent);
             ck_assert_uint_eq(state_replies(state), 2);
-            budget_step(c, sid, 2, true, ok, NULL); /* no logits: not counted */
+            budget_step(c, sid, 1, true, ok, NULL); /* no logits: not counted */
             ck_assert_uint_eq(budget_info(c, "refuse", true), 2);
         } else if (run == 1) {
             /* after a restart: the count on disk, so no reply */
             ck_assert_uint_eq(budget_info(c, "refuse", true), 2);
             budget_step(c, sid, 0, false, lim, spent);
             ck_assert(log_has(&f.d, "event=sanitize_state model=tinyr state="));
-            /* tessera generate says the count and the budget, then stops
-             * with the server's sentence at the first reply with logits */
-            char cmd[3000], errp[800], msg[4000] = "";
-            snprintf(errp, sizeof errp, "%s/budget.err", f.d.dir);
-            snprintf(cmd, sizeof cmd,
-                     "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tinyr "
-                     "--prompt ab --max-tokens 2 --temperature 0 --tokenizer %s "
-                     "--insecure-params >/dev/null 2>%s",
-                     ts_test_build_dir(), f.d.port, f.certs, f.tok, errp);
-            ck_assert_int_eq(WEXITSTATUS(system(cmd)), TS_EXIT_FAIL);
-            FILE *e = fopen(errp, "r");
-            ck_assert_ptr_nonnull(e);
-            msg[fread(msg, 1, sizeof msg - 1, e)] = 0;
-            fclose(e);
-            printf("  tessera generate: %s", msg);
-            ck_assert_ptr_nonnull(strstr(msg, "2 replies counted so far (kept across restarts), "
-                                              "none served past the budget"));
-            ck_assert_ptr_nonnull(strstr(msg, spent));
+            /* tessera generate stops before making keys: nothing left */
+            budget_generate(&f, msg, sizeof msg);
+            ck_assert_ptr_nonnull(strstr(msg, "model tinyr's server has sent the 2 sanitized "
+                                              "replies its Renyi bound covers (2^1.0) and refuses "
+                                              "more"));
+            ck_assert_ptr_null(strstr(msg, "keys generated")); /* before any key */
             ck_assert(log_has(&f.d, " replies=2 queries_log2=1.0 budget=refuse"));
         } else {
             budget_step(c, sid, 0, false, ok, NULL);
