@@ -67,6 +67,7 @@ struct ts_llm_enc {
      * step land with fewer bootstraps (chosen by ts__llm_enc_place from the
      * engine's own plan; 0 without bootstrapping) */
     uint64_t resid_boot;
+    uint64_t resid_boot_pass; /* a prefill pass's (placed for it, defer_choose) */
     /* levels dropped right after the step's i-th bootstrap (ts__llm_enc_boot_drops) */
     uint8_t *boot_drop;
     size_t n_boot_drop;
@@ -680,29 +681,54 @@ static ts_status_t fold_biases(ts_llm_enc_t *e)
     return TS_OK;
 }
 
-/* Deferred norms for the ordinary step (pass: a lanes engine's prefill
- * passes) where the engine's plan predicts less time than without; the
- * step's choice comes with its own residual bootstraps (before the drops
- * after bootstraps are found), the passes' after the step's rows. */
+/*
+ * Deferred norms for the ordinary step (pass: a lanes engine's prefill
+ * passes) where the engine's plan predicts less time than without, each
+ * form with its residual bootstraps: the step's placed for it (before the
+ * drops after bootstraps are found; the entry's placement is the
+ * non-deferred step's), a pass's either the step's or its own placement
+ * (after the step's rows; at boot-n16-dense a 16-lane engine's pass plans 20
+ * bootstraps with its own, 24 with the step's).
+ */
 static void defer_choose(ts_llm_enc_t *e, bool pass)
 {
     bool *flag = pass ? &e->norm_defer_pass : &e->norm_defer;
-    uint64_t m0 = e->resid_boot, m1 = m0;
-    double ns0 = 0.0, ns1 = 0.0;
-    *flag = false;
-    bool ok0 = ts__llm_enc_defer_ns(e, pass, m0, &ns0);
-    *flag = true;
-    if (!pass)
-        m1 = ts__llm_enc_place(e);
-    bool ok1 = ts__llm_enc_defer_ns(e, pass, m1, &ns1);
-    *flag = ok1 && (!ok0 || ns1 < ns0);
-    e->resid_boot = *flag ? m1 : m0;
-    if (ok1)
+    uint64_t m0 = e->resid_boot, best_m = m0;
+    double ns[2] = {NAN, NAN}; /* [deferred], the best placement's */
+    bool best_d = false;
+    for (int d = 0; d < 2; d++) {
+        *flag = d;
+        uint64_t cand[2] = {m0, 0};
+        int nc = 1;
+        if (pass)
+            cand[nc++] = ts__llm_enc_place(e, true);
+        else if (d)
+            cand[0] = ts__llm_enc_place(e, false);
+        for (int k = 0; k < nc; k++) {
+            double t = 0.0;
+            if (!ts__llm_enc_defer_ns(e, pass, cand[k], &t))
+                continue;
+            bool take = isnan(ns[best_d]) || t < ns[best_d];
+            if (isnan(ns[d]) || t < ns[d])
+                ns[d] = t;
+            if (take) {
+                best_d = d;
+                best_m = cand[k];
+            }
+        }
+    }
+    *flag = best_d;
+    if (pass)
+        e->resid_boot_pass = best_m;
+    else
+        e->resid_boot = e->resid_boot_pass = best_m;
+    if (!isnan(ns[1]))
         ts_log(TS_LOG_DEBUG, "llm",
-               "encrypted engine: %s norms %s (planned at %.1f s deferred, %.1f s not; "
-               "built-in cost table)",
-               pass ? "prefill" : "step", *flag ? "deferred" : "not deferred", ns1 / 1e9,
-               ns0 / 1e9);
+               "encrypted engine: %s norms %s, residual bootstraps 0x%llx%s (planned at %.1f s "
+               "deferred, %.1f s not; built-in cost table)",
+               pass ? "prefill" : "step", *flag ? "deferred" : "not deferred",
+               (unsigned long long)best_m, pass && best_m != m0 ? ", not the step's" : "",
+               ns[1] / 1e9, ns[0] / 1e9);
 }
 
 ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params,
@@ -828,7 +854,7 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
             ts__llm_cheb_map(rc, &al, &be);
         e->ks = sqrt(al / e->dim);
     }
-    e->resid_boot = ts__llm_enc_place(e);
+    e->resid_boot = e->resid_boot_pass = ts__llm_enc_place(e, false);
     if (!gpt2)
         defer_choose(e, false);
     if ((st = ts__llm_enc_boot_drops(e, &e->boot_drop, &e->n_boot_drop)) != TS_OK)
@@ -853,7 +879,7 @@ void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask)
 {
     if (!e)
         return;
-    e->resid_boot = mask;
+    e->resid_boot = e->resid_boot_pass = mask;
     /* the drops belong to a placement: found again for this one (none on
      * failure: the search leaves the list empty then) */
     ts_free(e->boot_drop);
@@ -878,7 +904,7 @@ ts_status_t ts_llm_enc_set_norm_defer(ts_llm_enc_t *e, bool defer)
     ts_free(e->boot_drop);
     e->boot_drop = NULL;
     e->n_boot_drop = 0;
-    ts__llm_enc_set_resid_boot(e, ts__llm_enc_place(e));
+    ts__llm_enc_set_resid_boot(e, ts__llm_enc_place(e, false));
     return TS_OK;
 }
 
@@ -960,6 +986,7 @@ void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out)
     out->a_gelu = e->a_gelu;
     out->gpt2 = e->gpt2;
     out->resid_boot = e->resid_boot;
+    out->resid_boot_pass = e->resid_boot_pass;
     out->boot_drop = e->boot_drop;
     out->n_boot_drop = e->n_boot_drop;
     out->row_lv = e->row_lv;
@@ -2463,7 +2490,8 @@ done:
  * the norm's mean): the guess from t, each step's -bk x from t */
 static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *t, ct_t *out)
 {
-    const ts_nonlinear_cheb_t *cb = ts_nonlinear_approx_cheb(s->e->a_rsqrt);
+    const ts_nonlinear_approx_t *ar = s->e->a_rsqrt;
+    const ts_nonlinear_cheb_t *cb = ts_nonlinear_approx_cheb(ar);
     double al, be;
     ts__llm_cheb_map(cb, &al, &be);
     ts_nonlinear_cheb_t unit = ts__llm_cheb_unit(cb);
@@ -2482,7 +2510,7 @@ static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *t, ct_t *out)
         /* y <- ak y + (-bk x y) y^2 (CLASSIC: 3/2, 1/2), -bk x from x; y
          * refreshed with xh */
         double ak, bk;
-        TRY(ts_nonlinear_approx_rsqrt_step(s->e->a_rsqrt, i, &ak, &bk));
+        TRY(ts_nonlinear_approx_rsqrt_step(ar, i, &ak, &bk));
         TRY(mul_k(s, t, -bk / al, xh));
         TRY(ts_ckks_add_const(s->ev, xh, bk * be / al, xh));
         TRY(need2(s, y, xh, 2));
@@ -3159,7 +3187,8 @@ done:
 /* xx += o, both bootstrapped first (one pair) where e->resid_boot's bit says */
 static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
 {
-    if (s->boot && bit < 64 && ((s->e->resid_boot >> bit) & 1u)) {
+    uint64_t rb = s->lane_step ? s->e->resid_boot_pass : s->e->resid_boot;
+    if (s->boot && bit < 64 && ((rb >> bit) & 1u)) {
         int prev_stage = stage_to(s, TS_LLM_STAGE_OTHER);
         double prev_bound = bound_set(s, ENC_BOOT_BOUND * s->e->ks); /* the stream's unit */
         ts_status_t st = need2_at(s, xx, o, ts_boot_levels_left(s->boot), true);

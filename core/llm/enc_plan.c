@@ -763,7 +763,8 @@ ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, unsigned flags,
         return TS_EINVAL;
     ts__llm_enc_shape_t e;
     ts__llm_enc_shape(enc, &e);
-    return graph_with(enc, pos, flags, e.resid_boot, out);
+    return graph_with(enc, pos, flags,
+                      (flags & TS_LLM_PLAN_PREFILL) ? e.resid_boot_pass : e.resid_boot, out);
 }
 
 /* Bootstraps and predicted time of the plan at pos with flags and residual
@@ -789,6 +790,7 @@ typedef struct {
     const ts_llm_enc_t *enc;
     ts_sched_costs_t c;
     int level, pos;
+    unsigned flags;
     uint64_t best;
     uint32_t bn;
     double bns;
@@ -799,7 +801,7 @@ static void place_try(place_t *pl, uint64_t m)
 {
     uint32_t n;
     double ns;
-    if (plan_score(pl->enc, &pl->c, pl->level, pl->pos, TS_LLM_PLAN_ONEHOT, m, &n, &ns) &&
+    if (plan_score(pl->enc, &pl->c, pl->level, pl->pos, pl->flags, m, &n, &ns) &&
         (n < pl->bn || (n == pl->bn && ns < pl->bns))) {
         pl->best = m;
         pl->bn = n;
@@ -807,35 +809,48 @@ static void place_try(place_t *pl, uint64_t m)
     }
 }
 
-bool ts__llm_enc_defer_ns(const ts_llm_enc_t *enc, bool pass, uint64_t mask, double *ns)
+/* The position and flags of the plan a choice is made on: the last
+ * ordinary step, or (pass) the last prefill pass; false when there is none
+ * (no bootstrapping; pass without lanes). */
+static bool choice_plan(const ts_llm_enc_t *enc, bool pass, ts_llm_enc_levels_t *lv, int *pos,
+                        unsigned *flags)
 {
     ts__llm_enc_shape_t e;
     ts__llm_enc_shape(enc, &e);
-    ts_llm_enc_levels_t lv;
-    if ((pass && e.cfg->lanes < 2) || ts_llm_enc_levels(enc, &lv) != TS_OK || !lv.boot ||
+    if ((pass && e.cfg->lanes < 2) || ts_llm_enc_levels(enc, lv) != TS_OK || !lv->boot ||
         e.max_pos < 1)
+        return false;
+    *pos = !pass ? e.max_pos - 1 : e.max_pos > e.cfg->lanes ? e.max_pos - e.cfg->lanes : 0;
+    *flags = TS_LLM_PLAN_ONEHOT | (pass ? TS_LLM_PLAN_PREFILL : 0u);
+    return true;
+}
+
+bool ts__llm_enc_defer_ns(const ts_llm_enc_t *enc, bool pass, uint64_t mask, double *ns)
+{
+    ts_llm_enc_levels_t lv;
+    int pos;
+    unsigned flags;
+    if (!choice_plan(enc, pass, &lv, &pos, &flags))
         return false;
     ts_sched_costs_t c;
     ts_sched_costs_default(&c);
     ts_sched_costs_extend(&c, lv.input);
-    /* the last ordinary step, or the last pass */
-    int pos = !pass ? e.max_pos - 1 : e.max_pos > e.cfg->lanes ? e.max_pos - e.cfg->lanes : 0;
-    unsigned flags = TS_LLM_PLAN_ONEHOT | PLAN_NO_DROPS | (pass ? TS_LLM_PLAN_PREFILL : 0u);
     uint32_t nb;
-    return plan_score(enc, &c, lv.input, pos, flags, mask, &nb, ns);
+    return plan_score(enc, &c, lv.input, pos, flags | PLAN_NO_DROPS, mask, &nb, ns);
 }
 
-uint64_t ts__llm_enc_place(const ts_llm_enc_t *enc)
+uint64_t ts__llm_enc_place(const ts_llm_enc_t *enc, bool pass)
 {
     ts__llm_enc_shape_t e;
     ts__llm_enc_shape(enc, &e);
     ts_llm_enc_levels_t lv;
-    if (ts_llm_enc_levels(enc, &lv) != TS_OK || !lv.boot || e.max_pos < 1)
+    place_t pl = {.enc = enc};
+    if (!choice_plan(enc, pass, &lv, &pl.pos, &pl.flags))
         return 0;
-    place_t pl = {.enc = enc, .level = lv.input, .pos = e.max_pos - 1};
+    pl.level = lv.input;
     ts_sched_costs_default(&pl.c);
     ts_sched_costs_extend(&pl.c, lv.input);
-    if (!plan_score(enc, &pl.c, pl.level, pl.pos, TS_LLM_PLAN_ONEHOT, 0, &pl.bn, &pl.bns))
+    if (!plan_score(enc, &pl.c, pl.level, pl.pos, pl.flags, 0, &pl.bn, &pl.bns))
         return 0;
     int nbits = 2 * e.nl < 64 ? 2 * e.nl : 64;
     if (nbits <= 10) {

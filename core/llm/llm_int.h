@@ -125,6 +125,7 @@ typedef struct ts__llm_enc_shape {
         *a_recip_last;
     bool gpt2;                /* LayerNorm, biases, learned positions, GELU (see enc.c) */
     uint64_t resid_boot;      /* residual bootstraps (struct ts_llm_enc) */
+    uint64_t resid_boot_pass; /* a prefill pass's (struct ts_llm_enc) */
     const uint8_t *boot_drop; /* levels dropped after each bootstrap (struct ts_llm_enc) */
     size_t n_boot_drop;
     const int8_t *row_lv; /* an ordinary step's K row level per layer (NULL: unknown) */
@@ -155,18 +156,20 @@ void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out);
 ts_status_t ts__llm_enc_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg);
 /* The residual bootstraps (bit 2l: after layer l's attention, 2l + 1: after
  * its FFN) with which the engine's plan of the step (one-hot input, last
- * position) needs the fewest bootstraps (then the least predicted time under
- * the built-in cost table): every subset for up to 5 layers, else bit by bit
- * (two passes). 0 when the engine does not bootstrap or nothing helps. */
-uint64_t ts__llm_enc_place(const ts_llm_enc_t *e);
+ * position; pass: a lanes engine's last prefill pass) needs the fewest
+ * bootstraps (then the least predicted time under the built-in cost table):
+ * every subset for up to 5 layers, else bit by bit (two passes). 0 when the
+ * engine does not bootstrap or nothing helps. */
+uint64_t ts__llm_enc_place(const ts_llm_enc_t *e, bool pass);
 /* The predicted time (ns, built-in cost table) of the engine's plan of its
  * last ordinary step (pass: a lanes engine's last prefill pass) with
  * residual bootstraps mask and no drops after bootstraps, as ts_llm_enc_new
  * compares its norm choices; false when it does not plan. */
 bool ts__llm_enc_defer_ns(const ts_llm_enc_t *e, bool pass, uint64_t mask, double *ns);
-/* Replace the engine's residual bootstraps by mask (tests: a placement the
- * search would not choose, executed against its plan); the drops after
- * bootstraps (below) are found again for it. */
+/* Replace the engine's residual bootstraps by mask, the step's and the
+ * prefill passes' (tests: a placement the search would not choose, executed
+ * against its plan); the drops after bootstraps (below) are found again for
+ * it. */
 void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask);
 /*
  * The levels the step drops right after each of its bootstraps
