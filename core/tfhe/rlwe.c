@@ -371,30 +371,16 @@ void ts__tfhe_external_product_raw(ts_tfhe_evaluator_t *ev, uint64_t *out_a, uin
     ts__tfhe_decompose(p, in_b, dig + (size_t)L * n);
     for (uint32_t r = 0; r < R; r++)
         ts_ntt_forward(p->ntt, dig + (size_t)r * n);
-    /* sum over rows of 128-bit products, one Barrett reduction per output
-     * coefficient (R <= 124 products of < 2^124 each fit only for small R:
-     * reduce every 8 rows to stay far from overflow) */
-    for (uint32_t i = 0; i < n; i++) {
-        ts_u128_t sa = 0, sb = 0;
-        uint64_t ra = 0, rb = 0;
-        for (uint32_t r = 0; r < R; r++) {
-            uint64_t d = dig[(size_t)r * n + i];
-            const uint64_t *row = rows + (size_t)r * 2 * n;
-            sa += (ts_u128_t)d * row[i];
-            sb += (ts_u128_t)d * row[n + i];
-            if ((r & 7) == 7) {
-                ra = ts_mod_add(
-                    ra, ts_mod_reduce128((uint64_t)(sa >> 64), (uint64_t)sa, &p->mod_br), q);
-                rb = ts_mod_add(
-                    rb, ts_mod_reduce128((uint64_t)(sb >> 64), (uint64_t)sb, &p->mod_br), q);
-                sa = sb = 0;
-            }
-        }
-        acc_a[i] =
-            ts_mod_add(ra, ts_mod_reduce128((uint64_t)(sa >> 64), (uint64_t)sa, &p->mod_br), q);
-        acc_b[i] =
-            ts_mod_add(rb, ts_mod_reduce128((uint64_t)(sb >> 64), (uint64_t)sb, &p->mod_br), q);
+    /* the sums over rows, sum_r digit_r * row_r (a and b halves): the dot
+     * kernels (AVX-512 where present, the same words as the portable one) */
+    const uint64_t *xs[2 * 62], *ya[2 * 62], *yb[2 * 62];
+    for (uint32_t r = 0; r < R; r++) {
+        xs[r] = dig + (size_t)r * n;
+        ya[r] = rows + (size_t)r * 2 * n;
+        yb[r] = ya[r] + n;
     }
+    ts_vec_dot(acc_a, xs, ya, R, n, &p->mod_br);
+    ts_vec_dot(acc_b, xs, yb, R, n, &p->mod_br);
     ts_ntt_inverse(p->ntt, acc_a);
     ts_ntt_inverse(p->ntt, acc_b);
     if (accumulate) {
