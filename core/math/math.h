@@ -346,6 +346,17 @@ ts_status_t ts_vec_from_i64_impl(uint64_t *o, const int64_t *x, size_t n, const 
 ts_status_t ts_vec_center_lift_impl(uint64_t *o, const uint64_t *x, size_t n, uint64_t p,
                                     const ts_modulus_t *m, ts_ntt_impl_t impl);
 
+/*
+ * The rounded top of 128-bit products (the gadget decomposition's rounding,
+ * core/rlwe): o[i] = floor((x[i] m + 2^(s-1)) / 2^s) for 65 <= s <= 127 and
+ * x[i] m < 2^127. o may alias x. Same words from every kernel.
+ */
+void ts_vec_mul_round_shift(uint64_t *o, const uint64_t *x, size_t n, uint64_t m, unsigned s);
+/* ts_vec_mul_round_shift with a forced implementation (tests), as
+ * ts_vec_op_impl; TS_EINVAL for s outside [65, 127]. */
+ts_status_t ts_vec_mul_round_shift_impl(uint64_t *o, const uint64_t *x, size_t n, uint64_t m,
+                                        unsigned s, ts_ntt_impl_t impl);
+
 /* bitrev of i over `bits` bits. */
 static inline uint32_t ts_bitrev(uint32_t i, uint32_t bits)
 {

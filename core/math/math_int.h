@@ -46,6 +46,8 @@ void ts__vec_dot62_avx512(uint64_t *o, const uint64_t *const *x, const uint64_t 
 void ts__vec_from_i64_avx512(uint64_t *o, const int64_t *x, size_t n, const ts_modulus_t *m);
 void ts__vec_center_lift_avx512(uint64_t *o, const uint64_t *x, size_t n, uint64_t p,
                                 const ts_modulus_t *m);
+void ts__vec_mul_round_shift_avx512(uint64_t *o, const uint64_t *x, size_t n, uint64_t m,
+                                    unsigned s);
 
 /* Portable kernels (math/ntt.c). */
 void ts__ntt_forward_portable(const ts_ntt_table_t *t, uint64_t *a);

@@ -298,3 +298,47 @@ ts_status_t ts_vec_dot_impl(uint64_t *o, const uint64_t *const *x, const uint64_
     dot_run(o, x, y, terms, n, m, vec);
     return TS_OK;
 }
+
+static void mrs_run(uint64_t *o, const uint64_t *x, size_t n, uint64_t m, unsigned s, bool vec)
+{
+    size_t done = 0;
+    if (vec) {
+        done = n & ~(size_t)7;
+        if (done)
+            ts__vec_mul_round_shift_avx512(o, x, done, m, s);
+    }
+    const ts_u128_t rnd = (ts_u128_t)1 << (s - 1);
+    for (size_t i = done; i < n; i++)
+        o[i] = (uint64_t)(((ts_u128_t)x[i] * m + rnd) >> s);
+}
+
+void ts_vec_mul_round_shift(uint64_t *o, const uint64_t *x, size_t n, uint64_t m, unsigned s)
+{
+    mrs_run(o, x, n, m, s, ts__vec_avx512_built() && ts_cpu_has_avx512());
+}
+
+ts_status_t ts_vec_mul_round_shift_impl(uint64_t *o, const uint64_t *x, size_t n, uint64_t m,
+                                        unsigned s, ts_ntt_impl_t impl)
+{
+    if ((n && (!o || !x)) || s < 65 || s > 127)
+        return TS_EINVAL;
+    bool vec;
+    switch (impl) {
+    case TS_NTT_IMPL_AUTO:
+        vec = ts__vec_avx512_built() && ts_cpu_has_avx512();
+        break;
+    case TS_NTT_IMPL_PORTABLE:
+    case TS_NTT_IMPL_AVX2:
+        vec = false;
+        break;
+    case TS_NTT_IMPL_AVX512:
+        if (!ts__vec_avx512_built() || !ts_cpu_has_avx512())
+            return TS_ENOTSUP;
+        vec = true;
+        break;
+    default:
+        return TS_EINVAL;
+    }
+    mrs_run(o, x, n, m, s, vec);
+    return TS_OK;
+}

@@ -287,6 +287,17 @@ bool ts__vec_avx512_built(void)
     return true;
 }
 
+/* floor((x m + 2^(s-1)) / 2^s), 65 <= s <= 127: the rounding term is a
+ * multiple of 2^64, so it joins the high word and the low word cannot carry
+ * into the quotient: (hi + 2^(s-65)) >> (s - 64) */
+void ts__vec_mul_round_shift_avx512(uint64_t *o, const uint64_t *x, size_t n, uint64_t m,
+                                    unsigned s)
+{
+    const v8 mv = SET1(m), add = SET1(1ULL << (s - 65)), sh = SET1(s - 64);
+    for (size_t i = 0; i < n; i += 8)
+        ST(o + i, _mm512_srlv_epi64(_mm512_add_epi64(mulhi64(LD(x + i), mv), add), sh));
+}
+
 #else
 
 void ts__vec_avx512(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b, uint64_t s,
@@ -344,6 +355,16 @@ void ts__vec_center_lift_avx512(uint64_t *o, const uint64_t *x, size_t n, uint64
     (void)n;
     (void)p;
     (void)m;
+}
+
+void ts__vec_mul_round_shift_avx512(uint64_t *o, const uint64_t *x, size_t n, uint64_t m,
+                                    unsigned s)
+{
+    (void)o;
+    (void)x;
+    (void)n;
+    (void)m;
+    (void)s;
 }
 
 #endif

@@ -68,8 +68,14 @@ void ts_gadget_decompose_mod(const ts_gadget_t *g, const uint64_t *in, size_t n,
 {
     GADGET_SETUP
     const uint64_t q = g->mod.q;
+    /* the rounded values by the vector kernels into the last digit row
+     * (each word read there before the digits overwrite it) */
+    uint64_t *t = out + (size_t)(L - 1) * n;
+    bool vec = g->dec_shift >= 65;
+    if (vec)
+        ts_vec_mul_round_shift(t, in, n, g->dec_mul, g->dec_shift);
     for (size_t j = 0; j < n; j++) {
-        uint64_t x = fields(g, in[j], offset, keep, rnd);
+        uint64_t x = vec ? (t[j] + offset) & keep : fields(g, in[j], offset, keep, rnd);
         for (uint32_t i = 0; i < L; i++) {
             int64_t d = (int64_t)((x >> ((L - 1 - i) * lb)) & bmask) - (int64_t)half;
             /* d mod q without a branch */

@@ -668,6 +668,43 @@ START_TEST(test_vec_center_lift)
 }
 END_TEST
 
+/* The rounded top of 128-bit products: every kernel against the definition,
+ * with the edges (0, the largest operands, the rounding's halfway point). */
+START_TEST(test_vec_mul_round_shift)
+{
+    const unsigned shifts[] = {65, 90, 100, 127};
+    bool have = ts_cpu_has_avx512();
+    for (int si = 0; si < 4; si++) {
+        unsigned sh = shifts[si];
+        const uint64_t ms[] = {0, 1, rnd(), ~0ULL, 0x9e3779b97f4a7c15ULL};
+        for (int mi = 0; mi < 5; mi++) {
+            uint64_t m = ms[mi];
+            const size_t n = 77;
+            uint64_t x[77], want[77], o1[77], o2[77];
+            for (size_t i = 0; i < n; i++) {
+                x[i] = i == 0 ? 0 : i == 1 ? (1ULL << 62) - 1 : rnd() >> 2; /* x m < 2^126 */
+                ts_u128_t v = (ts_u128_t)x[i] * m + ((ts_u128_t)1 << (sh - 1));
+                want[i] = (uint64_t)(v >> sh);
+            }
+            ck_assert_ts_ok(ts_vec_mul_round_shift_impl(o1, x, n, m, sh, TS_NTT_IMPL_PORTABLE));
+            ck_assert(!memcmp(o1, want, sizeof want));
+            ck_assert_ts_status(ts_vec_mul_round_shift_impl(o2, x, n, m, sh, TS_NTT_IMPL_AVX512),
+                                have ? TS_OK : TS_ENOTSUP);
+            if (have)
+                ck_assert_msg(!memcmp(o2, want, sizeof want), "shift %u m %llx", sh,
+                              (unsigned long long)m);
+            memcpy(o2, x, sizeof x);
+            ts_vec_mul_round_shift(o2, o2, n, m, sh); /* in place */
+            ck_assert(!memcmp(o2, want, sizeof want));
+        }
+    }
+    uint64_t w = 0;
+    ck_assert_ts_status(ts_vec_mul_round_shift_impl(&w, &w, 1, 1, 64, TS_NTT_IMPL_AUTO), TS_EINVAL);
+    ck_assert_ts_status(ts_vec_mul_round_shift_impl(&w, &w, 1, 1, 128, TS_NTT_IMPL_AUTO),
+                        TS_EINVAL);
+}
+END_TEST
+
 /* Signed integers to residues: every kernel against the definition. */
 START_TEST(test_vec_from_i64)
 {
@@ -781,6 +818,7 @@ TS_TEST_SUITE(math)
     tcase_add_test(tc, test_rns_conv_impls);
     tcase_add_test(tc, test_vec_ops);
     tcase_add_test(tc, test_vec_center_lift);
+    tcase_add_test(tc, test_vec_mul_round_shift);
     tcase_add_test(tc, test_vec_from_i64);
     tcase_add_test(tc, test_vec_dot);
     suite_add_tcase(s, tc);
