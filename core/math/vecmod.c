@@ -81,6 +81,28 @@ void ts_vec_op(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b
     vec_run(op, o, a, b, s, n, m, vec_avx512_ok(op, m));
 }
 
+/* Whether a forced implementation (the *_impl entry points) runs the
+ * AVX-512 kernels: TS_ENOTSUP when asked for them without them. */
+static ts_status_t vec_impl(ts_ntt_impl_t impl, bool *vec)
+{
+    switch (impl) {
+    case TS_NTT_IMPL_AUTO:
+        *vec = ts__vec_avx512_built() && ts_cpu_has_avx512();
+        return TS_OK;
+    case TS_NTT_IMPL_PORTABLE:
+    case TS_NTT_IMPL_AVX2:
+        *vec = false;
+        return TS_OK;
+    case TS_NTT_IMPL_AVX512:
+        if (!ts__vec_avx512_built() || !ts_cpu_has_avx512())
+            return TS_ENOTSUP;
+        *vec = true;
+        return TS_OK;
+    default:
+        return TS_EINVAL;
+    }
+}
+
 ts_status_t ts_vec_op_impl(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const uint64_t *b,
                            uint64_t s, size_t n, const ts_modulus_t *m, ts_ntt_impl_t impl)
 {
@@ -93,23 +115,10 @@ ts_status_t ts_vec_op_impl(ts_vec_op_t op, uint64_t *o, const uint64_t *a, const
     if (scalar && s >= m->q)
         return TS_EINVAL;
     bool vec;
-    switch (impl) {
-    case TS_NTT_IMPL_AUTO:
-        vec = vec_avx512_ok(op, m);
-        break;
-    case TS_NTT_IMPL_PORTABLE:
-    case TS_NTT_IMPL_AVX2:
-        vec = false;
-        break;
-    case TS_NTT_IMPL_AVX512:
-        if (!ts__vec_avx512_built() || !ts_cpu_has_avx512())
-            return TS_ENOTSUP;
-        vec = vec_avx512_ok(op, m);
-        break;
-    default:
-        return TS_EINVAL;
-    }
-    vec_run(op, o, a, b, s, n, m, vec);
+    ts_status_t st = vec_impl(impl, &vec);
+    if (st != TS_OK)
+        return st;
+    vec_run(op, o, a, b, s, n, m, vec && vec_avx512_ok(op, m));
     return TS_OK;
 }
 
@@ -153,22 +162,9 @@ ts_status_t ts_vec_center_lift_impl(uint64_t *o, const uint64_t *x, size_t n, ui
     if (!m || (n && (!o || !x)) || !(p & 1) || p >> TS_MODULUS_MAX_BITS)
         return TS_EINVAL;
     bool vec;
-    switch (impl) {
-    case TS_NTT_IMPL_AUTO:
-        vec = ts__vec_avx512_built() && ts_cpu_has_avx512();
-        break;
-    case TS_NTT_IMPL_PORTABLE:
-    case TS_NTT_IMPL_AVX2:
-        vec = false;
-        break;
-    case TS_NTT_IMPL_AVX512:
-        if (!ts__vec_avx512_built() || !ts_cpu_has_avx512())
-            return TS_ENOTSUP;
-        vec = true;
-        break;
-    default:
-        return TS_EINVAL;
-    }
+    ts_status_t st = vec_impl(impl, &vec);
+    if (st != TS_OK)
+        return st;
     lift_run(o, x, n, p, m, vec);
     return TS_OK;
 }
@@ -200,22 +196,9 @@ ts_status_t ts_vec_from_i64_impl(uint64_t *o, const int64_t *x, size_t n, const 
     if (!m || (n && (!o || !x)))
         return TS_EINVAL;
     bool vec;
-    switch (impl) {
-    case TS_NTT_IMPL_AUTO:
-        vec = ts__vec_avx512_built() && ts_cpu_has_avx512();
-        break;
-    case TS_NTT_IMPL_PORTABLE:
-    case TS_NTT_IMPL_AVX2:
-        vec = false;
-        break;
-    case TS_NTT_IMPL_AVX512:
-        if (!ts__vec_avx512_built() || !ts_cpu_has_avx512())
-            return TS_ENOTSUP;
-        vec = true;
-        break;
-    default:
-        return TS_EINVAL;
-    }
+    ts_status_t st = vec_impl(impl, &vec);
+    if (st != TS_OK)
+        return st;
     from_i64_run(o, x, n, m, vec);
     return TS_OK;
 }
@@ -279,22 +262,9 @@ ts_status_t ts_vec_dot_impl(uint64_t *o, const uint64_t *const *x, const uint64_
     if (!m || (n && (!o || (terms && (!x || !y)))))
         return TS_EINVAL;
     bool vec;
-    switch (impl) {
-    case TS_NTT_IMPL_AUTO:
-        vec = ts__vec_avx512_built() && ts_cpu_has_avx512();
-        break;
-    case TS_NTT_IMPL_PORTABLE:
-    case TS_NTT_IMPL_AVX2:
-        vec = false;
-        break;
-    case TS_NTT_IMPL_AVX512:
-        if (!ts__vec_avx512_built() || !ts_cpu_has_avx512())
-            return TS_ENOTSUP;
-        vec = true;
-        break;
-    default:
-        return TS_EINVAL;
-    }
+    ts_status_t st = vec_impl(impl, &vec);
+    if (st != TS_OK)
+        return st;
     dot_run(o, x, y, terms, n, m, vec);
     return TS_OK;
 }
@@ -323,22 +293,9 @@ ts_status_t ts_vec_mul_round_shift_impl(uint64_t *o, const uint64_t *x, size_t n
     if ((n && (!o || !x)) || s < 65 || s > 127)
         return TS_EINVAL;
     bool vec;
-    switch (impl) {
-    case TS_NTT_IMPL_AUTO:
-        vec = ts__vec_avx512_built() && ts_cpu_has_avx512();
-        break;
-    case TS_NTT_IMPL_PORTABLE:
-    case TS_NTT_IMPL_AVX2:
-        vec = false;
-        break;
-    case TS_NTT_IMPL_AVX512:
-        if (!ts__vec_avx512_built() || !ts_cpu_has_avx512())
-            return TS_ENOTSUP;
-        vec = true;
-        break;
-    default:
-        return TS_EINVAL;
-    }
+    ts_status_t st = vec_impl(impl, &vec);
+    if (st != TS_OK)
+        return st;
     mrs_run(o, x, n, m, s, vec);
     return TS_OK;
 }
