@@ -438,9 +438,10 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
         fprintf(stderr,
                 "%s: logits sanitized in the Renyi mode: projected on their %u-slot period, "
                 "Gaussian flood of sigma 2^%.1f for 2^%.0f replies (error up to %.2g per logit); "
-                "%llu replies counted so far%s%s\n",
+                "%llu repl%s counted so far%s%s\n",
                 g->prog, mi->logits_period, mi->sanitize_sigma_log2, mi->sanitize_queries_log2,
                 mi->logits_err_bound, (unsigned long long)mi->sanitize_replies,
+                mi->sanitize_replies == 1 ? "y" : "ies",
                 mi->sanitize_persistent ? " (kept across restarts)" : " (since the daemon started)",
                 mi->sanitize_budget && !strcmp(mi->sanitize_budget, "refuse")
                     ? ", none served past the budget"
