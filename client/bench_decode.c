@@ -121,41 +121,6 @@ static double ms_since(uint64_t t0)
     return (double)(ts_now_ns() - t0) / 1e6;
 }
 
-/* --noise: the centered coefficients mod q_0 of lg's decryption, dropped
- * to level 0 (dropping primes keeps the small coefficients as they are) */
-static ts_status_t logit_coeffs(ts_ckks_evaluator_t *ev, const ts_ckks_secret_key_t *sk,
-                                ts_ckks_params_t *p, const ts_ckks_ciphertext_t *lg, int64_t *out)
-{
-    size_t N = ts_ckks_params_n(p);
-    uint64_t q0 = ts_ckks_params_q(p, 0);
-    ts_ckks_ciphertext_t *c = NULL;
-    ts_ckks_plaintext_t *pt = NULL;
-    ts_poly_t *poly = NULL;
-    uint64_t *w = ts_malloc(N * sizeof *w);
-    ts_status_t st = w ? ts_ckks_ciphertext_new(p, 0, &c) : TS_ENOMEM;
-    if (st == TS_OK)
-        st = ts_ckks_drop_to_level(ev, lg, 0, c);
-    if (st == TS_OK)
-        st = ts_ckks_plaintext_new(p, 0, &pt);
-    if (st == TS_OK)
-        st = ts_ckks_decrypt(sk, c, pt);
-    if (st == TS_OK)
-        st = ts_poly_clone(ts_ckks_plaintext_poly(pt), &poly);
-    if (st == TS_OK && poly->is_ntt)
-        st = ts_poly_intt(poly);
-    if (st == TS_OK)
-        st = ts_poly_download(poly, w);
-    for (size_t i = 0; st == TS_OK && i < N; i++)
-        out[i] = w[i] > q0 / 2 ? -(int64_t)(q0 - w[i]) : (int64_t)w[i];
-    if (w)
-        ts_memzero(w, N * sizeof *w);
-    ts_free(w);
-    ts_poly_free(poly);
-    ts_ckks_plaintext_free(pt);
-    ts_ckks_ciphertext_free(c);
-    return st;
-}
-
 /* log2 of the rms and of the max |.| of v[i] over i with (i % gap != 0) ==
  * off (off: the coefficients outside the subring of X^gap; gap 1: all) */
 static void coeff_stats(const int64_t *v, size_t n, size_t gap, bool off, double *rms, double *mx)
@@ -402,7 +367,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             int64_t ps[64];
             int pl[64] = {0};
             size_t np = 64;
-            TRY(ts_llm_sanitize_steps(p, ts_llm_enc_logits_period(enc), ps, &np));
+            TRY(ts_ckks_trace_steps(p, (size_t)ts_llm_enc_logits_period(enc), ps, &np));
             TRY(ts_ckks_evalkeys_gen_rotations_at(ek, sk, ps, pl, np, prng));
         }
     }
@@ -549,7 +514,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                         goto out;
                     }
                 }
-                TRY(logit_coeffs(ev, sk, p, lg, nz_cur));
+                TRY(ts_ckks_decrypt_coeffs(sk, ev, lg, nz_cur));
                 q->noise = true;
                 q->nz_b = log2(ts_llm_sanitize_noise_bound(p));
                 coeff_stats(nz_cur, N, gap, true, &q->nz_off_rms, &q->nz_off_max);

@@ -268,7 +268,7 @@ static ts_status_t engine_steps(ts_dec_model_t *md, const ts_llm_enc_t *enc, con
     size_t np = 0;
     if (md->cfg.sanitize_noise_l2_log2 > 0) {
         np = sizeof ps / sizeof ps[0];
-        st = ts_llm_sanitize_steps(md->p, ts_llm_enc_logits_period(enc), ps, &np);
+        st = ts_ckks_trace_steps(md->p, (size_t)ts_llm_enc_logits_period(enc), ps, &np);
         if (st != TS_OK)
             return st;
     }

@@ -840,7 +840,6 @@ struct ts_boot {
     ts_ckks_lintrans_t *stc1[MAX_GROUPS];
     ts_ckks_lintrans_t *combine;
     double *cheb;                      /* cheb_degree + 1 coefficients */
-    uint64_t ginv[TS_CKKS_MAX_Q];      /* (N / 2n)^-1 mod q_l */
     const ts_boot_encap_keys_t *encap; /* borrowed; cfg.encap_h > 0 */
     const ts_boot_t *base;             /* a view (ts_boot_view): the owner of the rest */
 };
@@ -934,11 +933,6 @@ ts_status_t ts_boot_new(ts_ckks_params_t *params, const ts_boot_config_t *cfg, t
     bt->cheb_out = bt->em_in - cheb_depth(cfg->cheb_degree);
     bt->em_out = bt->cheb_out - cfg->double_angle;
 
-    size_t g = ((size_t)1 << (bt->log_n - 1)) / bt->n;
-    for (size_t l = 0; l <= (size_t)bt->L; l++) {
-        uint64_t q = ts_ckks_params_q(params, l);
-        bt->ginv[l] = ts_mod_inv(g % q, q);
-    }
     bt->cheb = ts_malloc(sizeof(double) * ((size_t)cfg->cheb_degree + 1));
     if (!bt->cheb) {
         ts_boot_free(bt);
@@ -1091,12 +1085,10 @@ static ts_status_t mod_raise(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
     if (bt->cfg.encap_h > 0 && !bt->encap)
         return TS_ENOKEY;
     size_t N = (size_t)1 << bt->log_n;
-    ts_ckks_ciphertext_t *t = NULL, *r = NULL;
+    ts_ckks_ciphertext_t *t = NULL;
     int64_t *coef = ts_malloc(sizeof(int64_t) * N);
     uint64_t *raw = ts_malloc(sizeof(uint64_t) * 2 * N);
     ts_status_t st = (coef && raw) ? new_ct(bt, &t) : TS_ENOMEM;
-    if (st == TS_OK)
-        st = new_ct(bt, &r);
     if (st == TS_OK)
         st = ts_ckks_drop_to_level(ev, in, 0, t);
     if (st == TS_OK)
@@ -1107,22 +1099,11 @@ static ts_status_t mod_raise(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
         st = ts_ckks_ciphertext_set_meta(out, bt->L, 1, bt->q0, N / 2);
     if (st == TS_OK && bt->encap) /* back from s' to s at the top level */
         st = ts_ckks_keyswitch(ev, out, bt->encap->to_dense, out);
-    if (st == TS_OK && !bt->full) {
-        /* times g^-1 mod Q, then the trace to the subring: exactly t + q0 I on it */
-        for (int i = 0; i < 2 && st == TS_OK; i++) {
-            ts_poly_t *p = ts_ckks_ciphertext_poly(out, i);
-            st = ts_poly_mul_scalar(p, p, bt->ginv);
-        }
-        for (size_t s = bt->n; s < N / 2 && st == TS_OK; s *= 2) {
-            st = ts_ckks_rotate(ev, out, (int64_t)s, r);
-            if (st == TS_OK)
-                st = ts_ckks_add(ev, out, r, out);
-        }
-    }
+    if (st == TS_OK && !bt->full) /* the trace to the subring: exactly t + q0 I on it */
+        st = ts_ckks_trace(ev, out, bt->n);
     if (st == TS_OK)
         st = ts_ckks_ciphertext_set_meta(out, bt->L, 1, bt->q0, view);
     ts_ckks_ciphertext_free(t);
-    ts_ckks_ciphertext_free(r);
     ts_free(coef);
     ts_free(raw);
     return st;

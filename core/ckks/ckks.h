@@ -413,6 +413,11 @@ ts_status_t ts_ckks_ciphertext_set_seeded_c1(ts_ckks_ciphertext_t *ct,
 /* pt = c_0 + c_1 s (+ c_2 s^2), at the ciphertext's level and scale. */
 ts_status_t ts_ckks_decrypt(const ts_ckks_secret_key_t *sk, const ts_ckks_ciphertext_t *ct,
                             ts_ckks_plaintext_t *pt);
+/* The N coefficients of ct's decryption, centered mod q_0 (ct dropped to
+ * level 0 first: dropping primes keeps small coefficients as they are), for
+ * noise measurements; the scratch is wiped. */
+ts_status_t ts_ckks_decrypt_coeffs(const ts_ckks_secret_key_t *sk, ts_ckks_evaluator_t *ev,
+                                   const ts_ckks_ciphertext_t *ct, int64_t *out);
 
 /* ------------------------------------------------------------- rotations */
 
@@ -422,6 +427,22 @@ ts_status_t ts_ckks_rotate(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *
 /* Complex conjugation of every slot. */
 ts_status_t ts_ckks_conjugate(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
                               ts_ckks_ciphertext_t *out);
+/*
+ * In place, the trace of ct onto the subring of X^(N / 2 period) (period a
+ * power of two <= N/2): times (N / 2 period)^-1 mod each q, then ct +=
+ * rot_s(ct) for s = period, 2 period, ... < N/2 on N/2 slots (Galois keys
+ * for those steps). A message repeating every `period` slots is unchanged,
+ * every other component vanishes (bootstrapping's ModRaise at sparse slots,
+ * the Renyi sanitization's projection). ct comes back labeled N/2 slots,
+ * at its level and scale. TS_ENOKEY (ct untouched) without a key for one of
+ * those steps at ct's level.
+ */
+ts_status_t ts_ckks_trace(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *ct, size_t period);
+/* The rotation steps (Galois keys, on N/2 slots) of ts_ckks_trace at period:
+ * period 2^i below N/2 (capacity *count; steps NULL: count only; TS_ERANGE
+ * when they do not fit). */
+ts_status_t ts_ckks_trace_steps(const ts_ckks_params_t *params, size_t period, int64_t *steps,
+                                size_t *count);
 /*
  * Hoisted rotations: one digit decomposition of a's c_1 (ModUp) shared by all
  * steps; outs[i] receives a rotated by steps[i] (0 = a copy). outs must be

@@ -629,6 +629,44 @@ ts_status_t ts_ckks_decrypt(const ts_ckks_secret_key_t *sk, const ts_ckks_cipher
     return TS_OK;
 }
 
+ts_status_t ts_ckks_decrypt_coeffs(const ts_ckks_secret_key_t *sk, ts_ckks_evaluator_t *ev,
+                                   const ts_ckks_ciphertext_t *ct, int64_t *out)
+{
+    if (!sk || !ev || !ct || !out)
+        return TS_EINVAL;
+    ts_ckks_params_t *p = ev->params;
+    size_t N = ts_ckks_params_n(p);
+    uint64_t q0 = p->q[0];
+    ts_ckks_ciphertext_t *c = NULL;
+    ts_ckks_plaintext_t *pt = NULL;
+    ts_poly_t *poly = NULL;
+    uint64_t *w = ts_malloc(N * sizeof *w);
+    ts_status_t st = w ? ts_ckks_ciphertext_new(p, 0, &c) : TS_ENOMEM;
+    if (st == TS_OK)
+        st = ts_ckks_drop_to_level(ev, ct, 0, c);
+    if (st == TS_OK)
+        st = ts_ckks_plaintext_new(p, 0, &pt);
+    if (st == TS_OK)
+        st = ts_ckks_decrypt(sk, c, pt);
+    if (st == TS_OK)
+        st = ts_poly_clone(ts_ckks_plaintext_poly(pt), &poly);
+    if (st == TS_OK && poly->is_ntt)
+        st = ts_poly_intt(poly);
+    if (st == TS_OK)
+        st = ts_poly_download(poly, w);
+    for (size_t i = 0; st == TS_OK && i < N; i++)
+        out[i] = w[i] > q0 / 2 ? -(int64_t)(q0 - w[i]) : (int64_t)w[i];
+    if (w)
+        ts_memzero(w, N * sizeof *w);
+    ts_free(w);
+    if (poly)
+        ts_memzero(poly->data, (size_t)poly->nq * N * sizeof(uint64_t));
+    ts_poly_free(poly);
+    ts_ckks_plaintext_free(pt);
+    ts_ckks_ciphertext_free(c);
+    return st;
+}
+
 /* ------------------------------------------------------ key switching */
 
 static ts_status_t check_unary(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,
@@ -807,6 +845,56 @@ ts_status_t ts_ckks_conjugate(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_
     if (st != TS_OK)
         return st;
     return apply_galois(ev, a, ts_ring_galois_conjugate(ev->params->ring), false, out);
+}
+
+ts_status_t ts_ckks_trace_steps(const ts_ckks_params_t *p, size_t period, int64_t *steps,
+                                size_t *count)
+{
+    if (!p || !count || period < 1 || (period & (period - 1)))
+        return TS_EINVAL;
+    size_t half = ts_ckks_params_n(p) / 2, n = 0, cap = steps ? *count : 0;
+    for (size_t s = period; s < half; s *= 2) {
+        if (n < cap)
+            steps[n] = (int64_t)s;
+        n++;
+    }
+    bool fits = !steps || n <= cap;
+    *count = n;
+    return fits ? TS_OK : TS_ERANGE;
+}
+
+ts_status_t ts_ckks_trace(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *ct, size_t period)
+{
+    ts_status_t st = check_rot(ev, ct, ct);
+    if (st != TS_OK)
+        return st;
+    size_t half = ts_ckks_params_n(ev->params) / 2;
+    if (period < 1 || (period & (period - 1)) || period > half)
+        return TS_EINVAL;
+    int level = ts__ckks_level(ct->c[0]);
+    /* every key first: ct is left untouched without them */
+    for (size_t s = period; s < half; s *= 2)
+        if (ts_ckks_evalkeys_rotation_level(ev->keys, (int64_t)s) < level)
+            return TS_ENOKEY;
+    uint64_t g = half / period, ginv[TS_CKKS_MAX_Q];
+    for (int l = 0; l <= level; l++) {
+        uint64_t q = ev->params->q[l];
+        ginv[l] = ts_mod_inv(g % q, q);
+    }
+    ts_ckks_ciphertext_t *r = NULL;
+    if (period < half)
+        st = ts_ckks_ciphertext_new(ev->params, level, &r);
+    for (int i = 0; i < 2 && st == TS_OK && period < half; i++)
+        st = ts_poly_mul_scalar(ct->c[i], ct->c[i], ginv);
+    if (st == TS_OK)
+        ct->log_slots = ts_ckks_params_log_n(ev->params) - 1;
+    for (size_t s = period; s < half && st == TS_OK; s *= 2) {
+        st = ts_ckks_rotate(ev, ct, (int64_t)s, r);
+        if (st == TS_OK)
+            st = ts_ckks_add(ev, ct, r, ct);
+    }
+    ts_ckks_ciphertext_free(r);
+    return st;
 }
 
 ts_status_t ts_ckks_rotate_hoisted(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_t *a,

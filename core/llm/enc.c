@@ -2490,8 +2490,7 @@ done:
  * the norm's mean): the guess from t, each step's -bk x from t */
 static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *t, ct_t *out)
 {
-    const ts_nonlinear_approx_t *ar = s->e->a_rsqrt;
-    const ts_nonlinear_cheb_t *cb = ts_nonlinear_approx_cheb(ar);
+    const ts_nonlinear_cheb_t *cb = ts_nonlinear_approx_cheb(s->e->a_rsqrt);
     double al, be;
     ts__llm_cheb_map(cb, &al, &be);
     ts_nonlinear_cheb_t unit = ts__llm_cheb_unit(cb);
@@ -2510,7 +2509,7 @@ static ts_status_t rsqrt(ts_llm_enc_session_t *s, ct_t *t, ct_t *out)
         /* y <- ak y + (-bk x y) y^2 (CLASSIC: 3/2, 1/2), -bk x from x; y
          * refreshed with xh */
         double ak, bk;
-        TRY(ts_nonlinear_approx_rsqrt_step(ar, i, &ak, &bk));
+        TRY(ts_nonlinear_approx_rsqrt_step(s->e->a_rsqrt, i, &ak, &bk));
         TRY(mul_k(s, t, -bk / al, xh));
         TRY(ts_ckks_add_const(s->ev, xh, bk * be / al, xh));
         TRY(need2(s, y, xh, 2));

@@ -1098,7 +1098,7 @@ ts_status_t ts_llm_sanitize_plan(const ts_ckks_params_t *params, int level, int 
  * of period `period` slots (pow2(vocab) x the engine's lanes), are projected
  * on the subring of that period after the re-randomization (the trace of
  * ts_boot's ModRaise: log2(N / 2 period) rotations at `level`, keys
- * ts_llm_sanitize_steps), which removes every component of the computation's
+ * ts_ckks_trace_steps), which removes every component of the computation's
  * noise the client could otherwise read off that subring, and c_0 gets a
  * rounded Gaussian of sigma per coefficient. With e the noise the logits
  * carry (||e||_2 <= 2^noise_l2_log2, a stated bound: `tessera bench decode
@@ -1117,10 +1117,6 @@ ts_status_t ts_llm_sanitize_plan(const ts_ckks_params_t *params, int level, int 
 ts_status_t ts_llm_sanitize_plan_rd(const ts_ckks_params_t *params, int level, int period,
                                     double noise_l2_log2, double queries_log2,
                                     ts_llm_sanitize_info_t *info);
-/* The rotation steps (Galois keys, on N/2 slots) of that projection:
- * period 2^i below N/2 (capacity *count; steps NULL: count only). */
-ts_status_t ts_llm_sanitize_steps(const ts_ckks_params_t *params, int period, int64_t *steps,
-                                  size_t *count);
 /* Sanitize ct in place as `plan` says (either mode; see ts_llm_sanitize):
  * ev must hold the projection's keys in the Renyi mode (TS_ENOKEY). */
 ts_status_t ts_llm_sanitize_with(ts_ckks_evaluator_t *ev, const ts_ckks_public_key_t *pk,

@@ -86,59 +86,19 @@ static ts_status_t flood(ts_ckks_ciphertext_t *ct, bool gauss, double param, ts_
 
 /*
  * ct (level l, slots S, message periodic with period `period`) -> its
- * projection on the subring of X^(N / 2 period): times (N / 2 period)^-1
- * mod each q, then the trace sum_j sigma_{5^(period j)} as log2(N / 2 period)
- * rotations by period 2^i on N / 2 slots (exactly ts_boot's ModRaise trace).
- * A periodic message is unchanged; every other component (the computation's
- * noise off that subring) is gone, and the key switches add noise that
- * depends only on c_1 and the keys.
+ * projection on the subring of X^(N / 2 period) (ts_ckks_trace, as
+ * bootstrapping's ModRaise does): a periodic message is unchanged; every
+ * other component (the computation's noise off that subring) is gone, and
+ * the key switches add noise that depends only on c_1 and the keys.
  */
 static ts_status_t project(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *ct, int period)
 {
-    ts_ckks_params_t *p = ts_ckks_ciphertext_params(ct);
-    size_t n = ts_ckks_params_n(p), slots = ts_ckks_ciphertext_slots(ct);
-    int level = ts_ckks_ciphertext_level(ct);
-    double scale = ts_ckks_ciphertext_scale(ct);
-    if ((size_t)period >= n / 2)
-        return TS_OK; /* the whole ring: nothing to remove */
-    uint64_t g = n / 2 / (uint64_t)period, ginv[TS_CKKS_MAX_Q];
-    for (int l = 0; l <= level; l++) {
-        uint64_t q = ts_ckks_params_q(p, (size_t)l);
-        ginv[l] = ts_mod_inv(g % q, q);
-    }
-    ts_ckks_ciphertext_t *r = NULL;
-    ts_status_t st = ts_ckks_ciphertext_new(p, level, &r);
-    for (int i = 0; i < 2 && st == TS_OK; i++) {
-        ts_poly_t *c = ts_ckks_ciphertext_poly(ct, i);
-        st = ts_poly_mul_scalar(c, c, ginv);
-    }
+    size_t slots = ts_ckks_ciphertext_slots(ct);
+    ts_status_t st = ts_ckks_trace(ev, ct, (size_t)period);
     if (st == TS_OK)
-        st = ts_ckks_ciphertext_set_meta(ct, level, 1, scale, n / 2);
-    for (size_t s = (size_t)period; s < n / 2 && st == TS_OK; s *= 2) {
-        st = ts_ckks_rotate(ev, ct, (int64_t)s, r);
-        if (st == TS_OK)
-            st = ts_ckks_add(ev, ct, r, ct);
-    }
-    if (st == TS_OK)
-        st = ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct), 1, scale, slots);
-    ts_ckks_ciphertext_free(r);
+        st = ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct), 1,
+                                         ts_ckks_ciphertext_scale(ct), slots);
     return st;
-}
-
-ts_status_t ts_llm_sanitize_steps(const ts_ckks_params_t *p, int period, int64_t *steps,
-                                  size_t *count)
-{
-    if (!p || !count || period < 1 || (period & (period - 1)))
-        return TS_EINVAL;
-    size_t half = ts_ckks_params_n(p) / 2, n = 0, cap = steps ? *count : 0;
-    for (size_t s = (size_t)period; s < half; s *= 2) {
-        if (n < cap)
-            steps[n] = (int64_t)s;
-        n++;
-    }
-    bool fits = !steps || n <= cap;
-    *count = n;
-    return fits ? TS_OK : TS_ERANGE;
 }
 
 ts_status_t ts_llm_sanitize_plan_rd(const ts_ckks_params_t *p, int level, int period,
@@ -258,7 +218,7 @@ ts_status_t ts_llm_sanitize_with(ts_ckks_evaluator_t *ev, const ts_ckks_public_k
             if (!ek || ts_ckks_evalkeys_rotation_level(ek, (int64_t)s) < level) {
                 ts_log(TS_LOG_DEBUG, "llm",
                        "sanitize: no rotation key for step %zu at level %d (the projection on "
-                       "the logits' period %d: ts_llm_sanitize_steps)",
+                       "the logits' period %d: ts_ckks_trace_steps)",
                        s, level, plan->period);
                 return TS_ENOKEY;
             }

@@ -259,33 +259,6 @@ START_TEST(test_bench_decode_quick)
 }
 END_TEST
 
-/* The centered coefficients mod q_0 of ct's decryption at level 0. */
-static void dec_coeffs(const ts_ckks_secret_key_t *sk, ts_ckks_evaluator_t *ev, ts_ckks_params_t *p,
-                       const ts_ckks_ciphertext_t *ct, int64_t *out)
-{
-    size_t N = ts_ckks_params_n(p);
-    uint64_t q0 = ts_ckks_params_q(p, 0);
-    ts_ckks_ciphertext_t *c = NULL;
-    ts_ckks_plaintext_t *pt = NULL;
-    ts_poly_t *poly = NULL;
-    uint64_t *w = malloc(N * sizeof *w);
-    ck_assert_ptr_nonnull(w);
-    ck_assert_ts_ok(ts_ckks_ciphertext_new(p, 0, &c));
-    ck_assert_ts_ok(ts_ckks_drop_to_level(ev, ct, 0, c));
-    ck_assert_ts_ok(ts_ckks_plaintext_new(p, 0, &pt));
-    ck_assert_ts_ok(ts_ckks_decrypt(sk, c, pt));
-    ck_assert_ts_ok(ts_poly_clone(ts_ckks_plaintext_poly(pt), &poly));
-    if (poly->is_ntt)
-        ck_assert_ts_ok(ts_poly_intt(poly));
-    ck_assert_ts_ok(ts_poly_download(poly, w));
-    for (size_t i = 0; i < N; i++)
-        out[i] = w[i] > q0 / 2 ? -(int64_t)(q0 - w[i]) : (int64_t)w[i];
-    free(w);
-    ts_poly_free(poly);
-    ts_ckks_plaintext_free(pt);
-    ts_ckks_ciphertext_free(c);
-}
-
 /* mean and variance of v[i] over the coefficients off the subring of X^gap */
 static void off_stats(const int64_t *v, size_t n, size_t gap, double *mean, double *var)
 {
@@ -324,7 +297,7 @@ START_TEST(test_sanitize_rd)
     ck_assert_ts_ok(ts_ckks_keygen_public(sk, prng, &pk));
     int64_t steps[16];
     size_t ns = 16;
-    ck_assert_ts_ok(ts_llm_sanitize_steps(p, (int)P, steps, &ns));
+    ck_assert_ts_ok(ts_ckks_trace_steps(p, P, steps, &ns));
     ck_assert_uint_eq(ns, 5); /* 32, 64, ..., 512 below N/2 = 1024 */
     ck_assert_ts_ok(ts_ckks_evalkeys_new(p, &ek));
     int lvs[16] = {0}; /* capped at level 0, where they run (as a client makes them) */
@@ -373,12 +346,22 @@ START_TEST(test_sanitize_rd)
     int64_t *co = malloc(N * sizeof *co);
     ck_assert_ptr_nonnull(co);
     double m0, v0, m1, v1;
-    dec_coeffs(sk, ev, p, ct, co);
+    ck_assert_ts_ok(ts_ckks_decrypt_coeffs(sk, ev, ct, co));
     off_stats(co, N, gap, &m0, &v0);
 
     /* projection, (almost) no flood: sigma = 2^(1 + 0.26) */
     ck_assert_ts_ok(ts_llm_sanitize_plan_rd(p, 0, (int)P, 1.0, 0.0, &pl));
     ck_assert_ts_status(ts_llm_sanitize_with(ev0, pk, &pl, prng, c2), TS_ENOKEY);
+    /* the trace itself checks every key before it touches the ciphertext */
+    int64_t *before = malloc(N * sizeof *before);
+    ck_assert_ptr_nonnull(before);
+    ck_assert_ts_ok(ts_ckks_decrypt_coeffs(sk, ev, c2, before));
+    ck_assert_ts_status(ts_ckks_trace(ev0, c2, P), TS_ENOKEY);
+    ck_assert_uint_eq(ts_ckks_ciphertext_slots(c2), S);
+    ck_assert_ts_ok(ts_ckks_decrypt_coeffs(sk, ev, c2, co));
+    ck_assert(!memcmp(before, co, N * sizeof *co));
+    free(before);
+    ck_assert_ts_status(ts_ckks_trace(ev, c2, 3), TS_EINVAL);
     ck_assert_ts_ok(ts_llm_sanitize_with(ev, pk, &pl, prng, ct));
     ck_assert_int_eq(ts_ckks_ciphertext_level(ct), 0);
     ck_assert_uint_eq(ts_ckks_ciphertext_slots(ct), S);
@@ -386,7 +369,7 @@ START_TEST(test_sanitize_rd)
     double worst = 0;
     for (size_t j = 0; j < S; j++)
         worst = fmax(worst, fabs(got[j] - avg[j % P]));
-    dec_coeffs(sk, ev, p, ct, co);
+    ck_assert_ts_ok(ts_ckks_decrypt_coeffs(sk, ev, ct, co));
     off_stats(co, N, gap, &m1, &v1);
     printf("sanitize (Renyi mode) projection: slots vs the copies' average %.2e; coefficients "
            "off the period's subring: rms 2^%.1f before, 2^%.1f after\n",
@@ -400,7 +383,7 @@ START_TEST(test_sanitize_rd)
         ts_llm_sanitize_plan_rd(p, 0, (int)P, 20.0 - 0.5 * (0.0 - log2(log(2.0))), 0.0, &pl));
     ck_assert(fabs(pl.sigma_log2 - 20.0) < 1e-12);
     ck_assert_ts_ok(ts_llm_sanitize_with(ev, pk, &pl, prng, c2));
-    dec_coeffs(sk, ev, p, c2, co);
+    ck_assert_ts_ok(ts_ckks_decrypt_coeffs(sk, ev, c2, co));
     off_stats(co, N, gap, &m1, &v1);
     double sig2 = exp2(40.0), n_off = (double)(N - N / gap);
     printf("sanitize (Renyi mode) flood: sigma 2^20, sample variance off the subring %.4f "
