@@ -183,18 +183,31 @@ START_TEST(test_sim_engine_softmax)
     /* The ckks policy's softmax: k = 3, centered, the first round's 1/x of
      * the mean sum by Goldschmidt on [0.8, 256] only (Jensen: the centered
      * mean sum is at least 1), the last round's to 12 bits: every argmax
-     * kept, the probabilities within 1e-3. */
+     * kept. Below 32 positions exp is the degree-12 series (probabilities
+     * within 1e-3); from 32 the degree-7 one (core/llm/enc.c
+     * EXP_SHALLOW_POS: probabilities within 1e-2), whose logits stay as
+     * close to the exact model's as degree 12's. */
     ts_llm_enc_config_t ck;
-    ts_llm_enc_config_policy(&ck, TS_SCHED_CKKS, 32);
-    ts_llm_enc_config_to_sim(&ck, &cfg);
-    ck_assert(cfg.softmax_center && cfg.softmax_mean_first);
-    ck_assert(cfg.prim[TS_NL_FN_RECIP].lo >= 0.8);
-    ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 32, &r));
-    printf("sim ckks engine config: softmax error %.3g, agreement %zu / 32\n", r.softmax_max_err,
-           r.agree);
-    ck_assert_uint_eq(r.agree, 32);
-    ck_assert_msg(r.softmax_max_err < 1e-3, "ckks softmax error %g", r.softmax_max_err);
-    ts_llm_sim_report_clear(&r);
+    double lerr[2], serr[2];
+    for (int i = 0; i < 2; i++) {
+        ts_llm_enc_config_policy(&ck, TS_SCHED_CKKS, i ? 32 : 31);
+        ts_llm_enc_config_to_sim(&ck, &cfg);
+        ck_assert(cfg.softmax_center && cfg.softmax_mean_first);
+        ck_assert(cfg.prim[TS_NL_FN_RECIP].lo >= 0.8);
+        ck_assert_int_eq(cfg.prim[TS_NL_FN_EXP].degree, i ? 7 : 12);
+        ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 32, &r));
+        printf("sim ckks engine config (exp degree %d): softmax error %.3g, logits %.3g, "
+               "agreement %zu / 32\n",
+               cfg.prim[TS_NL_FN_EXP].degree, r.softmax_max_err, r.logits_max_err, r.agree);
+        ck_assert_uint_eq(r.agree, 32);
+        serr[i] = r.softmax_max_err;
+        lerr[i] = r.logits_max_err;
+        ts_llm_sim_report_clear(&r);
+    }
+    ck_assert_msg(serr[0] < 1e-3, "ckks softmax error %g (exp degree 12)", serr[0]);
+    ck_assert_msg(serr[1] < 1e-2, "ckks softmax error %g (exp degree 7)", serr[1]);
+    ck_assert_msg(lerr[1] < 1.05 * lerr[0], "degree-7 exp: logits error %g against %g", lerr[1],
+                  lerr[0]);
 
     ts_llm_enc_config_t ec;
     ts_llm_enc_config_policy(&ec, TS_SCHED_HYBRID, 32);
