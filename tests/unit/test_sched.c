@@ -841,7 +841,7 @@ START_TEST(test_sched_cmd_plan)
     ts_cfg_error_t err;
     ck_assert_ts_ok(ts_sched_costs_load("configs/costs/cpu-boot-n16-dense.yaml", &c, &err));
     ck_assert_str_eq(c.params, "boot-n16-dense");
-    ck_assert_str_eq(c.cpu, "avx512"); /* dev-2c-intel's IFMA kernels */
+    ck_assert_str_eq(c.cpu, "avx512"); /* dev-2c's IFMA kernels */
     ck_assert_int_eq(c.max_level, 28);
     /* the engine's matrix products priced by their measured BSGS pieces */
     ck_assert_uint_eq(c.n_bsgs_hoist, 29);
