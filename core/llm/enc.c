@@ -243,9 +243,12 @@ static void spec_lut(ts_nonlinear_spec_t *s, double lo, double hi, int n_seg, in
  * engine's placement at boot-n16-dense plan 16 bootstraps instead of 17 at
  * 2^12 and 2^13 working slots (118.7 -> 111.3 s planned at 128 positions)
  * and 7% less time at 2^11; at 2^9 and 2^10 slots it plans 1-2% more time
- * (the same 16, at higher levels), so fewer positions keep degree 12.
+ * (the same 16, at higher levels), so fewer positions keep degree 12. The
+ * threshold is 17, not 32, because a session of 17-32 positions (tesserad's
+ * max_context, `tessera simulate -n`) already runs at 2^11 slots for a
+ * 64-wide model, where `tessera bench decode` passes the slots' 32.
  */
-#define EXP_SHALLOW_POS 32
+#define EXP_SHALLOW_POS 17
 static void spec_recip(ts_nonlinear_spec_t *s, double lo, double hi, double bits)
 {
     /* pass 0: the least depth for `bits`; pass 1: at that depth, the fewest

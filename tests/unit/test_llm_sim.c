@@ -183,18 +183,24 @@ START_TEST(test_sim_engine_softmax)
     /* The ckks policy's softmax: k = 3, centered, the first round's 1/x of
      * the mean sum by Goldschmidt on [0.8, 256] only (Jensen: the centered
      * mean sum is at least 1), the last round's to 12 bits: every argmax
-     * kept. Below 32 positions exp is the degree-12 series (probabilities
-     * within 1e-3); from 32 the degree-7 one (core/llm/enc.c
+     * kept. Up to 16 positions exp is the degree-12 series (probabilities
+     * within 1e-3); from 17 the degree-7 one (core/llm/enc.c
      * EXP_SHALLOW_POS: probabilities within 1e-2), whose logits stay as
      * close to the exact model's as degree 12's. */
     ts_llm_enc_config_t ck;
     double lerr[2], serr[2];
+    ts_llm_enc_config_policy(&ck, TS_SCHED_CKKS, 16);
+    ck_assert_int_eq(ck.exp.degree, 12);
+    ts_llm_enc_config_policy(&ck, TS_SCHED_CKKS, 17);
+    ck_assert_int_eq(ck.exp.degree, 7);
     for (int i = 0; i < 2; i++) {
-        ts_llm_enc_config_policy(&ck, TS_SCHED_CKKS, i ? 32 : 31);
+        /* the 32 positions' configuration, with either series */
+        ts_llm_enc_config_policy(&ck, TS_SCHED_CKKS, 32);
+        if (!i)
+            ck.exp.degree = 12;
         ts_llm_enc_config_to_sim(&ck, &cfg);
         ck_assert(cfg.softmax_center && cfg.softmax_mean_first);
         ck_assert(cfg.prim[TS_NL_FN_RECIP].lo >= 0.8);
-        ck_assert_int_eq(cfg.prim[TS_NL_FN_EXP].degree, i ? 7 : 12);
         ck_assert_ts_ok(ts_llm_simulate(m, &cfg, seq, 32, &r));
         printf("sim ckks engine config (exp degree %d): softmax error %.3g, logits %.3g, "
                "agreement %zu / 32\n",

@@ -786,7 +786,7 @@ START_TEST(test_sched_cmd_plan)
     ck_assert_ptr_nonnull(strstr(buf, "\"norm_defer\":false"));
     /* at 2^13 slots (14 levels per bootstrap) the engine defers its norms:
      * 17 bootstraps instead of 20 (docs/benchmarks.md, session 23); 16
-     * since session 26 with the degree-7 exp from 32 positions
+     * since session 26 with the degree-7 exp above 16 positions
      * (core/llm/enc.c EXP_SHALLOW_POS) */
     char *a18[] = {"plan",    "--model", path,       "--params", "boot-n16-dense", "--pos", "63",
                    "--slots", "8192",    "--policy", "ckks",     "--json",         NULL};
