@@ -438,6 +438,11 @@ ts_status_t ts_ckks_conjugate(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_
  * those steps at ct's level.
  */
 ts_status_t ts_ckks_trace(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *ct, size_t period);
+/* TS_OK when ev holds every Galois key ts_ckks_trace at period needs at
+ * level, else TS_ENOKEY with *missing (may be NULL) the first step without
+ * one (callers check before touching a ciphertext); TS_EINVAL. */
+ts_status_t ts_ckks_trace_keys(const ts_ckks_evaluator_t *ev, int level, size_t period,
+                               int64_t *missing);
 /* The rotation steps (Galois keys, on N/2 slots) of ts_ckks_trace at period:
  * period 2^i below N/2 (capacity *count; steps NULL: count only; TS_ERANGE
  * when they do not fit). */

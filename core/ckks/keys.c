@@ -863,19 +863,33 @@ ts_status_t ts_ckks_trace_steps(const ts_ckks_params_t *p, size_t period, int64_
     return fits ? TS_OK : TS_ERANGE;
 }
 
+ts_status_t ts_ckks_trace_keys(const ts_ckks_evaluator_t *ev, int level, size_t period,
+                               int64_t *missing)
+{
+    if (!ev)
+        return TS_EINVAL;
+    size_t half = ts_ckks_params_n(ev->params) / 2;
+    if (period < 1 || (period & (period - 1)) || period > half)
+        return TS_EINVAL;
+    for (size_t s = period; s < half; s *= 2)
+        if (!ev->keys || ts_ckks_evalkeys_rotation_level(ev->keys, (int64_t)s) < level) {
+            if (missing)
+                *missing = (int64_t)s;
+            return TS_ENOKEY;
+        }
+    return TS_OK;
+}
+
 ts_status_t ts_ckks_trace(ts_ckks_evaluator_t *ev, ts_ckks_ciphertext_t *ct, size_t period)
 {
     ts_status_t st = check_rot(ev, ct, ct);
     if (st != TS_OK)
         return st;
     size_t half = ts_ckks_params_n(ev->params) / 2;
-    if (period < 1 || (period & (period - 1)) || period > half)
-        return TS_EINVAL;
     int level = ts__ckks_level(ct->c[0]);
     /* every key first: ct is left untouched without them */
-    for (size_t s = period; s < half; s *= 2)
-        if (ts_ckks_evalkeys_rotation_level(ev->keys, (int64_t)s) < level)
-            return TS_ENOKEY;
+    if ((st = ts_ckks_trace_keys(ev, level, period, NULL)) != TS_OK)
+        return st;
     uint64_t g = half / period, ginv[TS_CKKS_MAX_Q];
     for (int l = 0; l <= level; l++) {
         uint64_t q = ev->params->q[l];

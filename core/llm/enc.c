@@ -2656,6 +2656,14 @@ done:
  * defer (the step's RMSNorm, struct ts_llm_enc norm_defer): out is the
  * factor r = 1 / sqrt(mean + eps) alone, x keeps its level.
  */
+/* The bootstrap bound of a norm's input (ENC_BOOT_BOUND), in the model's
+ * unit: its mean square lies in the 1/sqrt's interval, so |x_i| <=
+ * sqrt(dim hi) (RMSNorm); LayerNorm's input may carry a mean: no bound known. */
+static double norm_in_bound(const ts_llm_enc_t *e)
+{
+    return e->gpt2 ? ENC_BOOT_BOUND : sqrt(e->dim * e->cfg.rsqrt.hi);
+}
+
 static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b, bool stream,
                         bool defer, ct_t *x, ct_t *out)
 {
@@ -2663,14 +2671,13 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     ct_t *sq = NULL, *r = NULL, *xw = NULL, *xc = NULL;
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
-    /* bounds (ENC_BOOT_BOUND): the mean square is in the 1/sqrt's interval,
-     * so |x_i| <= sqrt(dim hi) (RMSNorm; LayerNorm's input may carry a mean),
-     * the output |x_i w_i| / sqrt(ms) <= sqrt(dim) max |w| */
+    /* bounds (ENC_BOOT_BOUND): the input's (norm_in_bound), the output
+     * |x_i w_i| / sqrt(ms) <= sqrt(dim) max |w| */
     const double ms_hi = e->cfg.rsqrt.hi, kx = stream ? e->ks : 1.0;
     double wmax = 1.0;
     for (int i = 0; w && i < e->dim; i++)
         wmax = fmax(wmax, fabs((double)w[i]));
-    double prev_bound = bound_set(s, e->gpt2 ? ENC_BOOT_BOUND * kx : sqrt(e->dim * ms_hi) * kx);
+    double prev_bound = bound_set(s, norm_in_bound(e) * kx);
     TRY(ct_new(s, &sq));
     TRY(ct_new(s, &r));
     TRY(ct_new(s, &xw));
@@ -2727,7 +2734,7 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     }
     /* xw = w (x - mean) (GPT2): no bound known */
     bound_set(s, e->gpt2 ? ENC_BOOT_BOUND * kx
-                         : fmax(sqrt(e->dim * ms_hi) * wmax * kx, 1.0 / sqrt(e->cfg.rsqrt.lo)));
+                         : fmax(norm_in_bound(e) * wmax * kx, 1.0 / sqrt(e->cfg.rsqrt.lo)));
     TRY(mul_cc(s, xw, r, out));
     if (b)
         TRY(add_vec(s, out, NULL, b, e->dim, e->pd, 1.0));
@@ -3201,12 +3208,11 @@ done:
 
 /*
  * xx += o, both bootstrapped first (one pair) where e->resid_boot's bit says.
- * Their bound (ENC_BOOT_BOUND): the sum feeds a norm (the next layer's, the
- * FFN's or the final one) and xx fed one, so (RMSNorm) each has its mean
- * square in the 1/sqrt's interval, |xx_i|, |xx_i + o_i| <= sqrt(dim hi) and
- * |o_i| <= 2 sqrt(dim hi): 16 for aidreams260K instead of 64, a quarter of
- * the bootstrap's error on the stream (LayerNorm's inputs may carry a mean:
- * ENC_BOOT_BOUND). In the stream's unit ks.
+ * Their bound: the sum feeds a norm (the next layer's, the FFN's or the
+ * final one) and xx fed one, so (RMSNorm) |xx_i|, |xx_i + o_i| <= B =
+ * norm_in_bound and |o_i| <= 2 B: 16 for aidreams260K instead of
+ * ENC_BOOT_BOUND's 64, a quarter of the bootstrap's error on the stream
+ * (LayerNorm: ENC_BOOT_BOUND). In the stream's unit ks.
  */
 static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
 {
@@ -3214,8 +3220,7 @@ static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
     uint64_t rb = s->lane_step ? e->resid_boot_pass : e->resid_boot;
     if (s->boot && bit < 64 && ((rb >> bit) & 1u)) {
         int prev_stage = stage_to(s, TS_LLM_STAGE_OTHER);
-        double b = e->gpt2 ? ENC_BOOT_BOUND : 2.0 * sqrt(e->dim * e->cfg.rsqrt.hi);
-        double prev_bound = bound_set(s, b * e->ks);
+        double prev_bound = bound_set(s, (e->gpt2 ? 1.0 : 2.0) * norm_in_bound(e) * e->ks);
         ts_status_t st = need2_at(s, xx, o, ts_boot_levels_left(s->boot), true);
         s->bound = prev_bound;
         stage_to(s, prev_stage);

@@ -213,15 +213,15 @@ ts_status_t ts_llm_sanitize_with(ts_ckks_evaluator_t *ev, const ts_ckks_public_k
         if (plan->period < 1 || (size_t)plan->period > slots0 || slots0 % (size_t)plan->period)
             return TS_EINVAL;
         /* the projection's keys, before ct is touched */
-        const ts_ckks_evalkeys_t *ek = ts_ckks_evaluator_keys(ev);
-        for (size_t s = (size_t)plan->period; s < ts_ckks_params_n(p) / 2; s *= 2)
-            if (!ek || ts_ckks_evalkeys_rotation_level(ek, (int64_t)s) < level) {
+        int64_t miss = 0;
+        if ((st = ts_ckks_trace_keys(ev, level, (size_t)plan->period, &miss)) != TS_OK) {
+            if (st == TS_ENOKEY)
                 ts_log(TS_LOG_DEBUG, "llm",
-                       "sanitize: no rotation key for step %zu at level %d (the projection on "
+                       "sanitize: no rotation key for step %lld at level %d (the projection on "
                        "the logits' period %d: ts_ckks_trace_steps)",
-                       s, level, plan->period);
-                return TS_ENOKEY;
-            }
+                       (long long)miss, level, plan->period);
+            return st;
+        }
     }
     int lv = ts_ckks_ciphertext_level(ct);
     if (lv < level)
