@@ -66,7 +66,20 @@ typedef struct {
      * flooding sized by Renyi divergence would cost (rd_flood below) */
     double nz_sub_rms, nz_sub_max, nz_l2; /* nz_l2: one run's l2 on that subring */
     double rd_sigma_full, rd_err_full, rd_sigma_sub, rd_err_sub;
+    /* --noise-trace: per probe point of the step, the run difference from the
+     * previous record's at the same position and token (NULL without one) */
+    struct tr_row *tr;
+    int n_tr;
 } pos_t;
+
+/* A probe point's values in one run and their difference from the previous
+ * run's (--noise-trace): rms of the slots' real parts, log2 of the rms and
+ * of the max of the difference, and the bits between them (rms / diff rms) */
+typedef struct tr_row {
+    const char *point;
+    int layer, level;
+    double rms, diff_rms, diff_max, bits;
+} tr_row_t;
 
 typedef struct {
     char model[64], params[64];
@@ -112,6 +125,115 @@ static int g_after = 0;
 static int g_ids[TS_LLM_MAX_SEQ], g_n_ids = 0;
 /* --noise: measure the coefficients of the logits before sanitization */
 static bool g_noise = false;
+/* --noise-trace: decrypt the step's intermediate values at the engine's probe
+ * points (ts_llm_enc_session_set_probe) and compare two runs */
+static bool g_trace = false;
+
+/* One run's decrypted values at the probe points (--noise-trace) */
+typedef struct {
+    const char *point;
+    int layer, level;
+    size_t n;
+    double *v; /* real parts of the ciphertext's slots (decryptions: wiped) */
+} tr_pt_t;
+
+typedef struct {
+    const ts_ckks_secret_key_t *sk;
+    ts_ckks_encoder_t *ecd;
+    ts_ckks_params_t *p;
+    tr_pt_t *pts;
+    int n, cap;
+    uint64_t ns; /* time spent decrypting (not the step's) */
+    ts_status_t st;
+} trace_t;
+
+static void trace_clear(trace_t *t)
+{
+    for (int i = 0; i < t->n; i++)
+        ts_free_secret(t->pts[i].v);
+    t->n = 0;
+    t->ns = 0;
+    t->st = TS_OK;
+}
+
+static void trace_free(trace_t *t)
+{
+    trace_clear(t);
+    free(t->pts);
+    t->pts = NULL;
+    t->cap = 0;
+}
+
+/* ts_llm_enc_probe_fn: decrypt and decode ct, keep the slots' real parts */
+static void trace_probe(void *ctx, const char *point, int layer, const ts_ckks_ciphertext_t *ct)
+{
+    trace_t *t = ctx;
+    uint64_t t0 = ts_now_ns();
+    size_t n = ts_ckks_ciphertext_slots(ct);
+    int level = ts_ckks_ciphertext_level(ct);
+    ts_ckks_plaintext_t *pt = NULL;
+    double *v = NULL;
+    ts_status_t st = TS_OK;
+    if (t->st != TS_OK)
+        return;
+    if (t->n == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 64;
+        tr_pt_t *np = realloc(t->pts, (size_t)cap * sizeof *np);
+        if (!np) {
+            t->st = TS_ENOMEM;
+            return;
+        }
+        t->pts = np;
+        t->cap = cap;
+    }
+    if (!(v = ts_malloc(n * sizeof *v)))
+        st = TS_ENOMEM;
+    if (st == TS_OK)
+        st = ts_ckks_plaintext_new(t->p, level, &pt);
+    if (st == TS_OK)
+        st = ts_ckks_decrypt(t->sk, ct, pt);
+    if (st == TS_OK)
+        st = ts_ckks_decode_real(t->ecd, pt, v, n);
+    ts_ckks_plaintext_free(pt);
+    if (st != TS_OK) {
+        ts_free_secret(v);
+        t->st = st;
+        return;
+    }
+    t->pts[t->n++] = (tr_pt_t){point, layer, level, n, v};
+    t->ns += ts_now_ns() - t0;
+}
+
+/* The rows of two runs' traces (the same points in the same order), or
+ * TS_EMISMATCH */
+static ts_status_t trace_diff(const trace_t *a, const trace_t *b, tr_row_t **out, int *n_out)
+{
+    if (a->n != b->n || a->n == 0)
+        return TS_EMISMATCH;
+    tr_row_t *r = calloc((size_t)a->n, sizeof *r);
+    if (!r)
+        return TS_ENOMEM;
+    for (int i = 0; i < a->n; i++) {
+        const tr_pt_t *x = &a->pts[i], *y = &b->pts[i];
+        if (strcmp(x->point, y->point) || x->layer != y->layer || x->n != y->n) {
+            free(r);
+            return TS_EMISMATCH;
+        }
+        double ss = 0, sd = 0, md = 0;
+        for (size_t j = 0; j < x->n; j++) {
+            double d = x->v[j] - y->v[j];
+            ss += x->v[j] * x->v[j];
+            sd += d * d;
+            md = fmax(md, fabs(d));
+        }
+        double rms = sqrt(ss / (double)x->n), drms = sqrt(sd / (double)x->n);
+        r[i] =
+            (tr_row_t){x->point, x->layer, x->level, rms, log2(drms), log2(md), log2(rms / drms)};
+    }
+    *out = r;
+    *n_out = a->n;
+    return TS_OK;
+}
 /* --sanitize-l2 X [--sanitize-queries Q]: the Renyi mode (X > 0: the stated
  * l2 bound of the logits' noise, log2; Q: log2 of the replies it covers) */
 static double g_san_l2 = 0.0, g_san_q = 12.0;
@@ -233,6 +355,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     int64_t *steps = NULL;
     int64_t *nz_cur = NULL, *nz_prev = NULL; /* --noise: this and the previous run's */
     int nz_pos = -1, nz_tok = -1;
+    trace_t tr[2] = {{0}}; /* --noise-trace: this run's [cur] and the previous one's */
+    int cur = 0, tr_pos = -1, tr_tok = -1;
     float *logits = NULL;
     char path[600];
     TRY(ts_llm_model_load(model_path, &m, NULL, 0));
@@ -387,6 +511,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     TRY(ts_ckks_evaluator_new(p, ek, &ev));
     TRY(ts_ckks_encoder_new(p, &ecd));
     TRY(ts_llm_enc_session_new(enc, ev, &s));
+    for (int i = 0; i < 2; i++)
+        tr[i] = (trace_t){.sk = sk, .ecd = ecd, .p = p};
     if (cv)
         TRY(ts_llm_enc_session_set_tfhe(s, cv, stc));
     TRY(ts_llm_state_new(m, &ref));
@@ -490,6 +616,10 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 TRY(ts_llm_enc_encrypt_onehot_lanes(enc, ecd, sk, prng, tokens + pos, x));
             else
                 TRY(ts_llm_enc_encrypt_onehot(enc, ecd, sk, prng, tokens[pos], x));
+            if (g_trace) {
+                trace_clear(&tr[cur]);
+                ts_llm_enc_session_set_probe(s, trace_probe, &tr[cur]);
+            }
             uint64_t t1 = ts_now_ns();
             ts_llm_enc_session_stats(s, &a0);
             TRY(ts_llm_enc_embed(s, x, y));
@@ -503,6 +633,30 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 TRY(ts_llm_enc_step(s, y, pos, lg));
             ts_llm_enc_session_stats(s, &c);
             uint64_t t2 = ts_now_ns();
+            if (g_trace) {
+                /* the probes' decryptions are charged to no stage; off the wall too */
+                ts_llm_enc_session_set_probe(s, NULL, NULL);
+                t1 += tr[cur].ns;
+                TRY(tr[cur].st);
+                if (tr_pos == last && tr_tok == tokens[last]) {
+                    TRY(trace_diff(&tr[cur], &tr[1 - cur], &q->tr, &q->n_tr));
+                    fprintf(stderr,
+                            "bench decode: noise trace pos %d (two runs' difference "
+                            "over the slots' real parts):\n"
+                            "  %-12s %5s %5s %10s %9s %9s %6s\n",
+                            last, "point", "layer", "level", "value rms", "diff rms", "diff max",
+                            "bits");
+                    for (int i = 0; i < q->n_tr; i++) {
+                        const tr_row_t *w = &q->tr[i];
+                        fprintf(stderr, "  %-12s %5d %5d %10.3g   2^%-6.2f  2^%-6.2f %6.2f\n",
+                                w->point, w->layer, w->level, w->rms, w->diff_rms, w->diff_max,
+                                w->bits);
+                    }
+                }
+                tr_pos = last;
+                tr_tok = tokens[last];
+                cur = 1 - cur;
+            }
             if (g_noise && !g_cache_only) {
                 /* the unsanitized logits' coefficients (outside the timing) */
                 size_t N = ts_ckks_params_n(p), gap = N / 2 / (size_t)k->slots;
@@ -616,6 +770,9 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     }
 out:
     k->st = st;
+    ts_llm_enc_session_set_probe(s, NULL, NULL);
+    trace_free(&tr[0]);
+    trace_free(&tr[1]);
     ts_free_secret(nz_cur); /* decryptions */
     ts_free_secret(nz_prev);
     free(logits);
@@ -656,7 +813,7 @@ static void usage(FILE *f)
                "                            [--threads N] [--costs FILE] [--max-context N]\n"
                "                            [--context L[,L...]] [--kinds LIST]\n"
                "                            [--no-period-boot] [--norm-defer on|off]\n"
-               "                            [--cache-only] [--noise]\n"
+               "                            [--cache-only] [--noise] [--noise-trace]\n"
                "                            [--sanitize-l2 X [--sanitize-queries Q]]\n"
                "                            [--prefill N [--after K] | --lanes N]\n"
                "                            [--prompt-ids LIST]\n\n"
@@ -726,7 +883,15 @@ static void usage(FILE *f)
                "--sanitize-l2 X [--sanitize-queries Q]: sanitize in the Renyi mode (the logits\n"
                "projected on their subring, a Gaussian flood for 2^Q replies, default 12, of\n"
                "noise up to 2^X in l2; tesserad's sanitize_noise_l2_log2) instead of uniform\n"
-               "flooding: the logits' error against the plaintext then includes that flood.\n");
+               "flooding: the logits' error against the plaintext then includes that flood.\n"
+               "--noise-trace: the step's intermediate values decrypted at the engine's probe\n"
+               "points (the attention's input, q, k, v, scores, exp, each softmax round, A V,\n"
+               "its output after wo, the residual stream after each add, the FFN's output,\n"
+               "every bootstrap's output, the final norm's and the logits); when the previous\n"
+               "record ran the same position and token (--context L,L), per point the two\n"
+               "runs' difference over the slots' real parts: log2 rms and max, and the bits\n"
+               "between the values' rms and it (JSON: noise_trace); where the logits' noise\n"
+               "comes from. The decryptions are not timed; one lane only.\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
@@ -840,6 +1005,29 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                 }
                 fprintf(f, "}");
             }
+            if (q->n_tr > 0) {
+                fprintf(f, ",\n         \"noise_trace\": [");
+                for (int j = 0; j < q->n_tr; j++) {
+                    const tr_row_t *w = &q->tr[j];
+                    fprintf(f,
+                            "%s\n           {\"point\": \"%s\", \"layer\": %d, \"level\": %d, "
+                            "\"value_rms\": %.4g, \"diff_rms_log2\": ",
+                            j ? "," : "", w->point, w->layer, w->level, w->rms);
+                    /* identical runs: log2 0 = -inf, null */
+                    const double dv[3] = {w->diff_rms, w->diff_max, w->bits};
+                    const char *dn[3] = {"", "diff_max_log2", "bits"};
+                    for (int d = 0; d < 3; d++) {
+                        if (d)
+                            fprintf(f, ", \"%s\": ", dn[d]);
+                        if (isfinite(dv[d]))
+                            fprintf(f, "%.3f", dv[d]);
+                        else
+                            fprintf(f, "null");
+                    }
+                    fprintf(f, "}");
+                }
+                fprintf(f, "]");
+            }
             if (q->pred) {
                 /* the scheduler's engine plan side by side with the measured step */
                 fprintf(
@@ -944,6 +1132,8 @@ int ts_bench_decode(int argc, char **argv)
             g_norm_defer = !strcmp(argv[++i], "on");
         } else if (!strcmp(argv[i], "--noise")) {
             g_noise = true;
+        } else if (!strcmp(argv[i], "--noise-trace")) {
+            g_trace = true;
         } else if (!strcmp(argv[i], "--sanitize-l2") && i + 1 < argc) {
             g_san_l2 = atof(argv[++i]);
             if (!(g_san_l2 > 0 && g_san_l2 < 60)) {
@@ -1002,10 +1192,10 @@ int ts_bench_decode(int argc, char **argv)
         fprintf(stderr, "bench decode: --prefill N is an engine of N lanes already\n");
         return TS_EXIT_USAGE;
     }
-    if (g_noise && (g_prefill || g_lanes)) {
+    if ((g_noise || g_trace) && (g_prefill || g_lanes)) {
         /* the lanes' ciphertexts fill N x the working slots: another subring */
-        fprintf(stderr, "bench decode: --noise measures an engine of one lane (not with "
-                        "--prefill or --lanes)\n");
+        fprintf(stderr, "bench decode: --noise and --noise-trace measure an engine of one lane "
+                        "(not with --prefill or --lanes)\n");
         return TS_EXIT_USAGE;
     }
     ts_sched_costs_t costs;
@@ -1165,9 +1355,12 @@ int ts_bench_decode(int argc, char **argv)
             fclose(f);
     }
     int rc = TS_EXIT_OK;
-    for (int c = 0; c < nc; c++)
+    for (int c = 0; c < nc; c++) {
         if (cs[c].st != TS_OK)
             rc = TS_EXIT_FAIL;
+        for (int i = 0; i < cs[c].n; i++)
+            free(cs[c].p[i].tr);
+    }
     free(cs);
     return rc;
 }

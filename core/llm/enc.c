@@ -122,6 +122,9 @@ struct ts_llm_enc_session {
     int stage;     /* ts_llm_stage_t being timed */
     uint64_t mark; /* ts_now_ns() when it began */
     double bound;  /* magnitude bound of what the current section bootstraps (bound_set) */
+    ts_llm_enc_probe_fn probe; /* ts_llm_enc_session_set_probe; NULL: none */
+    void *probe_ctx;
+    int layer; /* the step's layer now running, for the probe (-1: none) */
 };
 
 static int pow2_at_least(int n)
@@ -1744,12 +1747,32 @@ static int stage_to(ts_llm_enc_session_t *s, int stage)
     return prev;
 }
 
+void ts_llm_enc_session_set_probe(ts_llm_enc_session_t *s, ts_llm_enc_probe_fn fn, void *ctx)
+{
+    if (!s)
+        return;
+    s->probe = fn;
+    s->probe_ctx = fn ? ctx : NULL;
+}
+
+/* The probe at a point (ts_llm_enc_session_set_probe), its time charged to
+ * no stage. */
+static void probe(ts_llm_enc_session_t *s, const char *point, const ct_t *ct)
+{
+    if (!s->probe)
+        return;
+    stage_to(s, s->stage);
+    s->probe(s->probe_ctx, point, s->layer, ct);
+    s->mark = ts_now_ns();
+}
+
 /* At a public entry point: start timing (nothing before counts). */
 static void stage_begin(ts_llm_enc_session_t *s)
 {
     s->mark = ts_now_ns();
     s->stage = TS_LLM_STAGE_OTHER;
     s->bound = ENC_BOOT_BOUND;
+    s->layer = -1;
 }
 
 /* --------------------------------------------------------------- helpers */
@@ -1838,6 +1861,8 @@ static ts_status_t need_at(ts_llm_enc_session_t *s, ct_t *ct, int lv, bool pd)
     }
     if (st == TS_OK)
         st = ts_ckks_ciphertext_set_meta(ct, ts_ckks_ciphertext_level(ct), deg, sc, sl);
+    if (st == TS_OK)
+        probe(s, "boot", ct);
     s->nboot++;
     s->stats.boots_period += bt != s->boot;
     if (st == TS_OK && ts_ckks_ciphertext_level(ct) < lv)
@@ -1890,6 +1915,10 @@ static ts_status_t need2_at(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv, b
         st = ts_boot_bootstrap_pair(bt, s->ev, a, b, s->bound);
     if (st == TS_OK && bsl != sl && (st = relabel(a, sl)) == TS_OK)
         st = relabel(b, sl);
+    if (st == TS_OK) {
+        probe(s, "boot.pair", a);
+        probe(s, "boot.pair", b);
+    }
     s->nboot++;
     s->stats.boots_period += bt != s->boot;
     if (st == TS_OK && ts_ckks_ciphertext_level(a) < lv)
@@ -2860,6 +2889,11 @@ static void score_mask(ts_llm_enc_session_t *s, double c, bool per_n)
 
 /* out = attention(layer, xb) at pos; out NULL: only k and v into the cache
  * (a cache-only step's last layer: no query, no scores) */
+/* the probe's names of the softmax's rounds (softmax_k <= 8) */
+static const char *const round_name[9] = {"attn.round0", "attn.round1", "attn.round2",
+                                          "attn.round3", "attn.round4", "attn.round5",
+                                          "attn.round6", "attn.round7", "attn.round8"};
+
 static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, ct_t *rn,
                              int pos, ct_t *out)
 {
@@ -2906,6 +2940,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         xb_lv = 1;
     }
     TRY(need_at(s, xb, xb_lv, true));
+    probe(s, "attn.in", xb);
     /* RoPE (LLAMA; GPT2 adds learned positions to the input) folded into
      * wq and wk, the cache's first-block mask into wk and wv: q, k and v one
      * level below xb */
@@ -2924,6 +2959,10 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         TRY(scale_out(s, kk, rn));
         TRY(scale_out(s, v, rn));
     }
+    if (out)
+        probe(s, "attn.q", q);
+    probe(s, "attn.k", kk);
+    probe(s, "attn.v", v);
     TRY(cache_put(s, &s->kc[layer], &s->pk[layer], kk, pos));
     TRY(cache_put(s, &s->vc[layer], &s->pv[layer], v, pos));
     if (!out)
@@ -2954,6 +2993,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     if (e->cfg.softmax_center)
         TRY(ts_ckks_sub(s->ev, z, zm, z));
     TRY(rot_sum(s, z, -1, e->hd));
+    probe(s, "attn.scores", z);
     /* the softmax's values have known magnitudes (see ENC_BOOT_BOUND): the
      * scaled scores lie in exp's interval (mapped: [-1, 1]), y = exp(z)
      * below e^hi */
@@ -2976,6 +3016,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         TRY(encode_lanes(s, lv, ts_ckks_ciphertext_scale(y)));
         TRY(ts_ckks_sub_plain(s->ev, y, s->pt, y));
     }
+    probe(s, "attn.exp", y);
     double yb = exp(e->cfg.exp.hi);
     for (int round = 0; round < (k > 0 ? k : 1); round++) {
         bound_set(s, yb);
@@ -3022,6 +3063,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
                 TRY(divide(s, rsp, ap, mean ? 1.0 / (pos + 1) : 1.0, sq, sum, y));
             }
             yb = 1.0;
+            probe(s, round_name[round < 8 ? round : 8], y);
             continue;
         }
         bound_set(s, sb * (mean ? pos + 1 : 1));
@@ -3044,6 +3086,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     TRY(ts_ckks_ciphertext_copy(vc, s->vc[layer]));
     TRY(mul_cc(s, y, vc, out));
     TRY(rot_sum(s, out, e->pd, e->slots));
+    probe(s, "attn.av", out);
 done:
     stage_to(s, prev_stage);
     ts_ckks_bsgs_free(sh);
@@ -3280,6 +3323,7 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
     }
     ct_t *r = defer ? rn : NULL;
     for (int l = 0; l < e->nl; l++) {
+        s->layer = l;
         /* deferred: rn the factor, the products read the stream (norm_in) */
         TRY(norm(s, NULL, NULL, true, defer, xx, defer ? rn : xb));
         if (!logits && l == e->nl - 1) {
@@ -3288,18 +3332,25 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
         }
         TRY(attention(s, l, true, defer ? xx : xb, r, pos, o));
         TRY(matvec_which(s, l, 3, true, NULL, NULL, o, o));
+        probe(s, "attn.out", o);
         TRY(resid(s, 2 * l, xx, o));
+        probe(s, "resid.attn", xx);
         TRY(norm(s, NULL, NULL, true, defer, xx, defer ? rn : xb));
         TRY(ffn(s, l, true, defer ? xx : xb, r, o));
+        probe(s, "ffn.out", o);
         TRY(resid(s, 2 * l + 1, xx, o));
+        probe(s, "resid.ffn", xx);
     }
+    s->layer = -1;
     if (logits) {
         TRY(norm(s, NULL, NULL, true, defer, xx, defer ? rn : xb));
         if (defer)
             TRY(norm_in(s, xx, rn, 0, xb));
+        probe(s, "final.in", xb);
         TRY(matvec_which(s, 0, 7, true, NULL, NULL, xb, logits));
         if (defer)
             TRY(scale_out(s, logits, rn));
+        probe(s, "logits", logits);
     }
     s->next_pos = last + 1;
     s->stats.steps++;

@@ -848,6 +848,25 @@ void ts_llm_enc_session_stats(const ts_llm_enc_session_t *s, ts_llm_enc_stats_t 
 void ts_llm_enc_session_stats_reset(ts_llm_enc_session_t *s);
 
 /*
+ * A probe of a step's intermediate ciphertexts, for noise measurements in
+ * process (`tessera bench decode --noise-trace`, which holds the secret key
+ * beside the engine): fn is called at fixed points of every step with the
+ * point's name (static), the layer (-1: before the first or after the last)
+ * and the ciphertext there (read only, valid during the call). Points, in
+ * order: per layer "attn.in" (the normalized input after its bootstrap, or
+ * the stream when the norm is deferred), "attn.q", "attn.k", "attn.v",
+ * "attn.scores" (scaled, centered), "attn.exp", "attn.round0".. (the
+ * softmax's rounds, CKKS only), "attn.av", "attn.out" (after wo),
+ * "resid.attn", "ffn.out", "resid.ffn"; "boot" / "boot.pair" (each
+ * bootstrap's output, each of a pair's two) wherever one runs; "final.in"
+ * and "logits". The time the probe takes is charged to no stage. The
+ * engine never decrypts; tesserad sets no probe. fn NULL removes it.
+ */
+typedef void (*ts_llm_enc_probe_fn)(void *ctx, const char *point, int layer,
+                                    const ts_ckks_ciphertext_t *ct);
+void ts_llm_enc_session_set_probe(ts_llm_enc_session_t *s, ts_llm_enc_probe_fn fn, void *ctx);
+
+/*
  * The scheduler's view of the engine (core/llm/enc_plan.c): the decode step
  * of ts_llm_enc_step as a core/sched graph, one operator per ciphertext
  * operation whose level matters, in the engine's order and under the

@@ -477,9 +477,43 @@ START_TEST(test_ctx_bench_cli)
     /* --noise: the unsanitized logits' coefficients, centered mod q_0 (a
      * wrong centering reads ~2^59), with noise (a fresh encryption alone
      * leaves more than 2^2), the second run of the same position and token
-     * differing from the first; printed against B (docs/SECURITY.md) */
-    bench_json("--params test-boot-n12 --context 4,4 --max-context 6 --noise", path, buf,
-               sizeof buf);
+     * differing from the first; printed against B (docs/SECURITY.md).
+     * --noise-trace in the same runs: the second record's trace of every
+     * probe point, in the engine's order, the runs differing everywhere */
+    bench_json("--params test-boot-n12 --context 4,4 --max-context 6 --noise --noise-trace", path,
+               buf, sizeof buf);
+    {
+        const char *t1 = strstr(buf, "\"noise_trace\": [");
+        ck_assert_ptr_nonnull(t1);                                /* the second record's */
+        ck_assert_ptr_null(strstr(t1 + 1, "\"noise_trace\": [")); /* the first has none */
+        ck_assert(t1 > strstr(buf, "\"noise_log2\""));            /* after the first record */
+        const char *end = strchr(t1, ']');
+        ck_assert_ptr_nonnull(end);
+        int n = 0, attn_in = 0, rounds = 0, boots = 0;
+        const char *last = NULL;
+        for (const char *r = strstr(t1, "{\"point\": \""); r && r < end;
+             r = strstr(r + 1, "{\"point\": \"")) {
+            const char *name = r + 11;
+            n++;
+            attn_in += !strncmp(name, "attn.in\"", 8);
+            rounds += !strncmp(name, "attn.round", 10);
+            boots += !strncmp(name, "boot", 4);
+            const char *b = strstr(r, "\"bits\": "), *d = strstr(r, "\"diff_rms_log2\": ");
+            ck_assert(b && d && b < end);
+            double bits = atof(b + 8), diff = atof(d + 17);
+            /* independently encrypted runs differ at every point, by far less than the values */
+            ck_assert_msg(bits > 5.0 && bits < 45.0 && diff < -5.0, "point %.12s: bits %.2f", name,
+                          bits);
+            last = name;
+        }
+        printf("bench decode --noise-trace at test-boot-n12: %d points (%d attention inputs, %d "
+               "softmax rounds, %d bootstrap outputs), last %.6s\n",
+               n, attn_in, rounds, boots, last ? last : "-");
+        ck_assert_int_eq(attn_in, 4); /* aidreams260K's layers */
+        ck_assert_int_ge(rounds, 5);
+        ck_assert_int_ge(boots, 5);
+        ck_assert(last && !strncmp(last, "logits\"", 7));
+    }
     {
         const char *n1 = strstr(buf, "\"noise_log2\": {\"off_subring_rms\": ");
         ck_assert_ptr_nonnull(n1);
@@ -504,6 +538,11 @@ START_TEST(test_ctx_bench_cli)
     snprintf(cmd, sizeof cmd,
              "%s/tessera bench decode --quick --context 4 --lanes 2 --noise >/dev/null 2>&1",
              ts_test_build_dir());
+    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
+    snprintf(
+        cmd, sizeof cmd,
+        "%s/tessera bench decode --quick --context 4 --prefill 2 --noise-trace >/dev/null 2>&1",
+        ts_test_build_dir());
     ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
     /* 9 positions do not fit the tiny session (8); malformed lists are usage errors */
     snprintf(cmd, sizeof cmd, "%s/tessera bench decode --quick --context 9 >/dev/null 2>&1",
