@@ -37,6 +37,9 @@ typedef struct bench_opts {
     int reps;
     int log_slots;        /* --slots: the bootstrappers' slot count (0: the preset's) */
     int period_log_slots; /* --period-slots: a bootstrap at that count too (0: none) */
+    /* --boot-slots: the main chain's bootstrap also at these counts (log2) */
+    int boot_log_slots[TS_SCHED_MAX_BOOT_SLOTS - 1];
+    int n_boot_slots;
 } bench_opts_t;
 
 static int cmp_i64(const void *a, const void *b)
@@ -247,6 +250,45 @@ static int64_t ident(void *ctx, uint64_t m)
 {
     (void)ctx;
     return (int64_t)m;
+}
+
+/* --boot-slots: a bootstrapper of the main chain at 2^log_slots slots, with
+ * its own keys (made, measured and freed here: one slot count's keys at a
+ * time), encapsulated as the main one */
+static ts_status_t measure_boot_at(const bench_opts_t *o, ts_ckks_params_t *p, int log_slots,
+                                   const ts_boot_encap_keys_t *encap, ts_ckks_secret_key_t *sk,
+                                   ts_ckks_encoder_t *enc, ts_prng_t *rng, int64_t *ns)
+{
+    ts_boot_config_t cfg;
+    ts_ckks_evalkeys_t *ek = NULL;
+    ts_ckks_evaluator_t *ev = NULL;
+    ts_boot_t *bt = NULL;
+    int left = -1;
+    ts_status_t st = ts_boot_config_slots(p, log_slots, &cfg);
+    if (st == TS_OK && encap)
+        st = ts_boot_config_encapsulate(p, 32, &cfg);
+    if (st == TS_OK)
+        st = ts_boot_depth(p, &cfg, NULL, NULL, NULL, &left);
+    if (st == TS_OK && left < 0)
+        st = TS_ELEVEL;
+    if (st == TS_OK)
+        st = ts_boot_new(p, &cfg, &bt);
+    if (st == TS_OK && encap)
+        st = ts_boot_set_encap_keys(bt, encap);
+    if (st == TS_OK)
+        st = ts_ckks_evalkeys_new(p, &ek);
+    if (st == TS_OK)
+        st = ts_boot_keygen(p, &cfg, ek, sk, rng);
+    if (st == TS_OK && !ts_ckks_evalkeys_has_relin(ek))
+        st = ts_ckks_evalkeys_gen_relin(ek, sk, rng);
+    if (st == TS_OK)
+        st = ts_ckks_evaluator_new(p, ek, &ev);
+    if (st == TS_OK)
+        st = measure_boot(o, p, bt, sk, ev, enc, rng, ns);
+    ts_ckks_evaluator_free(ev);
+    ts_ckks_evalkeys_free(ek);
+    ts_boot_free(bt);
+    return st;
 }
 
 /* PBS (8-valued LUT) and HomComp (at the largest safe width, at most 8 bits). */
@@ -503,6 +545,7 @@ static void usage(FILE *f)
             "usage: tessera bench costs --params PRESET --out FILE [--backend cpu|gpu|auto]\n"
             "                           [--quick] [--json] [--tfhe PRESET] [--reps N]\n"
             "                           [--no-convert] [--slots S] [--period-slots S]\n"
+            "                           [--boot-slots S,S,...]\n"
             "                           [--params-dir D] [--insecure-params]\n\n"
             "Measure the scheduler's cost table (latency of every CKKS operation per level,\n"
             "bootstrapping, PBS, HomComp) on this machine and write it to FILE in the format of\n"
@@ -526,6 +569,11 @@ static void usage(FILE *f)
             "                          level budgets: the engine's residual stream, which\n"
             "                          repeats every pow2(dim) slots (64 for aidreams260K)\n"
             "                          (bootstrap.period_slots, period_latency_ns)\n"
+            "      --boot-slots S,...  also bootstraps of the same chain at these slot\n"
+            "                          counts (powers of two: a lanes engine's or a longer\n"
+            "                          session's working slots), with --slots' own\n"
+            "                          (bootstrap.by_slots, by_slots_ns); the plan prices\n"
+            "                          a bootstrap at its slots from them\n"
             "      --json              print a JSON summary on stdout\n\n%s",
             ts_cli_exit_help);
 }
@@ -571,6 +619,24 @@ int ts_bench_costs(int argc, char **argv)
             if (o.period_log_slots < 1) {
                 fprintf(stderr, "tessera bench costs: --period-slots is a power of two >= 2\n");
                 return TS_EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--boot-slots") && has) {
+            const char *q = argv[++i];
+            o.n_boot_slots = 0;
+            while (*q) {
+                char *end = NULL;
+                long v = strtol(q, &end, 10);
+                int lg = v >= 2 && v <= (1L << 20) ? ts_log2_exact((uint64_t)v) : -1;
+                if (end == q || lg < 1 || (*end && *end != ',') ||
+                    o.n_boot_slots >= (int)(sizeof o.boot_log_slots / sizeof o.boot_log_slots[0])) {
+                    fprintf(stderr,
+                            "tessera bench costs: --boot-slots is a list of at most %d "
+                            "powers of two in [2, 2^20], comma-separated\n",
+                            (int)(sizeof o.boot_log_slots / sizeof o.boot_log_slots[0]));
+                    return TS_EXIT_USAGE;
+                }
+                o.boot_log_slots[o.n_boot_slots++] = lg;
+                q = *end ? end + 1 : end;
             }
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
@@ -695,6 +761,44 @@ int ts_bench_costs(int argc, char **argv)
                 fprintf(stderr, "tessera bench costs: --period-slots %d: %s\n",
                         1 << o.period_log_slots, ts_strerror(st));
         }
+        if (st == TS_OK && o.n_boot_slots > 0) {
+            /* --boot-slots: the main chain at other slot counts, with its own
+             * count, in increasing order (duplicates measured once) */
+            int lg[TS_SCHED_MAX_BOOT_SLOTS], n = 0;
+            lg[n++] = log_slots;
+            for (int i = 0; i < o.n_boot_slots; i++)
+                lg[n++] = o.boot_log_slots[i];
+            for (int i = 1; i < n; i++)
+                for (int j = i; j > 0 && lg[j - 1] > lg[j]; j--) {
+                    int t = lg[j];
+                    lg[j] = lg[j - 1];
+                    lg[j - 1] = t;
+                }
+            c.n_boot_slots = c.n_boot_slots_ns = 0;
+            for (int i = 0; i < n && st == TS_OK; i++) {
+                if (i && lg[i] == lg[i - 1])
+                    continue;
+                int64_t ns = c.boot_ns;
+                if (lg[i] > ts_ckks_params_log_slots(p)) {
+                    fprintf(stderr,
+                            "tessera bench costs: --boot-slots %d: %s holds at most %d slots\n",
+                            1 << lg[i], o.params, 1 << ts_ckks_params_log_slots(p));
+                    st = TS_EINVAL;
+                    break;
+                }
+                if (lg[i] != log_slots)
+                    st = measure_boot_at(&o, p, lg[i], encap, sk, enc, rng, &ns);
+                if (st != TS_OK) {
+                    fprintf(stderr, "tessera bench costs: --boot-slots %d: %s\n", 1 << lg[i],
+                            ts_strerror(st));
+                    break;
+                }
+                fprintf(stderr, "tessera bench costs: bootstrap at %d slots: %.1f ms\n", 1 << lg[i],
+                        ns / 1e6);
+                c.boot_slots[c.n_boot_slots++] = (int64_t)1 << lg[i];
+                c.boot_slots_ns[c.n_boot_slots_ns++] = ns;
+            }
+        }
         if (st != TS_OK) {
             fprintf(stderr, "tessera bench costs: bootstrapping at %s: %s\n", o.params,
                     ts_strerror(st));
@@ -781,6 +885,11 @@ int ts_bench_costs(int argc, char **argv)
         ts_cli_json_str(stdout, o.out);
         printf(",\"boot_period_slots\":%lld,\"boot_period_ns\":%lld",
                (long long)c.boot_period_slots, (long long)c.boot_period_ns);
+        printf(",\"boot_by_slots\":[");
+        for (size_t i = 0; i < c.n_boot_slots; i++)
+            printf("%s{\"slots\":%lld,\"ns\":%lld}", i ? "," : "", (long long)c.boot_slots[i],
+                   (long long)c.boot_slots_ns[i]);
+        printf("]");
         printf(",\"max_level\":%d,\"boot_measured\":%s,\"boot_ns\":%lld,\"boot_output_level\":%lld,"
                "\"pbs_ns\":%lld,\"homcomp_ns\":%lld,\"convert_measured\":%s,"
                "\"roundtrip_ns\":%lld,\"lut2_value_ns\":%lld,\"lut4_value_ns\":%lld,"

@@ -85,9 +85,12 @@ static int add_bsgs(gb_t *b, ts_op_kind_t kind, const char *nm, int x, int y, un
     op.need_level = need;
     op.deep_levels = b->deep_next;
     b->deep_next = 0;
-    /* enc.c need_at / need2_at with pd: at the residual stream's bootstrapper's slots */
+    /* enc.c need_at / need2_at with pd: at the residual stream's bootstrapper's
+     * slots; else the main bootstrapper's (the table prices them by slots) */
     if (b->periodic_next && b->e->period_log_slots > 0)
         op.boot_log_slots = (uint8_t)b->e->period_log_slots;
+    else
+        op.boot_log_slots = (uint8_t)b->e->boot_log_slots;
     b->periodic_next = false;
     int id = -1;
     b->st = ts_sched_graph_add_op(b->g, &op, NULL, 0, &id);

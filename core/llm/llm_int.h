@@ -130,6 +130,8 @@ typedef struct ts__llm_enc_shape {
     size_t n_boot_drop;
     const int8_t *row_lv; /* an ordinary step's K row level per layer (NULL: unknown) */
     int period_log_slots; /* the residual stream's bootstrapper's slots (0: none) */
+    int boot_log_slots;   /* the main bootstrapper's (the ciphertexts' slots, lanes
+                           * included, when there is none) */
     bool norm_defer;      /* the step's norms deferred (struct ts_llm_enc) */
     bool norm_defer_pass; /* a prefill pass's (struct ts_llm_enc) */
 } ts__llm_enc_shape_t;

@@ -48,6 +48,8 @@ static const ts_cfg_directive_t boot_table[] = {
     INT("output_level", boot_output_level, 1, TS_SCHED_MAX_LEVELS - 1, true),
     INT("period_latency_ns", boot_period_ns, 0, INT64_MAX, false),
     INT("period_slots", boot_period_slots, 0, INT64_C(1) << 20, false),
+    LISTOPT("by_slots", boot_slots, n_boot_slots, TS_SCHED_MAX_BOOT_SLOTS),
+    LISTOPT("by_slots_ns", boot_slots_ns, n_boot_slots_ns, TS_SCHED_MAX_BOOT_SLOTS),
     {.name = NULL},
 };
 
@@ -131,6 +133,26 @@ static ts_status_t validate(const ts_sched_costs_t *c, char *msg, size_t size, c
                  "bootstrap period_latency_ns and period_slots come together, the slots a "
                  "power of two >= 2");
         goto fail;
+    }
+    if (c->n_boot_slots != c->n_boot_slots_ns) {
+        k = c->n_boot_slots ? "by_slots_ns" : "by_slots";
+        snprintf(buf, sizeof buf, "bootstrap by_slots has %zu entries, by_slots_ns %zu",
+                 c->n_boot_slots, c->n_boot_slots_ns);
+        goto fail;
+    }
+    for (size_t i = 0; i < c->n_boot_slots; i++) {
+        int64_t s = c->boot_slots[i];
+        if (s < 2 || s > (INT64_C(1) << 20) || (s & (s - 1)) || (i && s <= c->boot_slots[i - 1])) {
+            k = "by_slots";
+            snprintf(buf, sizeof buf,
+                     "bootstrap by_slots must be increasing powers of two in [2, 2^20]");
+            goto fail;
+        }
+        if (c->boot_slots_ns[i] < 1) {
+            k = "by_slots_ns";
+            snprintf(buf, sizeof buf, "bootstrap by_slots_ns must be positive latencies");
+            goto fail;
+        }
     }
     if (c->extract_depth > c->max_level) {
         k = "extract_depth";
@@ -413,6 +435,10 @@ ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path)
     if (c->boot_period_ns > 0)
         fprintf(f, "  period_slots: %lld\n  period_latency_ns: %lld\n",
                 (long long)c->boot_period_slots, (long long)c->boot_period_ns);
+    if (c->n_boot_slots) {
+        put_list(f, "  ", "by_slots", c->boot_slots, c->n_boot_slots);
+        put_list(f, "  ", "by_slots_ns", c->boot_slots_ns, c->n_boot_slots);
+    }
     fputs("convert:\n", f);
     put_list(f, "  ", "batch_sizes", c->batch_sizes, c->n_batch_sizes);
     put_list(f, "  ", "extract_ns", c->extract_ns, c->n_extract);
@@ -575,10 +601,24 @@ double ts_sched_costs_convert_ns(const ts_sched_costs_t *c, uint32_t n, uint32_t
 
 double ts__sched_boot_ns(const ts_sched_costs_t *c, const ts_sched_op_t *op)
 {
-    if (op->boot_log_slots && op->boot_log_slots < 31 && c->boot_period_ns > 0 &&
-        c->boot_period_slots == (INT64_C(1) << op->boot_log_slots))
+    if (!op->boot_log_slots || op->boot_log_slots > 30)
+        return (double)c->boot_ns;
+    int64_t s = INT64_C(1) << op->boot_log_slots;
+    if (c->boot_period_ns > 0 && c->boot_period_slots == s)
         return (double)c->boot_period_ns;
-    return (double)c->boot_ns;
+    size_t n = c->n_boot_slots < c->n_boot_slots_ns ? c->n_boot_slots : c->n_boot_slots_ns;
+    if (n == 0)
+        return (double)c->boot_ns;
+    if (s <= c->boot_slots[0])
+        return (double)c->boot_slots_ns[0];
+    for (size_t i = 1; i < n; i++)
+        if (s <= c->boot_slots[i]) {
+            /* log-linear between the two measured slot counts */
+            double l0 = log2((double)c->boot_slots[i - 1]), l1 = log2((double)c->boot_slots[i]);
+            double t = (log2((double)s) - l0) / (l1 - l0);
+            return (1.0 - t) * (double)c->boot_slots_ns[i - 1] + t * (double)c->boot_slots_ns[i];
+        }
+    return (double)c->boot_slots_ns[n - 1];
 }
 
 /* All of an implementation's operations at level l. */

@@ -2,8 +2,8 @@
  * core/sched/plan_io.c — the wire format of plans (core/serial envelope of
  * type TS_OBJ_SCHED_PLAN, parameter id = graph digest), and the graph digest.
  *
- * Payload (little endian, version 2; version 1, still read, ends the cost
- * table at n_seg):
+ * Payload (little endian, version 3; versions 1 and 2, still read, end the
+ * cost table at n_seg and at boot_period_slots):
  *   u32 version
  *   cost table: i64 format; name[64] backend[16] params[64] note[512] bytes;
  *     u8 estimated; i64 max_level, slots; 6 per-level lists (u64 count,
@@ -13,7 +13,8 @@
  *     trace_ns, n_seg; (version 2) the optional measured entries: 6 per-level
  *     lists (encode, bsgs hoist, baby, diag, giant, moddown), i64
  *     roundtrip_ns; u64 count + i64 lut_seg; u64 count + i64 lut_value_ns;
- *     i64 pbs_value_ns, workers, boot_period_ns, boot_period_slots
+ *     i64 pbs_value_ns, workers, boot_period_ns, boot_period_slots; (version
+ *     3) u64 count + i64 boot_slots, u64 count + i64 boot_slots_ns
  *   plan: u8 policy; u64 n_steps; per step: u8 scheme, i8 impl, u8 boot,
  *     u32 n_boot, u32 n_boot_inner, i32 level_avail, level_in, level_out,
  *     f64 op_ns, boot_ns
@@ -24,7 +25,7 @@
 #include "core/sched/sched_int.h"
 #include "core/serial/serial.h"
 
-#define PLAN_VERSION 2u
+#define PLAN_VERSION 3u
 #define MAX_STEPS    (1u << 24)
 
 static void put_str(ts_writer_t *w, const char *s, size_t cap)
@@ -98,6 +99,8 @@ static void put_costs(ts_writer_t *w, const ts_sched_costs_t *c)
     ts_put_u64(w, (uint64_t)c->workers);
     ts_put_u64(w, (uint64_t)c->boot_period_ns);
     ts_put_u64(w, (uint64_t)c->boot_period_slots);
+    put_list(w, c->boot_slots, c->n_boot_slots);
+    put_list(w, c->boot_slots_ns, c->n_boot_slots_ns);
 }
 
 static void get_costs(ts_reader_t *r, uint32_t version, ts_sched_costs_t *c)
@@ -145,6 +148,10 @@ static void get_costs(ts_reader_t *r, uint32_t version, ts_sched_costs_t *c)
     c->workers = (int64_t)ts_get_u64(r);
     c->boot_period_ns = (int64_t)ts_get_u64(r);
     c->boot_period_slots = (int64_t)ts_get_u64(r);
+    if (version < 3)
+        return;
+    get_list(r, c->boot_slots, &c->n_boot_slots, TS_SCHED_MAX_BOOT_SLOTS);
+    get_list(r, c->boot_slots_ns, &c->n_boot_slots_ns, TS_SCHED_MAX_BOOT_SLOTS);
 }
 
 /* Latencies must be non-negative (the YAML loader enforces it; so must we). */

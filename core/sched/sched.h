@@ -160,10 +160,12 @@ typedef struct ts_sched_op {
     uint64_t deep_levels;   /* CKKS: bit l set: run at level l, the operator consumes one
                              * level more than its depth (a scale correction after
                              * rescaling by a prime far from the scale) */
-    uint8_t boot_log_slots; /* CKKS: its bootstraps run at 2^boot_log_slots slots (a
-                             * periodic value's own bootstrapper; 0 = the main one):
-                             * priced at costs->boot_period_ns when the table's
-                             * boot_period_slots matches */
+    uint8_t boot_log_slots; /* CKKS: its bootstraps run at 2^boot_log_slots slots (0:
+                             * unknown, the table's main bootstrap): priced at
+                             * costs->boot_period_ns when the table's
+                             * boot_period_slots matches, else from the table's
+                             * latencies by slot count (boot_slots) when it has
+                             * them, else at costs->boot_ns */
     uint8_t drop_above;     /* CKKS, > 0: the operator is a copy of input 0 dropped to input
                              * 1's level + drop_above (never raised; no cost, no bootstrap):
                              * an operand made only as deep as a product with input 1 needs */
@@ -329,8 +331,9 @@ ts_status_t ts_sched_graph_build_decoder(const ts_sched_model_dims_t *dims, ts_s
 
 /* ----------------------------------------------------------- cost table */
 
-#define TS_SCHED_MAX_LEVELS  64 /* entries of per-level lists (levels 0..63) */
-#define TS_SCHED_MAX_BATCHES 16 /* entries of per-batch-size lists */
+#define TS_SCHED_MAX_LEVELS     64 /* entries of per-level lists (levels 0..63) */
+#define TS_SCHED_MAX_BATCHES    16 /* entries of per-batch-size lists */
+#define TS_SCHED_MAX_BOOT_SLOTS 16 /* entries of the bootstrap-by-slots lists */
 
 /*
  * Measured (or estimated) latencies, nanoseconds, for one backend and one
@@ -351,6 +354,11 @@ ts_status_t ts_sched_graph_build_decoder(const ts_sched_model_dims_t *dims, ts_s
  *     period_slots: S  period_latency_ns: N   optional, measured together: a
  *                                          bootstrap at S slots with the same
  *                                          level budgets (the residual stream's)
+ *     by_slots: [S, ...]  by_slots_ns: [N, ...]   optional, measured together:
+ *                                          bootstraps at these slot counts
+ *                                          (increasing powers of two; a lanes
+ *                                          engine's or a longer session's
+ *                                          working slots)
  *   convert:
  *     batch_sizes:  [1, 4, 16, ...]
  *     extract_ns:   [one per batch size]   SlotToCoeff + RingSwitch + per-value
@@ -410,6 +418,14 @@ typedef struct ts_sched_costs {
      * level budgets (the engine's residual stream; 0: not measured). */
     int64_t boot_period_ns;
     int64_t boot_period_slots;
+    /* Optional: bootstraps measured at other slot counts (increasing powers
+     * of two, each with the main one's chain; 0 entries: none). A bootstrap
+     * at S slots costs the entry at S, log-linear between two entries, the
+     * nearest entry outside them. */
+    int64_t boot_slots[TS_SCHED_MAX_BOOT_SLOTS];
+    size_t n_boot_slots;
+    int64_t boot_slots_ns[TS_SCHED_MAX_BOOT_SLOTS];
+    size_t n_boot_slots_ns;
 
     int64_t batch_sizes[TS_SCHED_MAX_BATCHES];
     size_t n_batch_sizes;

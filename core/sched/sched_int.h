@@ -40,7 +40,8 @@ ts_status_t ts__sched_engine_check(const ts_sched_plan_t *p, const ts_sched_grap
 uint32_t ts__sched_conversions(const ts_sched_costs_t *c, const ts_sched_op_t *op);
 double ts__sched_tfhe_ns(const ts_sched_costs_t *c, const ts_sched_op_t *op, int level);
 /* One bootstrap of op's inputs: the table's period bootstrap when op's
- * boot_log_slots is its period_slots, else the main one. */
+ * boot_log_slots is its period_slots, else from its by-slots latencies when
+ * it has them (ts_sched_costs_t boot_slots), else the main one. */
 double ts__sched_boot_ns(const ts_sched_costs_t *c, const ts_sched_op_t *op);
 
 #endif

@@ -30,7 +30,7 @@ START_TEST(test_bench_costs_quick)
     snprintf(out, sizeof out, "%s/costs.yaml", dir);
     snprintf(cmd, sizeof cmd,
              "%s/tessera bench costs --params test-boot-n10 --insecure-params --quick "
-             "--backend auto --out %s > %s/stdout.json 2> %s/stderr.txt",
+             "--backend auto --boot-slots 128,64 --out %s > %s/stdout.json 2> %s/stderr.txt",
              ts_test_build_dir(), out, dir, dir);
     ck_assert_int_eq(run(cmd), 0);
 
@@ -53,6 +53,15 @@ START_TEST(test_bench_costs_quick)
      * the estimate's 25 s / 13; EvalMod takes 8 levels with r = 2). */
     ck_assert_int_eq(c.boot_output_level, 3);
     ck_assert_int_lt(c.boot_ns, 25000000000LL);
+    /* --boot-slots: the same chain at 64 and 128 slots with the main 512,
+     * in increasing order, the main entry = latency_ns */
+    ck_assert_uint_eq(c.n_boot_slots, 3);
+    ck_assert_int_eq(c.boot_slots[0], 64);
+    ck_assert_int_eq(c.boot_slots[1], 128);
+    ck_assert_int_eq(c.boot_slots[2], 512);
+    ck_assert_int_eq(c.boot_slots_ns[2], c.boot_ns);
+    ck_assert_int_gt(c.boot_slots_ns[0], 0);
+    ck_assert_int_gt(c.boot_slots_ns[1], 0);
     /* Conversions are measured (the preset bootstraps); the small-ring entries are
      * estimated: the table says so. */
     ck_assert(c.estimated);

@@ -19,6 +19,7 @@
 #include "client/cmd_plan.h"
 #include "core/circuits/circuits.h"
 #include "core/sched/sched.h"
+#include "core/sched/sched_int.h"
 #include "tests/unit/ts_test.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -645,6 +646,52 @@ START_TEST(test_sched_costs_bsgs)
     ck_assert_ts_ok(ts_sched_costs_load(path, &back, &err));
     ck_assert_int_eq(back.boot_period_ns, 7);
     ck_assert_int_eq(back.boot_period_slots, 64);
+    /* bootstraps by slot count: equal lengths, increasing powers of two,
+     * positive; saved and loaded back */
+    ck_assert_uint_eq(back.n_boot_slots, 0);
+    const int64_t bs[3] = {512, 2048, 8192}, bn[3] = {3000, 3400, 5000};
+    memcpy(c.boot_slots, bs, sizeof bs);
+    memcpy(c.boot_slots_ns, bn, sizeof bn);
+    c.n_boot_slots = 3;
+    c.n_boot_slots_ns = 2;
+    ck_assert_ts_status(ts_sched_costs_validate(&c, NULL, 0), TS_ECONFIG);
+    c.n_boot_slots_ns = 3;
+    ck_assert_ts_ok(ts_sched_costs_validate(&c, NULL, 0));
+    c.boot_slots[1] = 1000;
+    ck_assert_ts_status(ts_sched_costs_validate(&c, NULL, 0), TS_ECONFIG);
+    c.boot_slots[1] = 512; /* not increasing */
+    ck_assert_ts_status(ts_sched_costs_validate(&c, NULL, 0), TS_ECONFIG);
+    c.boot_slots[1] = 2048;
+    c.boot_slots_ns[2] = 0;
+    ck_assert_ts_status(ts_sched_costs_validate(&c, NULL, 0), TS_ECONFIG);
+    c.boot_slots_ns[2] = 5000;
+    ck_assert_ts_ok(ts_sched_costs_save(&c, path));
+    ck_assert_ts_ok(ts_sched_costs_load(path, &back, &err));
+    ck_assert_uint_eq(back.n_boot_slots, 3);
+    ck_assert_int_eq(memcmp(back.boot_slots, bs, sizeof bs), 0);
+    ck_assert_int_eq(memcmp(back.boot_slots_ns, bn, sizeof bn), 0);
+    /* priced by an operator's slots: the period bootstrap where it matches, an
+     * entry, log-linear between two, the nearest outside, the main one when
+     * the operator's slots are unknown */
+    {
+        ts_sched_op_t op = {0};
+        c.boot_ns = 2900;
+        ck_assert_double_eq_tol(ts__sched_boot_ns(&c, &op), 2900, 1e-9);
+        op.boot_log_slots = 6;
+        ck_assert_double_eq_tol(ts__sched_boot_ns(&c, &op), 7, 1e-9); /* the period's */
+        op.boot_log_slots = 11;
+        ck_assert_double_eq_tol(ts__sched_boot_ns(&c, &op), 3400, 1e-9);
+        op.boot_log_slots = 10;
+        ck_assert_double_eq_tol(ts__sched_boot_ns(&c, &op), 3200, 1e-9);
+        op.boot_log_slots = 12;
+        ck_assert_double_eq_tol(ts__sched_boot_ns(&c, &op), 4200, 1e-9);
+        op.boot_log_slots = 8;
+        ck_assert_double_eq_tol(ts__sched_boot_ns(&c, &op), 3000, 1e-9);
+        op.boot_log_slots = 15;
+        ck_assert_double_eq_tol(ts__sched_boot_ns(&c, &op), 5000, 1e-9);
+        c.n_boot_slots = c.n_boot_slots_ns = 0;
+        ck_assert_double_eq_tol(ts__sched_boot_ns(&c, &op), 2900, 1e-9);
+    }
     unlink(path);
     ts_sched_costs_extend(&back, 4);
     ck_assert_uint_eq(back.n_bsgs_baby, 5);
@@ -913,6 +960,8 @@ START_TEST(test_sched_plan_wire)
         ck_assert_int_eq(m2.lut_value_ns[1], m.lut_value_ns[1]);
         ck_assert_int_eq(m2.workers, m.workers);
         ck_assert_int_eq(m2.boot_period_slots, m.boot_period_slots);
+        ck_assert_uint_eq(m2.n_boot_slots, m.n_boot_slots);
+        ck_assert_int_eq(memcmp(m2.boot_slots_ns, m.boot_slots_ns, sizeof m.boot_slots_ns), 0);
         ts_sched_plan_free(qm);
         ts_sched_plan_free(pm);
         ts_free(bm);
