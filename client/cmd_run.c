@@ -105,10 +105,21 @@ bool ts_cli_llm_parse_num(const char *s, double lo, double hi, double *out)
     return true;
 }
 
+/* The n-gram draft's one-token contexts guess a pass's first token when
+ * their most frequent next took this share of their occurrences (and they
+ * were seen twice): with a history of earlier generations (20 prompts of
+ * aidreams260K at 32 positions, 8 lanes, greedy) 0.371 encrypted steps per
+ * token against 0.398 without them, and as many as without them from the
+ * text so far alone; 0.2 to 0.5 did as well, 0.7 less (docs/benchmarks.md,
+ * session 27) */
+#define NGRAM_FALLBACK_SHARE 0.35
+
 ts_status_t ts_cli_ngram_load(const ts_llm_tokenizer_t *tok, const char *text_path,
                               ts_llm_ngram_t **out, char *err, size_t errcap)
 {
     ts_status_t st = ts_llm_ngram_new(2, TS_LLM_NGRAM_MAX, out);
+    if (st == TS_OK)
+        st = ts_llm_ngram_set_fallback(*out, NGRAM_FALLBACK_SHARE);
     if (st == TS_OK && text_path)
         st = ts_llm_ngram_add_file(*out, tok, text_path, err, errcap);
     return st;

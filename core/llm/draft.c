@@ -22,6 +22,7 @@ typedef struct {
     int32_t tok[TS_LLM_NGRAM_MAX]; /* the context, oldest first; unused entries 0 */
     int32_t next;                  /* pairs: the next token; contexts: the best next */
     uint32_t count;                /* 0: an empty entry */
+    uint32_t total;                /* contexts: how often the context was seen */
     uint8_t n;                     /* context length */
 } ngram_entry_t;
 
@@ -32,6 +33,10 @@ typedef struct {
 
 struct ts_llm_ngram {
     int nmin, nmax;
+    /* ts_llm_ngram_set_fallback: contexts shorter than nmin guess a pass's
+     * first token only when their best next took at least this share of the
+     * context's occurrences (0: never); later guesses take them freely */
+    double share;
     ngram_table_t pairs, ctx;
 };
 
@@ -93,6 +98,14 @@ ts_status_t ts_llm_ngram_new(int nmin, int nmax, ts_llm_ngram_t **out)
     return TS_OK;
 }
 
+ts_status_t ts_llm_ngram_set_fallback(ts_llm_ngram_t *g, double share)
+{
+    if (!g || !(share > 0.0 && share <= 1.0) || g->ctx.used)
+        return TS_EINVAL;
+    g->share = share;
+    return TS_OK;
+}
+
 void ts_llm_ngram_free(ts_llm_ngram_t *g)
 {
     if (!g)
@@ -106,8 +119,9 @@ ts_status_t ts_llm_ngram_add(ts_llm_ngram_t *g, const int *ids, size_t n, size_t
 {
     if (!g || (n && !ids) || from > n)
         return TS_EINVAL;
+    int kmin = g->share > 0 ? 1 : g->nmin;
     for (size_t i = from ? from : 1; i < n; i++) {
-        for (int k = g->nmin; k <= g->nmax && (size_t)k <= i; k++) {
+        for (int k = kmin; k <= g->nmax && (size_t)k <= i; k++) {
             int32_t tok[TS_LLM_NGRAM_MAX] = {0};
             for (int j = 0; j < k; j++)
                 tok[j] = (int32_t)ids[i - (size_t)k + (size_t)j];
@@ -129,6 +143,8 @@ ts_status_t ts_llm_ngram_add(ts_llm_ngram_t *g, const int *ids, size_t n, size_t
                 c->n = (uint8_t)k;
                 g->ctx.used++;
             }
+            if (c->total < UINT32_MAX)
+                c->total++;
             if (p->count > c->count || (p->count == c->count && next < c->next)) {
                 c->count = p->count;
                 c->next = next;
@@ -156,6 +172,17 @@ size_t ts_llm_ngram_guess(const ts_llm_ngram_t *g, const int *ids, size_t n, siz
         for (int c = m; c >= g->nmin && !best; c--) {
             const ngram_entry_t *e = ngram_slot(&g->ctx, last + (m - c), c, 0, false);
             best = e->count ? e : NULL;
+        }
+        /* the shorter contexts (ts_llm_ngram_set_fallback): a pass's first
+         * guess only from a context seen twice or more whose best next took
+         * `share` of its occurrences (a pass that keeps nothing costs more
+         * than the step it replaces); later guesses freely (the pass runs
+         * anyway, and every lane it fills may be kept) */
+        for (int c = (m < g->nmin ? m : g->nmin - 1); g->share > 0 && c >= 1 && !best; c--) {
+            const ngram_entry_t *e = ngram_slot(&g->ctx, last + (m - c), c, 0, false);
+            if (e->count &&
+                (got > 0 || (e->count >= 2 && (double)e->count >= g->share * (double)e->total)))
+                best = e;
         }
         if (!best)
             break;

@@ -243,6 +243,16 @@ typedef struct ts_llm_ngram ts_llm_ngram_t;
 ts_status_t ts_llm_ngram_new(int nmin, int nmax, ts_llm_ngram_t **out);
 void ts_llm_ngram_free(ts_llm_ngram_t *g);
 /*
+ * Also count contexts shorter than nmin (down to one token) and guess from
+ * them where no longer context has been seen: a pass's first guess only
+ * when that context was seen twice or more and its most frequent next token
+ * took at least `share` of its occurrences (a speculative pass that keeps
+ * nothing costs more than the ordinary step it replaces), the pass's later
+ * guesses freely. Before the first ts_llm_ngram_add. Errors: TS_EINVAL
+ * (share outside (0, 1], or counts already added).
+ */
+ts_status_t ts_llm_ngram_set_fallback(ts_llm_ngram_t *g, double share);
+/*
  * Counts the tokens ids[from..n) of one sequence, each after its contexts
  * (which may reach back before `from`: a growing text is added in pieces
  * with the same ids). Contexts never cross sequences added separately.

@@ -142,6 +142,43 @@ START_TEST(test_ngram_edges)
     ck_assert_int_eq(out[0], 1);
     ts_llm_ngram_free(g);
     ts_llm_ngram_free(NULL);
+
+    /* the one-token fallback: a share in (0, 1], set before any count */
+    ck_assert_ts_ok(ts_llm_ngram_new(2, 3, &g));
+    ck_assert_int_eq(ts_llm_ngram_set_fallback(g, 0.0), TS_EINVAL);
+    ck_assert_int_eq(ts_llm_ngram_set_fallback(g, 1.5), TS_EINVAL);
+    ck_assert_ts_ok(ts_llm_ngram_set_fallback(g, 0.5));
+    /* 3 -> 4 seen three times, 3 -> 9 once (share 0.75); 20 -> 21 once */
+    const int f1[] = {3, 4, 1, 3, 4, 2, 3, 4, 5, 3, 9, 20, 21};
+    ck_assert_ts_ok(ts_llm_ngram_add(g, f1, 13, 0));
+    ck_assert_int_eq(ts_llm_ngram_set_fallback(g, 0.5), TS_EINVAL); /* counts added */
+    /* (7 3) unseen: the last token 3 alone guesses 4; then (3 4) -> 1
+     * (two tokens: the first of the three continuations, lowest id) */
+    const int q1[] = {7, 3};
+    ck_assert_uint_eq(ts_llm_ngram_guess(g, q1, 2, 2, out), 2);
+    ck_assert_int_eq(out[0], 4);
+    ck_assert_int_eq(out[1], 1);
+    /* 20 was seen once: no first guess from it */
+    const int q2[] = {7, 20};
+    ck_assert_uint_eq(ts_llm_ngram_guess(g, q2, 2, 2, out), 0);
+    ts_llm_ngram_free(g);
+    /* a share the best next does not reach: 3 -> 4 two of four times, under
+     * 0.6: no first guess from 3 alone; but a pass's later guesses take it
+     * freely: after 6 (6 -> 3 in two sequences, share 1) the guesses go on
+     * 3 -> 4 (one token, share 0.5, a later guess), then (3 4) -> 3 */
+    ck_assert_ts_ok(ts_llm_ngram_new(2, 3, &g));
+    ck_assert_ts_ok(ts_llm_ngram_set_fallback(g, 0.6));
+    const int f2[] = {3, 4, 3, 8, 3, 9, 3, 4}, f3[] = {6, 3};
+    ck_assert_ts_ok(ts_llm_ngram_add(g, f2, 8, 0));
+    ck_assert_ts_ok(ts_llm_ngram_add(g, f3, 2, 0));
+    ck_assert_ts_ok(ts_llm_ngram_add(g, f3, 2, 0));
+    ck_assert_uint_eq(ts_llm_ngram_guess(g, q1, 2, 2, out), 0);
+    const int q3[] = {7, 6};
+    ck_assert_uint_eq(ts_llm_ngram_guess(g, q3, 2, 3, out), 3);
+    ck_assert_int_eq(out[0], 3);
+    ck_assert_int_eq(out[1], 4);
+    ck_assert_int_eq(out[2], 3);
+    ts_llm_ngram_free(g);
 }
 END_TEST
 
