@@ -157,6 +157,14 @@ sanitize_queries_log2: 5"
 elif [ -z "$insecure" ]; then
     sanitize="sanitize_lambda: 16"
 fi
+# a lanes engine (DEMO_PREFILL) returns every lane's logits in one reply: its
+# period is lanes x pow2(vocab), so the Renyi flood costs sqrt(lanes) more
+# per logit, and its noise bound is not measured (`tessera bench decode
+# --noise` measures one lane): uniform flooding with lambda 16 there (no
+# guarantee for the weights; tesserad says so at startup)
+if [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ]; then
+    sanitize="sanitize_lambda: 16"
+fi
 # the Renyi mode's replies are counted in a state file (the demo's own, so
 # each demo starts at 0) and refused past the budget the bound covers
 case "$sanitize" in
