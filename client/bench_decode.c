@@ -120,6 +120,9 @@ static int g_lanes = 0;
 /* --after K (with --prefill): K ordinary steps after each prefill pass, every
  * lane at the next position: what the prefill leaves each generated token */
 static int g_after = 0;
+/* --step-before (with --prefill): one ordinary step at L - N - 1 before the
+ * pass (untimed): the cache then holds a step's rows, as in a generation */
+static bool g_step_before = false;
 /* --prompt-ids LIST: the context's tokens (BOS first) instead of the greedy
  * continuation of BOS, as far as they go */
 static int g_ids[TS_LLM_MAX_SEQ], g_n_ids = 0;
@@ -563,7 +566,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             /* the client encrypts the plaintext K and V of [0, L - 1) (of
              * [0, L - N) before a prefill of N), the server installs them:
              * the session's next step is at L - 1 (L - N) */
-            int first = g_prefill ? L - g_prefill : L - 1;
+            int first = g_prefill ? L - g_prefill - (g_step_before ? 1 : 0) : L - 1;
             if (first < 0) {
                 fprintf(stderr, "bench decode: --prefill %d needs --context >= %d\n", g_prefill,
                         g_prefill);
@@ -585,6 +588,13 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             q->prefill_ms = ms_since(tp);
             q->ctx = L;
             pos = first;
+            if (g_prefill && g_step_before) {
+                /* --step-before: an ordinary step at `first` (every lane there) */
+                TRY(ts_llm_enc_encrypt_onehot(enc, ecd, sk, prng, tokens[pos], x));
+                TRY(ts_llm_enc_embed(s, x, y));
+                TRY(ts_llm_enc_step(s, y, pos, lg));
+                pos++;
+            }
         }
         /* --after K: K ordinary steps after the prefill, every lane at the
          * next position (the plaintext greedy token, or --prompt-ids') */
@@ -815,7 +825,7 @@ static void usage(FILE *f)
                "                            [--no-period-boot] [--norm-defer on|off]\n"
                "                            [--cache-only] [--noise] [--noise-trace]\n"
                "                            [--sanitize-l2 X [--sanitize-queries Q]]\n"
-               "                            [--prefill N [--after K] | --lanes N]\n"
+               "                            [--prefill N [--after K] [--step-before] | --lanes N]\n"
                "                            [--prompt-ids LIST]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
                "sanitized logits) and its breakdown by stage, in process on this machine: the\n"
@@ -870,6 +880,9 @@ static void usage(FILE *f)
                "--after K (with --prefill): then K ordinary steps at L, L+1, ... in the same\n"
                "session, every lane at the position (the plaintext greedy token): what a\n"
                "prefill leaves each generated token (--max-context >= L+K; JSON: after_prefill).\n"
+               "--step-before (with --prefill N): one ordinary step at L-N-1 before the pass\n"
+               "(untimed; [0, L-N-1) prefilled): the cache then holds a step's rows at the\n"
+               "step's level, as in a generation's speculative passes (JSON: step_before).\n"
                "--prompt-ids ID,ID,... (with --context): the context's tokens after BOS are these\n"
                "(as far as they go; then the greedy continuation) instead of the greedy one.\n"
                "--noise: the logits' coefficients before sanitization (level 0, centered mod\n"
@@ -975,6 +988,8 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                         q->ctx, q->ctx - (g_prefill ? g_prefill : 1), q->prefill_ms);
             if (q->after > 0)
                 fprintf(f, ", \"after_prefill\": %d", q->after);
+            if (g_step_before && q->ctx > 0 && q->after == 0)
+                fprintf(f, ", \"step_before\": true");
             if (q->noise) {
                 /* log2 of a zero is -inf: null */
                 const char *nm[12] = {"off_subring_rms",
@@ -1156,6 +1171,8 @@ int ts_bench_decode(int argc, char **argv)
             }
             *(!strcmp(argv[i], "--prefill") ? &g_prefill : &g_lanes) = v;
             i++;
+        } else if (!strcmp(argv[i], "--step-before")) {
+            g_step_before = true;
         } else if (!strcmp(argv[i], "--after") && i + 1 < argc) {
             g_after = atoi(argv[++i]);
             if (g_after < 1 || g_after > 32) {
@@ -1182,6 +1199,11 @@ int ts_bench_decode(int argc, char **argv)
         pols[n_pol++] = TS_SCHED_CKKS;
     if ((g_prefill || g_lanes) && n_ctx == 0) {
         fprintf(stderr, "bench decode: --prefill and --lanes need --context\n");
+        return TS_EXIT_USAGE;
+    }
+    if (g_step_before && (!g_prefill || g_prefill + 1 > (n_ctx ? ctxs[0] : 0))) {
+        fprintf(stderr,
+                "bench decode: --step-before precedes a --prefill N pass (--context > N)\n");
         return TS_EXIT_USAGE;
     }
     if (g_after && (!g_prefill || g_cache_only)) {

@@ -2970,6 +2970,33 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         goto done;
     /* scores: q (.) K, summed inside each head, masked and scaled, replicated */
     TRY(ts_ckks_ciphertext_copy(z, s->kc[layer]));
+    /* a pass (lanes) after ordinary steps: the cache holds their rows at the
+     * step's row level (aidreams260K at boot-n16-dense: 5-6), far below the
+     * pass's queries (11-12); its copies of K and V are refreshed together
+     * (one pair bootstrap, at the activations' bound) so that the scores and
+     * the softmax start near the queries' level instead of the cache's: an
+     * 8-lane pass after a step 27 -> 24 bootstraps, 106 -> 91 s. (The plan
+     * of a pass models its cache at its own rows' level, as after a
+     * prefilled cache: there this never runs.) */
+    bool v_ready = false;
+    const ts_nonlinear_cheb_t *kv_exp =
+        e->cfg.eval_exp == TS_LLM_EVAL_CKKS ? ts_nonlinear_approx_cheb(e->a_exp) : NULL;
+    /* worth a bootstrap only where the cache's level leaves the scores too
+     * few levels for the scaling and the exp (one each side of the product)
+     * and the queries' level would not */
+    int kv_need = kv_exp ? 2 + ts__llm_cheb_levels(kv_exp) : 0,
+        kv_top = s->boot ? ts_boot_levels_left(s->boot) : 0;
+    if (s->lane_step && kv_exp && s->boot && ts_ckks_ciphertext_level(z) - 1 < kv_need &&
+        (ts_ckks_ciphertext_level(q) < kv_top ? ts_ckks_ciphertext_level(q) : kv_top) - 1 >=
+            kv_need) {
+        TRY(ts_ckks_ciphertext_copy(vc, s->vc[layer]));
+        double pb = bound_set(s, ENC_BOOT_BOUND);
+        st = need2_at(s, z, vc, ts_ckks_ciphertext_level(q), false);
+        s->bound = pb;
+        if (st != TS_OK)
+            goto done;
+        v_ready = true;
+    }
     TRY(mul_cc(s, z, q, z));
     TRY(rot_sum(s, z, 1, e->hd));
     double zs = 1.0 / sqrt((double)e->hd) / ldexp(1.0, k);
@@ -3084,7 +3111,8 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         yb = 1.0; /* normalized: the squares of the next round sum to ~1 */
     }
     bound_set(s, act_bound);
-    TRY(ts_ckks_ciphertext_copy(vc, s->vc[layer]));
+    if (!v_ready)
+        TRY(ts_ckks_ciphertext_copy(vc, s->vc[layer]));
     TRY(mul_cc(s, y, vc, out));
     TRY(rot_sum(s, out, e->pd, e->slots));
     probe(s, "attn.av", out);

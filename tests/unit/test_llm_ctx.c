@@ -461,6 +461,33 @@ START_TEST(test_ctx_bench_cli)
         printf("bench decode --prefill 2 --after 1 at test-boot-n12: plans match (%d)\n", n);
     }
     unlink(path);
+    /* a pass after an ordinary step (--step-before): the cache holds the
+     * step's rows at its row level, far below the pass's queries at
+     * test-boot-n12-dense (the chain of boot-n16-dense); the pass refreshes
+     * its copies of K and V as one pair instead of running the softmax from
+     * the cache's level (24 bootstraps without that, 18 with, 17 after a
+     * prefilled cache), and its argmax is the plaintext's */
+    {
+        int boots[2] = {0, 0};
+        for (int sb = 0; sb < 2; sb++) {
+            bench_json(sb ? "--params test-boot-n12-dense --context 8 --max-context 8 --prefill 2 "
+                            "--step-before"
+                          : "--params test-boot-n12-dense --context 8 --max-context 8 --prefill 2",
+                       path, buf, sizeof buf);
+            const char *p = strstr(buf, "\"argmax_enc\": "), *q = strstr(buf, "\"argmax_plain\": ");
+            const char *b = strstr(buf, "\"bootstraps\": ");
+            ck_assert(p && q && b);
+            ck_assert_int_eq(atoi(p + 14), atoi(q + 16));
+            ck_assert(!sb || strstr(buf, "\"step_before\": true"));
+            boots[sb] = atoi(b + 14);
+            unlink(path);
+        }
+        printf("bench decode --prefill 2 at test-boot-n12-dense: %d bootstraps after a prefilled "
+               "cache, %d after an ordinary step\n",
+               boots[0], boots[1]);
+        ck_assert_int_gt(boots[0], 0);
+        ck_assert_int_le(boots[1], boots[0] + 2);
+    }
     /* one lane at 2^9 working slots of test-boot-n12, whose bootstraps leave
      * 45-bit primes (SlotToCoeff's) as residual levels: the 1/sqrt series ran
      * there and its basis scales decayed until a rescale failed (TS_ESCALE at
