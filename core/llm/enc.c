@@ -2979,19 +2979,20 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
      * of a pass models its cache at its own rows' level, as after a
      * prefilled cache: there this never runs.) */
     bool v_ready = false;
-    const ts_nonlinear_cheb_t *kv_exp =
+    /* CKKS exp: the series' domain map folded into the scaling (ts__llm_cheb_map) */
+    const ts_nonlinear_cheb_t *cexp =
         e->cfg.eval_exp == TS_LLM_EVAL_CKKS ? ts_nonlinear_approx_cheb(e->a_exp) : NULL;
     /* worth a bootstrap only where the cache's level leaves the scores too
      * few levels for the scaling and the exp (one each side of the product)
-     * and the queries' level would not */
-    int kv_need = kv_exp ? 2 + ts__llm_cheb_levels(kv_exp) : 0,
-        kv_top = s->boot ? ts_boot_levels_left(s->boot) : 0;
-    if (s->lane_step && kv_exp && s->boot && ts_ckks_ciphertext_level(z) - 1 < kv_need &&
-        (ts_ckks_ciphertext_level(q) < kv_top ? ts_ckks_ciphertext_level(q) : kv_top) - 1 >=
-            kv_need) {
+     * and the queries' level (at most a bootstrap's) would not */
+    int kv_need = cexp ? 2 + ts__llm_cheb_levels(cexp) : 0,
+        kv_top = s->boot ? ts_boot_levels_left(s->boot) : 0,
+        kv_q = ts_ckks_ciphertext_level(q) < kv_top ? ts_ckks_ciphertext_level(q) : kv_top;
+    if (s->lane_step && cexp && s->boot && ts_ckks_ciphertext_level(z) - 1 < kv_need &&
+        kv_q - 1 >= kv_need) {
         TRY(ts_ckks_ciphertext_copy(vc, s->vc[layer]));
         double pb = bound_set(s, ENC_BOOT_BOUND);
-        st = need2_at(s, z, vc, ts_ckks_ciphertext_level(q), false);
+        st = need2_at(s, z, vc, kv_q, false);
         s->bound = pb;
         if (st != TS_OK)
             goto done;
@@ -3000,9 +3001,6 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     TRY(mul_cc(s, z, q, z));
     TRY(rot_sum(s, z, 1, e->hd));
     double zs = 1.0 / sqrt((double)e->hd) / ldexp(1.0, k);
-    /* CKKS exp: the series' domain map folded into the scaling (ts__llm_cheb_map) */
-    const ts_nonlinear_cheb_t *cexp =
-        e->cfg.eval_exp == TS_LLM_EVAL_CKKS ? ts_nonlinear_approx_cheb(e->a_exp) : NULL;
     double al = 1.0, be = 0.0;
     if (cexp)
         ts__llm_cheb_map(cexp, &al, &be);
