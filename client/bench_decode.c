@@ -1201,11 +1201,12 @@ int ts_bench_decode(int argc, char **argv)
         fprintf(stderr, "bench decode: --prefill and --lanes need --context\n");
         return TS_EXIT_USAGE;
     }
-    if (g_step_before && (!g_prefill || g_prefill + 1 > (n_ctx ? ctxs[0] : 0))) {
-        fprintf(stderr,
-                "bench decode: --step-before precedes a --prefill N pass (--context > N)\n");
-        return TS_EXIT_USAGE;
-    }
+    for (int ci = 0; g_step_before && ci < (n_ctx ? n_ctx : 1); ci++)
+        if (!g_prefill || !n_ctx || ctxs[ci] <= g_prefill) {
+            fprintf(stderr,
+                    "bench decode: --step-before precedes a --prefill N pass (--context > N)\n");
+            return TS_EXIT_USAGE;
+        }
     if (g_after && (!g_prefill || g_cache_only)) {
         fprintf(stderr, "bench decode: --after follows a --prefill pass (not --cache-only)\n");
         return TS_EXIT_USAGE;

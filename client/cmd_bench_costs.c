@@ -252,6 +252,25 @@ static int64_t ident(void *ctx, uint64_t m)
     return (int64_t)m;
 }
 
+/* The main chain's bootstrapper at 2^log_slots slots, as tesserad makes it:
+ * dense secrets with encapsulation (h' = 32); TS_ELEVEL where the chain
+ * leaves no level. */
+static ts_status_t boot_make(ts_ckks_params_t *p, int log_slots, bool encapsulate,
+                             ts_boot_config_t *cfg, ts_boot_t **bt)
+{
+    int left = -1;
+    ts_status_t st = ts_boot_config_slots(p, log_slots, cfg);
+    if (st == TS_OK && encapsulate)
+        st = ts_boot_config_encapsulate(p, 32, cfg);
+    if (st == TS_OK)
+        st = ts_boot_depth(p, cfg, NULL, NULL, NULL, &left);
+    if (st == TS_OK && left < 0)
+        st = TS_ELEVEL;
+    if (st == TS_OK)
+        st = ts_boot_new(p, cfg, bt);
+    return st;
+}
+
 /* --boot-slots: a bootstrapper of the main chain at 2^log_slots slots, with
  * its own keys (made, measured and freed here: one slot count's keys at a
  * time), encapsulated as the main one */
@@ -263,16 +282,7 @@ static ts_status_t measure_boot_at(const bench_opts_t *o, ts_ckks_params_t *p, i
     ts_ckks_evalkeys_t *ek = NULL;
     ts_ckks_evaluator_t *ev = NULL;
     ts_boot_t *bt = NULL;
-    int left = -1;
-    ts_status_t st = ts_boot_config_slots(p, log_slots, &cfg);
-    if (st == TS_OK && encap)
-        st = ts_boot_config_encapsulate(p, 32, &cfg);
-    if (st == TS_OK)
-        st = ts_boot_depth(p, &cfg, NULL, NULL, NULL, &left);
-    if (st == TS_OK && left < 0)
-        st = TS_ELEVEL;
-    if (st == TS_OK)
-        st = ts_boot_new(p, &cfg, &bt);
+    ts_status_t st = boot_make(p, log_slots, encap != NULL, &cfg, &bt);
     if (st == TS_OK && encap)
         st = ts_boot_set_encap_keys(bt, encap);
     if (st == TS_OK)
@@ -702,13 +712,9 @@ int ts_bench_costs(int argc, char **argv)
     ts_boot_t *bt = NULL, *bt_pd = NULL;
     ts_boot_encap_keys_t *encap = NULL;
     ts_boot_config_t cfg;
-    int left = -1;
     /* as tesserad: dense secrets bootstrap with encapsulation (h' = 32) */
     bool dense = ts_ckks_params_secret(p) != TS_CKKS_SECRET_SPARSE_TERNARY;
-    bool boot_ok = ts_boot_config_slots(p, log_slots, &cfg) == TS_OK &&
-                   (!dense || ts_boot_config_encapsulate(p, 32, &cfg) == TS_OK) &&
-                   ts_boot_depth(p, &cfg, NULL, NULL, NULL, &left) == TS_OK && left >= 0 &&
-                   ts_boot_new(p, &cfg, &bt) == TS_OK;
+    bool boot_ok = boot_make(p, log_slots, dense, &cfg, &bt) == TS_OK;
     bool boot_measured = false, tfhe_measured = false;
     const int64_t step = 1;
     st = ts_prng_new_os(&rng);

@@ -145,7 +145,14 @@ fi
 # weights; the insecure preset floods uniformly with lambda 20
 ctx=${DEMO_CONTEXT:-8}
 sanitize="sanitize_lambda: 20"
-if [ -z "$insecure" ] && [ "$ctx" -le 8 ]; then
+# a lanes engine (DEMO_PREFILL) returns every lane's logits in one reply: its
+# period is lanes x pow2(vocab), so the Renyi flood costs sqrt(lanes) more
+# per logit, and its noise bound is not measured (`tessera bench decode
+# --noise` measures one lane): uniform flooding with lambda 16 there (no
+# guarantee for the weights; tesserad says so at startup)
+if [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ]; then
+    sanitize="sanitize_lambda: 16"
+elif [ -z "$insecure" ] && [ "$ctx" -le 8 ]; then
     sanitize="sanitize_noise_l2_log2: 23.5
 sanitize_queries_log2: 10"
 elif [ -z "$insecure" ] && [ "$ctx" -le 16 ]; then
@@ -155,14 +162,6 @@ elif [ -z "$insecure" ] && [ "$ctx" -le 128 ]; then
     sanitize="sanitize_noise_l2_log2: 26
 sanitize_queries_log2: 5"
 elif [ -z "$insecure" ]; then
-    sanitize="sanitize_lambda: 16"
-fi
-# a lanes engine (DEMO_PREFILL) returns every lane's logits in one reply: its
-# period is lanes x pow2(vocab), so the Renyi flood costs sqrt(lanes) more
-# per logit, and its noise bound is not measured (`tessera bench decode
-# --noise` measures one lane): uniform flooding with lambda 16 there (no
-# guarantee for the weights; tesserad says so at startup)
-if [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ]; then
     sanitize="sanitize_lambda: 16"
 fi
 # the Renyi mode's replies are counted in a state file (the demo's own, so

@@ -2888,13 +2888,13 @@ static void score_mask(ts_llm_enc_session_t *s, double c, bool per_n)
     s->buf_lanes = true;
 }
 
+/* the probe's names of the softmax's rounds (softmax_k <= 8: config check) */
+static const char *const round_name[8] = {"attn.round0", "attn.round1", "attn.round2",
+                                          "attn.round3", "attn.round4", "attn.round5",
+                                          "attn.round6", "attn.round7"};
+
 /* out = attention(layer, xb) at pos; out NULL: only k and v into the cache
  * (a cache-only step's last layer: no query, no scores) */
-/* the probe's names of the softmax's rounds (softmax_k <= 8) */
-static const char *const round_name[9] = {"attn.round0", "attn.round1", "attn.round2",
-                                          "attn.round3", "attn.round4", "attn.round5",
-                                          "attn.round6", "attn.round7", "attn.round8"};
-
 static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, ct_t *rn,
                              int pos, ct_t *out)
 {
@@ -3089,7 +3089,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
                 TRY(divide(s, rsp, ap, mean ? 1.0 / (pos + 1) : 1.0, sq, sum, y));
             }
             yb = 1.0;
-            probe(s, round_name[round < 8 ? round : 8], y);
+            probe(s, round_name[round], y);
             continue;
         }
         bound_set(s, sb * (mean ? pos + 1 : 1));
