@@ -123,6 +123,10 @@ static int g_after = 0;
 /* --step-before (with --prefill): one ordinary step at L - N - 1 before the
  * pass (untimed): the cache then holds a step's rows, as in a generation */
 static bool g_step_before = false;
+/* --pass-before (with --prefill N): one more pass of N lanes before the timed
+ * one (untimed; after --step-before's step): the cache then holds a pass's
+ * rows, and what that pass refreshed of it (consecutive speculative passes) */
+static bool g_pass_before = false;
 /* --prompt-ids LIST: the context's tokens (BOS first) instead of the greedy
  * continuation of BOS, as far as they go */
 static int g_ids[TS_LLM_MAX_SEQ], g_n_ids = 0;
@@ -304,11 +308,12 @@ static void predict(const ts_llm_enc_t *enc, const ts_sched_costs_t *costs, ts_s
     ts_sched_plan_t *p = NULL;
     char msg[256] = "";
     /* the daemon's path: one-hot input embedded on the server, then the step */
-    ts_status_t st =
-        ts_llm_enc_plan(enc, from,
-                        TS_LLM_PLAN_ONEHOT | (g_cache_only ? TS_LLM_PLAN_CACHE_ONLY : 0u) |
-                            (prefill ? TS_LLM_PLAN_PREFILL : 0u),
-                        costs, pol, &g, &p, msg, sizeof msg);
+    ts_status_t st = ts_llm_enc_plan(
+        enc, from,
+        TS_LLM_PLAN_ONEHOT | (g_cache_only ? TS_LLM_PLAN_CACHE_ONLY : 0u) |
+            (prefill ? TS_LLM_PLAN_PREFILL : 0u) |
+            (prefill && g_step_before && !g_pass_before ? TS_LLM_PLAN_AFTER_STEPS : 0u),
+        costs, pol, &g, &p, msg, sizeof msg);
     if (st != TS_OK) {
         fprintf(stderr, "bench decode: no plan for pos %d: %s %s\n", from, ts_status_name(st), msg);
         return;
@@ -566,7 +571,9 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             /* the client encrypts the plaintext K and V of [0, L - 1) (of
              * [0, L - N) before a prefill of N), the server installs them:
              * the session's next step is at L - 1 (L - N) */
-            int first = g_prefill ? L - g_prefill - (g_step_before ? 1 : 0) : L - 1;
+            int first = g_prefill ? L - g_prefill - (g_step_before ? 1 : 0) -
+                                        (g_pass_before ? g_prefill : 0)
+                                  : L - 1;
             if (first < 0) {
                 fprintf(stderr, "bench decode: --prefill %d needs --context >= %d\n", g_prefill,
                         g_prefill);
@@ -594,6 +601,13 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 TRY(ts_llm_enc_embed(s, x, y));
                 TRY(ts_llm_enc_step(s, y, pos, lg));
                 pos++;
+            }
+            if (g_prefill && g_pass_before) {
+                /* --pass-before: a pass of the same lanes before the timed one */
+                TRY(ts_llm_enc_encrypt_onehot_lanes(enc, ecd, sk, prng, tokens + pos, x));
+                TRY(ts_llm_enc_embed(s, x, y));
+                TRY(ts_llm_enc_prefill(s, y, pos, g_prefill, g_cache_only ? NULL : lg));
+                pos += g_prefill;
             }
         }
         /* --after K: K ordinary steps after the prefill, every lane at the
@@ -825,7 +839,8 @@ static void usage(FILE *f)
                "                            [--no-period-boot] [--norm-defer on|off]\n"
                "                            [--cache-only] [--noise] [--noise-trace]\n"
                "                            [--sanitize-l2 X [--sanitize-queries Q]]\n"
-               "                            [--prefill N [--after K] [--step-before] | --lanes N]\n"
+               "                            [--prefill N [--after K] [--step-before]\n"
+               "                             [--pass-before] | --lanes N]\n"
                "                            [--prompt-ids LIST]\n\n"
                "Per-position latency of the private decode path (one-hot embedding, decode step,\n"
                "sanitized logits) and its breakdown by stage, in process on this machine: the\n"
@@ -882,7 +897,11 @@ static void usage(FILE *f)
                "prefill leaves each generated token (--max-context >= L+K; JSON: after_prefill).\n"
                "--step-before (with --prefill N): one ordinary step at L-N-1 before the pass\n"
                "(untimed; [0, L-N-1) prefilled): the cache then holds a step's rows at the\n"
-               "step's level, as in a generation's speculative passes (JSON: step_before).\n"
+               "step's level, as in a generation's speculative passes; the plan predicted is\n"
+               "the pass after steps (tessera plan --after-steps) (JSON: step_before).\n"
+               "--pass-before (with --prefill N): one more pass of N lanes before the timed one\n"
+               "(untimed, after --step-before's step): the cache holds that pass's rows and\n"
+               "what it refreshed, as in consecutive speculative passes (JSON: pass_before).\n"
                "--prompt-ids ID,ID,... (with --context): the context's tokens after BOS are these\n"
                "(as far as they go; then the greedy continuation) instead of the greedy one.\n"
                "--noise: the logits' coefficients before sanitization (level 0, centered mod\n"
@@ -990,6 +1009,8 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                 fprintf(f, ", \"after_prefill\": %d", q->after);
             if (g_step_before && q->ctx > 0 && q->after == 0)
                 fprintf(f, ", \"step_before\": true");
+            if (g_pass_before && q->ctx > 0 && q->after == 0)
+                fprintf(f, ", \"pass_before\": true");
             if (q->noise) {
                 /* log2 of a zero is -inf: null */
                 const char *nm[12] = {"off_subring_rms",
@@ -1173,6 +1194,8 @@ int ts_bench_decode(int argc, char **argv)
             i++;
         } else if (!strcmp(argv[i], "--step-before")) {
             g_step_before = true;
+        } else if (!strcmp(argv[i], "--pass-before")) {
+            g_pass_before = true;
         } else if (!strcmp(argv[i], "--after") && i + 1 < argc) {
             g_after = atoi(argv[++i]);
             if (g_after < 1 || g_after > 32) {
@@ -1201,10 +1224,11 @@ int ts_bench_decode(int argc, char **argv)
         fprintf(stderr, "bench decode: --prefill and --lanes need --context\n");
         return TS_EXIT_USAGE;
     }
-    for (int ci = 0; g_step_before && ci < (n_ctx ? n_ctx : 1); ci++)
-        if (!g_prefill || !n_ctx || ctxs[ci] <= g_prefill) {
-            fprintf(stderr,
-                    "bench decode: --step-before precedes a --prefill N pass (--context > N)\n");
+    for (int ci = 0; (g_step_before || g_pass_before) && ci < (n_ctx ? n_ctx : 1); ci++)
+        if (!g_prefill || !n_ctx ||
+            ctxs[ci] < g_prefill * (g_pass_before ? 2 : 1) + (g_step_before ? 1 : 0)) {
+            fprintf(stderr, "bench decode: --step-before and --pass-before precede a --prefill N "
+                            "pass (--context >= N + 1 with the step, 2N with the pass)\n");
             return TS_EXIT_USAGE;
         }
     if (g_after && (!g_prefill || g_cache_only)) {

@@ -39,7 +39,8 @@ static void usage(FILE *f)
           "                    [--arch llama|gpt2] [--pos N] [--slots S] [--embed-public]\n"
           "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
           "       tessera plan --model FILE --params PRESET [--insecure-params] [--pos N]\n"
-          "                    [--slots S] [--cache-only] [--prefill N | --lanes N]\n"
+          "                    [--slots S] [--cache-only] [--prefill N [--after-steps] |\n"
+          "                    --lanes N]\n"
           "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
           "Prints the scheme-aware plan of one decode step: every operator with its scheme,\n"
           "levels, bootstraps and rotation keys, the predicted latency, and the reason for\n"
@@ -52,8 +53,11 @@ static void usage(FILE *f)
           "prefill: the last layer stops at its K/V cache, no logits). --prefill N: the\n"
           "prefill pass from --pos of an engine of N lanes (a model's prefill_lanes: N\n"
           "positions in one pass, ciphertexts of N x the working slots; policy ckks);\n"
-          "a speculative pass (tessera generate --draft) is that prefill. --lanes N: an\n"
-          "ordinary step of that engine (every step after the prompt that is not a pass).\n",
+          "a speculative pass (tessera generate --draft) is that prefill, after ordinary\n"
+          "steps: --after-steps plans it so (--pos > 0: the K and V caches at a step's row\n"
+          "level, and the pair bootstraps that refresh the pass's copies of them where\n"
+          "the engine runs them). --lanes N: an ordinary step of that engine (every step\n"
+          "after the prompt that is not a pass).\n",
           f);
 }
 
@@ -305,7 +309,9 @@ static int engine_plan(const char *model, const char *preset, bool insecure,
     if (!json) {
         char pf[64] = "";
         if (flags & TS_LLM_PLAN_PREFILL)
-            snprintf(pf, sizeof pf, "prefill pass of %d lanes from ", lanes);
+            snprintf(pf, sizeof pf, "%s of %d lanes from ",
+                     flags & TS_LLM_PLAN_AFTER_STEPS ? "pass after ordinary steps" : "prefill pass",
+                     lanes);
         else if (lanes > 1)
             snprintf(pf, sizeof pf, "an ordinary step of an engine of %d lanes, ", lanes);
         printf("engine plan: %s at %s, %s%sposition %d, %s input; cost table %s%s\n", model, preset,
@@ -361,7 +367,7 @@ int ts_cmd_plan(int argc, char **argv)
 {
     ts_sched_model_dims_t d = {.act = TS_ACT_SWIGLU, .norm = TS_NORM_RMS};
     const char *model = NULL, *costs_path = NULL, *policy_s = NULL, *arch = NULL, *preset = NULL;
-    bool json = false, have_dims = false, insecure = false, cache_only = false;
+    bool json = false, have_dims = false, insecure = false, cache_only = false, after_steps = false;
     uint32_t prefill = 0; /* --prefill N: the pass of an engine of N lanes */
     uint32_t lanes = 0;   /* --lanes N: an ordinary step of that engine */
     for (int i = 1; i < argc; i++) {
@@ -373,6 +379,9 @@ int ts_cmd_plan(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--json")) {
             json = true;
+            continue;
+        } else if (!strcmp(a, "--after-steps")) {
+            after_steps = true;
             continue;
         } else if (!strcmp(a, "--embed-public")) {
             d.embed_public = true;
@@ -471,6 +480,11 @@ int ts_cmd_plan(int argc, char **argv)
                         "one of them\n");
         return 2;
     }
+    if (after_steps && (!prefill || d.seq_pos == 0)) {
+        fprintf(stderr, "tessera plan: --after-steps plans a pass (--prefill N) after ordinary "
+                        "steps, at --pos > 0\n");
+        return 2;
+    }
     if (!policy_s)
         policy_s = prefill || lanes ? "ckks" : "hybrid"; /* lanes run policy ckks */
     bool all = !strcmp(policy_s, "all");
@@ -539,7 +553,8 @@ int ts_cmd_plan(int argc, char **argv)
                                    : 1,
                            (d.embed_public ? 0 : TS_LLM_PLAN_ONEHOT) | TS_LLM_PLAN_PERIOD_BOOT |
                                (cache_only ? TS_LLM_PLAN_CACHE_ONLY : 0) |
-                               (prefill ? TS_LLM_PLAN_PREFILL : 0),
+                               (prefill ? TS_LLM_PLAN_PREFILL : 0) |
+                               (after_steps ? TS_LLM_PLAN_AFTER_STEPS : 0),
                            json);
     }
     if (cache_only || prefill || lanes) {

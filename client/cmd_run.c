@@ -310,8 +310,9 @@ int ts_cmd_run(int argc, char **argv)
                secs > 0 ? (double)(n_out - n_prompt) / secs : 0.0);
         if (lookup)
             printf(",\"speculative\":{\"lanes\":%d,\"tokens\":%zu,\"passes\":%zu,\"steps\":%zu,"
-                   "\"drafted\":%zu,\"kept\":%zu}",
-                   (int)lanes, rep.tokens, rep.passes, rep.steps, rep.drafted, rep.kept);
+                   "\"drafted\":%zu,\"kept\":%zu,\"passes_after_step\":%zu}",
+                   (int)lanes, rep.tokens, rep.passes, rep.steps, rep.drafted, rep.kept,
+                   rep.after_step);
         printf("}\n");
     } else {
         printf("\n");
@@ -321,9 +322,10 @@ int ts_cmd_run(int argc, char **argv)
         if (lookup)
             fprintf(stderr,
                     "[plaintext] --draft-lookup on %d lanes: the %zu tokens after the first in "
-                    "%zu speculative passes (%zu guesses kept of %zu drafted) and %zu "
-                    "one-position steps\n",
-                    (int)lanes, rep.tokens, rep.passes, rep.kept, rep.drafted, rep.steps);
+                    "%zu speculative passes (%zu guesses kept of %zu drafted; %zu right after "
+                    "a step) and %zu one-position steps\n",
+                    (int)lanes, rep.tokens, rep.passes, rep.kept, rep.drafted, rep.after_step,
+                    rep.steps);
     }
     rc = RUN_EXIT_OK;
 out:

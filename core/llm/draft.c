@@ -268,6 +268,7 @@ ts_status_t ts_llm_ngram_replay(ts_llm_ngram_t *g, const int *ids, size_t n, siz
     memset(r, 0, sizeof *r);
     int guess[1024];
     size_t upto = 0;
+    bool stepped = false; /* the last call was a one-position step (not the prompt's pass) */
     for (size_t pos = from; pos + 1 < n;) {
         ts_status_t st = ts_llm_ngram_add(g, ids, pos + 1, upto);
         if (st != TS_OK)
@@ -279,11 +280,13 @@ ts_status_t ts_llm_ngram_replay(ts_llm_ngram_t *g, const int *ids, size_t n, siz
             while (m < nb - 1 && guess[m] == ids[pos + 1 + m])
                 m++;
             r->passes++;
+            r->after_step += stepped;
             r->drafted += got;
             r->kept += m;
         } else {
             r->steps++;
         }
+        stepped = !got;
         pos += 1 + m;
         r->tokens += 1 + m;
     }

@@ -2972,12 +2972,13 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     TRY(ts_ckks_ciphertext_copy(z, s->kc[layer]));
     /* a pass (lanes) after ordinary steps: the cache holds their rows at the
      * step's row level (aidreams260K at boot-n16-dense: 5-6), far below the
-     * pass's queries (11-12); its copies of K and V are refreshed together
-     * (one pair bootstrap, at the activations' bound) so that the scores and
-     * the softmax start near the queries' level instead of the cache's: an
-     * 8-lane pass after a step 27 -> 24 bootstraps, 106 -> 91 s. (The plan
-     * of a pass models its cache at its own rows' level, as after a
-     * prefilled cache: there this never runs.) */
+     * pass's queries (11-12); K and V are refreshed together (one pair
+     * bootstrap, at the activations' bound) so that the scores and the
+     * softmax start near the queries' level instead of the cache's: an
+     * 8-lane pass after a step 27 -> 24 bootstraps, 106 -> 91 s. In place:
+     * the cache keeps the level, so a pass after a pass (whose rows join it
+     * at the pass's row level) needs none (enc_plan.c models the rule; a
+     * plan with TS_LLM_PLAN_AFTER_STEPS caps the cache at the step's rows) */
     bool v_ready = false;
     /* CKKS exp: the series' domain map folded into the scaling (ts__llm_cheb_map) */
     const ts_nonlinear_cheb_t *cexp =
@@ -2996,6 +2997,9 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         s->bound = pb;
         if (st != TS_OK)
             goto done;
+        /* kept only once both refreshed (a failure leaves the cache as it was) */
+        TRY(ts_ckks_ciphertext_copy(s->kc[layer], z));
+        TRY(ts_ckks_ciphertext_copy(s->vc[layer], vc));
         v_ready = true;
     }
     TRY(mul_cc(s, z, q, z));

@@ -29,6 +29,14 @@ typedef struct gb {
     int prefill;       /* a prefill pass of that many lanes (TS_LLM_PLAN_PREFILL; 0: a step) */
     const char *where; /* name prefix: "L0.attn" */
     ts_status_t st;
+    /* a pass after ordinary steps (TS_LLM_PLAN_AFTER_STEPS): each layer's
+     * caches at the step's row level at most (NULL: its own rows' level) */
+    const int8_t *cache_lv;
+    bool cap_next; /* the next operator's result at most cap_lv_next */
+    int cap_lv_next;
+    const uint8_t *refresh; /* per layer: the pass refreshes its K and V copies (NULL: none) */
+    int kv_need;            /* the level the refresh keeps the scores above (enc.c kv_need) */
+    int *q_id, *kc_id;      /* per layer (NULL: not kept): the queries, the K cache after the put */
 } gb_t;
 
 static int ilog2_ceil(int n)
@@ -92,6 +100,11 @@ static int add_bsgs(gb_t *b, ts_op_kind_t kind, const char *nm, int x, int y, un
     else
         op.boot_log_slots = (uint8_t)b->e->boot_log_slots;
     b->periodic_next = false;
+    if (b->cap_next) {
+        op.capped = true;
+        op.level_cap = (uint8_t)(b->cap_lv_next < 0 ? 0 : b->cap_lv_next);
+        b->cap_next = false;
+    }
     int id = -1;
     b->st = ts_sched_graph_add_op(b->g, &op, NULL, 0, &id);
     return id;
@@ -407,13 +420,17 @@ static int norm_in(gb_t *b, int x, int r, int out)
 }
 
 /* move x (zero outside its first block) into the cache: popcount(pos)
- * rotations, add (no level) */
+ * rotations, add (no level); after ordinary steps (cache_lv) the sum sits
+ * at their rows' level at most */
 static int cache_put(gb_t *b, const char *nm, int x)
 {
     int rots = 0;
     for (int bit = 0; (1 << bit) <= b->pos; bit++)
         rots += (b->pos >> bit) & 1;
     const double c[6] = {b->pos > 0 ? 1 : 0, 0, 0, rots, 0, 0};
+    bool cap = b->cache_lv && b->layer >= 0;
+    b->cap_next = cap && !b->prefill;
+    b->cap_lv_next = cap ? b->cache_lv[b->layer] : 0;
     int id = add(b, TS_OP_SUM, nm, x, TS_SCHED_NONE, 0, 0, 0, c);
     if (!b->prefill)
         return id;
@@ -425,6 +442,7 @@ static int cache_put(gb_t *b, const char *nm, int x)
     const double cs[6] = {2 * lg, 1, 0, 2 * lg, 1, 1};
     char sn[40];
     snprintf(sn, sizeof sn, "%s.lane_share", nm);
+    b->cap_next = cap;
     return add(b, TS_OP_MUL_CP, sn, id, TS_SCHED_NONE, FIRST, 1, 1, cs);
 }
 
@@ -471,6 +489,16 @@ static int attention(gb_t *b, int xb, int r, bool kv_only)
     int vc = cache_put(b, "cache_v", v);
     if (kv_only)
         return vc;
+    if (b->q_id) {
+        b->q_id[b->layer] = q;
+        b->kc_id[b->layer] = kc;
+    }
+    if (b->refresh && b->refresh[b->layer]) {
+        /* enc.c attention's K/V refresh: copies of both caches as one pair
+         * bootstrap (the graph's cache values are read only here) */
+        const double c0[6] = {0, 0, 0, 0, 0, 0};
+        kc = add(b, TS_OP_SUM, "kv_refresh", kc, vc, BOTH, 0, b->kv_need + 1, c0);
+    }
     /* z = copy(K cache) * q: the cache copy may be bootstrapped, the cache not */
     int z = prod(b, TS_OP_ATTN_QK, "scores", kc, q, SECOND, 1);
     z = rot_sum(b, "scores.sum", z, 1, e->hd);
@@ -714,6 +742,23 @@ ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out)
  * and norm choices are made before the drops are found) */
 #define PLAN_NO_DROPS 0x100u
 
+/* b->g: a new graph of the step (NULL on failure) */
+static ts_status_t build_graph(gb_t *b, unsigned flags)
+{
+    b->g = NULL;
+    b->st = TS_OK;
+    ts_status_t st = ts_sched_graph_new(&b->g);
+    if (st == TS_OK)
+        st = build_step(b, flags);
+    if (st == TS_OK && b->e->n_boot_drop && !b->prefill && !(flags & PLAN_NO_DROPS))
+        st = ts_sched_graph_set_boot_drop(b->g, b->e->boot_drop, b->e->n_boot_drop);
+    if (st != TS_OK) {
+        ts_sched_graph_free(b->g);
+        b->g = NULL;
+    }
+    return st;
+}
+
 /* The graph of the step with residual bootstraps `mask`. */
 static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, uint64_t mask,
                               ts_sched_graph_t **out)
@@ -745,16 +790,55 @@ static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, 
     for (int l = 1; l <= top && l < 64; l++)
         if (ts__llm_level_deep(e.params, delta, l))
             b.snap |= (uint64_t)1 << l;
-    st = ts_sched_graph_new(&b.g);
+    /* a pass after ordinary steps: the caches at the steps' row level. A
+     * pass: enc.c attention's K/V refresh where its rule holds, layer by
+     * layer on the replay of the graph so far (a layer's levels depend only
+     * on the refreshes before it) */
+    const ts_nonlinear_cheb_t *cexp =
+        e.cfg->eval_exp == TS_LLM_EVAL_CKKS ? ts_nonlinear_approx_cheb(e.a_exp) : NULL;
+    if (b.prefill && pos > 0 && (flags & TS_LLM_PLAN_AFTER_STEPS))
+        b.cache_lv = e.row_lv;
+    uint8_t *refresh = NULL;
+    int *ids = NULL;
+    if (b.prefill && cexp && lv.boot && !(flags & TS_LLM_PLAN_CACHE_ONLY)) {
+        refresh = ts_calloc((size_t)e.nl, 1);
+        ids = ts_malloc(2 * (size_t)e.nl * sizeof *ids);
+        if (!refresh || !ids) {
+            ts_free(refresh);
+            ts_free(ids);
+            return TS_ENOMEM;
+        }
+        b.refresh = refresh;
+        b.kv_need = 2 + ts__llm_cheb_levels(cexp);
+    }
+    b.q_id = ids;
+    b.kc_id = ids ? ids + e.nl : NULL;
+    st = build_graph(&b, flags);
+    for (int l = 0; st == TS_OK && refresh && l < e.nl; l++) {
+        /* layer l's rule (enc.c attention): the cache's level leaves the
+         * scores fewer than kv_need levels and the queries' (at most a
+         * bootstrap's) would not */
+        ts_sched_costs_t c;
+        ts_sched_costs_default(&c);
+        ts_sched_costs_extend(&c, lv.input);
+        ts_sched_plan_t *p = NULL;
+        if (ts_sched_plan_new_engine(b.g, &c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0) !=
+            TS_OK)
+            break; /* it does not plan: the caller's replay says why */
+        int kl = p->steps[ids[e.nl + l]].level_out, ql = p->steps[ids[l]].level_out;
+        ts_sched_plan_free(p);
+        if (ql > lv.input)
+            ql = lv.input;
+        if (kl - 1 < b.kv_need && ql - 1 >= b.kv_need) {
+            refresh[l] = 1;
+            ts_sched_graph_free(b.g);
+            st = build_graph(&b, flags);
+        }
+    }
+    ts_free(refresh);
+    ts_free(ids);
     if (st != TS_OK)
         return st;
-    st = build_step(&b, flags);
-    if (st == TS_OK && e.n_boot_drop && !b.prefill && !(flags & PLAN_NO_DROPS))
-        st = ts_sched_graph_set_boot_drop(b.g, e.boot_drop, e.n_boot_drop);
-    if (st != TS_OK) {
-        ts_sched_graph_free(b.g);
-        return st;
-    }
     *out = b.g;
     return TS_OK;
 }
@@ -824,7 +908,9 @@ static bool choice_plan(const ts_llm_enc_t *enc, bool pass, ts_llm_enc_levels_t 
         e.max_pos < 1)
         return false;
     *pos = !pass ? e.max_pos - 1 : e.max_pos > e.cfg->lanes ? e.max_pos - e.cfg->lanes : 0;
-    *flags = TS_LLM_PLAN_ONEHOT | (pass ? TS_LLM_PLAN_PREFILL : 0u);
+    /* a pass: a generation's speculative one (after ordinary steps), the one
+     * repeated per token */
+    *flags = TS_LLM_PLAN_ONEHOT | (pass ? TS_LLM_PLAN_PREFILL | TS_LLM_PLAN_AFTER_STEPS : 0u);
     return true;
 }
 

@@ -291,6 +291,9 @@ typedef struct ts_llm_ngram_replay {
     size_t steps;   /* one-position steps (no guess) */
     size_t drafted; /* the draft's own guesses in the passes */
     size_t kept;    /* guesses kept */
+    /* passes right after a one-position step: their caches hold its rows
+     * (a plan with TS_LLM_PLAN_AFTER_STEPS); the others follow a pass */
+    size_t after_step;
 } ts_llm_ngram_replay_t;
 ts_status_t ts_llm_ngram_replay(ts_llm_ngram_t *g, const int *ids, size_t n, size_t from,
                                 size_t lanes, ts_llm_ngram_replay_t *r);
@@ -919,6 +922,13 @@ ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out)
  * round's per-lane mean (one level on the sum and on the squares), no level
  * drops after bootstraps. With TS_LLM_PLAN_CACHE_ONLY: a cache-only pass. */
 #define TS_LLM_PLAN_PREFILL 8u
+/* With TS_LLM_PLAN_PREFILL at pos > 0: a pass after ordinary steps (a
+ * generation's speculative pass, tessera generate --draft): each layer's K
+ * and V caches sit at the step's row level (its own rows join them), and the
+ * pass refreshes its copies of both as one pair bootstrap in the layers
+ * where the engine does (enc.c attention's rule). Without it a pass's caches
+ * sit at its own rows' level, as after a prefill pass or an installed cache. */
+#define TS_LLM_PLAN_AFTER_STEPS 16u
 /* The graph of the step at position pos (flags: TS_LLM_PLAN_*). [out] *out
  * (ts_sched_graph_free). TS_ERANGE (pos), TS_ENOTSUP, TS_ENOMEM. */
 ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, unsigned flags,

@@ -138,6 +138,8 @@ static ts_status_t replay(const ts_sched_graph_t *g, const ts_sched_costs_t *c,
                 st->op_ns += ((double)c->pmul_ns[oc] + (double)c->rescale_ns[oc]) * op->n_ct;
                 o--;
             }
+            if (op->capped && o > op->level_cap)
+                o = op->level_cap; /* joins stored values at that level */
             st->level_out = o;
         } else {
             st->impl = -1;

@@ -123,7 +123,9 @@ ts_status_t ts_sched_graph_add_op(ts_sched_graph_t *g, const ts_sched_op_t *op,
         op->need_level > 4096 || op->tfhe_in_level < 0 || op->tfhe_in_level > 4096 ||
         op->tfhe_out_level < 0 || op->tfhe_out_level > 4096 || op->lut_seg < TS_SCHED_LUT_PBS ||
         op->lut_seg > 64 || (op->pin == TS_SCHED_PIN_TFHE && !op->tfhe_ok) ||
-        (op->drop_above && (op->in[1] == TS_SCHED_NONE || op->tfhe_ok || op->pin)))
+        (op->drop_above && (op->in[1] == TS_SCHED_NONE || op->tfhe_ok || op->pin)) ||
+        (op->capped && (op->tfhe_ok || op->pin == TS_SCHED_PIN_TFHE)) ||
+        (!op->capped && op->level_cap))
         return TS_EINVAL;
     bool nonarith = ts_op_kind_is_nonarith(op->kind);
     if (op->tfhe_ok && (!nonarith || op->n_values == 0))

@@ -224,7 +224,7 @@ ts_status_t ts_sched_graph_digest(const ts_sched_graph_t *g, uint8_t out[32])
         /* the engine level model's fields, when used (generic graphs keep their digest) */
         if (op->pin || op->group || op->inplace || op->need_level || op->tfhe_in_level ||
             op->tfhe_out_level || op->n_conv || op->lut_seg || op->deep_levels ||
-            op->boot_log_slots || op->drop_above) {
+            op->boot_log_slots || op->drop_above || op->capped) {
             ts_put_u8(&w, op->pin);
             ts_put_u8(&w, op->group);
             ts_put_u8(&w, op->inplace);
@@ -234,11 +234,15 @@ ts_status_t ts_sched_graph_digest(const ts_sched_graph_t *g, uint8_t out[32])
             ts_put_u32(&w, op->n_conv);
             ts_put_u32(&w, (uint32_t)op->lut_seg);
             ts_put_u64(&w, op->deep_levels);
-            if (op->boot_log_slots || op->drop_above)
+            if (op->boot_log_slots || op->drop_above || op->capped)
                 ts_put_u8(&w, op->boot_log_slots);
             if (op->drop_above) {
                 ts_put_u8(&w, 0xd0);
                 ts_put_u8(&w, op->drop_above);
+            }
+            if (op->capped) {
+                ts_put_u8(&w, 0xca);
+                ts_put_u8(&w, op->level_cap);
             }
         }
         ts_put_u64(&w, g->rot_n[k]);

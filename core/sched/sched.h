@@ -169,6 +169,10 @@ typedef struct ts_sched_op {
     uint8_t drop_above;     /* CKKS, > 0: the operator is a copy of input 0 dropped to input
                              * 1's level + drop_above (never raised; no cost, no bootstrap):
                              * an operand made only as deep as a product with input 1 needs */
+    bool capped;            /* CKKS: the result is at level_cap at most: a value added to
+                             * stored ones that sit there (an encrypted cache whose earlier
+                             * rows an ordinary step wrote lower) */
+    uint8_t level_cap;
 } ts_sched_op_t;
 
 #define TS_SCHED_PIN_NONE   0 /* the policy decides */

@@ -464,29 +464,38 @@ START_TEST(test_ctx_bench_cli)
     /* a pass after an ordinary step (--step-before): the cache holds the
      * step's rows at its row level, far below the pass's queries at
      * test-boot-n12-dense (the chain of boot-n16-dense); the pass refreshes
-     * its copies of K and V as one pair instead of running the softmax from
-     * the cache's level (24 bootstraps without that, 18 with, 17 after a
-     * prefilled cache), and its argmax is the plaintext's */
+     * K and V as one pair instead of running the softmax from the cache's
+     * level (24 bootstraps without that, 18 with, 17 after a prefilled
+     * cache), in place, so that a second pass (--pass-before) needs none;
+     * each run takes the bootstraps its plan says (the pass after steps:
+     * TS_LLM_PLAN_AFTER_STEPS's cap and refreshes) and its argmax is the
+     * plaintext's */
     {
-        int boots[2] = {0, 0};
-        for (int sb = 0; sb < 2; sb++) {
-            bench_json(sb ? "--params test-boot-n12-dense --context 8 --max-context 8 --prefill 2 "
-                            "--step-before"
-                          : "--params test-boot-n12-dense --context 8 --max-context 8 --prefill 2",
-                       path, buf, sizeof buf);
+        static const char *const how[3] = {"", " --step-before", " --step-before --pass-before"};
+        int boots[3] = {0, 0, 0};
+        for (int i = 0; i < 3; i++) {
+            char args[300];
+            snprintf(args, sizeof args,
+                     "--params test-boot-n12-dense --context 8 --max-context 8 --prefill 2%s "
+                     "--costs configs/costs/cpu-boot-n16-dense.yaml",
+                     how[i]);
+            bench_json(args, path, buf, sizeof buf);
             const char *p = strstr(buf, "\"argmax_enc\": "), *q = strstr(buf, "\"argmax_plain\": ");
             const char *b = strstr(buf, "\"bootstraps\": ");
             ck_assert(p && q && b);
             ck_assert_int_eq(atoi(p + 14), atoi(q + 16));
-            ck_assert(!sb || strstr(buf, "\"step_before\": true"));
-            boots[sb] = atoi(b + 14);
+            ck_assert(!i || strstr(buf, "\"step_before\": true"));
+            ck_assert((i == 2) == (strstr(buf, "\"pass_before\": true") != NULL));
+            ck_assert_msg(strstr(buf, "\"counts_match\": true"), "plan and run differ:%s", how[i]);
+            boots[i] = atoi(b + 14);
             unlink(path);
         }
         printf("bench decode --prefill 2 at test-boot-n12-dense: %d bootstraps after a prefilled "
-               "cache, %d after an ordinary step\n",
-               boots[0], boots[1]);
+               "cache, %d after an ordinary step, %d after a step and a pass\n",
+               boots[0], boots[1], boots[2]);
         ck_assert_int_gt(boots[0], 0);
         ck_assert_int_le(boots[1], boots[0] + 2);
+        ck_assert_int_lt(boots[2], boots[1]);
     }
     /* one lane at 2^9 working slots of test-boot-n12, whose bootstraps leave
      * 45-bit primes (SlotToCoeff's) as residual levels: the 1/sqrt series ran

@@ -196,6 +196,7 @@ static void brute_replay(int *const *corpus, const size_t *clens, int nc, const 
         lens[c] = clens[c];
     }
     seqs[nc] = (int *)ids;
+    bool prev_step = false;
     for (size_t pos = from; pos + 1 < n;) {
         lens[nc] = pos + 1;
         size_t left = n - 1 - pos, nb = lanes < left ? lanes : left, m = 0, got = 0;
@@ -208,10 +209,14 @@ static void brute_replay(int *const *corpus, const size_t *clens, int nc, const 
             while (m < nb - 1 && g[m] == ids[pos + 1 + m])
                 m++;
             r->passes++;
+            if (prev_step)
+                r->after_step++;
             r->drafted += got;
             r->kept += m;
+            prev_step = false;
         } else {
             r->steps++;
+            prev_step = true;
         }
         pos += 1 + m;
         r->tokens += 1 + m;
@@ -245,10 +250,12 @@ START_TEST(test_ngram_replay)
         brute_replay(corpus, clens, nc, ids, n, from, lanes, alphabet, &want);
         ck_assert_msg(got.passes == want.passes && got.steps == want.steps &&
                           got.kept == want.kept && got.drafted == want.drafted &&
-                          got.tokens == want.tokens,
-                      "trial %d: passes %zu/%zu steps %zu/%zu kept %zu/%zu drafted %zu/%zu", trial,
-                      got.passes, want.passes, got.steps, want.steps, got.kept, want.kept,
-                      got.drafted, want.drafted);
+                          got.tokens == want.tokens && got.after_step == want.after_step,
+                      "trial %d: passes %zu/%zu steps %zu/%zu kept %zu/%zu drafted %zu/%zu "
+                      "after a step %zu/%zu",
+                      trial, got.passes, want.passes, got.steps, want.steps, got.kept, want.kept,
+                      got.drafted, want.drafted, got.after_step, want.after_step);
+        ck_assert_uint_le(got.after_step, got.steps);
         ck_assert_uint_eq(got.tokens, n - 1 - from);
         ck_assert_uint_eq(got.tokens, got.passes + got.steps + got.kept);
         ts_llm_ngram_free(g);

@@ -100,6 +100,55 @@ START_TEST(test_engine_levels_model)
     (void)y;
     ts_sched_graph_free(g);
 
+    /* a capped result (a value joined to stored ones lower down: an
+     * encrypted cache after ordinary steps) continues at the cap: the next
+     * product finds level 1 and the one after bootstraps; the cap is part of
+     * the graph's digest, and only a CKKS operator takes one */
+    {
+        ts_sched_graph_t *h[2];
+        uint8_t dg[2][32];
+        for (int k = 0; k < 2; k++) {
+            ck_assert_ts_ok(ts_sched_graph_new(&h[k]));
+            ts_sched_op_t op;
+            memset(&op, 0, sizeof op);
+            op.kind = TS_OP_MUL_CP;
+            snprintf(op.name, sizeof op.name, "cache");
+            op.in[0] = TS_SCHED_FRESH;
+            op.in[1] = TS_SCHED_NONE;
+            op.n_ct = op.n_impl = 1;
+            op.impl[0].depth = 1;
+            op.capped = k == 1;
+            op.level_cap = k == 1 ? 1 : 0;
+            ck_assert_ts_ok(ts_sched_graph_add_op(h[k], &op, NULL, 0, NULL));
+            op_add(h[k], TS_OP_MUL_CP, 0, TS_SCHED_NONE, 1, 1, 1);
+            op_add(h[k], TS_OP_MUL_CP, 1, TS_SCHED_NONE, 1, 1, 1);
+            ck_assert_ts_ok(ts_sched_graph_digest(h[k], dg[k]));
+            if (k == 1) {
+                op.level_cap = 0;
+                op.capped = false;
+                op.level_cap = 2; /* a cap value without the flag */
+                ck_assert_ts_status(ts_sched_graph_add_op(h[k], &op, NULL, 0, NULL), TS_EINVAL);
+                op.kind = TS_OP_EXP;
+                op.capped = true;
+                op.tfhe_ok = true;
+                op.n_values = 1;
+                ck_assert_ts_status(ts_sched_graph_add_op(h[k], &op, NULL, 0, NULL), TS_EINVAL);
+            }
+        }
+        ck_assert(memcmp(dg[0], dg[1], 32) != 0);
+        int want_cap[2][3] = {{3, 2, 1}, {1, 0, 3}};
+        for (int k = 0; k < 2; k++) {
+            ck_assert_ts_ok(
+                ts_sched_plan_new_engine(h[k], &c, TS_SCHED_CKKS, 0, 0, &p, msg, sizeof msg));
+            for (int i = 0; i < 3; i++)
+                ck_assert_int_eq(p->steps[i].level_out, want_cap[k][i]);
+            ck_assert_uint_eq(p->n_boot, k == 1 ? 1 : 0);
+            ck_assert_ts_ok(ts_sched_plan_check(p, h[k], &c, msg, sizeof msg));
+            ts_sched_plan_free(p);
+            ts_sched_graph_free(h[k]);
+        }
+    }
+
     /* TFHE: bootstraps once per conversion (on copies), counts values */
     ck_assert_ts_ok(ts_sched_graph_new(&g));
     x = op_add(g, TS_OP_MUL_CP, TS_SCHED_FRESH, TS_SCHED_NONE, 4, 4, 1); /* -> 0 */
