@@ -5,7 +5,9 @@
 # for each prompt, the draft alone (the text so far) and with a history of
 # the other prompts' generations (--draft-text: as if the user had run them
 # before; encrypted greedy decoding gives the plaintext ids), at several
-# context lengths and lane counts. Writes one JSON report.
+# context lengths and lane counts; the passes right after a one-position
+# step (passes_after_step) are counted apart, since they refresh the step's
+# cache rows (a pass after a pass does not). Writes one JSON report.
 # BENCH_TEMPERATURE=T samples the replayed generations at T (seed 1; the
 # history stays greedy).
 #
@@ -58,9 +60,9 @@ agg = collections.OrderedDict()
 for r in rows:
     k = (r["positions"], r["lanes"], r["history"])
     a = agg.setdefault(k, dict(positions=k[0], lanes=k[1], history=k[2], prompts=0, tokens=0,
-                               passes=0, steps=0, drafted=0, kept=0))
+                               passes=0, passes_after_step=0, steps=0, drafted=0, kept=0))
     a["prompts"] += 1
-    for f in ("tokens", "passes", "steps", "drafted", "kept"):
+    for f in ("tokens", "passes", "passes_after_step", "steps", "drafted", "kept"):
         a[f] += r[f]
 summary = []
 for a in agg.values():
@@ -70,7 +72,8 @@ for a in agg.values():
     summary.append(a)
     print(f"{a['positions']:4d} positions, {a['lanes']:2d} lanes, "
           f"{'with history' if a['history'] else 'text so far '}: {a['tokens']} tokens in "
-          f"{a['passes']} passes ({a['kept']} guesses kept, {a['kept_per_pass']} per pass) + "
+          f"{a['passes']} passes ({a['passes_after_step']} right after a step; "
+          f"{a['kept']} guesses kept, {a['kept_per_pass']} per pass) + "
           f"{a['steps']} one-position steps = {a['encrypted_steps_per_token']} encrypted steps "
           f"per token")
 json.dump({"benchmark": "draft-acceptance", "temperature": rows[0]["temperature"] if rows else 0,

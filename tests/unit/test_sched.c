@@ -853,6 +853,38 @@ START_TEST(test_sched_cmd_plan)
     ck_assert_ptr_nonnull(strstr(buf, "\"policy\":\"ckks\""));
     ck_assert_ptr_nonnull(strstr(buf, "lane_share"));
     ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":20"));
+    /* an 8-lane pass at 32 positions (2^11 working slots) after ordinary
+     * steps: the K/V caches at the step's row level and one pair refresh
+     * per layer, 24 bootstraps as the engine ran it in session 27 (91-93 s,
+     * docs/benchmarks.md); right after a pass (the refresh kept) 20 */
+    for (int after = 0; after < 2; after++) {
+        char *a19[] = {"plan",
+                       "--model",
+                       path,
+                       "--params",
+                       "boot-n16-dense",
+                       "--pos",
+                       "24",
+                       "--slots",
+                       "2048",
+                       "--prefill",
+                       "8",
+                       "--json",
+                       after ? "--after-steps" : NULL,
+                       NULL};
+        plan_stdout(after ? 13 : 12, a19, out, buf, sizeof buf);
+        ck_assert_ptr_nonnull(strstr(buf, after ? "\"n_bootstrap\":24" : "\"n_bootstrap\":20"));
+        int n = 0;
+        for (const char *q = buf; (q = strstr(q, "attn.kv_refresh\"")) != NULL; q++)
+            n++;
+        ck_assert_int_eq(n, after ? 4 : 0);
+    }
+    char *a20[] = {"plan", "--model", path, "--params", "boot-n16-dense", "--after-steps", NULL};
+    ck_assert_int_eq(ts_cmd_plan(6, a20), 2); /* a pass's option */
+    char *a21[] = {"plan",      "--model", path,    "--params", "boot-n16-dense",
+                   "--prefill", "8",       "--pos", "0",        "--after-steps",
+                   NULL};
+    ck_assert_int_eq(ts_cmd_plan(10, a21), 2); /* nothing before position 0 */
     char *a10[] = {"plan",      "--model", path,       "--params", "boot-n16-dense",
                    "--prefill", "16",      "--policy", "hybrid",   NULL};
     ck_assert_int_eq(ts_cmd_plan(9, a10), 2);
