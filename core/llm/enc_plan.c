@@ -855,20 +855,29 @@ ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, unsigned flags,
 }
 
 /* Bootstraps and predicted time of the plan at pos with flags and residual
- * bootstraps mask under cost table c; false when it does not plan. */
+ * bootstraps mask under cost table c; false when it does not plan. A pass
+ * after steps (TS_LLM_PLAN_AFTER_STEPS) counts the pass after a pass too:
+ * a generation runs both (the second with the cache the first refreshed),
+ * and a placement good for one can cost the other bootstraps. */
 static bool plan_score(const ts_llm_enc_t *enc, const ts_sched_costs_t *c, int level, int pos,
                        unsigned flags, uint64_t mask, uint32_t *nb, double *ns)
 {
-    ts_sched_graph_t *g = NULL;
-    ts_sched_plan_t *p = NULL;
-    bool ok = graph_with(enc, pos, flags, mask, &g) == TS_OK &&
-              ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, level, level, &p, NULL, 0) == TS_OK;
-    if (ok) {
-        *nb = p->n_boot;
-        *ns = p->total_ns;
+    bool ok = true;
+    *nb = 0;
+    *ns = 0.0;
+    for (int k = 0; ok && k < ((flags & TS_LLM_PLAN_AFTER_STEPS) ? 2 : 1); k++) {
+        ts_sched_graph_t *g = NULL;
+        ts_sched_plan_t *p = NULL;
+        ok = graph_with(enc, pos, k ? flags & ~TS_LLM_PLAN_AFTER_STEPS : flags, mask, &g) ==
+                 TS_OK &&
+             ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, level, level, &p, NULL, 0) == TS_OK;
+        if (ok) {
+            *nb += p->n_boot;
+            *ns += p->total_ns;
+        }
+        ts_sched_plan_free(p);
+        ts_sched_graph_free(g);
     }
-    ts_sched_plan_free(p);
-    ts_sched_graph_free(g);
     return ok;
 }
 
