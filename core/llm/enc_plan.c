@@ -868,9 +868,9 @@ static bool plan_score(const ts_llm_enc_t *enc, const ts_sched_costs_t *c, int l
     for (int k = 0; ok && k < ((flags & TS_LLM_PLAN_AFTER_STEPS) ? 2 : 1); k++) {
         ts_sched_graph_t *g = NULL;
         ts_sched_plan_t *p = NULL;
-        ok = graph_with(enc, pos, k ? flags & ~TS_LLM_PLAN_AFTER_STEPS : flags, mask, &g) ==
-                 TS_OK &&
-             ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, level, level, &p, NULL, 0) == TS_OK;
+        ok =
+            graph_with(enc, pos, k ? flags & ~TS_LLM_PLAN_AFTER_STEPS : flags, mask, &g) == TS_OK &&
+            ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, level, level, &p, NULL, 0) == TS_OK;
         if (ok) {
             *nb += p->n_boot;
             *ns += p->total_ns;
