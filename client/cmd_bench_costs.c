@@ -113,6 +113,57 @@ static ts_status_t measure_bsgs(const bench_opts_t *o, ts_ckks_params_t *p, ts_c
     return st;
 }
 
+/*
+ * One BSGS diagonal (encoded over Q_l P and multiplied, as measure_bsgs) at
+ * level l on ciphertexts of 2^lg[i] slots for each of the n counts (c's
+ * diag_by_slots): a lanes engine's or a longer session's encodings cost more
+ * than the table's slots say (their sparse NTTs grow with the slots).
+ */
+static ts_status_t measure_diag_slots(const bench_opts_t *o, ts_ckks_params_t *p,
+                                      ts_ckks_secret_key_t *sk, ts_ckks_evaluator_t *ev,
+                                      ts_ckks_encoder_t *enc, ts_prng_t *rng, const int *lg,
+                                      int n, int l, ts_sched_costs_t *c)
+{
+    int64_t steps[BSGS_NB], v[64];
+    steps[0] = 0;
+    for (int b = 1; b < BSGS_NB; b++)
+        steps[b] = 1;
+    double scale = ts_ckks_params_scale(p), sc = (double)ts_ckks_params_q(p, (size_t)l);
+    size_t most = (size_t)1 << lg[n - 1];
+    double *x = malloc(BSGS_NB * most * sizeof *x);
+    ts_ckks_ciphertext_t *ct = NULL;
+    ts_status_t st = x ? ts_ckks_ciphertext_new(p, l, &ct) : TS_ENOMEM;
+    for (size_t i = 0; st == TS_OK && i < BSGS_NB * most; i++) {
+        double r;
+        st = ts_prng_double(rng, &r);
+        x[i] = r - 0.5;
+    }
+    c->n_diag_slots = c->n_diag_slots_ns = 0;
+    for (int i = 0; st == TS_OK && i < n; i++) {
+        size_t slots = (size_t)1 << lg[i];
+        ts_ckks_bsgs_t *h = NULL;
+        st = ts_ckks_encrypt_sk_real(enc, sk, x, slots, slots, l, scale, rng, NULL, ct);
+        if (st == TS_OK)
+            st = ts_ckks_bsgs_new(ev, ct, steps, BSGS_NB, &h);
+        for (int r = 0; st == TS_OK && r < o->reps; r++) {
+            uint64_t t0 = ts_now_ns();
+            st = ts_ckks_bsgs_mul_add_run(h, 0, BSGS_NB, enc, x, slots, sc);
+            v[r] = (int64_t)(ts_now_ns() - t0) / BSGS_NB;
+        }
+        ts_ckks_bsgs_free(h);
+        if (st != TS_OK)
+            break;
+        int64_t m = median(v, o->reps);
+        c->diag_slots[c->n_diag_slots++] = (int64_t)slots;
+        c->diag_slots_ns[c->n_diag_slots_ns++] = m > 0 ? m : 1;
+        fprintf(stderr, "tessera bench costs: a BSGS diagonal at %zu slots, level %d: %.3f ms\n",
+                slots, l, (double)m / 1e6);
+    }
+    ts_ckks_ciphertext_free(ct);
+    free(x);
+    return st;
+}
+
 static ts_status_t measure_ckks(const bench_opts_t *o, ts_ckks_params_t *p,
                                 ts_ckks_secret_key_t *sk, ts_ckks_evaluator_t *ev,
                                 ts_ckks_encoder_t *enc, ts_prng_t *rng, ts_sched_costs_t *c)
@@ -583,7 +634,10 @@ static void usage(FILE *f)
             "                          counts (powers of two: a lanes engine's or a longer\n"
             "                          session's working slots), with --slots' own\n"
             "                          (bootstrap.by_slots, by_slots_ns); the plan prices\n"
-            "                          a bootstrap at its slots from them\n"
+            "                          a bootstrap at its slots from them; and a BSGS\n"
+            "                          diagonal at those counts (ckks.diag_by_slots,\n"
+            "                          diag_by_slots_ns): an operation's encodings are\n"
+            "                          priced at its ciphertexts' slots\n"
             "      --json              print a JSON summary on stdout\n\n%s",
             ts_cli_exit_help);
 }
@@ -739,6 +793,34 @@ int ts_bench_costs(int argc, char **argv)
         st = ts_ckks_evaluator_new(p, ek, &ev);
     if (st == TS_OK)
         st = measure_ckks(&o, p, sk, ev, enc, rng, &c);
+    /* --boot-slots: the table's slot count and these, increasing, once each */
+    int lg[TS_SCHED_MAX_BOOT_SLOTS], n_lg = 0;
+    lg[n_lg++] = log_slots;
+    for (int i = 0; i < o.n_boot_slots; i++)
+        lg[n_lg++] = o.boot_log_slots[i];
+    for (int i = 1; i < n_lg; i++)
+        for (int j = i; j > 0 && lg[j - 1] > lg[j]; j--) {
+            int t = lg[j];
+            lg[j] = lg[j - 1];
+            lg[j - 1] = t;
+        }
+    {
+        int u = 0;
+        for (int i = 0; i < n_lg; i++)
+            if (!u || lg[i] != lg[u - 1])
+                lg[u++] = lg[i];
+        n_lg = u;
+    }
+    if (st == TS_OK && o.n_boot_slots > 0 && lg[n_lg - 1] > ts_ckks_params_log_slots(p)) {
+        fprintf(stderr, "tessera bench costs: --boot-slots %d: %s holds at most %d slots\n",
+                1 << lg[n_lg - 1], o.params, 1 << ts_ckks_params_log_slots(p));
+        st = TS_EINVAL;
+    }
+    /* the diagonals at those counts, at a bootstrap's output level (where the
+     * engine's products start) */
+    if (st == TS_OK && o.n_boot_slots > 0)
+        st = measure_diag_slots(&o, p, sk, ev, enc, rng, lg, n_lg,
+                                boot_ok ? ts_boot_levels_left(bt) : top, &c);
     if (st != TS_OK) {
         fprintf(stderr, "tessera bench costs: CKKS at %s: %s\n", o.params, ts_strerror(st));
         goto out;
@@ -769,29 +851,10 @@ int ts_bench_costs(int argc, char **argv)
         }
         if (st == TS_OK && o.n_boot_slots > 0) {
             /* --boot-slots: the main chain at other slot counts, with its own
-             * count, in increasing order (duplicates measured once) */
-            int lg[TS_SCHED_MAX_BOOT_SLOTS], n = 0;
-            lg[n++] = log_slots;
-            for (int i = 0; i < o.n_boot_slots; i++)
-                lg[n++] = o.boot_log_slots[i];
-            for (int i = 1; i < n; i++)
-                for (int j = i; j > 0 && lg[j - 1] > lg[j]; j--) {
-                    int t = lg[j];
-                    lg[j] = lg[j - 1];
-                    lg[j - 1] = t;
-                }
+             * count, in increasing order (lg above) */
             c.n_boot_slots = c.n_boot_slots_ns = 0;
-            for (int i = 0; i < n && st == TS_OK; i++) {
-                if (i && lg[i] == lg[i - 1])
-                    continue;
+            for (int i = 0; i < n_lg && st == TS_OK; i++) {
                 int64_t ns = c.boot_ns;
-                if (lg[i] > ts_ckks_params_log_slots(p)) {
-                    fprintf(stderr,
-                            "tessera bench costs: --boot-slots %d: %s holds at most %d slots\n",
-                            1 << lg[i], o.params, 1 << ts_ckks_params_log_slots(p));
-                    st = TS_EINVAL;
-                    break;
-                }
                 if (lg[i] != log_slots)
                     st = measure_boot_at(&o, p, lg[i], encap, sk, enc, rng, &ns);
                 if (st != TS_OK) {
@@ -864,9 +927,12 @@ int ts_bench_costs(int argc, char **argv)
         fprintf(f,
                 "# provenance (tessera bench costs, backend %s, params %s, tfhe %s):\n"
                 "#   measured:  ckks.add_ns pmul_ns cmul_ns rot_ns rescale_ns encode_ns bsgs_* (at "
-                "%lld slots; levels 1..%d; level 0 of rescale_ns extrapolated)%s%s%s\n"
+                "%lld slots; levels 1..%d; level 0 of rescale_ns extrapolated)%s%s%s%s\n"
                 "#   estimated: %s\n",
                 be_name, o.params, o.tfhe, (long long)c.slots, top,
+                c.n_diag_slots ? ", ckks.diag_by_slots (a BSGS diagonal at each count, at a "
+                                 "bootstrap's output level)"
+                               : "",
                 boot_measured ? ", bootstrap.*" : "",
                 tfhe_measured ? ", tfhe.pbs_ns homcomp_ns" : "", conv_list, est_list);
         fclose(f);
@@ -895,6 +961,10 @@ int ts_bench_costs(int argc, char **argv)
         for (size_t i = 0; i < c.n_boot_slots; i++)
             printf("%s{\"slots\":%lld,\"ns\":%lld}", i ? "," : "", (long long)c.boot_slots[i],
                    (long long)c.boot_slots_ns[i]);
+        printf("],\"diag_by_slots\":[");
+        for (size_t i = 0; i < c.n_diag_slots; i++)
+            printf("%s{\"slots\":%lld,\"ns\":%lld}", i ? "," : "", (long long)c.diag_slots[i],
+                   (long long)c.diag_slots_ns[i]);
         printf("]");
         printf(",\"max_level\":%d,\"boot_measured\":%s,\"boot_ns\":%lld,\"boot_output_level\":%lld,"
                "\"pbs_ns\":%lld,\"homcomp_ns\":%lld,\"convert_measured\":%s,"

@@ -986,6 +986,7 @@ void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out)
     out->boot = e->boot;
     out->period_log_slots = e->boot_pd ? ts_boot_config(e->boot_pd)->log_slots : 0;
     out->boot_log_slots = e->boot ? ts_boot_config(e->boot)->log_slots : e->log_cs;
+    out->log_cs = e->log_cs;
     out->slots = e->slots;
     out->pd = e->pd;
     out->ph = e->ph;

@@ -89,6 +89,7 @@ static int add_bsgs(gb_t *b, ts_op_kind_t kind, const char *nm, int x, int y, un
         im->n_moddown = bsgs[4];
     }
     op.group = (uint8_t)b->stage;
+    op.log_slots = (uint8_t)b->e->log_cs; /* its encodings' slots (the table prices them) */
     op.inplace = (uint8_t)inplace;
     op.need_level = need;
     op.deep_levels = b->deep_next;

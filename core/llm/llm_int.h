@@ -132,6 +132,7 @@ typedef struct ts__llm_enc_shape {
     int period_log_slots; /* the residual stream's bootstrapper's slots (0: none) */
     int boot_log_slots;   /* the main bootstrapper's (the ciphertexts' slots, lanes
                            * included, when there is none) */
+    int log_cs;           /* the ciphertexts' slots, lanes included (log2) */
     bool norm_defer;      /* the step's norms deferred (struct ts_llm_enc) */
     bool norm_defer_pass; /* a prefill pass's (struct ts_llm_enc) */
 } ts__llm_enc_shape_t;

@@ -40,6 +40,8 @@ static const ts_cfg_directive_t ckks_table[] = {
     LISTOPT("bsgs_diag_ns", bsgs_diag_ns, n_bsgs_diag, TS_SCHED_MAX_LEVELS),
     LISTOPT("bsgs_giant_ns", bsgs_giant_ns, n_bsgs_giant, TS_SCHED_MAX_LEVELS),
     LISTOPT("bsgs_moddown_ns", bsgs_moddown_ns, n_bsgs_moddown, TS_SCHED_MAX_LEVELS),
+    LISTOPT("diag_by_slots", diag_slots, n_diag_slots, TS_SCHED_MAX_BOOT_SLOTS),
+    LISTOPT("diag_by_slots_ns", diag_slots_ns, n_diag_slots_ns, TS_SCHED_MAX_BOOT_SLOTS),
     {.name = NULL},
 };
 
@@ -153,6 +155,33 @@ static ts_status_t validate(const ts_sched_costs_t *c, char *msg, size_t size, c
             snprintf(buf, sizeof buf, "bootstrap by_slots_ns must be positive latencies");
             goto fail;
         }
+    }
+    if (c->n_diag_slots != c->n_diag_slots_ns) {
+        k = c->n_diag_slots ? "diag_by_slots_ns" : "diag_by_slots";
+        snprintf(buf, sizeof buf, "ckks diag_by_slots has %zu entries, diag_by_slots_ns %zu",
+                 c->n_diag_slots, c->n_diag_slots_ns);
+        goto fail;
+    }
+    bool has_own = c->n_diag_slots == 0;
+    for (size_t i = 0; i < c->n_diag_slots; i++) {
+        int64_t s = c->diag_slots[i];
+        if (s < 2 || s > (INT64_C(1) << 20) || (s & (s - 1)) || (i && s <= c->diag_slots[i - 1]) ||
+            c->diag_slots_ns[i] < 1) {
+            k = s < 2 || s > (INT64_C(1) << 20) || (s & (s - 1)) || (i && s <= c->diag_slots[i - 1])
+                    ? "diag_by_slots"
+                    : "diag_by_slots_ns";
+            snprintf(buf, sizeof buf,
+                     "ckks diag_by_slots must be increasing powers of two in [2, 2^20] with "
+                     "positive latencies");
+            goto fail;
+        }
+        has_own |= s == c->slots;
+    }
+    if (!has_own) {
+        k = "diag_by_slots";
+        snprintf(buf, sizeof buf, "ckks diag_by_slots must include the table's slots (%lld)",
+                 (long long)c->slots);
+        goto fail;
     }
     if (c->extract_depth > c->max_level) {
         k = "extract_depth";
@@ -430,6 +459,10 @@ ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path)
         put_list(f, "  ", "bsgs_giant_ns", c->bsgs_giant_ns, c->n_bsgs_giant);
         put_list(f, "  ", "bsgs_moddown_ns", c->bsgs_moddown_ns, c->n_bsgs_moddown);
     }
+    if (c->n_diag_slots) {
+        put_list(f, "  ", "diag_by_slots", c->diag_slots, c->n_diag_slots);
+        put_list(f, "  ", "diag_by_slots_ns", c->diag_slots_ns, c->n_diag_slots);
+    }
     fprintf(f, "bootstrap:\n  latency_ns: %lld\n  output_level: %lld\n", (long long)c->boot_ns,
             (long long)c->boot_output_level);
     if (c->boot_period_ns > 0)
@@ -599,6 +632,21 @@ double ts_sched_costs_convert_ns(const ts_sched_costs_t *c, uint32_t n, uint32_t
     return batches * (extract_for(c, per) + (double)c->recover_ns[level]);
 }
 
+/* A latency list by slot count at s: the entry, log-linear between two
+ * entries, the nearest entry outside them (n > 0). */
+static double by_slots(const int64_t *slots, const int64_t *ns, size_t n, int64_t s)
+{
+    if (s <= slots[0])
+        return (double)ns[0];
+    for (size_t i = 1; i < n; i++)
+        if (s <= slots[i]) {
+            double l0 = log2((double)slots[i - 1]), l1 = log2((double)slots[i]);
+            double t = (log2((double)s) - l0) / (l1 - l0);
+            return (1.0 - t) * (double)ns[i - 1] + t * (double)ns[i];
+        }
+    return (double)ns[n - 1];
+}
+
 double ts__sched_boot_ns(const ts_sched_costs_t *c, const ts_sched_op_t *op)
 {
     if (!op->boot_log_slots || op->boot_log_slots > 30)
@@ -609,26 +657,29 @@ double ts__sched_boot_ns(const ts_sched_costs_t *c, const ts_sched_op_t *op)
     size_t n = c->n_boot_slots < c->n_boot_slots_ns ? c->n_boot_slots : c->n_boot_slots_ns;
     if (n == 0)
         return (double)c->boot_ns;
-    if (s <= c->boot_slots[0])
-        return (double)c->boot_slots_ns[0];
-    for (size_t i = 1; i < n; i++)
-        if (s <= c->boot_slots[i]) {
-            /* log-linear between the two measured slot counts */
-            double l0 = log2((double)c->boot_slots[i - 1]), l1 = log2((double)c->boot_slots[i]);
-            double t = (log2((double)s) - l0) / (l1 - l0);
-            return (1.0 - t) * (double)c->boot_slots_ns[i - 1] + t * (double)c->boot_slots_ns[i];
-        }
-    return (double)c->boot_slots_ns[n - 1];
+    return by_slots(c->boot_slots, c->boot_slots_ns, n, s);
 }
 
-/* All of an implementation's operations at level l. */
-static double level_ns(const ts_sched_costs_t *c, const ts_sched_impl_t *im, int l)
+double ts_sched_costs_encode_scale(const ts_sched_costs_t *c, int log_slots)
 {
-    double enc = (size_t)l < c->n_encode ? (double)c->encode_ns[l] : 0.0;
+    size_t n = c->n_diag_slots < c->n_diag_slots_ns ? c->n_diag_slots : c->n_diag_slots_ns;
+    if (!n || log_slots <= 0 || log_slots > 30 || c->slots < 2)
+        return 1.0;
+    double own = by_slots(c->diag_slots, c->diag_slots_ns, n, c->slots);
+    double at = by_slots(c->diag_slots, c->diag_slots_ns, n, INT64_C(1) << log_slots);
+    return own > 0 ? at / own : 1.0;
+}
+
+/* All of an implementation's operations at level l, its encodings (and the
+ * diagonals' products with them) es times the table's. */
+static double level_ns(const ts_sched_costs_t *c, const ts_sched_impl_t *im, int l, double es)
+{
+    double enc = (size_t)l < c->n_encode ? (double)c->encode_ns[l] * es : 0.0;
     double bsgs;
     if ((size_t)l < c->n_bsgs_hoist)
         bsgs = im->n_hoist * (double)c->bsgs_hoist_ns[l] + im->n_baby * (double)c->bsgs_baby_ns[l] +
-               im->n_diag * (double)c->bsgs_diag_ns[l] + im->n_giant * (double)c->bsgs_giant_ns[l] +
+               im->n_diag * (double)c->bsgs_diag_ns[l] * es +
+               im->n_giant * (double)c->bsgs_giant_ns[l] +
                im->n_moddown * (double)c->bsgs_moddown_ns[l];
     else /* not measured: rotations, products and encodings of their own */
         bsgs = (im->n_baby + im->n_giant) * (double)c->rot_ns[l] +
@@ -641,13 +692,20 @@ static double level_ns(const ts_sched_costs_t *c, const ts_sched_impl_t *im, int
 double ts_sched_costs_impl_ns(const ts_sched_costs_t *c, const ts_sched_impl_t *im, int level,
                               int *out_level, uint32_t *n_boot)
 {
+    return ts_sched_costs_impl_ns_slots(c, im, level, 0, out_level, n_boot);
+}
+
+double ts_sched_costs_impl_ns_slots(const ts_sched_costs_t *c, const ts_sched_impl_t *im, int level,
+                                    int log_slots, int *out_level, uint32_t *n_boot)
+{
+    double es = ts_sched_costs_encode_scale(c, log_slots);
     uint32_t boots = 0;
     int cur = level;
     double ns = 0;
     if (cur > c->max_level)
         cur = (int)c->max_level;
     if (im->depth == 0) {
-        ns = level_ns(c, im, cur < 0 ? 0 : cur);
+        ns = level_ns(c, im, cur < 0 ? 0 : cur, es);
     } else {
         double d = im->depth;
         for (int j = 0; j < im->depth; j++) {
@@ -656,7 +714,7 @@ double ts_sched_costs_impl_ns(const ts_sched_costs_t *c, const ts_sched_impl_t *
                 boots++;
                 cur = (int)c->boot_output_level;
             }
-            ns += level_ns(c, im, cur) / d;
+            ns += level_ns(c, im, cur, es) / d;
             cur--;
         }
     }

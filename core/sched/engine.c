@@ -127,7 +127,9 @@ static ts_status_t replay(const ts_sched_graph_t *g, const ts_sched_costs_t *c,
             if (lin - op->impl[0].depth < 0)
                 FAIL("op %zu (%s): depth %d at level %d", k, op->name, op->impl[0].depth, lin);
             /* priced at the table's levels (clamped to its max_level), leveled exactly */
-            st->op_ns = ts_sched_costs_impl_ns(c, &op->impl[0], lin, &o, &inner) * op->n_ct;
+            st->op_ns =
+                ts_sched_costs_impl_ns_slots(c, &op->impl[0], lin, op->log_slots, &o, &inner) *
+                op->n_ct;
             o = lin - op->impl[0].depth;
             if (lin < 64 && ((op->deep_levels >> lin) & 1u)) {
                 /* one constant product and a rescale more, one level below */

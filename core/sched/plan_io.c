@@ -2,8 +2,8 @@
  * core/sched/plan_io.c — the wire format of plans (core/serial envelope of
  * type TS_OBJ_SCHED_PLAN, parameter id = graph digest), and the graph digest.
  *
- * Payload (little endian, version 3; versions 1 and 2, still read, end the
- * cost table at n_seg and at boot_period_slots):
+ * Payload (little endian, version 4; versions 1 to 3, still read, end the
+ * cost table at n_seg, at boot_period_slots and at boot_slots_ns):
  *   u32 version
  *   cost table: i64 format; name[64] backend[16] params[64] note[512] bytes;
  *     u8 estimated; i64 max_level, slots; 6 per-level lists (u64 count,
@@ -14,7 +14,8 @@
  *     lists (encode, bsgs hoist, baby, diag, giant, moddown), i64
  *     roundtrip_ns; u64 count + i64 lut_seg; u64 count + i64 lut_value_ns;
  *     i64 pbs_value_ns, workers, boot_period_ns, boot_period_slots; (version
- *     3) u64 count + i64 boot_slots, u64 count + i64 boot_slots_ns
+ *     3) u64 count + i64 boot_slots, u64 count + i64 boot_slots_ns;
+ *     (version 4) u64 count + i64 diag_slots, u64 count + i64 diag_slots_ns
  *   plan: u8 policy; u64 n_steps; per step: u8 scheme, i8 impl, u8 boot,
  *     u32 n_boot, u32 n_boot_inner, i32 level_avail, level_in, level_out,
  *     f64 op_ns, boot_ns
@@ -25,7 +26,7 @@
 #include "core/sched/sched_int.h"
 #include "core/serial/serial.h"
 
-#define PLAN_VERSION 3u
+#define PLAN_VERSION 4u
 #define MAX_STEPS    (1u << 24)
 
 static void put_str(ts_writer_t *w, const char *s, size_t cap)
@@ -101,6 +102,8 @@ static void put_costs(ts_writer_t *w, const ts_sched_costs_t *c)
     ts_put_u64(w, (uint64_t)c->boot_period_slots);
     put_list(w, c->boot_slots, c->n_boot_slots);
     put_list(w, c->boot_slots_ns, c->n_boot_slots_ns);
+    put_list(w, c->diag_slots, c->n_diag_slots);
+    put_list(w, c->diag_slots_ns, c->n_diag_slots_ns);
 }
 
 static void get_costs(ts_reader_t *r, uint32_t version, ts_sched_costs_t *c)
@@ -152,6 +155,10 @@ static void get_costs(ts_reader_t *r, uint32_t version, ts_sched_costs_t *c)
         return;
     get_list(r, c->boot_slots, &c->n_boot_slots, TS_SCHED_MAX_BOOT_SLOTS);
     get_list(r, c->boot_slots_ns, &c->n_boot_slots_ns, TS_SCHED_MAX_BOOT_SLOTS);
+    if (version < 4)
+        return;
+    get_list(r, c->diag_slots, &c->n_diag_slots, TS_SCHED_MAX_BOOT_SLOTS);
+    get_list(r, c->diag_slots_ns, &c->n_diag_slots_ns, TS_SCHED_MAX_BOOT_SLOTS);
 }
 
 /* Latencies must be non-negative (the YAML loader enforces it; so must we). */
@@ -224,7 +231,7 @@ ts_status_t ts_sched_graph_digest(const ts_sched_graph_t *g, uint8_t out[32])
         /* the engine level model's fields, when used (generic graphs keep their digest) */
         if (op->pin || op->group || op->inplace || op->need_level || op->tfhe_in_level ||
             op->tfhe_out_level || op->n_conv || op->lut_seg || op->deep_levels ||
-            op->boot_log_slots || op->drop_above || op->capped) {
+            op->boot_log_slots || op->drop_above || op->capped || op->log_slots) {
             ts_put_u8(&w, op->pin);
             ts_put_u8(&w, op->group);
             ts_put_u8(&w, op->inplace);
@@ -243,6 +250,10 @@ ts_status_t ts_sched_graph_digest(const ts_sched_graph_t *g, uint8_t out[32])
             if (op->capped) {
                 ts_put_u8(&w, 0xca);
                 ts_put_u8(&w, op->level_cap);
+            }
+            if (op->log_slots) {
+                ts_put_u8(&w, 0xc5);
+                ts_put_u8(&w, op->log_slots);
             }
         }
         ts_put_u64(&w, g->rot_n[k]);

@@ -173,6 +173,9 @@ typedef struct ts_sched_op {
                              * stored ones that sit there (an encrypted cache whose earlier
                              * rows an ordinary step wrote lower) */
     uint8_t level_cap;
+    uint8_t log_slots; /* CKKS: the ciphertext holds 2^log_slots slots (0: the table's slots):
+                        * its plaintexts encoded on the fly (encode_ns, the BSGS diagonals)
+                        * priced at that count when the table has diag_by_slots */
 } ts_sched_op_t;
 
 #define TS_SCHED_PIN_NONE   0 /* the policy decides */
@@ -388,6 +391,16 @@ ts_status_t ts_sched_graph_build_decoder(const ts_sched_model_dims_t *dims, ts_s
  *                                          pieces of a double-hoisted BSGS
  *                                          product at the table's slots
  *                                          (ts_sched_impl_t n_hoist ...)
+ *   ckks.diag_by_slots: [S, ...]  diag_by_slots_ns: [N, ...]   optional,
+ *                                          measured together: one BSGS
+ *                                          diagonal (encoded over Q_l P and
+ *                                          multiplied) at one level, at these
+ *                                          slot counts (increasing powers of
+ *                                          two, the table's slots among them):
+ *                                          an operator on ciphertexts of S
+ *                                          slots (ts_sched_op_t log_slots)
+ *                                          pays its diagonals and encodings
+ *                                          times entry(S) / entry(slots)
  *
  * One segmented-LUT evaluation (section 3.2) costs (n_seg - 1) HomComp,
  * n_seg + 2 PBS, n_seg + 1 small-ring plaintext products and n_seg + 1 Traces
@@ -458,6 +471,12 @@ typedef struct ts_sched_costs {
     size_t n_bsgs_giant;
     int64_t bsgs_moddown_ns[TS_SCHED_MAX_LEVELS];
     size_t n_bsgs_moddown;
+    /* Optional: one BSGS diagonal at these slot counts (see above; 0 entries:
+     * every operator's encodings at the table's slots). */
+    int64_t diag_slots[TS_SCHED_MAX_BOOT_SLOTS];
+    size_t n_diag_slots;
+    int64_t diag_slots_ns[TS_SCHED_MAX_BOOT_SLOTS];
+    size_t n_diag_slots_ns;
     int64_t roundtrip_ns;
     int64_t lut_seg[8];
     size_t n_lut_seg;
@@ -522,6 +541,13 @@ double ts_sched_costs_convert_ns(const ts_sched_costs_t *c, uint32_t n, uint32_t
  * [out] *out_level, *n_boot (may be NULL). */
 double ts_sched_costs_impl_ns(const ts_sched_costs_t *c, const ts_sched_impl_t *impl, int level,
                               int *out_level, uint32_t *n_boot);
+/* The same on ciphertexts of 2^log_slots slots (0: the table's): the
+ * diagonals and encodings scaled by the table's diag_by_slots. */
+double ts_sched_costs_impl_ns_slots(const ts_sched_costs_t *c, const ts_sched_impl_t *impl,
+                                    int level, int log_slots, int *out_level, uint32_t *n_boot);
+/* The factor diag_by_slots gives encodings at 2^log_slots slots against the
+ * table's slots (1 when the table has none, log_slots is 0 or the table's). */
+double ts_sched_costs_encode_scale(const ts_sched_costs_t *c, int log_slots);
 
 /* ----------------------------------------------------------------- plans */
 

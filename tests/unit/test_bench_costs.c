@@ -62,6 +62,16 @@ START_TEST(test_bench_costs_quick)
     ck_assert_int_eq(c.boot_slots_ns[2], c.boot_ns);
     ck_assert_int_gt(c.boot_slots_ns[0], 0);
     ck_assert_int_gt(c.boot_slots_ns[1], 0);
+    /* and a BSGS diagonal at the same three counts: encodings at 64 slots
+     * priced below the table's, at the table's 1 */
+    ck_assert_uint_eq(c.n_diag_slots, 3);
+    ck_assert_int_eq(c.diag_slots[0], 64);
+    ck_assert_int_eq(c.diag_slots[2], 512);
+    ck_assert_int_gt(c.diag_slots_ns[0], 0);
+    ck_assert_double_eq_tol(ts_sched_costs_encode_scale(&c, 9), 1.0, 1e-12);
+    ck_assert_double_eq_tol(ts_sched_costs_encode_scale(&c, 0), 1.0, 1e-12);
+    ck_assert_double_eq_tol(ts_sched_costs_encode_scale(&c, 6),
+                            (double)c.diag_slots_ns[0] / (double)c.diag_slots_ns[2], 1e-12);
     /* Conversions are measured (the preset bootstraps); the small-ring entries are
      * estimated: the table says so. */
     ck_assert(c.estimated);

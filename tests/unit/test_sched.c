@@ -692,6 +692,38 @@ START_TEST(test_sched_costs_bsgs)
         c.n_boot_slots = c.n_boot_slots_ns = 0;
         ck_assert_double_eq_tol(ts__sched_boot_ns(&c, &op), 2900, 1e-9);
     }
+    /* a diagonal by slot count: the table's slots among them; an operator's
+     * diagonals priced at its ciphertexts' slots against the table's */
+    {
+        const int64_t ds[3] = {512, 1024, 4096}, dn[3] = {6, 9, 30};
+        c.slots = 1024;
+        memcpy(c.diag_slots, ds, sizeof ds);
+        memcpy(c.diag_slots_ns, dn, sizeof dn);
+        c.n_diag_slots = 3;
+        c.n_diag_slots_ns = 2;
+        ck_assert_ts_status(ts_sched_costs_validate(&c, NULL, 0), TS_ECONFIG);
+        c.n_diag_slots_ns = 3;
+        ck_assert_ts_ok(ts_sched_costs_validate(&c, NULL, 0));
+        c.slots = 2048; /* not among them */
+        ck_assert_ts_status(ts_sched_costs_validate(&c, NULL, 0), TS_ECONFIG);
+        c.slots = 1024;
+        ck_assert_ts_ok(ts_sched_costs_save(&c, path));
+        ck_assert_ts_ok(ts_sched_costs_load(path, &back, &err));
+        ck_assert_uint_eq(back.n_diag_slots, 3);
+        ck_assert_int_eq(memcmp(back.diag_slots_ns, dn, sizeof dn), 0);
+        ck_assert_double_eq_tol(ts_sched_costs_encode_scale(&c, 10), 1.0, 1e-12);
+        ck_assert_double_eq_tol(ts_sched_costs_encode_scale(&c, 0), 1.0, 1e-12);
+        ck_assert_double_eq_tol(ts_sched_costs_encode_scale(&c, 12), 30.0 / 9.0, 1e-12);
+        ck_assert_double_eq_tol(ts_sched_costs_encode_scale(&c, 11), 19.5 / 9.0, 1e-12);
+        ck_assert_double_eq_tol(ts_sched_costs_encode_scale(&c, 8), 6.0 / 9.0, 1e-12);
+        ck_assert_double_eq_tol(ts_sched_costs_impl_ns_slots(&c, &im, 2, 12, &lv, NULL),
+                                want + 16 * 9 * (30.0 / 9.0 - 1.0), 1e-9);
+        ck_assert_double_eq_tol(ts_sched_costs_impl_ns_slots(&c, &im, 2, 10, &lv, NULL), want,
+                                1e-9);
+        c.n_diag_slots = c.n_diag_slots_ns = 0;
+        ck_assert_double_eq_tol(ts_sched_costs_impl_ns_slots(&c, &im, 2, 12, &lv, NULL), want,
+                                1e-9);
+    }
     unlink(path);
     ts_sched_costs_extend(&back, 4);
     ck_assert_uint_eq(back.n_bsgs_baby, 5);
@@ -925,6 +957,9 @@ START_TEST(test_sched_cmd_plan)
     /* the engine's matrix products priced by their measured BSGS pieces */
     ck_assert_uint_eq(c.n_bsgs_hoist, 29);
     ck_assert_uint_eq(c.n_bsgs_moddown, 29);
+    /* and their diagonals by slot count: a lanes engine's (2^14) cost more */
+    ck_assert_uint_eq(c.n_diag_slots, 7);
+    ck_assert(ts_sched_costs_encode_scale(&c, 14) > 1.5);
     /* its bootstrap output level is what tesserad's bootstrapper leaves at the
      * table's slots (2^10, h' = 32 encapsulation): the table is current */
     ts_ckks_params_t *bp = NULL;
