@@ -121,8 +121,8 @@ static ts_status_t measure_bsgs(const bench_opts_t *o, ts_ckks_params_t *p, ts_c
  */
 static ts_status_t measure_diag_slots(const bench_opts_t *o, ts_ckks_params_t *p,
                                       ts_ckks_secret_key_t *sk, ts_ckks_evaluator_t *ev,
-                                      ts_ckks_encoder_t *enc, ts_prng_t *rng, const int *lg,
-                                      int n, int l, ts_sched_costs_t *c)
+                                      ts_ckks_encoder_t *enc, ts_prng_t *rng, const int *lg, int n,
+                                      int l, ts_sched_costs_t *c)
 {
     int64_t steps[BSGS_NB], v[64];
     steps[0] = 0;
