@@ -136,52 +136,47 @@ static ts_status_t validate(const ts_sched_costs_t *c, char *msg, size_t size, c
                  "power of two >= 2");
         goto fail;
     }
-    if (c->n_boot_slots != c->n_boot_slots_ns) {
-        k = c->n_boot_slots ? "by_slots_ns" : "by_slots";
-        snprintf(buf, sizeof buf, "bootstrap by_slots has %zu entries, by_slots_ns %zu",
-                 c->n_boot_slots, c->n_boot_slots_ns);
-        goto fail;
-    }
-    for (size_t i = 0; i < c->n_boot_slots; i++) {
-        int64_t s = c->boot_slots[i];
-        if (s < 2 || s > (INT64_C(1) << 20) || (s & (s - 1)) || (i && s <= c->boot_slots[i - 1])) {
-            k = "by_slots";
-            snprintf(buf, sizeof buf,
-                     "bootstrap by_slots must be increasing powers of two in [2, 2^20]");
+    /* the lists by slot count: bootstraps, diagonals (these with the table's) */
+    const struct {
+        const char *sec, *key, *key_ns;
+        const int64_t *slots, *ns;
+        size_t n, n_ns;
+        bool own;
+    } bl[2] = {{"bootstrap", "by_slots", "by_slots_ns", c->boot_slots, c->boot_slots_ns,
+                c->n_boot_slots, c->n_boot_slots_ns, false},
+               {"ckks", "diag_by_slots", "diag_by_slots_ns", c->diag_slots, c->diag_slots_ns,
+                c->n_diag_slots, c->n_diag_slots_ns, true}};
+    for (int b = 0; b < 2; b++) {
+        if (bl[b].n != bl[b].n_ns) {
+            k = bl[b].n ? bl[b].key_ns : bl[b].key;
+            snprintf(buf, sizeof buf, "%s %s has %zu entries, %s %zu", bl[b].sec, bl[b].key,
+                     bl[b].n, bl[b].key_ns, bl[b].n_ns);
             goto fail;
         }
-        if (c->boot_slots_ns[i] < 1) {
-            k = "by_slots_ns";
-            snprintf(buf, sizeof buf, "bootstrap by_slots_ns must be positive latencies");
+        bool own = !bl[b].own || bl[b].n == 0;
+        for (size_t i = 0; i < bl[b].n; i++) {
+            int64_t s = bl[b].slots[i];
+            if (s < 2 || s > (INT64_C(1) << 20) || (s & (s - 1)) ||
+                (i && s <= bl[b].slots[i - 1])) {
+                k = bl[b].key;
+                snprintf(buf, sizeof buf, "%s %s must be increasing powers of two in [2, 2^20]",
+                         bl[b].sec, bl[b].key);
+                goto fail;
+            }
+            if (bl[b].ns[i] < 1) {
+                k = bl[b].key_ns;
+                snprintf(buf, sizeof buf, "%s %s must be positive latencies", bl[b].sec,
+                         bl[b].key_ns);
+                goto fail;
+            }
+            own |= s == c->slots;
+        }
+        if (!own) {
+            k = bl[b].key;
+            snprintf(buf, sizeof buf, "%s %s must include the table's slots (%lld)", bl[b].sec,
+                     bl[b].key, (long long)c->slots);
             goto fail;
         }
-    }
-    if (c->n_diag_slots != c->n_diag_slots_ns) {
-        k = c->n_diag_slots ? "diag_by_slots_ns" : "diag_by_slots";
-        snprintf(buf, sizeof buf, "ckks diag_by_slots has %zu entries, diag_by_slots_ns %zu",
-                 c->n_diag_slots, c->n_diag_slots_ns);
-        goto fail;
-    }
-    bool has_own = c->n_diag_slots == 0;
-    for (size_t i = 0; i < c->n_diag_slots; i++) {
-        int64_t s = c->diag_slots[i];
-        if (s < 2 || s > (INT64_C(1) << 20) || (s & (s - 1)) || (i && s <= c->diag_slots[i - 1]) ||
-            c->diag_slots_ns[i] < 1) {
-            k = s < 2 || s > (INT64_C(1) << 20) || (s & (s - 1)) || (i && s <= c->diag_slots[i - 1])
-                    ? "diag_by_slots"
-                    : "diag_by_slots_ns";
-            snprintf(buf, sizeof buf,
-                     "ckks diag_by_slots must be increasing powers of two in [2, 2^20] with "
-                     "positive latencies");
-            goto fail;
-        }
-        has_own |= s == c->slots;
-    }
-    if (!has_own) {
-        k = "diag_by_slots";
-        snprintf(buf, sizeof buf, "ckks diag_by_slots must include the table's slots (%lld)",
-                 (long long)c->slots);
-        goto fail;
     }
     if (c->extract_depth > c->max_level) {
         k = "extract_depth";
