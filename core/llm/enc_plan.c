@@ -495,12 +495,12 @@ static int attention(gb_t *b, int xb, int r, bool kv_only)
         b->kc_id[b->layer] = kc;
     }
     if (b->refresh && b->refresh[b->layer]) {
-        /* enc.c attention's K/V refresh: copies of both caches as one pair
-         * bootstrap (the graph's cache values are read only here) */
+        /* enc.c attention's K/V refresh: both caches as one pair bootstrap,
+         * in place (the graph's cache values are read only here) */
         const double c0[6] = {0, 0, 0, 0, 0, 0};
         kc = add(b, TS_OP_SUM, "kv_refresh", kc, vc, BOTH, 0, b->kv_need + 1, c0);
     }
-    /* z = copy(K cache) * q: the cache copy may be bootstrapped, the cache not */
+    /* z = copy(K cache) * q: the copy may be bootstrapped (the cache only by a refresh) */
     int z = prod(b, TS_OP_ATTN_QK, "scores", kc, q, SECOND, 1);
     z = rot_sum(b, "scores.sum", z, 1, e->hd);
     int zm = -1;
@@ -918,8 +918,8 @@ static bool choice_plan(const ts_llm_enc_t *enc, bool pass, ts_llm_enc_levels_t 
         e.max_pos < 1)
         return false;
     *pos = !pass ? e.max_pos - 1 : e.max_pos > e.cfg->lanes ? e.max_pos - e.cfg->lanes : 0;
-    /* a pass: a generation's speculative one (after ordinary steps), the one
-     * repeated per token */
+    /* a pass: a generation's speculative one, after ordinary steps and
+     * (plan_score) after a pass */
     *flags = TS_LLM_PLAN_ONEHOT | (pass ? TS_LLM_PLAN_PREFILL | TS_LLM_PLAN_AFTER_STEPS : 0u);
     return true;
 }
