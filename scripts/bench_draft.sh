@@ -9,7 +9,11 @@
 # step (passes_after_step) are counted apart, since they refresh the step's
 # cache rows (a pass after a pass does not). Writes one JSON report.
 # BENCH_TEMPERATURE=T samples the replayed generations at T (seed 1; the
-# history stays greedy).
+# history stays greedy). BENCH_PLAN_PARAMS=PRESET (e.g. boot-n16-dense) also
+# prices each configuration from the engine's plans at that preset (`tessera
+# plan`: the lanes engine's ordinary step, its pass right after a step and
+# its pass after a pass, under the preset's shipped cost table) and reports
+# the predicted seconds per token (a llama2.c model: its dim sets the slots).
 #
 # Usage: scripts/bench_draft.sh [BUILD_DIR] [OUT.json]
 set -euo pipefail
@@ -53,9 +57,40 @@ s.update(prompt=sys.argv[1], positions=int(sys.argv[2]), history=sys.argv[3]=="1
         done
     done
 done
-python3 - "$work/rows.jsonl" "$out" "$(uname -m)" "$(nproc)" <<'PY'
-import json, sys, collections
+python3 - "$work/rows.jsonl" "$out" "$(uname -m)" "$(nproc)" "$tessera" "$model" \
+    "${BENCH_PLAN_PARAMS:-}" <<'PY'
+import json, struct, subprocess, sys, collections
 rows = [json.loads(l) for l in open(sys.argv[1])]
+tessera, model, plan_params = sys.argv[5], sys.argv[6], sys.argv[7]
+plans = {}
+
+
+def plan_s(positions, lanes):
+    """Predicted seconds of (step, pass after a step, pass after a pass), or None."""
+    if not plan_params or not model.endswith(".bin"):
+        return None
+    if (positions, lanes) in plans:
+        return plans[(positions, lanes)]
+    with open(model, "rb") as f:
+        dim = struct.unpack("<i", f.read(4))[0]
+    slots = 1
+    while slots < dim:
+        slots *= 2
+    base = [tessera, "plan", "--model", model, "--params", plan_params, "--policy", "ckks",
+            "--slots", str(slots * positions), "--json"]
+    out = []
+    for extra in (["--lanes", str(lanes), "--pos", str(positions - 1)],
+                  ["--prefill", str(lanes), "--pos", str(positions - lanes), "--after-steps"],
+                  ["--prefill", str(lanes), "--pos", str(positions - lanes)]):
+        r = subprocess.run(base + extra, capture_output=True, text=True)
+        if r.returncode != 0:
+            out = None
+            break
+        out.append(json.loads(r.stdout)["predicted_ns"] / 1e9)
+    plans[(positions, lanes)] = out
+    return out
+
+
 agg = collections.OrderedDict()
 for r in rows:
     k = (r["positions"], r["lanes"], r["history"])
@@ -69,14 +104,24 @@ for a in agg.values():
     enc = a["passes"] + a["steps"]
     a["encrypted_steps_per_token"] = round(enc / a["tokens"], 4) if a["tokens"] else 0
     a["kept_per_pass"] = round(a["kept"] / a["passes"], 3) if a["passes"] else 0
+    ps = plan_s(a["positions"], a["lanes"])
+    if ps and a["tokens"]:
+        after = a["passes_after_step"]
+        a["plan"] = {"params": plan_params, "step_s": round(ps[0], 2),
+                     "pass_after_step_s": round(ps[1], 2), "pass_after_pass_s": round(ps[2], 2),
+                     "predicted_s_per_token": round((a["steps"] * ps[0] + after * ps[1] +
+                                                     (a["passes"] - after) * ps[2]) /
+                                                    a["tokens"], 2)}
     summary.append(a)
     print(f"{a['positions']:4d} positions, {a['lanes']:2d} lanes, "
           f"{'with history' if a['history'] else 'text so far '}: {a['tokens']} tokens in "
           f"{a['passes']} passes ({a['passes_after_step']} right after a step; "
           f"{a['kept']} guesses kept, {a['kept_per_pass']} per pass) + "
           f"{a['steps']} one-position steps = {a['encrypted_steps_per_token']} encrypted steps "
-          f"per token")
+          f"per token" + (f"; planned at {plan_params}: {a['plan']['predicted_s_per_token']} s "
+                          f"per token" if "plan" in a else ""))
 json.dump({"benchmark": "draft-acceptance", "temperature": rows[0]["temperature"] if rows else 0,
+           "plan_params": plan_params or None,
            "machine": {"arch": sys.argv[3], "cpus": int(sys.argv[4])},
            "summary": summary, "rows": rows}, open(sys.argv[2], "w"), indent=1)
 PY
