@@ -19,10 +19,12 @@ for b in "$build"/bench/*; do
     fi
 done
 [ $found -eq 1 ] || echo "bench: no benchmarks built"
-# the n-gram draft's acceptance, replayed in plaintext (seconds)
+# the n-gram draft's acceptance, replayed in plaintext (seconds), priced by
+# the engine's plans at the 128-bit preset (BENCH_PLAN_PARAMS; empty: none)
 if [ -x "$build/tessera" ]; then
     echo "bench: draft-acceptance -> $out/draft-acceptance.json"
-    scripts/bench_draft.sh "$build" "$out/draft-acceptance.json" || {
+    BENCH_PLAN_PARAMS=${BENCH_PLAN_PARAMS-boot-n16-dense} \
+        scripts/bench_draft.sh "$build" "$out/draft-acceptance.json" || {
         echo "bench: draft-acceptance failed"
         status=1
     }
