@@ -421,17 +421,15 @@ static int norm_in(gb_t *b, int x, int r, int out)
 }
 
 /* move x (zero outside its first block) into the cache: popcount(pos)
- * rotations, add (no level); after ordinary steps (cache_lv) the sum sits
- * at their rows' level at most */
+ * rotations, add (no level); a pass's rows shared across its lanes, and
+ * after ordinary steps (cache_lv, passes only) the cache they join sits at
+ * those steps' row level at most */
 static int cache_put(gb_t *b, const char *nm, int x)
 {
     int rots = 0;
     for (int bit = 0; (1 << bit) <= b->pos; bit++)
         rots += (b->pos >> bit) & 1;
     const double c[6] = {b->pos > 0 ? 1 : 0, 0, 0, rots, 0, 0};
-    bool cap = b->cache_lv && b->layer >= 0;
-    b->cap_next = cap && !b->prefill;
-    b->cap_lv_next = cap ? b->cache_lv[b->layer] : 0;
     int id = add(b, TS_OP_SUM, nm, x, TS_SCHED_NONE, 0, 0, 0, c);
     if (!b->prefill)
         return id;
@@ -443,7 +441,8 @@ static int cache_put(gb_t *b, const char *nm, int x)
     const double cs[6] = {2 * lg, 1, 0, 2 * lg, 1, 1};
     char sn[40];
     snprintf(sn, sizeof sn, "%s.lane_share", nm);
-    b->cap_next = cap;
+    b->cap_next = b->cache_lv && b->layer >= 0;
+    b->cap_lv_next = b->cap_next ? b->cache_lv[b->layer] : 0;
     return add(b, TS_OP_MUL_CP, sn, id, TS_SCHED_NONE, FIRST, 1, 1, cs);
 }
 
@@ -815,13 +814,15 @@ static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, 
     b.q_id = ids;
     b.kc_id = ids ? ids + e.nl : NULL;
     st = build_graph(&b, flags);
+    ts_sched_costs_t c; /* levels only: any table */
+    if (refresh) {
+        ts_sched_costs_default(&c);
+        ts_sched_costs_extend(&c, lv.input);
+    }
     for (int l = 0; st == TS_OK && refresh && l < e.nl; l++) {
         /* layer l's rule (enc.c attention): the cache's level leaves the
          * scores fewer than kv_need levels and the queries' (at most a
          * bootstrap's) would not */
-        ts_sched_costs_t c;
-        ts_sched_costs_default(&c);
-        ts_sched_costs_extend(&c, lv.input);
         ts_sched_plan_t *p = NULL;
         if (ts_sched_plan_new_engine(b.g, &c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0) !=
             TS_OK)

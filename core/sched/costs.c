@@ -141,7 +141,7 @@ static ts_status_t validate(const ts_sched_costs_t *c, char *msg, size_t size, c
         const char *sec, *key, *key_ns;
         const int64_t *slots, *ns;
         size_t n, n_ns;
-        bool own;
+        bool with_own; /* the table's slots among them */
     } bl[2] = {{"bootstrap", "by_slots", "by_slots_ns", c->boot_slots, c->boot_slots_ns,
                 c->n_boot_slots, c->n_boot_slots_ns, false},
                {"ckks", "diag_by_slots", "diag_by_slots_ns", c->diag_slots, c->diag_slots_ns,
@@ -153,7 +153,7 @@ static ts_status_t validate(const ts_sched_costs_t *c, char *msg, size_t size, c
                      bl[b].n, bl[b].key_ns, bl[b].n_ns);
             goto fail;
         }
-        bool own = !bl[b].own || bl[b].n == 0;
+        bool own = !bl[b].with_own || bl[b].n == 0;
         for (size_t i = 0; i < bl[b].n; i++) {
             int64_t s = bl[b].slots[i];
             if (s < 2 || s > (INT64_C(1) << 20) || (s & (s - 1)) ||
