@@ -67,6 +67,13 @@ static void usage(FILE *f)
             "                          appending stdout to FILE, or public text of the domain;\n"
             "                          it stays on this machine); implies --draft-lookup; pays\n"
             "                          off for greedy decoding (docs/benchmarks.md)\n"
+            "      --draft-published   count the n-grams of the draft text the model's host\n"
+            "                          publishes (ModelInfo.draft_text_bytes; fetched once, its\n"
+            "                          SHA-256 checked): public text such as the model's own\n"
+            "                          sample generations, which gives first-time users the\n"
+            "                          guesses a history would; implies --draft-lookup. The\n"
+            "                          server knows that text, so the guesses each step kept\n"
+            "                          tell it more about yours (docs/SECURITY.md)\n"
             "      --policy P          ckks | hybrid | tfhe (default ckks; hybrid and tfhe also\n"
             "                          make and upload the CKKS-TFHE conversion keys and the\n"
             "                          SlotToCoeff-first bootstrapping keys when the server's\n"
@@ -197,6 +204,10 @@ static void ticker_stop(ticker_t *t)
     t->running = false;
 }
 
+/* The largest published draft text taken (the daemon's own limit, server/tesserad.h
+ * TS_DEC_DRAFT_MAX) */
+#define TS_CLI_DRAFT_MAX ((uint64_t)8 << 20)
+
 static ts_status_t call(ts_client_t *c, Tessera__Envelope *req, Tessera__Envelope__BodyCase want,
                         Tessera__Envelope **rep)
 {
@@ -215,6 +226,58 @@ typedef struct gen {
     ts_ckks_evalkeys_t *ek;
     ts_prng_t *prng;
 } gen_t;
+
+/* --draft-published: the model's published draft text (ModelInfo.draft_text_bytes),
+ * fetched whole, checked against the size and SHA-256 ModelInfo stated, and
+ * counted in the n-gram draft. Returns an exit code (TS_EXIT_OK: counted). */
+static int draft_published(gen_t *g, const Tessera__ModelInfo *mi, const ts_llm_tokenizer_t *tok,
+                           ts_llm_ngram_t *ngram)
+{
+    if (!mi->draft_text_bytes) {
+        fprintf(stderr,
+                "%s: --draft-published: model %s publishes no draft text (its model file's "
+                "draft_text on the server)\n",
+                g->prog, mi->model);
+        return TS_EXIT_USAGE;
+    }
+    if (mi->draft_text_bytes > TS_CLI_DRAFT_MAX || mi->draft_text_sha256.len != TS_SHA256_BYTES) {
+        fprintf(stderr,
+                "%s: --draft-published: the server states a draft text of %llu bytes (at most "
+                "%llu taken) with a %zu-byte digest\n",
+                g->prog, (unsigned long long)mi->draft_text_bytes,
+                (unsigned long long)TS_CLI_DRAFT_MAX, mi->draft_text_sha256.len);
+        return TS_EXIT_FAIL;
+    }
+    Tessera__DraftTextRequest q = TESSERA__DRAFT_TEXT_REQUEST__INIT;
+    q.model = mi->model;
+    Tessera__Envelope req = TESSERA__ENVELOPE__INIT, *rep = NULL;
+    req.body_case = TESSERA__ENVELOPE__BODY_DRAFT_TEXT_REQUEST;
+    req.draft_text_request = &q;
+    ts_status_t st = call(g->c, &req, TESSERA__ENVELOPE__BODY_DRAFT_TEXT, &rep);
+    if (st != TS_OK)
+        return ts_cli_fail(g->prog, g->c, st, g->json);
+    const ProtobufCBinaryData *t = &rep->draft_text->text;
+    uint8_t sha[TS_SHA256_BYTES];
+    int rc = TS_EXIT_FAIL;
+    if (t->len != mi->draft_text_bytes || ts_sha256(t->data, t->len, sha) != TS_OK ||
+        memcmp(sha, mi->draft_text_sha256.data, TS_SHA256_BYTES) != 0) {
+        fprintf(stderr,
+                "%s: --draft-published: the draft text received (%zu bytes) is not the one "
+                "ModelInfo stated (%llu bytes, its SHA-256)\n",
+                g->prog, t->len, (unsigned long long)mi->draft_text_bytes);
+    } else if ((st = ts_llm_ngram_add_text(ngram, tok, (const char *)t->data, t->len)) != TS_OK) {
+        fprintf(stderr, "%s: --draft-published: %s\n", g->prog, ts_strerror(st));
+        rc = st == TS_ENOMEM ? TS_EXIT_LOCAL : TS_EXIT_FAIL;
+    } else {
+        rc = TS_EXIT_OK;
+        if (g->tty && !g->json)
+            fprintf(stderr,
+                    "%s: the n-gram draft counts model %s's published draft text (%zu bytes)\n",
+                    g->prog, mi->model, t->len);
+    }
+    ts_net_envelope_free(rep);
+    return rc;
+}
 
 /* The conversion keys of a TFHE policy (ts_convert_keygen), serialized for the server. */
 static ts_status_t make_convert_keys(gen_t *g, const Tessera__PolicyInfo *pi, uint8_t **blob,
@@ -536,6 +599,7 @@ int ts_cmd_generate(int argc, char **argv)
                                          {"draft", required_argument, NULL, 'R'},
                                          {"draft-lookup", no_argument, NULL, 'L'},
                                          {"draft-text", required_argument, NULL, 'X'},
+                                         {"draft-published", no_argument, NULL, 'U'},
                                          {NULL, 0, NULL, 0}};
     const char *prog = "tessera generate";
     const char *keys_dir = NULL;
@@ -547,7 +611,8 @@ int ts_cmd_generate(int argc, char **argv)
     long max_tokens = 16, samples = 1;
     double temperature = 0.0, top_p = 0.0;
     unsigned long long seed = 1;
-    bool insecure = false, full_steps = false, encrypt_bos = false, lookup = false;
+    bool insecure = false, full_steps = false, encrypt_bos = false, lookup = false,
+         published = false;
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, TS_CLI_CONN_SHORTOPTS "m:p:n:t:k:", opts, NULL)) != -1) {
@@ -631,6 +696,10 @@ int ts_cmd_generate(int argc, char **argv)
             break;
         case 'X':
             draft_text = optarg;
+            lookup = true;
+            break;
+        case 'U':
+            published = true;
             lookup = true;
             break;
         case 'N':
@@ -769,6 +838,9 @@ int ts_cmd_generate(int argc, char **argv)
         rc = st == TS_ENOMEM ? TS_EXIT_LOCAL : TS_EXIT_USAGE;
         goto out;
     }
+    if (published && (rc = draft_published(&g, mi, tok, ngram)) != TS_EXIT_OK)
+        goto out;
+    rc = TS_EXIT_LOCAL;
     /* 2. the prompt: BOS, the public system text's tokens (--system), the prompt's */
     size_t plen = strlen(prompt), slen = system_text ? strlen(system_text) : 0,
            cap = ts_llm_tokenizer_max_ids(plen) + ts_llm_tokenizer_max_ids(slen), n_prompt = 0,

@@ -373,6 +373,10 @@ const char *ts_net_body_name(Tessera__Envelope__BodyCase c)
         return "decode_step";
     case TESSERA__ENVELOPE__BODY_DECODE_RESULT:
         return "decode_result";
+    case TESSERA__ENVELOPE__BODY_DRAFT_TEXT_REQUEST:
+        return "draft_text_request";
+    case TESSERA__ENVELOPE__BODY_DRAFT_TEXT:
+        return "draft_text";
     default:
         return "none";
     }

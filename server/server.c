@@ -1359,24 +1359,55 @@ static void handle_stats(conn_t *c, uint64_t rid)
 /* Handle one complete frame. */
 /* ------------------------------------------------------- decode sessions */
 
-static void handle_model_info(conn_t *c, uint64_t rid, const Tessera__ModelInfoRequest *q)
+/* The served model a request names (empty: the first), else NULL after an error reply. */
+static ts_dec_model_t *model_named(conn_t *c, uint64_t rid, const char *model)
 {
     ts_server_t *s = c->srv;
     if (!ts_dec_registry_count(s->dec)) {
         send_error(c, rid, TS_ENOTSUP, false, "this daemon serves no models (models_dir)");
-        return;
+        return NULL;
     }
-    ts_dec_model_t *md = ts_dec_find(s->dec, q->model);
+    ts_dec_model_t *md = ts_dec_find(s->dec, model);
     if (!md) {
         char name[64], names[256];
-        clean(name, sizeof name, q->model);
+        clean(name, sizeof name, model);
         ts_dec_registry_names(s->dec, names, sizeof names);
         send_error(c, rid, TS_ENOENT, false, "no model named \"%s\" (served: %s)", name, names);
-        return;
     }
+    return md;
+}
+
+static void handle_model_info(conn_t *c, uint64_t rid, const Tessera__ModelInfoRequest *q)
+{
+    ts_dec_model_t *md = model_named(c, rid, q->model);
+    if (!md)
+        return;
     Tessera__ModelInfo mi = TESSERA__MODEL_INFO__INIT;
     ts_dec_model_info(md, &mi);
     reply(c, rid, TESSERA__ENVELOPE__BODY_MODEL_INFO, &mi);
+}
+
+/* The model's published draft text, whole (ModelInfo.draft_text_bytes). */
+static void handle_draft_text(conn_t *c, uint64_t rid, const Tessera__DraftTextRequest *q)
+{
+    ts_dec_model_t *md = model_named(c, rid, q->model);
+    if (!md)
+        return;
+    size_t n = 0;
+    const uint8_t *text = ts_dec_model_draft(md, &n);
+    if (!text) {
+        send_error(c, rid, TS_ENOENT, false,
+                   "model %s publishes no draft text (its model file's draft_text)",
+                   ts_dec_model_name(md));
+        return;
+    }
+    Tessera__DraftText dt = TESSERA__DRAFT_TEXT__INIT;
+    dt.model = (char *)ts_dec_model_name(md);
+    dt.text.data = (uint8_t *)text;
+    dt.text.len = n;
+    ts_log(TS_LOG_DEBUG, MOD, "event=draft_text peer=%s model=%s bytes=%zu", c->peer,
+           ts_dec_model_name(md), n);
+    reply(c, rid, TESSERA__ENVELOPE__BODY_DRAFT_TEXT, &dt);
 }
 
 typedef struct dec_work {
@@ -1791,6 +1822,9 @@ static void handle_frame(conn_t *c, const ts_net_frame_t *f)
         break;
     case TESSERA__ENVELOPE__BODY_MODEL_INFO_REQUEST:
         handle_model_info(c, rid, e->model_info_request);
+        break;
+    case TESSERA__ENVELOPE__BODY_DRAFT_TEXT_REQUEST:
+        handle_draft_text(c, rid, e->draft_text_request);
         break;
     case TESSERA__ENVELOPE__BODY_DECODE_STEP:
         if (handle_decode_step(c, rid, e, t0))

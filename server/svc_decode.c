@@ -7,12 +7,15 @@
  * and shared by its sessions; a session is used by one worker at a time).
  */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/convert/convert.h"
@@ -42,6 +45,7 @@ typedef struct dec_model_cfg {
     char policies[64];
     char costs[512];
     int64_t prefill_lanes; /* >= 2: an engine of that many lanes (ts_llm_enc_prefill) */
+    char draft_text[512];  /* the public text the host publishes for clients' n-gram drafts */
 } dec_model_cfg_t;
 
 /*
@@ -90,6 +94,9 @@ struct ts_dec_model {
     char *pol_names[3];
     Tessera__PolicyInfo *pol_info[3];
     ts_boot_t *stc; /* SlotToCoeff-first bootstrapper of the TFHE policies (shared) */
+    uint8_t *draft; /* draft_text's bytes (public), NULL when none */
+    size_t draft_n;
+    uint8_t draft_sha[TS_SHA256_BYTES];
 };
 
 struct ts_dec_registry {
@@ -164,6 +171,7 @@ static const ts_cfg_directive_t model_table[] = {
     STR("policies", policies),
     STR("costs", costs),
     INT("prefill_lanes", prefill_lanes, 0, 64),
+    STR("draft_text", draft_text),
     {.name = NULL},
 };
 
@@ -184,6 +192,7 @@ static void model_clear(ts_dec_model_t *md)
     ts_llm_model_free(md->m);
     ts_free(md->steps);
     ts_free(md->levels);
+    ts_free(md->draft);
     memset(md, 0, sizeof *md);
 }
 
@@ -522,6 +531,77 @@ static ts_status_t budget_open(ts_dec_model_t *md, const char *file, bool check,
     return TS_OK;
 }
 
+/* Whether buf[0..n) is UTF-8 without NUL bytes (shortest forms, no surrogates). */
+static bool text_ok(const uint8_t *buf, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        uint8_t b = buf[i];
+        size_t len = b < 0x80             ? 1
+                     : (b & 0xE0) == 0xC0 ? 2
+                     : (b & 0xF0) == 0xE0 ? 3
+                     : (b & 0xF8) == 0xF0 ? 4
+                                          : 0;
+        if (!b || !len || i + len > n)
+            return false;
+        uint32_t cp = len == 1 ? b : len == 2 ? b & 0x1Fu : len == 3 ? b & 0x0Fu : b & 0x07u;
+        for (size_t k = 1; k < len; k++) {
+            if ((buf[i + k] & 0xC0) != 0x80)
+                return false;
+            cp = cp << 6 | (buf[i + k] & 0x3Fu);
+        }
+        static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < least[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += len;
+    }
+    return true;
+}
+
+/* draft_text: the whole file (public text, one sequence per line), read
+ * once at load and checked: a regular file of 1 byte to TS_DEC_DRAFT_MAX,
+ * UTF-8 without NUL bytes. */
+static ts_status_t draft_load(ts_dec_model_t *md, const char *file, char *err, size_t err_size)
+{
+    const char *path = md->cfg.draft_text;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(err, err_size, "%s: draft_text %s: %s", file, path,
+                 fd < 0 ? strerror(errno) : "not a regular file");
+        if (fd >= 0)
+            close(fd);
+        return TS_ECONFIG;
+    }
+    if (sb.st_size < 1 || (uint64_t)sb.st_size > TS_DEC_DRAFT_MAX) {
+        snprintf(err, err_size, "%s: draft_text %s: %lld bytes (1 to %llu)", file, path,
+                 (long long)sb.st_size, (unsigned long long)TS_DEC_DRAFT_MAX);
+        close(fd);
+        return TS_ECONFIG;
+    }
+    size_t n = (size_t)sb.st_size, got = 0;
+    md->draft = ts_malloc(n);
+    if (!md->draft) {
+        close(fd);
+        return TS_ENOMEM;
+    }
+    while (got < n) {
+        ssize_t r = read(fd, md->draft + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (got != n || !text_ok(md->draft, n)) {
+        snprintf(err, err_size, "%s: draft_text %s: %s", file, path,
+                 got != n ? "short read" : "not UTF-8 text (or holds NUL bytes)");
+        return TS_ECONFIG;
+    }
+    md->draft_n = n;
+    return ts_sha256(md->draft, n, md->draft_sha);
+}
+
 static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *params_dir,
                               const char *costs_dir, unsigned flags, char *err, size_t err_size)
 {
@@ -541,6 +621,8 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
         ts_cfg_error_format(&ce, err, err_size);
         return st;
     }
+    if (c->draft_text[0] && (st = draft_load(md, file, err, err_size)) != TS_OK)
+        return st;
     char why[256] = "";
     st = ts_llm_model_load(md->cfg.path, &md->m, why, sizeof why);
     if (st != TS_OK) {
@@ -754,6 +836,14 @@ ts_status_t ts_dec_registry_load(const char *models_dir, const char *params_dir,
                 md->cfg.policies[0] ? md->cfg.policies : "ckks",
                 md->san.mode == TS_LLM_SANITIZE_RD ? "renyi" : "uniform", md->san.lambda,
                 md->san.level, md->san.err_bound, ts_llm_enc_norm_defer(md->enc));
+        if (st == TS_OK && md->draft) {
+            char hex[2 * TS_SHA256_BYTES + 1];
+            ts_sha256_hex(md->draft_sha, hex);
+            ts_log(TS_LOG_INFO, "tesserad",
+                   "event=draft_text model=%s path=%s bytes=%zu sha256=%s: published to every "
+                   "client for its n-gram draft (public text; docs/SECURITY.md)",
+                   md->name, md->cfg.draft_text, md->draft_n, hex);
+        }
         if (st == TS_OK && md->san.mode == TS_LLM_SANITIZE_RD)
             ts_log(TS_LOG_INFO, "tesserad",
                    "event=sanitize model=%s mode=renyi period=%d noise_l2_log2=%.2f "
@@ -918,6 +1008,17 @@ void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi)
         mi->sanitize_mode = (char *)"uniform";
     }
     mi->session_memory_bytes = (uint64_t)md->cfg.session_memory_bytes;
+    mi->draft_text_bytes = md->draft_n;
+    if (md->draft) {
+        mi->draft_text_sha256.data = (uint8_t *)md->draft_sha;
+        mi->draft_text_sha256.len = TS_SHA256_BYTES;
+    }
+}
+
+const uint8_t *ts_dec_model_draft(const ts_dec_model_t *md, size_t *n)
+{
+    *n = md ? md->draft_n : 0;
+    return md ? md->draft : NULL;
 }
 
 /* --------------------------------------------------------------- sessions */

@@ -330,6 +330,10 @@ int *ts_dec_model_sessions(ts_dec_model_t *md); /* live-session counter (loop th
 int ts_dec_model_max_sessions(const ts_dec_model_t *md);
 /* Fill a ModelInfo whose strings and arrays point into the model (valid while it lives). */
 void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi);
+/* The model's published draft text (model file `draft_text`; public), NULL
+ * and *n = 0 when none. Borrowed: valid while the registry lives. */
+#define TS_DEC_DRAFT_MAX ((uint64_t)8 << 20)
+const uint8_t *ts_dec_model_draft(const ts_dec_model_t *md, size_t *n);
 /* The Renyi mode's sanitized replies counted so far (the state file's count
  * when the model keeps one; 0 in the uniform mode). */
 uint64_t ts_dec_model_replies(const ts_dec_model_t *md);

@@ -72,6 +72,43 @@ static void dfx_dirs(dfx_t *f, const char *tag)
     ck_assert_int_eq(mkdir(f->models, 0700), 0);
 }
 
+static size_t plain_sampled(const dfx_t *f, const char *prompt, size_t n_total, float t,
+                            uint64_t seed, int *out, size_t *n_prompt)
+{
+    ts_llm_model_t *m = NULL;
+    ts_llm_tokenizer_t *tok = NULL;
+    ts_llm_sampler_t *smp = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(f->model, &m, NULL, 0));
+    ck_assert_ts_ok(ts_llm_tokenizer_load(f->tok, TINY_VOCAB, &tok, NULL, 0));
+    ts_llm_sampler_cfg_t cfg = {t, 0, 0.0f};
+    ck_assert_ts_ok(ts_llm_sampler_new(&cfg, seed, &smp));
+    int ids[64];
+    ck_assert_ts_ok(
+        ts_llm_tokenizer_encode(tok, prompt, strlen(prompt), true, false, ids, 64, n_prompt));
+    size_t n = 0;
+    ck_assert_ts_ok(ts_llm_generate(m, smp, ids, *n_prompt, n_total, true,
+                                    ts_llm_tokenizer_eos(tok), NULL, NULL, out, &n));
+    ts_llm_sampler_free(smp);
+    ts_llm_tokenizer_free(tok);
+    ts_llm_model_free(m);
+    return n;
+}
+
+/* The text of ids[1..upto) as the tokenizer decodes it, into out (cap bytes). */
+static void ids_text(const dfx_t *f, const int *ids, size_t upto, char *out, size_t cap)
+{
+    ts_llm_tokenizer_t *tok = NULL;
+    ck_assert_ts_ok(ts_llm_tokenizer_load(f->tok, TINY_VOCAB, &tok, NULL, 0));
+    size_t n = 0;
+    for (size_t i = 1; i < upto; i++) {
+        size_t k = 0;
+        ck_assert_ts_ok(ts_llm_tokenizer_decode(tok, ids[i - 1], ids[i], out + n, cap - n, &k));
+        n += k;
+    }
+    out[n] = 0;
+    ts_llm_tokenizer_free(tok);
+}
+
 static void dfx_start(dfx_t *f)
 {
     dfx_dirs(f, "dec-certs");
@@ -122,12 +159,21 @@ static void dfx_start(dfx_t *f)
                "sanitize_noise_l2_log2: 20\nsanitize_queries_log2: 0\n",
                f->model);
     /* and without flooding (re-randomized logits only): the sampled ids of
-     * --samples then sit far from the sampler's boundaries */
+     * --samples then sit far from the sampler's boundaries; it publishes a
+     * draft text (draft_text): an unrelated line and the greedy text of
+     * "ab" to 8 positions (test_generate_draft's --draft-published) */
+    {
+        int g[16];
+        size_t gp = 0, gn = plain_sampled(f, "ab", 8, 0.0f, 5, g, &gp);
+        char text[256];
+        ids_text(f, g, gn, text, sizeof text);
+        write_yaml(f->certs, "published.txt", "unrelated words\n%s\n", text);
+    }
     write_yaml(f->models, "tinys.yaml",
                "path: %s\nparams: test-llm-tiny-boot\napprox: configs/approx/tiny-test.yaml\n"
                "bootstrap: true\nprefill_lanes: 4\nmax_context: 8\nmax_sessions: 1\n"
-               "sanitize_lambda: 0\n",
-               f->model);
+               "sanitize_lambda: 0\ndraft_text: %s/published.txt\n",
+               f->model, f->certs);
     char sections[800];
     snprintf(sections, sizeof sections, "models_dir: %s\n", f->models);
     net_daemon_start(&f->d, f->certs, NULL, NULL, sections, true);
@@ -514,28 +560,6 @@ END_TEST
 /* The plaintext model's ids for BOS and the prompt, sampled with
  * temperature t and seed (ts_llm_generate, up to EOS): what tessera generate
  * --samples must give for its sample k with --seed seed - k. */
-static size_t plain_sampled(const dfx_t *f, const char *prompt, size_t n_total, float t,
-                            uint64_t seed, int *out, size_t *n_prompt)
-{
-    ts_llm_model_t *m = NULL;
-    ts_llm_tokenizer_t *tok = NULL;
-    ts_llm_sampler_t *smp = NULL;
-    ck_assert_ts_ok(ts_llm_model_load(f->model, &m, NULL, 0));
-    ck_assert_ts_ok(ts_llm_tokenizer_load(f->tok, TINY_VOCAB, &tok, NULL, 0));
-    ts_llm_sampler_cfg_t cfg = {t, 0, 0.0f};
-    ck_assert_ts_ok(ts_llm_sampler_new(&cfg, seed, &smp));
-    int ids[64];
-    ck_assert_ts_ok(
-        ts_llm_tokenizer_encode(tok, prompt, strlen(prompt), true, false, ids, 64, n_prompt));
-    size_t n = 0;
-    ck_assert_ts_ok(ts_llm_generate(m, smp, ids, *n_prompt, n_total, true,
-                                    ts_llm_tokenizer_eos(tok), NULL, NULL, out, &n));
-    ts_llm_sampler_free(smp);
-    ts_llm_tokenizer_free(tok);
-    ts_llm_model_free(m);
-    return n;
-}
-
 /* tessera generate on `model` with `flags` must exit 2 with `want` in its
  * error output (a refusal with a sentence) */
 static void generate_refused(const dfx_t *f, const char *model, const char *flags, const char *want)
@@ -589,15 +613,10 @@ START_TEST(test_generate_draft)
         ts_llm_tokenizer_t *tok = NULL;
         ck_assert_ts_ok(ts_llm_tokenizer_load(f.tok, TINY_VOCAB, &tok, NULL, 0));
         for (int w = 0; w < 3; w++) {
-            char dtext[256] = "";
-            size_t upto = w ? gp + (size_t)w : gn, dn = 0, bn = 0;
-            for (size_t i = 1; i < upto; i++) {
-                size_t k = 0;
-                ck_assert_ts_ok(ts_llm_tokenizer_decode(tok, g[i - 1], g[i], dtext + dn,
-                                                        sizeof dtext - dn, &k));
-                dn += k;
-            }
-            dtext[dn] = 0;
+            char dtext[256];
+            size_t upto = w ? gp + (size_t)w : gn, bn = 0;
+            ids_text(&f, g, upto, dtext, sizeof dtext);
+            size_t dn = strlen(dtext);
             ck_assert_ts_ok(ts_llm_tokenizer_encode(tok, dtext, dn, true, false, back, 64, &bn));
             ck_assert_msg(bn == upto && memcmp(back, g, upto * sizeof *g) == 0,
                           "the greedy text '%s' does not encode to its ids", dtext);
@@ -613,9 +632,11 @@ START_TEST(test_generate_draft)
         float t;
         int draft; /* 0: the model itself, 1: the GPT-2, 2: n-gram + text, 3: n-gram,
                       4: n-gram + the text to the first token, the GPT-2 where it has none,
-                      5: n-gram + the text to the second token: a pass, then steps */
-    } var[7] = {{0.0f, 0}, {0.8f, 0}, {0.8f, 1}, {0.0f, 2}, {0.8f, 3}, {0.8f, 4}, {0.0f, 5}};
-    for (int vi = 0; vi < 7; vi++) {
+                      5: n-gram + the text to the second token: a pass, then steps,
+                      6: n-gram + the model's published draft text (--draft-published) */
+    } var[8] = {{0.0f, 0}, {0.8f, 0}, {0.8f, 1}, {0.0f, 2},
+                {0.8f, 3}, {0.8f, 4}, {0.0f, 5}, {0.0f, 6}};
+    for (int vi = 0; vi < 8; vi++) {
         int want[16];
         size_t n_prompt = 0, want_n = plain_sampled(&f, prompt, 8, var[vi].t, 5, want, &n_prompt);
         snprintf(out, sizeof out, "%s/gend%d.json", f.d.dir, vi);
@@ -624,7 +645,9 @@ START_TEST(test_generate_draft)
         char dflags[2200] = "";
         if (dk < 2 || dk == 4)
             snprintf(dflags, sizeof dflags, "--draft %s ", dk == 0 ? f.model : gpt2);
-        if (dk >= 2)
+        if (dk == 6)
+            snprintf(dflags, sizeof dflags, "--draft-published ");
+        else if (dk >= 2)
             snprintf(dflags + strlen(dflags), sizeof dflags - strlen(dflags), "%s%s ",
                      dk == 3 ? "--draft-lookup" : "--draft-text ",
                      dk == 3 ? "" : text_path[dk == 2 ? 0 : dk - 3]);
@@ -673,12 +696,13 @@ START_TEST(test_generate_draft)
                 got[got_n++] = atoi(ip + 5);
         }
         fclose(j);
-        static const char *dname[6] = {"self",
+        static const char *dname[7] = {"self",
                                        "gpt2",
                                        "n-gram + text",
                                        "n-gram",
                                        "n-gram + text to token 1, gpt2",
-                                       "n-gram + text to token 2"};
+                                       "n-gram + text to token 2",
+                                       "n-gram + published text"};
         printf("tessera generate --draft %s --temperature %.1f on 4 lanes: %zu tokens in %zu "
                "steps (%zu from kept guesses of %zu in %zu passes, %zu with the n-gram's, %zu the "
                "model's; %zu ordinary steps after a pass):",
@@ -690,7 +714,7 @@ START_TEST(test_generate_draft)
             ck_assert_int_eq(got[i], want[n_prompt + i]);
         if (vi == 0) /* greedy with the model as its own draft: every guess kept */
             ck_assert_uint_eq(passes, (got_n + 2) / 4 + 1);
-        if (vi < 2 || dk == 2)
+        if (vi < 2 || dk == 2 || dk == 6)
             ck_assert_uint_gt(kept, 0);
         ck_assert_uint_eq(passes + kept, got_n);
         ck_assert_uint_le(kept, guesses);
@@ -698,7 +722,7 @@ START_TEST(test_generate_draft)
          * the first token, the GPT-2 guesses after it); the n-gram's only
          * with it (2: its text holds the whole continuation) */
         ck_assert(dk < 2 || dk == 4 ? by[1] > 0 : by[1] == 0);
-        ck_assert(dk < 2 ? by[0] == 0 : dk == 2 || dk == 5 ? by[0] > 0 : true);
+        ck_assert(dk < 2 ? by[0] == 0 : dk == 2 || dk == 5 || dk == 6 ? by[0] > 0 : true);
         if (dk == 5) /* the text runs out: ordinary steps follow the pass */
             ck_assert_uint_gt(after, 0);
     }
@@ -709,6 +733,8 @@ START_TEST(test_generate_draft)
     generate_refused(&f, "tiny", "--draft-lookup", "--draft-lookup needs a model with lanes");
     snprintf(flags, sizeof flags, "--draft-text %s/none.txt", f.certs);
     generate_refused(&f, "tinys", flags, "none.txt: cannot open");
+    /* a model of lanes that publishes no draft text refuses --draft-published */
+    generate_refused(&f, "tinyp", "--draft-published", "model tinyp publishes no draft text");
     dfx_stop(&f);
 }
 END_TEST
@@ -828,6 +854,41 @@ START_TEST(test_decode_hostile)
     req.body_case = TESSERA__ENVELOPE__BODY_MODEL_INFO_REQUEST;
     req.model_info_request = &mq;
     expect_err(c, &req, TESSERA__ERROR_CODE__ERROR_NOT_FOUND, "no model");
+    /* the published draft text: ModelInfo states its size and SHA-256 (tinys),
+     * DraftTextRequest returns it whole; a model without one (tiny) says so */
+    ck_assert_uint_eq(mi->draft_text_bytes, 0);
+    ck_assert_uint_eq(mi->draft_text_sha256.len, 0);
+    {
+        char dpath[800];
+        snprintf(dpath, sizeof dpath, "%s/published.txt", f.certs);
+        uint8_t want[512], sha[TS_SHA256_BYTES];
+        FILE *d = fopen(dpath, "rb");
+        ck_assert_ptr_nonnull(d);
+        size_t wn = fread(want, 1, sizeof want, d);
+        fclose(d);
+        ck_assert_uint_gt(wn, 0);
+        ck_assert_ts_ok(ts_sha256(want, wn, sha));
+        Tessera__Envelope *si = model_info_call(c, "tinys");
+        ck_assert_uint_eq(si->model_info->draft_text_bytes, wn);
+        ck_assert_uint_eq(si->model_info->draft_text_sha256.len, TS_SHA256_BYTES);
+        ck_assert_mem_eq(si->model_info->draft_text_sha256.data, sha, TS_SHA256_BYTES);
+        ts_net_envelope_free(si);
+        Tessera__DraftTextRequest dq = TESSERA__DRAFT_TEXT_REQUEST__INIT;
+        dq.model = (char *)"tinys";
+        Tessera__Envelope dreq = TESSERA__ENVELOPE__INIT, *drep = NULL;
+        dreq.body_case = TESSERA__ENVELOPE__BODY_DRAFT_TEXT_REQUEST;
+        dreq.draft_text_request = &dq;
+        ck_assert_ts_ok(ts_client_call(c, &dreq, TESSERA__ENVELOPE__BODY_DRAFT_TEXT, &drep));
+        ck_assert_str_eq(drep->draft_text->model, "tinys");
+        ck_assert_uint_eq(drep->draft_text->text.len, wn);
+        ck_assert_mem_eq(drep->draft_text->text.data, want, wn);
+        ts_net_envelope_free(drep);
+        dq.model = (char *)"tiny";
+        expect_err(c, &dreq, TESSERA__ERROR_CODE__ERROR_NOT_FOUND,
+                   "model tiny publishes no draft text");
+        dq.model = (char *)"nope";
+        expect_err(c, &dreq, TESSERA__ERROR_CODE__ERROR_NOT_FOUND, "no model named");
+    }
     /* keys */
     ts_ckks_params_t *p = NULL;
     uint8_t pid[32];
@@ -2036,6 +2097,45 @@ START_TEST(test_decode_model_files)
     registry_expect(dir, yaml, "tiny.yaml", TS_EPARAMS, "no-such-preset");
     snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 30\n", model, base);
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "bits of logit precision");
+    /* draft_text: a readable, non-empty UTF-8 text without NUL bytes, at most 8 MiB */
+    {
+        static const struct {
+            const char *bytes;
+            size_t n;
+            const char *want; /* NULL: loads */
+        } dt[] = {{"a b\nc d\n", 8, NULL},
+                  {"", 0, "0 bytes (1 to 8388608)"},
+                  {"a\0b\n", 4, "not UTF-8 text"},
+                  {"caf\xc3\n", 5, "not UTF-8 text"},
+                  {"\xc0\xaf\n", 3, "not UTF-8 text"},
+                  {"\xed\xa0\x80\n", 4, "not UTF-8 text"},
+                  {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82\n", 15, NULL}};
+        char dpath[800];
+        snprintf(dpath, sizeof dpath, "%s/draft.txt", dir);
+        for (size_t i = 0; i < sizeof dt / sizeof dt[0]; i++) {
+            FILE *d = fopen(dpath, "wb");
+            ck_assert_ptr_nonnull(d);
+            ck_assert_uint_eq(fwrite(dt[i].bytes, 1, dt[i].n, d), dt[i].n);
+            ck_assert_int_eq(fclose(d), 0);
+            snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\ndraft_text: %s\n", model,
+                     base, dpath);
+            registry_expect(dir, yaml, "tiny.yaml", dt[i].want ? TS_ECONFIG : TS_OK, dt[i].want);
+        }
+        snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\ndraft_text: %s\n", model,
+                 base, dir);
+        registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "not a regular file");
+        unlink(dpath);
+        snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 20\ndraft_text: %s\n", model,
+                 base, dpath);
+        registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "draft.txt: No such file");
+        /* one byte over the limit */
+        FILE *d = fopen(dpath, "wb");
+        ck_assert_ptr_nonnull(d);
+        ck_assert_int_eq(ftruncate(fileno(d), (off_t)(8 << 20) + 1), 0);
+        ck_assert_int_eq(fclose(d), 0);
+        registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "8388609 bytes");
+        unlink(dpath);
+    }
     snprintf(yaml, sizeof yaml, "path: %s\n%ssanitize_lambda: 60\n", model, base);
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "does not fit");
     /* the Renyi mode: a preset of fewer than N/2 slots (test-llm-tiny), a
