@@ -1,6 +1,7 @@
 # tessera — plain Makefile (no CMake).
 #
-#   make            library (build/libtessera.a), tesserad, tessera, unit tests
+#   make            library (build/libtessera.a), tesserad, tessera, unit tests,
+#                   the bundled model's draft text (build/models/aidreams260K.draft.txt)
 #   make test       install missing Debian packages, build, check layers, run all tests
 #   make demo       install missing packages, build, run the main job on the bundled model
 #   make bench      benchmarks (JSON under build/bench/)
@@ -73,6 +74,12 @@ TESSERAD   := $(if $(wildcard server/main.c),$(BUILD)/tesserad)
 TESSERA    := $(if $(wildcard client/main.c),$(BUILD)/tessera)
 UNIT_TESTS := $(BUILD)/tests/unit_tests
 BENCHES    := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
+# The bundled model's public draft text for n-gram speculative decoding
+# (models/README.md): built by tessera, so only where tessera is.
+DRAFT_MODEL   := models/aidreams260K.bin
+DRAFT_TOK     := models/tok512.bin
+DRAFT_PROMPTS := models/aidreams260K.draft-prompts.txt
+DRAFT_TEXT    := $(if $(TESSERA),$(BUILD)/models/aidreams260K.draft.txt)
 
 NET_OBJS   := $(PROTO_OBJS) $(SERVER_LIB_SRCS:%.c=$(BUILD)/%.o) $(CLIENT_LIB_SRCS:%.c=$(BUILD)/%.o)
 
@@ -80,10 +87,10 @@ NET_OBJS   := $(PROTO_OBJS) $(SERVER_LIB_SRCS:%.c=$(BUILD)/%.o) $(CLIENT_LIB_SRC
         clean deps help
 .DEFAULT_GOAL := all
 
-all: $(LIB) $(NETLIB) $(TESSERAD) $(TESSERA) $(UNIT_TESTS) $(BENCHES)
+all: $(LIB) $(NETLIB) $(TESSERAD) $(TESSERA) $(UNIT_TESTS) $(BENCHES) $(DRAFT_TEXT)
 
 help:
-	@sed -n '3,11p' Makefile
+	@sed -n '3,10p' Makefile
 
 deps:
 	@scripts/deps.sh
@@ -144,6 +151,15 @@ $(UNIT_TESTS): $(TEST_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/tests/suites.gen.o $(NETLI
 $(BUILD)/bench/%: tests/bench/%.c $(NETLIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(NETLIB) $(LIB) $(LIBS) $(GPU_LIBS)
+
+# The greedy generation of each draft prompt over the model's whole context,
+# one line each (tessera run --prompt-file); written aside and renamed, so a
+# failed run leaves no partial file.
+$(BUILD)/models/aidreams260K.draft.txt: $(DRAFT_PROMPTS) $(DRAFT_MODEL) $(DRAFT_TOK) $(TESSERA)
+	@mkdir -p $(dir $@)
+	$(TESSERA) run --model $(DRAFT_MODEL) --tokenizer $(DRAFT_TOK) --prompt-file $< >$@.tmp \
+	    || { rm -f $@.tmp; exit 1; }
+	@mv $@.tmp $@
 
 # ----------------------------------------------------------------- tasks
 test:

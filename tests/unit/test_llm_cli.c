@@ -1,8 +1,8 @@
 /*
  * tessera run / tessera simulate, called in-process with stdout captured:
  * the greedy text of models/README.md, valid JSON fields, seeded sampling
- * reproducibility, the simulator's report on the all-exact configuration,
- * and the usage errors.
+ * reproducibility, --prompt-file against --prompt, the simulator's report
+ * on the all-exact configuration, and the usage errors.
  */
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,9 +11,9 @@
 
 #include "client/llm_cli.h"
 
-/* Run fn(argc, argv) with stdout (and stderr) sent to a temp file; returns
- * the exit code and a malloc'd copy of stdout. */
-static int capture(int (*fn)(int, char **), int argc, const char **argv, char **out)
+/* Run fn(argc, argv) with stdout and stderr sent to temp files; returns
+ * the exit code and malloc'd copies of stdout and (err not NULL) stderr. */
+static int capture_err(int (*fn)(int, char **), int argc, const char **argv, char **out, char **err)
 {
     char path[] = "/tmp/ts_llm_cli_XXXXXX", epath[] = "/tmp/ts_llm_cli_err_XXXXXX";
     int fd = mkstemp(path), efd = mkstemp(epath);
@@ -33,11 +33,30 @@ static int capture(int (*fn)(int, char **), int argc, const char **argv, char **
     off_t n = lseek(fd, 0, SEEK_END);
     *out = calloc(1, (size_t)n + 1);
     ck_assert(pread(fd, *out, (size_t)n, 0) == n);
+    if (err) {
+        off_t en = lseek(efd, 0, SEEK_END);
+        *err = calloc(1, (size_t)en + 1);
+        ck_assert(pread(efd, *err, (size_t)en, 0) == en);
+    }
     close(fd);
     close(efd);
     unlink(path);
     unlink(epath);
     return rc;
+}
+
+static int capture(int (*fn)(int, char **), int argc, const char **argv, char **out)
+{
+    return capture_err(fn, argc, argv, out, NULL);
+}
+
+/* A temp file holding s[0..n); its path in path (a mkstemp template). */
+static void temp_file(char *path, const char *s, size_t n)
+{
+    int fd = mkstemp(path);
+    ck_assert(fd >= 0);
+    ck_assert(write(fd, s, n) == (ssize_t)n);
+    close(fd);
 }
 
 static char mpath[512], tpath[512], cpath[512];
@@ -132,6 +151,78 @@ START_TEST(test_cli_run)
 }
 END_TEST
 
+/* --prompt-file: one line per non-blank line of the file (a trailing \r
+ * dropped), each the text `run --prompt LINE` prints with the same options,
+ * newlines as spaces; greedy and seeded sampling (each prompt starts from
+ * the seed afresh). Then the refusals: with --prompt, --json or --draft-text
+ * (2), a missing file (4, naming it), an over-long line (4, its number). */
+START_TEST(test_cli_run_prompt_file)
+{
+    paths();
+    static const char text[] = "I dream of\n\nThe sea\r\n \t\nA cloud";
+    static const char *const prompts[3] = {"I dream of", "The sea", "A cloud"};
+    char fpath[] = "/tmp/ts_llm_cli_prompts_XXXXXX";
+    temp_file(fpath, text, sizeof text - 1);
+    char *out, *err;
+    for (int sampled = 0; sampled < 2; sampled++) {
+        const char *a1[] = {"run", "-m", mpath, "-z",     tpath, "--prompt-file", fpath, "-n",
+                            "12",  "-t", "0.9", "--seed", "5"};
+        int argc = sampled ? 13 : 9;
+        ck_assert_int_eq(capture(ts_cmd_run, argc, a1, &out), 0);
+        const char *line = out;
+        for (int i = 0; i < 3; i++) {
+            a1[5] = "--prompt";
+            a1[6] = prompts[i];
+            char *want;
+            ck_assert_int_eq(capture(ts_cmd_run, argc, a1, &want), 0);
+            size_t n = strlen(want);
+            ck_assert(n > strlen(prompts[i]) && want[n - 1] == '\n');
+            for (size_t k = 0; k + 1 < n; k++)
+                if (want[k] == '\n' || want[k] == '\r')
+                    want[k] = ' ';
+            ck_assert_msg(strncmp(line, want, n) == 0, "line %d: %s\nwant: %s", i, line, want);
+            line += n;
+            free(want);
+        }
+        ck_assert_str_eq(line, ""); /* exactly 3 lines */
+        free(out);
+    }
+    const char *a2[] = {"run", "-m", mpath, "-z", tpath, "--prompt-file", fpath, "-p", "x"};
+    ck_assert_int_eq(capture_err(ts_cmd_run, 9, a2, &out, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "mutually exclusive"));
+    free(out);
+    free(err);
+    const char *flag[2] = {"--json", "--draft-text=/dev/null"};
+    for (int i = 0; i < 2; i++) {
+        a2[7] = flag[i];
+        ck_assert_int_eq(capture(ts_cmd_run, 8, a2, &out), 2);
+        free(out);
+    }
+    unlink(fpath);
+    const char *a3[] = {"run", "-m", mpath, "-z", tpath, "--prompt-file", "/nonexistent.txt"};
+    ck_assert_int_eq(capture_err(ts_cmd_run, 7, a3, &out, &err), 4);
+    ck_assert_ptr_nonnull(strstr(err, "/nonexistent.txt"));
+    free(out);
+    free(err);
+    /* line 3 of 4097 bytes: nothing generated, the line named */
+    char *lng = malloc(4200);
+    ck_assert_ptr_nonnull(lng);
+    memcpy(lng, "I dream of\n\n", 12);
+    memset(lng + 12, 'a', 4097);
+    memcpy(lng + 12 + 4097, "\nThe sea\n", 9);
+    char lpath[] = "/tmp/ts_llm_cli_prompts_XXXXXX";
+    temp_file(lpath, lng, 12 + 4097 + 9);
+    free(lng);
+    a3[6] = lpath;
+    ck_assert_int_eq(capture_err(ts_cmd_run, 7, a3, &out, &err), 4);
+    ck_assert_str_eq(out, "");
+    ck_assert_msg(strstr(err, "line 3 is longer than 4096 bytes") != NULL, "stderr: %s", err);
+    free(out);
+    free(err);
+    unlink(lpath);
+}
+END_TEST
+
 START_TEST(test_cli_simulate)
 {
     paths();
@@ -198,6 +289,7 @@ TS_TEST_SUITE(llm_cli)
     Suite *s = suite_create("llm_cli");
     TCase *tc = ts_tcase("cli", 0);
     tcase_add_test(tc, test_cli_run);
+    tcase_add_test(tc, test_cli_run_prompt_file);
     tcase_add_test(tc, test_cli_simulate);
     tcase_add_test(tc, test_cli_kinds_parse);
     suite_add_tcase(s, tc);
