@@ -7,7 +7,12 @@
 # before; encrypted greedy decoding gives the plaintext ids), at several
 # context lengths and lane counts; the passes right after a one-position
 # step (passes_after_step) are counted apart, since they refresh the step's
-# cache rows (a pass after a pass does not). Writes one JSON report.
+# cache rows (a pass after a pass does not). A third source, where the
+# model's host publishes one (BENCH_DRAFT_TEXT; for the bundled model the
+# build's BUILD_DIR/models/aidreams260K.draft.txt, the greedy generations of
+# models/aidreams260K.draft-prompts.txt, none of them a prompt below): that
+# text instead of the history (`tessera generate --draft-published`, a
+# first-time user's draft). Writes one JSON report.
 # BENCH_TEMPERATURE=T samples the replayed generations at T (seed 1; the
 # history stays greedy). BENCH_PLAN_PARAMS=PRESET (e.g. boot-n16-dense) also
 # prices each configuration from the engine's plans at that preset (`tessera
@@ -25,6 +30,12 @@ model=${BENCH_MODEL:-../shared/models/aidreams260K.bin}
 tok=${BENCH_TOKENIZER:-../shared/models/tok512.bin}
 [ -f "$tok" ] || tok=models/tok512.bin
 temp=${BENCH_TEMPERATURE:-0}
+published=${BENCH_DRAFT_TEXT:-}
+if [ -z "$published" ] && [ "$(basename "$model")" = aidreams260K.bin ]; then
+    published=$build/models/aidreams260K.draft.txt
+fi
+sources=(text history)
+[ -n "$published" ] && [ -f "$published" ] && sources+=(published)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 prompts=("I dream of" "Once upon a time" "The sea" "In the night" "My heart" "The stars"
@@ -43,25 +54,29 @@ for i in "${!prompts[@]}"; do
     for j in "${!prompts[@]}"; do [ "$j" = "$i" ] || cat "$work/gen$j.txt" >>"$work/hist$i.txt"; done
     for n in 32 128; do
         for lanes in 8 16; do
-            for hist in 0 1; do
-                flags=(--draft-lookup)
-                [ "$hist" = 0 ] || flags=(--draft-text "$work/hist$i.txt")
+            for src in "${sources[@]}"; do
+                case $src in
+                text) flags=(--draft-lookup) ;;
+                history) flags=(--draft-text "$work/hist$i.txt") ;;
+                published) flags=(--draft-text "$published") ;;
+                esac
                 "$tessera" run --model "$model" --tokenizer "$tok" --prompt "${prompts[$i]}" \
                     --steps "$n" --lanes "$lanes" --temperature "$temp" "${flags[@]}" --json \
                     2>/dev/null |
                     python3 -c 'import json,sys; d=json.load(sys.stdin); s=d["speculative"]
-s.update(prompt=sys.argv[1], positions=int(sys.argv[2]), history=sys.argv[3]=="1",
-         prompt_tokens=d["prompt_tokens"], temperature=d["temperature"]); print(json.dumps(s))' \
-                        "${prompts[$i]}" "$n" "$hist" >>"$work/rows.jsonl"
+s.update(prompt=sys.argv[1], positions=int(sys.argv[2]), draft=sys.argv[3],
+         history=sys.argv[3]=="history", prompt_tokens=d["prompt_tokens"],
+         temperature=d["temperature"]); print(json.dumps(s))' \
+                        "${prompts[$i]}" "$n" "$src" >>"$work/rows.jsonl"
             done
         done
     done
 done
 python3 - "$work/rows.jsonl" "$out" "$(uname -m)" "$(nproc)" "$tessera" "$model" \
-    "${BENCH_PLAN_PARAMS:-}" <<'PY'
+    "${BENCH_PLAN_PARAMS:-}" "$([[ " ${sources[*]} " == *" published "* ]] && echo "$published")" <<'PY'
 import json, struct, subprocess, sys, collections
 rows = [json.loads(l) for l in open(sys.argv[1])]
-tessera, model, plan_params = sys.argv[5], sys.argv[6], sys.argv[7]
+tessera, model, plan_params, published = sys.argv[5], sys.argv[6], sys.argv[7], sys.argv[8]
 plans = {}
 
 
@@ -93,13 +108,15 @@ def plan_s(positions, lanes):
 
 agg = collections.OrderedDict()
 for r in rows:
-    k = (r["positions"], r["lanes"], r["history"])
-    a = agg.setdefault(k, dict(positions=k[0], lanes=k[1], history=k[2], prompts=0, tokens=0,
+    k = (r["positions"], r["lanes"], r["draft"])
+    a = agg.setdefault(k, dict(positions=k[0], lanes=k[1], draft=k[2],
+                               history=k[2] == "history", prompts=0, tokens=0,
                                passes=0, passes_after_step=0, steps=0, drafted=0, kept=0))
     a["prompts"] += 1
     for f in ("tokens", "passes", "passes_after_step", "steps", "drafted", "kept"):
         a[f] += r[f]
 summary = []
+dname = {"text": "text so far   ", "history": "with history  ", "published": "published text"}
 for a in agg.values():
     enc = a["passes"] + a["steps"]
     a["encrypted_steps_per_token"] = round(enc / a["tokens"], 4) if a["tokens"] else 0
@@ -114,14 +131,14 @@ for a in agg.values():
                                                     a["tokens"], 2)}
     summary.append(a)
     print(f"{a['positions']:4d} positions, {a['lanes']:2d} lanes, "
-          f"{'with history' if a['history'] else 'text so far '}: {a['tokens']} tokens in "
+          f"{dname[a['draft']]}: {a['tokens']} tokens in "
           f"{a['passes']} passes ({a['passes_after_step']} right after a step; "
           f"{a['kept']} guesses kept, {a['kept_per_pass']} per pass) + "
           f"{a['steps']} one-position steps = {a['encrypted_steps_per_token']} encrypted steps "
           f"per token" + (f"; planned at {plan_params}: {a['plan']['predicted_s_per_token']} s "
                           f"per token" if "plan" in a else ""))
 json.dump({"benchmark": "draft-acceptance", "temperature": rows[0]["temperature"] if rows else 0,
-           "plan_params": plan_params or None,
+           "plan_params": plan_params or None, "published_text": published or None,
            "machine": {"arch": sys.argv[3], "cpus": int(sys.argv[4])},
            "summary": summary, "rows": rows}, open(sys.argv[2], "w"), indent=1)
 PY

@@ -182,6 +182,12 @@ max_sessions: 1
 $sanitize
 policies: $policy
 YAML
+# the host publishes the model's draft text (built by make from
+# models/aidreams260K.draft-prompts.txt: its own greedy generations of other
+# prompts) for clients' n-gram drafts (tessera generate --draft-published)
+if [ -f "$build/models/aidreams260K.draft.txt" ]; then
+    echo "draft_text: $PWD/$build/models/aidreams260K.draft.txt" >>"$work/models/aidreams.yaml"
+fi
 # DEMO_PREFILL=N (a power of two, policy ckks): the model's engine carries N
 # lanes, so the encrypted prompt positions go N per pass (one prefill) and
 # every step bootstraps at N x the slots (docs/ARCHITECTURE.md, lanes)
@@ -261,9 +267,14 @@ fi
 # a public model of the same vocabulary). DEMO_DRAFT=lookup: the n-gram draft
 # (prompt lookup over the text so far), and DEMO_DRAFT_TEXT=FILE counts that
 # file's lines too (e.g. earlier generations); a step without a guess runs
-# one position.
+# one position. DEMO_DRAFT=published: the n-gram draft with the text the
+# host publishes for the model (the daemon's draft_text above), what a
+# first-time user without a history of their own has.
 draft=()
-if [ "${DEMO_DRAFT:-}" = lookup ] || [ -n "${DEMO_DRAFT_TEXT:-}" ]; then
+if [ "${DEMO_DRAFT:-}" = published ]; then
+    draft=(--draft-published)
+    echo "speculative decoding: the n-gram draft with the model's published draft text"
+elif [ "${DEMO_DRAFT:-}" = lookup ] || [ -n "${DEMO_DRAFT_TEXT:-}" ]; then
     draft=(--draft-lookup)
     if [ -n "${DEMO_DRAFT_TEXT:-}" ]; then draft=(--draft-text "$DEMO_DRAFT_TEXT"); fi
     echo "speculative decoding: the n-gram draft${DEMO_DRAFT_TEXT:+ with the lines of $DEMO_DRAFT_TEXT}"
@@ -339,4 +350,5 @@ echo "DEMO_PROMPT, DEMO_TOKENS the prompt and the generated tokens, DEMO_CONTEXT
 echo "positions (default 8), DEMO_PREFILL=N prefills N prompt positions per pass, DEMO_SAMPLES=N"
 echo "decodes N sampled continuations together (DEMO_TEMPERATURE, default 0.8), DEMO_DRAFT=1"
 echo "decodes speculatively with the model as its own draft (needs DEMO_PREFILL), DEMO_DRAFT=lookup"
-echo "with the n-gram draft, DEMO_DRAFT_TEXT=FILE with FILE's lines counted too."
+echo "with the n-gram draft, DEMO_DRAFT_TEXT=FILE with FILE's lines counted too, DEMO_DRAFT=published"
+echo "with the n-gram draft and the draft text the model's host publishes."
