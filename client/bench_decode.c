@@ -923,7 +923,8 @@ static void usage(FILE *f)
                "record ran the same position and token (--context L,L), per point the two\n"
                "runs' difference over the slots' real parts: log2 rms and max, and the bits\n"
                "between the values' rms and it (JSON: noise_trace); where the logits' noise\n"
-               "comes from. The decryptions are not timed; one lane only.\n");
+               "comes from. The decryptions are not timed; with --prefill, over every lane\n"
+               "(the pass's probe points; the record's position is its last lane's).\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
@@ -1239,10 +1240,11 @@ int ts_bench_decode(int argc, char **argv)
         fprintf(stderr, "bench decode: --prefill N is an engine of N lanes already\n");
         return TS_EXIT_USAGE;
     }
-    if ((g_noise || g_trace) && (g_prefill || g_lanes)) {
-        /* the lanes' ciphertexts fill N x the working slots: another subring */
-        fprintf(stderr, "bench decode: --noise and --noise-trace measure an engine of one lane "
-                        "(not with --prefill or --lanes)\n");
+    if (g_noise && (g_prefill || g_lanes)) {
+        /* the lanes' ciphertexts fill N x the working slots: another subring
+         * (--noise-trace compares every slot of two runs: any lanes) */
+        fprintf(stderr, "bench decode: --noise measures an engine of one lane (not with "
+                        "--prefill or --lanes)\n");
         return TS_EXIT_USAGE;
     }
     ts_sched_costs_t costs;

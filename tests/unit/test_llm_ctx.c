@@ -575,11 +575,35 @@ START_TEST(test_ctx_bench_cli)
              "%s/tessera bench decode --quick --context 4 --lanes 2 --noise >/dev/null 2>&1",
              ts_test_build_dir());
     ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
-    snprintf(
-        cmd, sizeof cmd,
-        "%s/tessera bench decode --quick --context 4 --prefill 2 --noise-trace >/dev/null 2>&1",
-        ts_test_build_dir());
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera bench decode --quick --context 4 --prefill 2 --noise >/dev/null 2>&1",
+             ts_test_build_dir());
     ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
+    /* --noise-trace of a prefill pass: every lane's slots, the second run's
+     * trace with every layer's points, ending at the last lane's logits */
+    bench_json("--params test-boot-n12 --context 4,4 --max-context 4 --prefill 2 --noise-trace",
+               path, buf, sizeof buf);
+    {
+        const char *t1 = strstr(buf, "\"noise_trace\": [");
+        ck_assert_ptr_nonnull(t1);
+        ck_assert_ptr_null(strstr(t1 + 1, "\"noise_trace\": ["));
+        const char *end = strchr(t1, ']'), *last = NULL;
+        ck_assert_ptr_nonnull(end);
+        int n = 0, attn_in = 0;
+        for (const char *r = strstr(t1, "{\"point\": \""); r && r < end;
+             r = strstr(r + 1, "{\"point\": \"")) {
+            n++;
+            attn_in += !strncmp(r + 11, "attn.in\"", 8);
+            const char *b = strstr(r, "\"bits\": ");
+            ck_assert(b && b < end);
+            ck_assert_msg(atof(b + 8) > 5.0 && atof(b + 8) < 45.0, "point %.12s", r + 11);
+            last = r + 11;
+        }
+        printf("bench decode --prefill 2 --noise-trace at test-boot-n12: %d points\n", n);
+        ck_assert_int_eq(attn_in, 4);
+        ck_assert(last && !strncmp(last, "logits\"", 7));
+    }
+    unlink(path);
     /* 9 positions do not fit the tiny session (8); malformed lists are usage errors */
     snprintf(cmd, sizeof cmd, "%s/tessera bench decode --quick --context 9 >/dev/null 2>&1",
              ts_test_build_dir());
