@@ -71,6 +71,11 @@ struct ts_llm_enc {
     /* levels dropped right after the step's i-th bootstrap (ts__llm_enc_boot_drops) */
     uint8_t *boot_drop;
     size_t n_boot_drop;
+    /* a pass's (ts__llm_enc_boot_drops_pass): [0] after a pass or a
+     * prefilled cache, [1] after ordinary steps (its plans differ: the K/V
+     * refresh) */
+    uint8_t *boot_drop_pass[2];
+    size_t n_boot_drop_pass[2];
     /* lanes: an ordinary step's K row level per layer (ts__llm_enc_step_rows),
      * the least a prefill's shared rows must reach (NULL: unknown) */
     int8_t *row_lv;
@@ -115,6 +120,8 @@ struct ts_llm_enc_session {
     uint64_t nboot;
     bool in_step;                       /* inside ts_llm_enc_step: the engine's boot_drop applies */
     size_t boot_ev;                     /* bootstraps of the current step so far */
+    bool stepped;                       /* an ordinary step since the last pass (or the start) */
+    int pass_drops;                     /* the pass's drop list: stepped when it began */
     ts_convert_t *cv;                   /* TFHE side (borrowed), NULL when unused */
     ts_nonlinear_slots_t *nls[P_COUNT]; /* per primitive evaluated in TFHE */
     int sub;                            /* slots [0, sub) map onto the small ring */
@@ -602,6 +609,8 @@ void ts_llm_enc_free(ts_llm_enc_t *e)
     ts_free(e->wk_x);
     ts_free(e->wv_x);
     ts_free(e->boot_drop);
+    ts_free(e->boot_drop_pass[0]);
+    ts_free(e->boot_drop_pass[1]);
     ts_ckks_params_free(e->params);
     ts_free(e);
 }
@@ -882,6 +891,10 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
         goto fail;
     if (e->lanes > 1 && !gpt2)
         defer_choose(e, true);
+    for (int k = 0; k < 2 && e->lanes > 1; k++)
+        if ((st = ts__llm_enc_boot_drops_pass(e, k, &e->boot_drop_pass[k],
+                                              &e->n_boot_drop_pass[k])) != TS_OK)
+            goto fail;
     *out = e;
     return TS_OK;
 fail:
@@ -909,6 +922,14 @@ void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask)
     e->row_lv = NULL;
     if (e->lanes > 1)
         (void)ts__llm_enc_step_rows(e, &e->row_lv);
+    for (int k = 0; k < 2; k++) {
+        ts_free(e->boot_drop_pass[k]);
+        e->boot_drop_pass[k] = NULL;
+        e->n_boot_drop_pass[k] = 0;
+        if (e->lanes > 1)
+            (void)ts__llm_enc_boot_drops_pass(e, k, &e->boot_drop_pass[k],
+                                              &e->n_boot_drop_pass[k]);
+    }
 }
 
 ts_status_t ts_llm_enc_set_norm_defer(ts_llm_enc_t *e, bool defer)
@@ -1010,6 +1031,10 @@ void ts__llm_enc_shape(const ts_llm_enc_t *e, ts__llm_enc_shape_t *out)
     out->resid_boot_pass = e->resid_boot_pass;
     out->boot_drop = e->boot_drop;
     out->n_boot_drop = e->n_boot_drop;
+    for (int k = 0; k < 2; k++) {
+        out->boot_drop_pass[k] = e->boot_drop_pass[k];
+        out->n_boot_drop_pass[k] = e->n_boot_drop_pass[k];
+    }
     out->row_lv = e->row_lv;
     out->norm_defer = e->norm_defer;
     out->norm_defer_pass = e->norm_defer_pass;
@@ -1807,12 +1832,15 @@ static double bound_set(ts_llm_enc_session_t *s, double b)
 static ts_status_t boot_drop(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
 {
     const ts_llm_enc_t *e = s->e;
-    if (!s->in_step || s->lane_step)
-        return TS_OK; /* (a prefill's operations are not the step's the drops were found for) */
-    size_t ev = s->boot_ev++;
-    if (ev >= e->n_boot_drop || !e->boot_drop[ev])
+    if (!s->in_step)
         return TS_OK;
-    int t = ts_boot_levels_left(s->boot) - e->boot_drop[ev];
+    /* a pass's own list, after a pass or after ordinary steps */
+    const uint8_t *dl = s->lane_step ? e->boot_drop_pass[s->pass_drops] : e->boot_drop;
+    size_t nd = s->lane_step ? e->n_boot_drop_pass[s->pass_drops] : e->n_boot_drop;
+    size_t ev = s->boot_ev++;
+    if (ev >= nd || !dl[ev])
+        return TS_OK;
+    int t = ts_boot_levels_left(s->boot) - dl[ev];
     t = t > lv ? t : lv;
     ts_status_t st = TS_OK;
     if (ts_ckks_ciphertext_level(a) > t)
@@ -3330,6 +3358,7 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
     stage_begin(s);
     s->in_step = true;
     s->boot_ev = 0;
+    s->pass_drops = lane_step && s->stepped ? 1 : 0;
     TRY(ct_new(s, &xx));
     TRY(ct_new(s, &xb));
     TRY(ct_new(s, &o));
@@ -3386,6 +3415,7 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
     }
     s->next_pos = last + 1;
     s->stats.steps++;
+    s->stepped = !lane_step; /* the plan of a pass after ordinary steps: TS_LLM_PLAN_AFTER_STEPS */
 done:
     s->in_step = false;
     s->lane_step = 0;

@@ -34,6 +34,7 @@ typedef struct gb {
     const int8_t *cache_lv;
     bool cap_next; /* the next operator's result at most cap_lv_next */
     int cap_lv_next;
+    bool after_steps;       /* a pass after ordinary steps: its drops after bootstraps */
     const uint8_t *refresh; /* per layer: the pass refreshes its K and V copies (NULL: none) */
     int kv_need;            /* the level the refresh keeps the scores above (enc.c kv_need) */
     int *q_id, *kc_id;      /* per layer (NULL: not kept): the queries, the K cache after the put */
@@ -750,8 +751,10 @@ static ts_status_t build_graph(gb_t *b, unsigned flags)
     ts_status_t st = ts_sched_graph_new(&b->g);
     if (st == TS_OK)
         st = build_step(b, flags);
-    if (st == TS_OK && b->e->n_boot_drop && !b->prefill && !(flags & PLAN_NO_DROPS))
-        st = ts_sched_graph_set_boot_drop(b->g, b->e->boot_drop, b->e->n_boot_drop);
+    const uint8_t *dl = b->prefill ? b->e->boot_drop_pass[b->after_steps] : b->e->boot_drop;
+    size_t nd = b->prefill ? b->e->n_boot_drop_pass[b->after_steps] : b->e->n_boot_drop;
+    if (st == TS_OK && nd && !(flags & PLAN_NO_DROPS))
+        st = ts_sched_graph_set_boot_drop(b->g, dl, nd);
     if (st != TS_OK) {
         ts_sched_graph_free(b->g);
         b->g = NULL;
@@ -796,7 +799,8 @@ static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, 
      * on the refreshes before it) */
     const ts_nonlinear_cheb_t *cexp =
         e.cfg->eval_exp == TS_LLM_EVAL_CKKS ? ts_nonlinear_approx_cheb(e.a_exp) : NULL;
-    if (b.prefill && pos > 0 && (flags & TS_LLM_PLAN_AFTER_STEPS))
+    b.after_steps = b.prefill && pos > 0 && (flags & TS_LLM_PLAN_AFTER_STEPS);
+    if (b.after_steps)
         b.cache_lv = e.row_lv;
     uint8_t *refresh = NULL;
     int *ids = NULL;
@@ -1024,35 +1028,25 @@ ts_status_t ts__llm_enc_step_rows(const ts_llm_enc_t *enc, int8_t **rows)
     return TS_OK;
 }
 
-ts_status_t ts__llm_enc_boot_drops(const ts_llm_enc_t *enc, uint8_t **drop, size_t *n)
+/* The drops after each of the nb bootstraps of g's plan (best: its time
+ * under c), in order, each the largest that keeps the count and lowers the
+ * time; *drop NULL when none helps. Frees g and c. */
+static ts_status_t drops_search(ts_sched_graph_t *g, ts_sched_costs_t *c, int input, uint32_t nb,
+                                double best, uint8_t **drop, size_t *n)
 {
-    *drop = NULL;
-    *n = 0;
-    ts_llm_enc_levels_t lv;
-    ts_sched_costs_t *c = NULL;
-    ts_sched_graph_t *g = NULL;
     ts_sched_plan_t *p = NULL;
     uint8_t *d = NULL;
-    ts_status_t st = last_step_plan(enc, &lv, &c, &g, &p);
-    if (st == TS_OK && !p) {
-        ts_free(c);
-        ts_sched_graph_free(g);
-        return TS_OK;
-    }
-    uint32_t nb = p ? p->n_boot : 0;
-    double best = p ? p->total_ns : 0.0;
-    ts_sched_plan_free(p);
-    p = NULL;
-    if (st == TS_OK && nb && !(d = ts_calloc(nb, 1)))
+    ts_status_t st = TS_OK;
+    if (nb && !(d = ts_calloc(nb, 1)))
         st = TS_ENOMEM;
     bool any = false;
     /* each bootstrap in order, the largest drop first */
     for (uint32_t i = 0; st == TS_OK && i < nb; i++) {
-        for (int k = lv.input - 1; k >= 1; k--) {
+        for (int k = input - 1; k >= 1; k--) {
             d[i] = (uint8_t)k;
             if ((st = ts_sched_graph_set_boot_drop(g, d, nb)) != TS_OK)
                 break;
-            if (ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0) ==
+            if (ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, input, input, &p, NULL, 0) ==
                     TS_OK &&
                 p->n_boot == nb && p->total_ns < best) {
                 best = p->total_ns;
@@ -1075,6 +1069,60 @@ ts_status_t ts__llm_enc_boot_drops(const ts_llm_enc_t *enc, uint8_t **drop, size
     ts_sched_graph_free(g);
     ts_free(c);
     return st;
+}
+
+ts_status_t ts__llm_enc_boot_drops(const ts_llm_enc_t *enc, uint8_t **drop, size_t *n)
+{
+    *drop = NULL;
+    *n = 0;
+    ts_llm_enc_levels_t lv;
+    ts_sched_costs_t *c = NULL;
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *p = NULL;
+    ts_status_t st = last_step_plan(enc, &lv, &c, &g, &p);
+    if (st != TS_OK || !p) {
+        ts_free(c);
+        ts_sched_graph_free(g);
+        return st;
+    }
+    uint32_t nb = p->n_boot;
+    double best = p->total_ns;
+    ts_sched_plan_free(p);
+    return drops_search(g, c, lv.input, nb, best, drop, n);
+}
+
+ts_status_t ts__llm_enc_boot_drops_pass(const ts_llm_enc_t *enc, bool after_steps, uint8_t **drop,
+                                        size_t *n)
+{
+    *drop = NULL;
+    *n = 0;
+    ts__llm_enc_shape_t e;
+    ts__llm_enc_shape(enc, &e);
+    ts_llm_enc_levels_t lv;
+    int pos;
+    unsigned flags;
+    if (ts_llm_enc_uses_tfhe(enc) || !choice_plan(enc, true, &lv, &pos, &flags))
+        return TS_OK;
+    if (!after_steps)
+        flags &= ~TS_LLM_PLAN_AFTER_STEPS;
+    ts_sched_costs_t *c = ts_malloc(sizeof *c);
+    if (!c)
+        return TS_ENOMEM;
+    ts_sched_costs_default(c);
+    ts_sched_costs_extend(c, lv.input);
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *p = NULL;
+    if (graph_with(enc, pos, flags | PLAN_NO_DROPS, e.resid_boot_pass, &g) != TS_OK ||
+        ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0) !=
+            TS_OK) {
+        ts_sched_graph_free(g);
+        ts_free(c);
+        return TS_OK; /* no plan: no drops */
+    }
+    uint32_t nb = p->n_boot;
+    double best = p->total_ns;
+    ts_sched_plan_free(p);
+    return drops_search(g, c, lv.input, nb, best, drop, n);
 }
 
 ts_status_t ts_llm_enc_plan(const ts_llm_enc_t *enc, int pos, unsigned flags,

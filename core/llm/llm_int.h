@@ -128,6 +128,10 @@ typedef struct ts__llm_enc_shape {
     uint64_t resid_boot_pass; /* a prefill pass's (struct ts_llm_enc) */
     const uint8_t *boot_drop; /* levels dropped after each bootstrap (struct ts_llm_enc) */
     size_t n_boot_drop;
+    /* a pass's: [0] after a pass or a prefilled cache, [1] after ordinary
+     * steps (struct ts_llm_enc boot_drop_pass) */
+    const uint8_t *boot_drop_pass[2];
+    size_t n_boot_drop_pass[2];
     const int8_t *row_lv; /* an ordinary step's K row level per layer (NULL: unknown) */
     int period_log_slots; /* the residual stream's bootstrapper's slots (0: none) */
     int boot_log_slots;   /* the main bootstrapper's (the ciphertexts' slots, lanes
@@ -185,6 +189,11 @@ void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask);
  * evaluates anything in TFHE (its conversions are placed by levels too).
  */
 ts_status_t ts__llm_enc_boot_drops(const ts_llm_enc_t *e, uint8_t **drop, size_t *n);
+/* The same for a lanes engine's pass (under its plan at the last pass's
+ * position): after a pass or a prefilled cache (after_steps false) or after
+ * ordinary steps (true: TS_LLM_PLAN_AFTER_STEPS). *drop NULL without lanes. */
+ts_status_t ts__llm_enc_boot_drops_pass(const ts_llm_enc_t *e, bool after_steps, uint8_t **drop,
+                                        size_t *n);
 /* The level of each layer's K row in the engine's plan of an ordinary step
  * at its last position (*rows: n_layers entries, ts_free; NULL without a
  * bootstrapper or a plan): what a prefill's shared rows must reach so that
