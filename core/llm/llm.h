@@ -919,8 +919,10 @@ ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out)
  * lanes (TS_EINVAL without): every layer's attention input two levels above
  * an ordinary step's K row (at most a bootstrap's levels), each cache
  * write's lane_share (one level), the first softmax
- * round's per-lane mean (one level on the sum and on the squares), no level
- * drops after bootstraps. With TS_LLM_PLAN_CACHE_ONLY: a cache-only pass. */
+ * round's per-lane mean (one level on the sum and on the squares), the
+ * pass's own level drops after bootstraps (after a pass, or with
+ * TS_LLM_PLAN_AFTER_STEPS after steps). With TS_LLM_PLAN_CACHE_ONLY: a
+ * cache-only pass. */
 #define TS_LLM_PLAN_PREFILL 8u
 /* With TS_LLM_PLAN_PREFILL at pos > 0: a pass after ordinary steps (a
  * generation's speculative pass, tessera generate --draft): each layer's K

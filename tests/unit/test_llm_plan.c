@@ -835,6 +835,60 @@ START_TEST(test_engine_boot_drops)
 }
 END_TEST
 
+/*
+ * A lanes engine's passes have their own drop lists
+ * (ts__llm_enc_boot_drops_pass): after a pass (or a prefilled cache) and
+ * after ordinary steps. aidreams260K, ckks policy, 4 lanes of 2^9 slots at
+ * test-boot-n12-dense, the pass from position 4: each plan keeps its bootstraps with its list
+ * and predicts less time than without it. (test_llm_ctx runs passes after
+ * a step and after a pass against their plans.)
+ */
+START_TEST(test_engine_pass_drops)
+{
+    ts_llm_enc_config_t c;
+    ts_llm_model_t *m = aidreams_ckks16(&c);
+    c.log_slots = 9; /* the widest vector, the vocabulary's 512 */
+    c.lanes = 4;
+    ts_ckks_params_t *p = NULL;
+    ck_assert_ts_ok(
+        ts_ckks_params_load_file("configs/params/test-boot-n12-dense.yaml", true, &p, NULL));
+    ts_llm_enc_t *e = NULL;
+    ck_assert_ts_ok(ts_llm_enc_new(m, p, &c, NULL, &e));
+    ts__llm_enc_shape_t sh;
+    ts__llm_enc_shape(e, &sh);
+    ts_sched_costs_t costs;
+    ts_sched_costs_default(&costs);
+    ts_llm_enc_levels_t lv;
+    ck_assert_ts_ok(ts_llm_enc_levels(e, &lv));
+    ts_sched_costs_extend(&costs, lv.input);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_uint_gt(sh.n_boot_drop_pass[k], 0);
+        unsigned flags =
+            TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PREFILL | (k ? TS_LLM_PLAN_AFTER_STEPS : 0);
+        ts_sched_graph_t *g = NULL;
+        ts_sched_plan_t *with = NULL, *without = NULL;
+        ck_assert_ts_ok(ts_llm_enc_graph(e, 4, flags, &g));
+        ck_assert_ts_ok(
+            ts_sched_plan_new_engine(g, &costs, TS_SCHED_CKKS, lv.input, lv.input, &with, NULL, 0));
+        ck_assert_ts_ok(ts_sched_graph_set_boot_drop(g, NULL, 0));
+        ck_assert_ts_ok(ts_sched_plan_new_engine(g, &costs, TS_SCHED_CKKS, lv.input, lv.input,
+                                                 &without, NULL, 0));
+        printf("pass drops (%s): %zu bootstraps with a drop list; %u / %u bootstraps, predicted "
+               "%.2f / %.2f s\n",
+               k ? "after steps" : "after a pass", sh.n_boot_drop_pass[k], with->n_boot,
+               without->n_boot, with->total_ns / 1e9, without->total_ns / 1e9);
+        ck_assert_uint_eq(with->n_boot, without->n_boot);
+        ck_assert(with->total_ns < without->total_ns);
+        ts_sched_plan_free(with);
+        ts_sched_plan_free(without);
+        ts_sched_graph_free(g);
+    }
+    ts_llm_enc_free(e);
+    ts_ckks_params_free(p);
+    ts_llm_model_free(m);
+}
+END_TEST
+
 START_TEST(test_engine_config_best)
 {
     char dir[256], model[300];
@@ -951,6 +1005,7 @@ TS_TEST_SUITE(llm_plan)
     tcase_add_test(tc, test_engine_resid_boot);
     tcase_add_test(tc, test_engine_norm_defer);
     tcase_add_test(tc, test_engine_boot_drops);
+    tcase_add_test(tc, test_engine_pass_drops);
     tcase_add_loop_test(tc, test_engine_plan_counts, 0, 5);
     tcase_add_loop_test(tc, test_engine_plan_counts_gpt2, 0, 3);
     suite_add_tcase(s, tc);
