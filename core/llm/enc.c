@@ -927,8 +927,7 @@ void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask)
         e->boot_drop_pass[k] = NULL;
         e->n_boot_drop_pass[k] = 0;
         if (e->lanes > 1)
-            (void)ts__llm_enc_boot_drops_pass(e, k, &e->boot_drop_pass[k],
-                                              &e->n_boot_drop_pass[k]);
+            (void)ts__llm_enc_boot_drops_pass(e, k, &e->boot_drop_pass[k], &e->n_boot_drop_pass[k]);
     }
 }
 

@@ -1113,8 +1113,7 @@ ts_status_t ts__llm_enc_boot_drops_pass(const ts_llm_enc_t *enc, bool after_step
     ts_sched_graph_t *g = NULL;
     ts_sched_plan_t *p = NULL;
     if (graph_with(enc, pos, flags | PLAN_NO_DROPS, e.resid_boot_pass, &g) != TS_OK ||
-        ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0) !=
-            TS_OK) {
+        ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0) != TS_OK) {
         ts_sched_graph_free(g);
         ts_free(c);
         return TS_OK; /* no plan: no drops */
