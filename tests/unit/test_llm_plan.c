@@ -782,6 +782,48 @@ START_TEST(test_engine_norm_defer)
 }
 END_TEST
 
+/* aidreams260K's ckks engine at test-boot-n12-dense with `lanes` lanes of
+ * 2^log_slots slots (no bootstrapper: the plan's level model). */
+static ts_llm_enc_t *dense_engine(int lanes, int log_slots, ts_llm_model_t **m,
+                                  ts_ckks_params_t **p)
+{
+    ts_llm_enc_config_t c;
+    *m = aidreams_ckks16(&c);
+    c.log_slots = log_slots;
+    c.lanes = lanes;
+    ck_assert_ts_ok(
+        ts_ckks_params_load_file("configs/params/test-boot-n12-dense.yaml", true, p, NULL));
+    ts_llm_enc_t *e = NULL;
+    ck_assert_ts_ok(ts_llm_enc_new(*m, *p, &c, NULL, &e));
+    return e;
+}
+
+/* The engine's plan at pos (flags) with the drop list its graph carries and
+ * without one: the same bootstraps, less predicted time with it. */
+static void drop_plans(const ts_llm_enc_t *e, int pos, unsigned flags, const char *what,
+                       size_t n_drop, ts_sched_plan_t **with, ts_sched_plan_t **without)
+{
+    ts_sched_costs_t costs;
+    ts_sched_costs_default(&costs);
+    ts_llm_enc_levels_t lv;
+    ck_assert_ts_ok(ts_llm_enc_levels(e, &lv));
+    ts_sched_costs_extend(&costs, lv.input);
+    ts_sched_graph_t *g = NULL;
+    ck_assert_ts_ok(ts_llm_enc_graph(e, pos, flags, &g));
+    ck_assert_ts_ok(
+        ts_sched_plan_new_engine(g, &costs, TS_SCHED_CKKS, lv.input, lv.input, with, NULL, 0));
+    ck_assert_ts_ok(ts_sched_graph_set_boot_drop(g, NULL, 0));
+    ck_assert_ts_ok(
+        ts_sched_plan_new_engine(g, &costs, TS_SCHED_CKKS, lv.input, lv.input, without, NULL, 0));
+    ts_sched_graph_free(g);
+    printf("%s: %zu bootstraps with a drop list; %u / %u bootstraps, predicted %.2f / %.2f s\n",
+           what, n_drop, (*with)->n_boot, (*without)->n_boot, (*with)->total_ns / 1e9,
+           (*without)->total_ns / 1e9);
+    ck_assert_uint_gt(n_drop, 0);
+    ck_assert_uint_eq((*with)->n_boot, (*without)->n_boot);
+    ck_assert((*with)->total_ns < (*without)->total_ns);
+}
+
 /*
  * Drops after bootstraps (ts__llm_enc_boot_drops): aidreams260K, ckks policy,
  * at test-boot-n12-dense; the engine's plan with its drops has the same
@@ -791,44 +833,22 @@ END_TEST
  */
 START_TEST(test_engine_boot_drops)
 {
-    ts_llm_enc_config_t c;
-    ts_llm_model_t *m = aidreams_ckks16(&c);
+    ts_llm_model_t *m = NULL;
     ts_ckks_params_t *p = NULL;
-    ck_assert_ts_ok(
-        ts_ckks_params_load_file("configs/params/test-boot-n12-dense.yaml", true, &p, NULL));
-    ts_llm_enc_t *e = NULL;
-    ck_assert_ts_ok(ts_llm_enc_new(m, p, &c, NULL, &e));
+    ts_llm_enc_t *e = dense_engine(1, 10, &m, &p);
     ts__llm_enc_shape_t sh;
     ts__llm_enc_shape(e, &sh);
-    ck_assert_uint_gt(sh.n_boot_drop, 0);
-    ts_sched_costs_t costs;
-    ts_sched_costs_default(&costs);
-    ts_llm_enc_levels_t lv;
-    ck_assert_ts_ok(ts_llm_enc_levels(e, &lv));
-    ts_sched_costs_extend(&costs, lv.input);
-    ts_sched_graph_t *g = NULL;
     ts_sched_plan_t *with = NULL, *without = NULL;
-    ck_assert_ts_ok(ts_llm_enc_graph(e, 15, TS_LLM_PLAN_ONEHOT, &g));
-    ck_assert_ts_ok(
-        ts_sched_plan_new_engine(g, &costs, TS_SCHED_CKKS, lv.input, lv.input, &with, NULL, 0));
-    ck_assert_ts_ok(ts_sched_graph_set_boot_drop(g, NULL, 0));
-    ck_assert_ts_ok(
-        ts_sched_plan_new_engine(g, &costs, TS_SCHED_CKKS, lv.input, lv.input, &without, NULL, 0));
+    drop_plans(e, 15, TS_LLM_PLAN_ONEHOT, "step drops", sh.n_boot_drop, &with, &without);
     size_t lower = 0, higher = 0;
     for (size_t k = 0; k < with->n_steps; k++) {
         lower += with->steps[k].level_in < without->steps[k].level_in;
         higher += with->steps[k].level_in > without->steps[k].level_in;
     }
-    printf("boot drops: %zu bootstraps with a drop list; %u / %u bootstraps, predicted %.2f / "
-           "%.2f s, %zu operators lower, %zu higher\n",
-           sh.n_boot_drop, with->n_boot, without->n_boot, with->total_ns / 1e9,
-           without->total_ns / 1e9, lower, higher);
-    ck_assert_uint_eq(with->n_boot, without->n_boot);
-    ck_assert(with->total_ns < without->total_ns);
+    printf("step drops: %zu operators lower, %zu higher\n", lower, higher);
     ck_assert_uint_gt(lower, 0);
     ts_sched_plan_free(with);
     ts_sched_plan_free(without);
-    ts_sched_graph_free(g);
     ts_llm_enc_free(e);
     ts_ckks_params_free(p);
     ts_llm_model_free(m);
@@ -838,50 +858,27 @@ END_TEST
 /*
  * A lanes engine's passes have their own drop lists
  * (ts__llm_enc_boot_drops_pass): after a pass (or a prefilled cache) and
- * after ordinary steps. aidreams260K, ckks policy, 4 lanes of 2^9 slots at
- * test-boot-n12-dense, the pass from position 4: each plan keeps its bootstraps with its list
- * and predicts less time than without it. (test_llm_ctx runs passes after
- * a step and after a pass against their plans.)
+ * after ordinary steps. aidreams260K, ckks policy, 4 lanes of 2^9 slots (the
+ * widest vector, the vocabulary's 512) at test-boot-n12-dense, the pass from
+ * position 4: each plan keeps its bootstraps with its list and predicts less
+ * time than without it. (test_llm_ctx runs passes after a step and after a
+ * pass against their plans.)
  */
 START_TEST(test_engine_pass_drops)
 {
-    ts_llm_enc_config_t c;
-    ts_llm_model_t *m = aidreams_ckks16(&c);
-    c.log_slots = 9; /* the widest vector, the vocabulary's 512 */
-    c.lanes = 4;
+    ts_llm_model_t *m = NULL;
     ts_ckks_params_t *p = NULL;
-    ck_assert_ts_ok(
-        ts_ckks_params_load_file("configs/params/test-boot-n12-dense.yaml", true, &p, NULL));
-    ts_llm_enc_t *e = NULL;
-    ck_assert_ts_ok(ts_llm_enc_new(m, p, &c, NULL, &e));
+    ts_llm_enc_t *e = dense_engine(4, 9, &m, &p);
     ts__llm_enc_shape_t sh;
     ts__llm_enc_shape(e, &sh);
-    ts_sched_costs_t costs;
-    ts_sched_costs_default(&costs);
-    ts_llm_enc_levels_t lv;
-    ck_assert_ts_ok(ts_llm_enc_levels(e, &lv));
-    ts_sched_costs_extend(&costs, lv.input);
     for (int k = 0; k < 2; k++) {
-        ck_assert_uint_gt(sh.n_boot_drop_pass[k], 0);
-        unsigned flags =
-            TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PREFILL | (k ? TS_LLM_PLAN_AFTER_STEPS : 0);
-        ts_sched_graph_t *g = NULL;
         ts_sched_plan_t *with = NULL, *without = NULL;
-        ck_assert_ts_ok(ts_llm_enc_graph(e, 4, flags, &g));
-        ck_assert_ts_ok(
-            ts_sched_plan_new_engine(g, &costs, TS_SCHED_CKKS, lv.input, lv.input, &with, NULL, 0));
-        ck_assert_ts_ok(ts_sched_graph_set_boot_drop(g, NULL, 0));
-        ck_assert_ts_ok(ts_sched_plan_new_engine(g, &costs, TS_SCHED_CKKS, lv.input, lv.input,
-                                                 &without, NULL, 0));
-        printf("pass drops (%s): %zu bootstraps with a drop list; %u / %u bootstraps, predicted "
-               "%.2f / %.2f s\n",
-               k ? "after steps" : "after a pass", sh.n_boot_drop_pass[k], with->n_boot,
-               without->n_boot, with->total_ns / 1e9, without->total_ns / 1e9);
-        ck_assert_uint_eq(with->n_boot, without->n_boot);
-        ck_assert(with->total_ns < without->total_ns);
+        drop_plans(e, 4,
+                   TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PREFILL | (k ? TS_LLM_PLAN_AFTER_STEPS : 0),
+                   k ? "pass drops after steps" : "pass drops after a pass", sh.n_boot_drop_pass[k],
+                   &with, &without);
         ts_sched_plan_free(with);
         ts_sched_plan_free(without);
-        ts_sched_graph_free(g);
     }
     ts_llm_enc_free(e);
     ts_ckks_params_free(p);
