@@ -45,6 +45,10 @@ typedef struct {
     double ms, st[NSTAGE];
     uint64_t boots, boots_pd, convs, lookups;
     double err, bits;
+    /* a prefill pass: the largest error over every lane's logits against
+     * the plaintext model's at that lane's position, and its lane (-1: none) */
+    double lanes_err;
+    int lanes_err_lane;
     int am_enc, am_ref;
     /* the scheduler's engine plan of this step (--costs): predicted latency per
      * engine stage (index = ts_llm_stage_t) and counts */
@@ -360,6 +364,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     ts_ckks_ciphertext_t *x = NULL, *y = NULL, *lg = NULL;
     ts_ckks_ciphertext_t **kc = NULL, **vc = NULL;
     int *ctx_toks = NULL, n_layers = 0;
+    float *lane_ref = NULL; /* a timed prefill's lanes' plaintext logits, V each */
     int64_t *steps = NULL;
     int64_t *nz_cur = NULL, *nz_prev = NULL; /* --noise: this and the previous run's */
     int nz_pos = -1, nz_tok = -1;
@@ -543,6 +548,10 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     if (k->n_ctx > 0) {
         n_layers = ts_llm_model_config(m)->n_layers;
         ctx_toks = calloc((size_t)k->max_pos, sizeof *ctx_toks);
+        if (g_prefill && !(lane_ref = calloc((size_t)V * (size_t)g_prefill, sizeof *lane_ref))) {
+            st = TS_ENOMEM;
+            goto out;
+        }
         kc = calloc((size_t)n_layers, sizeof *kc);
         vc = calloc((size_t)n_layers, sizeof *vc);
         if (!ctx_toks || !kc || !vc) {
@@ -567,6 +576,9 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             for (int i = 0; i + 1 < L; i++) {
                 TRY(ts_llm_forward(m, ref, ctx_toks[i], i, &rl));
                 ctx_toks[i + 1] = i + 1 < g_n_ids ? g_ids[i + 1] : ts_llm_argmax(rl, V);
+                if (lane_ref && i >= L - g_prefill) /* a timed pass's lane before the last */
+                    memcpy(lane_ref + (size_t)(i - (L - g_prefill)) * (size_t)V, rl,
+                           (size_t)V * sizeof *lane_ref);
             }
             /* the client encrypts the plaintext K and V of [0, L - 1) (of
              * [0, L - N) before a prefill of N), the server installs them:
@@ -682,8 +694,13 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 cur = 1 - cur;
             }
             if (g_noise && !g_cache_only) {
-                /* the unsanitized logits' coefficients (outside the timing) */
-                size_t N = ts_ckks_params_n(p), gap = N / 2 / (size_t)k->slots;
+                /* the unsanitized logits' coefficients (outside the timing); a
+                 * lanes engine's ciphertexts fill its lanes x the working slots,
+                 * and its logits' period is every lane's (pow2(vocab) x lanes:
+                 * a reply carries them all) */
+                size_t N = ts_ckks_params_n(p),
+                       cts = (size_t)ts_llm_enc_slots(enc) * (size_t)ts_llm_enc_lanes(enc),
+                       gap = N / 2 / cts;
                 if (!nz_cur) {
                     nz_cur = ts_calloc(N, sizeof *nz_cur);
                     nz_prev = ts_calloc(N, sizeof *nz_prev);
@@ -699,16 +716,13 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 q->nz_diff_rms = q->nz_diff_max = q->nz_sub_rms = q->nz_sub_max = q->nz_l2 = NAN;
                 q->rd_sigma_full = q->rd_err_full = q->rd_sigma_sub = q->rd_err_sub = NAN;
                 if (nz_pos == last && nz_tok == tokens[last]) {
-                    size_t pv = 1, gsub;
-                    while (pv < (size_t)V)
-                        pv *= 2;
-                    gsub = N / 2 / pv;
+                    size_t pv = (size_t)ts_llm_enc_logits_period(enc), gsub = N / 2 / pv;
                     for (size_t i = 0; i < N; i++)
                         nz_prev[i] -= nz_cur[i];
                     coeff_stats(nz_prev, N, 1, false, &q->nz_diff_rms, &q->nz_diff_max);
                     coeff_stats(nz_prev, N, gsub, false, &q->nz_sub_rms, &q->nz_sub_max);
                     q->nz_l2 = q->nz_sub_rms + 0.5 * log2((double)(2 * pv)) - 0.5;
-                    rd_flood(p, q->nz_diff_rms + 0.5 * log2((double)N) - 0.5, (size_t)k->slots,
+                    rd_flood(p, q->nz_diff_rms + 0.5 * log2((double)N) - 0.5, cts,
                              &q->rd_sigma_full, &q->rd_err_full);
                     rd_flood(p, q->nz_l2, pv, &q->rd_sigma_sub, &q->rd_err_sub);
                 }
@@ -745,6 +759,34 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             q->lookups = c.lookups - a0.lookups;
             TRY(ts_llm_forward(m, ref, tokens[last], last, &rl));
             k->n++;
+            q->lanes_err = NAN;
+            q->lanes_err_lane = -1;
+            if (pf && lane_ref && !g_cache_only && k->n_ctx > 0) {
+                /* every lane's logits against the plaintext's at its position */
+                memcpy(lane_ref + (size_t)(g_prefill - 1) * (size_t)V, rl,
+                       (size_t)V * sizeof *lane_ref);
+                double *dl = ts_calloc((size_t)V * (size_t)g_prefill, sizeof *dl);
+                if (!dl) {
+                    st = TS_ENOMEM;
+                    goto out;
+                }
+                st = ts_llm_enc_decrypt_logits(ecd, sk, lg, g_prefill, 0, g_prefill, dl, V);
+                for (int l = 0; st == TS_OK && l < g_prefill; l++)
+                    for (int i = 0; i < V; i++) {
+                        double d = fabs(dl[(size_t)l * (size_t)V + (size_t)i] -
+                                        lane_ref[(size_t)l * (size_t)V + (size_t)i]);
+                        if (!(d <= q->lanes_err)) {
+                            q->lanes_err = d;
+                            q->lanes_err_lane = l;
+                        }
+                    }
+                ts_free_secret(dl); /* decryptions */
+                TRY(st);
+                fprintf(stderr,
+                        "bench decode: pos %d-%d: every lane's logits within %.2e of the "
+                        "plaintext's (largest at lane %d)\n",
+                        pos, last, q->lanes_err, q->lanes_err_lane);
+            }
             if (g_cache_only) {
                 q->err = q->bits = NAN;
                 q->am_enc = q->am_ref = -1;
@@ -802,6 +844,7 @@ out:
     free(logits);
     free(steps);
     free(ctx_toks);
+    free(lane_ref);
     for (int l = 0; l < n_layers && kc && vc; l++) {
         ts_ckks_ciphertext_free(kc[l]);
         ts_ckks_ciphertext_free(vc[l]);
@@ -889,7 +932,9 @@ static void usage(FILE *f)
                "prefill pass (ts_llm_enc_prefill) of positions [L-N, L) in an engine of N\n"
                "lanes (a power of two; ciphertexts and bootstraps at N times the working\n"
                "slots), after [0, L-N) prefilled as above; precision and argmax of position\n"
-               "L-1's logits (the last lane); with --cache-only no logits (JSON: prefill).\n"
+               "L-1's logits (the last lane), and the largest error over every lane's logits\n"
+               "against the plaintext model's at its position (JSON: lanes_max_abs_err, its\n"
+               "lane lanes_max_abs_err_lane); with --cache-only no logits (JSON: prefill).\n"
                "--lanes N (with --context L): the ordinary step at L-1 in an engine of N lanes\n"
                "(every lane at L-1): a generated token's cost in a prefill_lanes model.\n"
                "--after K (with --prefill): then K ordinary steps at L, L+1, ... in the same\n"
@@ -908,10 +953,12 @@ static void usage(FILE *f)
                "q_0): log2 rms and max outside the sparse packing's subring (noise alone), and,\n"
                "when the previous record ran the same position and token (--context L,L: a\n"
                "second, independently encrypted run), of the two runs' difference (JSON:\n"
-               "noise_log2), against B, the flooding's noise estimate; one lane only. With\n"
-               "two runs also the difference on the logits' subring, the l2 of the logits'\n"
-               "noise there (logit_noise_l2: what a model's sanitize_noise_l2_log2 bounds,\n"
-               "docs/SECURITY.md) and the Renyi mode's sigma and logit error for 2^12 replies.\n"
+               "noise_log2), against B, the flooding's noise estimate. With two runs also the\n"
+               "difference on the logits' subring (period pow2(vocab) x lanes: with --prefill\n"
+               "or --lanes every lane's logits, as one reply carries them), the l2 of the\n"
+               "logits' noise there (logit_noise_l2: what a model's sanitize_noise_l2_log2\n"
+               "bounds, docs/SECURITY.md) and the Renyi mode's sigma and logit error for 2^12\n"
+               "replies.\n"
                "--sanitize-l2 X [--sanitize-queries Q]: sanitize in the Renyi mode (the logits\n"
                "projected on their subring, a Gaussian flood for 2^Q replies, default 12, of\n"
                "noise up to 2^X in l2; tesserad's sanitize_noise_l2_log2) instead of uniform\n"
@@ -997,6 +1044,9 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                         "\"logits_max_abs_err\": %.3g, \"precision_bits\": %.2f, "
                         "\"argmax_enc\": %d, \"argmax_plain\": %d, ",
                         q->err, q->bits, q->am_enc, q->am_ref);
+            if (q->lanes_err_lane >= 0)
+                fprintf(f, "\"lanes_max_abs_err\": %.3g, \"lanes_max_abs_err_lane\": %d, ",
+                        q->lanes_err, q->lanes_err_lane);
             fprintf(f, "\"stages_ms\": {");
             for (int j = 0; j < NSTAGE; j++)
                 fprintf(f, "%s\"%s\": %.1f", j ? ", " : "", stage_names[j], q->st[j]);
@@ -1238,13 +1288,6 @@ int ts_bench_decode(int argc, char **argv)
     }
     if (g_prefill && g_lanes) {
         fprintf(stderr, "bench decode: --prefill N is an engine of N lanes already\n");
-        return TS_EXIT_USAGE;
-    }
-    if (g_noise && (g_prefill || g_lanes)) {
-        /* the lanes' ciphertexts fill N x the working slots: another subring
-         * (--noise-trace compares every slot of two runs: any lanes) */
-        fprintf(stderr, "bench decode: --noise measures an engine of one lane (not with "
-                        "--prefill or --lanes)\n");
         return TS_EXIT_USAGE;
     }
     ts_sched_costs_t costs;

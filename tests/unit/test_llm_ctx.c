@@ -571,18 +571,44 @@ START_TEST(test_ctx_bench_cli)
         ck_assert(diff > 2.0 && diff < 50.0 && diff_max >= diff);
     }
     unlink(path);
-    snprintf(cmd, sizeof cmd,
-             "%s/tessera bench decode --quick --context 4 --lanes 2 --noise >/dev/null 2>&1",
-             ts_test_build_dir());
-    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
-    snprintf(cmd, sizeof cmd,
-             "%s/tessera bench decode --quick --context 4 --prefill 2 --noise >/dev/null 2>&1",
-             ts_test_build_dir());
-    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
     /* --noise-trace of a prefill pass: every lane's slots, the second run's
-     * trace with every layer's points, ending at the last lane's logits */
-    bench_json("--params test-boot-n12 --context 4,4 --max-context 4 --prefill 2 --noise-trace",
+     * trace with every layer's points, ending at the last lane's logits;
+     * --noise in the same runs: the logits' subring is every lane's (period
+     * pow2(vocab) x lanes = 512 x 2: the l2 over its 2P coefficients is the
+     * rms + (log2(2P) - 1) / 2 = 5.0, one lane's 4.5) */
+    bench_json("--params test-boot-n12 --context 4,4 --max-context 4 --prefill 2 --noise-trace "
+               "--noise",
                path, buf, sizeof buf);
+    {
+        const char *n1 = strstr(buf, "\"noise_log2\": {\"off_subring_rms\": ");
+        ck_assert_ptr_nonnull(n1);
+        const char *n2 = strstr(n1 + 1, "\"noise_log2\": {\"off_subring_rms\": ");
+        ck_assert_ptr_nonnull(n2);
+        const char *sr = strstr(n2, "\"run_diff_logit_subring_rms\": "),
+                   *l2 = strstr(n2, "\"logit_noise_l2\": ");
+        ck_assert(sr && l2);
+        double off = atof(strchr(n1 + 16, ':') + 1), sub = atof(strchr(sr, ':') + 1),
+               el2 = atof(strchr(l2, ':') + 1);
+        printf("bench decode --prefill 2 --noise at test-boot-n12: off-subring rms 2^%.2f, two "
+               "runs differ on the lanes' logit subring by rms 2^%.2f, l2 2^%.2f\n",
+               off, sub, el2);
+        ck_assert(off > 2.0 && off < 50.0);
+        ck_assert(sub > 2.0 && sub < 50.0);
+        ck_assert_double_eq_tol(el2 - sub, 5.0, 1e-3);
+        /* every lane's logits against the plaintext model's at its position:
+         * the largest error covers the last lane's, and stays small */
+        const char *le = strstr(n1, "\"lanes_max_abs_err\": "),
+                   *ll = strstr(n1, "\"lanes_max_abs_err_lane\": "),
+                   *e1 = strstr(n1, "\"logits_max_abs_err\": ");
+        ck_assert(le && ll && e1);
+        double lerr = atof(strchr(le, ':') + 1), err = atof(strchr(e1, ':') + 1);
+        int lane = atoi(strchr(ll, ':') + 1);
+        printf("bench decode --prefill 2 at test-boot-n12: every lane within %.3g (lane %d), the "
+               "last within %.3g\n",
+               lerr, lane, err);
+        ck_assert(lane == 0 || lane == 1);
+        ck_assert(lerr >= err - 1e-3 && lerr < 0.5);
+    }
     {
         const char *t1 = strstr(buf, "\"noise_trace\": [");
         ck_assert_ptr_nonnull(t1);
