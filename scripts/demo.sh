@@ -148,7 +148,7 @@ sanitize="sanitize_lambda: 20"
 # a lanes engine (DEMO_PREFILL) returns every lane's logits in one reply: its
 # period is lanes x pow2(vocab), so the Renyi flood costs sqrt(lanes) more
 # per logit, and its logits carry far more noise (`tessera bench decode
-# --noise --prefill 8`: l2 2^30.5 at 32 positions against one lane's 2^22.7;
+# --noise --prefill 8`: l2 2^30.2 at 32 positions against one lane's 2^22.7;
 # the 2^14-slot bootstraps of its softmax): a Renyi flood would move each
 # logit by ~0.1 even for one reply, so uniform flooding with lambda 16 there
 # (no guarantee for the weights; tesserad says so at startup; docs/SECURITY.md)
