@@ -761,32 +761,6 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             k->n++;
             q->lanes_err = NAN;
             q->lanes_err_lane = -1;
-            if (pf && lane_ref && !g_cache_only && k->n_ctx > 0) {
-                /* every lane's logits against the plaintext's at its position */
-                memcpy(lane_ref + (size_t)(g_prefill - 1) * (size_t)V, rl,
-                       (size_t)V * sizeof *lane_ref);
-                double *dl = ts_calloc((size_t)V * (size_t)g_prefill, sizeof *dl);
-                if (!dl) {
-                    st = TS_ENOMEM;
-                    goto out;
-                }
-                st = ts_llm_enc_decrypt_logits(ecd, sk, lg, g_prefill, 0, g_prefill, dl, V);
-                for (int l = 0; st == TS_OK && l < g_prefill; l++)
-                    for (int i = 0; i < V; i++) {
-                        double d = fabs(dl[(size_t)l * (size_t)V + (size_t)i] -
-                                        lane_ref[(size_t)l * (size_t)V + (size_t)i]);
-                        if (!(d <= q->lanes_err)) {
-                            q->lanes_err = d;
-                            q->lanes_err_lane = l;
-                        }
-                    }
-                ts_free_secret(dl); /* decryptions */
-                TRY(st);
-                fprintf(stderr,
-                        "bench decode: pos %d-%d: every lane's logits within %.2e of the "
-                        "plaintext's (largest at lane %d)\n",
-                        pos, last, q->lanes_err, q->lanes_err_lane);
-            }
             if (g_cache_only) {
                 q->err = q->bits = NAN;
                 q->am_enc = q->am_ref = -1;
@@ -794,31 +768,39 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                         ts_sched_policy_name(k->policy), last, q->ms);
                 continue;
             }
-            if (g_prefill || g_lanes) {
-                /* the last lane's logits (position L - 1 of a prefill; every lane's at a step) */
-                double *dl = calloc((size_t)V, sizeof *dl);
-                if (!dl) {
-                    st = TS_ENOMEM;
-                    goto out;
-                }
-                int nl = g_prefill ? g_prefill : g_lanes;
-                st = ts_llm_enc_decrypt_logits(ecd, sk, lg, nl, nl - 1, 1, dl, V);
-                for (int i = 0; i < V; i++)
-                    logits[i] = (float)dl[i];
-                free(dl);
-                TRY(st);
-            } else {
-                double *dl = calloc((size_t)V, sizeof *dl);
-                if (!dl) {
-                    st = TS_ENOMEM;
-                    goto out;
-                }
-                st = ts_llm_enc_decrypt_logits(ecd, sk, lg, 1, 0, 1, dl, V);
-                for (int i = 0; i < V; i++)
-                    logits[i] = (float)dl[i];
-                free(dl);
-                TRY(st);
+            /* the last lane's logits (position L - 1 of a prefill; every lane's
+             * at a step); a prefill pass after a context: every lane's, each
+             * against the plaintext's at its position */
+            int nl = g_prefill ? g_prefill : g_lanes ? g_lanes : 1;
+            int nd = pf && lane_ref ? nl : 1;
+            double *dl = ts_calloc((size_t)V * (size_t)nd, sizeof *dl);
+            if (!dl) {
+                st = TS_ENOMEM;
+                goto out;
             }
+            st = ts_llm_enc_decrypt_logits(ecd, sk, lg, nl, nl - nd, nd, dl, V);
+            const double *dlast = dl + (size_t)(nd - 1) * (size_t)V;
+            for (int i = 0; i < V; i++)
+                logits[i] = (float)dlast[i];
+            if (nd > 1) {
+                memcpy(lane_ref + (size_t)(nl - 1) * (size_t)V, rl, (size_t)V * sizeof *lane_ref);
+                for (int l = 0; st == TS_OK && l < nl; l++)
+                    for (int i = 0; i < V; i++) {
+                        size_t at = (size_t)l * (size_t)V + (size_t)i;
+                        double d = fabs(dl[at] - lane_ref[at]);
+                        if (!(d <= q->lanes_err)) {
+                            q->lanes_err = d;
+                            q->lanes_err_lane = l;
+                        }
+                    }
+            }
+            ts_free_secret(dl); /* decryptions */
+            TRY(st);
+            if (nd > 1)
+                fprintf(stderr,
+                        "bench decode: pos %d-%d: every lane's logits within %.2e of the "
+                        "plaintext's (largest at lane %d)\n",
+                        pos, last, q->lanes_err, q->lanes_err_lane);
             double mx = 0, ra = 0;
             for (int i = 0; i < V; i++) {
                 mx = fmax(mx, fabs((double)logits[i] - rl[i]));

@@ -834,7 +834,6 @@ struct ts_boot {
     bool full, sparse_complex;
     int em_in, cheb_out, em_out; /* levels: EvalMod input, after Chebyshev, after EvalMod */
     double q0;
-    double stc_gain; /* CTS_FIRST: EvalMod ends at delta_out * stc_gain (see ts_boot_new) */
     size_t ncts, nstc, nstc1;
     ts_ckks_lintrans_t *cts[MAX_GROUPS];
     ts_ckks_lintrans_t *stc[MAX_GROUPS];
@@ -969,11 +968,10 @@ ts_status_t ts_boot_new(ts_ckks_params_t *params, const ts_boot_config_t *cfg, t
      * scales q_l (2n)^(-1/nstc) bring it back to delta_out. SlotToCoeff sums
      * 2n coefficients of size ~ slot / sqrt(2n) into each slot, so the noise
      * of EvalMod's last rescale (fixed per coefficient) ended at delta_out
-     * sqrt(2n) times larger relative to the message than after the input's
-     * rescales: ~one bit per doubling of n (test-boot-n12-dense h' = 32,
-     * 2^10 slots: 24.7 -> 25.5 bits; levels unchanged) */
-    bt->stc_gain = 2.0 * (double)bt->n;
-    double fs = pow(bt->stc_gain, -1.0 / (double)(pl.nstc > 0 ? pl.nstc : 1));
+     * 2n times larger against the message than a rescale on the slots:
+     * ~one bit per doubling of n (test-boot-n12-dense h' = 32, 2^10 slots:
+     * 24.7 -> 25.5 bits; levels and operations unchanged) */
+    double fs = pow(2.0 * (double)bt->n, -1.0 / (double)(pl.nstc > 0 ? pl.nstc : 1));
     for (int i = 0; i < pl.nstc && st == TS_OK; i++) {
         double q = (double)ts_ckks_params_q(params, (size_t)(bt->em_out - i));
         st = encode_dmat(enc, &pl.stc[i], bt->em_out - i, q * fs, &bt->stc[i]);
@@ -1441,7 +1439,7 @@ static ts_status_t boot_cts(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
             st = ts_ckks_ciphertext_set_meta(x, 0, 1, ldexp(delta, (int)a), bt->n);
     }
     if (st == TS_OK)
-        st = recover_core(bt, ev, x, delta_out * (bt->nstc > 0 ? bt->stc_gain : 1.0), x);
+        st = recover_core(bt, ev, x, delta_out * (bt->nstc > 0 ? 2.0 * (double)bt->n : 1.0), x);
     if (st == TS_OK)
         st = apply_groups(ev, bt->stc, bt->nstc, x, t);
     if (st == TS_OK)
