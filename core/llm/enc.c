@@ -2246,6 +2246,14 @@ static int lane_pos(const ts_llm_enc_session_t *s, int l)
     return s->pos0 + (l < s->lane_n ? l : s->lane_n - 1) * s->lane_step;
 }
 
+/* s->buf = k / (pos_l + 1) on every lane l's slots (for mul_buf). */
+static void lanes_recip_pos(ts_llm_enc_session_t *s, double k)
+{
+    for (int j = 0; j < s->e->cs; j++)
+        s->buf[j] = k / (lane_pos(s, j % s->e->lanes) + 1);
+    s->buf_lanes = true;
+}
+
 /*
  * A prefill's keys or values to every lane: x holds lane l's vector in its
  * own block (pos0 + l) and zeros in the others (wk and wv write nothing for
@@ -2608,12 +2616,15 @@ done:
 }
 
 /* The bootstrap bound of a value in [lo, hi] (0 < lo < hi): hi, or a
- * quarter of it for a wide interval, whose top is a margin rarely reached
- * (the softmax's sums, their inverses on a uniform row): a value 4 times its
- * bound is distorted by ~6e-6 relative (ENC_BOOT_BOUND). */
+ * sixteenth of it for a wide interval, whose top is a margin rarely reached
+ * (the softmax's sums, their inverses on a uniform row) and whose values
+ * mostly sit far below it: a value 16 times its bound is distorted by ~1e-4
+ * relative (ENC_BOOT_BOUND), below the error of every 1/x the engine
+ * evaluates (LAST_BITS), while the bootstrap's absolute error, ~1e-6 of the
+ * bound, shrinks 4x against a quarter (docs/benchmarks.md, session 31). */
 static double interval_bound(double lo, double hi)
 {
-    return hi / lo > 16.0 ? hi / 4.0 : hi;
+    return hi / lo > 16.0 ? hi / 16.0 : hi;
 }
 
 /* ... of 1/x on sp's interval. */
@@ -2631,10 +2642,15 @@ static double recip_bound(const ts_nonlinear_spec_t *sp)
  * arithmetic, one level shallower), and num must lie in [0, den] (a softmax
  * term over its sum) so that both a and b stay in [0, 2): their pair
  * bootstraps run at bound 2. num and den may be bootstrapped in place.
+ * lanes_num (a prefill pass's first round): den is every lane's mean sum
+ * already, num its raw terms, each lane's 1 / (pos_l + 1) applied here after
+ * den and num's (pair) bootstrap, which so sees num at its own size, not the
+ * mean's (log2(pos_l + 1) bits more of num: docs/benchmarks.md, session 31);
+ * num's bound is the same, a term is below its sum.
  */
 static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp,
-                          const ts_nonlinear_approx_t *ap, double pre, ct_t *num, ct_t *den,
-                          ct_t *out)
+                          const ts_nonlinear_approx_t *ap, double pre, bool lanes_num, ct_t *num,
+                          ct_t *den, ct_t *out)
 {
     double sc = pre * 2.0 / (sp->lo + sp->hi);
     ct_t *a = NULL, *b = NULL, *f = NULL, *f2 = NULL;
@@ -2657,7 +2673,12 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
     if (!g0) {
         TRY(need2(s, den, num, 1));
         TRY(mul_k(s, den, sc, a));
-        TRY(mul_k(s, num, sc, b));
+        if (lanes_num) {
+            lanes_recip_pos(s, sc);
+            TRY(mul_buf(s, num, b));
+        } else {
+            TRY(mul_k(s, num, sc, b));
+        }
     } else {
         g = *g0;
         g.lo = g0->lo / pre;
@@ -2670,6 +2691,11 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
             coeffs[j] = g0->coeffs[j] * pre;
         g.coeffs = coeffs;
         TRY(need2(s, den, num, ts__llm_cheb_levels(&g) + 1));
+        if (lanes_num) {
+            /* a level of num's own, above f's */
+            lanes_recip_pos(s, 1.0);
+            TRY(mul_buf(s, num, num));
+        }
         TRY(cheb(s, &g, den, f)); /* f = g(den), in (0, 2 / den) */
         bound_set(s, 2.0);
         TRY(mul_cc(s, den, f, a));
@@ -3103,22 +3129,19 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
                                               : p == P_RECIP_LAST ? e->a_recip_last
                                                                   : e->a_recip_norm;
             if (mean && s->lane_step && e->lanes > 1) {
-                /* a prefill's lanes average over their own positions: sq and
-                 * its sum times 1 / (pos_l + 1) (one level), the ratio kept;
-                 * a bootstrap before the products sees the sums themselves,
-                 * up to the interval's top times the positions */
+                /* a prefill's lanes average over their own positions: the
+                 * sum times 1 / (pos_l + 1) (one level) here, sq in divide
+                 * after their pair bootstrap (lanes_num); a bootstrap before
+                 * the product sees the sums themselves, up to the
+                 * interval's top times the positions */
                 double pb = bound_set(s, interval_bound(rsp->lo, rsp->hi) *
                                              (lane_pos(s, e->lanes - 1) + 1));
-                for (int kk2 = 0; kk2 < e->cs; kk2++)
-                    s->buf[kk2] = 1.0 / (lane_pos(s, kk2 % e->lanes) + 1);
-                s->buf_lanes = true;
+                lanes_recip_pos(s, 1.0);
                 TRY(mul_buf(s, sum, sum));
-                s->buf_lanes = true; /* (encoding every lane's values leaves them) */
-                TRY(mul_buf(s, sq, sq));
                 s->bound = pb;
-                TRY(divide(s, rsp, ap, 1.0, sq, sum, y));
+                TRY(divide(s, rsp, ap, 1.0, true, sq, sum, y));
             } else {
-                TRY(divide(s, rsp, ap, mean ? 1.0 / (pos + 1) : 1.0, sq, sum, y));
+                TRY(divide(s, rsp, ap, mean ? 1.0 / (pos + 1) : 1.0, false, sq, sum, y));
             }
             yb = 1.0;
             probe(s, round_name[round], y);

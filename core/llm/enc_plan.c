@@ -288,9 +288,10 @@ static int rsqrt(gb_t *b, int x)
 }
 
 /* Goldschmidt division num / den (enc.c divide); the operator a = den c
- * carries the primitive (kind INV) */
+ * carries the primitive (kind INV); lanes_num: each lane's 1 / (pos_l + 1)
+ * on num after their need (encoded) */
 static int divide(gb_t *b, const char *nm, const ts_nonlinear_spec_t *sp,
-                  const ts_nonlinear_approx_t *ap, int num, int den)
+                  const ts_nonlinear_approx_t *ap, bool lanes_num, int num, int den)
 {
     const double c[6] = {0, 1, 0, 0, 1, 0};
     const double c0[6] = {0, 0, 0, 0, 0, 0};
@@ -305,6 +306,8 @@ static int divide(gb_t *b, const char *nm, const ts_nonlinear_spec_t *sp,
             return -1;
         }
         add(b, TS_OP_SUM, "goldschmidt.need", den, num, BOTH, 0, ts__llm_cheb_levels(g) + 1, c0);
+        if (lanes_num)
+            num = mul_k(b, "goldschmidt.num.lanes", num, true);
         int gi = prim(b, TS_OP_INV, nm, den, TS_LLM_EVAL_CKKS, sp, ap, (uint32_t)b->e->nh, 1);
         a = mul_cc(b, "goldschmidt.a", den, gi, BOTH, 1);
         bb = mul_cc(b, "goldschmidt.b", num, gi, BOTH, 1);
@@ -334,7 +337,7 @@ static int divide(gb_t *b, const char *nm, const ts_nonlinear_spec_t *sp,
     op.need_level = 1;
     op.group = TS_LLM_STAGE_NONLINEAR;
     b->st = ts_sched_graph_add_op(b->g, &op, NULL, 0, &a);
-    bb = mul_k(b, "goldschmidt.b", num, false);
+    bb = mul_k(b, "goldschmidt.b", num, lanes_num);
 steps:
     for (int i = 0; i < sp->steps; i++) {
         add(b, TS_OP_SUM, "goldschmidt.need", a, bb, BOTH, 0, 1, c0);
@@ -556,12 +559,12 @@ static int attention(gb_t *b, int xb, int r, bool kv_only)
             const ts_nonlinear_approx_t *ap = first  ? e->a_recip
                                               : last ? e->a_recip_last
                                                      : e->a_recip_norm;
-            if (mean && b->prefill) {
-                /* each lane's 1 / (pos_l + 1) on the sum and on sq (encoded) */
+            /* a pass: each lane's 1 / (pos_l + 1) on the sum (encoded), on
+             * sq in divide */
+            bool lanes = mean && b->prefill;
+            if (lanes)
                 sum = mul_k(b, "softmax.mean.lanes", sum, true);
-                sq = mul_k(b, "softmax.mean.lanes.sq", sq, true);
-            }
-            y = divide(b, nm, rsp, ap, sq, sum);
+            y = divide(b, nm, rsp, ap, lanes, sq, sum);
             b->stage = prev;
             continue;
         }
