@@ -630,6 +630,25 @@ START_TEST(test_ctx_bench_cli)
         ck_assert(last && !strncmp(last, "logits\"", 7));
     }
     unlink(path);
+    /* a prefill pass's first softmax round: each lane's 1 / (pos_l + 1) on
+     * the terms after their pair bootstrap with the sum, which so sees them
+     * at their own size (enc.c divide, lanes_num): at lanes 4-7 the round's
+     * output keeps 20.7-20.8 bits above the two runs' difference, 16.6 when
+     * the terms were bootstrapped at a fifth to an eighth of it */
+    bench_json("--params test-boot-n12 --context 8,8 --max-context 8 --prefill 4 --noise-trace",
+               path, buf, sizeof buf);
+    {
+        const char *r0 = strstr(buf, "{\"point\": \"attn.round0\", \"layer\": 0,");
+        ck_assert_ptr_nonnull(r0);
+        const char *b = strstr(r0, "\"bits\": ");
+        ck_assert_ptr_nonnull(b);
+        double bits = atof(b + 8);
+        printf("bench decode --prefill 4 --noise-trace at test-boot-n12: the first softmax "
+               "round of layer 0 keeps %.2f bits\n",
+               bits);
+        ck_assert(bits >= 19.0 && bits < 45.0);
+    }
+    unlink(path);
     /* 9 positions do not fit the tiny session (8); malformed lists are usage errors */
     snprintf(cmd, sizeof cmd, "%s/tessera bench decode --quick --context 9 >/dev/null 2>&1",
              ts_test_build_dir());
