@@ -2627,6 +2627,31 @@ static double interval_bound(double lo, double hi)
     return hi / lo > 16.0 ? hi / 16.0 : hi;
 }
 
+/*
+ * The bootstrap bound of a softmax round's sum and terms (divide's den and
+ * num) for the 1/x spec sp: its interval's (interval_bound), or for the first
+ * round a sixty-fourth of the interval's top. Those sums are means of
+ * exp(z) (or its square) over the positions, far below the top: the ckks
+ * policy's [0.8, 256] holds sums of 1.3 on average and at most 44 over five
+ * prompts and 128 positions (11 times the bound of 4: ~5e-5 distortion,
+ * ENC_BOOT_BOUND), and a value at the top is distorted by ~1.6e-3 relative,
+ * where the round's own 1/x keeps 3.3 bits (COND_BITS); a term below
+ * e^(2 hi) of exp's interval (~400), 100 times the bound, by ~4e-3, the
+ * size of the shallow exp series' own error (3.1e-3, EXP_SHALLOW_POS).
+ * Session 31: a lanes pass's first round 15.2 -> 17.2 bits.
+ */
+static double den_bound(const ts_nonlinear_spec_t *sp, bool first)
+{
+    return first ? sp->hi / 64.0 : interval_bound(sp->lo, sp->hi);
+}
+
+/* The bootstrap bound of Goldschmidt's pair (a, b) in divide: both lie in
+ * [0, 2), a near 1 and b a softmax term over its sum, mostly far below 1
+ * (~1 / n): at a quarter of their interval's top a value at the top is
+ * distorted by ~6e-6 relative (ENC_BOOT_BOUND) while b's bootstrap error
+ * shrinks 4x against a bound of 2 (docs/benchmarks.md, session 31). */
+#define GS_BOOT_BOUND 0.5
+
 /* ... of 1/x on sp's interval. */
 static double recip_bound(const ts_nonlinear_spec_t *sp)
 {
@@ -2641,23 +2666,23 @@ static double recip_bound(const ts_nonlinear_spec_t *sp)
  * folded into its first constant (the same value as num * (1/den) in exact
  * arithmetic, one level shallower), and num must lie in [0, den] (a softmax
  * term over its sum) so that both a and b stay in [0, 2): their pair
- * bootstraps run at bound 2. num and den may be bootstrapped in place.
+ * bootstraps run at GS_BOOT_BOUND. num and den may be bootstrapped in place.
  * lanes_num (a prefill pass's first round): den is every lane's mean sum
  * already, num its raw terms, each lane's 1 / (pos_l + 1) applied here after
  * den and num's (pair) bootstrap, which so sees num at its own size, not the
- * mean's (log2(pos_l + 1) bits more of num: docs/benchmarks.md, session 31);
- * num's bound is the same, a term is below its sum.
+ * mean's (log2(pos_l + 1) bits more of num: docs/benchmarks.md, session 31).
+ * bound: den's and num's bootstrap bound before pre (den_bound).
  */
 static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp,
-                          const ts_nonlinear_approx_t *ap, double pre, bool lanes_num, ct_t *num,
-                          ct_t *den, ct_t *out)
+                          const ts_nonlinear_approx_t *ap, double pre, double bound, bool lanes_num,
+                          ct_t *num, ct_t *den, ct_t *out)
 {
     double sc = pre * 2.0 / (sp->lo + sp->hi);
     ct_t *a = NULL, *b = NULL, *f = NULL, *f2 = NULL;
     double *coeffs = NULL;
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
-    double prev_bound = bound_set(s, interval_bound(sp->lo, sp->hi) / pre);
+    double prev_bound = bound_set(s, bound / pre);
     /* SCALED: the Chebyshev-iteration guess g replaces the constant c, as
      * pre p(pre x): the same coefficients times pre on [lo, hi] / pre */
     const ts_nonlinear_cheb_t *g0 = NULL;
@@ -2697,11 +2722,11 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
             TRY(mul_buf(s, num, num));
         }
         TRY(cheb(s, &g, den, f)); /* f = g(den), in (0, 2 / den) */
-        bound_set(s, 2.0);
+        bound_set(s, GS_BOOT_BOUND);
         TRY(mul_cc(s, den, f, a));
         TRY(mul_cc(s, num, f, b));
     }
-    bound_set(s, 2.0);
+    bound_set(s, GS_BOOT_BOUND);
     for (int i = 0; i < sp->steps; i++) {
         /* a and b refreshed together before f = 2 - a is taken from a, so
          * that a and f are never bootstrapped apart */
@@ -3139,9 +3164,10 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
                 lanes_recip_pos(s, 1.0);
                 TRY(mul_buf(s, sum, sum));
                 s->bound = pb;
-                TRY(divide(s, rsp, ap, 1.0, true, sq, sum, y));
+                TRY(divide(s, rsp, ap, 1.0, den_bound(rsp, true), true, sq, sum, y));
             } else {
-                TRY(divide(s, rsp, ap, mean ? 1.0 / (pos + 1) : 1.0, false, sq, sum, y));
+                TRY(divide(s, rsp, ap, mean ? 1.0 / (pos + 1) : 1.0, den_bound(rsp, p == P_RECIP),
+                           false, sq, sum, y));
             }
             yb = 1.0;
             probe(s, round_name[round], y);
@@ -3335,9 +3361,12 @@ done:
  * xx += o, both bootstrapped first (one pair) where e->resid_boot's bit says.
  * Their bound: the sum feeds a norm (the next layer's, the FFN's or the
  * final one) and xx fed one, so (RMSNorm) |xx_i|, |xx_i + o_i| <= B =
- * norm_in_bound and |o_i| <= 2 B: 16 for aidreams260K instead of
- * ENC_BOOT_BOUND's 64, a quarter of the bootstrap's error on the stream
- * (LayerNorm: ENC_BOOT_BOUND). In the stream's unit ks.
+ * norm_in_bound and |o_i| <= 2 B; the stream sits far below that (aidreams
+ * 260K: rms ~0.03 of 16), so the pair is bootstrapped at a sixteenth of
+ * 2 B, where a value at 2 B is distorted by ~1e-4 relative
+ * (ENC_BOOT_BOUND) and the stream's bootstrap error is 1/64 of
+ * ENC_BOOT_BOUND's (session 31; 2 B until then). LayerNorm:
+ * ENC_BOOT_BOUND. In the stream's unit ks.
  */
 static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
 {
@@ -3345,7 +3374,7 @@ static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
     uint64_t rb = s->lane_step ? e->resid_boot_pass : e->resid_boot;
     if (s->boot && bit < 64 && ((rb >> bit) & 1u)) {
         int prev_stage = stage_to(s, TS_LLM_STAGE_OTHER);
-        double prev_bound = bound_set(s, (e->gpt2 ? 1.0 : 2.0) * norm_in_bound(e) * e->ks);
+        double prev_bound = bound_set(s, (e->gpt2 ? 1.0 : 2.0 / 16.0) * norm_in_bound(e) * e->ks);
         ts_status_t st = need2_at(s, xx, o, ts_boot_levels_left(s->boot), true);
         s->bound = prev_bound;
         stage_to(s, prev_stage);
