@@ -633,8 +633,10 @@ START_TEST(test_ctx_bench_cli)
     /* a prefill pass's first softmax round: each lane's 1 / (pos_l + 1) on
      * the terms after their pair bootstrap with the sum, which so sees them
      * at their own size (enc.c divide, lanes_num): at lanes 4-7 the round's
-     * output keeps 20.7-20.8 bits above the two runs' difference, 16.6 when
-     * the terms were bootstrapped at a fifth to an eighth of it */
+     * output keeps 22.1 bits above the two runs' difference (20.8 before
+     * the round's bound went from a sixteenth to a sixty-fourth of its
+     * interval, den_bound), 16.6 when the terms were bootstrapped at a fifth
+     * to an eighth of their size */
     bench_json("--params test-boot-n12 --context 8,8 --max-context 8 --prefill 4 --noise-trace",
                path, buf, sizeof buf);
     {
