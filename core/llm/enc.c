@@ -2647,10 +2647,11 @@ static double den_bound(const ts_nonlinear_spec_t *sp, bool first)
 
 /* The bootstrap bound of Goldschmidt's pair (a, b) in divide: both lie in
  * [0, 2), a near 1 and b a softmax term over its sum, mostly far below 1
- * (~1 / n): at a quarter of their interval's top a value at the top is
- * distorted by ~6e-6 relative (ENC_BOOT_BOUND) while b's bootstrap error
- * shrinks 4x against a bound of 2 (docs/benchmarks.md, session 31). */
-#define GS_BOOT_BOUND 0.5
+ * (~1 / n): at half their interval's top (bound_set's floor: below 1 the
+ * bootstrap's own error at the output scale dominates) a value at the top
+ * is distorted by ~1.6e-6 relative (ENC_BOOT_BOUND) while b's bootstrap
+ * error halves against a bound of 2 (docs/benchmarks.md, session 31). */
+#define GS_BOOT_BOUND 1.0
 
 /* ... of 1/x on sp's interval. */
 static double recip_bound(const ts_nonlinear_spec_t *sp)
