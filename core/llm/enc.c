@@ -1817,11 +1817,13 @@ static ts_status_t ct_new(ts_llm_enc_session_t *s, ct_t **out)
 }
 
 /* Set the bootstrap bound of the current section (rounded up to a power of
- * two, at least 1); returns the previous one. */
+ * two, at least 1/16: below ~1/4 a bootstrap's own error at the output scale
+ * dominates even at 2^14 slots, below ~2 at 2^10, ARCHITECTURE.md; 1 until
+ * session 31); returns the previous one. */
 static double bound_set(ts_llm_enc_session_t *s, double b)
 {
     double prev = s->bound;
-    s->bound = b > 1.0 ? ldexp(1.0, (int)ceil(log2(b) - 1e-9)) : 1.0;
+    s->bound = b > 0.0625 ? ldexp(1.0, (int)ceil(log2(b) - 1e-9)) : 0.0625;
     return prev;
 }
 
@@ -2647,11 +2649,11 @@ static double den_bound(const ts_nonlinear_spec_t *sp, bool first)
 
 /* The bootstrap bound of Goldschmidt's pair (a, b) in divide: both lie in
  * [0, 2), a near 1 and b a softmax term over its sum, mostly far below 1
- * (~1 / n): at half their interval's top (bound_set's floor: below 1 the
- * bootstrap's own error at the output scale dominates) a value at the top
- * is distorted by ~1.6e-6 relative (ENC_BOOT_BOUND) while b's bootstrap
- * error halves against a bound of 2 (docs/benchmarks.md, session 31). */
-#define GS_BOOT_BOUND 1.0
+ * (~1 / n): at an eighth of their interval's top a value at the top is
+ * distorted by ~1e-4 relative (ENC_BOOT_BOUND) while b's bootstrap error
+ * shrinks 8x against a bound of 2 where the bootstrap is that coarse (a
+ * lanes engine's 2^14 slots: docs/benchmarks.md, session 31). */
+#define GS_BOOT_BOUND 0.25
 
 /* ... of 1/x on sp's interval. */
 static double recip_bound(const ts_nonlinear_spec_t *sp)
