@@ -2617,16 +2617,20 @@ done:
     return st;
 }
 
-/* The bootstrap bound of a value in [lo, hi] (0 < lo < hi): hi, or a
- * sixteenth of it for a wide interval, whose top is a margin rarely reached
- * (the softmax's sums, their inverses on a uniform row) and whose values
- * mostly sit far below it: a value 16 times its bound is distorted by ~1e-4
- * relative (ENC_BOOT_BOUND), below the error of every 1/x the engine
- * evaluates (LAST_BITS), while the bootstrap's absolute error, ~1e-6 of the
- * bound, shrinks 4x against a quarter (docs/benchmarks.md, session 31). */
+/* How far below a proven or interval top a bound may sit where the values
+ * mostly sit far below it: a value BOUND_MARGIN times its bound is distorted
+ * by ~1e-4 relative (ENC_BOOT_BOUND), below the error of every 1/x the
+ * engine evaluates (LAST_BITS), while the bootstrap's absolute error, ~1e-6
+ * of the bound, shrinks as much (docs/benchmarks.md, session 31). */
+#define BOUND_MARGIN 16.0
+
+/* The bootstrap bound of a value in [lo, hi] (0 < lo < hi): hi, or
+ * hi / BOUND_MARGIN for a wide interval, whose top is a margin rarely
+ * reached (the softmax's sums, their inverses on a uniform row); a quarter
+ * until session 31. */
 static double interval_bound(double lo, double hi)
 {
-    return hi / lo > 16.0 ? hi / 16.0 : hi;
+    return hi / lo > 16.0 ? hi / BOUND_MARGIN : hi;
 }
 
 /*
@@ -3160,10 +3164,9 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
                 /* a prefill's lanes average over their own positions: the
                  * sum times 1 / (pos_l + 1) (one level) here, sq in divide
                  * after their pair bootstrap (lanes_num); a bootstrap before
-                 * the product sees the sums themselves, up to the
-                 * interval's top times the positions */
-                double pb = bound_set(s, interval_bound(rsp->lo, rsp->hi) *
-                                             (lane_pos(s, e->lanes - 1) + 1));
+                 * the product sees the sums themselves: the mean's bound
+                 * (den_bound, as divide's) times the positions */
+                double pb = bound_set(s, den_bound(rsp, true) * (lane_pos(s, e->lanes - 1) + 1));
                 lanes_recip_pos(s, 1.0);
                 TRY(mul_buf(s, sum, sum));
                 s->bound = pb;
@@ -3365,11 +3368,9 @@ done:
  * Their bound: the sum feeds a norm (the next layer's, the FFN's or the
  * final one) and xx fed one, so (RMSNorm) |xx_i|, |xx_i + o_i| <= B =
  * norm_in_bound and |o_i| <= 2 B; the stream sits far below that (aidreams
- * 260K: rms ~0.03 of 16), so the pair is bootstrapped at a sixteenth of
- * 2 B, where a value at 2 B is distorted by ~1e-4 relative
- * (ENC_BOOT_BOUND) and the stream's bootstrap error is 1/64 of
- * ENC_BOOT_BOUND's (session 31; 2 B until then). LayerNorm:
- * ENC_BOOT_BOUND. In the stream's unit ks.
+ * 260K: rms ~0.03 of 16), so the pair is bootstrapped at 2 B /
+ * BOUND_MARGIN (aidreams260K: 1 against ENC_BOOT_BOUND's 64; session 31,
+ * 2 B until then). LayerNorm: ENC_BOOT_BOUND. In the stream's unit ks.
  */
 static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
 {
@@ -3377,7 +3378,8 @@ static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
     uint64_t rb = s->lane_step ? e->resid_boot_pass : e->resid_boot;
     if (s->boot && bit < 64 && ((rb >> bit) & 1u)) {
         int prev_stage = stage_to(s, TS_LLM_STAGE_OTHER);
-        double prev_bound = bound_set(s, (e->gpt2 ? 1.0 : 2.0 / 16.0) * norm_in_bound(e) * e->ks);
+        double prev_bound =
+            bound_set(s, (e->gpt2 ? 1.0 : 2.0 / BOUND_MARGIN) * norm_in_bound(e) * e->ks);
         ts_status_t st = need2_at(s, xx, o, ts_boot_levels_left(s->boot), true);
         s->bound = prev_bound;
         stage_to(s, prev_stage);
