@@ -148,17 +148,16 @@ sanitize="sanitize_lambda: 20"
 # a lanes engine (DEMO_PREFILL) returns every lane's logits in one reply: its
 # period is lanes x pow2(vocab), so the Renyi flood costs sqrt(lanes) more
 # per logit, and its logits carry more noise (`tessera bench decode --noise
-# --prefill 8`: l2 2^23.8 at 32 positions against one lane's 2^21.6; the
-# 2^14-slot bootstraps of its softmax; session 31): bound 24.8 (a bit of
-# margin) for 2^4 replies keeps 4 bits per logit up to 8 lanes and 32
-# positions, enough for a demo's generation (a pass per reply: ~6 for 24
-# tokens with the published draft); beyond (not measured) uniform flooding
-# with lambda 16 (no guarantee for the weights; tesserad says so at
-# startup; docs/SECURITY.md)
+# --prefill 8`: l2 2^22.34-2^22.44 at 32 positions; the 2^14-slot
+# bootstraps of its softmax; sessions 31-32): bound 23.6 (1.2 bits of
+# margin) for 2^7 replies keeps 4 bits per logit up to 8 lanes and 32
+# positions (a pass per reply: ~6 for 24 tokens with the published draft);
+# beyond (not measured) uniform flooding with lambda 16 (no guarantee for
+# the weights; tesserad says so at startup; docs/SECURITY.md)
 if [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ] && [ "$DEMO_PREFILL" -le 8 ] &&
     [ "$ctx" -le 32 ]; then
-    sanitize="sanitize_noise_l2_log2: 24.8
-sanitize_queries_log2: 4"
+    sanitize="sanitize_noise_l2_log2: 23.6
+sanitize_queries_log2: 7"
 elif [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ]; then
     sanitize="sanitize_lambda: 16"
 elif [ -z "$insecure" ] && [ "$ctx" -le 8 ]; then

@@ -2722,10 +2722,29 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
         for (int j = 0; j <= g.degree; j++)
             coeffs[j] = g0->coeffs[j] * pre;
         g.coeffs = coeffs;
+        uint64_t nb0 = s->nboot;
         TRY(need2(s, den, num, ts__llm_cheb_levels(&g) + 1));
+        double nb = 1.0;
+        if (s->nboot != nb0 && s->e->lanes > 1) {
+            /* den (one sum per head, replicated over the position blocks)
+             * averaged over its replicas after its bootstrap: the
+             * bootstrap's error, independent from slot to slot, shrinks by
+             * sqrt(blocks), while every output of the head shares den's.
+             * den now holds nb times the sum: g reads it on nb times its
+             * interval, and f = g / nb so that a = den f; num takes nb
+             * (an integer: no level) */
+            nb = (double)(s->e->slots / s->e->pd);
+            TRY(rot_sum(s, den, s->e->pd, s->e->slots));
+            g.lo *= nb;
+            g.hi *= nb;
+            for (int j = 0; j <= g.degree; j++)
+                coeffs[j] /= nb;
+            if (!lanes_num)
+                TRY(ts_ckks_mul_const(s->ev, num, nb, 1.0, num));
+        }
         if (lanes_num) {
             /* a level of num's own, above f's */
-            lanes_recip_pos(s, 1.0);
+            lanes_recip_pos(s, nb);
             TRY(mul_buf(s, num, num));
         }
         TRY(cheb(s, &g, den, f)); /* f = g(den), in (0, 2 / den) */
@@ -2780,6 +2799,17 @@ static double norm_in_bound(const ts_llm_enc_t *e)
     return e->gpt2 ? ENC_BOOT_BOUND : sqrt(e->dim * e->cfg.rsqrt.hi);
 }
 
+/* The bootstrap bound of the residual stream (a norm's input, in the model's
+ * unit): RMSNorm's proven bound B = norm_in_bound over BOUND_MARGIN, as the
+ * stream sits far below it (aidreams260K: rms 0.03-0.06 of B = 16); at B the
+ * norm's own input bootstrap (one per norm) left the stream ~16 bits in a
+ * lanes pass, the residual pairs at 2 B / BOUND_MARGIN ~18 (docs/benchmarks.md,
+ * session 32). LayerNorm: ENC_BOOT_BOUND. */
+static double stream_bound(const ts_llm_enc_t *e)
+{
+    return e->gpt2 ? ENC_BOOT_BOUND : norm_in_bound(e) / BOUND_MARGIN;
+}
+
 static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b, bool stream,
                         bool defer, ct_t *x, ct_t *out)
 {
@@ -2793,7 +2823,7 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     double wmax = 1.0;
     for (int i = 0; w && i < e->dim; i++)
         wmax = fmax(wmax, fabs((double)w[i]));
-    double prev_bound = bound_set(s, norm_in_bound(e) * kx);
+    double prev_bound = bound_set(s, stream_bound(e) * kx);
     TRY(ct_new(s, &sq));
     TRY(ct_new(s, &r));
     TRY(ct_new(s, &xw));
@@ -3378,8 +3408,7 @@ static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
     uint64_t rb = s->lane_step ? e->resid_boot_pass : e->resid_boot;
     if (s->boot && bit < 64 && ((rb >> bit) & 1u)) {
         int prev_stage = stage_to(s, TS_LLM_STAGE_OTHER);
-        double prev_bound =
-            bound_set(s, (e->gpt2 ? 1.0 : 2.0 / BOUND_MARGIN) * norm_in_bound(e) * e->ks);
+        double prev_bound = bound_set(s, (e->gpt2 ? 1.0 : 2.0) * stream_bound(e) * e->ks);
         ts_status_t st = need2_at(s, xx, o, ts_boot_levels_left(s->boot), true);
         s->bound = prev_bound;
         stage_to(s, prev_stage);

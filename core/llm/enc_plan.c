@@ -34,6 +34,7 @@ typedef struct gb {
     const int8_t *cache_lv;
     bool cap_next; /* the next operator's result at most cap_lv_next */
     int cap_lv_next;
+    uint8_t boot_rot_next;  /* the next operator's boot_rot */
     bool after_steps;       /* a pass after ordinary steps: its drops after bootstraps */
     const uint8_t *refresh; /* per layer: the pass refreshes its K and V copies (NULL: none) */
     int kv_need;            /* the level the refresh keeps the scores above (enc.c kv_need) */
@@ -102,6 +103,8 @@ static int add_bsgs(gb_t *b, ts_op_kind_t kind, const char *nm, int x, int y, un
     else
         op.boot_log_slots = (uint8_t)b->e->boot_log_slots;
     b->periodic_next = false;
+    op.boot_rot = b->boot_rot_next;
+    b->boot_rot_next = 0;
     if (b->cap_next) {
         op.capped = true;
         op.level_cap = (uint8_t)(b->cap_lv_next < 0 ? 0 : b->cap_lv_next);
@@ -305,6 +308,10 @@ static int divide(gb_t *b, const char *nm, const ts_nonlinear_spec_t *sp,
             b->st = TS_EINVAL;
             return -1;
         }
+        /* a lanes engine averages den over its position blocks after their
+         * bootstrap: log2(slots / pd) rotations */
+        if (b->e->log_cs > ilog2_ceil(b->e->slots))
+            b->boot_rot_next = (uint8_t)ilog2_ceil(b->e->slots / b->e->pd);
         add(b, TS_OP_SUM, "goldschmidt.need", den, num, BOTH, 0, ts__llm_cheb_levels(g) + 1, c0);
         if (lanes_num)
             num = mul_k(b, "goldschmidt.num.lanes", num, true);

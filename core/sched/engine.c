@@ -130,6 +130,10 @@ static ts_status_t replay(const ts_sched_graph_t *g, const ts_sched_costs_t *c,
             st->op_ns =
                 ts_sched_costs_impl_ns_slots(c, &op->impl[0], lin, op->log_slots, &o, &inner) *
                 op->n_ct;
+            if (nb && op->boot_rot) {
+                int lb = bl > (int)c->max_level ? (int)c->max_level : bl;
+                st->op_ns += (double)op->boot_rot * ((double)c->rot_ns[lb] + (double)c->add_ns[lb]);
+            }
             o = lin - op->impl[0].depth;
             if (lin < 64 && ((op->deep_levels >> lin) & 1u)) {
                 /* one constant product and a rescale more, one level below */

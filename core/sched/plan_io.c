@@ -231,7 +231,7 @@ ts_status_t ts_sched_graph_digest(const ts_sched_graph_t *g, uint8_t out[32])
         /* the engine level model's fields, when used (generic graphs keep their digest) */
         if (op->pin || op->group || op->inplace || op->need_level || op->tfhe_in_level ||
             op->tfhe_out_level || op->n_conv || op->lut_seg || op->deep_levels ||
-            op->boot_log_slots || op->drop_above || op->capped || op->log_slots) {
+            op->boot_log_slots || op->drop_above || op->capped || op->log_slots || op->boot_rot) {
             ts_put_u8(&w, op->pin);
             ts_put_u8(&w, op->group);
             ts_put_u8(&w, op->inplace);
@@ -254,6 +254,10 @@ ts_status_t ts_sched_graph_digest(const ts_sched_graph_t *g, uint8_t out[32])
             if (op->log_slots) {
                 ts_put_u8(&w, 0xc5);
                 ts_put_u8(&w, op->log_slots);
+            }
+            if (op->boot_rot) {
+                ts_put_u8(&w, 0xa7);
+                ts_put_u8(&w, op->boot_rot);
             }
         }
         ts_put_u64(&w, g->rot_n[k]);

@@ -176,6 +176,10 @@ typedef struct ts_sched_op {
     uint8_t log_slots; /* CKKS: the ciphertext holds 2^log_slots slots (0: the table's slots):
                         * its plaintexts encoded on the fly (encode_ns, the BSGS diagonals)
                         * priced at that count when the table has diag_by_slots */
+    uint8_t boot_rot;  /* CKKS: rotations (each with an addition) the engine runs on a
+                        * bootstrap's output when this operator bootstraps (an average
+                        * over a value's replicas: core/llm divide), priced at the
+                        * bootstrap's output level; none without a bootstrap */
 } ts_sched_op_t;
 
 #define TS_SCHED_PIN_NONE   0 /* the policy decides */

@@ -649,6 +649,16 @@ START_TEST(test_ctx_bench_cli)
                "round of layer 0 keeps %.2f bits\n",
                bits);
         ck_assert(bits >= 19.0 && bits < 45.0);
+        /* that round's sums are averaged over their position blocks after
+         * their bootstrap (enc.c divide: den read on nb times its interval,
+         * num times nb): every lane's logits stay those of the plaintext
+         * model at its position (0.14 now; ~5e7 with the guess's 1 / nb
+         * left out) */
+        const char *le = strstr(buf, "\"lanes_max_abs_err\": ");
+        ck_assert_ptr_nonnull(le);
+        double lerr = atof(strchr(le, ':') + 1);
+        printf("bench decode --prefill 4 at test-boot-n12: every lane within %.3g\n", lerr);
+        ck_assert(lerr < 0.5);
     }
     unlink(path);
     /* 9 positions do not fit the tiny session (8); malformed lists are usage errors */

@@ -149,6 +149,54 @@ START_TEST(test_engine_levels_model)
         }
     }
 
+    /* rotations after a bootstrap (boot_rot: core/llm divide's average of a
+     * lanes engine's sums over their replicas): priced, rotation and
+     * addition at the bootstrap's output level, on the operator that
+     * bootstraps, and nowhere else; part of the graph's digest */
+    {
+        ts_sched_graph_t *h[2];
+        ts_sched_plan_t *q[2];
+        uint8_t dg[2][32];
+        for (int k = 0; k < 2; k++) {
+            ck_assert_ts_ok(ts_sched_graph_new(&h[k]));
+            /* fresh at 4 -> 3 -> 0; the third needs 4: bootstrapped; the
+             * fourth needs 1 at level 3: no bootstrap */
+            int a = op_add(h[k], TS_OP_MUL_CP, TS_SCHED_FRESH, TS_SCHED_NONE, 1, 1, 1);
+            a = op_add(h[k], TS_OP_MUL_CP, a, TS_SCHED_NONE, 3, 3, 1);
+            ts_sched_op_t op;
+            memset(&op, 0, sizeof op);
+            op.kind = TS_OP_SUM;
+            op.in[0] = a;
+            op.in[1] = TS_SCHED_NONE;
+            op.n_ct = op.n_impl = 1;
+            op.need_level = 4;
+            op.inplace = 1;
+            op.boot_rot = k == 1 ? 5 : 0;
+            snprintf(op.name, sizeof op.name, "need");
+            ck_assert_ts_ok(ts_sched_graph_add_op(h[k], &op, NULL, 0, &a));
+            op.need_level = 1;
+            op.in[0] = a;
+            snprintf(op.name, sizeof op.name, "need.again");
+            ck_assert_ts_ok(ts_sched_graph_add_op(h[k], &op, NULL, 0, NULL));
+            ck_assert_ts_ok(ts_sched_graph_digest(h[k], dg[k]));
+            ck_assert_ts_ok(
+                ts_sched_plan_new_engine(h[k], &c, TS_SCHED_CKKS, 0, 0, &q[k], msg, sizeof msg));
+            ck_assert_uint_eq(q[k]->n_boot, 1);
+            ck_assert_uint_eq(q[k]->steps[2].n_boot, 1);
+            ck_assert_uint_eq(q[k]->steps[3].n_boot, 0);
+        }
+        ck_assert(memcmp(dg[0], dg[1], 32) != 0);
+        double extra = 5.0 * ((double)c.rot_ns[4] + (double)c.add_ns[4]);
+        ck_assert(extra > 0);
+        double more = q[1]->steps[2].op_ns - q[0]->steps[2].op_ns;
+        ck_assert_double_eq_tol(more, extra, 1e-6);
+        ck_assert_double_eq_tol(q[1]->steps[3].op_ns, q[0]->steps[3].op_ns, 1e-9);
+        for (int k = 0; k < 2; k++) {
+            ts_sched_plan_free(q[k]);
+            ts_sched_graph_free(h[k]);
+        }
+    }
+
     /* TFHE: bootstraps once per conversion (on copies), counts values */
     ck_assert_ts_ok(ts_sched_graph_new(&g));
     x = op_add(g, TS_OP_MUL_CP, TS_SCHED_FRESH, TS_SCHED_NONE, 4, 4, 1); /* -> 0 */
