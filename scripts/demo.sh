@@ -148,16 +148,19 @@ sanitize="sanitize_lambda: 20"
 # a lanes engine (DEMO_PREFILL) returns every lane's logits in one reply: its
 # period is lanes x pow2(vocab), so the Renyi flood costs sqrt(lanes) more
 # per logit, and its logits carry more noise (`tessera bench decode --noise
-# --prefill 8`: l2 2^22.34-2^22.44 at 32 positions; the 2^14-slot
-# bootstraps of its softmax; sessions 31-32): bound 23.6 (1.2 bits of
-# margin) for 2^7 replies keeps 4 bits per logit up to 8 lanes and 32
-# positions (a pass per reply: ~6 for 24 tokens with the published draft);
-# beyond (not measured) uniform flooding with lambda 16 (no guarantee for
-# the weights; tesserad says so at startup; docs/SECURITY.md)
+# --prefill 8`: a pass's l2 2^22.34-2^22.44 at 32 positions; `--lanes 8`:
+# the same engine's ordinary step, which the client runs where the draft has
+# no guess, 2^24.86-2^24.88; the 2^14-slot bootstraps of its softmax;
+# sessions 31-32): the bound covers every reply, 25.6 (0.7 bit above the
+# step's) for 2^3 replies keeps 4 bits per logit up to 8 lanes and 32
+# positions (a reply per pass or step: 7 for 24 tokens of "My heart" with
+# the published draft); beyond (not measured) uniform flooding with lambda
+# 16 (no guarantee for the weights; tesserad says so at startup;
+# docs/SECURITY.md)
 if [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ] && [ "$DEMO_PREFILL" -le 8 ] &&
     [ "$ctx" -le 32 ]; then
-    sanitize="sanitize_noise_l2_log2: 23.6
-sanitize_queries_log2: 7"
+    sanitize="sanitize_noise_l2_log2: 25.6
+sanitize_queries_log2: 3"
 elif [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ]; then
     sanitize="sanitize_lambda: 16"
 elif [ -z "$insecure" ] && [ "$ctx" -le 8 ]; then
