@@ -2659,6 +2659,16 @@ static double den_bound(const ts_nonlinear_spec_t *sp, bool first)
  * lanes engine's 2^14 slots: docs/benchmarks.md, session 31). */
 #define GS_BOOT_BOUND 0.25
 
+/* Goldschmidt's b lifted GS_LIFT times itself (an integer, no level) before
+ * its pair bootstraps with a, where the next softmax round divides in CKKS
+ * and so takes the factor back for nothing (its pre): b, a term over its
+ * sum (~1 / n), sat 4-8 bits below a ~1 there and kept 14.9 bits at 128
+ * positions (one lane), 16.6 in a lanes engine's step; a lifted term at
+ * the top (1) lands at 64 times the bound, distorted ~1.6e-3 relative
+ * (ENC_BOOT_BOUND), where the round's 1/x keeps 3.3 bits (COND_BITS);
+ * docs/benchmarks.md, session 33. */
+#define GS_LIFT 16
+
 /* ... of 1/x on sp's interval. */
 static double recip_bound(const ts_nonlinear_spec_t *sp)
 {
@@ -2674,24 +2684,34 @@ static double recip_bound(const ts_nonlinear_spec_t *sp)
  * arithmetic, one level shallower), and num must lie in [0, den] (a softmax
  * term over its sum) so that both a and b stay in [0, 2): their pair
  * bootstraps run at GS_BOOT_BOUND. num and den may be bootstrapped in place.
+ * SCALED (the guess g of sp's Chebyshev series): f = g(pre den) ~ 1 / (pre
+ * den), on sp's own scale, then a = (pre den) f and b = (pre num) f, pre den
+ * and pre num each a constant product on a level above f's (den's on a
+ * copy). f stays near 1 / mean instead of 1 / den: a and b carry f's
+ * absolute error times den, ~2^-26.5 at boot-n16-dense, where f ~ 2^-10 (a
+ * step's sum of 32 terms averaged over 32 blocks) kept them ~16 bits
+ * (docs/benchmarks.md, session 33).
  * lanes_num (a prefill pass's first round): den is every lane's mean sum
  * already, num its raw terms, each lane's 1 / (pos_l + 1) applied here after
  * den and num's (pair) bootstrap, which so sees num at its own size, not the
  * mean's (log2(pos_l + 1) bits more of num: docs/benchmarks.md, session 31).
+ * A mean's pre (1 / n, n an integer: an ordinary step's first round) leaves
+ * the pair's bound n times den's mean bound while num, one term, sits at the
+ * mean's size: num enters the pair n times itself (an integer product, no
+ * level), its bootstrap error so n times smaller against it, and leaves it
+ * in pre num (13.5 -> ~18 bits in a lanes engine's ordinary step).
  * bound: den's and num's bootstrap bound before pre (den_bound).
  */
 static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp,
                           const ts_nonlinear_approx_t *ap, double pre, double bound, bool lanes_num,
-                          ct_t *num, ct_t *den, ct_t *out)
+                          int nk, int lift, ct_t *num, ct_t *den, ct_t *out)
 {
     double sc = pre * 2.0 / (sp->lo + sp->hi);
     ct_t *a = NULL, *b = NULL, *f = NULL, *f2 = NULL;
-    double *coeffs = NULL;
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
     double prev_bound = bound_set(s, bound / pre);
-    /* SCALED: the Chebyshev-iteration guess g replaces the constant c, as
-     * pre p(pre x): the same coefficients times pre on [lo, hi] / pre */
+    /* SCALED: the Chebyshev-iteration guess g replaces the constant c */
     const ts_nonlinear_cheb_t *g0 = NULL;
     ts_nonlinear_cheb_t g;
     if (sp->iter == TS_NL_ITER_SCALED && !(g0 = ts_nonlinear_approx_cheb(ap))) {
@@ -2702,6 +2722,9 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
     TRY(ct_new(s, &b));
     TRY(ct_new(s, &f));
     TRY(ct_new(s, &f2));
+    /* num's integer lift (above) */
+    if (nk > 1)
+        TRY(ts_ckks_mul_int(s->ev, num, nk, num));
     if (!g0) {
         TRY(need2(s, den, num, 1));
         TRY(mul_k(s, den, sc, a));
@@ -2709,19 +2732,10 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
             lanes_recip_pos(s, sc);
             TRY(mul_buf(s, num, b));
         } else {
-            TRY(mul_k(s, num, sc, b));
+            TRY(mul_k(s, num, sc / nk, b));
         }
     } else {
         g = *g0;
-        g.lo = g0->lo / pre;
-        g.hi = g0->hi / pre;
-        if (!(coeffs = ts_malloc(((size_t)g.degree + 1) * sizeof *coeffs))) {
-            st = TS_ENOMEM;
-            goto done;
-        }
-        for (int j = 0; j <= g.degree; j++)
-            coeffs[j] = g0->coeffs[j] * pre;
-        g.coeffs = coeffs;
         uint64_t nb0 = s->nboot;
         TRY(need2(s, den, num, ts__llm_cheb_levels(&g) + 1));
         double nb = 1.0;
@@ -2730,28 +2744,30 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
              * averaged over its replicas after its bootstrap: the
              * bootstrap's error, independent from slot to slot, shrinks by
              * sqrt(blocks), while every output of the head shares den's.
-             * den now holds nb times the sum: g reads it on nb times its
-             * interval, and f = g / nb so that a = den f; num takes nb
-             * (an integer: no level) */
+             * den now holds nb times the sum: its pre is pre / nb */
             nb = (double)(s->e->slots / s->e->pd);
             TRY(rot_sum(s, den, s->e->pd, s->e->slots));
-            g.lo *= nb;
-            g.hi *= nb;
-            for (int j = 0; j <= g.degree; j++)
-                coeffs[j] /= nb;
-            if (!lanes_num)
-                TRY(ts_ckks_mul_const(s->ev, num, nb, 1.0, num));
         }
+        /* g reads den on sp's interval over pre / nb */
+        g.lo = g0->lo * nb / pre;
+        g.hi = g0->hi * nb / pre;
+        TRY(cheb(s, &g, den, f)); /* f ~ nb / (pre den) */
+        /* pre num (lanes_num: each lane's own), pre den: levels above f's */
         if (lanes_num) {
-            /* a level of num's own, above f's */
-            lanes_recip_pos(s, nb);
+            lanes_recip_pos(s, pre);
             TRY(mul_buf(s, num, num));
+        } else if (pre / nk != 1.0) {
+            TRY(mul_k(s, num, pre / nk, num));
         }
-        TRY(cheb(s, &g, den, f)); /* f = g(den), in (0, 2 / den) */
+        if (pre != nb)
+            TRY(mul_k(s, den, pre / nb, den));
         bound_set(s, GS_BOOT_BOUND);
         TRY(mul_cc(s, den, f, a));
         TRY(mul_cc(s, num, f, b));
     }
+    /* b's lift (above): an integer, no level; the steps are linear in b */
+    if (lift > 1)
+        TRY(ts_ckks_mul_int(s->ev, b, lift, b));
     bound_set(s, GS_BOOT_BOUND);
     for (int i = 0; i < sp->steps; i++) {
         /* a and b refreshed together before f = 2 - a is taken from a, so
@@ -2768,7 +2784,6 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
 done:
     stage_to(s, prev_stage);
     s->bound = prev_bound;
-    ts_free(coeffs);
     ts_ckks_ciphertext_free(a);
     ts_ckks_ciphertext_free(b);
     ts_ckks_ciphertext_free(f);
@@ -3164,8 +3179,13 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     }
     probe(s, "attn.exp", y);
     double yb = exp(e->cfg.exp.hi);
+    int ylift = 1; /* the last round's lift on y (divide) */
     for (int round = 0; round < (k > 0 ? k : 1); round++) {
-        bound_set(s, yb);
+        /* the squares' bootstrap (where exp left y no level: a lanes
+         * engine's ordinary step, layer 0): y = exp(z) on exp's interval
+         * (interval_bound: mostly near 1, e^hi a margin), later rounds' y
+         * below 1; session 33: 14.3 -> ~18 bits at e^hi */
+        bound_set(s, round == 0 ? interval_bound(exp(e->cfg.exp.lo), yb) : yb);
         if (k > 0) {
             TRY(ts_ckks_ciphertext_copy(sq, y));
             TRY(mul_cc(s, sq, y, sq));
@@ -3185,6 +3205,13 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         /* the first round may take 1/x of the mean (1/n) sum and divide by n after */
         bool mean = round == 0 && ts_llm_enc_config_mean_first(&e->cfg);
         double sb = interval_bound(rsp->lo, rsp->hi);
+        /* a round followed by one in CKKS returns its terms GS_LIFT times
+         * themselves (divide's lift), which the next one's pre takes back */
+        int pn = round + 1 == k - 1 ? P_RECIP_LAST : P_RECIP_NORM;
+        bool next_ckks = round + 1 < k && (pn == P_RECIP_LAST ? e->cfg.eval_recip_last
+                                                              : e->cfg.eval_recip_norm) ==
+                                              TS_LLM_EVAL_CKKS;
+        int lift = where == TS_LLM_EVAL_CKKS && next_ckks ? GS_LIFT : 1;
         if (where == TS_LLM_EVAL_CKKS) {
             /* y = sq / sum, the mean's 1/n folded into the constants */
             const ts_nonlinear_approx_t *ap = p == P_RECIP        ? e->a_recip
@@ -3200,12 +3227,15 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
                 lanes_recip_pos(s, 1.0);
                 TRY(mul_buf(s, sum, sum));
                 s->bound = pb;
-                TRY(divide(s, rsp, ap, 1.0, den_bound(rsp, true), true, sq, sum, y));
+                TRY(divide(s, rsp, ap, 1.0, den_bound(rsp, true), true, 1, lift, sq, sum, y));
             } else {
-                TRY(divide(s, rsp, ap, mean ? 1.0 / (pos + 1) : 1.0, den_bound(rsp, p == P_RECIP),
-                           false, sq, sum, y));
+                /* pre: the mean's 1 / n (num lifted by n), or the last
+                 * round's lift squared */
+                TRY(divide(s, rsp, ap, mean ? 1.0 / (pos + 1) : 1.0 / ((double)ylift * ylift),
+                           den_bound(rsp, p == P_RECIP), false, mean ? pos + 1 : 1, lift, sq, sum,
+                           y));
             }
-            yb = 1.0;
+            yb = ylift = lift;
             probe(s, round_name[round], y);
             continue;
         }
@@ -3224,6 +3254,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
             TRY(mul_k(s, r, 1.0 / (pos + 1), r));
         TRY(mul_cc(s, sq, r, y));
         yb = 1.0; /* normalized: the squares of the next round sum to ~1 */
+        ylift = 1;
     }
     bound_set(s, act_bound);
     if (!v_ready)

@@ -292,9 +292,12 @@ static int rsqrt(gb_t *b, int x)
 
 /* Goldschmidt division num / den (enc.c divide); the operator a = den c
  * carries the primitive (kind INV); lanes_num: each lane's 1 / (pos_l + 1)
- * on num after their need (encoded) */
+ * on num after their need (encoded); mean: the step's first round (pre =
+ * 1 / n). SCALED: pre num and pre den (over a lanes engine's blocks) are
+ * constant products above the guess's level, priced wherever the engine may
+ * run them (a lanes engine's den: only after the pair's bootstrap) */
 static int divide(gb_t *b, const char *nm, const ts_nonlinear_spec_t *sp,
-                  const ts_nonlinear_approx_t *ap, bool lanes_num, int num, int den)
+                  const ts_nonlinear_approx_t *ap, bool lanes_num, bool mean, int num, int den)
 {
     const double c[6] = {0, 1, 0, 0, 1, 0};
     const double c0[6] = {0, 0, 0, 0, 0, 0};
@@ -313,9 +316,11 @@ static int divide(gb_t *b, const char *nm, const ts_nonlinear_spec_t *sp,
         if (b->e->log_cs > ilog2_ceil(b->e->slots))
             b->boot_rot_next = (uint8_t)ilog2_ceil(b->e->slots / b->e->pd);
         add(b, TS_OP_SUM, "goldschmidt.need", den, num, BOTH, 0, ts__llm_cheb_levels(g) + 1, c0);
-        if (lanes_num)
-            num = mul_k(b, "goldschmidt.num.lanes", num, true);
         int gi = prim(b, TS_OP_INV, nm, den, TS_LLM_EVAL_CKKS, sp, ap, (uint32_t)b->e->nh, 1);
+        if (lanes_num || mean)
+            num = mul_k(b, "goldschmidt.num.pre", num, lanes_num);
+        if (mean || b->e->log_cs > ilog2_ceil(b->e->slots))
+            den = mul_k(b, "goldschmidt.den.pre", den, false);
         a = mul_cc(b, "goldschmidt.a", den, gi, BOTH, 1);
         bb = mul_cc(b, "goldschmidt.b", num, gi, BOTH, 1);
         goto steps;
@@ -571,7 +576,7 @@ static int attention(gb_t *b, int xb, int r, bool kv_only)
             bool lanes = mean && b->prefill;
             if (lanes)
                 sum = mul_k(b, "softmax.mean.lanes", sum, true);
-            y = divide(b, nm, rsp, ap, lanes, sq, sum);
+            y = divide(b, nm, rsp, ap, lanes, mean && !lanes, sq, sum);
             b->stage = prev;
             continue;
         }

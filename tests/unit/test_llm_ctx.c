@@ -661,6 +661,26 @@ START_TEST(test_ctx_bench_cli)
         ck_assert(lerr < 0.5);
     }
     unlink(path);
+    /* a lanes engine's ordinary step, whose first softmax round takes 1/x
+     * of the sum over n = 8 positions (enc.c divide, pre = 1 / n): the terms
+     * enter their pair bootstrap with the sum n times themselves and the
+     * guess reads the mean, so the round's output keeps 22.4-22.5 bits above
+     * the two runs' difference (20.5-20.6 with the terms at the sum's bound
+     * and the guess at 1 / sum) */
+    bench_json("--params test-boot-n12 --context 8,8 --max-context 8 --lanes 4 --noise-trace", path,
+               buf, sizeof buf);
+    {
+        const char *r0 = strstr(buf, "{\"point\": \"attn.round0\", \"layer\": 0,");
+        ck_assert_ptr_nonnull(r0);
+        const char *b = strstr(r0, "\"bits\": ");
+        ck_assert_ptr_nonnull(b);
+        double bits = atof(b + 8);
+        printf("bench decode --lanes 4 --noise-trace at test-boot-n12: the ordinary step's "
+               "first softmax round of layer 0 keeps %.2f bits\n",
+               bits);
+        ck_assert(bits >= 21.5 && bits < 45.0);
+    }
+    unlink(path);
     /* 9 positions do not fit the tiny session (8); malformed lists are usage errors */
     snprintf(cmd, sizeof cmd, "%s/tessera bench decode --quick --context 9 >/dev/null 2>&1",
              ts_test_build_dir());
