@@ -2684,30 +2684,34 @@ static double recip_bound(const ts_nonlinear_spec_t *sp)
  * arithmetic, one level shallower), and num must lie in [0, den] (a softmax
  * term over its sum) so that both a and b stay in [0, 2): their pair
  * bootstraps run at GS_BOOT_BOUND. num and den may be bootstrapped in place.
- * SCALED (the guess g of sp's Chebyshev series): f = g(pre den) ~ 1 / (pre
- * den), on sp's own scale, then a = (pre den) f and b = (pre num) f, pre den
- * and pre num each a constant product on a level above f's (den's on a
- * copy). f stays near 1 / mean instead of 1 / den: a and b carry f's
- * absolute error times den, ~2^-26.5 at boot-n16-dense, where f ~ 2^-10 (a
- * step's sum of 32 terms averaged over 32 blocks) kept them ~16 bits
- * (docs/benchmarks.md, session 33).
+ * SCALED (the guess g of sp's Chebyshev series): den is read at a unit u =
+ * pre in_lift (in_lift: a factor num and den both carry, the last round's
+ * lift squared, kept), f = g(den) ~ 1 / (u den), a = (u den) f and b =
+ * (u num) f, u den and u num each a constant product on a level above f's.
+ * So f, u den and u num stay near their natural sizes (~1, ~1, ~1/n): f
+ * carries an absolute error (~2^-26.5 at boot-n16-dense) that a and b take
+ * times u den, and one at 2^-10 (1 / sum: a step's sum of 32 terms, averaged
+ * over 32 blocks) kept them ~16 bits, and u num at 2^-12 (a term of a later
+ * round without its lift) 15 (docs/benchmarks.md, session 33).
  * lanes_num (a prefill pass's first round): den is every lane's mean sum
  * already, num its raw terms, each lane's 1 / (pos_l + 1) applied here after
  * den and num's (pair) bootstrap, which so sees num at its own size, not the
  * mean's (log2(pos_l + 1) bits more of num: docs/benchmarks.md, session 31).
- * A mean's pre (1 / n, n an integer: an ordinary step's first round) leaves
- * the pair's bound n times den's mean bound while num, one term, sits at the
- * mean's size: num enters the pair n times itself (an integer product, no
- * level), its bootstrap error so n times smaller against it, and leaves it
- * in pre num (13.5 -> ~18 bits in a lanes engine's ordinary step).
- * bound: den's and num's bootstrap bound before pre (den_bound).
+ * nk: the mean's n where pre is 1 / n (an ordinary step's first round),
+ * whose pair bound is n times den's mean bound while num, one term, sits at
+ * the mean's size: num enters the pair nk times itself (an integer product,
+ * no level), its bootstrap error so nk times smaller against it, and u num
+ * takes it back (13.5 -> ~18 bits in a lanes engine's ordinary step).
+ * lift: b (so out) GS_LIFT times num / den. bound: den's and num's bootstrap
+ * bound before pre (den_bound).
  */
 static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp,
-                          const ts_nonlinear_approx_t *ap, double pre, double bound, bool lanes_num,
-                          int nk, int lift, ct_t *num, ct_t *den, ct_t *out)
+                          const ts_nonlinear_approx_t *ap, double pre, int in_lift, double bound,
+                          bool lanes_num, int nk, int lift, ct_t *num, ct_t *den, ct_t *out)
 {
     double sc = pre * 2.0 / (sp->lo + sp->hi);
     ct_t *a = NULL, *b = NULL, *f = NULL, *f2 = NULL;
+    double *coeffs = NULL;
     ts_status_t st;
     int prev_stage = stage_to(s, TS_LLM_STAGE_NONLINEAR);
     double prev_bound = bound_set(s, bound / pre);
@@ -2738,29 +2742,39 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
         g = *g0;
         uint64_t nb0 = s->nboot;
         TRY(need2(s, den, num, ts__llm_cheb_levels(&g) + 1));
-        double nb = 1.0;
+        double nb = 1.0, u = pre * in_lift;
         if (s->nboot != nb0 && s->e->lanes > 1) {
             /* den (one sum per head, replicated over the position blocks)
              * averaged over its replicas after its bootstrap: the
              * bootstrap's error, independent from slot to slot, shrinks by
              * sqrt(blocks), while every output of the head shares den's.
-             * den now holds nb times the sum: its pre is pre / nb */
+             * den now holds nb times the sum */
             nb = (double)(s->e->slots / s->e->pd);
             TRY(rot_sum(s, den, s->e->pd, s->e->slots));
         }
-        /* g reads den on sp's interval over pre / nb */
+        /* f = g0(pre den / nb) / in_lift: g reads den on sp's interval over
+         * pre / nb, its coefficients over in_lift */
         g.lo = g0->lo * nb / pre;
         g.hi = g0->hi * nb / pre;
-        TRY(cheb(s, &g, den, f)); /* f ~ nb / (pre den) */
-        /* pre num (lanes_num: each lane's own), pre den: levels above f's */
-        if (lanes_num) {
-            lanes_recip_pos(s, pre);
-            TRY(mul_buf(s, num, num));
-        } else if (pre / nk != 1.0) {
-            TRY(mul_k(s, num, pre / nk, num));
+        if (in_lift > 1) {
+            if (!(coeffs = ts_malloc(((size_t)g.degree + 1) * sizeof *coeffs))) {
+                st = TS_ENOMEM;
+                goto done;
+            }
+            for (int j = 0; j <= g.degree; j++)
+                coeffs[j] = g0->coeffs[j] / in_lift;
+            g.coeffs = coeffs;
         }
-        if (pre != nb)
-            TRY(mul_k(s, den, pre / nb, den));
+        TRY(cheb(s, &g, den, f)); /* f ~ nb / (u den) */
+        /* u num (lanes_num: each lane's own), u den: levels above f's */
+        if (lanes_num) {
+            lanes_recip_pos(s, u);
+            TRY(mul_buf(s, num, num));
+        } else if (u / nk != 1.0) {
+            TRY(mul_k(s, num, u / nk, num));
+        }
+        if (u / nb != 1.0)
+            TRY(mul_k(s, den, u / nb, den));
         bound_set(s, GS_BOOT_BOUND);
         TRY(mul_cc(s, den, f, a));
         TRY(mul_cc(s, num, f, b));
@@ -2784,6 +2798,7 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
 done:
     stage_to(s, prev_stage);
     s->bound = prev_bound;
+    ts_free(coeffs);
     ts_ckks_ciphertext_free(a);
     ts_ckks_ciphertext_free(b);
     ts_ckks_ciphertext_free(f);
@@ -3227,11 +3242,12 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
                 lanes_recip_pos(s, 1.0);
                 TRY(mul_buf(s, sum, sum));
                 s->bound = pb;
-                TRY(divide(s, rsp, ap, 1.0, den_bound(rsp, true), true, 1, lift, sq, sum, y));
+                TRY(divide(s, rsp, ap, 1.0, 1, den_bound(rsp, true), true, 1, lift, sq, sum, y));
             } else {
                 /* pre: the mean's 1 / n (num lifted by n), or the last
-                 * round's lift squared */
-                TRY(divide(s, rsp, ap, mean ? 1.0 / (pos + 1) : 1.0 / ((double)ylift * ylift),
+                 * round's lift squared (kept: in_lift) */
+                int il = ylift * ylift;
+                TRY(divide(s, rsp, ap, mean ? 1.0 / (pos + 1) : 1.0 / il, mean ? 1 : il,
                            den_bound(rsp, p == P_RECIP), false, mean ? pos + 1 : 1, lift, sq, sum,
                            y));
             }
