@@ -3223,9 +3223,9 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         /* a round followed by one in CKKS returns its terms GS_LIFT times
          * themselves (divide's lift), which the next one's pre takes back */
         int pn = round + 1 == k - 1 ? P_RECIP_LAST : P_RECIP_NORM;
-        bool next_ckks = round + 1 < k && (pn == P_RECIP_LAST ? e->cfg.eval_recip_last
-                                                              : e->cfg.eval_recip_norm) ==
-                                              TS_LLM_EVAL_CKKS;
+        bool next_ckks = round + 1 < k &&
+                         (pn == P_RECIP_LAST ? e->cfg.eval_recip_last : e->cfg.eval_recip_norm) ==
+                             TS_LLM_EVAL_CKKS;
         int lift = where == TS_LLM_EVAL_CKKS && next_ckks ? GS_LIFT : 1;
         if (where == TS_LLM_EVAL_CKKS) {
             /* y = sq / sum, the mean's 1/n folded into the constants */
