@@ -3398,11 +3398,16 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
         TRY(ts_ckks_add_const(s->ev, h1, be, h1));
     if (cb && !e->gpt2) {
         /* h3 (which the activation's output multiplies) rides along when
-         * the series needs a bootstrap of h1, at the activation's bound: w3 x
-         * and w1 x come from the same normalized input (a soft bound: a value
-         * o times over it is distorted by ~3.9e-7 o^2, ENC_BOOT_BOUND) */
+         * the series needs a bootstrap of h1, at the activation's interval
+         * over BOUND_MARGIN: w3 x and w1 x come from the same normalized
+         * input and sit far below that interval's top (rms ~0.6 of 8; h1,
+         * mapped, in [-1, 1]); a soft bound: a value o times over it is
+         * distorted by ~3.9e-7 o^2 (ENC_BOOT_BOUND). At the interval itself
+         * a one-lane step at 128 positions left the pair 13.7 / 16.5 bits
+         * (docs/benchmarks.md, session 33) */
         const ts_nonlinear_spec_t *sp = &e->cfg.silu;
-        double prev_bound = bound_set(s, fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))));
+        double prev_bound =
+            bound_set(s, fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))) / BOUND_MARGIN);
         ts_nonlinear_cheb_t unit = ts__llm_cheb_unit(cb);
         st = need2(s, h1, h3, ts__llm_cheb_levels(&unit));
         s->bound = prev_bound;
