@@ -135,43 +135,40 @@ fi
 # sanitization of the returned logits (core/llm/sanitize.c, docs/SECURITY.md):
 # at 128 bits the Renyi mode (the logits projected on their subring, Gaussian
 # flooding sized from the noise they carry): its l2 bound measured with
-# `tessera bench decode --noise` at boot-n16-dense (2^22.74 at 8 positions,
-# 2^23.54 at 16; the bound below keeps ~0.8 / ~1 bit of margin) covering
-# 2^10 / 2^8 replies within a Renyi divergence of 2, ~0.01 per logit; up to
-# 128 positions (2^13 slots) the noise is larger (2^25.09 at 64 of 128
-# positions, 2^24.76 at 128 of 128): bound 26 for 2^5 replies, the most
-# that keeps 4 bits per logit (a demo sends a handful); longer contexts fall
-# back to uniform flooding with lambda 16, which gives no guarantee for the
-# weights; the insecure preset floods uniformly with lambda 20
+# `tessera bench decode --noise` at boot-n16-dense (session 33: 2^20.16 at 8
+# positions, 2^19.26 at 16; the bound below keeps 1.3 bits of margin)
+# covering 2^14 replies within a Renyi divergence of 2, ~0.01 per logit; up
+# to 128 positions (2^13 slots) the noise is larger (2^18.99 at 32 of 32,
+# 2^20.35 at 64 of 128, 2^20.83 at 128 of 128): bound 22.2 for 2^12
+# replies; longer contexts fall back to uniform flooding with lambda 16,
+# which gives no guarantee for the weights; the insecure preset floods
+# uniformly with lambda 20
 ctx=${DEMO_CONTEXT:-8}
 sanitize="sanitize_lambda: 20"
 # a lanes engine (DEMO_PREFILL) returns every lane's logits in one reply: its
 # period is lanes x pow2(vocab), so the Renyi flood costs sqrt(lanes) more
 # per logit, and its logits carry more noise (`tessera bench decode --noise
-# --prefill 8`: a pass's l2 2^22.34-2^22.44 at 32 positions; `--lanes 8`:
+# --prefill 8`: a pass's l2 2^21.80-2^22.16 at 32 positions; `--lanes 8`:
 # the same engine's ordinary step, which the client runs where the draft has
-# no guess, 2^24.86-2^24.88; the 2^14-slot bootstraps of its softmax;
-# sessions 31-32): the bound covers every reply, 25.6 (0.7 bit above the
-# step's) for 2^3 replies keeps 4 bits per logit up to 8 lanes and 32
+# no guess, 2^20.57-2^20.78; the 2^14-slot bootstraps of its softmax;
+# sessions 31-33): the bound covers every reply, 23.4 (1.2 bits above the
+# passes') for 2^7 replies keeps 4 bits per logit up to 8 lanes and 32
 # positions (a reply per pass or step: 7 for 24 tokens of "My heart" with
 # the published draft); beyond (not measured) uniform flooding with lambda
 # 16 (no guarantee for the weights; tesserad says so at startup;
 # docs/SECURITY.md)
 if [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ] && [ "$DEMO_PREFILL" -le 8 ] &&
     [ "$ctx" -le 32 ]; then
-    sanitize="sanitize_noise_l2_log2: 25.6
-sanitize_queries_log2: 3"
+    sanitize="sanitize_noise_l2_log2: 23.4
+sanitize_queries_log2: 7"
 elif [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ]; then
     sanitize="sanitize_lambda: 16"
-elif [ -z "$insecure" ] && [ "$ctx" -le 8 ]; then
-    sanitize="sanitize_noise_l2_log2: 23.5
-sanitize_queries_log2: 10"
 elif [ -z "$insecure" ] && [ "$ctx" -le 16 ]; then
-    sanitize="sanitize_noise_l2_log2: 24.5
-sanitize_queries_log2: 8"
+    sanitize="sanitize_noise_l2_log2: 21.5
+sanitize_queries_log2: 14"
 elif [ -z "$insecure" ] && [ "$ctx" -le 128 ]; then
-    sanitize="sanitize_noise_l2_log2: 26
-sanitize_queries_log2: 5"
+    sanitize="sanitize_noise_l2_log2: 22.2
+sanitize_queries_log2: 12"
 elif [ -z "$insecure" ]; then
     sanitize="sanitize_lambda: 16"
 fi
