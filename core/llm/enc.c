@@ -2661,7 +2661,8 @@ static double den_bound(const ts_nonlinear_spec_t *sp, bool first)
 
 /* Goldschmidt's b lifted GS_LIFT times itself (an integer, no level) before
  * its pair bootstraps with a, where the next softmax round divides in CKKS
- * and so takes the factor back for nothing (its pre): b, a term over its
+ * and so keeps the factor for nothing (a division is invariant to it, its
+ * pre reads the sum at the factor squared): b, a term over its
  * sum (~1 / n), sat 4-8 bits below a ~1 there and kept 14.9 bits at 128
  * positions (one lane), 16.6 in a lanes engine's step; a lifted term at
  * the top (1) lands at 64 times the bound, distorted ~1.6e-3 relative
@@ -2685,9 +2686,10 @@ static double recip_bound(const ts_nonlinear_spec_t *sp)
  * term over its sum) so that both a and b stay in [0, 2): their pair
  * bootstraps run at GS_BOOT_BOUND. num and den may be bootstrapped in place.
  * SCALED (the guess g of sp's Chebyshev series): den is read at a unit u =
- * pre in_lift (in_lift: a factor num and den both carry, the last round's
- * lift squared, kept), f = g(den) ~ 1 / (u den), a = (u den) f and b =
- * (u num) f, u den and u num each a constant product on a level above f's.
+ * 1 / nk (the mean's, where num was lifted by its n; otherwise 1: a factor
+ * num and den both carry, the last round's lift squared, stays), f = g(den)
+ * ~ 1 / (u den), a = (u den) f and b = (u num) f / nk, u den and u num / nk
+ * each a constant product on a level above f's.
  * So f, u den and u num stay near their natural sizes (~1, ~1, ~1/n): f
  * carries an absolute error (~2^-26.5 at boot-n16-dense) that a and b take
  * times u den, and one at 2^-10 (1 / sum: a step's sum of 32 terms, averaged
@@ -2706,8 +2708,8 @@ static double recip_bound(const ts_nonlinear_spec_t *sp)
  * bound before pre (den_bound).
  */
 static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp,
-                          const ts_nonlinear_approx_t *ap, double pre, int in_lift, double bound,
-                          bool lanes_num, int nk, int lift, ct_t *num, ct_t *den, ct_t *out)
+                          const ts_nonlinear_approx_t *ap, double pre, double bound, bool lanes_num,
+                          int nk, int lift, ct_t *num, ct_t *den, ct_t *out)
 {
     double sc = pre * 2.0 / (sp->lo + sp->hi);
     ct_t *a = NULL, *b = NULL, *f = NULL, *f2 = NULL;
@@ -2742,7 +2744,7 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
         g = *g0;
         uint64_t nb0 = s->nboot;
         TRY(need2(s, den, num, ts__llm_cheb_levels(&g) + 1));
-        double nb = 1.0, u = pre * in_lift;
+        double nb = 1.0, u = 1.0 / nk;
         if (s->nboot != nb0 && s->e->lanes > 1) {
             /* den (one sum per head, replicated over the position blocks)
              * averaged over its replicas after its bootstrap: the
@@ -2752,17 +2754,17 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
             nb = (double)(s->e->slots / s->e->pd);
             TRY(rot_sum(s, den, s->e->pd, s->e->slots));
         }
-        /* f = g0(pre den / nb) / in_lift: g reads den on sp's interval over
-         * pre / nb, its coefficients over in_lift */
+        /* f = g0(pre den / nb) pre / u: g reads den on sp's interval over
+         * pre / nb, its coefficients times pre / u (1 in a mean's round) */
         g.lo = g0->lo * nb / pre;
         g.hi = g0->hi * nb / pre;
-        if (in_lift > 1) {
+        if (fabs(pre / u - 1.0) > 1e-12) {
             if (!(coeffs = ts_malloc(((size_t)g.degree + 1) * sizeof *coeffs))) {
                 st = TS_ENOMEM;
                 goto done;
             }
             for (int j = 0; j <= g.degree; j++)
-                coeffs[j] = g0->coeffs[j] / in_lift;
+                coeffs[j] = g0->coeffs[j] * (pre / u);
             g.coeffs = coeffs;
         }
         TRY(cheb(s, &g, den, f)); /* f ~ nb / (u den) */
@@ -2770,7 +2772,7 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
         if (lanes_num) {
             lanes_recip_pos(s, u);
             TRY(mul_buf(s, num, num));
-        } else if (u / nk != 1.0) {
+        } else if (nk > 1) {
             TRY(mul_k(s, num, u / nk, num));
         }
         if (u / nb != 1.0)
@@ -3039,6 +3041,20 @@ static const char *const round_name[8] = {"attn.round0", "attn.round1", "attn.ro
                                           "attn.round3", "attn.round4", "attn.round5",
                                           "attn.round6", "attn.round7"};
 
+/* Where the softmax's round `round` of k takes its 1/x: round 0 recip, the
+ * last (k >= 2) recip_last, between recip_norm. */
+static int round_prim(int round, int k)
+{
+    return round == 0 ? P_RECIP : round == k - 1 ? P_RECIP_LAST : P_RECIP_NORM;
+}
+
+static ts_llm_eval_t round_eval(const ts_llm_enc_t *e, int p)
+{
+    return p == P_RECIP        ? e->cfg.eval_recip
+           : p == P_RECIP_LAST ? e->cfg.eval_recip_last
+                               : e->cfg.eval_recip_norm;
+}
+
 /* out = attention(layer, xb) at pos; out NULL: only k and v into the cache
  * (a cache-only step's last layer: no query, no scores) */
 static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, ct_t *rn,
@@ -3209,11 +3225,8 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         }
         TRY(ts_ckks_ciphertext_copy(sum, sq));
         TRY(rot_sum(s, sum, e->pd, e->slots));
-        /* round 0: recip; the last round (k >= 2): recip_last; between: recip_norm */
-        int p = round == 0 ? P_RECIP : round == k - 1 ? P_RECIP_LAST : P_RECIP_NORM;
-        ts_llm_eval_t where = p == P_RECIP        ? e->cfg.eval_recip
-                              : p == P_RECIP_LAST ? e->cfg.eval_recip_last
-                                                  : e->cfg.eval_recip_norm;
+        int p = round_prim(round, k);
+        ts_llm_eval_t where = round_eval(e, p);
         const ts_nonlinear_spec_t *rsp = p == P_RECIP        ? &e->cfg.recip
                                          : p == P_RECIP_LAST ? &e->cfg.recip_last
                                                              : &e->cfg.recip_norm;
@@ -3221,11 +3234,10 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         bool mean = round == 0 && ts_llm_enc_config_mean_first(&e->cfg);
         double sb = interval_bound(rsp->lo, rsp->hi);
         /* a round followed by one in CKKS returns its terms GS_LIFT times
-         * themselves (divide's lift), which the next one's pre takes back */
-        int pn = round + 1 == k - 1 ? P_RECIP_LAST : P_RECIP_NORM;
-        bool next_ckks = round + 1 < k &&
-                         (pn == P_RECIP_LAST ? e->cfg.eval_recip_last : e->cfg.eval_recip_norm) ==
-                             TS_LLM_EVAL_CKKS;
+         * themselves (divide's lift), which the next division, invariant
+         * to it, keeps (its pre reads the sum at the factor squared) */
+        bool next_ckks =
+            round + 1 < k && round_eval(e, round_prim(round + 1, k)) == TS_LLM_EVAL_CKKS;
         int lift = where == TS_LLM_EVAL_CKKS && next_ckks ? GS_LIFT : 1;
         if (where == TS_LLM_EVAL_CKKS) {
             /* y = sq / sum, the mean's 1/n folded into the constants */
@@ -3242,12 +3254,11 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
                 lanes_recip_pos(s, 1.0);
                 TRY(mul_buf(s, sum, sum));
                 s->bound = pb;
-                TRY(divide(s, rsp, ap, 1.0, 1, den_bound(rsp, true), true, 1, lift, sq, sum, y));
+                TRY(divide(s, rsp, ap, 1.0, den_bound(rsp, true), true, 1, lift, sq, sum, y));
             } else {
                 /* pre: the mean's 1 / n (num lifted by n), or the last
-                 * round's lift squared (kept: in_lift) */
-                int il = ylift * ylift;
-                TRY(divide(s, rsp, ap, mean ? 1.0 / (pos + 1) : 1.0 / il, mean ? 1 : il,
+                 * round's lift squared */
+                TRY(divide(s, rsp, ap, 1.0 / (mean ? pos + 1 : ylift * ylift),
                            den_bound(rsp, p == P_RECIP), false, mean ? pos + 1 : 1, lift, sq, sum,
                            y));
             }
