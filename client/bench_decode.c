@@ -601,9 +601,18 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 TRY(ts_llm_enc_cache_encrypt(enc, ecd, sk, prng, pk_rows, first, lv, kc[l]));
                 TRY(ts_llm_enc_cache_encrypt(enc, ecd, sk, prng, pv_rows, first, lv, vc[l]));
             }
-            if (first > 0)
+            if (first > 0) {
                 TRY(ts_llm_enc_session_set_cache(s, (const ts_ckks_ciphertext_t *const *)kc,
                                                  (const ts_ckks_ciphertext_t *const *)vc, first));
+            } else if (r > 0) {
+                /* nothing to install: a fresh session (the last run's
+                 * cache and next position go with the old one) */
+                ts_llm_enc_session_free(s);
+                s = NULL;
+                TRY(ts_llm_enc_session_new(enc, ev, &s));
+                if (cv)
+                    TRY(ts_llm_enc_session_set_tfhe(s, cv, stc));
+            }
             q->prefill_ms = ms_since(tp);
             q->ctx = L;
             pos = first;

@@ -2670,6 +2670,44 @@ static double den_bound(const ts_nonlinear_spec_t *sp, bool first)
  * docs/benchmarks.md, session 33. */
 #define GS_LIFT 16
 
+/* s->buf = c (over the lane's positions when per_n) on each head's first
+ * slot of the blocks 0..pos of each lane, 0 elsewhere */
+static void score_mask(ts_llm_enc_session_t *s, double c, bool per_n)
+{
+    const ts_llm_enc_t *e = s->e;
+    for (int k = 0; k < e->cs; k++) {
+        int j = k / e->lanes, pos = lane_pos(s, k % e->lanes), t = j / e->pd, i = j % e->pd;
+        s->buf[k] = t <= pos && i % e->hd == 0 && i < e->dim ? c / (per_n ? pos + 1 : 1) : 0.0;
+    }
+    s->buf_lanes = true;
+}
+
+/*
+ * x (a softmax round's terms: one value per position and head, replicated
+ * over the head's hd slots) times c (per lane over pos_l + 1 when per_n),
+ * averaged over those replicas: summed into each head's first slot
+ * (log2 hd rotations), masked there with c / hd (the one plaintext product,
+ * the level c's constant product takes), spread back (log2 hd rotations).
+ * Right after a bootstrap the replicas' errors are independent from slot to
+ * slot (a bootstrap at the working slots): the average shrinks them by
+ * sqrt(hd), as den's over its position blocks (divide).
+ */
+static ts_status_t head_average(ts_llm_enc_session_t *s, ct_t *x, double c, bool per_n)
+{
+    ts_status_t st;
+    TRY(rot_sum(s, x, 1, s->e->hd));
+    score_mask(s, c / s->e->hd, per_n);
+    TRY(mul_buf(s, x, x));
+    TRY(rot_sum(s, x, -1, s->e->hd));
+done:
+    return st;
+}
+
+ts_status_t ts__llm_enc_head_average(ts_llm_enc_session_t *s, ts_ckks_ciphertext_t *x, double c)
+{
+    return s && x ? head_average(s, x, c, false) : TS_EINVAL;
+}
+
 /* ... of 1/x on sp's interval. */
 static double recip_bound(const ts_nonlinear_spec_t *sp)
 {
@@ -2768,12 +2806,17 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
             g.coeffs = coeffs;
         }
         TRY(cheb(s, &g, den, f)); /* f ~ nb / (u den) */
-        /* u num (lanes_num: each lane's own), u den: levels above f's */
-        if (lanes_num) {
-            lanes_recip_pos(s, u);
-            TRY(mul_buf(s, num, num));
-        } else if (nk > 1) {
-            TRY(mul_k(s, num, u / nk, num));
+        /* u num (lanes_num: each lane's own), u den: levels above f's; num
+         * averaged over its heads' replicas where the pair bootstrapped it */
+        if (lanes_num || nk > 1) {
+            if (s->nboot != nb0)
+                TRY(head_average(s, num, u / nk, lanes_num));
+            else if (lanes_num) {
+                lanes_recip_pos(s, u);
+                TRY(mul_buf(s, num, num));
+            } else {
+                TRY(mul_k(s, num, u / nk, num));
+            }
         }
         if (u / nb != 1.0)
             TRY(mul_k(s, den, u / nb, den));
@@ -3022,18 +3065,6 @@ done:
     stage_to(s, prev_stage);
     ts_ckks_ciphertext_free(b);
     return st;
-}
-
-/* s->buf = c (over the lane's positions when per_n) on each head's first
- * slot of the blocks 0..pos of each lane, 0 elsewhere */
-static void score_mask(ts_llm_enc_session_t *s, double c, bool per_n)
-{
-    const ts_llm_enc_t *e = s->e;
-    for (int k = 0; k < e->cs; k++) {
-        int j = k / e->lanes, pos = lane_pos(s, k % e->lanes), t = j / e->pd, i = j % e->pd;
-        s->buf[k] = t <= pos && i % e->hd == 0 && i < e->dim ? c / (per_n ? pos + 1 : 1) : 0.0;
-    }
-    s->buf_lanes = true;
 }
 
 /* the probe's names of the softmax's rounds (softmax_k <= 8: config check) */

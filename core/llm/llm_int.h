@@ -178,6 +178,12 @@ bool ts__llm_enc_defer_ns(const ts_llm_enc_t *e, bool pass, uint64_t mask, doubl
  * against its plan); the drops after bootstraps (below) are found again for
  * it. */
 void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask);
+/* A softmax round's terms x (one value per position and head, replicated
+ * over the head's slots, the session's next positions) times c, averaged
+ * over each head's replicas in the positions up to the session's first
+ * (enc.c head_average: divide runs it on the terms right after their pair
+ * bootstrap); one level. Tests: the oracle is the mean of each head's slots. */
+ts_status_t ts__llm_enc_head_average(ts_llm_enc_session_t *s, ts_ckks_ciphertext_t *x, double c);
 /*
  * The levels the step drops right after each of its bootstraps
  * (ts_sched_graph_set_boot_drop): for each bootstrap in order, the most that

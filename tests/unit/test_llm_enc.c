@@ -163,6 +163,49 @@ START_TEST(test_enc_matvec)
 }
 END_TEST
 
+/* A softmax round's terms averaged over their heads' replicas (enc.c
+ * head_average, which divide runs on the terms after their pair bootstrap):
+ * each head's slots of the first position block become c times their mean
+ * (replicas that differ, as a bootstrap's independent errors make them),
+ * the blocks after the session's position 0, one level. */
+START_TEST(test_enc_head_average)
+{
+    llm_fx_t f;
+    fx_open(&f, "test-llm-n10", NULL, false);
+    int n = ts_llm_enc_slots(f.enc), hd = f.m->cfg.dim / f.m->cfg.n_heads, pd = 64;
+    ck_assert_int_eq(f.m->cfg.dim, pd);
+    float *v = malloc((size_t)n * sizeof *v);
+    double *want = calloc((size_t)n, sizeof *want);
+    ck_assert(v && want);
+    for (int k = 0; k < n; k++)
+        v[k] = k < pd ? (float)(0.3 * sin(k / hd + 1.0) + 0.01 * cos(7.0 * k))
+                      : (float)(0.5 * sin(0.1 * k));
+    const double c = 0.75;
+    for (int k = 0; k < pd; k++) {
+        double m = 0;
+        for (int j = k / hd * hd; j < (k / hd + 1) * hd; j++)
+            m += v[j];
+        want[k] = c * m / hd;
+    }
+    ts_ckks_ciphertext_t *ct = fx_enc(&f, v, n);
+    int lv = ts_ckks_ciphertext_level(ct);
+    ck_assert_ts_ok(ts__llm_enc_head_average(f.s, ct, c));
+    ck_assert_int_eq(ts_ckks_ciphertext_level(ct), lv - 1);
+    double e = fx_err(&f, ct, want, n);
+    /* the replicas' spread, which the average removes */
+    double spread = 0;
+    for (int k = 0; k < pd; k++)
+        spread = fmax(spread, fabs(c * v[k] - want[k]));
+    printf("enc head average: max abs err %.2e (replicas' spread %.2e)\n", e, spread);
+    ck_assert(e < 1e-4 && spread > 1e-3);
+    ck_assert_int_eq(ts__llm_enc_head_average(NULL, ct, c), TS_EINVAL);
+    ts_ckks_ciphertext_free(ct);
+    free(v);
+    free(want);
+    llm_fx_close(&f);
+}
+END_TEST
+
 /* RMSNorm with the CKKS 1/sqrt(x) of three specs: the default's degree-7
  * Chebyshev guess and two classic Newton steps, the same with the SCALED
  * guess and per-step coefficients, and the ckks policy's degree-56
@@ -1614,6 +1657,7 @@ TS_TEST_SUITE(llm_enc)
     TCase *tc = ts_tcase("blocks", 0);
     tcase_add_loop_test(tc, test_enc_config_sim, 0, 4);
     tcase_add_test(tc, test_enc_matvec);
+    tcase_add_test(tc, test_enc_head_average);
     tcase_add_test(tc, test_enc_rmsnorm);
     tcase_add_test(tc, test_enc_rmsnorm_hybrid);
     tcase_add_test(tc, test_enc_config_from_plan);
