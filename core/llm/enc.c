@@ -2807,16 +2807,15 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
         }
         TRY(cheb(s, &g, den, f)); /* f ~ nb / (u den) */
         /* u num (lanes_num: each lane's own), u den: levels above f's; num
-         * averaged over its heads' replicas where the pair bootstrapped it */
-        if (lanes_num || nk > 1) {
-            if (s->nboot != nb0)
-                TRY(head_average(s, num, u / nk, lanes_num));
-            else if (lanes_num) {
-                lanes_recip_pos(s, u);
-                TRY(mul_buf(s, num, num));
-            } else {
-                TRY(mul_k(s, num, u / nk, num));
-            }
+         * averaged over its heads' replicas where the pair bootstrapped it
+         * (in any round: the product stays above f's level) */
+        if (s->nboot != nb0) {
+            TRY(head_average(s, num, u / nk, lanes_num));
+        } else if (lanes_num) {
+            lanes_recip_pos(s, u);
+            TRY(mul_buf(s, num, num));
+        } else if (nk > 1) {
+            TRY(mul_k(s, num, u / nk, num));
         }
         if (u / nb != 1.0)
             TRY(mul_k(s, den, u / nb, den));

@@ -315,14 +315,15 @@ static int divide(gb_t *b, const char *nm, const ts_nonlinear_spec_t *sp,
          * bootstrap: log2(slots / pd) rotations */
         if (b->e->log_cs > ilog2_ceil(b->e->slots))
             b->boot_rot_next = (uint8_t)ilog2_ceil(b->e->slots / b->e->pd);
-        /* and num, where it takes a constant, over its heads' replicas
-         * (enc.c head_average): 2 log2(hd) rotations, its constant encoded */
-        if (lanes_num || mean)
-            b->boot_rot_next = (uint8_t)(b->boot_rot_next + 2 * ilog2_ceil(b->e->hd));
+        /* and num over its heads' replicas (enc.c head_average, in the
+         * plaintext product of its constant): 2 log2(hd) rotations; the
+         * product priced in every round (the engine runs it in a later
+         * round only after the bootstrap; num stays above the guess's
+         * level either way) */
+        b->boot_rot_next = (uint8_t)(b->boot_rot_next + 2 * ilog2_ceil(b->e->hd));
         add(b, TS_OP_SUM, "goldschmidt.need", den, num, BOTH, 0, ts__llm_cheb_levels(g) + 1, c0);
         int gi = prim(b, TS_OP_INV, nm, den, TS_LLM_EVAL_CKKS, sp, ap, (uint32_t)b->e->nh, 1);
-        if (lanes_num || mean)
-            num = mul_k(b, "goldschmidt.num.pre", num, true);
+        num = mul_k(b, "goldschmidt.num.pre", num, true);
         if (mean || b->e->log_cs > ilog2_ceil(b->e->slots))
             den = mul_k(b, "goldschmidt.den.pre", den, false);
         a = mul_cc(b, "goldschmidt.a", den, gi, BOTH, 1);
