@@ -343,6 +343,19 @@ static double step_ms(const pos_t *q)
     return t;
 }
 
+/* A decode session of enc on ev, with the TFHE side when cv (*out NULL on
+ * failure). */
+static ts_status_t session_open(const ts_llm_enc_t *enc, ts_ckks_evaluator_t *ev, ts_convert_t *cv,
+                                const ts_boot_t *stc, ts_llm_enc_session_t **out)
+{
+    ts_status_t st = ts_llm_enc_session_new(enc, ev, out);
+    if (st == TS_OK && cv && (st = ts_llm_enc_session_set_tfhe(*out, cv, stc)) != TS_OK) {
+        ts_llm_enc_session_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 static ts_status_t run_case(case_t *k, const char *model_path, const char *approx,
                             const int *tokens, int n, const ts_sched_costs_t *costs)
 {
@@ -523,11 +536,9 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     }
     TRY(ts_ckks_evaluator_new(p, ek, &ev));
     TRY(ts_ckks_encoder_new(p, &ecd));
-    TRY(ts_llm_enc_session_new(enc, ev, &s));
+    TRY(session_open(enc, ev, cv, stc, &s));
     for (int i = 0; i < 2; i++)
         tr[i] = (trace_t){.sk = sk, .ecd = ecd, .p = p};
-    if (cv)
-        TRY(ts_llm_enc_session_set_tfhe(s, cv, stc));
     TRY(ts_llm_state_new(m, &ref));
     TRY(ts_ckks_ciphertext_new(p, 0, &x));
     TRY(ts_ckks_ciphertext_new(p, 0, &y));
@@ -609,9 +620,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                  * cache and next position go with the old one) */
                 ts_llm_enc_session_free(s);
                 s = NULL;
-                TRY(ts_llm_enc_session_new(enc, ev, &s));
-                if (cv)
-                    TRY(ts_llm_enc_session_set_tfhe(s, cv, stc));
+                TRY(session_open(enc, ev, cv, stc, &s));
             }
             q->prefill_ms = ms_since(tp);
             q->ctx = L;

@@ -674,7 +674,9 @@ START_TEST(test_ctx_bench_cli)
      * enter their pair bootstrap with the sum n times themselves and the
      * guess reads the mean, so the round's output keeps 22.4-22.5 bits above
      * the two runs' difference (20.5-20.6 with the terms at the sum's bound
-     * and the guess at 1 / sum); the second round, whose quotient b (~1/n)
+     * and the guess at 1 / sum; 22.8 since the terms are averaged over
+     * their heads' replicas after that bootstrap, session 34, a gain this
+     * preset's finer bootstrap hardly shows); the second round, whose quotient b (~1/n)
      * passes Goldschmidt's pair bootstrap GS_LIFT times itself (the third
      * round taking the factor back), keeps 21.7 (19.3-19.4 unlifted) */
     bench_json("--params test-boot-n12 --context 8,8 --max-context 8 --lanes 4 --noise-trace", path,
