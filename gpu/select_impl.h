@@ -40,13 +40,15 @@ static ts_status_t select_backend(const char *name, ts_backend_t **out, char *wh
         return TS_EINVAL;
     *out = NULL;
     select_set_why(why, why_size, "");
-    enum { SEL_AUTO, SEL_CPU, SEL_GPU } mode;
+    enum { SEL_AUTO, SEL_CPU, SEL_GPU, SEL_DEVEMU } mode;
     if (!name || !*name || strcmp(name, "auto") == 0)
         mode = SEL_AUTO;
     else if (strcmp(name, "cpu") == 0)
         mode = SEL_CPU;
     else if (strcmp(name, "gpu") == 0)
         mode = SEL_GPU;
+    else if (strcmp(name, "devemu") == 0)
+        mode = SEL_DEVEMU; /* a testing aid: core/backend/backend.h */
     else {
         char msg[160];
         snprintf(msg, sizeof msg, "unknown backend \"%.64s\" (expected cpu, gpu or auto)", name);
@@ -57,6 +59,10 @@ static ts_status_t select_backend(const char *name, ts_backend_t **out, char *wh
     const int threads = select_env_int("TS_THREADS", 1, 1024, 0);
     if (mode == SEL_CPU)
         return ts_backend_cpu_new(threads, out);
+    if (mode == SEL_DEVEMU) {
+        select_set_why(why, why_size, "the CPU behind device-style memory (a testing aid)");
+        return ts_backend_devemu_new(threads, out);
+    }
     const int device = select_env_int("TS_GPU_DEVICE", 0, 1023, 0);
     char reason[256] = "";
     ts_gpu_info_t info;
@@ -104,7 +110,8 @@ static ts_status_t use_default(const char *name)
 {
     if (!name || !*name)
         name = "auto";
-    if (strcmp(name, "cpu") != 0 && strcmp(name, "gpu") != 0 && strcmp(name, "auto") != 0)
+    if (strcmp(name, "cpu") != 0 && strcmp(name, "gpu") != 0 && strcmp(name, "auto") != 0 &&
+        strcmp(name, "devemu") != 0)
         return TS_EINVAL;
     if (strcmp(name, "cpu") == 0)
         return ts_backend_set_default_maker(NULL);

@@ -244,6 +244,18 @@ struct ts_backend {
 ts_status_t ts_backend_cpu_new(int threads, ts_backend_t **out);
 
 /*
+ * The device-memory emulation backend (core/backend/devemu.c): the CPU
+ * backend's arithmetic (bit for bit) behind a GPU's memory model -
+ * host_memory false, buffer addresses that fault when the host dereferences
+ * them, fresh buffers poisoned, the GPU backend's optional ops only - so the
+ * paths a GPU takes run, and host accesses to backend memory are caught, on
+ * machines without one. A testing aid (TS_TEST_BACKEND=devemu); its
+ * bookkeeping comes from the C library. threads as ts_backend_cpu_new.
+ */
+ts_status_t ts_backend_devemu_new(int threads, ts_backend_t **out);
+bool ts_backend_is_devemu(const ts_backend_t *be);
+
+/*
  * The process-wide default CPU backend (threads from env TS_THREADS, else
  * one per core), created on first use, never freed by callers. Its
  * bookkeeping comes from the C library, not ts_malloc, so it never appears in

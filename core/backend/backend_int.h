@@ -17,6 +17,9 @@ typedef void (*ts_pool_fn)(void *arg, size_t task);
  * default backend, which must not show up in allocation accounting). */
 ts_status_t ts__pool_new(int threads, bool raw, ts_pool_t **out);
 void ts__pool_free(ts_pool_t *pool);
+/* A CPU backend whose bookkeeping comes from the C library (the default
+ * backend's kind; devemu.c wraps one). */
+ts_status_t ts__backend_cpu_new_raw(int threads, ts_backend_t **out);
 void ts__pool_run(ts_pool_t *pool, size_t ntasks, ts_pool_fn fn, void *arg);
 int ts__pool_threads(const ts_pool_t *pool);
 

@@ -801,6 +801,11 @@ ts_status_t ts_backend_cpu_new(int threads, ts_backend_t **out)
     return cpu_new(threads, false, out);
 }
 
+ts_status_t ts__backend_cpu_new_raw(int threads, ts_backend_t **out)
+{
+    return cpu_new(threads, true, out);
+}
+
 /*
  * The default backend lives for the whole process. Its few bookkeeping blocks
  * come from the C library, not ts_malloc, so that creating it lazily inside a

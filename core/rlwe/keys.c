@@ -487,9 +487,11 @@ void ts_rlwe_ksk_put_body(ts_writer_t *w, const ts_rlwe_ksk_t *k, bool level0)
     /* a Galois key is written as the key itself, not as held (ksk_permute) */
     const bool perm = k->galois > 1;
     ts_backend_t *be = ts_ring_backend(k->ring);
-    uint64_t *tmp = NULL;
+    uint64_t *tmp = NULL, *host = NULL; /* host: a limb staged off a device */
     if (perm && w->err == TS_OK &&
         ts_backend_alloc(be, n * sizeof(uint64_t), (void **)&tmp) != TS_OK)
+        w->err = TS_ENOMEM;
+    if (!be->host_memory && w->err == TS_OK && !(host = ts_malloc(n * sizeof(uint64_t))))
         w->err = TS_ENOMEM;
     for (uint32_t j = 0; j < k->ndig && w->err == TS_OK; j++)
         for (uint32_t l = 0; l < kq + np && w->err == TS_OK; l++) {
@@ -512,10 +514,19 @@ void ts_rlwe_ksk_put_body(ts_writer_t *w, const ts_rlwe_ksk_t *k, bool level0)
                 }
                 limb = tmp;
             }
+            if (host) {
+                ts_status_t st = ts_backend_download(be, host, limb, n * sizeof(uint64_t));
+                if (st != TS_OK) {
+                    w->err = st;
+                    break;
+                }
+                limb = host;
+            }
             ts_put_packed(w, limb, n, ts_serial_width(ts_ring_modulus(k->ring, idx[l])->q));
         }
     if (tmp)
         ts_backend_buf_free(be, tmp);
+    ts_free(host);
 }
 
 ts_status_t ts_rlwe_ksk_get_body(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum, uint32_t kq,
@@ -558,15 +569,22 @@ ts_status_t ts_rlwe_ksk_get_body(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum,
     memcpy(k->seed, seed, TS_SEED_BYTES);
     k->ring = ts_ring_ref(ring);
     size_t pw = (size_t)(kq + np) * n;
-    ts_status_t st =
-        ts_backend_alloc(ts_ring_backend(ring), 2 * (size_t)ndig * pw * 8, (void **)&k->data);
+    ts_backend_t *be = ts_ring_backend(ring);
+    uint64_t *host = NULL; /* a limb staged for a device */
+    ts_status_t st = ts_backend_alloc(be, 2 * (size_t)ndig * pw * 8, (void **)&k->data);
     if (st == TS_OK && level0)
-        st = ts_backend_zero(ts_ring_backend(ring), k->data, 2 * (size_t)ndig * pw * 8);
+        st = ts_backend_zero(be, k->data, 2 * (size_t)ndig * pw * 8);
+    if (st == TS_OK && !be->host_memory && !(host = ts_malloc(n * sizeof(uint64_t))))
+        st = TS_ENOMEM;
     for (uint32_t j = 0; j < ndig && st == TS_OK; j++) {
         for (uint32_t l = 0; l < kq + np && r->err == TS_OK; l++) {
             uint64_t q = ts_ring_modulus(ring, idx[l])->q;
-            if (limb_in_body(level0, kq, j, l))
-                ts_get_packed(r, k->data + 2 * j * pw + (size_t)l * n, n, ts_serial_width(q), q);
+            if (!limb_in_body(level0, kq, j, l))
+                continue;
+            uint64_t *limb = k->data + 2 * j * pw + (size_t)l * n;
+            ts_get_packed(r, host ? host : limb, n, ts_serial_width(q), q);
+            if (host && r->err == TS_OK)
+                r->err = ts_backend_upload(be, limb, host, n * sizeof(uint64_t));
         }
         st = r->err;
         ts_poly_t a = {.ring = ring,
@@ -578,6 +596,7 @@ ts_status_t ts_rlwe_ksk_get_body(ts_reader_t *r, ts_ring_t *ring, uint32_t dnum,
         if (st == TS_OK)
             st = ts_rlwe_expand_a(seed, j + 1, &a);
     }
+    ts_free(host);
     if (st == TS_OK && galois > 1)
         st = ksk_permute(k, galois_inverse(galois, n));
     if (st != TS_OK) {

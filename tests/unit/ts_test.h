@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "core/base/base.h"
+#include "core/backend/backend.h"
+#include "core/ring/ring.h"
 
 #define TS_TEST_SUITE(name) Suite *ts_suite_##name(void)
 
@@ -73,6 +75,27 @@ static inline char *ts_test_read_file(const char *path, char *buf, size_t size)
     buf[n] = '\0';
     fclose(f);
     return buf;
+}
+
+/* A host copy of `bytes` of ring r's backend memory at ptr (ts_free it). */
+static inline void *ts_test_backend_host(ts_ring_t *r, const void *ptr, size_t bytes)
+{
+    void *h = ts_malloc(bytes ? bytes : 1);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_int_eq(ts_backend_download(ts_ring_backend(r), h, ptr, bytes), TS_OK);
+    return h;
+}
+
+/* A host copy of p's words (its shape: nq + np limbs of N; ts_free it):
+ * tests read polynomials through this, never p->data, so that they run on
+ * backends whose memory the host cannot read (a GPU, devemu). */
+static inline uint64_t *ts_test_poly_host(const ts_poly_t *p)
+{
+    size_t words = (size_t)(p->nq + p->np) * ts_ring_n(p->ring);
+    uint64_t *h = ts_malloc((words ? words : 1) * sizeof(uint64_t));
+    ck_assert_ptr_nonnull(h);
+    ck_assert_int_eq(ts_poly_download(p, h), TS_OK);
+    return h;
 }
 
 #endif
