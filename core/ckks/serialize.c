@@ -84,23 +84,46 @@ static size_t poly_bytes(const ts_ckks_params_t *p, size_t nq, size_t np)
     return total;
 }
 
-/* Write limbs of a polynomial: Q limbs 0..nq-1 then P limbs 0..np-1. */
-static void put_poly(ts_writer_t *w, const ts_ckks_params_t *p, const uint64_t *data, size_t nq,
+/* Write limbs of a polynomial: Q limbs 0..nq-1 then P limbs 0..np-1 (off a
+ * device one limb at a time through the host). */
+static void put_poly(ts_writer_t *w, const ts_ckks_params_t *p, const ts_poly_t *poly, size_t nq,
                      size_t np)
 {
-    for (size_t l = 0; l < nq + np; l++) {
+    ts_backend_t *be = ts_ring_backend(poly->ring);
+    uint64_t *host = NULL;
+    if (!be->host_memory && w->err == TS_OK && !(host = ts_malloc(p->n * sizeof(uint64_t))))
+        w->err = TS_ENOMEM;
+    for (size_t l = 0; l < nq + np && w->err == TS_OK; l++) {
         uint64_t q = limb_q(p, l < nq ? l : p->nq + (l - nq));
-        ts_put_packed(w, data + l * p->n, p->n, ts_serial_width(q));
+        const uint64_t *limb = poly->data + l * p->n;
+        if (host) {
+            ts_status_t st = ts_backend_download(be, host, limb, p->n * sizeof(uint64_t));
+            if (st != TS_OK) {
+                w->err = st;
+                break;
+            }
+            limb = host;
+        }
+        ts_put_packed(w, limb, p->n, ts_serial_width(q));
     }
+    ts_free(host);
 }
 
-static void get_poly(ts_reader_t *r, const ts_ckks_params_t *p, uint64_t *data, size_t nq,
+static void get_poly(ts_reader_t *r, const ts_ckks_params_t *p, ts_poly_t *poly, size_t nq,
                      size_t np)
 {
+    ts_backend_t *be = ts_ring_backend(poly->ring);
+    uint64_t *host = NULL;
+    if (!be->host_memory && r->err == TS_OK && !(host = ts_malloc(p->n * sizeof(uint64_t))))
+        r->err = TS_ENOMEM;
     for (size_t l = 0; l < nq + np && r->err == TS_OK; l++) {
         uint64_t q = limb_q(p, l < nq ? l : p->nq + (l - nq));
-        ts_get_packed(r, data + l * p->n, p->n, ts_serial_width(q), q);
+        uint64_t *limb = poly->data + l * p->n;
+        ts_get_packed(r, host ? host : limb, p->n, ts_serial_width(q), q);
+        if (host && r->err == TS_OK)
+            r->err = ts_backend_upload(be, limb, host, p->n * sizeof(uint64_t));
     }
+    ts_free(host);
 }
 
 static ts_status_t seal(ts_writer_t *w, uint16_t type, const ts_ckks_params_t *p, int zstd_level,
@@ -160,7 +183,7 @@ ts_status_t ts_ckks_ciphertext_serialize(const ts_ckks_ciphertext_t *ct, int zst
     ts_put_u8(&w, (uint8_t)ct->log_slots);
     ts_put_f64(&w, ct->scale);
     for (int i = 0; i <= (seeded ? 0 : ct->degree); i++)
-        put_poly(&w, p, ct->c[i]->data, (size_t)level + 1, 0);
+        put_poly(&w, p, ct->c[i], (size_t)level + 1, 0);
     if (seeded)
         ts_put_bytes(&w, ct->seed, TS_SEED_BYTES);
     return seal(&w, TS_OBJ_CKKS_CIPHERTEXT, p, zstd_level, out, size);
@@ -213,7 +236,7 @@ ts_status_t ts_ckks_ciphertext_deserialize(ts_ckks_params_t *p, const void *data
     if (st != TS_OK)
         goto out_free;
     for (size_t i = 0; i < npoly; i++)
-        get_poly(&r, p, ct->c[i]->data, (size_t)level + 1, 0);
+        get_poly(&r, p, ct->c[i], (size_t)level + 1, 0);
     uint8_t seed[TS_SEED_BYTES];
     if (seeded)
         ts_get_bytes(&r, seed, TS_SEED_BYTES);
@@ -253,7 +276,7 @@ ts_status_t ts_ckks_plaintext_serialize(const ts_ckks_plaintext_t *pt, int zstd_
     ts_put_u8(&w, (uint8_t)pt->log_slots);
     ts_put_u8(&w, pt->poly->is_ntt ? 1 : 0);
     ts_put_f64(&w, pt->scale);
-    put_poly(&w, p, pt->poly->data, (size_t)level + 1, 0);
+    put_poly(&w, p, pt->poly, (size_t)level + 1, 0);
     return seal(&w, TS_OBJ_CKKS_PLAINTEXT, p, zstd_level, out, size);
 }
 
@@ -291,7 +314,7 @@ ts_status_t ts_ckks_plaintext_deserialize(ts_ckks_params_t *p, const void *data,
     st = ts_ckks_plaintext_new(p, level, &pt);
     if (st != TS_OK)
         goto out_free;
-    get_poly(&r, p, pt->poly->data, (size_t)level + 1, 0);
+    get_poly(&r, p, pt->poly, (size_t)level + 1, 0);
     st = ts_reader_finish(&r);
     if (st != TS_OK)
         goto out_free;
@@ -408,7 +431,7 @@ ts_status_t ts_ckks_public_key_serialize(const ts_ckks_public_key_t *pk, int zst
     ts_put_u32(&w, b->nq);
     ts_put_u32(&w, b->np);
     ts_put_u8(&w, b->is_ntt);
-    put_poly(&w, p, b->data, b->nq, b->np);
+    put_poly(&w, p, b, b->nq, b->np);
     ts_put_bytes(&w, r->seed, TS_SEED_BYTES);
     return seal(&w, TS_OBJ_PUBLIC_KEY, p, zstd_level, out, size);
 }
@@ -444,7 +467,7 @@ ts_status_t ts_ckks_public_key_deserialize(ts_ckks_params_t *p, const void *data
         st = ts_poly_new(p->ring, nq, 0, true, &pk->a);
     if (st != TS_OK)
         goto out_free;
-    get_poly(&r, p, pk->b->data, nq, 0);
+    get_poly(&r, p, pk->b, nq, 0);
     ts_get_bytes(&r, pk->seed, TS_SEED_BYTES);
     st = ts_reader_finish(&r);
     if (st == TS_OK)

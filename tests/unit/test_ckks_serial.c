@@ -93,9 +93,7 @@ static ts_ckks_ciphertext_t *make_ct(fx_t *f, int level, bool symmetric)
 
 static bool poly_eq(const ts_poly_t *a, const ts_poly_t *b)
 {
-    size_t n = ts_ring_n(a->ring);
-    return a->nq == b->nq && a->np == b->np && a->is_ntt == b->is_ntt &&
-           !memcmp(a->data, b->data, (size_t)(a->nq + a->np) * n * sizeof(uint64_t));
+    return a->nq == b->nq && a->np == b->np && a->is_ntt == b->is_ntt && ts_poly_equal(a, b);
 }
 
 static bool ct_eq(ts_ckks_ciphertext_t *a, ts_ckks_ciphertext_t *b)
