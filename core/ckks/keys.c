@@ -660,7 +660,7 @@ ts_status_t ts_ckks_decrypt_coeffs(const ts_ckks_secret_key_t *sk, ts_ckks_evalu
         ts_memzero(w, N * sizeof *w);
     ts_free(w);
     if (poly)
-        ts_memzero(poly->data, (size_t)poly->nq * N * sizeof(uint64_t));
+        ts_poly_zero(poly); /* through the backend: its memory may be a device's */
     ts_poly_free(poly);
     ts_ckks_plaintext_free(pt);
     ts_ckks_ciphertext_free(c);

@@ -45,6 +45,15 @@ static ts_status_t flood(ts_ckks_ciphertext_t *ct, bool gauss, double param, ts_
     uint64_t half = gauss ? 0 : (uint64_t)ldexp(1.0, (int)ceil(param)), span = 2 * half + 1;
     ts_poly_t *e = NULL;
     ts_status_t st = ts_poly_new(ts_ckks_params_ring(p), c0->nq, 0, false, &e);
+    /* the noise is drawn on the host and uploaded (a device's memory is not
+     * the host's); host is e's own words where they are host memory */
+    const bool staged = !ts_ring_backend(ts_ckks_params_ring(p))->host_memory;
+    size_t words = (size_t)c0->nq * n;
+    uint64_t *host = NULL;
+    if (st == TS_OK)
+        host = staged ? ts_malloc(words * sizeof(uint64_t)) : e->data;
+    if (st == TS_OK && !host)
+        st = TS_ENOMEM;
     double z[2] = {0, 0};
     for (size_t k = 0; k < n && st == TS_OK; k++) {
         bool neg;
@@ -70,16 +79,23 @@ static ts_status_t flood(ts_ckks_ciphertext_t *ct, bool gauss, double param, ts_
         }
         for (uint32_t j = 0; j < c0->nq && st == TS_OK; j++) {
             uint64_t q = ts_ckks_params_q(p, j), r = mag % q;
-            e->data[(size_t)j * n + k] = !neg || r == 0 ? r : q - r;
+            host[(size_t)j * n + k] = !neg || r == 0 ? r : q - r;
         }
     }
     z[0] = z[1] = 0;
+    if (st == TS_OK && staged)
+        st = ts_poly_upload(e, host);
     if (st == TS_OK)
         st = ts_poly_ntt(e);
     if (st == TS_OK)
         st = ts_poly_add(c0, c0, e);
-    if (e)
-        ts_memzero(e->data, (size_t)c0->nq * n * sizeof(uint64_t));
+    if (host)
+        ts_memzero(host, words * sizeof(uint64_t));
+    if (staged) {
+        ts_free(host);
+        if (e && ts_poly_zero(e) != TS_OK)
+            ts_log(TS_LOG_WARN, "llm", "flood: the noise polynomial could not be wiped");
+    }
     ts_poly_free(e);
     return st;
 }
