@@ -57,39 +57,6 @@ ts_status_t ts_agg_validate(const char *params_dir, const char *param_id, bool a
     return st;
 }
 
-/*
- * Add to c_0 of ct a polynomial with coefficients uniform in [-2^bits, 2^bits]
- * (sampled in coefficient form, moved to NTT form). Decryption then yields the
- * message plus that noise: the smudging that hides the computation's own noise.
- */
-static ts_status_t flood(ts_ckks_ciphertext_t *ct, int bits, ts_prng_t *prng)
-{
-    ts_ckks_params_t *p = ts_ckks_ciphertext_params(ct);
-    ts_poly_t *c0 = ts_ckks_ciphertext_poly(ct, 0);
-    size_t n = ts_ckks_params_n(p);
-    ts_poly_t *e = NULL;
-    ts_status_t st = ts_poly_new(ts_ckks_params_ring(p), c0->nq, 0, false, &e);
-    if (st != TS_OK)
-        return st;
-    uint64_t span = ((uint64_t)1 << (bits + 1)) + 1, half = (uint64_t)1 << bits;
-    for (size_t k = 0; k < n && st == TS_OK; k++) {
-        uint64_t u = 0;
-        st = ts_prng_uniform(prng, span, &u);
-        int64_t v = (int64_t)u - (int64_t)half;
-        for (uint32_t j = 0; j < c0->nq; j++) {
-            uint64_t q = ts_ckks_params_q(p, j);
-            uint64_t r = (uint64_t)(v >= 0 ? v : -v) % q;
-            e->data[(size_t)j * n + k] = v >= 0 || r == 0 ? r : q - r;
-        }
-    }
-    if (st == TS_OK)
-        st = ts_poly_ntt(e);
-    if (st == TS_OK)
-        st = ts_poly_add(c0, c0, e);
-    ts_poly_free(e);
-    return st;
-}
-
 ts_status_t ts_agg_compute(const char *params_dir, const char *param_id, bool allow_insecure,
                            int flood_bits, const ts_agg_input_t *inputs, size_t n_inputs,
                            size_t count, ProtobufCBinaryData **out, char *why, size_t why_size)
@@ -158,7 +125,7 @@ ts_status_t ts_agg_compute(const char *params_dir, const char *param_id, bool al
         }
         st = ts_ckks_rescale(ev, acc, acc);
         if (st == TS_OK && flood_bits > 0)
-            st = flood(acc, flood_bits, prng);
+            st = ts_ckks_flood(acc, false, flood_bits, prng);
         if (st == TS_OK)
             st = ts_wire_ct_encode(acc, id, 0, &res[j].data, &res[j].len);
         if (st != TS_OK) {

@@ -17,16 +17,17 @@
  *    sparse or compact NTT, no spread inner product, so callers take the
  *    same fallbacks.
  * Every op untags its batches and runs the CPU backend's, so results are the
- * CPU's bit for bit. A testing aid (TS_TEST_BACKEND=devemu, `tessera
- * --backend devemu`), not a production backend; its bookkeeping comes from
- * the C library, like the GPU backend's (it may be the process default).
+ * CPU's bit for bit. A testing aid (TS_TEST_BACKEND=devemu; the devemu
+ * suite of the unit tests runs the GPU's suites on it), not a production
+ * backend; its bookkeeping comes from the C library, like the GPU backend's
+ * (it may be the process default).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/backend/backend_int.h"
 
-#define DEVEMU_TAG ((uintptr_t)1 << 54)
+#define DEVEMU_TAG    ((uintptr_t)1 << 54)
 #define DEVEMU_POISON 0xA5
 
 typedef struct {
@@ -109,8 +110,8 @@ static ts_status_t de_sync(ts_backend_t *be)
 
 /* ---------------------------------------------------- rings, conversions */
 
-static ts_status_t de_ring_new(ts_backend_t *be, uint32_t n, const uint64_t *moduli,
-                               uint32_t count, ts_bk_ring_t **out)
+static ts_status_t de_ring_new(ts_backend_t *be, uint32_t n, const uint64_t *moduli, uint32_t count,
+                               ts_bk_ring_t **out)
 {
     ts_backend_t *cpu = inner(be);
     return cpu->iface->ring_new(cpu, n, moduli, count, out);
@@ -123,8 +124,7 @@ static void de_ring_free(ts_backend_t *be, ts_bk_ring_t *ring)
 }
 
 static ts_status_t de_conv_new(ts_backend_t *be, ts_bk_ring_t *ring, const uint32_t *from_idx,
-                               uint32_t na, const uint32_t *to_idx, uint32_t nb,
-                               ts_bk_conv_t **out)
+                               uint32_t na, const uint32_t *to_idx, uint32_t nb, ts_bk_conv_t **out)
 {
     ts_backend_t *cpu = inner(be);
     return cpu->iface->conv_new(cpu, ring, from_idx, na, to_idx, nb, out);
@@ -155,7 +155,7 @@ static ts_status_t de_ntt_inv(ts_backend_t *be, const ts_bk_ring_t *r, const ts_
 
 /* out = f(a, b) for the two-operand element-wise members */
 #define DE_BINARY(fn, member)                                                                      \
-    static ts_status_t fn(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *out,      \
+    static ts_status_t fn(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *out,       \
                           const ts_bk_batch_t *a, const ts_bk_batch_t *b)                          \
     {                                                                                              \
         ts_bk_batch_t ho = untag(out), ha = untag(a), hb = untag(b);                               \
@@ -183,7 +183,7 @@ static ts_status_t de_mul_shoup(ts_backend_t *be, const ts_bk_ring_t *r, const t
 
 /* out = f(a, s) for the members with a host array of per-limb scalars */
 #define DE_SCALAR(fn, member)                                                                      \
-    static ts_status_t fn(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *out,      \
+    static ts_status_t fn(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *out,       \
                           const ts_bk_batch_t *a, const uint64_t *s)                               \
     {                                                                                              \
         ts_bk_batch_t ho = untag(out), ha = untag(a);                                              \
@@ -208,8 +208,8 @@ static ts_status_t de_auto_ntt(ts_backend_t *be, const ts_bk_ring_t *r, const ts
     return CPU(be, automorphism_ntt, r, &ho, &ha, k);
 }
 
-static ts_status_t de_auto_coeff(ts_backend_t *be, const ts_bk_ring_t *r,
-                                 const ts_bk_batch_t *out, const ts_bk_batch_t *a, uint64_t k)
+static ts_status_t de_auto_coeff(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *out,
+                                 const ts_bk_batch_t *a, uint64_t k)
 {
     ts_bk_batch_t ho = untag(out), ha = untag(a);
     return CPU(be, automorphism_coeff, r, &ho, &ha, k);

@@ -376,6 +376,17 @@ ts_status_t ts_ckks_keyswitch(ts_ckks_evaluator_t *ev, const ts_ckks_ciphertext_
 
 /* ------------------------------------------------------ encrypt, decrypt */
 
+/*
+ * Noise flooding: c_0 of ct += e, every coefficient of e drawn independently
+ * from prng (the OS CSPRNG for a real flood) and reduced into each limb of
+ * ct's level: gauss false, integers uniform in [-2^ceil(param), 2^ceil(param)]
+ * (0 <= param <= 60); gauss true, round(param z) with z standard normal
+ * (Box-Muller on 53-bit uniforms; 0 <= param <= 2^60). The message
+ * decrypts plus e. e is drawn on the host and wiped (a device's copy
+ * through the backend). TS_EINVAL (NULL, param out of range, degree 2).
+ */
+ts_status_t ts_ckks_flood(ts_ckks_ciphertext_t *ct, bool gauss, double param, ts_prng_t *prng);
+
 /* Public-key encryption of pt: (v pk_0 + e_0 + m, v pk_1 + e_1), v ternary. */
 ts_status_t ts_ckks_encrypt_pk(const ts_ckks_public_key_t *pk, const ts_ckks_plaintext_t *pt,
                                ts_prng_t *prng, ts_ckks_ciphertext_t *ct);

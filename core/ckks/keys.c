@@ -3,6 +3,7 @@
  * (relinearization, rotations, conjugation, hoisted rotations), all on top of
  * core/rlwe (keys, seeded "a", hybrid key switching with dnum digits).
  */
+#include <math.h>
 #include <string.h>
 
 #include "core/ckks/ckks_int.h"
@@ -381,6 +382,53 @@ static ts_status_t check_pt_ct(const ts_ckks_params_t *p, const ts_ckks_plaintex
     if (!pt->poly->is_ntt)
         return TS_EINVAL;
     return TS_OK;
+}
+
+ts_status_t ts_ckks_flood(ts_ckks_ciphertext_t *ct, bool gauss, double param, ts_prng_t *prng)
+{
+    if (!ct || !prng || !(param >= 0) || (!gauss && param > 60) || (gauss && param > 0x1p60) ||
+        ct->degree != 1)
+        return TS_EINVAL;
+    const ts_ckks_params_t *p = ct->params;
+    ts_poly_t *c0 = ct->c[0];
+    const size_t n = p->n;
+    const uint64_t half = gauss ? 0 : (uint64_t)1 << (int)ceil(param), span = 2 * half + 1;
+    int64_t *v = ts_malloc(n * sizeof(int64_t));
+    ts_poly_t *e = NULL;
+    ts_status_t st = v ? ts_poly_new(p->ring, c0->nq, 0, false, &e) : TS_ENOMEM;
+    double z[2] = {0, 0};
+    for (size_t k = 0; k < n && st == TS_OK; k++) {
+        if (gauss) {
+            if (k % 2 == 0) {
+                double u1 = 0, u2 = 0;
+                st = ts_prng_double(prng, &u1);
+                if (st == TS_OK)
+                    st = ts_prng_double(prng, &u2);
+                double r = sqrt(-2.0 * log(1.0 - u1)); /* 1 - u1 in (0, 1] */
+                z[0] = r * cos(2.0 * M_PI * u2);
+                z[1] = r * sin(2.0 * M_PI * u2);
+            }
+            v[k] = (int64_t)nearbyint(param * z[k % 2]);
+        } else {
+            uint64_t u = 0;
+            st = ts_prng_uniform(prng, span, &u);
+            v[k] = (int64_t)u - (int64_t)half;
+        }
+    }
+    z[0] = z[1] = 0;
+    if (st == TS_OK)
+        st = ts_poly_set_i64(e, v);
+    if (st == TS_OK)
+        st = ts_poly_ntt(e);
+    if (st == TS_OK)
+        st = ts_poly_add(c0, c0, e);
+    if (v)
+        ts_memzero(v, n * sizeof(int64_t));
+    ts_free(v);
+    if (e && ts_poly_zero(e) != TS_OK && st == TS_OK)
+        st = TS_EINTERNAL; /* not wiped */
+    ts_poly_free(e);
+    return st;
 }
 
 ts_status_t ts_ckks_encrypt_pk(const ts_ckks_public_key_t *pk, const ts_ckks_plaintext_t *pt,

@@ -32,75 +32,6 @@ double ts_llm_sanitize_noise_bound(const ts_ckks_params_t *p)
 }
 
 /*
- * c_0 += a flood on every coefficient, in NTT form: gauss false, integers
- * uniform in [-F, F] with F = 2^ceil(param) (param <= 60); gauss true,
- * round(param z) with z standard normal (Box-Muller on the CSPRNG's 53-bit
- * uniforms).
- */
-static ts_status_t flood(ts_ckks_ciphertext_t *ct, bool gauss, double param, ts_prng_t *prng)
-{
-    ts_ckks_params_t *p = ts_ckks_ciphertext_params(ct);
-    ts_poly_t *c0 = ts_ckks_ciphertext_poly(ct, 0);
-    size_t n = ts_ckks_params_n(p);
-    uint64_t half = gauss ? 0 : (uint64_t)ldexp(1.0, (int)ceil(param)), span = 2 * half + 1;
-    ts_poly_t *e = NULL;
-    ts_status_t st = ts_poly_new(ts_ckks_params_ring(p), c0->nq, 0, false, &e);
-    /* the noise is drawn on the host and uploaded (a device's memory is not
-     * the host's); host is e's own words where they are host memory */
-    const bool staged = !ts_ring_backend(ts_ckks_params_ring(p))->host_memory;
-    size_t words = (size_t)c0->nq * n;
-    uint64_t *host = NULL;
-    if (st == TS_OK)
-        host = staged ? ts_malloc(words * sizeof(uint64_t)) : e->data;
-    if (st == TS_OK && !host)
-        st = TS_ENOMEM;
-    double z[2] = {0, 0};
-    for (size_t k = 0; k < n && st == TS_OK; k++) {
-        bool neg;
-        uint64_t mag;
-        if (gauss) {
-            if (k % 2 == 0) {
-                double u1 = 0, u2 = 0;
-                st = ts_prng_double(prng, &u1);
-                if (st == TS_OK)
-                    st = ts_prng_double(prng, &u2);
-                double r = sqrt(-2.0 * log(1.0 - u1)); /* 1 - u1 in (0, 1] */
-                z[0] = r * cos(2.0 * M_PI * u2);
-                z[1] = r * sin(2.0 * M_PI * u2);
-            }
-            double v = nearbyint(param * z[k % 2]);
-            neg = v < 0;
-            mag = (uint64_t)fabs(v);
-        } else {
-            uint64_t u = 0;
-            st = ts_prng_uniform(prng, span, &u);
-            neg = u < half;
-            mag = neg ? half - u : u - half;
-        }
-        for (uint32_t j = 0; j < c0->nq && st == TS_OK; j++) {
-            uint64_t q = ts_ckks_params_q(p, j), r = mag % q;
-            host[(size_t)j * n + k] = !neg || r == 0 ? r : q - r;
-        }
-    }
-    z[0] = z[1] = 0;
-    if (st == TS_OK && staged)
-        st = ts_poly_upload(e, host);
-    if (st == TS_OK)
-        st = ts_poly_ntt(e);
-    if (st == TS_OK)
-        st = ts_poly_add(c0, c0, e);
-    if (host)
-        ts_memzero(host, words * sizeof(uint64_t));
-    if (staged) {
-        ts_free(host);
-        if (e && ts_poly_zero(e) != TS_OK)
-            ts_log(TS_LOG_WARN, "llm", "flood: the noise polynomial could not be wiped");
-    }
-    ts_poly_free(e);
-    return st;
-}
-
-/*
  * ct (level l, slots S, message periodic with period `period`) -> its
  * projection on the subring of X^(N / 2 period) (ts_ckks_trace, as
  * bootstrapping's ModRaise does): a periodic message is unchanged; every
@@ -287,9 +218,9 @@ ts_status_t ts_llm_sanitize_with(ts_ckks_evaluator_t *ev, const ts_ckks_public_k
         st = project(ev, ct, plan->period);
     /* 5. flood c_0 */
     if (st == TS_OK && plan->mode == TS_LLM_SANITIZE_UNIFORM && plan->lambda > 0)
-        st = flood(ct, false, plan->flood_log2, prng);
+        st = ts_ckks_flood(ct, false, plan->flood_log2, prng);
     if (st == TS_OK && plan->mode == TS_LLM_SANITIZE_RD)
-        st = flood(ct, true, exp2(plan->sigma_log2), prng);
+        st = ts_ckks_flood(ct, true, exp2(plan->sigma_log2), prng);
     ts_ckks_ciphertext_free(z);
     ts_ckks_plaintext_free(pt);
     ts_free(zeros);

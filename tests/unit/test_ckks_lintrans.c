@@ -332,8 +332,7 @@ START_TEST(test_bsgs_on_the_fly)
          * GPU's, devemu's: full ones), the sum below encodes full ones */
         const ts_backend_t *be = ts_backend_default();
         const bool spread = be->host_memory && be->iface->keyswitch_inner_spread;
-        ck_assert_uint_eq(ts__ckks_lintrans_gap(lt),
-                          spread ? ts_ckks_params_n(f.p) / (2 * n) : 1);
+        ck_assert_uint_eq(ts__ckks_lintrans_gap(lt), spread ? ts_ckks_params_n(f.p) / (2 * n) : 1);
         keys_for(&f, lt);
         if (!h)
             ck_assert_ts_ok(ts_ckks_bsgs_new(f.ev, a, baby, 4, &h));
