@@ -8,7 +8,10 @@
  * (--quick: test-boot-n10 at 2^9 and 2^3 slots). Each (case, threads) runs
  * in a forked child process (the CPU backend takes its thread count once per
  * process, from TS_THREADS; the parent never touches the backend), which
- * writes its JSON object to a temporary file.
+ * writes its JSON object to a temporary file. --backend NAME is applied in
+ * the child, so that a GPU's CUDA context is made after the fork (tessera's
+ * global --backend probes the GPU in the parent, and a CUDA context does not
+ * survive fork); the backend that ran is reported.
  *
  * `tessera bench boot` (client/cmd_bench.c) and build/bench/bench_boot
  * (tests/bench/bench_boot.c) both run ts_bench_boot below; see usage().
@@ -27,6 +30,10 @@
 
 #include "core/circuits/circuits.h"
 #include "core/ckks/ckks.h"
+#include "gpu/gpu.h"
+
+/* --backend: the compute backend each child makes its default (NULL: the CPU) */
+static const char *bench_backend;
 
 #define CHECK(expr)                                                                                \
     do {                                                                                           \
@@ -102,6 +109,17 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
     char file[1024];
     snprintf(file, sizeof(file), "%.900s/%.63s.yaml", params_dir, c->preset);
     ts_log_set_level(TS_LOG_ERROR);
+    const char *be_name = "cpu";
+    if (bench_backend) {
+        CHECK(ts_backend_use_default(bench_backend));
+        ts_backend_t *be = ts_backend_default();
+        be_name = be && be->iface && be->iface->name ? be->iface->name : "none";
+        if (strcmp(bench_backend, "auto") != 0 && strcmp(be_name, bench_backend) != 0) {
+            fprintf(stderr, "bench_boot: backend %s requested, %s made (see the log above)\n",
+                    bench_backend, be_name);
+            return 1;
+        }
+    }
     ts_ckks_params_t *p;
     ts_cfg_error_t err;
     CHECK(ts_ckks_params_load_file(file, true, &p, &err));
@@ -199,18 +217,19 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
             "     \"precision_bits_mean\": %.2f, \"precision_bits_median\": %.2f, "
             "\"precision_bits_min\": %.2f,\n"
             "     \"keygen_s\": %.2f, \"setup_s\": %.2f, \"secret\": \"%s\", \"encap_h\": %d, "
-            "\"encap_log_qp\": %.1f}",
+            "\"encap_log_qp\": %.1f, \"backend\": \"%s\"}",
             c->preset, ts_ckks_params_log_n(p), n, threads, runs, ts_ckks_params_logqp(p),
             (long long)ts_ckks_params_hamming_weight(p), L, cd, em, sd, cfg.k, cfg.cheb_degree,
             cfg.double_angle, nkeys, left, lat[runs / 2], lat[0], cpu[runs / 2], mean, bits[m / 2],
             bits[0], t_keys, t_setup,
             ts_ckks_params_secret(p) == TS_CKKS_SECRET_TERNARY ? "ternary" : "sparse_ternary",
-            cfg.encap_h, ts_boot_encap_keys_logqp(ekeys));
+            cfg.encap_h, ts_boot_encap_keys_logqp(ekeys), be_name);
     fclose(f);
     printf("%-16s N=2^%d slots=%-6zu threads=%-2d latency %8.3f s (cpu %.3f s)  levels left %d  "
-           "precision mean %.2f median %.2f min %.2f bits  (keys %zu, keygen %.1f s)\n",
+           "precision mean %.2f median %.2f min %.2f bits  (keys %zu, keygen %.1f s)%s%s\n",
            c->preset, ts_ckks_params_log_n(p), n, threads, lat[runs / 2], cpu[runs / 2], left, mean,
-           bits[m / 2], bits[0], nkeys, t_keys);
+           bits[m / 2], bits[0], nkeys, t_keys, bench_backend ? "  backend " : "",
+           bench_backend ? be_name : "");
     ts_ckks_plaintext_free(pt);
     ts_ckks_ciphertext_free(ct);
     free(v);
@@ -233,7 +252,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: tessera bench boot [--json PATH] [--quick] [--runs R] [--threads N]\n"
                "                          [--case PRESET:LOG_SLOTS[:CTS:STC]]... [--params-dir D]\n"
-               "                          [--encap H]\n"
+               "                          [--encap H] [--backend cpu|gpu|auto|devemu]\n"
                "       (build/bench/bench_boot takes the same options)\n\n"
                "CKKS bootstrapping: latency (wall and process CPU time) on 1 thread and on N\n"
                "threads (default: all cores), levels left, precision (mean, median, min bits\n"
@@ -244,7 +263,11 @@ static void usage(FILE *f)
                "count and optionally the CoeffToSlot / SlotToCoeff level budgets. A table on\n"
                "stdout; with --json the report (machine, threads, parameters, results).\n"
                "--encap H: sparse-secret encapsulation, ModRaise under an ephemeral secret of\n"
-               "Hamming weight H (for dense-secret presets such as boot-n16-dense, H = 32).\n");
+               "Hamming weight H (for dense-secret presets such as boot-n16-dense, H = 32).\n"
+               "--backend NAME: the compute backend of the measurement, made in each case's\n"
+               "child process (use this rather than tessera's global --backend, which starts\n"
+               "CUDA before the fork); a case fails when another backend was made (gpu without\n"
+               "a working GPU). JSON: backend.\n");
 }
 
 /* One (case, threads) measurement in a forked child; its JSON object is appended to out. */
@@ -326,6 +349,8 @@ int ts_bench_boot(int argc, char **argv)
             params_dir = argv[++i];
         else if (!strcmp(argv[i], "--encap") && i + 1 < argc)
             encap = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            bench_backend = argv[++i];
         else if (!strcmp(argv[i], "--case") && i + 1 < argc) {
             if (ncases == 16 || !parse_case(argv[++i], &cases[ncases++])) {
                 fprintf(stderr,

@@ -21,7 +21,8 @@ ts_status_t ts_srv_backend_apply(const char *name, char *used, size_t used_size,
         why[0] = '\0';
     if (!name || !*name)
         name = "auto";
-    if (strcmp(name, "cpu") != 0 && strcmp(name, "gpu") != 0 && strcmp(name, "auto") != 0) {
+    if (strcmp(name, "cpu") != 0 && strcmp(name, "gpu") != 0 && strcmp(name, "auto") != 0 &&
+        strcmp(name, "devemu") != 0) {
         if (why && why_size)
             snprintf(why, why_size, "unknown backend \"%.64s\" (expected cpu, gpu or auto)", name);
         return TS_EINVAL;
@@ -42,7 +43,9 @@ ts_status_t ts_srv_backend_apply(const char *name, char *used, size_t used_size,
                          reason[0] ? reason : ts_strerror(st));
             return st;
         }
-        pick = be->iface && be->iface->name && !strcmp(be->iface->name, "gpu") ? "gpu" : "cpu";
+        pick = ts_backend_is_devemu(be) ? "devemu"
+               : be->iface && be->iface->name && !strcmp(be->iface->name, "gpu") ? "gpu"
+                                                                                  : "cpu";
         ts_backend_free(be);
         if (why && why_size)
             snprintf(why, why_size, "%s",

@@ -108,7 +108,7 @@ static const ts_cfg_directive_t sanitize_table[] = {
     {.name = NULL},
 };
 
-const char *const ts_srv_backend_names[] = {"auto", "cpu", "gpu", NULL};
+const char *const ts_srv_backend_names[] = {"auto", "cpu", "gpu", "devemu", NULL};
 
 #define SECTION(key, field, table)                                                                 \
     {                                                                                              \

@@ -75,7 +75,8 @@ typedef struct ts_srv_config {
     char params_dir[512]; /* parameter presets (YAML) */
     char costs_dir[512];  /* cost tables cpu-PRESET.yaml a hybrid model without `costs` uses */
     char models_dir[512]; /* decode models: NAME.yaml each (empty: none) */
-    int backend;          /* index into ts_srv_backend_names: auto (default), cpu, gpu */
+    int backend;          /* index into ts_srv_backend_names: auto (default), cpu, gpu,
+                           * devemu (a testing aid: core/backend/backend.h) */
 } ts_srv_config_t;
 
 /* "auto", "cpu", "gpu", NULL: the values of the `backend` directive. */

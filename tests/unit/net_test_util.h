@@ -70,6 +70,11 @@ static inline void net_daemon_start(net_daemon_t *d, const char *certs, const ch
             "log:\n  level: debug\n",
             d->dir, certs, certs, tls_extra ? tls_extra : "", d->dir,
             keystore_extra ? keystore_extra : "", sections ? sections : "");
+    /* the runner's backend (TS_TEST_BACKEND: gpu, devemu) for the daemon too,
+     * unless the test names one */
+    const char *tb = getenv("TS_TEST_BACKEND");
+    if (tb && *tb && !(sections && strstr(sections, "backend:")))
+        fprintf(f, "backend: %s\n", tb);
     fclose(f);
     snprintf(bin, sizeof bin, "%s/tesserad", ts_test_build_dir());
     snprintf(log, sizeof log, "%s/tesserad.log", d->dir);

@@ -32,8 +32,8 @@ static void slurp(const char *path, char *buf, size_t size)
 
 START_TEST(test_backend_config_enum)
 {
-    static const char *ok[] = {"auto", "cpu", "gpu"};
-    for (int i = 0; i < 3; i++) {
+    static const char *ok[] = {"auto", "cpu", "gpu", "devemu"};
+    for (int i = 0; i < 4; i++) {
         char text[256], err[512] = "";
         snprintf(text, sizeof text, "tls:\n  cert: a.crt\n  key: a.key\nbackend: %s\n", ok[i]);
         ts_srv_config_t cfg;
@@ -82,6 +82,14 @@ START_TEST(test_backend_daemon)
     ck_assert_msg(strstr(log, "event=backend requested=auto backend=") != NULL, "log: %s", log);
     if (!have_gpu())
         ck_assert_msg(strstr(log, "backend=cpu") != NULL, "log: %s", log);
+    net_daemon_cleanup(&d);
+    /* devemu (the testing aid): starts on it and says so */
+    net_daemon_start(&d, certs, NULL, NULL, "backend: devemu\n", false);
+    ck_assert_int_eq(net_daemon_stop(&d), 0);
+    snprintf(path, sizeof path, "%s/tesserad.log", d.dir);
+    slurp(path, log, sizeof log);
+    ck_assert_msg(strstr(log, "event=backend requested=devemu backend=devemu") != NULL, "log: %s",
+                  log);
     net_daemon_cleanup(&d);
 
     if (have_gpu()) {
