@@ -1,20 +1,33 @@
 #!/usr/bin/env bash
-# tests/gpu/run_all.sh — the one-command GPU check of issue 9.
+# tests/gpu/run_all.sh — the one-command GPU check (issues 9 and 10).
 #
-# Builds tessera with CUDA, runs every GPU test (the probe, the CPU-vs-GPU
-# bit-exact op suite, and the ring / RLWE / CKKS suites with the GPU as the
-# default backend), then the benchmarks on the GPU (bench_gpu: N = 2^16 NTT,
-# element-wise ops, key switching, mult+relin; bench_ckks: the FHElium suite
-# and the N = 2^16 operations), writing logs, JSON and a summary under $OUT
-# (./gpu-results when OUT is unset). Meant to finish within 8 minutes on one
-# H200: each stage has its own time limit, capped by what is left of the
-# overall budget (GPU_RUN_BUDGET seconds, default 460); a failed or timed-out
-# stage is reported and the next one still runs. There is no bootstrapping
-# benchmark in tests/bench yet; the summary says so.
+# Builds tessera with CUDA (or takes a prebuilt bundle, below), runs the GPU
+# tests (the probe, the CPU-vs-GPU bit-exact op suite), then, in order of
+# what they tell: the 128-bit decode step of aidreams260K on the GPU (issue
+# 10's "1 s per token on an H200": `tessera bench decode --params
+# boot-n16-dense --context 16`, its ms per token, bootstraps, bits and argmax
+# against the plaintext model), one 128-bit bootstrap (boot-n16-dense at 2^11
+# slots, h' = 32), the suites whose code a GPU runs (the devemu suite's list,
+# tests/unit/test_devemu.c, with the GPU as the default backend and the
+# daemon tests' tesserad on it too), and the micro-benchmarks (bench_gpu:
+# N = 2^16 NTT, element-wise ops, key switching, mult+relin; bench_ckks: the
+# FHElium suite and the N = 2^16 operations). Logs, JSON and a summary go
+# under $OUT (./gpu-results when OUT is unset). Meant to finish within 9
+# minutes on one H100 / H200: each stage has its own time limit, capped by
+# what is left of the overall budget (GPU_RUN_BUDGET seconds, default 520);
+# a failed or timed-out stage is reported and the next one still runs.
 #
-# Usage: tests/gpu/run_all.sh            (from anywhere; fresh machine: needs
-#        nvcc on PATH and the Debian packages of scripts/deps.sh, which this
-#        script runs first unless SKIP_DEPS=1)
+# Prebuilt: the lent device machines reach no network (no apt-get, so no
+# scripts/deps.sh and no build there). scripts/gpu_bundle.sh builds with nvcc
+# on a machine that has the packages and writes gpu-bundle/ (binaries in the
+# build's layout, the shared libraries a bare CUDA image lacks, .prebuilt);
+# carry it and run BUILD=gpu-bundle tests/gpu/run_all.sh: a BUILD holding
+# .prebuilt skips the dependencies and the build and puts its lib/ on
+# LD_LIBRARY_PATH.
+#
+# Usage: tests/gpu/run_all.sh            (from anywhere; fresh machine with a
+#        network: needs nvcc on PATH and the Debian packages of
+#        scripts/deps.sh, which this script runs first unless SKIP_DEPS=1)
 # Exit status: 0 when every stage passed, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -23,7 +36,7 @@ OUT=${OUT:-$root/gpu-results}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 BUILD=${BUILD:-build}
-BUDGET=${GPU_RUN_BUDGET:-460}
+BUDGET=${GPU_RUN_BUDGET:-520}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 summary=$OUT/summary.txt
 t_start=$(date +%s)
@@ -31,6 +44,7 @@ failed=0
 : >"$summary"
 
 say() { echo "$*" | tee -a "$summary"; }
+run_env=(env) # a prebuilt bundle's lib/ for the stages' commands only
 
 # stage NAME LIMIT_SECONDS CMD... : run with a timeout, log to $OUT/NAME.log
 stage() {
@@ -48,7 +62,7 @@ stage() {
     local log=$OUT/$name.log t0 rc
     t0=$(date +%s)
     echo "== $name (limit ${limit}s): $*" >&2
-    timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
+    timeout --kill-after=10 "$limit" "${run_env[@]}" "$@" >"$log" 2>&1
     rc=$?
     local dt=$(($(date +%s) - t0)) res=ok note=""
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
@@ -90,16 +104,25 @@ say "device: $(timeout 30 nvidia-smi --query-gpu=name --format=csv,noheader 2>/d
 say ""
 printf '%-30s %-8s %5s  %s\n' stage result time notes | tee -a "$summary"
 
-# 1. dependencies and the CUDA build
-if [ -z "${SKIP_DEPS:-}" ] && [ -x scripts/deps.sh ]; then
-    stage deps 240 scripts/deps.sh
+# 1. dependencies and the CUDA build, or a prebuilt bundle (scripts/gpu_bundle.sh)
+if [ -f "$BUILD/.prebuilt" ]; then
+    case $BUILD in /*) blib=$BUILD/lib ;; *) blib=$root/$BUILD/lib ;; esac
+    run_env=(env "LD_LIBRARY_PATH=$blib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+    built=$(cat "$BUILD/.prebuilt")
+    head=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+    say "prebuilt: $BUILD (commit ${built:0:12}; tree ${head:0:12})"
+    [ "$built" = "$head" ] || say "WARNING: the bundle was built from another commit than this tree"
+else
+    if [ -z "${SKIP_DEPS:-}" ] && [ -x scripts/deps.sh ]; then
+        stage deps 240 scripts/deps.sh
+    fi
+    if ! command -v nvcc >/dev/null 2>&1; then
+        for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do
+            [ -x "$d/nvcc" ] && PATH=$d:$PATH && break
+        done
+    fi
+    stage build 300 make -j"$JOBS" BUILD="$BUILD" all
 fi
-if ! command -v nvcc >/dev/null 2>&1; then
-    for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do
-        [ -x "$d/nvcc" ] && PATH=$d:$PATH && break
-    done
-fi
-stage build 300 make -j"$JOBS" BUILD="$BUILD" all
 if [ -f "$BUILD/.config" ] && ! grep -q 'cuda=1' "$BUILD/.config"; then
     say "WARNING: $BUILD was configured without CUDA (nvcc missing?): GPU stages will skip"
     failed=1
@@ -107,21 +130,30 @@ fi
 tests=$BUILD/tests/unit_tests
 export TS_BUILD_DIR=$BUILD CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-300} CK_VERBOSITY=normal
 
-# 2. tests: probe, CPU-vs-GPU op suite, then core suites on the GPU backend
+# 2. tests: probe, CPU-vs-GPU op suite
 stage test_gpu_probe 60 env CK_RUN_SUITE=gpu "$tests"
 stage test_gpu_ops 150 env CK_RUN_SUITE=gpu_ops "$tests"
-for s in ring rlwe ckks_encoder ckks_eval; do
-    stage "test_${s}_on_gpu" 120 env TS_TEST_BACKEND=gpu CK_RUN_SUITE=$s "$tests"
+
+# 3. the 128-bit decode step and bootstrap on the GPU (issue 10's target)
+stage bench_decode_128 240 "$BUILD/tessera" --backend gpu bench decode --params boot-n16-dense \
+    --policy ckks --context 16 --max-context 16 --json "$OUT/bench_decode_128.json"
+stage bench_boot_128 120 "$BUILD/bench/bench_boot" --backend gpu --threads 1 --runs 3 \
+    --case boot-n16-dense:11 --encap 32 --json "$OUT/bench_boot_128.json"
+
+# 4. the suites whose code a GPU runs (tests/unit/test_devemu.c's list), on the GPU
+for s in ring rlwe ckks_encoder ckks_eval ckks_lintrans ckks_serial serial encode_sparse boot \
+    boot_encap convert_secure nonlinear_slots net_aggregate llm_serve llm_enc net_decode; do
+    stage "test_${s}_on_gpu" 90 env TS_TEST_BACKEND=gpu CK_RUN_SUITE=$s "$tests"
 done
 
-# 3. benchmarks on the GPU
+# 5. micro-benchmarks on the GPU
 stage bench_gpu 150 "$BUILD/bench/bench_gpu" --backend gpu --json "$OUT/bench_gpu.json"
 stage bench_ckks_fhelium 120 "$BUILD/bench/bench_ckks" --backend gpu --suite fhelium \
     --json "$OUT/bench_ckks_fhelium.json"
 stage bench_ckks_n16 150 "$BUILD/bench/bench_ckks" --backend gpu --suite none --large \
     --json "$OUT/bench_ckks_n16.json"
 
-# 4. headline numbers
+# 6. headline numbers
 {
     echo ""
     echo "headline (bench_gpu.json):"
@@ -140,7 +172,33 @@ PY
     else
         echo "  (no bench_gpu.json)"
     fi
-    echo "bootstrapping benchmark: none in tests/bench yet (not run)"
+    if [ -s "$OUT/bench_decode_128.json" ] || [ -s "$OUT/bench_boot_128.json" ]; then
+        python3 - "$OUT/bench_decode_128.json" "$OUT/bench_boot_128.json" <<'PY' || echo "  (could not parse)"
+import json, sys
+def walk(o):
+    if isinstance(o, dict):
+        yield o
+        for v in o.values():
+            yield from walk(v)
+    elif isinstance(o, list):
+        for v in o:
+            yield from walk(v)
+for path in sys.argv[1:]:
+    try:
+        d = json.load(open(path))
+    except Exception as e:
+        print(f"  {path}: {e}")
+        continue
+    for r in walk(d):
+        if "latency_s_median" in r:
+            print(f"  bootstrap {r.get('preset')} slots {r.get('slots')}: {r['latency_s_median']:.3f} s"
+                  f" median, {r.get('precision_bits_mean')} bits, backend {r.get('backend')}")
+        for q in r.get("positions", []) if "model" in r else []:
+            print(f"  decode {r['model']} {r.get('params')} {r.get('policy')} pos {q['pos']}:"
+                  f" {q['ms']} ms, {q.get('bootstraps')} bootstraps, {q.get('precision_bits')} bits,"
+                  f" argmax {q.get('argmax_enc')} (plaintext {q.get('argmax_plain')})")
+PY
+    fi
     echo "total: $(($(date +%s) - t_start)) s; logs and JSON in $OUT"
 } | tee -a "$summary"
 exit $failed
