@@ -70,11 +70,12 @@ static inline void net_daemon_start(net_daemon_t *d, const char *certs, const ch
             "log:\n  level: debug\n",
             d->dir, certs, certs, tls_extra ? tls_extra : "", d->dir,
             keystore_extra ? keystore_extra : "", sections ? sections : "");
-    /* the runner's backend (TS_TEST_BACKEND: gpu, devemu) for the daemon too,
-     * unless the test names one */
+    /* the runner's backend (TS_TEST_BACKEND) for the daemon too, unless the
+     * test names one: gpu as auto (the GPU where it works; the runner itself
+     * falls back to the CPU the same way), devemu as itself */
     const char *tb = getenv("TS_TEST_BACKEND");
     if (tb && *tb && !(sections && strstr(sections, "backend:")))
-        fprintf(f, "backend: %s\n", tb);
+        fprintf(f, "backend: %s\n", strcmp(tb, "gpu") == 0 ? "auto" : tb);
     fclose(f);
     snprintf(bin, sizeof bin, "%s/tesserad", ts_test_build_dir());
     snprintf(log, sizeof log, "%s/tesserad.log", d->dir);

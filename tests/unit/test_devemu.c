@@ -16,11 +16,13 @@
 #include "core/backend/backend.h"
 #include "tests/unit/ts_test.h"
 
-/* The suites, cheapest first (together ~1-2 minutes on 2 cores). */
+/* The suites, cheapest first (together ~2 minutes on 2 cores; net_decode's
+ * tesserad runs on devemu too, tests/unit/net_test_util.h). */
 static const char *const suites[] = {
-    "ring",          "rlwe",   "ckks_encoder", "ckks_eval",  "ckks_lintrans",
-    "ckks_serial",   "serial", "encode_sparse", "boot",      "boot_encap",
-    "convert_secure", "nonlinear_slots", "net_aggregate", "llm_serve", "llm_enc",
+    "ring",          "rlwe",        "ckks_encoder",   "ckks_eval",
+    "ckks_lintrans", "ckks_serial", "serial",         "encode_sparse",
+    "boot",          "boot_encap",  "convert_secure", "nonlinear_slots",
+    "net_aggregate", "llm_serve",   "llm_enc",        "net_decode",
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 
