@@ -11,7 +11,9 @@
 # tests/unit/test_devemu.c, with the GPU as the default backend and the
 # daemon tests' tesserad on it too), and the micro-benchmarks (bench_gpu:
 # N = 2^16 NTT, element-wise ops, key switching, mult+relin; bench_ckks: the
-# FHElium suite and the N = 2^16 operations). Logs, JSON and a summary go
+# FHElium suite and the N = 2^16 operations), and last the same decode step
+# on the machine's CPU cores (side by side with the GPU's, one run, one
+# machine; what is left of the budget). Logs, JSON and a summary go
 # under $OUT (./gpu-results when OUT is unset). Meant to finish within 9
 # minutes on one H100 / H200: each stage has its own time limit, capped by
 # what is left of the overall budget (GPU_RUN_BUDGET seconds, default 520);
@@ -153,7 +155,12 @@ stage bench_ckks_fhelium 120 "$BUILD/bench/bench_ckks" --backend gpu --suite fhe
 stage bench_ckks_n16 150 "$BUILD/bench/bench_ckks" --backend gpu --suite none --large \
     --json "$OUT/bench_ckks_n16.json"
 
-# 6. headline numbers
+# 6. the same 128-bit decode step on this machine's CPU cores, last (what is
+# left of the budget): the GPU's number beside the CPU's of the same machine
+stage bench_decode_128_cpu 200 "$BUILD/tessera" --backend cpu bench decode --params boot-n16-dense \
+    --policy ckks --context 16 --max-context 16 --json "$OUT/bench_decode_128_cpu.json"
+
+# 7. headline numbers
 {
     echo ""
     echo "headline (bench_gpu.json):"
@@ -173,7 +180,8 @@ PY
         echo "  (no bench_gpu.json)"
     fi
     if [ -s "$OUT/bench_decode_128.json" ] || [ -s "$OUT/bench_boot_128.json" ]; then
-        python3 - "$OUT/bench_decode_128.json" "$OUT/bench_boot_128.json" <<'PY' || echo "  (could not parse)"
+        python3 - "$OUT/bench_decode_128.json" "$OUT/bench_boot_128.json" \
+            "$OUT/bench_decode_128_cpu.json" <<'PY' || echo "  (could not parse)"
 import json, sys
 def walk(o):
     if isinstance(o, dict):
@@ -194,7 +202,7 @@ for path in sys.argv[1:]:
             print(f"  bootstrap {r.get('preset')} slots {r.get('slots')}: {r['latency_s_median']:.3f} s"
                   f" median, {r.get('precision_bits_mean')} bits, backend {r.get('backend')}")
         for q in r.get("positions", []) if "model" in r else []:
-            print(f"  decode {r['model']} {r.get('params')} {r.get('policy')} pos {q['pos']}:"
+            print(f"  decode ({path.rsplit('/', 1)[-1]}) {r['model']} {r.get('params')} {r.get('policy')} pos {q['pos']}:"
                   f" {q['ms']} ms, {q.get('bootstraps')} bootstraps, {q.get('precision_bits')} bits,"
                   f" argmax {q.get('argmax_enc')} (plaintext {q.get('argmax_plain')})")
 PY
