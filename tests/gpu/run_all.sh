@@ -144,7 +144,8 @@ stage bench_boot_128 120 "$BUILD/bench/bench_boot" --backend gpu --threads 1 --r
 
 # 4. the suites whose code a GPU runs (tests/unit/test_devemu.c's list), on the GPU
 for s in ring rlwe ckks_encoder ckks_eval ckks_lintrans ckks_serial serial encode_sparse boot \
-    boot_encap convert_secure nonlinear_slots net_aggregate llm_serve llm_enc net_decode; do
+    boot_encap convert convert_secure nonlinear_slots nonlinear_he net_aggregate llm_serve llm_enc \
+    net_decode; do
     stage "test_${s}_on_gpu" 90 env TS_TEST_BACKEND=gpu CK_RUN_SUITE=$s "$tests"
 done
 

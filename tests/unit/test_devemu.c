@@ -19,10 +19,10 @@
 /* The suites, cheapest first (together ~2 minutes on 2 cores; net_decode's
  * tesserad runs on devemu too, tests/unit/net_test_util.h). */
 static const char *const suites[] = {
-    "ring",          "rlwe",        "ckks_encoder",   "ckks_eval",
-    "ckks_lintrans", "ckks_serial", "serial",         "encode_sparse",
-    "boot",          "boot_encap",  "convert_secure", "nonlinear_slots",
-    "net_aggregate", "llm_serve",   "llm_enc",        "net_decode",
+    "ring",        "rlwe",           "ckks_encoder",    "ckks_eval",    "ckks_lintrans",
+    "ckks_serial", "serial",         "encode_sparse",   "boot",         "boot_encap",
+    "convert",     "convert_secure", "nonlinear_slots", "nonlinear_he", "net_aggregate",
+    "llm_serve",   "llm_enc",        "net_decode",
 };
 #define NSUITES (sizeof suites / sizeof suites[0])
 
