@@ -13,6 +13,8 @@
  *    does not cover), as a device pointer's would;
  *  - fresh buffers hold a poison pattern, as a GPU pool's reused blocks hold
  *    whatever was there: code that relies on zeroed memory shows up;
+ *  - the blocks stay reachable by their host addresses (a list in 64-byte
+ *    headers), so leak checkers see what the tagged addresses hide;
  *  - the optional ops are those the GPU backend has (gpu/backend.c): no
  *    sparse or compact NTT, no spread inner product, so callers take the
  *    same fallbacks.
@@ -22,6 +24,7 @@
  * backend; its bookkeeping comes from the C library, like the GPU backend's
  * (it may be the process default).
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,8 +33,22 @@
 #define DEVEMU_TAG    ((uintptr_t)1 << 54)
 #define DEVEMU_POISON 0xA5
 
+/*
+ * Every live block starts with a header linking it into its backend's list:
+ * the host addresses of the blocks stay reachable through untagged pointers
+ * (a leak checker scanning memory does not take a tagged address for a
+ * reference, and would report every block held only through one). The
+ * header is 64 bytes, so the words keep the CPU backend's alignment.
+ */
+typedef struct block {
+    struct block *prev, *next;
+} block_t;
+#define DEVEMU_HEADER 64
+
 typedef struct {
     ts_backend_t *cpu; /* the arithmetic */
+    pthread_mutex_t lock;
+    block_t live; /* the list's sentinel */
 } devemu_ctx_t;
 
 static ts_backend_t *inner(const ts_backend_t *be)
@@ -58,9 +75,12 @@ static void de_free(ts_backend_t *be)
 {
     if (!be)
         return;
-    ts_backend_t *cpu = inner(be);
+    devemu_ctx_t *ctx = be->ctx;
+    ts_backend_t *cpu = ctx->cpu;
+    /* blocks still live are the callers' leaks: left to the leak checker */
     cpu->iface->free(cpu);
-    free(be->ctx);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
     free(be);
 }
 
@@ -69,18 +89,37 @@ static ts_status_t de_alloc(ts_backend_t *be, size_t bytes, void **out)
     if (!out)
         return TS_EINVAL;
     *out = NULL;
+    devemu_ctx_t *ctx = be->ctx;
+    if (bytes > SIZE_MAX - DEVEMU_HEADER)
+        return TS_ENOMEM;
     void *h = NULL;
-    ts_status_t st = ts_backend_alloc(inner(be), bytes, &h);
+    ts_status_t st = ts_backend_alloc(ctx->cpu, DEVEMU_HEADER + bytes, &h);
     if (st != TS_OK)
         return st;
-    memset(h, DEVEMU_POISON, bytes ? bytes : 1);
-    *out = (void *)((uintptr_t)h + DEVEMU_TAG);
+    uint8_t *words = (uint8_t *)h + DEVEMU_HEADER;
+    memset(words, DEVEMU_POISON, bytes);
+    block_t *b = h;
+    pthread_mutex_lock(&ctx->lock);
+    b->prev = &ctx->live;
+    b->next = ctx->live.next;
+    ctx->live.next->prev = b;
+    ctx->live.next = b;
+    pthread_mutex_unlock(&ctx->lock);
+    *out = (void *)((uintptr_t)words + DEVEMU_TAG);
     return TS_OK;
 }
 
 static void de_buf_free(ts_backend_t *be, void *p)
 {
-    ts_backend_buf_free(inner(be), host_of(p));
+    if (!p)
+        return;
+    devemu_ctx_t *ctx = be->ctx;
+    block_t *b = (block_t *)((uint8_t *)host_of(p) - DEVEMU_HEADER);
+    pthread_mutex_lock(&ctx->lock);
+    b->prev->next = b->next;
+    b->next->prev = b->prev;
+    pthread_mutex_unlock(&ctx->lock);
+    ts_backend_buf_free(ctx->cpu, b);
 }
 
 static ts_status_t de_upload(ts_backend_t *be, void *dst, const void *src_host, size_t bytes)
@@ -292,6 +331,8 @@ ts_status_t ts_backend_devemu_new(int threads, ts_backend_t **out)
         free(ctx);
         return st;
     }
+    pthread_mutex_init(&ctx->lock, NULL);
+    ctx->live.prev = ctx->live.next = &ctx->live;
     be->iface = &devemu_iface;
     be->ctx = ctx;
     be->host_memory = false;
