@@ -894,7 +894,7 @@ static void usage(FILE *f)
                "also make the conversion keys) at --params (default test-boot-n12; dense-secret\n"
                "presets such as test-boot-n12-dense bootstrap with sparse-secret encapsulation).\n"
                "Insecure test presets: the numbers show where time goes, not production\n"
-               "latency. A table on stdout (ms); --json the report (machine, threads,\n"
+               "latency. A table on stdout (ms); --json the report (machine, backend, threads,\n"
                "parameters, per-position results with bootstraps, conversions and look-ups).\n"
                "--costs FILE (a `tessera bench costs` table, best measured at --params): the\n"
                "scheduler's plan of each bootstrapping step (core/llm ts_llm_enc_plan) side by\n"
@@ -983,6 +983,9 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
     ts_cli_json_str(f, cpu);
     fprintf(f, ", \"cores\": %ld},\n  \"threads\": ", sysconf(_SC_NPROCESSORS_ONLN));
     ts_cli_json_str(f, thr && *thr ? thr : "default");
+    const ts_backend_t *be = ts_backend_default(); /* the backend the cases ran on */
+    fprintf(f, ",\n  \"backend\": ");
+    ts_cli_json_str(f, be && be->iface && be->iface->name ? be->iface->name : "none");
     fprintf(f, ",\n  \"quick\": %s,\n  \"cases\": [\n", quick ? "true" : "false");
     for (int c = 0; c < nc; c++) {
         const case_t *k = &cs[c];

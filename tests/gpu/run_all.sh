@@ -203,7 +203,7 @@ for path in sys.argv[1:]:
             print(f"  bootstrap {r.get('preset')} slots {r.get('slots')}: {r['latency_s_median']:.3f} s"
                   f" median, {r.get('precision_bits_mean')} bits, backend {r.get('backend')}")
         for q in r.get("positions", []) if "model" in r else []:
-            print(f"  decode ({path.rsplit('/', 1)[-1]}) {r['model']} {r.get('params')} {r.get('policy')} pos {q['pos']}:"
+            print(f"  decode ({path.rsplit('/', 1)[-1]}, backend {d.get('backend')}) {r['model']} {r.get('params')} {r.get('policy')} pos {q['pos']}:"
                   f" {q['ms']} ms, {q.get('bootstraps')} bootstraps, {q.get('precision_bits')} bits,"
                   f" argmax {q.get('argmax_enc')} (plaintext {q.get('argmax_plain')})")
 PY
