@@ -76,9 +76,8 @@ static void de_free(ts_backend_t *be)
     if (!be)
         return;
     devemu_ctx_t *ctx = be->ctx;
-    ts_backend_t *cpu = ctx->cpu;
     /* blocks still live are the callers' leaks: left to the leak checker */
-    cpu->iface->free(cpu);
+    ctx->cpu->iface->free(ctx->cpu);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
     free(be);
