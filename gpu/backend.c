@@ -217,13 +217,17 @@ static bool valid(const ts_bk_ring_t *r, const ts_bk_batch_t *x)
     return ts_bk_batch_valid(x, r->n, r->count);
 }
 
+/* x (limbs of xw words) and y (limbs of yw words) share a word */
+static bool overlaps_w(const ts_bk_batch_t *x, size_t xw, const ts_bk_batch_t *y, size_t yw)
+{
+    const uint64_t *x0 = x->data, *x1 = x->data + (x->npolys - 1) * x->poly_stride + x->nlimbs * xw;
+    const uint64_t *y0 = y->data, *y1 = y->data + (y->npolys - 1) * y->poly_stride + y->nlimbs * yw;
+    return x0 < y1 && y0 < x1;
+}
+
 static bool overlaps(const ts_bk_batch_t *x, const ts_bk_batch_t *y, uint32_t n)
 {
-    const uint64_t *x0 = x->data,
-                   *x1 = x->data + (x->npolys - 1) * x->poly_stride + (size_t)x->nlimbs * n;
-    const uint64_t *y0 = y->data,
-                   *y1 = y->data + (y->npolys - 1) * y->poly_stride + (size_t)y->nlimbs * n;
-    return x0 < y1 && y0 < x1;
+    return overlaps_w(x, n, y, n);
 }
 
 static tsg_limbs_t limbs_of(const ts_bk_batch_t *x)
@@ -279,7 +283,7 @@ static ts_status_t g_ntt(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_ba
     if (st != TS_OK)
         return st;
     tsg_limbs_t lm = limbs_of(a);
-    return ts__gpu_ntt(dev_of(be), r, arg_of(a), &lm, inv);
+    return ts__gpu_ntt(dev_of(be), r, arg_of(a), &lm, inv, r->logn);
 }
 
 static ts_status_t g_ntt_fwd(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *a)
@@ -290,6 +294,27 @@ static ts_status_t g_ntt_fwd(ts_backend_t *be, const ts_bk_ring_t *r, const ts_b
 static ts_status_t g_ntt_inv(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *a)
 {
     return g_ntt(be, r, a, true);
+}
+
+/* ntt_forward_compact: the (N / gap)-point forward transform of each limb of
+ * a spread batch (N / gap words per limb), the CPU backend's checks */
+static ts_status_t g_ntt_fwd_compact(ts_backend_t *be, const ts_bk_ring_t *r,
+                                     const ts_bk_batch_t *a, uint32_t gap)
+{
+    if (!be)
+        return TS_EINVAL;
+    ts_status_t st = ts__gpu_enter(dev_of(be));
+    if (st != TS_OK)
+        return st;
+    if (!r || gap > r->n / 2 || !ts_bk_batch_valid_spread(a, r->n, r->count, gap))
+        return TS_EINVAL;
+    if (a->nlimbs > TSG_MAX_LIMBS)
+        return TS_ENOTSUP;
+    uint32_t lg = 0;
+    while ((1u << lg) < gap)
+        lg++;
+    tsg_limbs_t lm = limbs_of(a);
+    return ts__gpu_ntt(dev_of(be), r, arg_of(a), &lm, false, r->logn - lg);
 }
 
 static ts_status_t g_ew(ts_backend_t *be, const ts_bk_ring_t *r, int op, const ts_bk_batch_t *o,
@@ -454,19 +479,27 @@ static ts_status_t g_basis_reduce(ts_backend_t *be, const ts_bk_ring_t *r, const
 
 /* ------------------------------------------------- key-switch inner product */
 
-static ts_status_t g_keyswitch_inner(ts_backend_t *be, const ts_bk_ring_t *r,
-                                     const ts_bk_batch_t *out, const ts_bk_batch_t *digits,
-                                     const ts_bk_batch_t *key, const uint32_t *key_limb)
+/*
+ * keyswitch_inner with full (gap 1) or spread (gap > 1: N / gap words per
+ * digit limb) digits: the CPU backend's checks (core/backend/cpu.c ks_inner).
+ */
+static ts_status_t ks_inner(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *out,
+                            const ts_bk_batch_t *digits, const ts_bk_batch_t *key,
+                            const uint32_t *key_limb, uint32_t gap)
 {
     if (!be)
         return TS_EINVAL;
     ts_status_t st = ts__gpu_enter(dev_of(be));
     if (st != TS_OK)
         return st;
-    if (!r || !valid(r, out) || !valid(r, digits) || !valid(r, key) || !key_limb ||
+    if (!r)
+        return TS_EINVAL;
+    const bool dig_ok =
+        gap == 1 ? valid(r, digits) : ts_bk_batch_valid_spread(digits, r->n, r->count, gap);
+    if (!dig_ok || !valid(r, out) || !valid(r, key) || !key_limb ||
         digits->nlimbs != out->nlimbs || digits->npolys > TSG_MAX_DIGITS ||
-        key->npolys < digits->npolys * out->npolys || overlaps(out, digits, r->n) ||
-        overlaps(out, key, r->n))
+        key->npolys < digits->npolys * out->npolys ||
+        overlaps_w(out, r->n, digits, r->n / gap) || overlaps(out, key, r->n))
         return TS_EINVAL;
     for (uint32_t l = 0; l < out->nlimbs; l++) {
         if (digits->mod_idx[l] != out->mod_idx[l] || key_limb[l] >= key->nlimbs ||
@@ -475,6 +508,9 @@ static ts_status_t g_keyswitch_inner(ts_backend_t *be, const ts_bk_ring_t *r,
     }
     if (out->nlimbs > TSG_MAX_LIMBS)
         return TS_ENOTSUP;
+    uint32_t lg = 0;
+    while ((1u << lg) < gap)
+        lg++;
     tsg_limbs_t lm = limbs_of(out), klm;
     memset(&klm, 0, sizeof klm);
     klm.nlimbs = out->nlimbs;
@@ -482,7 +518,24 @@ static ts_status_t g_keyswitch_inner(ts_backend_t *be, const ts_bk_ring_t *r,
     for (uint32_t l = 0; l < out->nlimbs; l++)
         klm.mi[l] = (uint16_t)key_limb[l];
     return ts__gpu_keyswitch(dev_of(be), r, &lm, arg_of(out), arg_of(digits), digits->npolys,
-                             arg_of(key), &klm);
+                             arg_of(key), &klm, lg);
+}
+
+static ts_status_t g_keyswitch_inner(ts_backend_t *be, const ts_bk_ring_t *r,
+                                     const ts_bk_batch_t *out, const ts_bk_batch_t *digits,
+                                     const ts_bk_batch_t *key, const uint32_t *key_limb)
+{
+    return ks_inner(be, r, out, digits, key, key_limb, 1);
+}
+
+static ts_status_t g_keyswitch_inner_spread(ts_backend_t *be, const ts_bk_ring_t *r,
+                                            const ts_bk_batch_t *out, const ts_bk_batch_t *digits,
+                                            const ts_bk_batch_t *key, const uint32_t *key_limb,
+                                            uint32_t gap)
+{
+    if (gap < 2) /* the full form has its own entry */
+        return TS_EINVAL;
+    return ks_inner(be, r, out, digits, key, key_limb, gap);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -528,11 +581,10 @@ static const struct ts_backend_i gpu_iface = {
     .basis_reduce = g_basis_reduce,
     .keyswitch_inner = g_keyswitch_inner,
     .ntt_forward_sparse = NULL, /* optional: core/ring zeroes and runs ntt_forward */
-    /* optional, not yet on the GPU: the callers fall back to full diagonals
-     * (keyswitch_inner_spread, ntt_forward_compact; the compact encoding
-     * also writes host memory) */
-    .keyswitch_inner_spread = NULL,
-    .ntt_forward_compact = NULL,
+    /* plaintexts of few slots in 1 / gap of the memory and traffic (the
+     * weight and DFT diagonals of core/ckks lintrans) */
+    .keyswitch_inner_spread = g_keyswitch_inner_spread,
+    .ntt_forward_compact = g_ntt_fwd_compact,
     .mul_scalar_add = g_mul_scalar_add,
     .sub_mul_scalar = g_sub_mul_scalar,
     .external_product = NULL, /* the CPU backend has none yet either */

@@ -53,9 +53,11 @@ ts_status_t ts__gpu_sync(tsg_dev_t *dev);
 void ts__gpu_pool_stats(tsg_dev_t *dev, size_t *in_use, size_t *cached, size_t *cap);
 
 /* --- kernels; every launcher checks the launch and returns TS_EDEVICE on error */
-/* ntt.cu: in place over npolys x nlimbs limbs */
+/* ntt.cu: in place over npolys x nlimbs limbs of 2^logm words: logm = the
+ * ring's logn, or (forward only) less for the compact transform of
+ * ntt_forward_compact */
 ts_status_t ts__gpu_ntt(tsg_dev_t *dev, const ts_bk_ring_t *r, tsg_arg_t a, const tsg_limbs_t *lm,
-                        bool inverse);
+                        bool inverse, uint32_t logm);
 /* elementwise.cu: op is TSG_OP_*; b, c unused (NULL data) where the op has none */
 ts_status_t ts__gpu_ew(tsg_dev_t *dev, const ts_bk_ring_t *r, int op, const tsg_limbs_t *lm,
                        tsg_arg_t out, tsg_arg_t a, tsg_arg_t b, tsg_arg_t c,
@@ -66,10 +68,11 @@ ts_status_t ts__gpu_automorphism(tsg_dev_t *dev, const ts_bk_ring_t *r, bool ntt
 /* basis.cu: moddown = false: out = conv(in); true: out = (x_b - conv(in)) A^{-1} */
 ts_status_t ts__gpu_conv(tsg_dev_t *dev, const ts_bk_ring_t *r, const ts_bk_conv_t *c,
                          uint32_t npolys, tsg_arg_t out, tsg_arg_t in, tsg_arg_t x_b, bool moddown);
-/* keyswitch.cu: out has lm->npolys polys (the components), digits nd polys */
+/* keyswitch.cu: out has lm->npolys polys (the components), digits nd polys,
+ * full (lg = 0) or spread (gap 2^lg, keyswitch_inner_spread) */
 ts_status_t ts__gpu_keyswitch(tsg_dev_t *dev, const ts_bk_ring_t *r, const tsg_limbs_t *lm,
                               tsg_arg_t out, tsg_arg_t digits, uint32_t nd, tsg_arg_t key,
-                              const tsg_limbs_t *key_limb);
+                              const tsg_limbs_t *key_limb, uint32_t lg);
 
 #ifdef __cplusplus
 }

@@ -547,15 +547,18 @@ TSG_FN void tsg_auto_thread(int ntt_form, size_t idx, const tsg_limbs_t *lm, uin
 }
 
 /* Key-switch inner product: lm describes out (npolys = components), klm.mi[l]
- * is the key limb of out limb l; digit d of limb l at dig.data + d * dig.stride. */
-TSG_FN void tsg_ks_thread(size_t idx, const tsg_limbs_t *lm, uint32_t logn, tsg_arg_t out,
-                          tsg_arg_t dig, uint32_t nd, tsg_arg_t key, const tsg_limbs_t *klm,
-                          const tsg_mod_t *mods)
+ * is the key limb of out limb l; digit d of limb l at dig.data + d * dig.stride.
+ * lg = log2 of the digits' gap: 0 for full digits, > 0 for spread ones
+ * (keyswitch_inner_spread: each limb 2^(logn - lg) words, word k standing
+ * for words k 2^lg .. k 2^lg + 2^lg - 1 of the full limb). */
+TSG_FN void tsg_ks_thread(size_t idx, const tsg_limbs_t *lm, uint32_t logn, uint32_t lg,
+                          tsg_arg_t out, tsg_arg_t dig, uint32_t nd, tsg_arg_t key,
+                          const tsg_limbs_t *klm, const tsg_mod_t *mods)
 {
     const uint32_t nout = lm->npolys;
     const size_t t = idx >> logn, i = idx & (((size_t)1 << logn) - 1);
     const uint32_t c = (uint32_t)(t / lm->nlimbs), l = (uint32_t)(t - (size_t)c * lm->nlimbs);
-    const uint64_t *dp = dig.data + ((size_t)l << logn) + i;
+    const uint64_t *dp = dig.data + ((size_t)l << (logn - lg)) + (i >> lg);
     const uint64_t *kp = key.data + (size_t)c * key.stride + ((size_t)klm->mi[l] << logn) + i;
     out.data[(size_t)c * out.stride + ((size_t)l << logn) + i] =
         tsg_ks_elem(nd, dp, dig.stride, kp, (size_t)nout * key.stride, &mods[lm->mi[l]]);

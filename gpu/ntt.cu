@@ -9,6 +9,12 @@
  * writes the tile back. blockIdx.x is the tile, blockIdx.y the (poly, limb)
  * pair. The forward transform's last pass reduces to [0, q); the inverse's
  * last pass is the stage with 1/N merged in, which reduces.
+ *
+ * The compact forward transform (ntt_forward_compact) is the same kernel on
+ * M = 2^logm < N words per limb with the first M twiddles of each modulus's
+ * N-point table (core/math ts_ntt_forward_compact: the prefix of the
+ * bit-reversed table is the M-point table of psi^(N / M)): limbs are M
+ * words apart, the tables still N apart (ntt_tables.logn).
  */
 #include "gpu/gpu_cuda.cuh"
 
@@ -17,6 +23,7 @@
 struct ntt_tables {
     const tsg_mod_t *mods;
     const uint64_t *tw, *tw_sh; /* fwd or inv tables, modulus i at i << logn */
+    uint32_t logn;              /* the ring's (the tables'); the pass's may be less */
 };
 
 template <bool INV>
@@ -33,7 +40,8 @@ __global__ void __launch_bounds__(NTT_THREADS)
     uint64_t *x = a.data + (size_t)p * a.stride + ((size_t)l << logn);
     const tsg_mod_t m = tab.mods[mi];
     const uint64_t q = m.q;
-    const uint64_t *w = tab.tw + ((size_t)mi << logn), *wsh = tab.tw_sh + ((size_t)mi << logn);
+    const uint64_t *w = tab.tw + ((size_t)mi << tab.logn),
+                   *wsh = tab.tw_sh + ((size_t)mi << tab.logn);
     const uint32_t b = blockIdx.x;
     const uint32_t tile = 1u << pass.log_tile, half = tile >> 1;
 
@@ -75,12 +83,14 @@ __global__ void __launch_bounds__(NTT_THREADS)
 }
 
 extern "C" ts_status_t ts__gpu_ntt(tsg_dev_t *dev, const ts_bk_ring_t *r, tsg_arg_t a,
-                                   const tsg_limbs_t *lm, bool inverse)
+                                   const tsg_limbs_t *lm, bool inverse, uint32_t logm)
 {
+    if (logm < 1 || logm > r->logn || (inverse && logm != r->logn))
+        return TS_EINVAL; /* the inverse's last stage holds N^-1: full size only */
     tsg_ntt_pass_t passes[TSG_NTT_MAX_PASSES];
-    const uint32_t np = tsg_ntt_plan(r->logn, passes);
-    ntt_tables tab = {r->d.mods, inverse ? r->d.inv : r->d.fwd,
-                      inverse ? r->d.inv_sh : r->d.fwd_sh};
+    const uint32_t np = tsg_ntt_plan(logm, passes);
+    ntt_tables tab = {r->d.mods, inverse ? r->d.inv : r->d.fwd, inverse ? r->d.inv_sh : r->d.fwd_sh,
+                      r->logn};
     const uint32_t pairs = lm->npolys * lm->nlimbs;
     cudaStream_t st = tsg_stream(dev);
     for (uint32_t k = 0; k < np; k++) {

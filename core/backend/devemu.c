@@ -15,9 +15,9 @@
  *    whatever was there: code that relies on zeroed memory shows up;
  *  - the blocks stay reachable by their host addresses (a list in 64-byte
  *    headers), so leak checkers see what the tagged addresses hide;
- *  - the optional ops are those the GPU backend has (gpu/backend.c): no
- *    sparse or compact NTT, no spread inner product, so callers take the
- *    same fallbacks.
+ *  - the optional ops are those the GPU backend has (gpu/backend.c): the
+ *    compact NTT and the spread inner product, no sparse NTT, so callers
+ *    take the same paths and fallbacks.
  * Every op untags its batches and runs the CPU backend's, so results are the
  * CPU's bit for bit. A testing aid (TS_TEST_BACKEND=devemu; the devemu
  * suite of the unit tests runs the GPU's suites on it), not a production
@@ -277,6 +277,22 @@ static ts_status_t de_keyswitch_inner(ts_backend_t *be, const ts_bk_ring_t *r,
     return CPU(be, keyswitch_inner, r, &ho, &hd, &hk, key_limb);
 }
 
+static ts_status_t de_keyswitch_inner_spread(ts_backend_t *be, const ts_bk_ring_t *r,
+                                             const ts_bk_batch_t *out, const ts_bk_batch_t *digits,
+                                             const ts_bk_batch_t *key, const uint32_t *key_limb,
+                                             uint32_t gap)
+{
+    ts_bk_batch_t ho = untag(out), hd = untag(digits), hk = untag(key);
+    return CPU(be, keyswitch_inner_spread, r, &ho, &hd, &hk, key_limb, gap);
+}
+
+static ts_status_t de_ntt_fwd_compact(ts_backend_t *be, const ts_bk_ring_t *r,
+                                      const ts_bk_batch_t *a, uint32_t gap)
+{
+    ts_bk_batch_t ha = untag(a);
+    return CPU(be, ntt_forward_compact, r, &ha, gap);
+}
+
 static const struct ts_backend_i devemu_iface = {
     .name = "devemu",
     .free = de_free,
@@ -308,8 +324,8 @@ static const struct ts_backend_i devemu_iface = {
     .keyswitch_inner = de_keyswitch_inner,
     /* the GPU backend's optional set (gpu/backend.c) */
     .ntt_forward_sparse = NULL,
-    .keyswitch_inner_spread = NULL,
-    .ntt_forward_compact = NULL,
+    .keyswitch_inner_spread = de_keyswitch_inner_spread,
+    .ntt_forward_compact = de_ntt_fwd_compact,
     .mul_scalar_add = de_mul_scalar_add,
     .sub_mul_scalar = de_sub_mul_scalar,
     .external_product = NULL,

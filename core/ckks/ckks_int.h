@@ -220,7 +220,7 @@ ts_status_t ts__ckks_encode_qp(ts_ckks_encoder_t *e, const double complex *value
                                double scale, ts_poly_t *out);
 /*
  * The same real-slot encoding over Q_level * P in the compact (spread) form:
- * dst gets level + 1 + np limbs of 2 slots words, word k of a limb standing
+ * dst (backend memory) gets level + 1 + np limbs of 2 slots words, word k of a limb standing
  * for the run of N / (2 slots) equal words k gap .. of the full NTT form (the
  * storage ts__ckks_bsgs_dot takes with that gap). Sparse slots only
  * (slots < N / 2); TS_ENOTSUP when the backend lacks ntt_forward_compact or a

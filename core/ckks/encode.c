@@ -398,11 +398,15 @@ ts_status_t ts__ckks_encode_qp_compact(ts_ckks_encoder_t *e, const double *reals
         return TS_ELEVEL;
     if (!pow2(slots) || slots >= p->n / 2)
         return TS_EINVAL;
-    if (!be->host_memory || !be->iface->ntt_forward_compact)
+    if (!be->iface->ntt_forward_compact)
         return TS_ENOTSUP;
     const uint32_t nl = (uint32_t)level + 1 + (uint32_t)p->np, m = (uint32_t)(2 * slots);
-    ts_status_t st = encode_limbs(p, NULL, reals, count, slots, scale, level, (uint32_t)p->np, dst,
-                                  m, e->vals, NULL, LAYOUT_COMPACT);
+    /* on a device: the compact coefficients (nl x 2 slots words, 1 / gap of
+     * a full plaintext) cross to it, and it runs the transform */
+    ts_status_t st = encode_limbs(p, NULL, reals, count, slots, scale, level, (uint32_t)p->np,
+                                  be->host_memory ? dst : e->host, m, e->vals, NULL, LAYOUT_COMPACT);
+    if (st == TS_OK && !be->host_memory)
+        st = ts_backend_upload(be, dst, e->host, (size_t)nl * m * sizeof(uint64_t));
     if (st != TS_OK)
         return st;
     ts_bk_batch_t b = {.data = dst,

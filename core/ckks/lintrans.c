@@ -86,7 +86,7 @@ static size_t diag_words(const ts_ckks_lintrans_t *lt)
  * The diagonal buffer of nd diagonals at lt's level and the parameters' P
  * (lt->params, slots set); spread storage (lt->gap) where it applies: more
  * than one diagonal (a lone diagonal 0 is applied by a plain product), sparse
- * slots, a host-memory backend with keyswitch_inner_spread.
+ * slots, a backend with keyswitch_inner_spread.
  */
 static ts_status_t alloc_diags(ts_ckks_lintrans_t *lt, size_t nd)
 {
@@ -94,7 +94,7 @@ static ts_status_t alloc_diags(ts_ckks_lintrans_t *lt, size_t nd)
     ts_backend_t *be = ts_ring_backend(p->ring);
     const size_t limbs = (size_t)lt->level + 1 + p->np;
     lt->gap = 1;
-    if (nd > 1 && lt->slots < p->n / 2 && be->host_memory && be->iface->keyswitch_inner_spread)
+    if (nd > 1 && lt->slots < p->n / 2 && be->iface->keyswitch_inner_spread)
         lt->gap = (uint32_t)(p->n / (2 * lt->slots));
     lt->diags = ts_calloc(nd ? nd : 1, sizeof(diag_t));
     if (!lt->diags)
@@ -109,22 +109,38 @@ static ts_status_t alloc_diags(ts_ckks_lintrans_t *lt, size_t nd)
                             (void **)&lt->dbuf);
 }
 
-/* full (host memory) -> its spread form at dst, one word per run of gap; TS_EINTERNAL
- * when a run is not constant (the encoder left a non-sparse plaintext). */
+/* full -> its spread form at dst (both backend memory), one word per run of
+ * gap, a limb at a time (through host buffers where the backend's memory is
+ * not the host's); TS_EINTERNAL when a run is not constant (the encoder left a
+ * non-sparse plaintext). */
 static ts_status_t spread_store(const ts_ckks_lintrans_t *lt, const ts_poly_t *full, uint64_t *dst)
 {
+    ts_backend_t *be = ts_ring_backend(lt->params->ring);
     const size_t n = lt->params->n, w = diag_words(lt), limbs = (size_t)full->nq + full->np;
-    for (size_t l = 0; l < limbs; l++) {
+    uint64_t *stage = NULL;
+    if (!be->host_memory && !(stage = ts_malloc((n + w) * sizeof(uint64_t))))
+        return TS_ENOMEM;
+    ts_status_t st = TS_OK;
+    for (size_t l = 0; l < limbs && st == TS_OK; l++) {
         const uint64_t *src = full->data + l * n;
-        for (size_t k = 0; k < w; k++) {
+        uint64_t *out = dst + l * w;
+        if (stage) {
+            st = ts_backend_download(be, stage, src, n * sizeof(uint64_t));
+            src = stage;
+            out = stage + n;
+        }
+        for (size_t k = 0; k < w && st == TS_OK; k++) {
             const uint64_t v = src[k * lt->gap];
             for (uint32_t r = 1; r < lt->gap; r++)
                 if (src[k * lt->gap + r] != v)
-                    return TS_EINTERNAL;
-            dst[l * w + k] = v;
+                    st = TS_EINTERNAL;
+            out[k] = v;
         }
+        if (stage && st == TS_OK)
+            st = ts_backend_upload(be, dst + l * w, out, w * sizeof(uint64_t));
     }
-    return TS_OK;
+    ts_free(stage);
+    return st;
 }
 
 /* Encode d (slots values) as the next diagonal, index i, over Q_level * P. */
@@ -505,8 +521,7 @@ ts_status_t ts_ckks_bsgs_mul_add_run(ts_ckks_bsgs_t *h, size_t b0, size_t count,
         return TS_EMISMATCH;
     ts_backend_t *be = h->ev->be;
     ts_status_t st = TS_ENOTSUP;
-    if (slots < p->n / 2 && be->host_memory && be->iface->keyswitch_inner_spread &&
-        be->iface->ntt_forward_compact) {
+    if (slots < p->n / 2 && be->iface->keyswitch_inner_spread && be->iface->ntt_forward_compact) {
         const size_t per = (size_t)(h->nq + h->np) * 2 * slots;
         st = h->cbuf ? TS_OK
                      : ts_backend_alloc(be, h->nb * per * sizeof(uint64_t), (void **)&h->cbuf);

@@ -213,12 +213,14 @@ END_TEST
  * load into a tile buffer (shared memory), the stages with their butterflies
  * (serially: within a stage the butterflies are disjoint, asserted), store.
  */
-static void emul_ntt(const fix_t *f, uint32_t mi, uint64_t *x, bool inverse)
+static void emul_ntt(const fix_t *f, uint32_t mi, uint64_t *x, bool inverse, uint32_t logm)
 {
-    const uint32_t n = f->n, logn = f->logn;
+    /* logm < the ring's logn: the compact forward transform of M = 2^logm
+     * words (ntt_forward_compact), the first M twiddles of the N-point table */
+    const uint32_t n = 1u << logm, logn = logm;
     /* the tables as ntt.cu addresses them in the packed ring blob */
-    const uint64_t *tw = (inverse ? f->rt.inv : f->rt.fwd) + ((size_t)mi << logn);
-    const uint64_t *tw_sh = (inverse ? f->rt.inv_sh : f->rt.fwd_sh) + ((size_t)mi << logn);
+    const uint64_t *tw = (inverse ? f->rt.inv : f->rt.fwd) + ((size_t)mi << f->logn);
+    const uint64_t *tw_sh = (inverse ? f->rt.inv_sh : f->rt.fwd_sh) + ((size_t)mi << f->logn);
     const tsg_mod_t m = f->rt.mods[mi];
     tsg_ntt_pass_t passes[TSG_NTT_MAX_PASSES];
     const uint32_t np = tsg_ntt_plan(logn, passes);
@@ -314,13 +316,32 @@ START_TEST(test_emul_ntt)
         ck_assert_ts_ok(ts_backend_ntt_forward(f.cpu, f.cring, &bt));
         for (uint32_t p = 0; p < 2; p++)
             for (uint32_t l = 0; l < 2; l++)
-                emul_ntt(&f, l, e + p * stride + (size_t)l * f.n, false);
+                emul_ntt(&f, l, e + p * stride + (size_t)l * f.n, false, logn);
         expect_same("emulated ntt_forward", &ps, h, e, 2 * stride);
         ck_assert_ts_ok(ts_backend_ntt_inverse(f.cpu, f.cring, &bt));
         for (uint32_t p = 0; p < 2; p++)
             for (uint32_t l = 0; l < 2; l++)
-                emul_ntt(&f, l, e + p * stride + (size_t)l * f.n, true);
+                emul_ntt(&f, l, e + p * stride + (size_t)l * f.n, true, logn);
         expect_same("emulated ntt_inverse", &ps, h, e, 2 * stride);
+        /* the compact forward transform (ntt_forward_compact) at every gap:
+         * M = N / gap words per limb, inputs anywhere in [0, 4q) */
+        for (uint32_t lg = 1; lg < logn; lg++) {
+            const uint32_t m = f.n >> lg;
+            const size_t cstride = 2 * (size_t)m + 3;
+            for (size_t w = 0; w < 2 * cstride; w++)
+                h[w] = 0x5a5a5a5a5a5a5a5aULL; /* padding stays put */
+            for (uint32_t p = 0; p < 2; p++)
+                for (uint32_t l = 0; l < 2; l++)
+                    for (uint32_t k = 0; k < m; k++)
+                        h[p * cstride + (size_t)l * m + k] = rng_next(&seed) % (4 * f.mods[l]);
+            memcpy(e, h, 2 * cstride * sizeof(uint64_t));
+            ts_bk_batch_t ct = {h, 2, 2, cstride, mi};
+            ck_assert_ts_ok(ts_backend_ntt_forward_compact(f.cpu, f.cring, &ct, 1u << lg));
+            for (uint32_t p = 0; p < 2; p++)
+                for (uint32_t l = 0; l < 2; l++)
+                    emul_ntt(&f, l, e + p * cstride + (size_t)l * m, false, logn - lg);
+            expect_same("emulated ntt_forward_compact", &ps, h, e, 2 * cstride);
+        }
         ts_free(h);
         ts_free(e);
         fix_clear(&f);
@@ -461,8 +482,29 @@ static void emul_ops_one(const pset_t *ps)
         tsg_limbs_t olm = limbs_of(nout, nl, idx);
         tsg_arg_t gd = {dig, stride}, gk = {key, kstride};
         for (size_t t = 0; t < tsg_total(&olm, logn); t++)
-            tsg_ks_thread(t, &olm, logn, ge, gd, nd, gk, &klm, f.rt.mods);
+            tsg_ks_thread(t, &olm, logn, 0, ge, gd, nd, gk, &klm, f.rt.mods);
         expect_same("keyswitch_inner", ps, oc, oe, words);
+        /* spread digits (keyswitch_inner_spread): N / gap words per limb */
+        const uint32_t lgs[] = {1, 2, 5, logn - 1};
+        for (size_t li = 0; li < sizeof lgs / sizeof lgs[0]; li++) {
+            const uint32_t lg = lgs[li];
+            if (lg >= logn || (li == 3 && lg <= 5))
+                continue;
+            const size_t w = n >> lg, sstride = (size_t)nl * w + 5;
+            for (uint32_t d = 0; d < nd; d++)
+                for (uint32_t l = 0; l < nl; l++)
+                    for (size_t k = 0; k < w; k++)
+                        dig[d * sstride + l * w + k] = rng_next(&seed) % f.mods[idx[l]];
+            ts_bk_batch_t DS = {dig, nd, nl, sstride, idx};
+            memcpy(oc, o, bytes);
+            memcpy(oe, o, bytes);
+            ck_assert_ts_ok(
+                ts_backend_keyswitch_inner_spread(f.cpu, f.cring, &OC, &DS, &K, key_limb, 1u << lg));
+            tsg_arg_t gs = {dig, sstride};
+            for (size_t t = 0; t < tsg_total(&olm, logn); t++)
+                tsg_ks_thread(t, &olm, logn, lg, ge, gs, nd, gk, &klm, f.rt.mods);
+            expect_same("keyswitch_inner_spread", ps, oc, oe, words);
+        }
         ts_free(dig);
         ts_free(key);
     }
