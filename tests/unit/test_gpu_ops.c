@@ -781,6 +781,34 @@ static void device_ops_one(ts_backend_t *g, const pset_t *ps)
         BOTH(ts_backend_keyswitch_inner(c, rc, &zc, &dc, &kc, key_limb),
              ts_backend_keyswitch_inner(g, rg, &zg, &dg, &kg, key_limb));
         dbuf_expect_same("keyswitch_inner", ps, &Z, c, g);
+        /* spread digits and the compact NTT (the GPU's own, not a fallback):
+         * N / gap words per limb, gap 2 .. N / 2 */
+        ck_assert_ptr_nonnull(g->iface->keyswitch_inner_spread);
+        ck_assert_ptr_nonnull(g->iface->ntt_forward_compact);
+        for (uint32_t lg = 1; lg < f.logn; lg += lg < 2 ? 1 : (f.logn - lg > 4 ? 4 : f.logn - lg)) {
+            const uint32_t gap = 1u << lg;
+            const size_t ss = (size_t)nq * (n / gap) + 3;
+            uint64_t *hs = ts_malloc(nd * ss * 8);
+            ck_assert_ptr_nonnull(hs);
+            for (uint32_t d = 0; d < nd; d++)
+                for (size_t w = 0; w < ss; w++) {
+                    const size_t l = w / (n / gap);
+                    hs[d * ss + w] = l < nq ? rng_next(&seed) % (4 * f.mods[qidx[l]]) : 7;
+                }
+            dbuf_t S;
+            dbuf_init(&S, c, g, hs, nd * ss);
+            ts_bk_batch_t sc = bat(S.c, nd, nq, ss, qidx), sg = bat(S.g, nd, nq, ss, qidx);
+            BOTH(ts_backend_ntt_forward_compact(c, rc, &sc, gap),
+                 ts_backend_ntt_forward_compact(g, rg, &sg, gap));
+            dbuf_expect_same("ntt_forward_compact", ps, &S, c, g);
+            BOTH(ts_backend_keyswitch_inner_spread(c, rc, &zc, &sc, &kc, key_limb, gap),
+                 ts_backend_keyswitch_inner_spread(g, rg, &zg, &sg, &kg, key_limb, gap));
+            dbuf_expect_same("keyswitch_inner_spread", ps, &Z, c, g);
+            ck_assert_ts_status(ts_backend_keyswitch_inner_spread(g, rg, &zg, &sg, &kg, key_limb, 1),
+                                TS_EINVAL);
+            dbuf_clear(&S, c, g);
+            ts_free(hs);
+        }
         /* 20 digits: the accumulator's periodic reduction */
         if (nd * 5 <= TSG_MAX_DIGITS) {
             const uint32_t nd2 = 20;
