@@ -479,6 +479,29 @@ static ts_status_t g_basis_reduce(ts_backend_t *be, const ts_bk_ring_t *r, const
 
 /* ------------------------------------------------- key-switch inner product */
 
+/* spread_expand: the CPU backend's checks */
+static ts_status_t g_spread_expand(ts_backend_t *be, const ts_bk_ring_t *r,
+                                   const ts_bk_batch_t *out, const ts_bk_batch_t *a, uint32_t gap)
+{
+    if (!be)
+        return TS_EINVAL;
+    ts_status_t st = ts__gpu_enter(dev_of(be));
+    if (st != TS_OK)
+        return st;
+    if (!r || !out || gap < 2 || gap > r->n / 2 || !valid(r, out) ||
+        !ts_bk_batch_valid_spread(a, r->n, r->count, gap) || a->npolys != out->npolys ||
+        a->nlimbs != out->nlimbs || overlaps_w(out, r->n, a, r->n / gap))
+        return TS_EINVAL;
+    for (uint32_t l = 0; l < out->nlimbs; l++)
+        if (a->mod_idx[l] != out->mod_idx[l])
+            return TS_EINVAL;
+    uint32_t lg = 0;
+    while ((1u << lg) < gap)
+        lg++;
+    tsg_limbs_t lm = limbs_of(out);
+    return ts__gpu_spread_expand(dev_of(be), r, &lm, arg_of(out), arg_of(a), lg);
+}
+
 /*
  * keyswitch_inner with full (gap 1) or spread (gap > 1: N / gap words per
  * digit limb) digits: the CPU backend's checks (core/backend/cpu.c ks_inner).
@@ -496,9 +519,8 @@ static ts_status_t ks_inner(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk
         return TS_EINVAL;
     const bool dig_ok =
         gap == 1 ? valid(r, digits) : ts_bk_batch_valid_spread(digits, r->n, r->count, gap);
-    if (!dig_ok || !valid(r, out) || !valid(r, key) || !key_limb ||
-        digits->nlimbs != out->nlimbs || digits->npolys > TSG_MAX_DIGITS ||
-        key->npolys < digits->npolys * out->npolys ||
+    if (!dig_ok || !valid(r, out) || !valid(r, key) || !key_limb || digits->nlimbs != out->nlimbs ||
+        digits->npolys > TSG_MAX_DIGITS || key->npolys < digits->npolys * out->npolys ||
         overlaps_w(out, r->n, digits, r->n / gap) || overlaps(out, key, r->n))
         return TS_EINVAL;
     for (uint32_t l = 0; l < out->nlimbs; l++) {
@@ -585,6 +607,7 @@ static const struct ts_backend_i gpu_iface = {
      * weight and DFT diagonals of core/ckks lintrans) */
     .keyswitch_inner_spread = g_keyswitch_inner_spread,
     .ntt_forward_compact = g_ntt_fwd_compact,
+    .spread_expand = g_spread_expand,
     .mul_scalar_add = g_mul_scalar_add,
     .sub_mul_scalar = g_sub_mul_scalar,
     .external_product = NULL, /* the CPU backend has none yet either */

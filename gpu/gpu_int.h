@@ -58,6 +58,9 @@ void ts__gpu_pool_stats(tsg_dev_t *dev, size_t *in_use, size_t *cached, size_t *
  * ntt_forward_compact */
 ts_status_t ts__gpu_ntt(tsg_dev_t *dev, const ts_bk_ring_t *r, tsg_arg_t a, const tsg_limbs_t *lm,
                         bool inverse, uint32_t logm);
+/* ntt.cu: out (full limbs) word i = a's (limbs of N / 2^lg words) word i >> lg */
+ts_status_t ts__gpu_spread_expand(tsg_dev_t *dev, const ts_bk_ring_t *r, const tsg_limbs_t *lm,
+                                  tsg_arg_t out, tsg_arg_t a, uint32_t lg);
 /* elementwise.cu: op is TSG_OP_*; b, c unused (NULL data) where the op has none */
 ts_status_t ts__gpu_ew(tsg_dev_t *dev, const ts_bk_ring_t *r, int op, const tsg_limbs_t *lm,
                        tsg_arg_t out, tsg_arg_t a, tsg_arg_t b, tsg_arg_t c,

@@ -546,6 +546,17 @@ TSG_FN void tsg_auto_thread(int ntt_form, size_t idx, const tsg_limbs_t *lm, uin
     }
 }
 
+/* spread_expand: word i of out's limb l = word i >> lg of a's (limbs of
+ * 2^(logn - lg) words); lm describes out (and a: same npolys, nlimbs). */
+TSG_FN void tsg_expand_thread(size_t idx, const tsg_limbs_t *lm, uint32_t logn, uint32_t lg,
+                              tsg_arg_t out, tsg_arg_t a)
+{
+    const size_t t = idx >> logn, i = idx & (((size_t)1 << logn) - 1);
+    const uint32_t p = (uint32_t)(t / lm->nlimbs), l = (uint32_t)(t - (size_t)p * lm->nlimbs);
+    out.data[(size_t)p * out.stride + ((size_t)l << logn) + i] =
+        a.data[(size_t)p * a.stride + ((size_t)l << (logn - lg)) + (i >> lg)];
+}
+
 /* Key-switch inner product: lm describes out (npolys = components), klm.mi[l]
  * is the key limb of out limb l; digit d of limb l at dig.data + d * dig.stride.
  * lg = log2 of the digits' gap: 0 for full digits, > 0 for spread ones

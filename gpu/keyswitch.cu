@@ -28,7 +28,7 @@ extern "C" ts_status_t ts__gpu_keyswitch(tsg_dev_t *dev, const ts_bk_ring_t *r,
 {
     const size_t total = ((size_t)lm->npolys * lm->nlimbs) << r->logn;
     const unsigned blocks = tsg_blocks(total, KS_THREADS);
-    ks_kernel<<<blocks, KS_THREADS, 0, tsg_stream(dev)>>>(*lm, r->logn, lg, out, digits, nd,
-                                                          key, *key_limb, r->d.mods);
+    ks_kernel<<<blocks, KS_THREADS, 0, tsg_stream(dev)>>>(*lm, r->logn, lg, out, digits, nd, key,
+                                                          *key_limb, r->d.mods);
     return tsg_check_launch(dev, lg ? "keyswitch_inner_spread" : "keyswitch_inner");
 }

@@ -14,7 +14,9 @@
  * M = 2^logm < N words per limb with the first M twiddles of each modulus's
  * N-point table (core/math ts_ntt_forward_compact: the prefix of the
  * bit-reversed table is the M-point table of psi^(N / M)): limbs are M
- * words apart, the tables still N apart (ntt_tables.logn).
+ * words apart, the tables still N apart (ntt_tables.logn). spread_expand
+ * then writes such a limb out in full (word i from word i / gap), which
+ * completes the sparse transform: one thread per output word.
  */
 #include "gpu/gpu_cuda.cuh"
 
@@ -116,4 +118,25 @@ extern "C" ts_status_t ts__gpu_ntt(tsg_dev_t *dev, const ts_bk_ring_t *r, tsg_ar
         }
     }
     return TS_OK;
+}
+
+#define EXPAND_THREADS 256
+
+__global__ void __launch_bounds__(EXPAND_THREADS)
+    expand_kernel(const tsg_limbs_t lm, uint32_t logn, uint32_t lg, tsg_arg_t out, tsg_arg_t a)
+{
+    const size_t total = tsg_total(&lm, logn);
+    for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (size_t)gridDim.x * blockDim.x)
+        tsg_expand_thread(idx, &lm, logn, lg, out, a);
+}
+
+extern "C" ts_status_t ts__gpu_spread_expand(tsg_dev_t *dev, const ts_bk_ring_t *r,
+                                             const tsg_limbs_t *lm, tsg_arg_t out, tsg_arg_t a,
+                                             uint32_t lg)
+{
+    const size_t total = ((size_t)lm->npolys * lm->nlimbs) << r->logn;
+    const unsigned blocks = tsg_blocks(total, EXPAND_THREADS);
+    expand_kernel<<<blocks, EXPAND_THREADS, 0, tsg_stream(dev)>>>(*lm, r->logn, lg, out, a);
+    return tsg_check_launch(dev, "spread_expand");
 }

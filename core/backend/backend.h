@@ -208,6 +208,17 @@ struct ts_backend_i {
                                        const ts_bk_batch_t *a, uint32_t gap);
 
     /*
+     * --- optional (may be NULL): a spread batch written out in full: word i
+     * of out's limb l (n words) = word i / gap of a's limb l (n / gap words,
+     * as keyswitch_inner_spread's digits). After ntt_forward_compact it gives
+     * ntt_forward_sparse's full NTT form, so a device encodes a plaintext of
+     * few slots from 1 / gap of its words (core/ckks encode). out and a share
+     * nlimbs and mod_idx and do not overlap.
+     */
+    ts_status_t (*spread_expand)(ts_backend_t *be, const ts_bk_ring_t *ring,
+                                 const ts_bk_batch_t *out, const ts_bk_batch_t *a, uint32_t gap);
+
+    /*
      * --- optional (may be NULL): out += a * s[l] in limb l (s as mul_scalar's):
      * mul_scalar into scratch and add, fused into one pass over out (the
      * leaves of a polynomial evaluation, sum c_i T_i). Callers fall back to
@@ -371,6 +382,12 @@ static inline ts_status_t ts_backend_ntt_forward_compact(ts_backend_t *be, const
                                                          const ts_bk_batch_t *a, uint32_t gap)
 {
     return TS__BK_CALL(be, ntt_forward_compact, r, a, gap);
+}
+static inline ts_status_t ts_backend_spread_expand(ts_backend_t *be, const ts_bk_ring_t *r,
+                                                   const ts_bk_batch_t *o, const ts_bk_batch_t *a,
+                                                   uint32_t gap)
+{
+    return TS__BK_CALL(be, spread_expand, r, o, a, gap);
 }
 /* out = (a - b) * s, fused where the backend has it, else sub then mul_scalar. */
 static inline ts_status_t ts_backend_sub_mul_scalar(ts_backend_t *be, const ts_bk_ring_t *r,

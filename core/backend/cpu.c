@@ -707,6 +707,35 @@ static ts_status_t cpu_ntt_fwd_compact(ts_backend_t *be, const ts_bk_ring_t *r,
     return TS_OK;
 }
 
+/* spread_expand: one limb per task, word i = the spread limb's word i / gap */
+static void expand_task(void *vj, size_t t)
+{
+    const job_t *j = vj;
+    const ts_bk_batch_t *o = j->out, *a = j->a;
+    const uint32_t n = j->ring->n, gap = (uint32_t)j->k, w = n / gap;
+    const size_t p = t / o->nlimbs, l = t % o->nlimbs;
+    uint64_t *d = o->data + p * o->poly_stride + l * (size_t)n;
+    const uint64_t *x = a->data + p * a->poly_stride + l * (size_t)w;
+    for (uint32_t h = 0; h < w; h++)
+        for (uint32_t r = 0; r < gap; r++)
+            d[(size_t)h * gap + r] = x[h];
+}
+
+static ts_status_t cpu_spread_expand(ts_backend_t *be, const ts_bk_ring_t *r,
+                                     const ts_bk_batch_t *out, const ts_bk_batch_t *a, uint32_t gap)
+{
+    if (!r || !out || gap < 2 || gap > r->n / 2 || !valid(r, out) ||
+        !ts_bk_batch_valid_spread(a, r->n, r->count, gap) || a->npolys != out->npolys ||
+        a->nlimbs != out->nlimbs || overlaps_w(out, r->n, a, r->n / gap))
+        return TS_EINVAL;
+    for (uint32_t l = 0; l < out->nlimbs; l++)
+        if (a->mod_idx[l] != out->mod_idx[l])
+            return TS_EINVAL;
+    job_t j = {.ring = r, .out = out, .a = a, .k = gap};
+    ts__pool_run(pool_of(be), (size_t)out->npolys * out->nlimbs, expand_task, &j);
+    return TS_OK;
+}
+
 /* ------------------------------------------------------------ lifecycle */
 
 static void cpu_free(ts_backend_t *be)
@@ -760,6 +789,7 @@ static const struct ts_backend_i cpu_iface = {
     .keyswitch_inner = cpu_keyswitch_inner,
     .keyswitch_inner_spread = cpu_keyswitch_inner_spread,
     .ntt_forward_compact = cpu_ntt_fwd_compact,
+    .spread_expand = cpu_spread_expand,
     .external_product = NULL,
 };
 

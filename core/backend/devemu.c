@@ -16,8 +16,8 @@
  *  - the blocks stay reachable by their host addresses (a list in 64-byte
  *    headers), so leak checkers see what the tagged addresses hide;
  *  - the optional ops are those the GPU backend has (gpu/backend.c): the
- *    compact NTT and the spread inner product, no sparse NTT, so callers
- *    take the same paths and fallbacks.
+ *    compact NTT, the spread inner product and expansion, no sparse NTT, so
+ *    callers take the same paths and fallbacks.
  * Every op untags its batches and runs the CPU backend's, so results are the
  * CPU's bit for bit. A testing aid (TS_TEST_BACKEND=devemu; the devemu
  * suite of the unit tests runs the GPU's suites on it), not a production
@@ -293,6 +293,13 @@ static ts_status_t de_ntt_fwd_compact(ts_backend_t *be, const ts_bk_ring_t *r,
     return CPU(be, ntt_forward_compact, r, &ha, gap);
 }
 
+static ts_status_t de_spread_expand(ts_backend_t *be, const ts_bk_ring_t *r,
+                                    const ts_bk_batch_t *out, const ts_bk_batch_t *a, uint32_t gap)
+{
+    ts_bk_batch_t ho = untag(out), ha = untag(a);
+    return CPU(be, spread_expand, r, &ho, &ha, gap);
+}
+
 static const struct ts_backend_i devemu_iface = {
     .name = "devemu",
     .free = de_free,
@@ -326,6 +333,7 @@ static const struct ts_backend_i devemu_iface = {
     .ntt_forward_sparse = NULL,
     .keyswitch_inner_spread = de_keyswitch_inner_spread,
     .ntt_forward_compact = de_ntt_fwd_compact,
+    .spread_expand = de_spread_expand,
     .mul_scalar_add = de_mul_scalar_add,
     .sub_mul_scalar = de_sub_mul_scalar,
     .external_product = NULL,

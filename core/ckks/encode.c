@@ -202,6 +202,8 @@ struct ts_ckks_encoder {
     int64_t *err;         /* N: the error of the fused encode+encrypt */
     double complex *vals; /* N/2 */
     uint64_t *host;       /* nq * N words: staging when the backend is not host memory */
+    uint64_t *dev;        /* (nq + np) * N / 2 words of backend memory (not host memory:
+                           * a sparse encoding's compact words, made on first use) */
     uint64_t *crt;        /* 2 * words of Q */
     ts_poly_t *tmp;       /* decode: a coefficient-form copy */
 };
@@ -232,6 +234,12 @@ ts_status_t ts_ckks_encoder_new(ts_ckks_params_t *params, ts_ckks_encoder_t **ou
     return TS_OK;
 }
 
+/* The words of the encoder's backend scratch: every limb of Q P at N / 2. */
+static size_t dev_words(const ts_ckks_params_t *p)
+{
+    return (p->nq + p->np) * (p->n / 2);
+}
+
 void ts_ckks_encoder_free(ts_ckks_encoder_t *e)
 {
     if (!e)
@@ -239,6 +247,12 @@ void ts_ckks_encoder_free(ts_ckks_encoder_t *e)
     if (e->tmp)
         ts_poly_reshape(e->tmp, e->tmp->cap_limbs, 0, false);
     ts_poly_free(e->tmp);
+    if (e->dev) {
+        /* a model's weights pass through it: wiped like the host staging */
+        ts_backend_t *be = ts_ring_backend(e->params->ring);
+        (void)ts_backend_zero(be, e->dev, dev_words(e->params) * sizeof(uint64_t));
+        ts_backend_buf_free(be, e->dev);
+    }
     if (e->vals)
         ts_memzero(e->vals, sizeof(double complex) * (e->params->n / 2));
     ts_free(e->vals);
@@ -258,11 +272,51 @@ static int log2_slots(size_t slots)
 }
 
 /*
+ * A sparse encoding (gap = N / (2 slots) > 1) on a backend whose memory is
+ * not the host's: the 2 slots coefficients per limb cross to the device
+ * (1 / gap of the plaintext's words), which runs the (N / gap)-point NTT
+ * (ntt_forward_compact) and writes each word out gap times (spread_expand):
+ * ts_poly_ntt_sparse's words. out is reshaped. TS_ENOTSUP when the backend
+ * lacks the ops or a coefficient is beyond 2^62 (the caller then encodes the
+ * full polynomial).
+ */
+static ts_status_t encode_ntt_device(ts_ckks_encoder_t *e, const double complex *cv,
+                                     const double *rv, size_t count, size_t slots, int level,
+                                     double scale, uint32_t np, ts_poly_t *out)
+{
+    const ts_ckks_params_t *p = e->params;
+    ts_backend_t *be = ts_ring_backend(p->ring);
+    if (!be->iface->ntt_forward_compact || !be->iface->spread_expand)
+        return TS_ENOTSUP;
+    const uint32_t nl = (uint32_t)level + 1 + np, m = (uint32_t)(2 * slots);
+    ts_status_t st = encode_limbs(p, cv, rv, count, slots, scale, level, np, e->host, m, e->vals,
+                                  NULL, LAYOUT_COMPACT);
+    if (st == TS_OK && !e->dev)
+        st = ts_backend_alloc(be, dev_words(p) * sizeof(uint64_t), (void **)&e->dev);
+    if (st == TS_OK)
+        st = ts_backend_upload(be, e->dev, e->host, (size_t)nl * m * sizeof(uint64_t));
+    ts_bk_batch_t c = {.data = e->dev,
+                       .npolys = 1,
+                       .nlimbs = nl,
+                       .poly_stride = (size_t)nl * m,
+                       .mod_idx = ts_ring_limb_index(p->ring, (uint32_t)level + 1, np)};
+    if (st == TS_OK)
+        st = ts_backend_ntt_forward_compact(be, ts_ring_bk(p->ring), &c, (uint32_t)(p->n / m));
+    ts_bk_batch_t o = ts_poly_batch(out);
+    if (st == TS_OK)
+        st = ts_backend_spread_expand(be, ts_ring_bk(p->ring), &o, &c, (uint32_t)(p->n / m));
+    if (st == TS_OK)
+        out->is_ntt = true;
+    return st;
+}
+
+/*
  * Encode into `out` (reshaped to level + 1 Q limbs and np P limbs without
  * zeroing: every word gets written) and bring it to NTT form. Host-memory backends with
  * sparse slots (gap = N / (2 slots) > 1) write only the multiples of gap and
  * take ts_poly_ntt_sparse: an (N/gap)-point NTT per limb and a spread, the
- * same words as the full NTT. Otherwise the full polynomial and ts_poly_ntt.
+ * same words as the full NTT; a device takes encode_ntt_device. Otherwise
+ * the full polynomial and ts_poly_ntt.
  */
 static ts_status_t encode_ntt(ts_ckks_encoder_t *e, const double complex *cv, const double *rv,
                               size_t count, size_t slots, int level, double scale, uint32_t np,
@@ -270,19 +324,28 @@ static ts_status_t encode_ntt(ts_ckks_encoder_t *e, const double complex *cv, co
 {
     const ts_ckks_params_t *p = e->params;
     ts_backend_t *be = ts_ring_backend(p->ring);
-    const bool sparse = be->host_memory && pow2(slots) && slots < p->n / 2;
+    const bool sparse = pow2(slots) && slots < p->n / 2;
     /* every word is written below (the grid by the encoding, the rest by the
      * sparse NTT's spread): no zeroing first */
     ts_status_t st = ts_poly_reshape_uninit(out, (uint32_t)level + 1, np, false);
     if (st != TS_OK)
         return st;
+    if (sparse && !be->host_memory) {
+        st = encode_ntt_device(e, cv, rv, count, slots, level, scale, np, out);
+        if (st != TS_ENOTSUP) {
+            if (st != TS_OK)
+                ts_poly_reshape(out, (uint32_t)level + 1, np, true);
+            return st;
+        }
+    }
+    const bool grid = sparse && be->host_memory;
     uint64_t *dst = be->host_memory ? out->data : e->host;
     st = encode_limbs(p, cv, rv, count, slots, scale, level, np, dst, p->n, e->vals, NULL,
-                      sparse ? LAYOUT_GRID : LAYOUT_FULL);
+                      grid ? LAYOUT_GRID : LAYOUT_FULL);
     if (st == TS_OK && !be->host_memory)
         st = ts_poly_upload(out, e->host);
     if (st == TS_OK)
-        st = sparse ? ts_poly_ntt_sparse(out, (uint32_t)(p->n / (2 * slots))) : ts_poly_ntt(out);
+        st = grid ? ts_poly_ntt_sparse(out, (uint32_t)(p->n / (2 * slots))) : ts_poly_ntt(out);
     if (st != TS_OK) /* a well-formed zero rather than a half-written polynomial */
         ts_poly_reshape(out, (uint32_t)level + 1, np, true);
     return st;
@@ -403,8 +466,9 @@ ts_status_t ts__ckks_encode_qp_compact(ts_ckks_encoder_t *e, const double *reals
     const uint32_t nl = (uint32_t)level + 1 + (uint32_t)p->np, m = (uint32_t)(2 * slots);
     /* on a device: the compact coefficients (nl x 2 slots words, 1 / gap of
      * a full plaintext) cross to it, and it runs the transform */
-    ts_status_t st = encode_limbs(p, NULL, reals, count, slots, scale, level, (uint32_t)p->np,
-                                  be->host_memory ? dst : e->host, m, e->vals, NULL, LAYOUT_COMPACT);
+    ts_status_t st =
+        encode_limbs(p, NULL, reals, count, slots, scale, level, (uint32_t)p->np,
+                     be->host_memory ? dst : e->host, m, e->vals, NULL, LAYOUT_COMPACT);
     if (st == TS_OK && !be->host_memory)
         st = ts_backend_upload(be, dst, e->host, (size_t)nl * m * sizeof(uint64_t));
     if (st != TS_OK)

@@ -143,6 +143,41 @@ static void check_ring(ts_ring_t *r)
             /* NTT form: a no-op */
             ck_assert_ts_ok(ts_poly_ntt_sparse(a, gap));
             ck_assert(ts_poly_equal(a, ref));
+            /* a device's path: the grid's words compact (n / gap per limb),
+             * ntt_forward_compact, then spread_expand into the full limbs */
+            ts_backend_t *be = ts_ring_backend(r);
+            if (gap > 1 && be->iface->ntt_forward_compact && be->iface->spread_expand) {
+                const size_t w = n / gap;
+                uint64_t *c = ts_malloc((lq + lp) * w * sizeof(uint64_t)), *dc = NULL;
+                ck_assert_ptr_nonnull(c);
+                for (uint32_t l = 0; l < lq + lp; l++)
+                    for (size_t k = 0; k < w; k++)
+                        c[l * w + k] = h[(size_t)l * n + k * gap];
+                ck_assert_ts_ok(
+                    ts_backend_alloc(be, (lq + lp) * w * sizeof(uint64_t), (void **)&dc));
+                ck_assert_ts_ok(ts_backend_upload(be, dc, c, (lq + lp) * w * sizeof(uint64_t)));
+                ts_bk_batch_t cb = {dc, 1, lq + lp, (lq + lp) * w, idx};
+                ck_assert_ts_ok(ts_backend_ntt_forward_compact(be, ts_ring_bk(r), &cb, gap));
+                ck_assert_ts_ok(ts_poly_reshape(a, lq, lp, false));
+                ts_bk_batch_t ab = ts_poly_batch(a);
+                ck_assert_ts_ok(ts_backend_spread_expand(be, ts_ring_bk(r), &ab, &cb, gap));
+                a->is_ntt = true;
+                ck_assert_msg(ts_poly_equal(a, ref), "expand: N = %u, gap %u", n, gap);
+                /* a gap past N / 2, a limb count that differs, an overlap */
+                ck_assert_ts_status(ts_backend_spread_expand(be, ts_ring_bk(r), &ab, &cb, n),
+                                    TS_EINVAL);
+                ts_bk_batch_t short_b = cb;
+                short_b.nlimbs = lq + lp - 1;
+                if (short_b.nlimbs)
+                    ck_assert_ts_status(
+                        ts_backend_spread_expand(be, ts_ring_bk(r), &ab, &short_b, gap), TS_EINVAL);
+                ts_bk_batch_t self = ab;
+                self.poly_stride = (lq + lp) * w;
+                ck_assert_ts_status(ts_backend_spread_expand(be, ts_ring_bk(r), &ab, &self, gap),
+                                    TS_EINVAL);
+                ts_backend_buf_free(be, dc);
+                ts_free(c);
+            }
         }
         ck_assert_ts_ok(ts_poly_reshape(a, lq, lp, false));
         ck_assert_ts_status(ts_poly_ntt_sparse(a, 0), TS_EINVAL);

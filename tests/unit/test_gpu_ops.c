@@ -498,12 +498,20 @@ static void emul_ops_one(const pset_t *ps)
             ts_bk_batch_t DS = {dig, nd, nl, sstride, idx};
             memcpy(oc, o, bytes);
             memcpy(oe, o, bytes);
-            ck_assert_ts_ok(
-                ts_backend_keyswitch_inner_spread(f.cpu, f.cring, &OC, &DS, &K, key_limb, 1u << lg));
+            ck_assert_ts_ok(ts_backend_keyswitch_inner_spread(f.cpu, f.cring, &OC, &DS, &K,
+                                                              key_limb, 1u << lg));
             tsg_arg_t gs = {dig, sstride};
             for (size_t t = 0; t < tsg_total(&olm, logn); t++)
                 tsg_ks_thread(t, &olm, logn, lg, ge, gs, nd, gk, &klm, f.rt.mods);
             expect_same("keyswitch_inner_spread", ps, oc, oe, words);
+            /* spread_expand of the first np spread polys into out */
+            ts_bk_batch_t DE = {dig, np, nl, sstride, idx};
+            memcpy(oc, o, bytes);
+            memcpy(oe, o, bytes);
+            ck_assert_ts_ok(ts_backend_spread_expand(f.cpu, f.cring, &OC, &DE, 1u << lg));
+            for (size_t t = 0; t < total; t++)
+                tsg_expand_thread(t, &lm, logn, lg, ge, gs);
+            expect_same("spread_expand", ps, oc, oe, words);
         }
         ts_free(dig);
         ts_free(key);
@@ -785,6 +793,7 @@ static void device_ops_one(ts_backend_t *g, const pset_t *ps)
          * N / gap words per limb, gap 2 .. N / 2 */
         ck_assert_ptr_nonnull(g->iface->keyswitch_inner_spread);
         ck_assert_ptr_nonnull(g->iface->ntt_forward_compact);
+        ck_assert_ptr_nonnull(g->iface->spread_expand);
         for (uint32_t lg = 1; lg < f.logn; lg += lg < 2 ? 1 : (f.logn - lg > 4 ? 4 : f.logn - lg)) {
             const uint32_t gap = 1u << lg;
             const size_t ss = (size_t)nq * (n / gap) + 3;
@@ -804,8 +813,13 @@ static void device_ops_one(ts_backend_t *g, const pset_t *ps)
             BOTH(ts_backend_keyswitch_inner_spread(c, rc, &zc, &sc, &kc, key_limb, gap),
                  ts_backend_keyswitch_inner_spread(g, rg, &zg, &sg, &kg, key_limb, gap));
             dbuf_expect_same("keyswitch_inner_spread", ps, &Z, c, g);
-            ck_assert_ts_status(ts_backend_keyswitch_inner_spread(g, rg, &zg, &sg, &kg, key_limb, 1),
-                                TS_EINVAL);
+            /* the first nout spread digits written out in full into Z */
+            ts_bk_batch_t ec = bat(S.c, nout, nq, ss, qidx), eg = bat(S.g, nout, nq, ss, qidx);
+            BOTH(ts_backend_spread_expand(c, rc, &zc, &ec, gap),
+                 ts_backend_spread_expand(g, rg, &zg, &eg, gap));
+            dbuf_expect_same("spread_expand", ps, &Z, c, g);
+            ck_assert_ts_status(
+                ts_backend_keyswitch_inner_spread(g, rg, &zg, &sg, &kg, key_limb, 1), TS_EINVAL);
             dbuf_clear(&S, c, g);
             ts_free(hs);
         }
