@@ -44,6 +44,7 @@ typedef struct {
     int pos, token;
     double ms, st[NSTAGE];
     uint64_t boots, boots_pd, convs, lookups;
+    ts_backend_counts_t bk; /* the embedding's and the step's backend calls and transfers */
     double err, bits;
     /* a prefill pass: the largest error over every lane's logits against
      * the plaintext model's at that lane's position, and its lane (-1: none) */
@@ -675,6 +676,9 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 ts_llm_enc_session_set_probe(s, trace_probe, &tr[cur]);
             }
             uint64_t t1 = ts_now_ns();
+            ts_backend_t *be = ts_ring_backend(ts_ckks_params_ring(p));
+            ts_backend_counts_t bk0, bk1;
+            ts_backend_counts(be, &bk0);
             ts_llm_enc_session_stats(s, &a0);
             TRY(ts_llm_enc_embed(s, x, y));
             ts_llm_enc_session_stats(s, &b);
@@ -686,6 +690,12 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             else
                 TRY(ts_llm_enc_step(s, y, pos, lg));
             ts_llm_enc_session_stats(s, &c);
+            ts_backend_counts(be, &bk1);
+            q->bk.calls = bk1.calls - bk0.calls;
+            q->bk.uploads = bk1.uploads - bk0.uploads;
+            q->bk.upload_bytes = bk1.upload_bytes - bk0.upload_bytes;
+            q->bk.downloads = bk1.downloads - bk0.downloads;
+            q->bk.download_bytes = bk1.download_bytes - bk0.download_bytes;
             uint64_t t2 = ts_now_ns();
             if (g_trace) {
                 /* the probes' decryptions are charged to no stage; off the wall too */
@@ -828,9 +838,13 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             q->bits = mx > 0 ? log2(ra / mx) : 99.0;
             q->am_enc = ts_llm_argmax(logits, V);
             q->am_ref = ts_llm_argmax(rl, V);
-            fprintf(stderr, "bench decode: %s %s pos %d%s: %.1f ms, err %.2e, argmax %d/%d\n",
+            fprintf(stderr,
+                    "bench decode: %s %s pos %d%s: %.1f ms, err %.2e, argmax %d/%d (backend: "
+                    "%llu calls, %.1f MiB up, %.1f MiB down)\n",
                     k->model, ts_sched_policy_name(k->policy), last,
-                    a ? " (after the prefill)" : "", q->ms, mx, q->am_enc, q->am_ref);
+                    a ? " (after the prefill)" : "", q->ms, mx, q->am_enc, q->am_ref,
+                    (unsigned long long)q->bk.calls, (double)q->bk.upload_bytes / 1048576.0,
+                    (double)q->bk.download_bytes / 1048576.0);
             pos = last;
         }
     }
@@ -1050,6 +1064,12 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
             if (q->lanes_err_lane >= 0)
                 fprintf(f, "\"lanes_max_abs_err\": %.3g, \"lanes_max_abs_err_lane\": %d, ",
                         q->lanes_err, q->lanes_err_lane);
+            fprintf(f,
+                    "\"backend_calls\": %llu, \"uploads\": %llu, \"upload_mib\": %.2f, "
+                    "\"downloads\": %llu, \"download_mib\": %.2f, ",
+                    (unsigned long long)q->bk.calls, (unsigned long long)q->bk.uploads,
+                    (double)q->bk.upload_bytes / 1048576.0, (unsigned long long)q->bk.downloads,
+                    (double)q->bk.download_bytes / 1048576.0);
             fprintf(f, "\"stages_ms\": {");
             for (int j = 0; j < NSTAGE; j++)
                 fprintf(f, "%s\"%s\": %.1f", j ? ", " : "", stage_names[j], q->st[j]);

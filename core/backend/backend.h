@@ -240,12 +240,26 @@ struct ts_backend_i {
 };
 
 /* A backend instance: its table and private state. */
+/*
+ * What went through a backend's wrappers (the ts_backend_* functions below):
+ * calls of the compute ops (one kernel launch or more each on a GPU; the
+ * memory ops not counted), uploads and downloads and their bytes. Updated
+ * with relaxed atomics: totals for a benchmark, not a synchronization.
+ */
+typedef struct ts_backend_counts {
+    uint64_t calls, uploads, upload_bytes, downloads, download_bytes;
+} ts_backend_counts_t;
+
 struct ts_backend {
     const struct ts_backend_i *iface;
     void *ctx;
     bool host_memory; /* backend pointers are host pointers */
     int threads;      /* worker threads (CPU), informational elsewhere */
+    ts_backend_counts_t counts;
 };
+
+/* A snapshot of be's counts (zeros for NULL). */
+void ts_backend_counts(const ts_backend_t *be, ts_backend_counts_t *out);
 
 /*
  * The CPU backend (reference). threads = 0 means one per core (ts_cpu_count()),
@@ -290,8 +304,14 @@ void ts_backend_free(ts_backend_t *be);
 
 /* ---------------------------------------------------- inline wrappers */
 
+static inline void ts__bk_count(uint64_t *c, uint64_t v)
+{
+    __atomic_fetch_add(c, v, __ATOMIC_RELAXED);
+}
+
 #define TS__BK_CALL(be, member, ...)                                                               \
-    ((be)->iface->member ? (be)->iface->member((be), __VA_ARGS__) : TS_ENOTSUP)
+    (ts__bk_count(&(be)->counts.calls, 1),                                                         \
+     (be)->iface->member ? (be)->iface->member((be), __VA_ARGS__) : TS_ENOTSUP)
 
 static inline ts_status_t ts_backend_alloc(ts_backend_t *be, size_t bytes, void **out)
 {
@@ -303,11 +323,15 @@ static inline void ts_backend_buf_free(ts_backend_t *be, void *p)
 }
 static inline ts_status_t ts_backend_upload(ts_backend_t *be, void *dst, const void *src, size_t n)
 {
+    ts__bk_count(&be->counts.uploads, 1);
+    ts__bk_count(&be->counts.upload_bytes, n);
     return be->iface->upload(be, dst, src, n);
 }
 static inline ts_status_t ts_backend_download(ts_backend_t *be, void *dst, const void *src,
                                               size_t n)
 {
+    ts__bk_count(&be->counts.downloads, 1);
+    ts__bk_count(&be->counts.download_bytes, n);
     return be->iface->download(be, dst, src, n);
 }
 static inline ts_status_t ts_backend_copy(ts_backend_t *be, void *dst, const void *src, size_t n)
@@ -395,9 +419,9 @@ static inline ts_status_t ts_backend_sub_mul_scalar(ts_backend_t *be, const ts_b
                                                     const ts_bk_batch_t *b, const uint64_t *s)
 {
     if (be->iface->sub_mul_scalar)
-        return be->iface->sub_mul_scalar(be, r, o, a, b, s);
-    ts_status_t st = be->iface->sub(be, r, o, a, b);
-    return st == TS_OK ? be->iface->mul_scalar(be, r, o, o, s) : st;
+        return TS__BK_CALL(be, sub_mul_scalar, r, o, a, b, s);
+    ts_status_t st = TS__BK_CALL(be, sub, r, o, a, b);
+    return st == TS_OK ? TS__BK_CALL(be, mul_scalar, r, o, o, s) : st;
 }
 static inline ts_status_t ts_backend_mul_scalar_add(ts_backend_t *be, const ts_bk_ring_t *r,
                                                     const ts_bk_batch_t *o, const ts_bk_batch_t *a,

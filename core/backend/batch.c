@@ -1,4 +1,7 @@
-/* The batch contract shared by every backend (see backend.h). */
+/* The batch contract shared by every backend, and the counts of the
+ * wrappers (see backend.h). */
+#include <string.h>
+
 #include "core/backend/backend.h"
 
 /* The contract for limbs of `words` words each. */
@@ -31,4 +34,18 @@ bool ts_bk_batch_same_shape(const ts_bk_batch_t *x, const ts_bk_batch_t *y)
         if (x->mod_idx[l] != y->mod_idx[l])
             return false;
     return true;
+}
+
+void ts_backend_counts(const ts_backend_t *be, ts_backend_counts_t *out)
+{
+    if (!out)
+        return;
+    memset(out, 0, sizeof *out);
+    if (!be)
+        return;
+    out->calls = __atomic_load_n(&be->counts.calls, __ATOMIC_RELAXED);
+    out->uploads = __atomic_load_n(&be->counts.uploads, __ATOMIC_RELAXED);
+    out->upload_bytes = __atomic_load_n(&be->counts.upload_bytes, __ATOMIC_RELAXED);
+    out->downloads = __atomic_load_n(&be->counts.downloads, __ATOMIC_RELAXED);
+    out->download_bytes = __atomic_load_n(&be->counts.download_bytes, __ATOMIC_RELAXED);
 }

@@ -205,7 +205,9 @@ for path in sys.argv[1:]:
         for q in r.get("positions", []) if "model" in r else []:
             print(f"  decode ({path.rsplit('/', 1)[-1]}, backend {d.get('backend')}) {r['model']} {r.get('params')} {r.get('policy')} pos {q['pos']}:"
                   f" {q['ms']} ms, {q.get('bootstraps')} bootstraps, {q.get('precision_bits')} bits,"
-                  f" argmax {q.get('argmax_enc')} (plaintext {q.get('argmax_plain')})")
+                  f" argmax {q.get('argmax_enc')} (plaintext {q.get('argmax_plain')});"
+                  f" {q.get('backend_calls')} backend calls, {q.get('upload_mib')} MiB up,"
+                  f" {q.get('download_mib')} MiB down; stages {q.get('stages_ms')}")
 PY
     fi
     echo "total: $(($(date +%s) - t_start)) s; logs and JSON in $OUT"

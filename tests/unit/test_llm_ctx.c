@@ -418,6 +418,12 @@ START_TEST(test_ctx_bench_cli)
         positions++;
     }
     ck_assert_int_eq(positions, 2);
+    /* the step's backend counts: thousands of calls (the CPU backend's
+     * uploads are copies, counted the same) */
+    const char *bc = strstr(buf, "\"backend_calls\": ");
+    ck_assert_ptr_nonnull(bc);
+    ck_assert_int_gt(atol(bc + 17), 1000);
+    ck_assert_ptr_nonnull(strstr(buf, "\"upload_mib\": "));
     unlink(path);
     /* --cache-only: the timed step a cache-only one, its logits fields null */
     bench_json("--quick --context 5 --cache-only", path, buf, sizeof buf);

@@ -353,6 +353,49 @@ END_TEST
  * memcpy/memset's bytes, overlapping moves keep memmove's meaning (they stay
  * on the caller), and bytes outside the range are untouched.
  */
+/* The wrappers' counts (ts_backend_counts): one per compute call (a
+ * fallback's two ops two), uploads and downloads with their bytes; the
+ * memory ops not counted. */
+START_TEST(test_backend_counts)
+{
+    ts_backend_t *be;
+    ck_assert_ts_ok(ts_backend_cpu_new(1, &be));
+    ts_ring_t *r = make_ring(256, 3, 0, be);
+    ts_poly_t *a = NULL;
+    ck_assert_ts_ok(ts_poly_new(r, 3, 0, false, &a));
+    uint64_t h[3 * 256] = {0};
+    ts_backend_counts_t c0, c1;
+    ts_backend_counts(be, &c0);
+    ck_assert_ts_ok(ts_poly_upload(a, h));
+    ck_assert_ts_ok(ts_poly_download(a, h));
+    ts_bk_batch_t b = ts_poly_batch(a);
+    ck_assert_ts_ok(ts_backend_add(be, ts_ring_bk(r), &b, &b, &b));
+    const uint64_t s[3] = {1, 2, 3};
+    ck_assert_ts_ok(ts_backend_sub_mul_scalar(be, ts_ring_bk(r), &b, &b, &b, s));
+    ck_assert_ts_ok(ts_backend_zero(be, a->data, 64));
+    ts_backend_counts(be, &c1);
+    ck_assert_uint_eq(c1.calls - c0.calls, 2);
+    ck_assert_uint_eq(c1.uploads - c0.uploads, 1);
+    ck_assert_uint_eq(c1.upload_bytes - c0.upload_bytes, sizeof h);
+    ck_assert_uint_eq(c1.downloads - c0.downloads, 1);
+    ck_assert_uint_eq(c1.download_bytes - c0.download_bytes, sizeof h);
+    /* without the fused member: sub and mul_scalar, two calls */
+    struct ts_backend_i iface = *be->iface;
+    iface.sub_mul_scalar = NULL;
+    ts_backend_t bare = *be;
+    bare.iface = &iface;
+    ts_backend_counts(&bare, &c0);
+    ck_assert_ts_ok(ts_backend_sub_mul_scalar(&bare, ts_ring_bk(r), &b, &b, &b, s));
+    ts_backend_counts(&bare, &c1);
+    ck_assert_uint_eq(c1.calls - c0.calls, 2);
+    ts_backend_counts(NULL, &c1);
+    ck_assert_uint_eq(c1.calls, 0);
+    ts_poly_free(a);
+    ts_ring_free(r);
+    ts_backend_free(be);
+}
+END_TEST
+
 START_TEST(test_backend_copy_zero_pool)
 {
     ts_backend_t *be;
@@ -849,6 +892,7 @@ TS_TEST_SUITE(ring)
     tcase_add_test(tc, test_auto_ntt_all_k);
     tcase_add_test(tc, test_backend_threads);
     tcase_add_test(tc, test_backend_copy_zero_pool);
+    tcase_add_test(tc, test_backend_counts);
     tcase_add_test(tc, test_backend_conv_ks);
     tcase_add_test(tc, test_sampling);
     tcase_add_test(tc, test_sampling_kat);
