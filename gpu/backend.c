@@ -479,6 +479,26 @@ static ts_status_t g_basis_reduce(ts_backend_t *be, const ts_bk_ring_t *r, const
 
 /* ------------------------------------------------- key-switch inner product */
 
+/* set_i64: the CPU backend's checks */
+static ts_status_t g_set_i64(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *out,
+                             const int64_t *src)
+{
+    if (!be)
+        return TS_EINVAL;
+    ts_status_t st = ts__gpu_enter(dev_of(be));
+    if (st != TS_OK)
+        return st;
+    if (!r || !src || !out || !valid(r, out) || out->npolys != 1)
+        return TS_EINVAL;
+    const uint64_t *s0 = (const uint64_t *)src, *o0 = out->data;
+    if (s0 < o0 + (size_t)out->nlimbs * r->n && o0 < s0 + r->n)
+        return TS_EINVAL; /* src inside out */
+    if (out->nlimbs > TSG_MAX_LIMBS)
+        return TS_ENOTSUP;
+    tsg_limbs_t lm = limbs_of(out);
+    return ts__gpu_set_i64(dev_of(be), r, &lm, arg_of(out), src);
+}
+
 /* spread_expand: the CPU backend's checks */
 static ts_status_t g_spread_expand(ts_backend_t *be, const ts_bk_ring_t *r,
                                    const ts_bk_batch_t *out, const ts_bk_batch_t *a, uint32_t gap)
@@ -608,6 +628,7 @@ static const struct ts_backend_i gpu_iface = {
     .keyswitch_inner_spread = g_keyswitch_inner_spread,
     .ntt_forward_compact = g_ntt_fwd_compact,
     .spread_expand = g_spread_expand,
+    .set_i64 = g_set_i64,
     .mul_scalar_add = g_mul_scalar_add,
     .sub_mul_scalar = g_sub_mul_scalar,
     .external_product = NULL, /* the CPU backend has none yet either */

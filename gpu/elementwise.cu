@@ -1,7 +1,8 @@
 /*
  * Element-wise modular ops over npolys x nlimbs limbs: add, sub, neg, mul,
  * mul_add, mul_shoup, mul_scalar, add_scalar and the fused mul_scalar_add
- * and sub_mul_scalar. One thread per word with a
+ * and sub_mul_scalar, and set_i64 (signed words reduced into every limb).
+ * One thread per word with a
  * grid-stride loop; the op is a template parameter, so each kernel is a
  * straight line of the matching tsg_ew case (gpu/gpu_kern.h). Reads and
  * writes of one word happen in one thread, so out may alias any input.
@@ -94,4 +95,23 @@ extern "C" ts_status_t ts__gpu_ew(tsg_dev_t *dev, const ts_bk_ring_t *r, int op,
         return TS_EINVAL;
     }
     return tsg_check_launch(dev, "elementwise");
+}
+
+__global__ void __launch_bounds__(EW_THREADS)
+    set_i64_kernel(const tsg_limbs_t lm, uint32_t logn, tsg_arg_t out, const int64_t *src,
+                   const tsg_mod_t *mods)
+{
+    const size_t total = tsg_total(&lm, logn);
+    for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (size_t)gridDim.x * blockDim.x)
+        tsg_set_i64_thread(idx, &lm, logn, out, src, mods);
+}
+
+extern "C" ts_status_t ts__gpu_set_i64(tsg_dev_t *dev, const ts_bk_ring_t *r, const tsg_limbs_t *lm,
+                                       tsg_arg_t out, const int64_t *src)
+{
+    const size_t total = (size_t)lm->nlimbs << r->logn;
+    const unsigned blocks = tsg_blocks(total, EW_THREADS);
+    set_i64_kernel<<<blocks, EW_THREADS, 0, tsg_stream(dev)>>>(*lm, r->logn, out, src, r->d.mods);
+    return tsg_check_launch(dev, "set_i64");
 }

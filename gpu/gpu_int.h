@@ -65,6 +65,9 @@ ts_status_t ts__gpu_spread_expand(tsg_dev_t *dev, const ts_bk_ring_t *r, const t
 ts_status_t ts__gpu_ew(tsg_dev_t *dev, const ts_bk_ring_t *r, int op, const tsg_limbs_t *lm,
                        tsg_arg_t out, tsg_arg_t a, tsg_arg_t b, tsg_arg_t c,
                        const tsg_scalars_t *s);
+/* elementwise.cu: out (one poly, lm->nlimbs limbs) word i = src[i] mod q_l */
+ts_status_t ts__gpu_set_i64(tsg_dev_t *dev, const ts_bk_ring_t *r, const tsg_limbs_t *lm,
+                            tsg_arg_t out, const int64_t *src);
 /* automorphism.cu */
 ts_status_t ts__gpu_automorphism(tsg_dev_t *dev, const ts_bk_ring_t *r, bool ntt_form,
                                  const tsg_limbs_t *lm, tsg_arg_t out, tsg_arg_t a, uint64_t k);

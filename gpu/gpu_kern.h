@@ -546,6 +546,20 @@ TSG_FN void tsg_auto_thread(int ntt_form, size_t idx, const tsg_limbs_t *lm, uin
     }
 }
 
+/* set_i64: word i of out's limb l = src[i] mod q_l (signed; |src[i]| up to
+ * 2^63), one polynomial. */
+TSG_FN void tsg_set_i64_thread(size_t idx, const tsg_limbs_t *lm, uint32_t logn, tsg_arg_t out,
+                               const int64_t *src, const tsg_mod_t *mods)
+{
+    const uint32_t l = (uint32_t)(idx >> logn);
+    const size_t i = idx & (((size_t)1 << logn) - 1);
+    const tsg_mod_t *m = &mods[lm->mi[l]];
+    const int64_t v = src[i];
+    const uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    const uint64_t r = tsg_reduce128(0, mag, m);
+    out.data[((size_t)l << logn) + i] = v < 0 ? tsg_neg(r, m->q) : r;
+}
+
 /* spread_expand: word i of out's limb l = word i >> lg of a's (limbs of
  * 2^(logn - lg) words); lm describes out (and a: same npolys, nlimbs). */
 TSG_FN void tsg_expand_thread(size_t idx, const tsg_limbs_t *lm, uint32_t logn, uint32_t lg,

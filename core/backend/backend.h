@@ -219,6 +219,16 @@ struct ts_backend_i {
                                  const ts_bk_batch_t *out, const ts_bk_batch_t *a, uint32_t gap);
 
     /*
+     * --- optional (may be NULL): word i of out's limb l = src[i] mod q_l, src
+     * n signed 64-bit words in backend memory (a small or centered-lifted
+     * polynomial); out one polynomial. A device reduces them itself, so n
+     * words cross instead of n per limb (core/ring ts_poly_set_i64 and the
+     * samplers where memory is not the host's: ModRaise's lift, the floods).
+     */
+    ts_status_t (*set_i64)(ts_backend_t *be, const ts_bk_ring_t *ring, const ts_bk_batch_t *out,
+                           const int64_t *src);
+
+    /*
      * --- optional (may be NULL): out += a * s[l] in limb l (s as mul_scalar's):
      * mul_scalar into scratch and add, fused into one pass over out (the
      * leaves of a polynomial evaluation, sum c_i T_i). Callers fall back to
@@ -412,6 +422,11 @@ static inline ts_status_t ts_backend_spread_expand(ts_backend_t *be, const ts_bk
                                                    uint32_t gap)
 {
     return TS__BK_CALL(be, spread_expand, r, o, a, gap);
+}
+static inline ts_status_t ts_backend_set_i64(ts_backend_t *be, const ts_bk_ring_t *r,
+                                             const ts_bk_batch_t *o, const int64_t *src)
+{
+    return TS__BK_CALL(be, set_i64, r, o, src);
 }
 /* out = (a - b) * s, fused where the backend has it, else sub then mul_scalar. */
 static inline ts_status_t ts_backend_sub_mul_scalar(ts_backend_t *be, const ts_bk_ring_t *r,

@@ -736,6 +736,29 @@ static ts_status_t cpu_spread_expand(ts_backend_t *be, const ts_bk_ring_t *r,
     return TS_OK;
 }
 
+/* set_i64: one limb per task */
+static void set_i64_task(void *vj, size_t l)
+{
+    const job_t *j = vj;
+    const ts_bk_batch_t *o = j->out;
+    const uint32_t n = j->ring->n;
+    ts_vec_from_i64(o->data + l * (size_t)n, (const int64_t *)j->s, n,
+                    &j->ring->mods[o->mod_idx[l]]);
+}
+
+static ts_status_t cpu_set_i64(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *out,
+                               const int64_t *src)
+{
+    if (!r || !src || !valid(r, out) || out->npolys != 1)
+        return TS_EINVAL;
+    const uint64_t *s0 = (const uint64_t *)src, *o0 = out->data;
+    if (s0 < o0 + (size_t)out->nlimbs * r->n && o0 < s0 + r->n)
+        return TS_EINVAL; /* src inside out */
+    job_t j = {.ring = r, .out = out, .s = s0};
+    ts__pool_run(pool_of(be), out->nlimbs, set_i64_task, &j);
+    return TS_OK;
+}
+
 /* ------------------------------------------------------------ lifecycle */
 
 static void cpu_free(ts_backend_t *be)
@@ -790,6 +813,7 @@ static const struct ts_backend_i cpu_iface = {
     .keyswitch_inner_spread = cpu_keyswitch_inner_spread,
     .ntt_forward_compact = cpu_ntt_fwd_compact,
     .spread_expand = cpu_spread_expand,
+    .set_i64 = cpu_set_i64,
     .external_product = NULL,
 };
 

@@ -16,8 +16,8 @@
  *  - the blocks stay reachable by their host addresses (a list in 64-byte
  *    headers), so leak checkers see what the tagged addresses hide;
  *  - the optional ops are those the GPU backend has (gpu/backend.c): the
- *    compact NTT, the spread inner product and expansion, no sparse NTT, so
- *    callers take the same paths and fallbacks.
+ *    compact NTT, the spread inner product and expansion, set_i64, no sparse
+ *    NTT, so callers take the same paths and fallbacks.
  * Every op untags its batches and runs the CPU backend's, so results are the
  * CPU's bit for bit. A testing aid (TS_TEST_BACKEND=devemu; the devemu
  * suite of the unit tests runs the GPU's suites on it), not a production
@@ -300,6 +300,13 @@ static ts_status_t de_spread_expand(ts_backend_t *be, const ts_bk_ring_t *r,
     return CPU(be, spread_expand, r, &ho, &ha, gap);
 }
 
+static ts_status_t de_set_i64(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *out,
+                              const int64_t *src)
+{
+    ts_bk_batch_t ho = untag(out);
+    return CPU(be, set_i64, r, &ho, host_of(src));
+}
+
 static const struct ts_backend_i devemu_iface = {
     .name = "devemu",
     .free = de_free,
@@ -334,6 +341,7 @@ static const struct ts_backend_i devemu_iface = {
     .keyswitch_inner_spread = de_keyswitch_inner_spread,
     .ntt_forward_compact = de_ntt_fwd_compact,
     .spread_expand = de_spread_expand,
+    .set_i64 = de_set_i64,
     .mul_scalar_add = de_mul_scalar_add,
     .sub_mul_scalar = de_sub_mul_scalar,
     .external_product = NULL,

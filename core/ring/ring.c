@@ -577,6 +577,26 @@ static ts_status_t poly_set_small(ts_poly_t *p, small_sampler_fn fn, void *arg)
         st = fn(arg, n, tmp);
         if (st == TS_OK)
             fill_small_host(p, p->data, tmp);
+    } else if (be->iface->set_i64) {
+        /* n words cross; the device reduces them into every limb (the
+         * scratch wiped: the samplers' words are secrets) */
+        int64_t *tmp = ts_malloc(n * sizeof(int64_t));
+        int64_t *dev = NULL;
+        st = tmp ? fn(arg, n, tmp) : TS_ENOMEM;
+        if (st == TS_OK)
+            st = ts_backend_alloc(be, n * sizeof(int64_t), (void **)&dev);
+        if (st == TS_OK)
+            st = ts_backend_upload(be, dev, tmp, n * sizeof(int64_t));
+        if (st == TS_OK) {
+            ts_bk_batch_t b = ts_poly_batch(p);
+            st = ts_backend_set_i64(be, p->ring->bk, &b, dev);
+        }
+        if (dev) {
+            ts_status_t zs = ts_backend_zero(be, dev, n * sizeof(int64_t));
+            st = st == TS_OK ? zs : st;
+            ts_backend_buf_free(be, dev);
+        }
+        ts_free_secret(tmp);
     } else {
         size_t words = (size_t)nl * n;
         uint64_t *host = ts_malloc((words + n) * sizeof(uint64_t));

@@ -513,6 +513,24 @@ static void emul_ops_one(const pset_t *ps)
                 tsg_expand_thread(t, &lm, logn, lg, ge, gs);
             expect_same("spread_expand", ps, oc, oe, words);
         }
+        /* set_i64 into one polynomial: signed words, extremes included */
+        {
+            int64_t *sv = ts_malloc(n * sizeof(int64_t));
+            ck_assert_ptr_nonnull(sv);
+            for (uint32_t i = 0; i < n; i++)
+                sv[i] = i == 0   ? INT64_MAX
+                        : i == 1 ? INT64_MIN + 1
+                                 : (int64_t)rng_next(&seed) >> (i % 50);
+            ts_bk_batch_t O1 = {oc, 1, nl, stride, idx};
+            tsg_limbs_t lm1 = limbs_of(1, nl, idx);
+            memcpy(oc, o, bytes);
+            memcpy(oe, o, bytes);
+            ck_assert_ts_ok(ts_backend_set_i64(f.cpu, f.cring, &O1, sv));
+            for (size_t t = 0; t < tsg_total(&lm1, logn); t++)
+                tsg_set_i64_thread(t, &lm1, logn, ge, sv, f.rt.mods);
+            expect_same("set_i64", ps, oc, oe, words);
+            ts_free(sv);
+        }
         ts_free(dig);
         ts_free(key);
     }
@@ -794,6 +812,7 @@ static void device_ops_one(ts_backend_t *g, const pset_t *ps)
         ck_assert_ptr_nonnull(g->iface->keyswitch_inner_spread);
         ck_assert_ptr_nonnull(g->iface->ntt_forward_compact);
         ck_assert_ptr_nonnull(g->iface->spread_expand);
+        ck_assert_ptr_nonnull(g->iface->set_i64);
         for (uint32_t lg = 1; lg < f.logn; lg += lg < 2 ? 1 : (f.logn - lg > 4 ? 4 : f.logn - lg)) {
             const uint32_t gap = 1u << lg;
             const size_t ss = (size_t)nq * (n / gap) + 3;
@@ -823,6 +842,11 @@ static void device_ops_one(ts_backend_t *g, const pset_t *ps)
             dbuf_clear(&S, c, g);
             ts_free(hs);
         }
+        /* set_i64: A's first N words, read as signed, into Z's first poly */
+        ts_bk_batch_t z1c = bat(Z.c, 1, nq, ds, qidx), z1g = bat(Z.g, 1, nq, ds, qidx);
+        BOTH(ts_backend_set_i64(c, rc, &z1c, (const int64_t *)A.c),
+             ts_backend_set_i64(g, rg, &z1g, (const int64_t *)A.g));
+        dbuf_expect_same("set_i64", ps, &Z, c, g);
         /* 20 digits: the accumulator's periodic reduction */
         if (nd * 5 <= TSG_MAX_DIGITS) {
             const uint32_t nd2 = 20;

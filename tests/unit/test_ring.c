@@ -390,6 +390,24 @@ START_TEST(test_backend_counts)
     ck_assert_uint_eq(c1.calls - c0.calls, 2);
     ts_backend_counts(NULL, &c1);
     ck_assert_uint_eq(c1.calls, 0);
+    /* set_i64 (the op a device reduces signed words with): every limb's
+     * residues of src, extremes included; src inside out refused */
+    int64_t *src = NULL;
+    ck_assert_ts_ok(ts_backend_alloc(be, 256 * sizeof(int64_t), (void **)&src));
+    uint64_t x = 12345;
+    for (int i = 0; i < 256; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        src[i] = i == 0 ? INT64_MAX : i == 1 ? INT64_MIN + 1 : i == 2 ? -1 : (int64_t)x >> (i % 40);
+    }
+    ck_assert_ts_ok(ts_backend_set_i64(be, ts_ring_bk(r), &b, src));
+    for (uint32_t l = 0; l < 3; l++) {
+        uint64_t want[256];
+        ts_vec_from_i64(want, src, 256, ts_ring_modulus(r, l));
+        ck_assert_msg(!memcmp(want, a->data + l * 256, sizeof want), "set_i64 limb %u", l);
+    }
+    ck_assert_ts_status(ts_backend_set_i64(be, ts_ring_bk(r), &b, (int64_t *)a->data + 10),
+                        TS_EINVAL);
+    ts_backend_buf_free(be, src);
     ts_poly_free(a);
     ts_ring_free(r);
     ts_backend_free(be);
