@@ -255,42 +255,75 @@ static ts_status_t eval_node(pe_t *s, const double *c, size_t d, double ts, int 
         goto out_free;
     }
 
-    if ((st = new_ct(s, &t)) != TS_OK)
-        goto out_free;
-    size_t K;
-    size_t m = giant_index(s, d, &K);
-    double *q = work, *r = work + (d - K + 1), *next = r + K;
-    split(s, c, d, K, q, r);
-    /* the giant read at tl + 1 in place (no drop copy) */
-    const ts_ckks_ciphertext_t *g = s->G[m];
-    if (lvl(g) < tl + 1) {
-        st = TS_ELEVEL;
-        goto out_free;
-    }
-    double sq = ts * ql / g->scale;
-    if (d - K == 0 || all_zero(q, 1, d - K)) {
-        /* q is the constant q_0: one scalar product of the giant */
-        st = ts__ckks_mul_const_at(ev, g, q[0], sq, tl + 1, out);
-    } else {
-        st = eval_node(s, q, d - K, sq, tl + 1, next, t);
+    /*
+     * The split chain p = q_0 G_0 + (q_1 G_1 + (... + r)): the remainder of
+     * each split is asked for the same (ts, tl), so every product of the
+     * chain lands at level tl + 1 and scale ts q_{tl+1}. They are summed
+     * unrelinearized (degree 2) and relinearized once, and the final leaf's
+     * terms (at the same level and scale) added before the one rescale: one
+     * key switch per chain instead of one per product (lazy
+     * relinearization).
+     */
+    ts_ckks_ciphertext_t *u = NULL; /* a product of the chain after the first */
+    if ((st = new_ct(s, &t)) != TS_OK || (st = new_ct(s, &u)) != TS_OK)
+        goto out_chain;
+    bool have = false;
+    const double *cc = c;
+    size_t dc = d;
+    double *wk = work;
+    while (dc >= s->k && st == TS_OK) {
+        size_t K;
+        size_t m = giant_index(s, dc, &K);
+        double *q = wk, *r = wk + (dc - K + 1), *next = r + K;
+        split(s, cc, dc, K, q, r);
+        /* the giant read at tl + 1 in place (no drop copy) */
+        const ts_ckks_ciphertext_t *g = s->G[m];
+        if (lvl(g) < tl + 1) {
+            st = TS_ELEVEL;
+            break;
+        }
+        double sq = ts * ql / g->scale;
+        ts_ckks_ciphertext_t *dst = have ? u : out;
+        if (dc - K == 0 || all_zero(q, 1, dc - K)) {
+            /* q is the constant q_0: one scalar product of the giant */
+            st = ts__ckks_mul_const_at(ev, g, q[0], sq, tl + 1, dst);
+        } else {
+            st = eval_node(s, q, dc - K, sq, tl + 1, next, t);
+            if (st == TS_OK)
+                st = ts__ckks_mul_lo(ev, t, g, dst);
+        }
         if (st == TS_OK)
-            st = prod_raw(ev, t, g, out);
+            dst->scale = ts * ql;
+        if (st == TS_OK && have)
+            st = ts_ckks_add(ev, out, u, out);
+        have = true;
+        /* on with the remainder r (degree dr, trailing zeros dropped) */
+        size_t dr = K - 1;
+        while (dr > 0 && r[dr] == 0.0)
+            dr--;
+        cc = r;
+        dc = dr;
+        wk = next;
     }
+    if (st == TS_OK && out->degree > 1)
+        st = ts_ckks_relinearize(ev, out, out);
+    /* the remainder's leaf sum_{i>=1} c_i B_i at scale ts q_{tl+1}, added */
+    for (size_t i = 1; i <= dc && st == TS_OK; i++) {
+        if (cc[i] == 0.0)
+            continue;
+        double cs = ts * ql / s->B[i]->scale;
+        st = ts__ckks_mul_const_add(ev, s->B[i], cc[i], cs, out);
+        out->scale = ts * ql;
+    }
+    if (st == TS_OK && cc[0] != 0.0)
+        st = ts_ckks_add_const(ev, out, cc[0], out);
     if (st == TS_OK)
         st = ts_ckks_rescale(ev, out, out);
-    if (st != TS_OK)
-        goto out_free;
-    out->scale = ts;
-    size_t dr = K - 1;
-    while (dr > 0 && r[dr] == 0.0)
-        dr--;
-    if (dr >= 1) {
-        st = eval_node(s, r, dr, ts, tl, next, t);
-        if (st == TS_OK)
-            st = ts_ckks_add(ev, out, t, out);
-    } else if (r[0] != 0.0) {
-        st = ts_ckks_add_const(ev, out, r[0], out);
-    }
+    if (st == TS_OK)
+        out->scale = ts;
+out_chain:
+    ts_ckks_ciphertext_free(u);
+    goto out_free;
 
 out_free:
     ts_ckks_ciphertext_free(t);
