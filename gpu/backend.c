@@ -217,17 +217,9 @@ static bool valid(const ts_bk_ring_t *r, const ts_bk_batch_t *x)
     return ts_bk_batch_valid(x, r->n, r->count);
 }
 
-/* x (limbs of xw words) and y (limbs of yw words) share a word */
-static bool overlaps_w(const ts_bk_batch_t *x, size_t xw, const ts_bk_batch_t *y, size_t yw)
-{
-    const uint64_t *x0 = x->data, *x1 = x->data + (x->npolys - 1) * x->poly_stride + x->nlimbs * xw;
-    const uint64_t *y0 = y->data, *y1 = y->data + (y->npolys - 1) * y->poly_stride + y->nlimbs * yw;
-    return x0 < y1 && y0 < x1;
-}
-
 static bool overlaps(const ts_bk_batch_t *x, const ts_bk_batch_t *y, uint32_t n)
 {
-    return overlaps_w(x, n, y, n);
+    return ts_bk_batch_overlaps(x, n, y, n);
 }
 
 static tsg_limbs_t limbs_of(const ts_bk_batch_t *x)
@@ -488,11 +480,8 @@ static ts_status_t g_set_i64(ts_backend_t *be, const ts_bk_ring_t *r, const ts_b
     ts_status_t st = ts__gpu_enter(dev_of(be));
     if (st != TS_OK)
         return st;
-    if (!r || !src || !out || !valid(r, out) || out->npolys != 1)
+    if (!r || !ts_bk_set_i64_args_valid(out, src, r->n, r->count))
         return TS_EINVAL;
-    const uint64_t *s0 = (const uint64_t *)src, *o0 = out->data;
-    if (s0 < o0 + (size_t)out->nlimbs * r->n && o0 < s0 + r->n)
-        return TS_EINVAL; /* src inside out */
     if (out->nlimbs > TSG_MAX_LIMBS)
         return TS_ENOTSUP;
     tsg_limbs_t lm = limbs_of(out);
@@ -508,13 +497,8 @@ static ts_status_t g_spread_expand(ts_backend_t *be, const ts_bk_ring_t *r,
     ts_status_t st = ts__gpu_enter(dev_of(be));
     if (st != TS_OK)
         return st;
-    if (!r || !out || gap < 2 || gap > r->n / 2 || !valid(r, out) ||
-        !ts_bk_batch_valid_spread(a, r->n, r->count, gap) || a->npolys != out->npolys ||
-        a->nlimbs != out->nlimbs || overlaps_w(out, r->n, a, r->n / gap))
+    if (!r || !ts_bk_spread_expand_args_valid(out, a, r->n, r->count, gap))
         return TS_EINVAL;
-    for (uint32_t l = 0; l < out->nlimbs; l++)
-        if (a->mod_idx[l] != out->mod_idx[l])
-            return TS_EINVAL;
     uint32_t lg = 0;
     while ((1u << lg) < gap)
         lg++;
@@ -535,19 +519,9 @@ static ts_status_t ks_inner(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk
     ts_status_t st = ts__gpu_enter(dev_of(be));
     if (st != TS_OK)
         return st;
-    if (!r)
+    if (!r || !ts_bk_keyswitch_args_valid(out, digits, key, key_limb, r->n, r->count, gap,
+                                          TSG_MAX_DIGITS))
         return TS_EINVAL;
-    const bool dig_ok =
-        gap == 1 ? valid(r, digits) : ts_bk_batch_valid_spread(digits, r->n, r->count, gap);
-    if (!dig_ok || !valid(r, out) || !valid(r, key) || !key_limb || digits->nlimbs != out->nlimbs ||
-        digits->npolys > TSG_MAX_DIGITS || key->npolys < digits->npolys * out->npolys ||
-        overlaps_w(out, r->n, digits, r->n / gap) || overlaps(out, key, r->n))
-        return TS_EINVAL;
-    for (uint32_t l = 0; l < out->nlimbs; l++) {
-        if (digits->mod_idx[l] != out->mod_idx[l] || key_limb[l] >= key->nlimbs ||
-            key->mod_idx[key_limb[l]] != out->mod_idx[l])
-            return TS_EINVAL;
-    }
     if (out->nlimbs > TSG_MAX_LIMBS)
         return TS_ENOTSUP;
     uint32_t lg = 0;

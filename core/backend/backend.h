@@ -90,6 +90,21 @@ bool ts_bk_batch_valid(const ts_bk_batch_t *x, uint32_t n, uint32_t count);
 bool ts_bk_batch_valid_spread(const ts_bk_batch_t *x, uint32_t n, uint32_t count, uint32_t gap);
 /* Same npolys, nlimbs and mod_idx: the shape element-wise ops require. */
 bool ts_bk_batch_same_shape(const ts_bk_batch_t *x, const ts_bk_batch_t *y);
+/* x (limbs of xw words) and y (limbs of yw words) share a word. */
+bool ts_bk_batch_overlaps(const ts_bk_batch_t *x, size_t xw, const ts_bk_batch_t *y, size_t yw);
+/*
+ * The argument contracts of the ops below that take spread batches or host
+ * arrays, shared like the batch contract (ring of n words per limb and
+ * `count` moduli): keyswitch_inner (gap 1) and keyswitch_inner_spread (gap
+ * >= 2; at most max_digits digits), spread_expand, set_i64.
+ */
+bool ts_bk_keyswitch_args_valid(const ts_bk_batch_t *out, const ts_bk_batch_t *digits,
+                                const ts_bk_batch_t *key, const uint32_t *key_limb, uint32_t n,
+                                uint32_t count, uint32_t gap, uint32_t max_digits);
+bool ts_bk_spread_expand_args_valid(const ts_bk_batch_t *out, const ts_bk_batch_t *a, uint32_t n,
+                                    uint32_t count, uint32_t gap);
+bool ts_bk_set_i64_args_valid(const ts_bk_batch_t *out, const int64_t *src, uint32_t n,
+                              uint32_t count);
 
 struct ts_backend_i {
     const char *name;

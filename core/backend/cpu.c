@@ -454,20 +454,9 @@ static ts_status_t cpu_add_scalar(ts_backend_t *be, const ts_bk_ring_t *r, const
     return run_scalar(be, r, OP_ADD_SCALAR, o, a, NULL, s);
 }
 /* The words from x's first to past its last, limbs of `words` words. */
-static size_t batch_extent(const ts_bk_batch_t *x, size_t words)
-{
-    return (x->npolys - 1) * x->poly_stride + (size_t)x->nlimbs * words;
-}
-
-/* x (limbs of xw words) and y (of yw) share a word */
-static bool overlaps_w(const ts_bk_batch_t *x, size_t xw, const ts_bk_batch_t *y, size_t yw)
-{
-    return x->data < y->data + batch_extent(y, yw) && y->data < x->data + batch_extent(x, xw);
-}
-
 static bool overlaps(const ts_bk_batch_t *x, const ts_bk_batch_t *y, uint32_t n)
 {
-    return overlaps_w(x, n, y, n);
+    return ts_bk_batch_overlaps(x, n, y, n);
 }
 /*
  * The source indices of X -> X^k in NTT form (the same formula as the per-slot
@@ -649,18 +638,9 @@ static ts_status_t ks_inner(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk
                             const ts_bk_batch_t *digits, const ts_bk_batch_t *key,
                             const uint32_t *key_limb, uint32_t gap)
 {
-    if (!r)
+    if (!r ||
+        !ts_bk_keyswitch_args_valid(out, digits, key, key_limb, r->n, r->count, gap, KS_MAX_DIGITS))
         return TS_EINVAL;
-    const bool dig_ok =
-        gap == 1 ? valid(r, digits) : ts_bk_batch_valid_spread(digits, r->n, r->count, gap);
-    if (!dig_ok || !valid(r, out) || !valid(r, key) || !key_limb || digits->nlimbs != out->nlimbs ||
-        digits->npolys > KS_MAX_DIGITS || key->npolys < digits->npolys * out->npolys ||
-        overlaps_w(out, r->n, digits, r->n / gap) || overlaps(out, key, r->n))
-        return TS_EINVAL;
-    for (uint32_t l = 0; l < out->nlimbs; l++)
-        if (digits->mod_idx[l] != out->mod_idx[l] || key_limb[l] >= key->nlimbs ||
-            key->mod_idx[key_limb[l]] != out->mod_idx[l])
-            return TS_EINVAL;
     job_t j = {.ring = r, .out = out, .a = digits, .b = key, .key_limb = key_limb, .k = gap};
     ts__pool_run(pool_of(be), out->nlimbs, ks_task, &j);
     return TS_OK;
@@ -724,13 +704,8 @@ static void expand_task(void *vj, size_t t)
 static ts_status_t cpu_spread_expand(ts_backend_t *be, const ts_bk_ring_t *r,
                                      const ts_bk_batch_t *out, const ts_bk_batch_t *a, uint32_t gap)
 {
-    if (!r || !out || gap < 2 || gap > r->n / 2 || !valid(r, out) ||
-        !ts_bk_batch_valid_spread(a, r->n, r->count, gap) || a->npolys != out->npolys ||
-        a->nlimbs != out->nlimbs || overlaps_w(out, r->n, a, r->n / gap))
+    if (!r || !ts_bk_spread_expand_args_valid(out, a, r->n, r->count, gap))
         return TS_EINVAL;
-    for (uint32_t l = 0; l < out->nlimbs; l++)
-        if (a->mod_idx[l] != out->mod_idx[l])
-            return TS_EINVAL;
     job_t j = {.ring = r, .out = out, .a = a, .k = gap};
     ts__pool_run(pool_of(be), (size_t)out->npolys * out->nlimbs, expand_task, &j);
     return TS_OK;
@@ -749,12 +724,9 @@ static void set_i64_task(void *vj, size_t l)
 static ts_status_t cpu_set_i64(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk_batch_t *out,
                                const int64_t *src)
 {
-    if (!r || !src || !valid(r, out) || out->npolys != 1)
+    if (!r || !ts_bk_set_i64_args_valid(out, src, r->n, r->count))
         return TS_EINVAL;
-    const uint64_t *s0 = (const uint64_t *)src, *o0 = out->data;
-    if (s0 < o0 + (size_t)out->nlimbs * r->n && o0 < s0 + r->n)
-        return TS_EINVAL; /* src inside out */
-    job_t j = {.ring = r, .out = out, .s = s0};
+    job_t j = {.ring = r, .out = out, .s = (const uint64_t *)src};
     ts__pool_run(pool_of(be), out->nlimbs, set_i64_task, &j);
     return TS_OK;
 }
