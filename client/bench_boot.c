@@ -169,6 +169,7 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
     CHECK(ts_ckks_ciphertext_new(p, 0, &ct));
     uint64_t x = 0x243f6a8885a308d3ULL;
     int left = -1;
+    uint64_t calls = 0, up_b = 0, down_b = 0; /* one bootstrap's backend calls and transfers */
     for (int r = 0; r < runs; r++) {
         for (size_t i = 0; i < n; i++) {
             double a[2];
@@ -182,9 +183,15 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
         }
         CHECK(ts_ckks_encode(enc, v, n, n, 0, ts_ckks_params_scale(p), pt));
         CHECK(ts_ckks_encrypt_sk(sk, pt, prng, NULL, ct));
+        ts_backend_counts_t k0, k1;
+        ts_backend_counts(ts_ring_backend(ts_ckks_params_ring(p)), &k0);
         double s = now_s(), c0 = cpu_s();
         CHECK(ts_boot_bootstrap(bt, ev, ct, ct));
         lat[r] = now_s() - s;
+        ts_backend_counts(ts_ring_backend(ts_ckks_params_ring(p)), &k1);
+        calls = k1.calls - k0.calls; /* the same every run */
+        up_b = k1.upload_bytes - k0.upload_bytes;
+        down_b = k1.download_bytes - k0.download_bytes;
         cpu[r] = cpu_s() - c0;
         left = ts_ckks_ciphertext_level(ct);
         CHECK(ts_ckks_decrypt(sk, ct, pt));
@@ -217,13 +224,15 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
             "     \"precision_bits_mean\": %.2f, \"precision_bits_median\": %.2f, "
             "\"precision_bits_min\": %.2f,\n"
             "     \"keygen_s\": %.2f, \"setup_s\": %.2f, \"secret\": \"%s\", \"encap_h\": %d, "
-            "\"encap_log_qp\": %.1f, \"backend\": \"%s\"}",
+            "\"encap_log_qp\": %.1f, \"backend\": \"%s\",\n"
+            "     \"backend_calls\": %llu, \"upload_mib\": %.2f, \"download_mib\": %.2f}",
             c->preset, ts_ckks_params_log_n(p), n, threads, runs, ts_ckks_params_logqp(p),
             (long long)ts_ckks_params_hamming_weight(p), L, cd, em, sd, cfg.k, cfg.cheb_degree,
             cfg.double_angle, nkeys, left, lat[runs / 2], lat[0], cpu[runs / 2], mean, bits[m / 2],
             bits[0], t_keys, t_setup,
             ts_ckks_params_secret(p) == TS_CKKS_SECRET_TERNARY ? "ternary" : "sparse_ternary",
-            cfg.encap_h, ts_boot_encap_keys_logqp(ekeys), be_name);
+            cfg.encap_h, ts_boot_encap_keys_logqp(ekeys), be_name, (unsigned long long)calls,
+            (double)up_b / 1048576.0, (double)down_b / 1048576.0);
     fclose(f);
     printf("%-16s N=2^%d slots=%-6zu threads=%-2d latency %8.3f s (cpu %.3f s)  levels left %d  "
            "precision mean %.2f median %.2f min %.2f bits  (keys %zu, keygen %.1f s)%s%s\n",

@@ -201,7 +201,8 @@ for path in sys.argv[1:]:
     for r in walk(d):
         if "latency_s_median" in r:
             print(f"  bootstrap {r.get('preset')} slots {r.get('slots')}: {r['latency_s_median']:.3f} s"
-                  f" median, {r.get('precision_bits_mean')} bits, backend {r.get('backend')}")
+                  f" median, {r.get('precision_bits_mean')} bits, backend {r.get('backend')},"
+                  f" {r.get('backend_calls')} backend calls, {r.get('upload_mib')} MiB up")
         for q in r.get("positions", []) if "model" in r else []:
             print(f"  decode ({path.rsplit('/', 1)[-1]}, backend {d.get('backend')}) {r['model']} {r.get('params')} {r.get('policy')} pos {q['pos']}:"
                   f" {q['ms']} ms, {q.get('bootstraps')} bootstraps, {q.get('precision_bits')} bits,"

@@ -266,6 +266,11 @@ START_TEST(test_bench_boot_cli)
     ck_assert_int_eq(count(s, "\"latency_s_median\""), 2);
     ck_assert_int_eq(count(s, "\"levels_left\": 5"), 2);
     ck_assert_int_eq(count(s, "\"precision_bits_mean\""), 2);
+    /* one bootstrap's backend calls: hundreds (the same at 1 and 2 threads) */
+    const char *bc = strstr(s, "\"backend_calls\": ");
+    ck_assert_ptr_nonnull(bc);
+    ck_assert_int_gt(atol(bc + 17), 100);
+    ck_assert_int_eq(count(s, "\"upload_mib\""), 2);
     /* sparse-secret encapsulation on the dense test preset */
     snprintf(cmd, sizeof cmd,
              "%s/tessera bench boot --case test-boot-n10-dense:3 --encap 32 --runs 1 --threads 1 "
