@@ -169,7 +169,7 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
     CHECK(ts_ckks_ciphertext_new(p, 0, &ct));
     uint64_t x = 0x243f6a8885a308d3ULL;
     int left = -1;
-    uint64_t calls = 0, up_b = 0, down_b = 0; /* one bootstrap's backend calls and transfers */
+    ts_backend_counts_t bk = {0}; /* one bootstrap's backend calls and transfers */
     for (int r = 0; r < runs; r++) {
         for (size_t i = 0; i < n; i++) {
             double a[2];
@@ -183,15 +183,13 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
         }
         CHECK(ts_ckks_encode(enc, v, n, n, 0, ts_ckks_params_scale(p), pt));
         CHECK(ts_ckks_encrypt_sk(sk, pt, prng, NULL, ct));
-        ts_backend_counts_t k0, k1;
+        ts_backend_counts_t k0;
         ts_backend_counts(ts_ring_backend(ts_ckks_params_ring(p)), &k0);
         double s = now_s(), c0 = cpu_s();
         CHECK(ts_boot_bootstrap(bt, ev, ct, ct));
         lat[r] = now_s() - s;
-        ts_backend_counts(ts_ring_backend(ts_ckks_params_ring(p)), &k1);
-        calls = k1.calls - k0.calls; /* the same every run */
-        up_b = k1.upload_bytes - k0.upload_bytes;
-        down_b = k1.download_bytes - k0.download_bytes;
+        /* one bootstrap's: the same every run */
+        ts_backend_counts_since(ts_ring_backend(ts_ckks_params_ring(p)), &k0, &bk);
         cpu[r] = cpu_s() - c0;
         left = ts_ckks_ciphertext_level(ct);
         CHECK(ts_ckks_decrypt(sk, ct, pt));
@@ -231,8 +229,8 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
             cfg.double_angle, nkeys, left, lat[runs / 2], lat[0], cpu[runs / 2], mean, bits[m / 2],
             bits[0], t_keys, t_setup,
             ts_ckks_params_secret(p) == TS_CKKS_SECRET_TERNARY ? "ternary" : "sparse_ternary",
-            cfg.encap_h, ts_boot_encap_keys_logqp(ekeys), be_name, (unsigned long long)calls,
-            (double)up_b / 1048576.0, (double)down_b / 1048576.0);
+            cfg.encap_h, ts_boot_encap_keys_logqp(ekeys), be_name, (unsigned long long)bk.calls,
+            (double)bk.upload_bytes / 1048576.0, (double)bk.download_bytes / 1048576.0);
     fclose(f);
     printf("%-16s N=2^%d slots=%-6zu threads=%-2d latency %8.3f s (cpu %.3f s)  levels left %d  "
            "precision mean %.2f median %.2f min %.2f bits  (keys %zu, keygen %.1f s)%s%s\n",

@@ -677,7 +677,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             }
             uint64_t t1 = ts_now_ns();
             ts_backend_t *be = ts_ring_backend(ts_ckks_params_ring(p));
-            ts_backend_counts_t bk0, bk1;
+            ts_backend_counts_t bk0;
             ts_backend_counts(be, &bk0);
             ts_llm_enc_session_stats(s, &a0);
             TRY(ts_llm_enc_embed(s, x, y));
@@ -690,12 +690,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             else
                 TRY(ts_llm_enc_step(s, y, pos, lg));
             ts_llm_enc_session_stats(s, &c);
-            ts_backend_counts(be, &bk1);
-            q->bk.calls = bk1.calls - bk0.calls;
-            q->bk.uploads = bk1.uploads - bk0.uploads;
-            q->bk.upload_bytes = bk1.upload_bytes - bk0.upload_bytes;
-            q->bk.downloads = bk1.downloads - bk0.downloads;
-            q->bk.download_bytes = bk1.download_bytes - bk0.download_bytes;
+            ts_backend_counts_since(be, &bk0, &q->bk);
             uint64_t t2 = ts_now_ns();
             if (g_trace) {
                 /* the probes' decryptions are charged to no stage; off the wall too */

@@ -302,9 +302,7 @@ static ts_status_t g_ntt_fwd_compact(ts_backend_t *be, const ts_bk_ring_t *r,
         return TS_EINVAL;
     if (a->nlimbs > TSG_MAX_LIMBS)
         return TS_ENOTSUP;
-    uint32_t lg = 0;
-    while ((1u << lg) < gap)
-        lg++;
+    const uint32_t lg = (uint32_t)ts_log2_exact(gap); /* gap checked: a power of two */
     tsg_limbs_t lm = limbs_of(a);
     return ts__gpu_ntt(dev_of(be), r, arg_of(a), &lm, false, r->logn - lg);
 }
@@ -499,9 +497,7 @@ static ts_status_t g_spread_expand(ts_backend_t *be, const ts_bk_ring_t *r,
         return st;
     if (!r || !ts_bk_spread_expand_args_valid(out, a, r->n, r->count, gap))
         return TS_EINVAL;
-    uint32_t lg = 0;
-    while ((1u << lg) < gap)
-        lg++;
+    const uint32_t lg = (uint32_t)ts_log2_exact(gap); /* gap checked: a power of two */
     tsg_limbs_t lm = limbs_of(out);
     return ts__gpu_spread_expand(dev_of(be), r, &lm, arg_of(out), arg_of(a), lg);
 }
@@ -524,9 +520,7 @@ static ts_status_t ks_inner(ts_backend_t *be, const ts_bk_ring_t *r, const ts_bk
         return TS_EINVAL;
     if (out->nlimbs > TSG_MAX_LIMBS)
         return TS_ENOTSUP;
-    uint32_t lg = 0;
-    while ((1u << lg) < gap)
-        lg++;
+    const uint32_t lg = (uint32_t)ts_log2_exact(gap); /* gap checked: a power of two */
     tsg_limbs_t lm = limbs_of(out), klm;
     memset(&klm, 0, sizeof klm);
     klm.nlimbs = out->nlimbs;

@@ -285,6 +285,9 @@ struct ts_backend {
 
 /* A snapshot of be's counts (zeros for NULL). */
 void ts_backend_counts(const ts_backend_t *be, ts_backend_counts_t *out);
+/* out = be's counts now minus `before` (a snapshot of the same backend). */
+void ts_backend_counts_since(const ts_backend_t *be, const ts_backend_counts_t *before,
+                             ts_backend_counts_t *out);
 
 /*
  * The CPU backend (reference). threads = 0 means one per core (ts_cpu_count()),

@@ -36,6 +36,7 @@ bool ts_bk_batch_same_shape(const ts_bk_batch_t *x, const ts_bk_batch_t *y)
     return true;
 }
 
+/* The words from x's first to past its last, limbs of `words` words. */
 static size_t batch_extent(const ts_bk_batch_t *x, size_t words)
 {
     return (x->npolys - 1) * x->poly_stride + (size_t)x->nlimbs * words;
@@ -99,4 +100,17 @@ void ts_backend_counts(const ts_backend_t *be, ts_backend_counts_t *out)
     out->upload_bytes = __atomic_load_n(&be->counts.upload_bytes, __ATOMIC_RELAXED);
     out->downloads = __atomic_load_n(&be->counts.downloads, __ATOMIC_RELAXED);
     out->download_bytes = __atomic_load_n(&be->counts.download_bytes, __ATOMIC_RELAXED);
+}
+
+void ts_backend_counts_since(const ts_backend_t *be, const ts_backend_counts_t *before,
+                             ts_backend_counts_t *out)
+{
+    if (!out || !before)
+        return;
+    ts_backend_counts(be, out);
+    out->calls -= before->calls;
+    out->uploads -= before->uploads;
+    out->upload_bytes -= before->upload_bytes;
+    out->downloads -= before->downloads;
+    out->download_bytes -= before->download_bytes;
 }

@@ -453,7 +453,7 @@ static ts_status_t cpu_add_scalar(ts_backend_t *be, const ts_bk_ring_t *r, const
 {
     return run_scalar(be, r, OP_ADD_SCALAR, o, a, NULL, s);
 }
-/* The words from x's first to past its last, limbs of `words` words. */
+/* x and y (limbs of n words) share a word */
 static bool overlaps(const ts_bk_batch_t *x, const ts_bk_batch_t *y, uint32_t n)
 {
     return ts_bk_batch_overlaps(x, n, y, n);

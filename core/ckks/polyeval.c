@@ -223,51 +223,27 @@ static int plan(const pe_t *s, const double *c, size_t d, double *work)
     return best;
 }
 
-/* out = p(x) at exactly (scale ts, level tl). */
+/*
+ * out = p(x) at exactly (scale ts, level tl).
+ *
+ * The split chain p = q_0 G_0 + (q_1 G_1 + (... + r)): the remainder of each
+ * split is asked for the same (ts, tl), so every product of the chain lands
+ * at level tl + 1 and scale ts q_{tl+1}. They are summed unrelinearized
+ * (degree 2) and relinearized once, and the final leaf r = sum c_i B_i (at
+ * the same level and scale, by scalar products whose constant scales are
+ * chosen so) added before the one rescale: one key switch per chain instead
+ * of one per product (lazy relinearization). A leaf alone (d < k) is the
+ * chain without products.
+ */
 static ts_status_t eval_node(pe_t *s, const double *c, size_t d, double ts, int tl, double *work,
                              ts_ckks_ciphertext_t *out)
 {
     ts_ckks_evaluator_t *ev = s->ev;
     const ts_ckks_params_t *p = ev->params;
-    ts_ckks_ciphertext_t *t = NULL; /* the split's scratch (leaves need none) */
-    ts_status_t st = TS_OK;
+    ts_ckks_ciphertext_t *t = NULL; /* the splits' scratch (a leaf alone needs none) */
+    ts_status_t st = d >= s->k ? new_ct(s, &t) : TS_OK;
     double ql = (double)p->q[tl + 1];
-
-    if (d < s->k) {
-        /* leaf: sum_{i>=1} c_i B_i at scale ts * q_{tl+1}, plus c_0, then rescale */
-        bool first = true;
-        for (size_t i = 1; i <= d && st == TS_OK; i++) {
-            if (c[i] == 0.0 && !(i == 1 && all_zero(c, 1, d)))
-                continue;
-            /* the first term into out, the others added in one fused pass each */
-            double cs = ts * ql / s->B[i]->scale;
-            st = first ? ts__ckks_mul_const_at(ev, s->B[i], c[i], cs, tl + 1, out)
-                       : ts__ckks_mul_const_add(ev, s->B[i], c[i], cs, out);
-            out->scale = ts * ql;
-            first = false;
-        }
-        if (st == TS_OK && c[0] != 0.0)
-            st = ts_ckks_add_const(ev, out, c[0], out);
-        if (st == TS_OK)
-            st = ts_ckks_rescale(ev, out, out);
-        if (st == TS_OK)
-            out->scale = ts;
-        goto out_free;
-    }
-
-    /*
-     * The split chain p = q_0 G_0 + (q_1 G_1 + (... + r)): the remainder of
-     * each split is asked for the same (ts, tl), so every product of the
-     * chain lands at level tl + 1 and scale ts q_{tl+1}. They are summed
-     * unrelinearized (degree 2) and relinearized once, and the final leaf's
-     * terms (at the same level and scale) added before the one rescale: one
-     * key switch per chain instead of one per product (lazy
-     * relinearization).
-     */
-    ts_ckks_ciphertext_t *u = NULL; /* a product of the chain after the first */
-    if ((st = new_ct(s, &t)) != TS_OK || (st = new_ct(s, &u)) != TS_OK)
-        goto out_chain;
-    bool have = false;
+    bool have = false; /* out holds a term */
     const double *cc = c;
     size_t dc = d;
     double *wk = work;
@@ -283,7 +259,9 @@ static ts_status_t eval_node(pe_t *s, const double *c, size_t d, double ts, int 
             break;
         }
         double sq = ts * ql / g->scale;
-        ts_ckks_ciphertext_t *dst = have ? u : out;
+        /* the first product into out, each later one into t (the product
+         * may alias its operand t) and added */
+        ts_ckks_ciphertext_t *dst = have ? t : out;
         if (dc - K == 0 || all_zero(q, 1, dc - K)) {
             /* q is the constant q_0: one scalar product of the giant */
             st = ts__ckks_mul_const_at(ev, g, q[0], sq, tl + 1, dst);
@@ -295,7 +273,7 @@ static ts_status_t eval_node(pe_t *s, const double *c, size_t d, double ts, int 
         if (st == TS_OK)
             dst->scale = ts * ql;
         if (st == TS_OK && have)
-            st = ts_ckks_add(ev, out, u, out);
+            st = ts_ckks_add(ev, out, t, out);
         have = true;
         /* on with the remainder r (degree dr, trailing zeros dropped) */
         size_t dr = K - 1;
@@ -305,15 +283,19 @@ static ts_status_t eval_node(pe_t *s, const double *c, size_t d, double ts, int 
         dc = dr;
         wk = next;
     }
-    if (st == TS_OK && out->degree > 1)
+    if (st == TS_OK && have && out->degree > 1)
         st = ts_ckks_relinearize(ev, out, out);
-    /* the remainder's leaf sum_{i>=1} c_i B_i at scale ts q_{tl+1}, added */
+    /* the leaf sum_{i>=1} c_i B_i at scale ts q_{tl+1}: the first term into
+     * out (an all-zero leaf alone still writes c_1 B_1), the others added in
+     * one fused pass each */
     for (size_t i = 1; i <= dc && st == TS_OK; i++) {
-        if (cc[i] == 0.0)
+        if (cc[i] == 0.0 && (have || !(i == 1 && all_zero(cc, 1, dc))))
             continue;
         double cs = ts * ql / s->B[i]->scale;
-        st = ts__ckks_mul_const_add(ev, s->B[i], cc[i], cs, out);
+        st = have ? ts__ckks_mul_const_add(ev, s->B[i], cc[i], cs, out)
+                  : ts__ckks_mul_const_at(ev, s->B[i], cc[i], cs, tl + 1, out);
         out->scale = ts * ql;
+        have = true;
     }
     if (st == TS_OK && cc[0] != 0.0)
         st = ts_ckks_add_const(ev, out, cc[0], out);
@@ -321,11 +303,6 @@ static ts_status_t eval_node(pe_t *s, const double *c, size_t d, double ts, int 
         st = ts_ckks_rescale(ev, out, out);
     if (st == TS_OK)
         out->scale = ts;
-out_chain:
-    ts_ckks_ciphertext_free(u);
-    goto out_free;
-
-out_free:
     ts_ckks_ciphertext_free(t);
     return st;
 }
