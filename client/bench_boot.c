@@ -170,6 +170,9 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
     uint64_t x = 0x243f6a8885a308d3ULL;
     int left = -1;
     ts_backend_counts_t bk = {0}; /* one bootstrap's backend calls and transfers */
+    /* where the time goes: the phases summed over the runs, then their mean */
+    double phase_s[TS_BOOT_PHASE_COUNT] = {0};
+    CHECK(ts_boot_profile(bt, true));
     for (int r = 0; r < runs; r++) {
         for (size_t i = 0; i < n; i++) {
             double a[2];
@@ -185,9 +188,14 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
         CHECK(ts_ckks_encrypt_sk(sk, pt, prng, NULL, ct));
         ts_backend_counts_t k0;
         ts_backend_counts(ts_ring_backend(ts_ckks_params_ring(p)), &k0);
+        ts_boot_phases_t ph0, ph1;
+        CHECK(ts_boot_phases(bt, &ph0));
         double s = now_s(), c0 = cpu_s();
         CHECK(ts_boot_bootstrap(bt, ev, ct, ct));
         lat[r] = now_s() - s;
+        CHECK(ts_boot_phases(bt, &ph1));
+        for (int i = 0; i < TS_BOOT_PHASE_COUNT; i++)
+            phase_s[i] += (double)(ph1.ns[i] - ph0.ns[i]) * 1e-9 / runs;
         /* one bootstrap's: the same every run */
         ts_backend_counts_since(ts_ring_backend(ts_ckks_params_ring(p)), &k0, &bk);
         cpu[r] = cpu_s() - c0;
@@ -223,7 +231,8 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
             "\"precision_bits_min\": %.2f,\n"
             "     \"keygen_s\": %.2f, \"setup_s\": %.2f, \"secret\": \"%s\", \"encap_h\": %d, "
             "\"encap_log_qp\": %.1f, \"backend\": \"%s\",\n"
-            "     \"backend_calls\": %llu, \"upload_mib\": %.2f, \"download_mib\": %.2f}",
+            "     \"backend_calls\": %llu, \"upload_mib\": %.2f, \"download_mib\": %.2f,\n"
+            "     \"phases_s_mean\": {",
             c->preset, ts_ckks_params_log_n(p), n, threads, runs, ts_ckks_params_logqp(p),
             (long long)ts_ckks_params_hamming_weight(p), L, cd, em, sd, cfg.k, cfg.cheb_degree,
             cfg.double_angle, nkeys, left, lat[runs / 2], lat[0], cpu[runs / 2], mean, bits[m / 2],
@@ -231,12 +240,19 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
             ts_ckks_params_secret(p) == TS_CKKS_SECRET_TERNARY ? "ternary" : "sparse_ternary",
             cfg.encap_h, ts_boot_encap_keys_logqp(ekeys), be_name, (unsigned long long)bk.calls,
             (double)bk.upload_bytes / 1048576.0, (double)bk.download_bytes / 1048576.0);
+    for (int i = 0; i < TS_BOOT_PHASE_COUNT; i++)
+        fprintf(f, "%s\"%s\": %.4f", i ? ", " : "", ts_boot_phase_name(i), phase_s[i]);
+    fprintf(f, "}}");
     fclose(f);
     printf("%-16s N=2^%d slots=%-6zu threads=%-2d latency %8.3f s (cpu %.3f s)  levels left %d  "
            "precision mean %.2f median %.2f min %.2f bits  (keys %zu, keygen %.1f s)%s%s\n",
            c->preset, ts_ckks_params_log_n(p), n, threads, lat[runs / 2], cpu[runs / 2], left, mean,
            bits[m / 2], bits[0], nkeys, t_keys, bench_backend ? "  backend " : "",
            bench_backend ? be_name : "");
+    printf("%-16s   phases (mean s):", "");
+    for (int i = 0; i < TS_BOOT_PHASE_COUNT; i++)
+        printf(" %s %.3f", ts_boot_phase_name(i), phase_s[i]);
+    printf("\n");
     ts_ckks_plaintext_free(pt);
     ts_ckks_ciphertext_free(ct);
     free(v);
@@ -263,7 +279,10 @@ static void usage(FILE *f)
                "       (build/bench/bench_boot takes the same options)\n\n"
                "CKKS bootstrapping: latency (wall and process CPU time) on 1 thread and on N\n"
                "threads (default: all cores), levels left, precision (mean, median, min bits\n"
-               "over every slot of every run) for random slots in [-1, 1] + i [-1, 1].\n"
+               "over every slot of every run) for random slots in [-1, 1] + i [-1, 1], and\n"
+               "where the time goes: the mean seconds of each phase (ts_boot_profile:\n"
+               "mod_raise, subsum = the trace to sparse slots, cts, eval_mod, stc; JSON:\n"
+               "phases_s_mean).\n"
                "Default cases: boot-n16-h192:15, boot-n16-h192:7, boot-n15-h192:7:1:1 (minutes,\n"
                "GBs of keys); --quick: test-boot-n10:9 and test-boot-n10:3 (insecure, seconds).\n"
                "A case is a preset of --params-dir (default configs/params), log2 of the slot\n"

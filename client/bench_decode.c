@@ -45,6 +45,7 @@ typedef struct {
     double ms, st[NSTAGE];
     uint64_t boots, boots_pd, convs, lookups;
     ts_backend_counts_t bk; /* the embedding's and the step's backend calls and transfers */
+    double boot_ph[TS_BOOT_PHASE_COUNT]; /* its bootstraps' phases (ts_boot_profile), ms */
     double err, bits;
     /* a prefill pass: the largest error over every lane's logits against
      * the plaintext model's at that lane's position, and its lane (-1: none) */
@@ -538,6 +539,11 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     TRY(ts_ckks_evaluator_new(p, ek, &ev));
     TRY(ts_ckks_encoder_new(p, &ecd));
     TRY(session_open(enc, ev, cv, stc, &s));
+    /* the bootstraps' phases, per step (each bootstrapper's, summed) */
+    const ts_boot_t *boots[3] = {boot, boot_pd, stc};
+    for (int i = 0; i < 3; i++)
+        if (boots[i])
+            TRY(ts_boot_profile(boots[i], true));
     for (int i = 0; i < 2; i++)
         tr[i] = (trace_t){.sk = sk, .ecd = ecd, .p = p};
     TRY(ts_llm_state_new(m, &ref));
@@ -679,6 +685,10 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             ts_backend_t *be = ts_ring_backend(ts_ckks_params_ring(p));
             ts_backend_counts_t bk0;
             ts_backend_counts(be, &bk0);
+            ts_boot_phases_t ph0[3] = {{0}}, ph1[3] = {{0}};
+            for (int i = 0; i < 3; i++)
+                if (boots[i])
+                    TRY(ts_boot_phases(boots[i], &ph0[i]));
             ts_llm_enc_session_stats(s, &a0);
             TRY(ts_llm_enc_embed(s, x, y));
             ts_llm_enc_session_stats(s, &b);
@@ -691,6 +701,14 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 TRY(ts_llm_enc_step(s, y, pos, lg));
             ts_llm_enc_session_stats(s, &c);
             ts_backend_counts_since(be, &bk0, &q->bk);
+            for (int i = 0; i < 3; i++)
+                if (boots[i])
+                    TRY(ts_boot_phases(boots[i], &ph1[i]));
+            for (int j = 0; j < TS_BOOT_PHASE_COUNT; j++) {
+                q->boot_ph[j] = 0;
+                for (int i = 0; i < 3; i++)
+                    q->boot_ph[j] += (double)(ph1[i].ns[j] - ph0[i].ns[j]) * 1e-6;
+            }
             uint64_t t2 = ts_now_ns();
             if (g_trace) {
                 /* the probes' decryptions are charged to no stage; off the wall too */
@@ -840,6 +858,13 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                     a ? " (after the prefill)" : "", q->ms, mx, q->am_enc, q->am_ref,
                     (unsigned long long)q->bk.calls, (double)q->bk.upload_bytes / 1048576.0,
                     (double)q->bk.download_bytes / 1048576.0);
+            if (q->boots > 0) {
+                fprintf(stderr, "bench decode: pos %d: its %llu bootstraps' phases (s):", last,
+                        (unsigned long long)q->boots);
+                for (int j = 0; j < TS_BOOT_PHASE_COUNT; j++)
+                    fprintf(stderr, " %s %.2f", ts_boot_phase_name(j), q->boot_ph[j] * 1e-3);
+                fprintf(stderr, "\n");
+            }
             pos = last;
         }
     }
@@ -904,7 +929,9 @@ static void usage(FILE *f)
                "presets such as test-boot-n12-dense bootstrap with sparse-secret encapsulation).\n"
                "Insecure test presets: the numbers show where time goes, not production\n"
                "latency. A table on stdout (ms); --json the report (machine, backend, threads,\n"
-               "parameters, per-position results with bootstraps, conversions and look-ups).\n"
+               "parameters, per-position results with bootstraps, conversions and look-ups,\n"
+               "the backend's calls and transfers, and the bootstraps' time by phase:\n"
+               "bootstrap_phases_ms, ts_boot_profile's mod_raise, subsum, cts, eval_mod, stc).\n"
                "--costs FILE (a `tessera bench costs` table, best measured at --params): the\n"
                "scheduler's plan of each bootstrapping step (core/llm ts_llm_enc_plan) side by\n"
                "side with the measured step: predicted and measured ms per stage, predicted and\n"
@@ -1065,6 +1092,10 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                     (unsigned long long)q->bk.calls, (unsigned long long)q->bk.uploads,
                     (double)q->bk.upload_bytes / 1048576.0, (unsigned long long)q->bk.downloads,
                     (double)q->bk.download_bytes / 1048576.0);
+            fprintf(f, "\"bootstrap_phases_ms\": {");
+            for (int j = 0; j < TS_BOOT_PHASE_COUNT; j++)
+                fprintf(f, "%s\"%s\": %.1f", j ? ", " : "", ts_boot_phase_name(j), q->boot_ph[j]);
+            fprintf(f, "}, ");
             fprintf(f, "\"stages_ms\": {");
             for (int j = 0; j < NSTAGE; j++)
                 fprintf(f, "%s\"%s\": %.1f", j ? ", " : "", stage_names[j], q->st[j]);

@@ -7,9 +7,11 @@
 #include <complex.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/backend/backend.h"
 #include "core/circuits/circuits_int.h"
 
 #define MAX_GROUPS 17
@@ -826,6 +828,13 @@ ts_status_t ts_boot_encap_keys_deserialize(const ts_ckks_params_t *params,
 
 /* ----------------------------------------------------- bootstrapper */
 
+/* ts_boot_profile's totals: one block per owner, its views point to it */
+typedef struct boot_stats {
+    atomic_bool on;
+    atomic_uint_fast64_t runs;
+    atomic_uint_fast64_t ns[TS_BOOT_PHASE_COUNT];
+} boot_stats_t;
+
 struct ts_boot {
     ts_ckks_params_t *params;
     ts_boot_config_t cfg;
@@ -842,6 +851,7 @@ struct ts_boot {
     double *cheb;                      /* cheb_degree + 1 coefficients */
     const ts_boot_encap_keys_t *encap; /* borrowed; cfg.encap_h > 0 */
     const ts_boot_t *base;             /* a view (ts_boot_view): the owner of the rest */
+    boot_stats_t *stats;               /* the owner's (mutable through a const bt) */
 };
 
 ts_status_t ts_boot_set_encap_keys(ts_boot_t *bt, const ts_boot_encap_keys_t *keys)
@@ -891,6 +901,7 @@ void ts_boot_free(ts_boot_t *bt)
         ts_ckks_lintrans_free(bt->stc1[i]);
     }
     ts_ckks_lintrans_free(bt->combine);
+    ts_free(bt->stats);
     ts_free(bt->cheb);
     ts_ckks_params_free(bt->params);
     ts_free(bt);
@@ -934,10 +945,15 @@ ts_status_t ts_boot_new(ts_ckks_params_t *params, const ts_boot_config_t *cfg, t
     bt->em_out = bt->cheb_out - cfg->double_angle;
 
     bt->cheb = ts_malloc(sizeof(double) * ((size_t)cfg->cheb_degree + 1));
-    if (!bt->cheb) {
+    bt->stats = ts_malloc(sizeof(*bt->stats));
+    if (!bt->cheb || !bt->stats) {
         ts_boot_free(bt);
         return TS_ENOMEM;
     }
+    atomic_init(&bt->stats->on, false);
+    atomic_init(&bt->stats->runs, 0);
+    for (int i = 0; i < TS_BOOT_PHASE_COUNT; i++)
+        atomic_init(&bt->stats->ns[i], 0);
     cosctx_t cc = {.k = cfg->k, .r = cfg->double_angle};
     st = ts_ckks_chebyshev_fit(scaled_cos, &cc, -1, 1, (size_t)cfg->cheb_degree, bt->cheb);
 
@@ -1019,6 +1035,56 @@ int ts_boot_mod_recover_level(const ts_boot_t *bt)
 
 /* Scratch: room for the top level, shaped at level 0 (every step writing one
  * reshapes it; zeroing the top level's limbs cost a pass over ~30 MB each). */
+/* ------------------------------------------------------------ profile */
+
+static const char *const phase_names[TS_BOOT_PHASE_COUNT] = {"mod_raise", "subsum", "cts",
+                                                             "eval_mod", "stc"};
+
+const char *ts_boot_phase_name(int phase)
+{
+    return phase >= 0 && phase < TS_BOOT_PHASE_COUNT ? phase_names[phase] : NULL;
+}
+
+ts_status_t ts_boot_profile(const ts_boot_t *bt, bool on)
+{
+    if (!bt)
+        return TS_EINVAL;
+    atomic_store_explicit(&bt->stats->on, on, memory_order_relaxed);
+    return TS_OK;
+}
+
+ts_status_t ts_boot_phases(const ts_boot_t *bt, ts_boot_phases_t *out)
+{
+    if (!bt || !out)
+        return TS_EINVAL;
+    out->runs = atomic_load_explicit(&bt->stats->runs, memory_order_relaxed);
+    for (int i = 0; i < TS_BOOT_PHASE_COUNT; i++)
+        out->ns[i] = atomic_load_explicit(&bt->stats->ns[i], memory_order_relaxed);
+    return TS_OK;
+}
+
+/* A phase boundary when profiling: the backend's queue drained (a failed
+ * kernel is reported by the next operation, not here), the clock read; 0
+ * when profiling is off. */
+static uint64_t phase_mark(const ts_boot_t *bt)
+{
+    if (!atomic_load_explicit(&bt->stats->on, memory_order_relaxed))
+        return 0;
+    (void)ts_backend_sync(ts_ring_backend(ts_ckks_params_ring(bt->params)));
+    return ts_now_ns();
+}
+
+/* Charge the time since *t (a phase_mark; 0: not profiling) to ph; *t = now. */
+static void phase_next(const ts_boot_t *bt, ts_boot_phase_t ph, uint64_t *t)
+{
+    if (*t == 0)
+        return;
+    uint64_t now = phase_mark(bt);
+    if (now != 0)
+        atomic_fetch_add_explicit(&bt->stats->ns[ph], now - *t, memory_order_relaxed);
+    *t = now;
+}
+
 static ts_status_t new_ct(const ts_boot_t *bt, ts_ckks_ciphertext_t **out)
 {
     return ts_ckks_ciphertext_new(bt->params, 0, out);
@@ -1094,6 +1160,7 @@ static ts_status_t mod_raise(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
     if (bt->cfg.encap_h > 0 && !bt->encap)
         return TS_ENOKEY;
     size_t N = (size_t)1 << bt->log_n;
+    uint64_t clk = phase_mark(bt);
     ts_ckks_ciphertext_t *t = NULL;
     int64_t *coef = ts_malloc(sizeof(int64_t) * N);
     uint64_t *raw = ts_malloc(sizeof(uint64_t) * 2 * N);
@@ -1108,8 +1175,11 @@ static ts_status_t mod_raise(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
         st = ts_ckks_ciphertext_set_meta(out, bt->L, 1, bt->q0, N / 2);
     if (st == TS_OK && bt->encap) /* back from s' to s at the top level */
         st = ts_ckks_keyswitch(ev, out, bt->encap->to_dense, out);
-    if (st == TS_OK && !bt->full) /* the trace to the subring: exactly t + q0 I on it */
+    phase_next(bt, TS_BOOT_PHASE_MOD_RAISE, &clk);
+    if (st == TS_OK && !bt->full) { /* the trace to the subring: exactly t + q0 I on it */
         st = ts_ckks_trace(ev, out, bt->n);
+        phase_next(bt, TS_BOOT_PHASE_SUBSUM, &clk);
+    }
     if (st == TS_OK)
         st = ts_ckks_ciphertext_set_meta(out, bt->L, 1, bt->q0, view);
     ts_ckks_ciphertext_free(t);
@@ -1214,6 +1284,7 @@ static ts_status_t recover_core(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
         st = new_ct(bt, &im);
     if (st == TS_OK)
         st = mod_raise(bt, ev, in, bt->view, w);
+    uint64_t clk = phase_mark(bt);
     if (st == TS_OK)
         st = apply_groups(ev, bt->cts, bt->ncts, w, t);
     /* the slots hold 2Kn w at scale ~ q_em / 2Kn: read them as w at ~ q_em */
@@ -1232,6 +1303,7 @@ static ts_status_t recover_core(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
     }
     if (st == TS_OK)
         st = ts_ckks_add(ev, w, cj, w);
+    phase_next(bt, TS_BOOT_PHASE_CTS, &clk);
     if (st == TS_OK)
         st = eval_mod(bt, ev, w, delta, delta_out, t);
     if (st == TS_OK && im) {
@@ -1242,6 +1314,9 @@ static ts_status_t recover_core(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
         if (st == TS_OK)
             st = ts_ckks_add(ev, w, im, w);
     }
+    phase_next(bt, TS_BOOT_PHASE_EVAL_MOD, &clk);
+    if (clk != 0)
+        atomic_fetch_add_explicit(&bt->stats->runs, 1, memory_order_relaxed);
     if (st == TS_OK)
         st = ts_ckks_ciphertext_copy(out, w);
     ts_ckks_ciphertext_free(w);
@@ -1283,8 +1358,10 @@ ts_status_t ts_boot_mod_recover(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
         st = new_ct(bt, &t);
     if (st == TS_OK)
         st = recover_core(bt, ev, in, delta, x);
+    uint64_t clk = phase_mark(bt);
     if (st == TS_OK && bt->sparse_complex)
         st = apply_groups(ev, &bt->combine, 1, x, t);
+    phase_next(bt, TS_BOOT_PHASE_STC, &clk);
     if (st == TS_OK)
         st = snap_scale(x, delta, bt->n);
     if (st == TS_OK && level >= 0)
@@ -1313,8 +1390,10 @@ ts_status_t ts_boot_slot_to_coeff(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
         st = new_ct(bt, &t);
     if (st == TS_OK)
         st = ts_ckks_drop_to_level(ev, in, s, x);
+    uint64_t clk = phase_mark(bt);
     if (st == TS_OK)
         st = apply_groups(ev, bt->stc1, bt->nstc1, x, t);
+    phase_next(bt, TS_BOOT_PHASE_STC, &clk);
     if (st == TS_OK)
         st = snap_scale(x, ts_ckks_ciphertext_scale(in), bt->n);
     if (st == TS_OK)
@@ -1440,8 +1519,10 @@ static ts_status_t boot_cts(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
     }
     if (st == TS_OK)
         st = recover_core(bt, ev, x, delta_out * (bt->nstc > 0 ? 2.0 * (double)bt->n : 1.0), x);
+    uint64_t clk = phase_mark(bt);
     if (st == TS_OK)
         st = apply_groups(ev, bt->stc, bt->nstc, x, t);
+    phase_next(bt, TS_BOOT_PHASE_STC, &clk);
     if (st == TS_OK)
         st = snap_scale(x, delta_out, bt->n);
     if (st == TS_OK)

@@ -292,6 +292,45 @@ ts_status_t ts_boot_mod_recover(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
 /* The level ModRecover's output lands on before any requested drop. */
 int ts_boot_mod_recover_level(const ts_boot_t *bt);
 
+/*
+ * Where a bootstrapper's time goes. Off by default; when on, every bootstrap
+ * (ts_boot_bootstrap, _scaled, _pair, ts_boot_mod_recover,
+ * ts_boot_slot_to_coeff) adds the wall time of each phase, the backend's
+ * queue drained at every phase boundary (so a GPU's asynchronous work is
+ * charged to the phase that queued it). The totals are shared by bt and its
+ * views and safe to update from several threads; ts_boot_phases reads them
+ * (differences of two reads give one call's). Phases:
+ *  - MOD_RAISE: the input dropped to level 0, its coefficients lifted to the
+ *    top level, and with encapsulation the key switch from s' back to s;
+ *  - SUBSUM: the trace onto the slots' subring (sparse slots only: log2(N /
+ *    2n) key switches at the top level);
+ *  - CTS: CoeffToSlot with the real / imaginary split;
+ *  - EVAL_MOD: the scaled sine (once, twice for full complex slots);
+ *  - STC: SlotToCoeff, and ModRecover's packing of 2n reals into n slots.
+ * What a caller's wall time has beyond their sum is the level drops, the
+ * pair's packing and scale bookkeeping (small).
+ */
+typedef enum ts_boot_phase {
+    TS_BOOT_PHASE_MOD_RAISE,
+    TS_BOOT_PHASE_SUBSUM,
+    TS_BOOT_PHASE_CTS,
+    TS_BOOT_PHASE_EVAL_MOD,
+    TS_BOOT_PHASE_STC,
+    TS_BOOT_PHASE_COUNT
+} ts_boot_phase_t;
+
+typedef struct ts_boot_phases {
+    uint64_t runs;                    /* ModRaise-to-EvalMod passes (one per bootstrap) */
+    uint64_t ns[TS_BOOT_PHASE_COUNT]; /* wall nanoseconds per phase */
+} ts_boot_phases_t;
+
+/* Start (true) or stop timing bt's phases (and its views'); TS_EINVAL for NULL. */
+ts_status_t ts_boot_profile(const ts_boot_t *bt, bool on);
+/* [out] the totals since ts_boot_new; TS_EINVAL for NULL arguments. */
+ts_status_t ts_boot_phases(const ts_boot_t *bt, ts_boot_phases_t *out);
+/* "mod_raise", "subsum", "cts", "eval_mod", "stc"; NULL out of range. */
+const char *ts_boot_phase_name(int phase);
+
 /* ------------------------------------------------ the steps on their own */
 
 /*

@@ -202,13 +202,15 @@ for path in sys.argv[1:]:
         if "latency_s_median" in r:
             print(f"  bootstrap {r.get('preset')} slots {r.get('slots')}: {r['latency_s_median']:.3f} s"
                   f" median, {r.get('precision_bits_mean')} bits, backend {r.get('backend')},"
-                  f" {r.get('backend_calls')} backend calls, {r.get('upload_mib')} MiB up")
+                  f" {r.get('backend_calls')} backend calls, {r.get('upload_mib')} MiB up;"
+                  f" phases (s) {r.get('phases_s_mean')}")
         for q in r.get("positions", []) if "model" in r else []:
             print(f"  decode ({path.rsplit('/', 1)[-1]}, backend {d.get('backend')}) {r['model']} {r.get('params')} {r.get('policy')} pos {q['pos']}:"
                   f" {q['ms']} ms, {q.get('bootstraps')} bootstraps, {q.get('precision_bits')} bits,"
                   f" argmax {q.get('argmax_enc')} (plaintext {q.get('argmax_plain')});"
                   f" {q.get('backend_calls')} backend calls, {q.get('upload_mib')} MiB up,"
-                  f" {q.get('download_mib')} MiB down; stages {q.get('stages_ms')}")
+                  f" {q.get('download_mib')} MiB down; stages {q.get('stages_ms')};"
+                  f" bootstrap phases (ms) {q.get('bootstrap_phases_ms')}")
 PY
     fi
     echo "total: $(($(date +%s) - t_start)) s; logs and JSON in $OUT"

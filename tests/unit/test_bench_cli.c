@@ -271,6 +271,11 @@ START_TEST(test_bench_boot_cli)
     ck_assert_ptr_nonnull(bc);
     ck_assert_int_gt(atol(bc + 17), 100);
     ck_assert_int_eq(count(s, "\"upload_mib\""), 2);
+    /* and its phases: two results, each with CoeffToSlot and EvalMod timed */
+    ck_assert_int_eq(count(s, "\"phases_s_mean\": {\"mod_raise\": "), 2);
+    const char *em = strstr(s, "\"eval_mod\": ");
+    ck_assert_ptr_nonnull(em);
+    ck_assert_double_gt(atof(em + 12), 0);
     /* sparse-secret encapsulation on the dense test preset */
     snprintf(cmd, sizeof cmd,
              "%s/tessera bench boot --case test-boot-n10-dense:3 --encap 32 --runs 1 --threads 1 "

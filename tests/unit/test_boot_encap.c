@@ -262,6 +262,89 @@ START_TEST(test_encap_stc_first)
 }
 END_TEST
 
+/* Phases (ns) of one bootstrap of a fresh ciphertext at level lv by bt; the wall time in *wall. */
+static ts_boot_phases_t profile_once(fx_t *f, const ts_boot_t *bt, int lv, uint64_t *wall)
+{
+    size_t n = (size_t)1 << f->cfg.log_slots;
+    double complex *v = malloc(sizeof(double complex) * n);
+    for (size_t i = 0; i < n; i++)
+        v[i] = unif() + I * unif();
+    ts_ckks_ciphertext_t *ct = encrypt(f, v, n, lv);
+    ts_boot_phases_t a, b, d;
+    ck_assert_ts_ok(ts_boot_phases(bt, &a));
+    uint64_t t0 = ts_now_ns();
+    ck_assert_ts_ok(ts_boot_bootstrap(bt, f->ev, ct, ct));
+    *wall = ts_now_ns() - t0;
+    ck_assert_ts_ok(ts_boot_phases(bt, &b));
+    ck_assert_msg(precision(f, ct, v, n) >= PREC_BITS, "profiled bootstrap imprecise");
+    d.runs = b.runs - a.runs;
+    for (int i = 0; i < TS_BOOT_PHASE_COUNT; i++) {
+        ck_assert_uint_ge(b.ns[i], a.ns[i]);
+        d.ns[i] = b.ns[i] - a.ns[i];
+    }
+    ts_ckks_ciphertext_free(ct);
+    free(v);
+    return d;
+}
+
+/*
+ * ts_boot_profile: off by default (nothing counted); on, one bootstrap adds
+ * one run and time to every phase it has (the trace only at sparse slots),
+ * the phases within the call's wall time; a view adds to its owner's
+ * totals; off again stops counting. Names and argument checks.
+ */
+START_TEST(test_encap_profile)
+{
+    for (int full = 0; full < 2; full++) {
+        fx_t f;
+        fx_init(&f, full ? 0 : 4, TS_BOOT_CTS_FIRST);
+        ck_assert_ts_ok(ts_boot_set_encap_keys(f.bt, f.keys));
+        uint64_t wall;
+        ts_boot_phases_t d = profile_once(&f, f.bt, 3, &wall);
+        ck_assert_uint_eq(d.runs, 0);
+        for (int i = 0; i < TS_BOOT_PHASE_COUNT; i++)
+            ck_assert_uint_eq(d.ns[i], 0);
+        ck_assert_ts_ok(ts_boot_profile(f.bt, true));
+        d = profile_once(&f, f.bt, 3, &wall);
+        ck_assert_uint_eq(d.runs, 1);
+        uint64_t sum = 0;
+        for (int i = 0; i < TS_BOOT_PHASE_COUNT; i++) {
+            if (i == TS_BOOT_PHASE_SUBSUM && full)
+                ck_assert_uint_eq(d.ns[i], 0); /* no trace at full slots */
+            else
+                ck_assert_msg(d.ns[i] > 0, "phase %s not timed", ts_boot_phase_name(i));
+            sum += d.ns[i];
+        }
+        ck_assert_uint_le(sum, wall);
+        /* a view (the daemon's per-session bootstrapper) adds to the owner's totals */
+        ts_boot_t *view = NULL;
+        ck_assert_ts_ok(ts_boot_view(f.bt, f.keys, &view));
+        ts_boot_phases_t before, after;
+        ck_assert_ts_ok(ts_boot_phases(f.bt, &before));
+        d = profile_once(&f, view, 0, &wall);
+        ck_assert_uint_eq(d.runs, 1);
+        ck_assert_ts_ok(ts_boot_phases(f.bt, &after));
+        ck_assert_uint_eq(after.runs, before.runs + 1);
+        ck_assert_uint_gt(after.ns[TS_BOOT_PHASE_EVAL_MOD], before.ns[TS_BOOT_PHASE_EVAL_MOD]);
+        ts_boot_free(view);
+        ck_assert_ts_ok(ts_boot_profile(f.bt, false));
+        d = profile_once(&f, f.bt, 0, &wall);
+        ck_assert_uint_eq(d.runs, 0);
+        for (int i = 0; i < TS_BOOT_PHASE_COUNT; i++)
+            ck_assert_uint_eq(d.ns[i], 0);
+        fx_clear(&f);
+    }
+    const char *names[] = {"mod_raise", "subsum", "cts", "eval_mod", "stc"};
+    for (int i = 0; i < TS_BOOT_PHASE_COUNT; i++)
+        ck_assert_str_eq(ts_boot_phase_name(i), names[i]);
+    ck_assert_ptr_null(ts_boot_phase_name(-1));
+    ck_assert_ptr_null(ts_boot_phase_name(TS_BOOT_PHASE_COUNT));
+    ts_boot_phases_t ph;
+    ck_assert_ts_status(ts_boot_profile(NULL, true), TS_EINVAL);
+    ck_assert_ts_status(ts_boot_phases(NULL, &ph), TS_EINVAL);
+}
+END_TEST
+
 START_TEST(test_encap_config_and_keys)
 {
     ts_ckks_params_t *p = load_params("test-boot-n10-dense", true);
@@ -454,6 +537,7 @@ TS_TEST_SUITE(boot_encap)
     tcase_add_test(tc, test_encap_sparse_precision);
     tcase_add_test(tc, test_encap_stc_first);
     tcase_add_test(tc, test_encap_keys_serial);
+    tcase_add_test(tc, test_encap_profile);
     suite_add_tcase(s, tc);
     TCase *slow = ts_tcase("slow", 3600);
     tcase_add_test(slow, test_encap_n16_slow);

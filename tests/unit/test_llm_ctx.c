@@ -424,6 +424,9 @@ START_TEST(test_ctx_bench_cli)
     ck_assert_ptr_nonnull(bc);
     ck_assert_int_gt(atol(bc + 17), 1000);
     ck_assert_ptr_nonnull(strstr(buf, "\"upload_mib\": "));
+    /* no bootstrapping at test-llm-tiny: no bootstrap phases */
+    ck_assert_ptr_nonnull(strstr(buf, "\"bootstrap_phases_ms\": {\"mod_raise\": 0.0, \"subsum\": "
+                                      "0.0, \"cts\": 0.0, \"eval_mod\": 0.0, \"stc\": 0.0}"));
     unlink(path);
     /* --cache-only: the timed step a cache-only one, its logits fields null */
     bench_json("--quick --context 5 --cache-only", path, buf, sizeof buf);
@@ -446,6 +449,26 @@ START_TEST(test_ctx_bench_cli)
      * bootstraps exactly (46; 50 while every prefill bootstrapped each
      * layer's attention input to full levels) */
     ck_assert_ptr_nonnull(strstr(buf, "\"counts_match\": true"));
+    {
+        /* the pass's bootstraps, timed by phase (ts_boot_profile): every phase
+         * of a sparse-slot bootstrap took time, within the bootstrap stage */
+        const char *ph = strstr(buf, "\"bootstrap_phases_ms\": {");
+        const char *bs = strstr(buf, "\"stages_ms\": {");
+        bs = bs ? strstr(bs, "\"bootstrap\": ") : NULL;
+        ck_assert(ph && bs);
+        const char *names[] = {"mod_raise", "subsum", "cts", "eval_mod", "stc"};
+        double sum = 0;
+        for (int i = 0; i < 5; i++) {
+            char key[32];
+            snprintf(key, sizeof key, "\"%s\": ", names[i]);
+            const char *v = strstr(ph, key);
+            ck_assert_ptr_nonnull(v);
+            ck_assert_msg(atof(v + strlen(key)) > 0, "phase %s: %s", names[i], v);
+            sum += atof(v + strlen(key));
+        }
+        ck_assert_msg(sum <= atof(bs + 13) + 1.0, "phases %.1f ms > bootstrap stage %.1f ms", sum,
+                      atof(bs + 13));
+    }
     {
         const char *e = strstr(buf, "\"logits_max_abs_err\": "),
                    *p = strstr(buf, "\"argmax_enc\": "), *q = strstr(buf, "\"argmax_plain\": ");
