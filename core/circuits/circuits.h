@@ -295,7 +295,8 @@ int ts_boot_mod_recover_level(const ts_boot_t *bt);
 /*
  * Where a bootstrapper's time goes. Off by default; when on, every bootstrap
  * (ts_boot_bootstrap, _scaled, _pair, ts_boot_mod_recover,
- * ts_boot_slot_to_coeff) adds the wall time of each phase, the backend's
+ * ts_boot_slot_to_coeff; ts_boot_mod_raise its phases without a run) adds
+ * the wall time of each phase, the backend's
  * queue drained at every phase boundary (so a GPU's asynchronous work is
  * charged to the phase that queued it). The totals are shared by bt and its
  * views and safe to update from several threads; ts_boot_phases reads them
