@@ -316,27 +316,34 @@ ts_status_t ts_client_recv(ts_client_t *c, Tessera__Envelope **reply)
     }
 }
 
-ts_status_t ts_client_call(ts_client_t *c, Tessera__Envelope *req, Tessera__Envelope__BodyCase want,
-                           Tessera__Envelope **reply)
+ts_status_t ts_client_send_request(ts_client_t *c, Tessera__Envelope *req)
 {
-    *reply = NULL;
     req->request_id = c->next_rid++;
     c->err[0] = '\0';
-    ts_status_t st = ts_client_send(c, req);
-    if (st != TS_OK)
-        return st;
+    return ts_client_send(c, req);
+}
+
+ts_status_t ts_client_recv_reply(ts_client_t *c, const uint64_t *rids, size_t n,
+                                 Tessera__Envelope__BodyCase want, Tessera__Envelope **reply,
+                                 size_t *which)
+{
+    *reply = NULL;
     for (;;) {
         Tessera__Envelope *e = NULL;
-        st = ts_client_recv(c, &e);
+        ts_status_t st = ts_client_recv(c, &e);
         if (st != TS_OK)
             return st;
-        if (e->body_case == TESSERA__ENVELOPE__BODY_ERROR &&
-            (e->request_id == req->request_id || e->request_id == 0)) {
+        size_t w = 0;
+        while (w < n && rids[w] != e->request_id)
+            w++;
+        if (which)
+            *which = w;
+        if (e->body_case == TESSERA__ENVELOPE__BODY_ERROR && (w < n || e->request_id == 0)) {
             snprintf(c->err, sizeof c->err, "%s", e->error->message ? e->error->message : "");
             *reply = e;
             return ts_net_error_status(e->error->code);
         }
-        if (e->request_id != req->request_id) {
+        if (w == n) {
             ts_net_envelope_free(e); /* a late reply to an abandoned request */
             continue;
         }
@@ -348,4 +355,14 @@ ts_status_t ts_client_call(ts_client_t *c, Tessera__Envelope *req, Tessera__Enve
         }
         return TS_OK;
     }
+}
+
+ts_status_t ts_client_call(ts_client_t *c, Tessera__Envelope *req, Tessera__Envelope__BodyCase want,
+                           Tessera__Envelope **reply)
+{
+    *reply = NULL;
+    ts_status_t st = ts_client_send_request(c, req);
+    if (st != TS_OK)
+        return st;
+    return ts_client_recv_reply(c, &req->request_id, 1, want, reply, NULL);
 }

@@ -68,6 +68,16 @@ void ts_client_close(ts_client_t *c);
  */
 ts_status_t ts_client_call(ts_client_t *c, Tessera__Envelope *req, Tessera__Envelope__BodyCase want,
                            Tessera__Envelope **reply);
+/*
+ * The two halves of a call, for several requests in flight (pipelining):
+ * send `req` as a new request (its request_id assigned), and wait for the
+ * reply to any of the n requests `rids` (*which: its index; replies to other
+ * requests, abandoned ones, are dropped), with ts_client_call's errors.
+ */
+ts_status_t ts_client_send_request(ts_client_t *c, Tessera__Envelope *req);
+ts_status_t ts_client_recv_reply(ts_client_t *c, const uint64_t *rids, size_t n,
+                                 Tessera__Envelope__BodyCase want, Tessera__Envelope **reply,
+                                 size_t *which);
 ts_status_t ts_client_send(ts_client_t *c, Tessera__Envelope *req);
 ts_status_t ts_client_recv(ts_client_t *c, Tessera__Envelope **reply);
 /* Send raw bytes inside TLS (tests send hostile frames with it). */
@@ -112,6 +122,10 @@ void ts_cli_json_str(FILE *f, const char *s);
 
 /* ------------------------------------------------------------ key upload */
 
+/* chunks in flight during a key upload: at 4 MiB chunks and a 50 ms round
+ * trip, one at a time caps an upload at ~80 MB/s */
+#define TS_CLIENT_UPLOAD_WINDOW 8
+
 typedef struct ts_upload_report {
     uint8_t sha256[32];
     uint64_t size;
@@ -123,8 +137,10 @@ typedef struct ts_upload_report {
 
 /*
  * Upload a key blob in the server's chunk size, skipping chunks the server
- * already holds (resumable). max_chunks > 0 stops after that many chunks
- * (tests interrupt uploads with it). progress: draw a bar on stderr.
+ * already holds (resumable), with up to TS_CLIENT_UPLOAD_WINDOW chunks in
+ * flight (the link's rate rather than a round trip per chunk). max_chunks >
+ * 0 stops after that many chunks (tests interrupt uploads with it).
+ * progress: draw a bar on stderr.
  */
 ts_status_t ts_client_key_upload(ts_client_t *c, const uint8_t *data, size_t size, const char *kind,
                                  const char *param_id, uint32_t max_chunks, bool progress,

@@ -138,30 +138,45 @@ ts_status_t ts_client_key_upload(ts_client_t *c, const uint8_t *data, size_t siz
     for (uint32_t i = 0; i < count; i++)
         rep->chunks_skipped += have[i / 8] >> (i % 8) & 1;
     uint32_t done = rep->chunks_skipped;
-    for (uint32_t i = 0; i < count && st == TS_OK; i++) {
-        if (have[i / 8] >> (i % 8) & 1)
-            continue;
-        if (max_chunks && rep->chunks_sent >= max_chunks)
+    /* the window: requests in flight and their chunks (the server takes
+     * chunks in any order, answers each, and verifies the key once the last
+     * one is in: that answer comes after the others') */
+    uint64_t rids[TS_CLIENT_UPLOAD_WINDOW];
+    uint32_t inflight = 0, next = 0;
+    for (;;) {
+        while (st == TS_OK && inflight < TS_CLIENT_UPLOAD_WINDOW && next < count &&
+               !(max_chunks && rep->chunks_sent + inflight >= max_chunks)) {
+            uint32_t i = next++;
+            if (have[i / 8] >> (i % 8) & 1)
+                continue;
+            uint64_t off = (uint64_t)i * chunk;
+            size_t n = (size_t)(size - off < chunk ? size - off : chunk);
+            Tessera__KeyChunk kc = TESSERA__KEY_CHUNK__INIT;
+            kc.sha256.data = rep->sha256;
+            kc.sha256.len = 32;
+            kc.index = i;
+            kc.data.data = (uint8_t *)data + off;
+            kc.data.len = n;
+            Tessera__Envelope creq = TESSERA__ENVELOPE__INIT;
+            creq.body_case = TESSERA__ENVELOPE__BODY_KEY_CHUNK;
+            creq.key_chunk = &kc;
+            st = ts_client_send_request(c, &creq);
+            if (st == TS_OK)
+                rids[inflight++] = creq.request_id;
+        }
+        if (st != TS_OK || inflight == 0)
             break;
-        uint64_t off = (uint64_t)i * chunk;
-        size_t n = (size_t)(size - off < chunk ? size - off : chunk);
-        Tessera__KeyChunk kc = TESSERA__KEY_CHUNK__INIT;
-        kc.sha256.data = rep->sha256;
-        kc.sha256.len = 32;
-        kc.index = i;
-        kc.data.data = (uint8_t *)data + off;
-        kc.data.len = n;
-        Tessera__Envelope creq = TESSERA__ENVELOPE__INIT;
-        creq.body_case = TESSERA__ENVELOPE__BODY_KEY_CHUNK;
-        creq.key_chunk = &kc;
         Tessera__Envelope *ack = NULL;
-        st = ts_client_call(c, &creq, TESSERA__ENVELOPE__BODY_KEY_CHUNK_ACK, &ack);
+        size_t w = 0;
+        st = ts_client_recv_reply(c, rids, inflight, TESSERA__ENVELOPE__BODY_KEY_CHUNK_ACK, &ack,
+                                  &w);
         if (st == TS_OK) {
             rep->chunks_sent++;
-            rep->complete = ack->key_chunk_ack->complete;
+            rep->complete = rep->complete || ack->key_chunk_ack->complete;
             done++;
             if (progress)
                 bar(done, count);
+            rids[w] = rids[--inflight];
         }
         ts_net_envelope_free(ack);
     }

@@ -154,6 +154,61 @@ START_TEST(test_ping_stats_identity)
 }
 END_TEST
 
+/*
+ * Several requests in flight on one connection (ts_client_send_request /
+ * ts_client_recv_reply, what a key upload's window uses): four pings sent
+ * before any reply is read; the reply to an abandoned one (not among the
+ * rids waited for) is dropped, each other comes back once with its own
+ * payload and index; an ordinary call works after.
+ */
+START_TEST(test_pipelined_requests)
+{
+    daemon_t d;
+    daemon_start(&d, NULL, NULL, NULL, NULL, false);
+    ts_client_t *c = lib_connect(&d, true, NULL);
+    uint8_t payload[4][8];
+    uint64_t rids[4];
+    for (int i = 0; i < 4; i++) {
+        memset(payload[i], 'a' + i, sizeof payload[i]);
+        Tessera__Ping p = TESSERA__PING__INIT;
+        p.payload.data = payload[i];
+        p.payload.len = sizeof payload[i];
+        Tessera__Envelope req = TESSERA__ENVELOPE__INIT;
+        req.body_case = TESSERA__ENVELOPE__BODY_PING;
+        req.ping = &p;
+        ck_assert_ts_ok(ts_client_send_request(c, &req));
+        rids[i] = req.request_id;
+        if (i)
+            ck_assert_uint_ne(rids[i], rids[i - 1]);
+    }
+    /* rids[0] abandoned: wait for the other three */
+    uint64_t want[3] = {rids[1], rids[2], rids[3]};
+    bool got[3] = {false, false, false};
+    for (int k = 0; k < 3; k++) {
+        Tessera__Envelope *r = NULL;
+        size_t w = 99;
+        ck_assert_ts_ok(ts_client_recv_reply(c, want, 3, TESSERA__ENVELOPE__BODY_PONG, &r, &w));
+        ck_assert_uint_lt(w, 3);
+        ck_assert(!got[w]);
+        got[w] = true;
+        ck_assert_uint_eq(r->request_id, want[w]);
+        ck_assert_uint_eq(r->pong->payload.len, 8);
+        ck_assert_int_eq(r->pong->payload.data[0], 'a' + (int)w + 1);
+        ts_net_envelope_free(r);
+    }
+    Tessera__Ping p = TESSERA__PING__INIT;
+    Tessera__Envelope req = TESSERA__ENVELOPE__INIT;
+    req.body_case = TESSERA__ENVELOPE__BODY_PING;
+    req.ping = &p;
+    Tessera__Envelope *r = NULL;
+    ck_assert_ts_ok(ts_client_call(c, &req, TESSERA__ENVELOPE__BODY_PONG, &r));
+    ts_net_envelope_free(r);
+    ts_client_close(c);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    daemon_cleanup(&d);
+}
+END_TEST
+
 START_TEST(test_key_upload_resume_quota)
 {
     daemon_t d;
@@ -555,6 +610,7 @@ TS_TEST_SUITE(net_daemon)
     tcase_add_test(tc, test_daemon_command_line);
     tcase_add_test(tc, test_ping_stats_identity);
     tcase_add_test(tc, test_key_upload_resume_quota);
+    tcase_add_test(tc, test_pipelined_requests);
     tcase_add_test(tc, test_hostile_frames);
     tcase_add_test(tc, test_limits_and_timeouts);
     tcase_add_test(tc, test_mutual_tls_required);
