@@ -329,6 +329,69 @@ static int upload_one(gen_t *g, const Tessera__ModelInfo *mi, const uint8_t *blo
 }
 
 /*
+ * The Galois key batches, made on a second thread while the previous batch
+ * uploads (the client's cores and the link work at once), at most one made
+ * batch waiting: a batch in memory as keys, one serialized waiting, one
+ * uploading.
+ */
+typedef struct {
+    gen_t *g;
+    const int64_t *steps;
+    const int *levels;
+    size_t n, per;
+    bool conj; /* the conjugation key, in the first batch */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint8_t *blob; /* a made batch waiting for the upload (NULL: none) */
+    size_t size;
+    bool done; /* the maker has finished: every batch made, or failed, or stopped */
+    bool stop; /* the upload failed: make no more */
+    ts_status_t st;
+} galois_pipe_t;
+
+static void *galois_make(void *arg)
+{
+    galois_pipe_t *q = arg;
+    gen_t *g = q->g;
+    ts_status_t st = TS_OK;
+    bool stop = false;
+    for (size_t b = 0; st == TS_OK && !stop && (b < q->n || (b == 0 && q->conj)); b += q->per) {
+        size_t cnt = q->n - b < q->per ? q->n - b : q->per;
+        ts_ckks_evalkeys_t *ek = NULL;
+        uint8_t *blob = NULL;
+        size_t size = 0;
+        if ((st = ts_ckks_evalkeys_new(g->p, &ek)) == TS_OK && b == 0 && q->conj)
+            st = ts_ckks_evalkeys_gen_conjugate(ek, g->sk, g->prng);
+        if (st == TS_OK)
+            st = ts_ckks_evalkeys_gen_rotations_at(ek, g->sk, q->steps + b, q->levels + b, cnt,
+                                                   g->prng);
+        if (st == TS_OK)
+            st = ts_ckks_galois_keys_serialize(ek, 0, &blob, &size);
+        ts_ckks_evalkeys_free(ek);
+        pthread_mutex_lock(&q->mu);
+        while (st == TS_OK && q->blob && !q->stop)
+            pthread_cond_wait(&q->cv, &q->mu);
+        stop = q->stop;
+        if (st == TS_OK && !stop) {
+            q->blob = blob;
+            q->size = size;
+            blob = NULL;
+            pthread_cond_broadcast(&q->cv);
+        }
+        pthread_mutex_unlock(&q->mu);
+        ts_free(blob);
+        if (q->n == 0)
+            break; /* the conjugation key alone */
+    }
+    pthread_mutex_lock(&q->mu);
+    q->st = st;
+    q->done = true;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+/*
  * Make (or load) the keys and upload them as they are made; shas[0..*n_keys)
  * get their hashes: public, relinearization, the Galois keys in up to
  * GEN_GALOIS_BLOBS blobs (each key capped at the level the daemon says it is
@@ -427,30 +490,50 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
     blob = NULL;
     ts_ckks_evalkeys_free(g->ek);
     g->ek = NULL;
-    /* Galois keys in batches (the conjugation key, when bootstrapping needs it, in the first) */
+    /* Galois keys in batches (the conjugation key, when bootstrapping needs it,
+     * in the first), each made while the one before uploads */
     size_t per = (n_all + GEN_GALOIS_BLOBS - 1) / GEN_GALOIS_BLOBS;
     if (per == 0)
         per = 1;
-    for (size_t b = 0; st == TS_OK && rc == TS_EXIT_OK && (b < n_all || (b == 0 && conj));
-         b += per) {
-        size_t cnt = n_all - b < per ? n_all - b : per;
-        if ((st = ts_ckks_evalkeys_new(g->p, &g->ek)) == TS_OK && b == 0 && conj)
-            st = ts_ckks_evalkeys_gen_conjugate(g->ek, g->sk, g->prng);
-        if (st == TS_OK)
-            st = ts_ckks_evalkeys_gen_rotations_at(g->ek, g->sk, all + b, all_lv + b, cnt, g->prng);
-        if (st == TS_OK)
-            st = ts_ckks_galois_keys_serialize(g->ek, 0, &blob, &size);
-        ts_ckks_evalkeys_free(g->ek);
-        g->ek = NULL;
-        if (st == TS_OK) {
-            uint64_t t1 = ts_now_ns();
-            rc = upload_one(g, mi, blob, size, "galois", shas, &nk, &up_bytes);
-            up_ns += ts_now_ns() - t1;
+    if (st == TS_OK && rc == TS_EXIT_OK && (n_all > 0 || conj)) {
+        galois_pipe_t q = {
+            .g = g, .steps = all, .levels = all_lv, .n = n_all, .per = per, .conj = conj};
+        pthread_mutex_init(&q.mu, NULL);
+        pthread_cond_init(&q.cv, NULL);
+        pthread_t th;
+        if (pthread_create(&th, NULL, galois_make, &q) != 0) {
+            st = TS_ENOMEM;
+        } else {
+            for (;;) {
+                pthread_mutex_lock(&q.mu);
+                while (!q.blob && !q.done)
+                    pthread_cond_wait(&q.cv, &q.mu);
+                uint8_t *gb = q.blob;
+                size_t gs = q.size;
+                q.blob = NULL;
+                pthread_cond_broadcast(&q.cv);
+                pthread_mutex_unlock(&q.mu);
+                if (!gb)
+                    break; /* every batch made and uploaded, or the maker failed */
+                uint64_t t1 = ts_now_ns();
+                rc = upload_one(g, mi, gb, gs, "galois", shas, &nk, &up_bytes);
+                up_ns += ts_now_ns() - t1;
+                ts_free(gb);
+                if (rc != TS_EXIT_OK) {
+                    pthread_mutex_lock(&q.mu);
+                    q.stop = true;
+                    pthread_cond_broadcast(&q.cv);
+                    pthread_mutex_unlock(&q.mu);
+                    break;
+                }
+            }
+            pthread_join(th, NULL);
+            ts_free(q.blob); /* made after the upload stopped */
+            if (rc == TS_EXIT_OK)
+                st = q.st;
         }
-        ts_free(blob);
-        blob = NULL;
-        if (n_all == 0)
-            break;
+        pthread_mutex_destroy(&q.mu);
+        pthread_cond_destroy(&q.cv);
     }
     free(all);
     free(all_lv);

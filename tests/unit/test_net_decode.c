@@ -28,7 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdarg.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -236,6 +238,77 @@ static size_t plain_greedy(const dfx_t *f, const char *prompt, size_t n_total, i
     size_t n_sys;
     return plain_greedy_sys(f, NULL, prompt, n_total, out, n_prompt, &n_sys);
 }
+
+/* Bytes of the *.key files of the key store's namespace "public" (a client without a certificate).
+ */
+static long long key_bytes(const char *dir)
+{
+    char path[900];
+    snprintf(path, sizeof path, "%s/keys/public", dir);
+    DIR *d = opendir(path);
+    long long total = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".key") != 0)
+            continue;
+        char f[1200];
+        struct stat sb;
+        snprintf(f, sizeof f, "%s/%s", path, e->d_name);
+        if (stat(f, &sb) == 0)
+            total += (long long)sb.st_size;
+    }
+    if (d)
+        closedir(d);
+    return total;
+}
+
+/*
+ * The Galois keys are made on a second thread while the batch before
+ * uploads: a refused upload in the middle (the key store's quota, set to
+ * half of what a session's keys take: the public and relinearization keys
+ * and some Galois batches fit) stops the maker and `tessera generate` exits
+ * with the daemon's reason, batches made and waiting freed (no hang, no
+ * leak under ASan).
+ */
+START_TEST(test_generate_key_quota)
+{
+    dfx_t f;
+    dfx_start(&f);
+    char cmd[3000], errp[800];
+    snprintf(errp, sizeof errp, "%s/quota-ok.err", f.d.dir);
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tinyb "
+             "--prompt a --max-tokens 1 --temperature 0 --policy ckks --tokenizer %s "
+             "--insecure-params --json > /dev/null 2>%s",
+             ts_test_build_dir(), f.d.port, f.certs, f.tok, errp);
+    run_shown(cmd, errp, "tessera generate (all keys)");
+    long long all = key_bytes(f.d.dir);
+    ck_assert_int_gt(all, 0);
+    net_daemon_t d2;
+    char ks[100], sections[800];
+    snprintf(ks, sizeof ks, "  quota_bytes: %lld\n", all / 2);
+    snprintf(sections, sizeof sections, "models_dir: %s\n", f.models);
+    net_daemon_start(&d2, f.certs, NULL, ks, sections, true);
+    snprintf(errp, sizeof errp, "%s/quota.err", d2.dir);
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera generate --server 127.0.0.1:%d --ca %s/ca.crt --model tinyb "
+             "--prompt a --max-tokens 1 --temperature 0 --policy ckks --tokenizer %s "
+             "--insecure-params --json > /dev/null 2>%s",
+             ts_test_build_dir(), d2.port, f.certs, f.tok, errp);
+    int rc = system(cmd);
+    static char err[1 << 14];
+    ts_test_read_file(errp, err, sizeof err);
+    ck_assert_msg(rc != 0, "generate succeeded over the quota:\n%s", err);
+    ck_assert_msg(strstr(err, "quota") != NULL, "no quota reason:\n%s", err);
+    ck_assert_msg(strstr(err, "Sanitizer") == NULL, "%s", err); /* under ASan: no leak, no error */
+    /* a part went in before the refusal, within the quota */
+    long long held = key_bytes(d2.dir);
+    ck_assert_msg(held > all / 10 && held <= all / 2, "held %lld of %lld bytes", held, all);
+    ck_assert_int_eq(net_daemon_stop(&d2), 0);
+    net_daemon_cleanup(&d2);
+    dfx_stop(&f);
+}
+END_TEST
 
 START_TEST(test_generate_greedy)
 {
@@ -2327,6 +2400,7 @@ TS_TEST_SUITE(net_decode)
     TCase *tc = ts_tcase("decode", 300);
     tcase_add_test(tc, test_decode_model_files);
     tcase_add_test(tc, test_generate_greedy);
+    tcase_add_test(tc, test_generate_key_quota);
     tcase_add_test(tc, test_generate_prefill);
     tcase_add_test(tc, test_generate_samples);
     tcase_add_test(tc, test_generate_draft);
