@@ -358,6 +358,21 @@ static ts_status_t session_open(const ts_llm_enc_t *enc, ts_ckks_evaluator_t *ev
     return st;
 }
 
+/* The phases of the n bootstrappers b (NULL entries skipped), summed. */
+static ts_status_t boot_phases_sum(const ts_boot_t *const *b, int n, ts_boot_phases_t *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < n; i++) {
+        ts_boot_phases_t one;
+        ts_status_t st = b[i] ? ts_boot_phases(b[i], &one) : TS_OK;
+        if (st != TS_OK)
+            return st;
+        for (int j = 0; b[i] && j < TS_BOOT_PHASE_COUNT; j++)
+            out->ns[j] += one.ns[j];
+    }
+    return TS_OK;
+}
+
 static ts_status_t run_case(case_t *k, const char *model_path, const char *approx,
                             const int *tokens, int n, const ts_sched_costs_t *costs)
 {
@@ -685,10 +700,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             ts_backend_t *be = ts_ring_backend(ts_ckks_params_ring(p));
             ts_backend_counts_t bk0;
             ts_backend_counts(be, &bk0);
-            ts_boot_phases_t ph0[3] = {{0}}, ph1[3] = {{0}};
-            for (int i = 0; i < 3; i++)
-                if (boots[i])
-                    TRY(ts_boot_phases(boots[i], &ph0[i]));
+            ts_boot_phases_t ph0, ph1;
+            TRY(boot_phases_sum(boots, 3, &ph0));
             ts_llm_enc_session_stats(s, &a0);
             TRY(ts_llm_enc_embed(s, x, y));
             ts_llm_enc_session_stats(s, &b);
@@ -701,14 +714,9 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 TRY(ts_llm_enc_step(s, y, pos, lg));
             ts_llm_enc_session_stats(s, &c);
             ts_backend_counts_since(be, &bk0, &q->bk);
-            for (int i = 0; i < 3; i++)
-                if (boots[i])
-                    TRY(ts_boot_phases(boots[i], &ph1[i]));
-            for (int j = 0; j < TS_BOOT_PHASE_COUNT; j++) {
-                q->boot_ph[j] = 0;
-                for (int i = 0; i < 3; i++)
-                    q->boot_ph[j] += (double)(ph1[i].ns[j] - ph0[i].ns[j]) * 1e-6;
-            }
+            TRY(boot_phases_sum(boots, 3, &ph1));
+            for (int j = 0; j < TS_BOOT_PHASE_COUNT; j++)
+                q->boot_ph[j] = (double)(ph1.ns[j] - ph0.ns[j]) * 1e-6;
             uint64_t t2 = ts_now_ns();
             if (g_trace) {
                 /* the probes' decryptions are charged to no stage; off the wall too */

@@ -1033,8 +1033,6 @@ int ts_boot_mod_recover_level(const ts_boot_t *bt)
 
 /* ------------------------------------------------------------ steps */
 
-/* Scratch: room for the top level, shaped at level 0 (every step writing one
- * reshapes it; zeroing the top level's limbs cost a pass over ~30 MB each). */
 /* ------------------------------------------------------------ profile */
 
 static const char *const phase_names[TS_BOOT_PHASE_COUNT] = {"mod_raise", "subsum", "cts",
@@ -1085,6 +1083,8 @@ static void phase_next(const ts_boot_t *bt, ts_boot_phase_t ph, uint64_t *t)
     *t = now;
 }
 
+/* Scratch: room for the top level, shaped at level 0 (every step writing one
+ * reshapes it; zeroing the top level's limbs cost a pass over ~30 MB each). */
 static ts_status_t new_ct(const ts_boot_t *bt, ts_ckks_ciphertext_t **out)
 {
     return ts_ckks_ciphertext_new(bt->params, 0, out);
@@ -1315,7 +1315,7 @@ static ts_status_t recover_core(const ts_boot_t *bt, ts_ckks_evaluator_t *ev,
             st = ts_ckks_add(ev, w, im, w);
     }
     phase_next(bt, TS_BOOT_PHASE_EVAL_MOD, &clk);
-    if (clk != 0)
+    if (st == TS_OK && clk != 0)
         atomic_fetch_add_explicit(&bt->stats->runs, 1, memory_order_relaxed);
     if (st == TS_OK)
         st = ts_ckks_ciphertext_copy(out, w);
