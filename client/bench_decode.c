@@ -102,6 +102,7 @@ typedef struct {
     int max_pos;         /* the session's positions */
     int slots;           /* the engine's working slot count (out) */
     int period_slots;    /* the residual stream's bootstrap slots (out; 0: the working ones) */
+    int boot_dft[2];     /* the bootstrapper's DFT level budgets (out; 0: none) */
     bool norm_defer;     /* the step's norms deferred (out) */
     unsigned tfhe_kinds; /* the primitive kinds the engine runs in TFHE (out) */
     bool best;           /* hybrid with --costs: the cheapest assignment under the table */
@@ -111,6 +112,9 @@ typedef struct {
 
 /* --no-period-boot: the residual stream bootstraps at the working slots too */
 static bool g_period_boot = true;
+/* --boot-dft C:S: the main bootstrapper's DFT level budgets (-1: as tesserad
+ * chooses them, ts_llm_enc_boot_budgets; 0:0 ts_boot_config_slots's) */
+static int g_boot_cts = -1, g_boot_stc = -1;
 /* --norm-defer on|off: force the step's deferred norms (-1: the engine's choice) */
 static int g_norm_defer = -1;
 /* --cache-only: the timed step is a cache-only one (ts_llm_enc_step_cache: a
@@ -458,11 +462,23 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     TRY(ts_ckks_evalkeys_gen_relin(ek, sk, prng));
     if (k->boot) {
         ts_boot_config_t bc;
-        TRY(ts_boot_config_slots(p, log_slots + log_lanes, &bc)); /* (the lanes' slots) */
+        /* the DFT level budgets as tesserad chooses them unless --boot-dft */
+        if (g_boot_cts >= 0) {
+            cfg.boot_cts_levels = g_boot_cts;
+            cfg.boot_stc_levels = g_boot_stc;
+        } else {
+            int mp = ts_llm_enc_positions_for(m, log_slots);
+            TRY(ts_llm_enc_boot_budgets(m, p, &cfg, mp < k->max_ctx ? mp : k->max_ctx,
+                                        TS_LLM_PLAN_ONEHOT |
+                                            (g_period_boot ? TS_LLM_PLAN_PERIOD_BOOT : 0u),
+                                        &cfg.boot_cts_levels, &cfg.boot_stc_levels));
+        }
         /* dense-secret presets bootstrap with sparse-secret encapsulation (h' = 32) */
         bool dense = ts_ckks_params_secret(p) != TS_CKKS_SECRET_SPARSE_TERNARY;
-        if (dense)
-            TRY(ts_boot_config_encapsulate(p, 32, &bc));
+        TRY(ts_llm_boot_config(p, log_slots + log_lanes, dense ? 32 : 0, cfg.boot_cts_levels,
+                               cfg.boot_stc_levels, &bc)); /* (the lanes' slots) */
+        k->boot_dft[0] = bc.cts_levels;
+        k->boot_dft[1] = bc.stc_levels;
         TRY(ts_boot_keygen(p, &bc, ek, sk, prng));
         TRY(ts_boot_new(p, &bc, &boot));
         if (dense) {
@@ -921,7 +937,8 @@ static void usage(FILE *f)
                "                            [--policy ckks|hybrid|tfhe]... [--params PRESET]\n"
                "                            [--threads N] [--costs FILE] [--max-context N]\n"
                "                            [--context L[,L...]] [--kinds LIST]\n"
-               "                            [--no-period-boot] [--norm-defer on|off]\n"
+               "                            [--no-period-boot] [--boot-dft C:S]\n"
+               "                            [--norm-defer on|off]\n"
                "                            [--cache-only] [--noise] [--noise-trace]\n"
                "                            [--sanitize-l2 X [--sanitize-queries Q]]\n"
                "                            [--prefill N [--after K] [--step-before]\n"
@@ -965,6 +982,10 @@ static void usage(FILE *f)
                "bootstrap, 4 more keys at boot-n16-dense), as tesserad runs it;\n"
                "--no-period-boot: at the working slots, as every other value (JSON:\n"
                "period_boot_slots, 0 then).\n"
+               "--boot-dft C:S: the bootstrapper's CoeffToSlot and SlotToCoeff level budgets\n"
+               "(0:0 the defaults of ts_boot_config_slots) instead of those tesserad chooses\n"
+               "(the fewest bootstraps a step, then the most DFT levels: A/B runs; JSON:\n"
+               "boot_dft).\n"
                "--norm-defer on|off: the step's norms deferred or not (the factor multiplied\n"
                "into the products that read the norm), instead of the engine's choice where\n"
                "its plan predicts less time (A/B runs; on: LLAMA only; JSON: norm_defer).\n"
@@ -1044,14 +1065,14 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                 "\"sanitize_lambda\": %d, \"sanitize_mode\": \"%s\", \"sanitize_sigma_log2\": "
                 "%.2f, \"sanitize_queries_log2\": %.1f, \"flood_err_bound\": %.3g, "
                 "\"max_context\": %d, "
-                "\"slots\": %d, \"period_boot_slots\": %d, \"max_positions\": %d, "
-                "\"norm_defer\": %s, \"mean_ms_per_token\": %.1f,",
+                "\"slots\": %d, \"period_boot_slots\": %d, \"boot_dft\": [%d, %d], "
+                "\"max_positions\": %d, \"norm_defer\": %s, \"mean_ms_per_token\": %.1f,",
                 k->model, k->params, ts_sched_policy_name(k->policy), k->boot ? "true" : "false",
                 ts_status_name(k->st), k->keygen_ms, k->key_mib, k->key_mem_mib, k->lambda,
                 k->san.mode == TS_LLM_SANITIZE_RD ? "renyi" : "uniform",
                 k->san.mode == TS_LLM_SANITIZE_RD ? k->san.sigma_log2 : k->san.flood_log2,
                 k->san.queries_log2, k->err_bound, k->max_ctx, k->slots, k->period_slots,
-                k->max_pos, k->norm_defer ? "true" : "false", mean);
+                k->boot_dft[0], k->boot_dft[1], k->max_pos, k->norm_defer ? "true" : "false", mean);
         char kinds[96];
         ts_llm_kinds_format(k->tfhe_kinds, kinds, sizeof kinds);
         fprintf(f, "\n      \"tfhe_kinds\": \"%s\", \"assignment\": \"%s\",", kinds,
@@ -1271,6 +1292,14 @@ int ts_bench_decode(int argc, char **argv)
             }
         } else if (!strcmp(argv[i], "--no-period-boot")) {
             g_period_boot = false;
+        } else if (!strcmp(argv[i], "--boot-dft") && i + 1 < argc) {
+            char tail = 0;
+            if (sscanf(argv[++i], "%d:%d%c", &g_boot_cts, &g_boot_stc, &tail) != 2 ||
+                g_boot_cts < 0 || g_boot_cts > 8 || g_boot_stc < 0 || g_boot_stc > 8) {
+                fprintf(stderr, "bench decode: --boot-dft is C:S (CoeffToSlot and SlotToCoeff "
+                                "levels, 0..8 each; 0:0 the defaults)\n");
+                return TS_EXIT_USAGE;
+            }
         } else if (!strcmp(argv[i], "--norm-defer") && i + 1 < argc &&
                    (!strcmp(argv[i + 1], "on") || !strcmp(argv[i + 1], "off"))) {
             g_norm_defer = !strcmp(argv[++i], "on");

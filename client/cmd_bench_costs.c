@@ -35,8 +35,9 @@ typedef struct bench_opts {
     const char *params, *params_dir, *out, *backend, *tfhe;
     bool quick, json, insecure, no_convert;
     int reps;
-    int log_slots;        /* --slots: the bootstrappers' slot count (0: the preset's) */
-    int period_log_slots; /* --period-slots: a bootstrap at that count too (0: none) */
+    int log_slots;          /* --slots: the bootstrappers' slot count (0: the preset's) */
+    int period_log_slots;   /* --period-slots: a bootstrap at that count too (0: none) */
+    int boot_cts, boot_stc; /* --boot-dft: the DFT level budgets (0: the defaults) */
     /* --boot-slots: the main chain's bootstrap also at these counts (log2) */
     int boot_log_slots[TS_SCHED_MAX_BOOT_SLOTS - 1];
     int n_boot_slots;
@@ -306,13 +307,11 @@ static int64_t ident(void *ctx, uint64_t m)
 /* The main chain's bootstrapper at 2^log_slots slots, as tesserad makes it:
  * dense secrets with encapsulation (h' = 32); TS_ELEVEL where the chain
  * leaves no level. */
-static ts_status_t boot_make(ts_ckks_params_t *p, int log_slots, bool encapsulate,
+static ts_status_t boot_make(ts_ckks_params_t *p, int log_slots, bool encapsulate, int cts, int stc,
                              ts_boot_config_t *cfg, ts_boot_t **bt)
 {
     int left = -1;
-    ts_status_t st = ts_boot_config_slots(p, log_slots, cfg);
-    if (st == TS_OK && encapsulate)
-        st = ts_boot_config_encapsulate(p, 32, cfg);
+    ts_status_t st = ts_llm_boot_config(p, log_slots, encapsulate ? 32 : 0, cts, stc, cfg);
     if (st == TS_OK)
         st = ts_boot_depth(p, cfg, NULL, NULL, NULL, &left);
     if (st == TS_OK && left < 0)
@@ -333,7 +332,7 @@ static ts_status_t measure_boot_at(const bench_opts_t *o, ts_ckks_params_t *p, i
     ts_ckks_evalkeys_t *ek = NULL;
     ts_ckks_evaluator_t *ev = NULL;
     ts_boot_t *bt = NULL;
-    ts_status_t st = boot_make(p, log_slots, encap != NULL, &cfg, &bt);
+    ts_status_t st = boot_make(p, log_slots, encap != NULL, 0, 0, &cfg, &bt);
     if (st == TS_OK && encap)
         st = ts_boot_set_encap_keys(bt, encap);
     if (st == TS_OK)
@@ -606,7 +605,7 @@ static void usage(FILE *f)
             "usage: tessera bench costs --params PRESET --out FILE [--backend cpu|gpu|auto]\n"
             "                           [--quick] [--json] [--tfhe PRESET] [--reps N]\n"
             "                           [--no-convert] [--slots S] [--period-slots S]\n"
-            "                           [--boot-slots S,S,...]\n"
+            "                           [--boot-dft C:S] [--boot-slots S,S,...]\n"
             "                           [--params-dir D] [--insecure-params]\n\n"
             "Measure the scheduler's cost table (latency of every CKKS operation per level,\n"
             "bootstrapping, PBS, HomComp) on this machine and write it to FILE in the format of\n"
@@ -630,6 +629,10 @@ static void usage(FILE *f)
             "                          level budgets: the engine's residual stream, which\n"
             "                          repeats every pow2(dim) slots (64 for aidreams260K)\n"
             "                          (bootstrap.period_slots, period_latency_ns)\n"
+            "      --boot-dft C:S      the --slots bootstrapper's CoeffToSlot / SlotToCoeff\n"
+            "                          level budgets (default: ts_boot_config_slots's), as\n"
+            "                          tesserad chooses them for a model (its log, `tessera\n"
+            "                          plan --params --log-level debug`)\n"
             "      --boot-slots S,...  also bootstraps of the same chain at these slot\n"
             "                          counts (powers of two: a lanes engine's or a longer\n"
             "                          session's working slots), with --slots' own\n"
@@ -675,6 +678,14 @@ int ts_bench_costs(int argc, char **argv)
             o.log_slots = v >= 2 ? ts_log2_exact((uint64_t)v) : -1;
             if (o.log_slots < 1) {
                 fprintf(stderr, "tessera bench costs: --slots is a power of two >= 2\n");
+                return TS_EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--boot-dft") && has) {
+            char tail = 0;
+            if (sscanf(argv[++i], "%d:%d%c", &o.boot_cts, &o.boot_stc, &tail) != 2 ||
+                o.boot_cts < 0 || o.boot_cts > 8 || o.boot_stc < 0 || o.boot_stc > 8) {
+                fprintf(stderr, "tessera bench costs: --boot-dft is C:S (0..8 each; 0:0 the "
+                                "defaults)\n");
                 return TS_EXIT_USAGE;
             }
         } else if (!strcmp(a, "--period-slots") && has) {
@@ -768,7 +779,7 @@ int ts_bench_costs(int argc, char **argv)
     ts_boot_config_t cfg;
     /* as tesserad: dense secrets bootstrap with encapsulation (h' = 32) */
     bool dense = ts_ckks_params_secret(p) != TS_CKKS_SECRET_SPARSE_TERNARY;
-    bool boot_ok = boot_make(p, log_slots, dense, &cfg, &bt) == TS_OK;
+    bool boot_ok = boot_make(p, log_slots, dense, o.boot_cts, o.boot_stc, &cfg, &bt) == TS_OK;
     bool boot_measured = false, tfhe_measured = false;
     const int64_t step = 1;
     st = ts_prng_new_os(&rng);

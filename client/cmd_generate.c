@@ -442,10 +442,9 @@ static int make_keys(gen_t *g, const Tessera__ModelInfo *mi, const Tessera__Poli
     size_t nb = 0;
     bool conj = false;
     if (mi->bootstrap &&
-        ((st = ts_boot_config_slots(
+        ((st = ts_llm_boot_config(
               g->p, ts_log2_exact(mi->slots) + ts_log2_exact(mi->lanes > 1 ? mi->lanes : 1),
-              &bc)) != TS_OK ||
-         (mi->encap_h > 0 && (st = ts_boot_config_encapsulate(g->p, mi->encap_h, &bc)) != TS_OK) ||
+              mi->encap_h, (int)mi->boot_cts_levels, (int)mi->boot_stc_levels, &bc)) != TS_OK ||
          (st = ts_boot_rotation_steps(g->p, &bc, NULL, NULL, &nb, &conj)) != TS_OK)) {
         fprintf(stderr, "%s: bootstrapping keys failed: %s\n", g->prog, ts_strerror(st));
         return TS_EXIT_LOCAL;

@@ -170,9 +170,21 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
     double fixed_ns = NAN; /* hybrid: the policy's default assignment, for comparison */
     if (st == TS_OK) {
         int mp = ts_llm_enc_max_positions(e0);
+        /* the bootstrapper's DFT budgets as tesserad chooses them (on its ckks
+         * engine's step); every policy's engine shares that bootstrapper */
+        int bcts = 0, bstc = 0;
+        ts_llm_enc_config_policy(&cfg, TS_SCHED_CKKS, mp);
+        cfg.log_slots = log_slots;
+        cfg.lanes = lanes;
+        if (ts_llm_enc_boot_budgets(m, params, &cfg, mp,
+                                    TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT, &bcts,
+                                    &bstc) != TS_OK)
+            bcts = bstc = 0;
         ts_llm_enc_config_policy(&cfg, pol, mp);
         cfg.log_slots = log_slots;
         cfg.lanes = lanes;
+        cfg.boot_cts_levels = bcts;
+        cfg.boot_stc_levels = bstc;
         if (pol == TS_SCHED_HYBRID && pos < mp) {
             ts_llm_enc_t *ef = NULL;
             ts_sched_graph_t *gf = NULL;

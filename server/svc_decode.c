@@ -673,15 +673,26 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
     ecfg.lanes = lanes;
     if (c->bootstrap) {
         ts_boot_config_t bc;
-        /* dense-secret presets bootstrap with sparse-secret encapsulation (h' = 32) */
+        /* dense-secret presets bootstrap with sparse-secret encapsulation (h' = 32);
+         * the DFT level budgets of the fewest bootstraps a step (ModelInfo
+         * tells the clients, whose keys follow them; the defaults when the
+         * engine cannot plan, which the checks below then explain) */
         bool dense = ts_ckks_params_secret(md->p) != TS_CKKS_SECRET_SPARSE_TERNARY;
-        if ((st = ts_boot_config_slots(md->p, md->log_slots + ll, &bc)) != TS_OK ||
-            (dense && (st = ts_boot_config_encapsulate(md->p, TS_DEC_ENCAP_H, &bc)) != TS_OK) ||
+        if (ts_llm_enc_boot_budgets(md->m, md->p, &ecfg, ctx,
+                                    TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT,
+                                    &ecfg.boot_cts_levels, &ecfg.boot_stc_levels) != TS_OK)
+            ecfg.boot_cts_levels = ecfg.boot_stc_levels = 0;
+        if ((st = ts_llm_boot_config(md->p, md->log_slots + ll, dense ? TS_DEC_ENCAP_H : 0,
+                                     ecfg.boot_cts_levels, ecfg.boot_stc_levels, &bc)) != TS_OK ||
             (st = ts_boot_new(md->p, &bc, &md->boot)) != TS_OK) {
             snprintf(err, err_size, "%s: bootstrapping with params %s: %s", file, c->params,
                      ts_strerror(st));
             return st;
         }
+        ts_log(TS_LOG_INFO, "decode",
+               "model=%s bootstrap slots=%d cts_levels=%d stc_levels=%d levels_left=%d encap_h=%d",
+               md->name, 1 << bc.log_slots, bc.cts_levels, bc.stc_levels,
+               ts_boot_levels_left(md->boot), bc.encap_h);
     }
     why[0] = 0;
     st = ts_llm_enc_supports(md->m, md->p, why, sizeof why);
@@ -980,6 +991,8 @@ void ts_dec_model_info(const ts_dec_model_t *md, Tessera__ModelInfo *mi)
     mi->rotation_levels = md->levels;
     mi->n_rotation_levels = md->n_steps;
     mi->encap_h = md->boot ? ts_boot_config(md->boot)->encap_h : 0;
+    mi->boot_cts_levels = md->boot ? (uint32_t)ts_boot_config(md->boot)->cts_levels : 0;
+    mi->boot_stc_levels = md->boot ? (uint32_t)ts_boot_config(md->boot)->stc_levels : 0;
     mi->bootstrap = md->boot != NULL;
     mi->vocab = (uint32_t)c->vocab_size;
     mi->dim = (uint32_t)c->dim;

@@ -253,11 +253,22 @@ ts_status_t ts_boot_config_slots_like(const ts_ckks_params_t *params, int log_sl
     if (!params || !like || !cfg || log_slots < 1 || log_slots > ts_ckks_params_log_slots(params))
         return TS_EINVAL;
     /* EvalMod, the order, the message ratio and the encapsulation do not
-     * depend on the slot count: like's, with its budgets capped */
+     * depend on the slot count: like's. The DFT levels: as many in all as
+     * like's, CoeffToSlot at like's budget but at most log_slots / 2 (no
+     * radix-2 group: it takes about the rotations of a radix-4 one and one
+     * more group at the top level, boot-n16-dense at 2^6 slots, 13 levels
+     * left: 3 + 4 levels 2.56 s, 4 + 3 2.85 s; docs/benchmarks.md session
+     * 38), SlotToCoeff the rest, each at most log_slots */
+    int total = like->cts_levels + like->stc_levels;
+    int c = like->cts_levels;
+    if (c > log_slots / 2)
+        c = log_slots / 2 > 1 ? log_slots / 2 : 1;
+    if (total - c > log_slots)
+        c = total - log_slots;
     *cfg = *like;
     cfg->log_slots = log_slots;
-    cfg->cts_levels = like->cts_levels < log_slots ? like->cts_levels : log_slots;
-    cfg->stc_levels = like->stc_levels < log_slots ? like->stc_levels : log_slots;
+    cfg->cts_levels = c < log_slots ? c : log_slots;
+    cfg->stc_levels = total - cfg->cts_levels < log_slots ? total - cfg->cts_levels : log_slots;
     int a = -1, b = -1;
     ts_status_t st = check_config(params, cfg);
     if (st == TS_OK)

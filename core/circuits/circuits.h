@@ -110,12 +110,14 @@ ts_status_t ts_boot_config_slots(const ts_ckks_params_t *params, int log_slots,
                                  ts_boot_config_t *cfg);
 
 /*
- * ts_boot_config_slots at 2^log_slots with the DFT level budgets (capped at
- * log_slots) and the encapsulation of `like`, so that it leaves as many
- * levels as `like` (fewer slots alone would take smaller budgets and leave
- * more): a second bootstrapper for values that repeat with a shorter period
- * (core/llm's residual stream). TS_ENOTSUP when the levels left differ
- * anyway; TS_EINVAL outside the range.
+ * A bootstrapper at 2^log_slots that leaves as many levels as `like` (fewer
+ * slots alone would take smaller budgets and leave more): like's EvalMod,
+ * order and encapsulation, and as many DFT levels in all, CoeffToSlot at
+ * like's budget but at most log_slots / 2 (no radix-2 group at the top
+ * level) and SlotToCoeff the rest (each at most log_slots): a second
+ * bootstrapper for values that repeat with a
+ * shorter period (core/llm's residual stream). TS_ENOTSUP when the levels
+ * left differ anyway; TS_EINVAL outside the range.
  */
 ts_status_t ts_boot_config_slots_like(const ts_ckks_params_t *params, int log_slots,
                                       const ts_boot_config_t *like, ts_boot_config_t *cfg);

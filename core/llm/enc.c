@@ -1163,6 +1163,25 @@ ts_status_t ts_llm_tfhe_literal(const ts_ckks_params_t *params, ts_tfhe_params_l
     return st;
 }
 
+ts_status_t ts_llm_boot_config(const ts_ckks_params_t *params, int log_slots, int encap_h,
+                               int cts_levels, int stc_levels, ts_boot_config_t *cfg)
+{
+    if (!params || !cfg || cts_levels < 0 || stc_levels < 0)
+        return TS_EINVAL;
+    ts_status_t st = ts_boot_config_slots(params, log_slots, cfg);
+    if (st != TS_OK)
+        return st;
+    if (cts_levels > 0)
+        cfg->cts_levels = cts_levels;
+    if (stc_levels > 0)
+        cfg->stc_levels = stc_levels;
+    if (encap_h > 0 && (st = ts_boot_config_encapsulate(params, encap_h, cfg)) != TS_OK)
+        return st;
+    int left = 0;
+    st = ts_boot_depth(params, cfg, NULL, NULL, NULL, &left);
+    return st != TS_OK ? st : left < 1 ? TS_EINVAL : TS_OK;
+}
+
 ts_status_t ts_llm_tfhe_boot_config(ts_ckks_params_t *params, int log_slots, int encap_h,
                                     ts_boot_config_t *cfg)
 {
@@ -1551,10 +1570,9 @@ ts_status_t ts__llm_enc_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg
         *cfg = *ts_boot_config(e->boot);
         return TS_OK;
     }
-    ts_status_t st = ts_boot_config_slots(e->params, e->log_cs, cfg);
-    if (st == TS_OK && ts_ckks_params_secret(e->params) != TS_CKKS_SECRET_SPARSE_TERNARY)
-        st = ts_boot_config_encapsulate(e->params, 32, cfg);
-    return st;
+    bool dense = ts_ckks_params_secret(e->params) != TS_CKKS_SECRET_SPARSE_TERNARY;
+    return ts_llm_boot_config(e->params, e->log_cs, dense ? 32 : 0, e->cfg.boot_cts_levels,
+                              e->cfg.boot_stc_levels, cfg);
 }
 
 int ts_llm_enc_period_log_slots(const ts_llm_enc_t *e)

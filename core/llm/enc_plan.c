@@ -1271,6 +1271,7 @@ ts_status_t ts_llm_enc_config_best(const ts_llm_model_t *m, ts_ckks_params_t *pa
                     (1u << (m->cfg.arch == TS_LLM_ARCH_GPT2 ? TS_LLM_KIND_GELU : TS_LLM_KIND_SILU));
     double best = INFINITY;
     ts_status_t last = TS_ELEVEL;
+    const int bcts = cfg->boot_cts_levels, bstc = cfg->boot_stc_levels; /* kept */
     /* the ckks policy's structure (its softmax rounds and exp) with every
      * subset of the used kinds in TFHE (the empty one first: the ckks policy
      * itself), then the hybrid structure's (the empty one: its CKKS form) */
@@ -1282,6 +1283,8 @@ ts_status_t ts_llm_enc_config_best(const ts_llm_model_t *m, ts_ckks_params_t *pa
         ts_llm_enc_config_t v;
         ts_llm_enc_config_kinds(&v, hyb ? TS_SCHED_HYBRID : TS_SCHED_CKKS, max_pos, mask);
         v.log_slots = log_slots;
+        v.boot_cts_levels = bcts;
+        v.boot_stc_levels = bstc;
         ts_llm_enc_t *e = NULL;
         ts_sched_graph_t *g = NULL;
         ts_sched_plan_t *p = NULL;
@@ -1315,5 +1318,72 @@ ts_status_t ts_llm_enc_config_best(const ts_llm_model_t *m, ts_ckks_params_t *pa
         return last;
     if (ns)
         *ns = best;
+    return TS_OK;
+}
+
+ts_status_t ts_llm_enc_boot_budgets(const ts_llm_model_t *m, ts_ckks_params_t *params,
+                                    const ts_llm_enc_config_t *cfg, int max_pos, unsigned flags,
+                                    int *cts, int *stc)
+{
+    if (!m || !params || !cfg || !cts || !stc || max_pos < 1)
+        return TS_EINVAL;
+    *cts = *stc = 0;
+    /* a lanes engine keeps the defaults: its prefill passes place their
+     * bootstraps apart from the step (at test-boot-n12-dense, 2 lanes, a
+     * pass after a pass took 21 bootstraps at 4 + 3 levels against 17) */
+    if (cfg->lanes > 1)
+        return TS_OK;
+    ts_sched_costs_t *costs = ts_malloc(sizeof *costs);
+    if (!costs)
+        return TS_ENOMEM;
+    ts_sched_costs_default(costs); /* only the bootstrap counts are compared */
+    /* the candidates: the defaults (c, s), then (c, s) + dd[i] */
+    static const int dd[4][2] = {{0, 0}, {1, 1}, {1, 0}, {0, 1}};
+    int c0 = 0, s0 = 0, best = -1;
+    unsigned best_boot = 0;
+    ts_status_t st = TS_OK;
+    for (int i = 0; i < 4 && st == TS_OK; i++) {
+        ts_llm_enc_config_t v = *cfg;
+        v.boot_cts_levels = i ? c0 + dd[i][0] : 0;
+        v.boot_stc_levels = i ? s0 + dd[i][1] : 0;
+        ts_llm_enc_t *e = NULL;
+        ts_sched_graph_t *g = NULL;
+        ts_sched_plan_t *p = NULL;
+        ts_boot_config_t bc;
+        ts_status_t sc = ts_llm_enc_new(m, params, &v, NULL, &e);
+        /* budgets the slots or the chain have no room for: not a candidate */
+        if (sc == TS_OK)
+            sc = ts__llm_enc_boot_config(e, &bc);
+        if (sc == TS_OK && i == 0) {
+            c0 = bc.cts_levels;
+            s0 = bc.stc_levels;
+        }
+        if (sc == TS_OK) {
+            int pos = ts_llm_enc_max_positions(e);
+            pos = (pos < max_pos ? pos : max_pos) - 1;
+            sc =
+                ts_llm_enc_plan(e, pos > 0 ? pos : 0, flags, costs, TS_SCHED_CKKS, &g, &p, NULL, 0);
+        }
+        if (sc == TS_OK) {
+            ts_log(TS_LOG_DEBUG, "llm", "bootstrapping DFT budgets %d + %d: %u bootstraps a step",
+                   bc.cts_levels, bc.stc_levels, p->n_boot);
+            /* fewer bootstraps, or as many with more DFT levels */
+            if (best < 0 || p->n_boot < best_boot ||
+                (p->n_boot == best_boot && dd[i][0] + dd[i][1] > dd[best][0] + dd[best][1])) {
+                best = i;
+                best_boot = p->n_boot;
+            }
+        }
+        ts_sched_plan_free(p);
+        ts_sched_graph_free(g);
+        ts_llm_enc_free(e);
+        if ((i == 0 && sc != TS_OK) || sc == TS_ENOMEM)
+            st = sc; /* the defaults cannot run (nothing to choose from), or no memory */
+    }
+    ts_free(costs);
+    if (st != TS_OK)
+        return st;
+    *cts = best > 0 ? c0 + dd[best][0] : 0;
+    *stc = best > 0 ? s0 + dd[best][1] : 0;
     return TS_OK;
 }

@@ -503,6 +503,11 @@ typedef struct ts_llm_enc_config {
      * and decryption helpers of the _lanes suffix pack and read them.
      * CKKS-only configurations (no TFHE evaluation). */
     int lanes;
+    /* The main bootstrapper's CoeffToSlot and SlotToCoeff level budgets
+     * (ts_llm_boot_config; 0: ts_boot_config_slots's). An engine given a
+     * bootstrapper takes its budgets; these are the ones its plan assumes
+     * without one (ts_llm_enc_boot_budgets chooses them). */
+    int boot_cts_levels, boot_stc_levels;
 } ts_llm_enc_config_t;
 
 /* Defaults sized for the bundled aidreams260K model (ranges with margin),
@@ -725,6 +730,35 @@ void ts_llm_enc_session_free(ts_llm_enc_session_t *s);
  * sparse-secret encapsulation, the same h', so the same encapsulation keys).
  */
 ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *enc, ts_boot_config_t *cfg);
+/*
+ * The main (CoeffToSlot-first) bootstrapper of a decode engine whose
+ * ciphertexts have 2^log_slots slots (lanes included): ts_boot_config_slots
+ * with the DFT level budgets cts_levels and stc_levels where > 0 (0: its
+ * own), then the sparse-secret encapsulation of weight encap_h where > 0.
+ * tesserad builds its bootstrapper with it and the client its keys, from
+ * ModelInfo's slots, lanes, encap_h and budgets. TS_EINVAL (budgets beyond
+ * log_slots, a chain without room for them), TS_ESECURITY (encapsulation).
+ */
+ts_status_t ts_llm_boot_config(const ts_ckks_params_t *params, int log_slots, int encap_h,
+                               int cts_levels, int stc_levels, ts_boot_config_t *cfg);
+/*
+ * The DFT level budgets of ts_llm_boot_config for the engine of model at
+ * params with cfg (its policy, working slots and lanes; its own budgets
+ * ignored) whose sessions hold max_pos positions: of ts_boot_config_slots's
+ * budgets (c, s) and (c + 1, s + 1), (c + 1, s), (c, s + 1), the one whose
+ * plan of the step at position max_pos - 1 (the assumed bootstrapper's,
+ * ts_llm_enc_plan with flags) has the fewest bootstraps, then the most DFT levels
+ * (a bootstrap with more, shorter DFT groups is cheaper: boot-n16-dense at
+ * 2^10 slots 3.32 -> 2.86 s from 3 + 2 to 4 + 3 levels, docs/benchmarks.md
+ * session 38), then the defaults; the bootstrapper assumed is tesserad's
+ * (encapsulation h' = 32 for a dense secret, as ts_llm_enc_levels). An
+ * engine of lanes (cfg->lanes > 1) keeps the defaults: its prefill passes
+ * place bootstraps apart from the step. [out] cts, stc (0: the defaults). Errors: TS_EINVAL, TS_ENOMEM, or the defaults' plan's
+ * (e.g. TS_ELEVEL).
+ */
+ts_status_t ts_llm_enc_boot_budgets(const ts_llm_model_t *model, ts_ckks_params_t *params,
+                                    const ts_llm_enc_config_t *cfg, int max_pos, unsigned flags,
+                                    int *cts, int *stc);
 /* The same for params, a working slot count (0: the parameters') and the main
  * bootstrapper's encapsulation weight (0: none). */
 ts_status_t ts_llm_tfhe_boot_config(ts_ckks_params_t *params, int log_slots, int encap_h,
@@ -972,7 +1006,9 @@ ts_status_t ts_llm_enc_plan_alternatives(const ts_llm_enc_t *enc, int pos, unsig
  * `costs`; ties go to the earlier candidate (the ckks policy first). boot (may
  * be NULL: the default bootstrapper's levels are assumed) is the one the
  * engine will run with; log_slots its working slots; max_pos the session's
- * positions (pos < max_pos). [out] cfg; ns (may be NULL) its predicted ns.
+ * positions (pos < max_pos). [out] cfg, whose boot_cts_levels and
+ * boot_stc_levels are kept (the assumed bootstrapper's budgets when boot is
+ * NULL); ns (may be NULL) its predicted ns.
  * Errors: TS_EINVAL, TS_ENOMEM, or the last candidate's error when none can
  * run (e.g. TS_ELEVEL).
  */

@@ -171,6 +171,23 @@ START_TEST(test_bench_costs_quick)
              ts_test_build_dir(), dir);
     ck_assert_int_eq(run(cmd), 2);
 
+    /* --boot-dft C:S: the bootstrapper at those DFT budgets (2 + 2 at 512
+     * slots of test-boot-n10 leaves 5 levels, the defaults 3 + 3 leave 3) */
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera bench costs --params test-boot-n10 --insecure-params --quick "
+             "--no-convert --boot-dft 2:2 --out %s/dft.yaml > /dev/null 2>&1",
+             ts_test_build_dir(), dir);
+    ck_assert_int_eq(run(cmd), 0);
+    snprintf(out, sizeof out, "%s/dft.yaml", dir);
+    ck_assert_ts_ok(ts_sched_costs_load(out, &c, &err));
+    ck_assert_int_eq(c.boot_output_level, 5);
+    ck_assert_int_gt(c.boot_ns, 0);
+    snprintf(cmd, sizeof cmd,
+             "%s/tessera bench costs --params test-boot-n10 --insecure-params --out %s/x.yaml "
+             "--boot-dft 3 2>/dev/null",
+             ts_test_build_dir(), dir);
+    ck_assert_int_eq(run(cmd), 2);
+
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(run(cmd), 0);
 }

@@ -436,15 +436,22 @@ START_TEST(test_boot_keys_and_config)
     c.cts_levels = c.stc_levels = 9; /* too deep for the chain */
     ts_boot_t *bt = NULL;
     ck_assert_ts_status(ts_boot_new(f.p, &c, &bt), TS_EPARAMS);
-    /* a bootstrapper at fewer slots like this one: its level budgets and
-     * EvalMod, so the same levels left; where the budgets must shrink (below
-     * them in log slots) the levels differ: TS_ENOTSUP */
+    /* a bootstrapper at fewer slots like this one: its EvalMod and as many
+     * DFT levels in all, CoeffToSlot at like's budget but at most
+     * log_slots / 2 and SlotToCoeff the rest, so the same levels left; where
+     * the budgets must shrink (below them in log slots) the levels differ:
+     * TS_ENOTSUP */
     ts_boot_config_t like;
     ck_assert_ts_ok(ts_boot_config_slots(f.p, 7, &like));
-    ck_assert_ts_ok(ts_boot_config_slots_like(f.p, 4, &like, &c));
-    ck_assert_int_eq(c.log_slots, 4);
+    ck_assert_int_eq(like.cts_levels, 3);
+    ck_assert_ts_ok(ts_boot_config_slots_like(f.p, 6, &like, &c));
     ck_assert_int_eq(c.cts_levels, like.cts_levels);
     ck_assert_int_eq(c.stc_levels, like.stc_levels);
+    ck_assert_ts_ok(ts_boot_config_slots_like(f.p, 4, &like, &c));
+    ck_assert_int_eq(c.log_slots, 4);
+    ck_assert_int_eq(c.cts_levels + c.stc_levels, like.cts_levels + like.stc_levels);
+    ck_assert_int_eq(c.cts_levels, 2); /* 4 / 2: no radix-2 CoeffToSlot group */
+    ck_assert_int_le(c.stc_levels, 4);
     ck_assert_int_eq(c.cheb_degree, like.cheb_degree);
     int l_like = -1, l_c = -2;
     ck_assert_ts_ok(ts_boot_depth(f.p, &like, NULL, NULL, NULL, &l_like));
@@ -454,6 +461,19 @@ START_TEST(test_boot_keys_and_config)
     ck_assert_ts_ok(ts_boot_config_slots(f.p, 4, &d)); /* its own defaults: more levels */
     ck_assert_ts_ok(ts_boot_depth(f.p, &d, NULL, NULL, NULL, &l_c));
     ck_assert_int_gt(l_c, l_like);
+    /* two levels in all: one each */
+    ts_boot_config_t l2 = like;
+    l2.cts_levels = 1;
+    l2.stc_levels = 1;
+    ck_assert_ts_ok(ts_boot_config_slots_like(f.p, 4, &l2, &c));
+    ck_assert_int_eq(c.cts_levels, 1);
+    ck_assert_int_eq(c.stc_levels, 1);
+    /* more than log_slots / 2 + log_slots in all: CoeffToSlot takes the rest */
+    l2.cts_levels = 3;
+    l2.stc_levels = 3;
+    ck_assert_ts_ok(ts_boot_config_slots_like(f.p, 3, &l2, &c));
+    ck_assert_int_eq(c.cts_levels + c.stc_levels, 6);
+    ck_assert_int_eq(c.stc_levels, 3);
     ck_assert_ts_status(ts_boot_config_slots_like(f.p, 1, &like, &c), TS_ENOTSUP);
     ck_assert_ts_status(ts_boot_config_slots_like(f.p, 0, &like, &c), TS_EINVAL);
     free(steps);

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/llm/llm.h"
@@ -726,6 +727,9 @@ START_TEST(test_ctx_bench_cli)
     snprintf(cmd, sizeof cmd, "%s/tessera bench decode --quick --context 4,x >/dev/null 2>&1",
              ts_test_build_dir());
     ck_assert_int_ne(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/tessera bench decode --quick --boot-dft 9:1 >/dev/null 2>&1",
+             ts_test_build_dir());
+    ck_assert_int_eq(WEXITSTATUS(system(cmd)), 2);
     rmdir(dir);
 }
 END_TEST

@@ -656,6 +656,128 @@ START_TEST(test_engine_plan_presets)
 }
 END_TEST
 
+/* The ckks plan's bootstrap count of aidreams260K (cfg) with the assumed
+ * bootstrapper at DFT budgets (cts, stc) at position pos; -1 when the
+ * budgets cannot be built. */
+static int budget_boots(const ts_llm_model_t *m, ts_ckks_params_t *p,
+                        const ts_llm_enc_config_t *cfg, int cts, int stc, int pos)
+{
+    ts_llm_enc_config_t c = *cfg;
+    c.boot_cts_levels = cts;
+    c.boot_stc_levels = stc;
+    ts_boot_config_t bc;
+    if (ts_llm_boot_config(p, c.log_slots, 32, cts, stc, &bc) != TS_OK)
+        return -1;
+    ts_sched_costs_t costs;
+    ts_sched_costs_default(&costs);
+    ts_llm_enc_t *e = NULL;
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *plan = NULL;
+    ck_assert_ts_ok(ts_llm_enc_new(m, p, &c, NULL, &e));
+    ts_status_t st = ts_llm_enc_plan(e, pos, TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT, &costs,
+                                     TS_SCHED_CKKS, &g, &plan, NULL, 0);
+    int n = st == TS_OK ? (int)plan->n_boot : -1;
+    ts_sched_plan_free(plan);
+    ts_sched_graph_free(g);
+    ts_llm_enc_free(e);
+    return n;
+}
+
+/*
+ * The bootstrapper's DFT level budgets (ts_llm_boot_config,
+ * ts_llm_enc_boot_budgets): at boot-n16-dense, aidreams260K's step plans 16
+ * bootstraps at 2^10 slots with the defaults (3 + 2 levels) and with 4 + 3
+ * (13 levels left instead of 15), so the daemon takes 4 + 3 (a cheaper
+ * bootstrap, fewer keys); at 2^11 slots (32 positions) 4 + 3 and the other
+ * larger budgets plan more bootstraps than the defaults (3 + 3), which stay.
+ * Checked against every budget pair the chain admits around them: none
+ * plans fewer bootstraps than the choice, none with as few has more levels.
+ */
+START_TEST(test_engine_boot_budgets)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/aidreams260K.bin", ts_test_model_dir());
+    ts_llm_model_t *m = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(path, &m, NULL, 0));
+    ts_ckks_params_t *p = NULL;
+    ck_assert_ts_ok(
+        ts_ckks_params_load_file("configs/params/boot-n16-dense.yaml", false, &p, NULL));
+
+    /* ts_llm_boot_config: 0 keeps ts_boot_config_slots's budgets; others are applied */
+    ts_boot_config_t d, b;
+    ck_assert_ts_ok(ts_boot_config_slots(p, 10, &d));
+    ck_assert_ts_ok(ts_boot_config_encapsulate(p, 32, &d));
+    ck_assert_ts_ok(ts_llm_boot_config(p, 10, 32, 0, 0, &b));
+    ck_assert_int_eq(memcmp(&d, &b, sizeof d), 0);
+    ck_assert_int_eq(b.cts_levels, 3);
+    ck_assert_int_eq(b.stc_levels, 2);
+    ck_assert_ts_ok(ts_llm_boot_config(p, 10, 32, 4, 3, &b));
+    ck_assert_int_eq(b.cts_levels, 4);
+    ck_assert_int_eq(b.stc_levels, 3);
+    ck_assert_int_eq(b.encap_h, 32);
+    ck_assert_ts_ok(ts_llm_boot_config(p, 10, 0, 4, 0, &b));
+    ck_assert_int_eq(b.stc_levels, 2);
+    ck_assert_int_eq(b.encap_h, 0);
+    ck_assert(b.k > d.k); /* the dense secret's I without encapsulation */
+    ck_assert_int_eq(ts_llm_boot_config(p, 2, 32, 3, 0, &b), TS_EINVAL);    /* > log_slots */
+    ck_assert_int_eq(ts_llm_boot_config(p, 10, 32, 11, 2, &b), TS_EINVAL);  /* > log_slots */
+    ck_assert_int_eq(ts_llm_boot_config(p, 10, 32, 10, 10, &b), TS_EINVAL); /* no level left */
+    ck_assert_ts_ok(ts_llm_boot_config(p, 10, 32, 9, 9, &b));               /* 2 left */
+    ck_assert_int_eq(ts_llm_boot_config(p, 10, 32, -1, 0, &b), TS_EINVAL);
+    ck_assert_int_eq(ts_llm_boot_config(NULL, 10, 32, 0, 0, &b), TS_EINVAL);
+
+    static const struct {
+        int log_slots, cts, stc; /* the expected choice (0: the defaults) */
+    } cs[] = {{10, 4, 3}, {11, 0, 0}};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        int npos = (1 << cs[i].log_slots) / 64;
+        ts_llm_enc_config_t c;
+        ts_llm_enc_config_policy(&c, TS_SCHED_CKKS, npos);
+        c.log_slots = cs[i].log_slots;
+        c.boot_cts_levels = 7; /* ignored */
+        int cts = -1, stc = -1;
+        ck_assert_ts_ok(ts_llm_enc_boot_budgets(
+            m, p, &c, npos, TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT, &cts, &stc));
+        ck_assert_int_eq(cts, cs[i].cts);
+        ck_assert_int_eq(stc, cs[i].stc);
+        c.boot_cts_levels = 0;
+        ck_assert_ts_ok(ts_llm_boot_config(p, c.log_slots, 32, 0, 0, &d));
+        int chosen = budget_boots(m, p, &c, cts, stc, npos - 1);
+        int lv_chosen = (cts ? cts : d.cts_levels) + (stc ? stc : d.stc_levels);
+        int dflt = budget_boots(m, p, &c, 0, 0, npos - 1);
+        ck_assert_int_gt(chosen, 0);
+        ck_assert_int_le(chosen, dflt);
+        for (int a = d.cts_levels; a <= d.cts_levels + 1; a++)
+            for (int s2 = d.stc_levels; s2 <= d.stc_levels + 1; s2++) {
+                int n = budget_boots(m, p, &c, a, s2, npos - 1);
+                printf("boot budgets: 2^%d slots, %d + %d levels: %d bootstraps\n", cs[i].log_slots,
+                       a, s2, n);
+                if (n < 0)
+                    continue;
+                ck_assert_int_ge(n, chosen);
+                ck_assert(n > chosen || a + s2 <= lv_chosen);
+                if (cs[i].cts == 0 && a + s2 > lv_chosen)
+                    ck_assert_int_gt(n, chosen); /* a choice the count decides */
+            }
+    }
+    int cts, stc;
+    ts_llm_enc_config_t c;
+    ts_llm_enc_config_policy(&c, TS_SCHED_CKKS, 16);
+    /* an engine of lanes keeps the defaults */
+    c.log_slots = 10;
+    c.lanes = 2;
+    cts = stc = -1;
+    ck_assert_ts_ok(ts_llm_enc_boot_budgets(m, p, &c, 16, TS_LLM_PLAN_ONEHOT, &cts, &stc));
+    ck_assert_int_eq(cts, 0);
+    ck_assert_int_eq(stc, 0);
+    c.lanes = 1;
+    ck_assert_int_eq(ts_llm_enc_boot_budgets(m, p, &c, 0, 0, &cts, &stc), TS_EINVAL);
+    ck_assert_int_eq(ts_llm_enc_boot_budgets(NULL, p, &c, 16, 0, &cts, &stc), TS_EINVAL);
+    ts_ckks_params_free(p);
+    ts_llm_model_free(m);
+}
+END_TEST
+
 /*
  * Residual bootstraps (enc.c resid, ts__llm_enc_place): aidreams260K at
  * test-boot-n12-dense (boot-n16-dense's chain, 13 levels after a bootstrap at
@@ -1047,6 +1169,7 @@ TS_TEST_SUITE(llm_plan)
     tcase_add_test(tc, test_engine_plan_presets);
     tcase_add_test(tc, test_engine_plan_explain);
     tcase_add_test(tc, test_engine_config_best);
+    tcase_add_test(tc, test_engine_boot_budgets);
     tcase_add_test(tc, test_engine_resid_boot);
     tcase_add_test(tc, test_engine_norm_defer);
     tcase_add_test(tc, test_engine_boot_drops);

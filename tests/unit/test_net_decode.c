@@ -1320,7 +1320,8 @@ START_TEST(test_decode_policies)
     ck_assert_ts_ok(ts_ckks_galois_keys_serialize(ek, 0, &blob[2], &size[2]));
     /* Galois blob 2: everything (bootstrapping and the hybrid policy's steps) */
     ts_boot_config_t bc;
-    ck_assert_ts_ok(ts_boot_config_slots(p, ts_log2_exact(mi->slots), &bc));
+    ck_assert_ts_ok(ts_llm_boot_config(p, ts_log2_exact(mi->slots), mi->encap_h,
+                                       (int)mi->boot_cts_levels, (int)mi->boot_stc_levels, &bc));
     ck_assert_ts_ok(ts_boot_keygen(p, &bc, ek, sk, prng));
     ck_assert_ts_ok(
         ts_ckks_evalkeys_gen_rotations(ek, sk, hy->rotation_steps, hy->n_rotation_steps, prng));
@@ -1488,8 +1489,8 @@ START_TEST(test_decode_dense_encap)
     ts_ckks_evalkeys_t *ek = NULL;
     client_keys(mi->param_id, &p, pid, &prng, &sk, &pk, &ek);
     ts_boot_config_t bc;
-    ck_assert_ts_ok(ts_boot_config_slots(p, ts_log2_exact(mi->slots), &bc));
-    ck_assert_ts_ok(ts_boot_config_encapsulate(p, mi->encap_h, &bc));
+    ck_assert_ts_ok(ts_llm_boot_config(p, ts_log2_exact(mi->slots), mi->encap_h,
+                                       (int)mi->boot_cts_levels, (int)mi->boot_stc_levels, &bc));
     ck_assert_ts_ok(ts_boot_keygen(p, &bc, ek, sk, prng));
     ck_assert_ts_ok(ts_ckks_evalkeys_gen_rotations_at(
         ek, sk, mi->rotation_steps, mi->rotation_levels, mi->n_rotation_steps, prng));
@@ -1655,7 +1656,9 @@ static void keys_make(keys_t *k, ts_client_t *c)
                                                    mi->n_rotation_steps, k->prng));
     if (mi->bootstrap) { /* the bootstrapping keys at the model's slots */
         ts_boot_config_t bc;
-        ck_assert_ts_ok(ts_boot_config_slots(k->p, ts_log2_exact(mi->slots), &bc));
+        ck_assert_ts_ok(ts_llm_boot_config(k->p, ts_log2_exact(mi->slots), mi->encap_h,
+                                           (int)mi->boot_cts_levels, (int)mi->boot_stc_levels,
+                                           &bc));
         ck_assert_ts_ok(ts_boot_keygen(k->p, &bc, ek, k->sk, k->prng));
     }
     uint8_t *blob[3];

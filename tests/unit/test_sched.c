@@ -862,7 +862,9 @@ START_TEST(test_sched_cmd_plan)
     plan_stdout(12, a8, out, buf, sizeof buf);
     ck_assert_ptr_nonnull(strstr(buf, "\"costs\":\"cpu-boot-n16-dense\""));
     ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":16"));
-    ck_assert_ptr_nonnull(strstr(buf, "\"norm_defer\":false"));
+    /* with the bootstrapper's 4 + 3 DFT levels tesserad takes here (13
+     * levels left, session 38) the engine defers its norms (false with 3 + 2) */
+    ck_assert_ptr_nonnull(strstr(buf, "\"norm_defer\":true"));
     /* at 2^13 slots (14 levels per bootstrap) the engine defers its norms:
      * 17 bootstraps instead of 20 (docs/benchmarks.md, session 23); 16
      * since session 26 with the degree-7 exp above 16 positions
