@@ -166,13 +166,13 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
     ts_llm_enc_config_default(&cfg);
     cfg.log_slots = log_slots;
     cfg.lanes = lanes;
+    int bcts = 0, bstc = 0; /* the bootstrapper's DFT budgets (0: the defaults) */
     ts_status_t st = ts_llm_enc_new(m, params, &cfg, NULL, &e0);
     double fixed_ns = NAN; /* hybrid: the policy's default assignment, for comparison */
     if (st == TS_OK) {
         int mp = ts_llm_enc_max_positions(e0);
         /* the bootstrapper's DFT budgets as tesserad chooses them (on its ckks
          * engine's step); every policy's engine shares that bootstrapper */
-        int bcts = 0, bstc = 0;
         ts_llm_enc_config_policy(&cfg, TS_SCHED_CKKS, mp);
         cfg.log_slots = log_slots;
         cfg.lanes = lanes;
@@ -217,6 +217,9 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
         goto out;
     }
     *total = p->total_ns;
+    ts_llm_enc_levels_t lv;
+    if (ts_llm_enc_levels(e, &lv) != TS_OK)
+        lv.boot = false;
     double stg[TS_LLM_STAGE_COUNT];
     ts_llm_enc_plan_stages(p, g, stg);
     alt = ts_malloc(ts_sched_graph_count(g) * sizeof *alt);
@@ -239,6 +242,8 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
                        n++ ? "," : "", kind_names[k], (mask >> k) & 1 ? "tfhe" : "ckks",
                        isfinite(kt[k]) ? kt[k] : -1.0);
         printf("],\"norm_defer\":%s", ts_llm_enc_norm_defer(e) ? "true" : "false");
+        if (lv.boot)
+            printf(",\"boot_dft\":[%d,%d],\"boot_levels_left\":%d", bcts, bstc, lv.input);
         if (isfinite(fixed_ns))
             printf(",\"default_assignment_ns\":%.0f", fixed_ns);
         printf(",\"plan\":%s}", pj);
@@ -259,6 +264,10 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
         printf("        (the cheapest assignment of primitive kinds under this table; the "
                "default one, every 1/x and 1/sqrt(x) in TFHE: %.2f s)\n",
                fixed_ns / 1e9);
+    if (lv.boot && (bcts || bstc))
+        printf("        (bootstrapping with %d CoeffToSlot + %d SlotToCoeff levels, %d left, as "
+               "tesserad chooses them: as few bootstraps as its defaults, each cheaper)\n",
+               bcts, bstc, lv.input);
     if (brief) {
         rc = 0;
         goto out;

@@ -753,8 +753,8 @@ ts_status_t ts_llm_boot_config(const ts_ckks_params_t *params, int log_slots, in
  * session 38), then the defaults; the bootstrapper assumed is tesserad's
  * (encapsulation h' = 32 for a dense secret, as ts_llm_enc_levels). An
  * engine of lanes (cfg->lanes > 1) keeps the defaults: its prefill passes
- * place bootstraps apart from the step. [out] cts, stc (0: the defaults). Errors: TS_EINVAL, TS_ENOMEM, or the defaults' plan's
- * (e.g. TS_ELEVEL).
+ * place bootstraps apart from the step. [out] cts, stc (0: the defaults). Errors: TS_EINVAL,
+ * TS_ENOMEM, or the defaults' plan's (e.g. TS_ELEVEL).
  */
 ts_status_t ts_llm_enc_boot_budgets(const ts_llm_model_t *model, ts_ckks_params_t *params,
                                     const ts_llm_enc_config_t *cfg, int max_pos, unsigned flags,
