@@ -865,6 +865,7 @@ START_TEST(test_sched_cmd_plan)
     /* with the bootstrapper's 4 + 3 DFT levels tesserad takes here (13
      * levels left, session 38) the engine defers its norms (false with 3 + 2) */
     ck_assert_ptr_nonnull(strstr(buf, "\"norm_defer\":true"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"boot_dft\":[4,3],\"boot_levels_left\":13"));
     /* at 2^13 slots (14 levels per bootstrap) the engine defers its norms:
      * 17 bootstraps instead of 20 (docs/benchmarks.md, session 23); 16
      * since session 26 with the degree-7 exp above 16 positions
@@ -874,6 +875,7 @@ START_TEST(test_sched_cmd_plan)
     plan_stdout(12, a18, out, buf, sizeof buf);
     ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":16"));
     ck_assert_ptr_nonnull(strstr(buf, "\"norm_defer\":true"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"boot_dft\":[0,0],\"boot_levels_left\":14"));
     ck_assert_ptr_nonnull(strstr(buf, "norm.in"));
     /* the prefill pass of a 16-lane engine (a model's prefill_lanes): 20
      * bootstraps with the pass's own residual bootstraps (24 with the
