@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "client/client.h"
+#include "client/llm_cli.h"
 #include "core/convert/convert.h"
 #include "core/llm/llm.h"
 #include "tests/unit/llm_tiny.h"
@@ -473,10 +474,11 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                                             (g_period_boot ? TS_LLM_PLAN_PERIOD_BOOT : 0u),
                                         &cfg.boot_cts_levels, &cfg.boot_stc_levels));
         }
-        /* dense-secret presets bootstrap with sparse-secret encapsulation (h' = 32) */
-        bool dense = ts_ckks_params_secret(p) != TS_CKKS_SECRET_SPARSE_TERNARY;
-        TRY(ts_llm_boot_config(p, log_slots + log_lanes, dense ? 32 : 0, cfg.boot_cts_levels,
-                               cfg.boot_stc_levels, &bc)); /* (the lanes' slots) */
+        /* dense-secret presets bootstrap with sparse-secret encapsulation */
+        bool dense = ts_llm_boot_encap_h(p) > 0;
+        TRY(ts_llm_boot_config(p, log_slots + log_lanes, ts_llm_boot_encap_h(p),
+                               cfg.boot_cts_levels, cfg.boot_stc_levels,
+                               &bc)); /* (the lanes' slots) */
         k->boot_dft[0] = bc.cts_levels;
         k->boot_dft[1] = bc.stc_levels;
         TRY(ts_boot_keygen(p, &bc, ek, sk, prng));
@@ -1293,9 +1295,7 @@ int ts_bench_decode(int argc, char **argv)
         } else if (!strcmp(argv[i], "--no-period-boot")) {
             g_period_boot = false;
         } else if (!strcmp(argv[i], "--boot-dft") && i + 1 < argc) {
-            char tail = 0;
-            if (sscanf(argv[++i], "%d:%d%c", &g_boot_cts, &g_boot_stc, &tail) != 2 ||
-                g_boot_cts < 0 || g_boot_cts > 8 || g_boot_stc < 0 || g_boot_stc > 8) {
+            if (!ts_cli_llm_parse_boot_dft(argv[++i], &g_boot_cts, &g_boot_stc)) {
                 fprintf(stderr, "bench decode: --boot-dft is C:S (CoeffToSlot and SlotToCoeff "
                                 "levels, 0..8 each; 0:0 the defaults)\n");
                 return TS_EXIT_USAGE;

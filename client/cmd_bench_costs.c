@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "client/client.h"
+#include "client/llm_cli.h"
 #include "core/circuits/circuits.h"
 #include "core/convert/convert.h"
 #include "core/llm/llm.h"
@@ -311,7 +312,8 @@ static ts_status_t boot_make(ts_ckks_params_t *p, int log_slots, bool encapsulat
                              ts_boot_config_t *cfg, ts_boot_t **bt)
 {
     int left = -1;
-    ts_status_t st = ts_llm_boot_config(p, log_slots, encapsulate ? 32 : 0, cts, stc, cfg);
+    ts_status_t st =
+        ts_llm_boot_config(p, log_slots, encapsulate ? ts_llm_boot_encap_h(p) : 0, cts, stc, cfg);
     if (st == TS_OK)
         st = ts_boot_depth(p, cfg, NULL, NULL, NULL, &left);
     if (st == TS_OK && left < 0)
@@ -681,9 +683,7 @@ int ts_bench_costs(int argc, char **argv)
                 return TS_EXIT_USAGE;
             }
         } else if (!strcmp(a, "--boot-dft") && has) {
-            char tail = 0;
-            if (sscanf(argv[++i], "%d:%d%c", &o.boot_cts, &o.boot_stc, &tail) != 2 ||
-                o.boot_cts < 0 || o.boot_cts > 8 || o.boot_stc < 0 || o.boot_stc > 8) {
+            if (!ts_cli_llm_parse_boot_dft(argv[++i], &o.boot_cts, &o.boot_stc)) {
                 fprintf(stderr, "tessera bench costs: --boot-dft is C:S (0..8 each; 0:0 the "
                                 "defaults)\n");
                 return TS_EXIT_USAGE;
@@ -777,8 +777,8 @@ int ts_bench_costs(int argc, char **argv)
     ts_boot_t *bt = NULL, *bt_pd = NULL;
     ts_boot_encap_keys_t *encap = NULL;
     ts_boot_config_t cfg;
-    /* as tesserad: dense secrets bootstrap with encapsulation (h' = 32) */
-    bool dense = ts_ckks_params_secret(p) != TS_CKKS_SECRET_SPARSE_TERNARY;
+    /* as tesserad: dense secrets bootstrap with encapsulation */
+    bool dense = ts_llm_boot_encap_h(p) > 0;
     bool boot_ok = boot_make(p, log_slots, dense, o.boot_cts, o.boot_stc, &cfg, &bt) == TS_OK;
     bool boot_measured = false, tfhe_measured = false;
     const int64_t step = 1;

@@ -125,6 +125,17 @@ bool ts_cli_llm_parse_num(const char *s, double lo, double hi, double *out)
     return true;
 }
 
+bool ts_cli_llm_parse_boot_dft(const char *s, int *cts, int *stc)
+{
+    int c = -1, t = -1;
+    char tail = 0;
+    if (sscanf(s, "%d:%d%c", &c, &t, &tail) != 2 || c < 0 || c > 8 || t < 0 || t > 8)
+        return false;
+    *cts = c;
+    *stc = t;
+    return true;
+}
+
 /* The n-gram draft's one-token contexts guess a pass's first token when
  * their most frequent next took this share of their occurrences (and they
  * were seen twice): with a history of earlier generations (20 prompts of

@@ -673,16 +673,15 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
     ecfg.lanes = lanes;
     if (c->bootstrap) {
         ts_boot_config_t bc;
-        /* dense-secret presets bootstrap with sparse-secret encapsulation (h' = 32);
-         * the DFT level budgets of the fewest bootstraps a step (ModelInfo
+        /* dense-secret presets bootstrap with sparse-secret encapsulation
+         * (ts_llm_boot_encap_h); the DFT level budgets of the fewest bootstraps a step (ModelInfo
          * tells the clients, whose keys follow them; the defaults when the
          * engine cannot plan, which the checks below then explain) */
-        bool dense = ts_ckks_params_secret(md->p) != TS_CKKS_SECRET_SPARSE_TERNARY;
         if (ts_llm_enc_boot_budgets(md->m, md->p, &ecfg, ctx,
                                     TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT,
                                     &ecfg.boot_cts_levels, &ecfg.boot_stc_levels) != TS_OK)
             ecfg.boot_cts_levels = ecfg.boot_stc_levels = 0;
-        if ((st = ts_llm_boot_config(md->p, md->log_slots + ll, dense ? TS_DEC_ENCAP_H : 0,
+        if ((st = ts_llm_boot_config(md->p, md->log_slots + ll, ts_llm_boot_encap_h(md->p),
                                      ecfg.boot_cts_levels, ecfg.boot_stc_levels, &bc)) != TS_OK ||
             (st = ts_boot_new(md->p, &bc, &md->boot)) != TS_OK) {
             snprintf(err, err_size, "%s: bootstrapping with params %s: %s", file, c->params,

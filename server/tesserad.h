@@ -286,9 +286,7 @@ typedef struct ts_dec_blob {
     size_t size;
 } ts_dec_blob_t;
 
-/* h' of the sparse-secret encapsulation of dense-secret presets (ModelInfo.encap_h) */
-#define TS_DEC_ENCAP_H 32
-#define TS_DEC_STAGES  8
+#define TS_DEC_STAGES 8
 /* "embed", "matvec", "attention", "nonlinear", "bootstrap", "convert", "other", "sanitize" */
 extern const char *const ts_dec_stage_names[TS_DEC_STAGES];
 

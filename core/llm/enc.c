@@ -1163,6 +1163,11 @@ ts_status_t ts_llm_tfhe_literal(const ts_ckks_params_t *params, ts_tfhe_params_l
     return st;
 }
 
+int ts_llm_boot_encap_h(const ts_ckks_params_t *params)
+{
+    return params && ts_ckks_params_secret(params) != TS_CKKS_SECRET_SPARSE_TERNARY ? 32 : 0;
+}
+
 ts_status_t ts_llm_boot_config(const ts_ckks_params_t *params, int log_slots, int encap_h,
                                int cts_levels, int stc_levels, ts_boot_config_t *cfg)
 {
@@ -1570,9 +1575,8 @@ ts_status_t ts__llm_enc_boot_config(const ts_llm_enc_t *e, ts_boot_config_t *cfg
         *cfg = *ts_boot_config(e->boot);
         return TS_OK;
     }
-    bool dense = ts_ckks_params_secret(e->params) != TS_CKKS_SECRET_SPARSE_TERNARY;
-    return ts_llm_boot_config(e->params, e->log_cs, dense ? 32 : 0, e->cfg.boot_cts_levels,
-                              e->cfg.boot_stc_levels, cfg);
+    return ts_llm_boot_config(e->params, e->log_cs, ts_llm_boot_encap_h(e->params),
+                              e->cfg.boot_cts_levels, e->cfg.boot_stc_levels, cfg);
 }
 
 int ts_llm_enc_period_log_slots(const ts_llm_enc_t *e)

@@ -742,10 +742,10 @@ ts_status_t ts_llm_enc_levels(const ts_llm_enc_t *enc, ts_llm_enc_levels_t *out)
     }
     int cts, em, stc;
     ts_tfhe_params_lit_t lit;
-    bool dense = ts_ckks_params_secret(e.params) != TS_CKKS_SECRET_SPARSE_TERNARY;
+    int eh = ts_llm_boot_encap_h(e.params);
     if (ts_llm_enc_tfhe_boot_config(enc, &bc) == TS_OK &&
-        /* without a bootstrapper, the encapsulation the daemon would use (h' = 32) */
-        (e.boot || !dense || ts_boot_config_encapsulate(e.params, 32, &bc) == TS_OK) &&
+        /* without a bootstrapper, the encapsulation the daemon would use */
+        (e.boot || !eh || ts_boot_config_encapsulate(e.params, eh, &bc) == TS_OK) &&
         ts_boot_depth(e.params, &bc, &cts, &em, &stc, &left) == TS_OK && left >= 1 &&
         ts_llm_enc_tfhe_literal(enc, &lit) == TS_OK) {
         out->tfhe_in = bc.stc_levels + 1;

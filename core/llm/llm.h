@@ -730,6 +730,9 @@ void ts_llm_enc_session_free(ts_llm_enc_session_t *s);
  * sparse-secret encapsulation, the same h', so the same encapsulation keys).
  */
 ts_status_t ts_llm_enc_tfhe_boot_config(const ts_llm_enc_t *enc, ts_boot_config_t *cfg);
+/* The sparse-secret encapsulation weight h' tesserad bootstraps params with
+ * (ModelInfo.encap_h): 32 for a dense secret, 0 (none) for a sparse one. */
+int ts_llm_boot_encap_h(const ts_ckks_params_t *params);
 /*
  * The main (CoeffToSlot-first) bootstrapper of a decode engine whose
  * ciphertexts have 2^log_slots slots (lanes included): ts_boot_config_slots

@@ -703,6 +703,12 @@ START_TEST(test_engine_boot_budgets)
     ck_assert_ts_ok(
         ts_ckks_params_load_file("configs/params/boot-n16-dense.yaml", false, &p, NULL));
 
+    /* tesserad's encapsulation: h' = 32 for the dense secret, none for a sparse one */
+    ck_assert_int_eq(ts_llm_boot_encap_h(p), 32);
+    ts_ckks_params_t *sp = NULL;
+    ck_assert_ts_ok(ts_ckks_params_load_file("configs/params/test-boot-n12.yaml", true, &sp, NULL));
+    ck_assert_int_eq(ts_llm_boot_encap_h(sp), 0);
+    ts_ckks_params_free(sp);
     /* ts_llm_boot_config: 0 keeps ts_boot_config_slots's budgets; others are applied */
     ts_boot_config_t d, b;
     ck_assert_ts_ok(ts_boot_config_slots(p, 10, &d));
