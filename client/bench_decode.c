@@ -311,20 +311,20 @@ static void rd_flood(ts_ckks_params_t *p, double l2_log2, size_t slots, double *
         }                                                                                          \
     } while (0)
 
-/* The engine's plan of the step (or, from, the prefill pass) at pos under costs. */
-static void predict(const ts_llm_enc_t *enc, const ts_sched_costs_t *costs, ts_sched_policy_t pol,
+/* The engine's plan of session s's step (or, from, its prefill pass: from
+ * the session's caches as they are) at pos under costs. */
+static void predict(ts_llm_enc_session_t *s, const ts_sched_costs_t *costs, ts_sched_policy_t pol,
                     int from, bool prefill, pos_t *q)
 {
     ts_sched_graph_t *g = NULL;
     ts_sched_plan_t *p = NULL;
     char msg[256] = "";
     /* the daemon's path: one-hot input embedded on the server, then the step */
-    ts_status_t st = ts_llm_enc_plan(
-        enc, from,
-        TS_LLM_PLAN_ONEHOT | (g_cache_only ? TS_LLM_PLAN_CACHE_ONLY : 0u) |
-            (prefill ? TS_LLM_PLAN_PREFILL : 0u) |
-            (prefill && g_step_before && !g_pass_before ? TS_LLM_PLAN_AFTER_STEPS : 0u),
-        costs, pol, &g, &p, msg, sizeof msg);
+    ts_status_t st =
+        ts_llm_enc_session_plan(s, from,
+                                TS_LLM_PLAN_ONEHOT | (g_cache_only ? TS_LLM_PLAN_CACHE_ONLY : 0u) |
+                                    (prefill ? TS_LLM_PLAN_PREFILL : 0u),
+                                costs, pol, &g, &p, msg, sizeof msg);
     if (st != TS_OK) {
         fprintf(stderr, "bench decode: no plan for pos %d: %s %s\n", from, ts_status_name(st), msg);
         return;
@@ -704,7 +704,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             q->pos = last;
             q->token = tokens[last];
             if (costs)
-                predict(enc, costs, k->policy, pos, pf, q);
+                predict(s, costs, k->policy, pos, pf, q);
             ts_llm_enc_stats_t a0, b, c;
             if (pf)
                 TRY(ts_llm_enc_encrypt_onehot_lanes(enc, ecd, sk, prng, tokens + pos, x));

@@ -96,6 +96,8 @@ struct ts_llm_enc {
 /* The primitives the engine evaluates (index into the session's TFHE objects). */
 enum { P_EXP, P_RECIP, P_RSQRT, P_SILU, P_RECIP_NORM, P_RECIP_LAST, P_GELU, P_COUNT };
 
+#define PASS_MEMO 4 /* struct ts_llm_enc_session memo */
+
 struct ts_llm_enc_session {
     const ts_llm_enc_t *e;
     const ts_boot_t *boot;    /* e->boot, or a view with the session's keys */
@@ -118,10 +120,18 @@ struct ts_llm_enc_session {
                                     position and share nothing */
     bool buf_lanes;              /* s->buf holds every lane's values (encode_lanes: no spread) */
     uint64_t nboot;
-    bool in_step;                       /* inside ts_llm_enc_step: the engine's boot_drop applies */
-    size_t boot_ev;                     /* bootstraps of the current step so far */
-    bool stepped;                       /* an ordinary step since the last pass (or the start) */
-    int pass_drops;                     /* the pass's drop list: stepped when it began */
+    bool in_step;   /* inside ts_llm_enc_step: the engine's boot_drop applies */
+    size_t boot_ev; /* bootstraps of the current step so far */
+    /* a pass's drops after bootstraps, found from its caches' levels
+     * (pass_state): the last PASS_MEMO found, and the running pass's */
+    struct {
+        int8_t *lv; /* 2 n_layers (ts__llm_enc_pass_t cache_lv); NULL: unused */
+        uint8_t *drop;
+        size_t n;
+    } memo[PASS_MEMO];
+    int memo_next;
+    const uint8_t *pass_drop;
+    size_t n_pass_drop;
     ts_convert_t *cv;                   /* TFHE side (borrowed), NULL when unused */
     ts_nonlinear_slots_t *nls[P_COUNT]; /* per primitive evaluated in TFHE */
     int sub;                            /* slots [0, sub) map onto the small ring */
@@ -1506,6 +1516,10 @@ void ts_llm_enc_session_free(ts_llm_enc_session_t *s)
             ts_ckks_ciphertext_free(s->vc[l]);
         }
     spec_drop(s);
+    for (int i = 0; i < PASS_MEMO; i++) {
+        ts_free(s->memo[i].lv);
+        ts_free(s->memo[i].drop);
+    }
     ts_free(s->kc);
     ts_free(s->vc);
     ts_free(s->pk);
@@ -1857,9 +1871,9 @@ static ts_status_t boot_drop(ts_llm_enc_session_t *s, ct_t *a, ct_t *b, int lv)
     const ts_llm_enc_t *e = s->e;
     if (!s->in_step)
         return TS_OK;
-    /* a pass's own list, after a pass or after ordinary steps */
-    const uint8_t *dl = s->lane_step ? e->boot_drop_pass[s->pass_drops] : e->boot_drop;
-    size_t nd = s->lane_step ? e->n_boot_drop_pass[s->pass_drops] : e->n_boot_drop;
+    /* a pass's own list, found from its caches' levels (pass_state) */
+    const uint8_t *dl = s->lane_step ? s->pass_drop : e->boot_drop;
+    size_t nd = s->lane_step ? s->n_pass_drop : e->n_boot_drop;
     size_t ev = s->boot_ev++;
     if (ev >= nd || !dl[ev])
         return TS_OK;
@@ -3191,8 +3205,9 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
      * softmax start near the queries' level instead of the cache's: an
      * 8-lane pass after a step 27 -> 24 bootstraps, 106 -> 91 s. In place:
      * the cache keeps the level, so a pass after a pass (whose rows join it
-     * at the pass's row level) needs none (enc_plan.c models the rule; a
-     * plan with TS_LLM_PLAN_AFTER_STEPS caps the cache at the step's rows) */
+     * at the pass's row level) needs none where this one refreshed (enc_plan.c
+     * models the rule; a plan with TS_LLM_PLAN_AFTER_STEPS caps the cache at
+     * the step's rows, a session's plan at its caches' levels: pass_state) */
     bool v_ready = false;
     /* CKKS exp: the series' domain map folded into the scaling (ts__llm_cheb_map) */
     const ts_nonlinear_cheb_t *cexp =
@@ -3533,6 +3548,75 @@ static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
     return add_cc(s, xx, o, xx);
 }
 
+/*
+ * The session's next pass as it will run (ts__llm_enc_pass_t): its caches'
+ * levels now, and the drops after its bootstraps that the plan of a pass
+ * from those caches finds (ts__llm_enc_pass_drops). The caches decide the
+ * pass's levels: after ordinary steps every layer's rows sit at a step's
+ * row level; after a pass, a layer whose K and V that pass refreshed (enc.c
+ * attention's rule) sits high, one it did not keeps the rows below (a
+ * first pass after steps refreshes only where the cache leaves the scores
+ * too few levels). Each list found is kept for the session's later passes
+ * from the same levels (a few: a generation's passes repeat two or three
+ * states). ps's pointers are the session's, valid until its next pass.
+ */
+static ts_status_t pass_state(ts_llm_enc_session_t *s, ts__llm_enc_pass_t *ps)
+{
+    const ts_llm_enc_t *e = s->e;
+    memset(ps, 0, sizeof *ps);
+    int8_t *lv = ts_malloc(2 * (size_t)e->nl);
+    if (!lv)
+        return TS_ENOMEM;
+    for (int l = 0; l < e->nl; l++) {
+        lv[l] = s->kc[l] ? (int8_t)ts_ckks_ciphertext_level(s->kc[l]) : TS_LLM_NO_CACHE;
+        lv[e->nl + l] = s->vc[l] ? (int8_t)ts_ckks_ciphertext_level(s->vc[l]) : TS_LLM_NO_CACHE;
+    }
+    for (int i = 0; i < PASS_MEMO; i++)
+        if (s->memo[i].lv && !memcmp(s->memo[i].lv, lv, 2 * (size_t)e->nl)) {
+            ts_free(lv);
+            ps->cache_lv = s->memo[i].lv;
+            ps->drop = s->memo[i].drop;
+            ps->n_drop = s->memo[i].n;
+            return TS_OK;
+        }
+    uint8_t *drop = NULL;
+    size_t n = 0;
+    ts_status_t st = e->lanes > 1 ? ts__llm_enc_pass_drops(e, lv, &drop, &n) : TS_OK;
+    if (st != TS_OK) {
+        ts_free(lv);
+        return st;
+    }
+    int i = s->memo_next;
+    s->memo_next = (i + 1) % PASS_MEMO;
+    ts_free(s->memo[i].lv);
+    ts_free(s->memo[i].drop);
+    s->memo[i].lv = lv;
+    s->memo[i].drop = drop;
+    s->memo[i].n = n;
+    ps->cache_lv = lv;
+    ps->drop = drop;
+    ps->n_drop = n;
+    return TS_OK;
+}
+
+ts_status_t ts_llm_enc_session_plan(ts_llm_enc_session_t *s, int pos, unsigned flags,
+                                    const ts_sched_costs_t *costs, ts_sched_policy_t policy,
+                                    ts_sched_graph_t **g, ts_sched_plan_t **plan, char *msg,
+                                    size_t msg_size)
+{
+    if (!s)
+        return TS_EINVAL;
+    ts__llm_enc_pass_t ps;
+    if ((flags & TS_LLM_PLAN_PREFILL) && s->e->lanes > 1) {
+        ts_status_t st = pass_state(s, &ps);
+        if (st != TS_OK)
+            return st;
+    }
+    return ts__llm_enc_plan_at(s->e, pos, flags & ~TS_LLM_PLAN_AFTER_STEPS,
+                               (flags & TS_LLM_PLAN_PREFILL) && s->e->lanes > 1 ? &ps : NULL, costs,
+                               policy, g, plan, msg, msg_size);
+}
+
 /* The step at pos; logits NULL: cache only (the last layer stops once its k
  * and v are in the cache: a prefix of the full step's operations, so its
  * bootstraps are the full step's first ones, boot_drop included) */
@@ -3558,7 +3642,12 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
     stage_begin(s);
     s->in_step = true;
     s->boot_ev = 0;
-    s->pass_drops = lane_step && s->stepped ? 1 : 0;
+    if (lane_step) {
+        ts__llm_enc_pass_t ps;
+        TRY(pass_state(s, &ps));
+        s->pass_drop = ps.drop;
+        s->n_pass_drop = ps.n_drop;
+    }
     TRY(ct_new(s, &xx));
     TRY(ct_new(s, &xb));
     TRY(ct_new(s, &o));
@@ -3615,7 +3704,6 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
     }
     s->next_pos = last + 1;
     s->stats.steps++;
-    s->stepped = !lane_step; /* the plan of a pass after ordinary steps: TS_LLM_PLAN_AFTER_STEPS */
 done:
     s->in_step = false;
     s->lane_step = 0;

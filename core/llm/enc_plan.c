@@ -30,12 +30,15 @@ typedef struct gb {
     const char *where; /* name prefix: "L0.attn" */
     ts_status_t st;
     /* a pass after ordinary steps (TS_LLM_PLAN_AFTER_STEPS): each layer's
-     * caches at the step's row level at most (NULL: its own rows' level) */
-    const int8_t *cache_lv;
+     * caches at the step's row level at most; a session's pass
+     * (ts__llm_enc_pass_t): its K (cache_lv) and V (cache_lv_v) caches'
+     * levels, TS_LLM_NO_CACHE where there is none (NULL: its own rows') */
+    const int8_t *cache_lv, *cache_lv_v;
     bool cap_next; /* the next operator's result at most cap_lv_next */
     int cap_lv_next;
-    uint8_t boot_rot_next;  /* the next operator's boot_rot */
-    bool after_steps;       /* a pass after ordinary steps: its drops after bootstraps */
+    uint8_t boot_rot_next;        /* the next operator's boot_rot */
+    bool after_steps;             /* a pass after ordinary steps: its drops after bootstraps */
+    const ts__llm_enc_pass_t *ps; /* a session's pass: its caches and drops (NULL: flags') */
     const uint8_t *refresh; /* per layer: the pass refreshes its K and V copies (NULL: none) */
     int kv_need;            /* the level the refresh keeps the scores above (enc.c kv_need) */
     int *q_id, *kc_id;      /* per layer (NULL: not kept): the queries, the K cache after the put */
@@ -445,7 +448,7 @@ static int norm_in(gb_t *b, int x, int r, int out)
  * rotations, add (no level); a pass's rows shared across its lanes, and
  * after ordinary steps (cache_lv, passes only) the cache they join sits at
  * those steps' row level at most */
-static int cache_put(gb_t *b, const char *nm, int x)
+static int cache_put(gb_t *b, const char *nm, int x, bool v)
 {
     int rots = 0;
     for (int bit = 0; (1 << bit) <= b->pos; bit++)
@@ -462,8 +465,9 @@ static int cache_put(gb_t *b, const char *nm, int x)
     const double cs[6] = {2 * lg, 1, 0, 2 * lg, 1, 1};
     char sn[40];
     snprintf(sn, sizeof sn, "%s.lane_share", nm);
-    b->cap_next = b->cache_lv && b->layer >= 0;
-    b->cap_lv_next = b->cap_next ? b->cache_lv[b->layer] : 0;
+    const int8_t *cl = v ? b->cache_lv_v : b->cache_lv;
+    b->cap_next = cl && b->layer >= 0 && cl[b->layer] != TS_LLM_NO_CACHE;
+    b->cap_lv_next = b->cap_next ? cl[b->layer] : 0;
     return add(b, TS_OP_MUL_CP, sn, id, TS_SCHED_NONE, FIRST, 1, 1, cs);
 }
 
@@ -506,8 +510,8 @@ static int attention(gb_t *b, int xb, int r, bool kv_only)
         v = mul_cc(b, "wv.norm", v, r, BOTH, 1);
     }
     /* RoPE folded into wq and wk, the cache mask into wk and wv (enc.c mv_fold_t) */
-    int kc = cache_put(b, "cache_k", kk);
-    int vc = cache_put(b, "cache_v", v);
+    int kc = cache_put(b, "cache_k", kk, false);
+    int vc = cache_put(b, "cache_v", v, true);
     if (kv_only)
         return vc;
     if (b->q_id) {
@@ -771,8 +775,12 @@ static ts_status_t build_graph(gb_t *b, unsigned flags)
     ts_status_t st = ts_sched_graph_new(&b->g);
     if (st == TS_OK)
         st = build_step(b, flags);
-    const uint8_t *dl = b->prefill ? b->e->boot_drop_pass[b->after_steps] : b->e->boot_drop;
-    size_t nd = b->prefill ? b->e->n_boot_drop_pass[b->after_steps] : b->e->n_boot_drop;
+    const uint8_t *dl = b->ps        ? b->ps->drop
+                        : b->prefill ? b->e->boot_drop_pass[b->after_steps]
+                                     : b->e->boot_drop;
+    size_t nd = b->ps        ? b->ps->n_drop
+                : b->prefill ? b->e->n_boot_drop_pass[b->after_steps]
+                             : b->e->n_boot_drop;
     if (st == TS_OK && nd && !(flags & PLAN_NO_DROPS))
         st = ts_sched_graph_set_boot_drop(b->g, dl, nd);
     if (st != TS_OK) {
@@ -782,9 +790,11 @@ static ts_status_t build_graph(gb_t *b, unsigned flags)
     return st;
 }
 
-/* The graph of the step with residual bootstraps `mask`. */
-static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, uint64_t mask,
-                              ts_sched_graph_t **out)
+/* The graph of the step with residual bootstraps `mask`; a pass (ps, with
+ * TS_LLM_PLAN_PREFILL) from a session's caches with its drops (NULL: as the
+ * flags say). */
+static ts_status_t graph_at(const ts_llm_enc_t *enc, int pos, unsigned flags, uint64_t mask,
+                            const ts__llm_enc_pass_t *ps, ts_sched_graph_t **out)
 {
     *out = NULL;
     ts__llm_enc_shape_t e;
@@ -821,7 +831,12 @@ static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, 
         e.cfg->eval_exp == TS_LLM_EVAL_CKKS ? ts_nonlinear_approx_cheb(e.a_exp) : NULL;
     b.after_steps = b.prefill && pos > 0 && (flags & TS_LLM_PLAN_AFTER_STEPS);
     if (b.after_steps)
-        b.cache_lv = e.row_lv;
+        b.cache_lv = b.cache_lv_v = e.row_lv;
+    if (b.prefill && ps) {
+        b.ps = ps;
+        b.cache_lv = ps->cache_lv;
+        b.cache_lv_v = ps->cache_lv + e.nl;
+    }
     uint8_t *refresh = NULL;
     int *ids = NULL;
     if (b.prefill && cexp && lv.boot && !(flags & TS_LLM_PLAN_CACHE_ONLY)) {
@@ -869,15 +884,28 @@ static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, 
     return TS_OK;
 }
 
+static ts_status_t graph_with(const ts_llm_enc_t *enc, int pos, unsigned flags, uint64_t mask,
+                              ts_sched_graph_t **out)
+{
+    return graph_at(enc, pos, flags, mask, NULL, out);
+}
+
+/* ts_llm_enc_graph, a session's pass with ps */
+static ts_status_t graph_of(const ts_llm_enc_t *enc, int pos, unsigned flags,
+                            const ts__llm_enc_pass_t *ps, ts_sched_graph_t **out)
+{
+    ts__llm_enc_shape_t e;
+    ts__llm_enc_shape(enc, &e);
+    return graph_at(enc, pos, flags,
+                    (flags & TS_LLM_PLAN_PREFILL) ? e.resid_boot_pass : e.resid_boot, ps, out);
+}
+
 ts_status_t ts_llm_enc_graph(const ts_llm_enc_t *enc, int pos, unsigned flags,
                              ts_sched_graph_t **out)
 {
     if (!enc || !out)
         return TS_EINVAL;
-    ts__llm_enc_shape_t e;
-    ts__llm_enc_shape(enc, &e);
-    return graph_with(enc, pos, flags,
-                      (flags & TS_LLM_PLAN_PREFILL) ? e.resid_boot_pass : e.resid_boot, out);
+    return graph_of(enc, pos, flags, NULL, out);
 }
 
 /* Bootstraps and predicted time of the plan at pos with flags and residual
@@ -1111,8 +1139,11 @@ ts_status_t ts__llm_enc_boot_drops(const ts_llm_enc_t *enc, uint8_t **drop, size
     return drops_search(g, c, lv.input, nb, best, drop, n);
 }
 
-ts_status_t ts__llm_enc_boot_drops_pass(const ts_llm_enc_t *enc, bool after_steps, uint8_t **drop,
-                                        size_t *n)
+/* A pass's drops (ts__llm_enc_boot_drops_pass, ts__llm_enc_pass_drops):
+ * from the caches of ps (NULL: as flags say) under the plan of the last
+ * pass's position. */
+static ts_status_t drops_pass(const ts_llm_enc_t *enc, bool after_steps,
+                              const ts__llm_enc_pass_t *ps, uint8_t **drop, size_t *n)
 {
     *drop = NULL;
     *n = 0;
@@ -1132,7 +1163,7 @@ ts_status_t ts__llm_enc_boot_drops_pass(const ts_llm_enc_t *enc, bool after_step
     ts_sched_costs_extend(c, lv.input);
     ts_sched_graph_t *g = NULL;
     ts_sched_plan_t *p = NULL;
-    if (graph_with(enc, pos, flags | PLAN_NO_DROPS, e.resid_boot_pass, &g) != TS_OK ||
+    if (graph_at(enc, pos, flags | PLAN_NO_DROPS, e.resid_boot_pass, ps, &g) != TS_OK ||
         ts_sched_plan_new_engine(g, c, TS_SCHED_HYBRID, lv.input, lv.input, &p, NULL, 0) != TS_OK) {
         ts_sched_graph_free(g);
         ts_free(c);
@@ -1144,10 +1175,32 @@ ts_status_t ts__llm_enc_boot_drops_pass(const ts_llm_enc_t *enc, bool after_step
     return drops_search(g, c, lv.input, nb, best, drop, n);
 }
 
+ts_status_t ts__llm_enc_boot_drops_pass(const ts_llm_enc_t *enc, bool after_steps, uint8_t **drop,
+                                        size_t *n)
+{
+    return drops_pass(enc, after_steps, NULL, drop, n);
+}
+
+ts_status_t ts__llm_enc_pass_drops(const ts_llm_enc_t *enc, const int8_t *cache_lv, uint8_t **drop,
+                                   size_t *n)
+{
+    ts__llm_enc_pass_t ps = {.cache_lv = cache_lv};
+    return drops_pass(enc, false, &ps, drop, n);
+}
+
 ts_status_t ts_llm_enc_plan(const ts_llm_enc_t *enc, int pos, unsigned flags,
                             const ts_sched_costs_t *costs, ts_sched_policy_t policy,
                             ts_sched_graph_t **g_out, ts_sched_plan_t **plan_out, char *msg,
                             size_t msg_size)
+{
+    return ts__llm_enc_plan_at(enc, pos, flags, NULL, costs, policy, g_out, plan_out, msg,
+                               msg_size);
+}
+
+ts_status_t ts__llm_enc_plan_at(const ts_llm_enc_t *enc, int pos, unsigned flags,
+                                const ts__llm_enc_pass_t *ps, const ts_sched_costs_t *costs,
+                                ts_sched_policy_t policy, ts_sched_graph_t **g_out,
+                                ts_sched_plan_t **plan_out, char *msg, size_t msg_size)
 {
     if (msg && msg_size)
         msg[0] = '\0';
@@ -1165,7 +1218,7 @@ ts_status_t ts_llm_enc_plan(const ts_llm_enc_t *enc, int pos, unsigned flags,
     if (st == TS_OK) {
         *c = *costs;
         ts_sched_costs_extend(c, lv.input);
-        st = ts_llm_enc_graph(enc, pos, flags, &g);
+        st = graph_of(enc, pos, flags, ps, &g);
     }
     if (st == TS_OK)
         st = ts_sched_plan_new_engine(g, c, policy, lv.input, lv.input, &p, msg, msg_size);

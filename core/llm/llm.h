@@ -982,6 +982,18 @@ ts_status_t ts_llm_enc_plan(const ts_llm_enc_t *enc, int pos, unsigned flags,
                             const ts_sched_costs_t *costs, ts_sched_policy_t policy,
                             ts_sched_graph_t **g, ts_sched_plan_t **plan, char *msg,
                             size_t msg_size);
+/*
+ * ts_llm_enc_plan of the session's next call at pos as it will run: a pass
+ * (TS_LLM_PLAN_PREFILL) from the session's caches as they are now (each
+ * layer's K and V at their levels, the rows of earlier steps and passes and
+ * the refreshes of earlier passes included; TS_LLM_PLAN_AFTER_STEPS is
+ * implied where it holds) with the drops after bootstraps the pass will
+ * take; a step as ts_llm_enc_plan.
+ */
+ts_status_t ts_llm_enc_session_plan(ts_llm_enc_session_t *s, int pos, unsigned flags,
+                                    const ts_sched_costs_t *costs, ts_sched_policy_t policy,
+                                    ts_sched_graph_t **g, ts_sched_plan_t **plan, char *msg,
+                                    size_t msg_size);
 /* The plan's predicted latency per engine stage (bootstraps in BOOTSTRAP,
  * TFHE operators in CONVERT), ns. */
 void ts_llm_enc_plan_stages(const ts_sched_plan_t *p, const ts_sched_graph_t *g,

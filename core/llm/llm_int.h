@@ -200,6 +200,31 @@ ts_status_t ts__llm_enc_boot_drops(const ts_llm_enc_t *e, uint8_t **drop, size_t
  * ordinary steps (true: TS_LLM_PLAN_AFTER_STEPS). *drop NULL without lanes. */
 ts_status_t ts__llm_enc_boot_drops_pass(const ts_llm_enc_t *e, bool after_steps, uint8_t **drop,
                                         size_t *n);
+/*
+ * A session's pass as it will run (enc.c pass_state): each layer's K cache
+ * level in cache_lv[0, n_layers), its V cache's in cache_lv[n_layers,
+ * 2 n_layers), TS_LLM_NO_CACHE for a layer with no cache yet (the pass's
+ * rows join each cache at most at its level: after ordinary steps their
+ * rows', after a pass that refreshed a layer the refresh's), and the drops
+ * after its bootstraps (ts__llm_enc_pass_drops of those levels).
+ */
+#define TS_LLM_NO_CACHE INT8_MAX
+typedef struct ts__llm_enc_pass {
+    const int8_t *cache_lv;
+    const uint8_t *drop;
+    size_t n_drop;
+} ts__llm_enc_pass_t;
+/* The drops of a lanes engine's pass whose caches sit at cache_lv (as
+ * above), found as ts__llm_enc_boot_drops_pass finds them (its plan at the
+ * last pass's position). *drop NULL when none helps or without lanes. */
+ts_status_t ts__llm_enc_pass_drops(const ts_llm_enc_t *e, const int8_t *cache_lv, uint8_t **drop,
+                                   size_t *n);
+/* ts_llm_enc_plan of a pass (TS_LLM_PLAN_PREFILL) as ps says (NULL: as
+ * ts_llm_enc_plan; ignored for a step). */
+ts_status_t ts__llm_enc_plan_at(const ts_llm_enc_t *e, int pos, unsigned flags,
+                                const ts__llm_enc_pass_t *ps, const ts_sched_costs_t *costs,
+                                ts_sched_policy_t policy, ts_sched_graph_t **g,
+                                ts_sched_plan_t **plan, char *msg, size_t msg_size);
 /* The level of each layer's K row in the engine's plan of an ordinary step
  * at its last position (*rows: n_layers entries, ts_free; NULL without a
  * bootstrapper or a plan): what a prefill's shared rows must reach so that

@@ -1293,33 +1293,30 @@ static void g2_prefill(int lanes, const int (*plan)[2], int nplan)
         else
             ck_assert_ts_ok(ts_llm_enc_encrypt_onehot(f.enc, f.ecd, f.sk, f.prng, toks[0], oh));
         ck_assert_ts_ok(ts_llm_enc_embed(f.s, oh, x));
+        /* the session's plan of this call counts its bootstraps exactly: a
+         * prefill's (TS_LLM_PLAN_PREFILL) from the caches as they are (after
+         * ordinary steps their rows' lower level, after a pass its
+         * refreshes), and a step's after prefills (the plan's cache rows sit
+         * at a step's level: prefilled rows a level lower would cost its
+         * scores and softmax more bootstraps) */
+        ts_sched_costs_t c;
+        ts_sched_costs_default(&c);
+        ts_sched_graph_t *g = NULL;
+        ts_sched_plan_t *pl = NULL;
+        ck_assert_ts_ok(
+            ts_llm_enc_session_plan(f.s, at, TS_LLM_PLAN_ONEHOT | (pre ? TS_LLM_PLAN_PREFILL : 0u),
+                                    &c, TS_SCHED_CKKS, &g, &pl, NULL, 0));
         uint64_t b0 = ts_llm_enc_session_bootstraps(f.s);
         if (pre)
             ck_assert_ts_ok(ts_llm_enc_prefill(f.s, x, at, n, lg));
         else
             ck_assert_ts_ok(ts_llm_enc_step(f.s, x, at, lg));
-        if (!pre || !stepped) {
-            /* the plan counts the pass's bootstraps exactly: a prefill's
-             * (TS_LLM_PLAN_PREFILL; one after ordinary steps reads their
-             * rows' lower level, which the plan does not model: tessera
-             * generate prefills only before its first step), and a step's
-             * after prefills (the plan's cache rows sit at a step's level:
-             * prefilled rows a level lower would cost its scores and
-             * softmax more bootstraps) */
-            ts_sched_costs_t c;
-            ts_sched_costs_default(&c);
-            ts_sched_graph_t *g = NULL;
-            ts_sched_plan_t *pl = NULL;
-            ck_assert_ts_ok(ts_llm_enc_plan(f.enc, at,
-                                            TS_LLM_PLAN_ONEHOT | (pre ? TS_LLM_PLAN_PREFILL : 0u),
-                                            &c, TS_SCHED_CKKS, &g, &pl, NULL, 0));
-            printf("gpt2 %d lanes, %s at %d: %llu bootstraps, the plan's %u\n", lanes,
-                   pre ? "prefill" : "step after prefills", at,
-                   (unsigned long long)(ts_llm_enc_session_bootstraps(f.s) - b0), pl->n_boot);
-            ck_assert_uint_eq(pl->n_boot, ts_llm_enc_session_bootstraps(f.s) - b0);
-            ts_sched_graph_free(g);
-            ts_sched_plan_free(pl);
-        }
+        printf("gpt2 %d lanes, %s at %d%s: %llu bootstraps, the plan's %u\n", lanes,
+               pre ? "prefill" : "step", at, pre && stepped ? " after a step" : "",
+               (unsigned long long)(ts_llm_enc_session_bootstraps(f.s) - b0), pl->n_boot);
+        ck_assert_uint_eq(pl->n_boot, ts_llm_enc_session_bootstraps(f.s) - b0);
+        ts_sched_graph_free(g);
+        ts_sched_plan_free(pl);
         stepped = stepped || !pre;
         int filled = pre ? n : 1;
         for (int l = 0; l < filled; l++) {

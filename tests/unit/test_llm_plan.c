@@ -1037,8 +1037,11 @@ END_TEST
  * after ordinary steps. aidreams260K, ckks policy, 4 lanes of 2^9 slots (the
  * widest vector, the vocabulary's 512) at test-boot-n12-dense, the pass from
  * position 4: each plan keeps its bootstraps with its list and predicts less
- * time than without it. (test_llm_ctx runs passes after a step and after a
- * pass against their plans.)
+ * time than without it. A session's pass finds its list from its caches'
+ * levels (ts__llm_enc_pass_drops): with no caches the list after a pass,
+ * with every cache at an ordinary step's row level the list after steps.
+ * (test_llm_ctx runs passes after a step and after a pass against their
+ * session's plans.)
  */
 START_TEST(test_engine_pass_drops)
 {
@@ -1055,6 +1058,19 @@ START_TEST(test_engine_pass_drops)
                    &with, &without);
         ts_sched_plan_free(with);
         ts_sched_plan_free(without);
+        /* the same list from the caches' levels */
+        int nl = ts_llm_model_config(m)->n_layers;
+        int8_t lv[64];
+        ck_assert_int_le(2 * nl, 64);
+        ck_assert_ptr_nonnull(sh.row_lv);
+        for (int l = 0; l < nl; l++)
+            lv[l] = lv[nl + l] = k ? sh.row_lv[l] : TS_LLM_NO_CACHE;
+        uint8_t *d = NULL;
+        size_t nd = 0;
+        ck_assert_ts_ok(ts__llm_enc_pass_drops(e, lv, &d, &nd));
+        ck_assert_uint_eq(nd, sh.n_boot_drop_pass[k]);
+        ck_assert(nd == 0 || !memcmp(d, sh.boot_drop_pass[k], nd));
+        ts_free(d);
     }
     ts_llm_enc_free(e);
     ts_ckks_params_free(p);
