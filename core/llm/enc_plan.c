@@ -1381,9 +1381,15 @@ ts_status_t ts_llm_enc_boot_budgets(const ts_llm_model_t *m, ts_ckks_params_t *p
     if (!m || !params || !cfg || !cts || !stc || max_pos < 1)
         return TS_EINVAL;
     *cts = *stc = 0;
-    /* a lanes engine keeps the defaults: its prefill passes place their
-     * bootstraps apart from the step (at test-boot-n12-dense, 2 lanes, a
-     * pass after a pass took 21 bootstraps at 4 + 3 levels against 17) */
+    /* a lanes engine keeps the defaults. Counting its step and two passes
+     * (after steps, after a pass) would take other budgets where they plan
+     * as few or fewer bootstraps, but the passes' placement then trades the
+     * residual stream's cheap bootstraps (2^9 slots for 8 lanes) for main
+     * ones (2^14): at 8 lanes of 2^11 slots 5 + 3 (as many, each 3.90 ->
+     * 3.24 s alone) kept 3 of a pass's 20 at the stream instead of 12 and
+     * ran 75.7 -> 74.5 s, 3 + 3 (61 -> 54 planned) 20 -> 18 and 79.4 -> 80.9
+     * s (docs/benchmarks.md session 39): a choice by counts gains nothing
+     * there; one by time needs prices per bootstrapper and budget */
     if (cfg->lanes > 1)
         return TS_OK;
     ts_sched_costs_t *costs = ts_malloc(sizeof *costs);

@@ -750,14 +750,17 @@ ts_status_t ts_llm_boot_config(const ts_ckks_params_t *params, int log_slots, in
  * ignored) whose sessions hold max_pos positions: of ts_boot_config_slots's
  * budgets (c, s) and (c + 1, s + 1), (c + 1, s), (c, s + 1), the one whose
  * plan of the step at position max_pos - 1 (the assumed bootstrapper's,
- * ts_llm_enc_plan with flags) has the fewest bootstraps, then the most DFT levels
- * (a bootstrap with more, shorter DFT groups is cheaper: boot-n16-dense at
- * 2^10 slots 3.32 -> 2.86 s from 3 + 2 to 4 + 3 levels, docs/benchmarks.md
- * session 38), then the defaults; the bootstrapper assumed is tesserad's
- * (encapsulation h' = 32 for a dense secret, as ts_llm_enc_levels). An
- * engine of lanes (cfg->lanes > 1) keeps the defaults: its prefill passes
- * place bootstraps apart from the step. [out] cts, stc (0: the defaults). Errors: TS_EINVAL,
- * TS_ENOMEM, or the defaults' plan's (e.g. TS_ELEVEL).
+ * ts_llm_enc_plan with flags) has the fewest bootstraps, then the most DFT
+ * levels (a bootstrap with more, shorter DFT groups is cheaper:
+ * boot-n16-dense at 2^10 slots 3.32 -> 2.86 s from 3 + 2 to 4 + 3 levels,
+ * docs/benchmarks.md session 38), then the defaults. An engine of lanes
+ * (cfg->lanes > 1) keeps the defaults: its passes' placement moves with the
+ * budgets, trading the residual stream's cheap bootstraps for main ones
+ * (8 lanes of 2^11 slots at 5 + 3: as many bootstraps, each 17% cheaper
+ * alone, the pass 2% faster; session 39). The
+ * bootstrapper assumed is tesserad's (encapsulation h' = 32 for a dense
+ * secret, as ts_llm_enc_levels). [out] cts, stc (0: the defaults). Errors:
+ * TS_EINVAL, TS_ENOMEM, or the defaults' plan's (e.g. TS_ELEVEL).
  */
 ts_status_t ts_llm_enc_boot_budgets(const ts_llm_model_t *model, ts_ckks_params_t *params,
                                     const ts_llm_enc_config_t *cfg, int max_pos, unsigned flags,
