@@ -3586,6 +3586,21 @@ static ts_status_t pass_state(ts_llm_enc_session_t *s, ts__llm_enc_pass_t *ps)
         ts_free(lv);
         return st;
     }
+    if (ts_log_enabled(TS_LOG_DEBUG)) {
+        /* which list the caches' levels gave: one of the engine's (after a
+         * pass, after steps) or the pass's own */
+        const char *same = "its own";
+        for (int k = 0; k < 2; k++)
+            if (n == e->n_boot_drop_pass[k] && (!n || !memcmp(drop, e->boot_drop_pass[k], n)))
+                same = k ? "the list after steps" : "the list after a pass";
+        char ks[160];
+        size_t o = 0;
+        for (int l = 0; l < e->nl && o + 8 < sizeof ks; l++)
+            o += (size_t)snprintf(ks + o, sizeof ks - o, "%s%d/%d", l ? " " : "", lv[l],
+                                  lv[e->nl + l]);
+        ts_log(TS_LOG_DEBUG, "llm", "pass drops: caches K/V at levels [%s]: %zu drops, %s", ks, n,
+               same);
+    }
     int i = s->memo_next;
     s->memo_next = (i + 1) % PASS_MEMO;
     ts_free(s->memo[i].lv);
