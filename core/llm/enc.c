@@ -3619,7 +3619,7 @@ ts_status_t ts_llm_enc_session_plan(ts_llm_enc_session_t *s, int pos, unsigned f
                                     ts_sched_graph_t **g, ts_sched_plan_t **plan, char *msg,
                                     size_t msg_size)
 {
-    if (!s)
+    if (!s || !costs || !g || !plan)
         return TS_EINVAL;
     ts__llm_enc_pass_t ps;
     if ((flags & TS_LLM_PLAN_PREFILL) && s->e->lanes > 1) {

@@ -1281,6 +1281,20 @@ static void g2_prefill(int lanes, const int (*plan)[2], int nplan)
     ck_assert_ts_ok(ts_ckks_ciphertext_new(f.p, 0, &lg));
     ck_assert_ts_status(ts_llm_enc_prefill(f.s, oh, 1, 2, lg), TS_ERANGE); /* not the next */
     ck_assert_ts_status(ts_llm_enc_prefill(f.s, oh, 0, lanes + 1, lg), TS_ERANGE); /* > lanes */
+    {
+        ts_sched_costs_t c;
+        ts_sched_costs_default(&c);
+        ts_sched_graph_t *g = NULL;
+        ts_sched_plan_t *pl = NULL;
+        ck_assert_ts_status(ts_llm_enc_session_plan(NULL, 0, TS_LLM_PLAN_PREFILL, &c, TS_SCHED_CKKS,
+                                                    &g, &pl, NULL, 0),
+                            TS_EINVAL);
+        ck_assert_ts_status(ts_llm_enc_session_plan(f.s, 0, TS_LLM_PLAN_PREFILL, NULL,
+                                                    TS_SCHED_CKKS, &g, &pl, NULL, 0),
+                            TS_EINVAL);
+        ck_assert_ptr_null(g);
+        ck_assert_ptr_null(pl);
+    }
     float refs[4][64];
     bool stepped = false; /* an ordinary step has run */
     for (int pi = 0; pi < nplan; pi++) {
