@@ -79,6 +79,9 @@ struct ts_llm_enc {
     /* lanes: an ordinary step's K row level per layer (ts__llm_enc_step_rows),
      * the least a prefill's shared rows must reach (NULL: unknown) */
     int8_t *row_lv;
+    /* bumped whenever the placement (and so every drop list) changes
+     * (ts__llm_enc_set_resid_boot): sessions' lists of an older one are stale */
+    unsigned gen;
     /* The residual stream's scale: the step carries ks x instead of x, with
      * ks^2 = al / dim (al: the CKKS 1/sqrt series' domain-map slope) or 1 / dim
      * (1/sqrt in TFHE), so a norm's sum of squares is already the mapped
@@ -128,6 +131,7 @@ struct ts_llm_enc_session {
         int8_t *lv; /* 2 n_layers (ts__llm_enc_pass_t cache_lv); NULL: unused */
         uint8_t *drop;
         size_t n;
+        unsigned gen; /* the engine's (struct ts_llm_enc gen) when found */
     } memo[PASS_MEMO];
     int memo_next;
     const uint8_t *pass_drop;
@@ -921,6 +925,7 @@ void ts__llm_enc_set_resid_boot(ts_llm_enc_t *e, uint64_t mask)
 {
     if (!e)
         return;
+    e->gen++;
     e->resid_boot = e->resid_boot_pass = mask;
     /* the drops belong to a placement: found again for this one (none on
      * failure: the search leaves the list empty then) */
@@ -3572,7 +3577,8 @@ static ts_status_t pass_state(ts_llm_enc_session_t *s, ts__llm_enc_pass_t *ps)
         lv[e->nl + l] = s->vc[l] ? (int8_t)ts_ckks_ciphertext_level(s->vc[l]) : TS_LLM_NO_CACHE;
     }
     for (int i = 0; i < PASS_MEMO; i++)
-        if (s->memo[i].lv && !memcmp(s->memo[i].lv, lv, 2 * (size_t)e->nl)) {
+        if (s->memo[i].lv && s->memo[i].gen == e->gen &&
+            !memcmp(s->memo[i].lv, lv, 2 * (size_t)e->nl)) {
             ts_free(lv);
             ps->cache_lv = s->memo[i].lv;
             ps->drop = s->memo[i].drop;
@@ -3608,6 +3614,7 @@ static ts_status_t pass_state(ts_llm_enc_session_t *s, ts__llm_enc_pass_t *ps)
     s->memo[i].lv = lv;
     s->memo[i].drop = drop;
     s->memo[i].n = n;
+    s->memo[i].gen = e->gen;
     ps->cache_lv = lv;
     ps->drop = drop;
     ps->n_drop = n;
