@@ -1668,10 +1668,19 @@ static void decode_step_after(uv_work_t *uw, int status)
             reply(c, w->rid, TESSERA__ENVELOPE__BODY_DECODE_RESULT, &r);
             ts_log(TS_LOG_INFO, MOD,
                    "event=decode_step session=%llu pos=%u positions=%u cache_only=%d public=%d "
-                   "ms=%.1f bootstraps=%llu",
+                   "ms=%.1f bootstraps=%llu planned_bootstraps=%d",
                    (unsigned long long)d->session_id, d->position, r.positions,
                    (int)w->res.cache_only, (int)w->res.token_public, w->res.server_ms,
-                   (unsigned long long)w->res.bootstraps);
+                   (unsigned long long)w->res.bootstraps, w->res.planned_bootstraps);
+            if (w->res.planned_bootstraps >= 0 &&
+                (uint64_t)w->res.planned_bootstraps != w->res.bootstraps)
+                ts_log(TS_LOG_WARN, MOD,
+                       "event=decode_plan_differs session=%llu pos=%u positions=%u "
+                       "bootstraps=%llu planned_bootstraps=%d (the engine ran other bootstraps "
+                       "than its plan of the step predicted: its plan's levels do not model "
+                       "this session's state)",
+                       (unsigned long long)d->session_id, d->position, r.positions,
+                       (unsigned long long)w->res.bootstraps, w->res.planned_bootstraps);
         }
     }
     dec_work_done(s, c, w, TESSERA__ENVELOPE__BODY_DECODE_STEP);

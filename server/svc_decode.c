@@ -1482,11 +1482,34 @@ out:
     return st;
 }
 
+/* The bootstraps of the engine's plan of the step (n > 1: the pass) at pos
+ * from the session's state as it is (a few ms); -1 when it does not plan. */
+static int planned_boots(ts_dec_session_t *s, uint32_t pos, uint32_t n, bool cache_only)
+{
+    ts_sched_costs_t *c = ts_malloc(sizeof *c);
+    if (!c)
+        return -1;
+    ts_sched_costs_default(c); /* the engine's counts do not depend on the table */
+    ts_sched_graph_t *g = NULL;
+    ts_sched_plan_t *p = NULL;
+    unsigned flags = TS_LLM_PLAN_ONEHOT | (n > 1 ? TS_LLM_PLAN_PREFILL : 0u) |
+                     (cache_only ? TS_LLM_PLAN_CACHE_ONLY : 0u);
+    int nb =
+        ts_llm_enc_session_plan(s->s, (int)pos, flags, c, TS_SCHED_HYBRID, &g, &p, NULL, 0) == TS_OK
+            ? (int)p->n_boot
+            : -1;
+    ts_sched_plan_free(p);
+    ts_sched_graph_free(g);
+    ts_free(c);
+    return nb;
+}
+
 ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, uint32_t n, const uint8_t *data,
                                 size_t size, bool cache_only, bool speculative, int public_token,
                                 ts_dec_result_t *res, char *why, size_t why_size)
 {
     memset(res, 0, sizeof *res);
+    res->planned_bootstraps = -1;
     ts_dec_model_t *md = s->md;
     int lanes = ts_llm_enc_lanes(md->enc);
     if (n == 0)
@@ -1586,6 +1609,7 @@ ts_status_t ts_dec_session_step(ts_dec_session_t *s, uint32_t pos, uint32_t n, c
     ts_llm_enc_stats_t mid;
     ts_llm_enc_session_stats(s->s, &mid);
     double embed_s = (double)(ts_now_ns() - te) / 1e9;
+    res->planned_bootstraps = planned_boots(s, pos, n, cache_only);
     st = speculative  ? ts_llm_enc_prefill_speculative(s->s, y, (int)pos, (int)n, lg)
          : n > 1      ? ts_llm_enc_prefill(s->s, y, (int)pos, (int)n, cache_only ? NULL : lg)
          : cache_only ? ts_llm_enc_step_cache(s->s, y, (int)pos)

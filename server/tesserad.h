@@ -298,6 +298,10 @@ typedef struct ts_dec_result {
     double server_ms;
     double err_bound;
     uint64_t bootstraps;
+    /* the bootstraps the engine's plan of this step from the session's state
+     * predicted (ts_llm_enc_session_plan; -1: no plan, e.g. a public
+     * position): tesserad logs both and warns where they differ */
+    int planned_bootstraps;
     bool cache_only;    /* no logits: the KV cache only */
     bool token_public;  /* a public position: the plaintext model, no encrypted step */
     uint32_t positions; /* positions the step ran (a prefill: more than one) */

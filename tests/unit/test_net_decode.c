@@ -188,6 +188,39 @@ static void dfx_stop(dfx_t *f)
     net_rm_rf(f->certs);
 }
 
+/*
+ * Every encrypted decode step in the daemon's log ran the bootstraps the
+ * engine's plan of it from the session's state predicted (tesserad logs
+ * both: event=decode_step ... bootstraps=B planned_bootstraps=P, P = -1
+ * for a public position, and warns with event=decode_plan_differs where
+ * they differ). *steps: the lines with a plan, *passes: those of several
+ * positions.
+ */
+static void plans_match_log(const dfx_t *f, size_t *steps, size_t *passes)
+{
+    char path[700], line[1024];
+    snprintf(path, sizeof path, "%s/tesserad.log", f->d.dir);
+    FILE *lf = fopen(path, "r");
+    ck_assert_ptr_nonnull(lf);
+    *steps = *passes = 0;
+    while (fgets(line, sizeof line, lf)) {
+        ck_assert_msg(!strstr(line, "event=decode_plan_differs"), "%s", line);
+        const char *ev = strstr(line, "event=decode_step ");
+        if (!ev)
+            continue;
+        const char *b = strstr(ev, " bootstraps="), *pb = strstr(ev, " planned_bootstraps="),
+                   *np = strstr(ev, " positions=");
+        ck_assert_msg(b && pb && np, "%s", line);
+        int planned = atoi(pb + 20);
+        if (planned < 0)
+            continue;
+        ck_assert_msg(atoi(b + 12) == planned, "plan and run differ: %s", line);
+        (*steps)++;
+        *passes += atoi(np + 11) > 1;
+    }
+    fclose(lf);
+}
+
 /* Greedy ids of the plaintext model for the ids of BOS, `system` (may be
  * NULL) and the prompt, as tessera generate --system tokenizes them;
  * *n_sys: BOS and the system text's tokens. */
@@ -799,6 +832,16 @@ START_TEST(test_generate_draft)
         if (dk == 5) /* the text runs out: ordinary steps follow the pass */
             ck_assert_uint_gt(after, 0);
     }
+    /* every step and pass of these generations (passes after passes and
+     * after ordinary steps, speculative ones, partly kept) ran the
+     * bootstraps its session's plan predicted */
+    size_t n_steps, n_passes;
+    plans_match_log(&f, &n_steps, &n_passes);
+    printf("tessera generate --draft: %zu encrypted steps (%zu passes), each with the bootstraps "
+           "its plan predicted\n",
+           n_steps, n_passes);
+    ck_assert_uint_gt(n_passes, 0);
+    ck_assert_uint_gt(n_steps, n_passes);
     /* one lane: refused with a sentence; a --draft-text that cannot be read too */
     char flags[1500];
     snprintf(flags, sizeof flags, "--draft %s", f.model);
