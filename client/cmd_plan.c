@@ -264,13 +264,11 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
         printf("        (the cheapest assignment of primitive kinds under this table; the "
                "default one, every 1/x and 1/sqrt(x) in TFHE: %.2f s)\n",
                fixed_ns / 1e9);
-    ts_boot_config_t dbc; /* the defaults the choice departs from */
-    int ll = 0;
-    while ((1 << ll) < lanes)
-        ll++;
+    ts_boot_config_t dbc; /* the defaults the choice departs from, at the engine's slots */
     if (lv.boot && (bcts || bstc) &&
-        ts_llm_boot_config(params, log_slots + ll, ts_llm_boot_encap_h(params), 0, 0, &dbc) ==
-            TS_OK)
+        ts_llm_boot_config(
+            params, ts_log2_exact((uint64_t)ts_llm_enc_slots(e) * (uint64_t)ts_llm_enc_lanes(e)),
+            ts_llm_boot_encap_h(params), 0, 0, &dbc) == TS_OK)
         printf("        (bootstrapping with %d CoeffToSlot + %d SlotToCoeff levels, %d left, as "
                "tesserad chooses them: as few bootstraps as its defaults' %d + %d, each "
                "cheaper)\n",

@@ -73,7 +73,9 @@ struct ts_llm_enc {
     size_t n_boot_drop;
     /* a pass's (ts__llm_enc_boot_drops_pass): [0] after a pass or a
      * prefilled cache, [1] after ordinary steps (its plans differ: the K/V
-     * refresh) */
+     * refresh). What plans without a session take (tessera plan --prefill
+     * [--after-steps]); a session's passes find theirs from their caches'
+     * actual levels (pass_state), which give these two in those states */
     uint8_t *boot_drop_pass[2];
     size_t n_boot_drop_pass[2];
     /* lanes: an ordinary step's K row level per layer (ts__llm_enc_step_rows),
@@ -3599,7 +3601,7 @@ static ts_status_t pass_state(ts_llm_enc_session_t *s, ts__llm_enc_pass_t *ps)
         for (int k = 0; k < 2; k++)
             if (n == e->n_boot_drop_pass[k] && (!n || !memcmp(drop, e->boot_drop_pass[k], n)))
                 same = k ? "the list after steps" : "the list after a pass";
-        char ks[160];
+        char ks[160] = "";
         size_t o = 0;
         for (int l = 0; l < e->nl && o + 8 < sizeof ks; l++)
             o += (size_t)snprintf(ks + o, sizeof ks - o, "%s%d/%d", l ? " " : "", lv[l],
