@@ -224,7 +224,8 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
             "{\"preset\": \"%s\", \"log_n\": %d, \"slots\": %zu, \"threads\": %d, \"runs\": %d,\n"
             "     \"log_qp\": %.1f, \"hamming_weight\": %lld, \"max_level\": %d,\n"
             "     \"cts_levels\": %d, \"evalmod_levels\": %d, \"stc_levels\": %d, \"k\": %.0f, "
-            "\"cheb_degree\": %d, \"double_angle\": %d, \"rotation_keys\": %zu,\n"
+            "\"cheb_degree\": %d, \"double_angle\": %d, \"log_message_ratio\": %g, "
+            "\"rotation_keys\": %zu,\n"
             "     \"levels_left\": %d, \"latency_s_median\": %.3f, \"latency_s_min\": %.3f, "
             "\"cpu_s_median\": %.3f,\n"
             "     \"precision_bits_mean\": %.2f, \"precision_bits_median\": %.2f, "
@@ -235,8 +236,8 @@ static int child(const char *params_dir, const case_t *c, int threads, int runs,
             "     \"phases_s_mean\": {",
             c->preset, ts_ckks_params_log_n(p), n, threads, runs, ts_ckks_params_logqp(p),
             (long long)ts_ckks_params_hamming_weight(p), L, cd, em, sd, cfg.k, cfg.cheb_degree,
-            cfg.double_angle, nkeys, left, lat[runs / 2], lat[0], cpu[runs / 2], mean, bits[m / 2],
-            bits[0], t_keys, t_setup,
+            cfg.double_angle, cfg.log_message_ratio, nkeys, left, lat[runs / 2], lat[0],
+            cpu[runs / 2], mean, bits[m / 2], bits[0], t_keys, t_setup,
             ts_ckks_params_secret(p) == TS_CKKS_SECRET_TERNARY ? "ternary" : "sparse_ternary",
             cfg.encap_h, ts_boot_encap_keys_logqp(ekeys), be_name, (unsigned long long)bk.calls,
             (double)bk.upload_bytes / 1048576.0, (double)bk.download_bytes / 1048576.0);

@@ -148,19 +148,20 @@ sanitize="sanitize_lambda: 20"
 # a lanes engine (DEMO_PREFILL) returns every lane's logits in one reply: its
 # period is lanes x pow2(vocab), so the Renyi flood costs sqrt(lanes) more
 # per logit, and its logits carry more noise (`tessera bench decode --noise
-# --prefill 8`: a pass's l2 2^21.61-2^21.97 at 32 positions in three pairs;
+# --prefill 8`: a pass's l2 2^21.31-2^21.38 at 32 positions in two pairs
+# since session 40's message ratio at 2^14 slots (2^21.61-2^21.97 before);
 # `--lanes 8`: the same engine's ordinary step, which the client runs where
-# the draft has no guess, 2^20.28; the 2^14-slot bootstraps of its softmax;
-# sessions 31-34): the bound covers every reply, 23.1 (1.1 bits above the
-# passes') for 2^8 replies keeps 4 bits per logit up to 8 lanes and 32
+# the draft has no guess, 2^20.38; the 2^14-slot bootstraps of its softmax;
+# sessions 31-34, 40): the bound covers every reply, 22.6 (1.2 bits above the
+# passes') for 2^9 replies keeps 4 bits per logit up to 8 lanes and 32
 # positions (a reply per pass or step: 7 for 24 tokens of "My heart" with
 # the published draft); beyond (not measured) uniform flooding with lambda
 # 16 (no guarantee for the weights; tesserad says so at startup;
 # docs/SECURITY.md)
 if [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ] && [ "$DEMO_PREFILL" -le 8 ] &&
     [ "$ctx" -le 32 ]; then
-    sanitize="sanitize_noise_l2_log2: 23.1
-sanitize_queries_log2: 8"
+    sanitize="sanitize_noise_l2_log2: 22.6
+sanitize_queries_log2: 9"
 elif [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ]; then
     sanitize="sanitize_lambda: 16"
 elif [ -z "$insecure" ] && [ "$ctx" -le 16 ]; then

@@ -179,6 +179,26 @@ static int default_dft_levels(int log_slots)
     return 1;
 }
 
+/*
+ * The message ratio at 2^log_slots slots: 2^12 up to 2^11 slots, then one
+ * bit lower per four times the slots (2^11 at 2^12-2^13, 2^10 at
+ * 2^14-2^15). What it balances
+ * (boot-n16-dense, encapsulated, docs/benchmarks.md session 40): the
+ * bootstrap's noise is EvalMod's, multiplied by the ratio and summed by
+ * SlotToCoeff over the slots: 2^-23.1 at 2^10 slots, 2^-19.1 at 2^14 (one
+ * bit per doubling), one bit less per bit of ratio; the sine's cubic term
+ * is deterministic and largest where a vector's coefficients are as large
+ * as its values (a constant vector: ~2^-23.3 at ratio 2^12, two bits more
+ * per bit less), while n random values have coefficients ~ 1 / sqrt(n) of
+ * theirs. Each step keeps the worst case within the noise of ratio 2^12 at
+ * that slot count and lowers the noise of every input: 2^14 slots at 2^10,
+ * noise 2^-21.1, a constant vector 2^-18.8.
+ */
+static double message_ratio(int log_slots)
+{
+    return log_slots <= 11 ? 12.0 : 12.0 - (double)((log_slots - 10) / 2);
+}
+
 ts_status_t ts_boot_config_default(const ts_ckks_params_t *params, ts_boot_config_t *cfg)
 {
     if (!params || !cfg)
@@ -210,7 +230,7 @@ ts_status_t ts_boot_config_slots(const ts_ckks_params_t *params, int log_slots,
         cfg->stc_levels = 2;
     cfg->k = ceil(7.0 * i_sigma(params));
     cfg->order = TS_BOOT_CTS_FIRST;
-    cfg->log_message_ratio = 12;
+    cfg->log_message_ratio = message_ratio(log_slots);
     return fit_degree(cfg);
 }
 
@@ -252,8 +272,9 @@ ts_status_t ts_boot_config_slots_like(const ts_ckks_params_t *params, int log_sl
 {
     if (!params || !like || !cfg || log_slots < 1 || log_slots > ts_ckks_params_log_slots(params))
         return TS_EINVAL;
-    /* EvalMod, the order, the message ratio and the encapsulation do not
-     * depend on the slot count: like's. The DFT levels: as many in all as
+    /* EvalMod, the order and the encapsulation do not depend on the slot
+     * count: like's; the message ratio is the slot count's (message_ratio,
+     * where like's is the default's). The DFT levels: as many in all as
      * like's, CoeffToSlot at like's budget but at most log_slots / 2 (no
      * radix-2 group: it takes about the rotations of a radix-4 one and one
      * more group at the top level, boot-n16-dense at 2^6 slots, 13 levels
@@ -267,6 +288,8 @@ ts_status_t ts_boot_config_slots_like(const ts_ckks_params_t *params, int log_sl
         c = total - log_slots;
     *cfg = *like;
     cfg->log_slots = log_slots;
+    if (like->log_message_ratio == message_ratio(like->log_slots))
+        cfg->log_message_ratio = message_ratio(log_slots);
     cfg->cts_levels = c < log_slots ? c : log_slots;
     cfg->stc_levels = total - cfg->cts_levels < log_slots ? total - cfg->cts_levels : log_slots;
     int a = -1, b = -1;

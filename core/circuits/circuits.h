@@ -94,8 +94,12 @@ typedef struct ts_boot_config {
  * [-k, k] with a converged series (last four Chebyshev coefficients below 2^-40), of which the
  * (r, degree) of fewest EvalMod levels (depth + r), then fewest products (K = 12: r = 2,
  * degree 47, 8 levels; K = 29: r = 3, degree 55, 9 levels); CTS_FIRST with a message ratio
- * of 2^12 (the coefficients of n random slots are ~ 1 / sqrt n of them, so a small ratio keeps the
- * sine's cubic term below 2^-20 while the EvalMod noise, multiplied by the ratio, stays small).
+ * of 2^12 up to 2^11 slots, 2^11 at 2^12-2^13 and 2^10 at 2^14-2^15 (the EvalMod noise,
+ * multiplied by the ratio and summed over the slots by SlotToCoeff, grows one bit per doubling of
+ * the slots; the sine's cubic term is deterministic, ~2^-21 relative at 2^12 where a vector's
+ * coefficients are as large as its values, as a constant's, while n random values have
+ * coefficients ~ 1 / sqrt n of theirs; each step keeps that worst case within the noise ratio
+ * 2^12 had there: at 2^14 slots the noise 2^-19.1 -> 2^-21.1, a constant vector 2^-18.8).
  */
 ts_status_t ts_boot_config_default(const ts_ckks_params_t *params, ts_boot_config_t *cfg);
 
@@ -269,10 +273,10 @@ ts_status_t ts_boot_bootstrap_scaled(const ts_boot_t *bt, ts_ckks_evaluator_t *e
  * conjugation each at level 0: packed as they come, Im b would land in a's
  * real part and Im a in b's); a conjugation splits the result. bound: the
  * magnitude of the values (a power of two normally): they are bootstrapped
- * read as v / bound (the message ratio then puts the bound at 2^-r of q_0),
- * so the error is about bound times the bootstrap's error on [-1, 1], and
- * values beyond the bound are distorted by the sine, ~(2 pi 2^-r v /
- * bound)^2 / 6 relative. Needs the conjugation key. Errors: TS_ENOTSUP
+ * read as v / bound (the message ratio 2^r then puts the bound at 2^-r of
+ * q_0), so the error is about bound times the bootstrap's error on [-1, 1],
+ * and values beyond the bound are distorted by the sine, up to ~(2 pi 2^-r v
+ * / bound)^2 / 6 relative. Needs the conjugation key. Errors: TS_ENOTSUP
  * (STC_FIRST), TS_EINVAL (a == b, scales differ, bound outside 2^-20..2^20),
  * those of ts_boot_bootstrap.
  */

@@ -15,13 +15,16 @@
 
 /*
  * Bootstrap precision and magnitude bounds. The bootstrapper scales its
- * level-0 input so that a value of 1 at the declared scale sits at 2^-12 of
- * q_0 (the message ratio), where the sine's distortion (2 pi t)^2 / 6 is
- * ~2^-21 relative; its own error is then about 2^-19.5 of that unit
- * (measured: ~1.1e-6 at boot-n16-dense, 2^10-2^12 slots). A value up to B is
- * bootstrapped with its scale declared B times larger (it reads v / B), so
- * the absolute error is ~1.1e-6 B, and a value beyond B is distorted by
- * ~(2 pi 2^-12 v / B)^2 / 6 relative (graceful: 1e-4 at 16 B). The engine
+ * level-0 input so that a value of 1 at the declared scale sits at 2^-r of
+ * q_0 (the message ratio: r = 12 up to 2^11 slots, 10 at the lanes' 2^14),
+ * where the sine's distortion (2 pi t)^2 / 6 is at most ~2^-21 (r = 12) or
+ * ~2^-17 (r = 10) relative, for a vector whose coefficients are as large as
+ * its values; its own error is then about 2^-19.5 of that unit (measured:
+ * ~1.1e-6 at boot-n16-dense, 2^10-2^12 slots; ~2^-21 at 2^14 with r = 10).
+ * A value up to B is bootstrapped with its scale declared B times larger (it
+ * reads v / B), so the absolute error is ~1.1e-6 B, and a value beyond B is
+ * distorted by up to ~(2 pi 2^-r v / B)^2 / 6 relative (graceful: 1e-4 at
+ * 16 B for r = 12, 1.6e-3 for r = 10). The engine
  * therefore bootstraps every value with the bound of its section: values
  * with no known bound (activations) at ENC_BOOT_BOUND (64 keeps a few
  * hundred in the sine's linear range), the softmax's and the norms' values

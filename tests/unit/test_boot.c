@@ -500,6 +500,121 @@ START_TEST(test_boot_missing_key)
 }
 END_TEST
 
+/* Decrypt n slots of ct into got. */
+static void decrypt_values(fx_t *f, const ts_ckks_ciphertext_t *ct, double complex *got, size_t n)
+{
+    ts_ckks_plaintext_t *pt;
+    ck_assert_ts_ok(ts_ckks_plaintext_new(f->p, ts_ckks_params_max_level(f->p), &pt));
+    ck_assert_ts_ok(ts_ckks_decrypt(f->sk, ct, pt));
+    ck_assert_ts_ok(ts_ckks_decode(f->enc, pt, got, n));
+    ts_ckks_plaintext_free(pt);
+}
+
+/* log2 rms |a - b| over n slots. */
+static double rms_diff_log2(const double complex *a, const double complex *b, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += cabs(a[i] - b[i]) * cabs(a[i] - b[i]);
+    return 0.5 * log2(s / (double)n);
+}
+
+/*
+ * The message ratio (ts_boot_config_t log_message_ratio), what its rule
+ * rests on and the rule. At test-boot-n10's full 2^9 slots, two fresh
+ * encryptions of the same random vector bootstrapped at ratio 2^12 and at
+ * 2^8: their difference (the bootstrap's noise: EvalMod's, times the ratio)
+ * at least 2.5 bits smaller at 2^8 (4 expected). A constant vector c = 0.9 +
+ * 0.9 i (its coefficients as large as its values) at ratio 2^6: the output
+ * is the sine's, sin(2 pi rho c) / (2 pi rho) per part with rho = Delta 2^a
+ * / q_0 exactly (a the bootstrapper's shift; rho ~ 2^-7 here), to 2^-14,
+ * while it stands ~2^-11.2 (rms) from c. The rule at boot-n16-dense (parameters only): 2^12 up to
+ * 2^11 slots, 2^11 at 2^12-2^13, 2^10 at 2^14-2^15; a bootstrapper "like"
+ * another at other slots takes its own slot count's ratio, or like's where
+ * like's is not the default.
+ */
+START_TEST(test_boot_message_ratio)
+{
+    fx_t f;
+    load(&f, "test-boot-n10");
+    setup(&f);
+    size_t n = (size_t)1 << f.cfg.log_slots;
+    double complex *v = malloc(sizeof(double complex) * n);
+    double complex *g[2] = {malloc(sizeof(double complex) * n), malloc(sizeof(double complex) * n)};
+    fill(v, n, false);
+    double noise[2];
+    const double ratios[2] = {12, 8};
+    for (int k = 0; k < 2; k++) {
+        ts_boot_config_t c = f.cfg;
+        c.log_message_ratio = ratios[k];
+        ts_boot_t *bt = NULL;
+        ck_assert_ts_ok(ts_boot_new(f.p, &c, &bt));
+        for (int r = 0; r < 2; r++) {
+            ts_ckks_ciphertext_t *ct = encrypt(&f, v, n, 0);
+            ck_assert_ts_ok(ts_boot_bootstrap(bt, f.ev, ct, ct));
+            decrypt_values(&f, ct, g[r], n);
+            ts_ckks_ciphertext_free(ct);
+        }
+        noise[k] = rms_diff_log2(g[0], g[1], n);
+        ts_boot_free(bt);
+    }
+    if (getenv("TS_TEST_VERBOSE"))
+        printf("boot noise: ratio 2^12 2^%.2f, 2^8 2^%.2f\n", noise[0], noise[1]);
+    ck_assert_msg(noise[1] <= noise[0] - 2.5, "noise 2^%.2f at ratio 2^8, 2^%.2f at 2^12", noise[1],
+                  noise[0]);
+    /* the sine's distortion of a constant vector */
+    ts_boot_config_t c = f.cfg;
+    c.log_message_ratio = 6;
+    ts_boot_t *bt = NULL;
+    ck_assert_ts_ok(ts_boot_new(f.p, &c, &bt));
+    for (size_t i = 0; i < n; i++)
+        v[i] = 0.9 + 0.9 * I;
+    ts_ckks_ciphertext_t *ct = encrypt(&f, v, n, 0);
+    double delta = ts_ckks_ciphertext_scale(ct), q0 = (double)ts_ckks_params_q(f.p, 0);
+    ck_assert_ts_ok(ts_boot_bootstrap(bt, f.ev, ct, ct));
+    decrypt_values(&f, ct, g[0], n);
+    double rho = ldexp(delta, (int)floor(log2(q0 / delta) - 6)) / q0;
+    double part = sin(2 * M_PI * rho * 0.9) / (2 * M_PI * rho);
+    for (size_t i = 0; i < n; i++)
+        g[1][i] = part + part * I;
+    double model = rms_diff_log2(g[0], g[1], n), off = rms_diff_log2(g[0], v, n);
+    if (getenv("TS_TEST_VERBOSE"))
+        printf("boot ratio 2^6, constant 0.9 + 0.9i: 2^%.2f from the sine's, 2^%.2f from c\n",
+               model, off);
+    ck_assert_msg(model < -14 && off > -12, "2^%.2f from the sine's value, 2^%.2f from c", model,
+                  off);
+    ts_ckks_ciphertext_free(ct);
+    ts_boot_free(bt);
+    free(v);
+    free(g[0]);
+    free(g[1]);
+    fx_clear(&f);
+    /* the rule */
+    char path[512];
+    const char *root = getenv("TS_SOURCE_DIR");
+    snprintf(path, sizeof(path), "%s%sconfigs/params/boot-n16-dense.yaml", root ? root : "",
+             root ? "/" : "");
+    ts_ckks_params_t *p = NULL;
+    ts_cfg_error_t err;
+    ck_assert_ts_ok(ts_ckks_params_load_file(path, false, &p, &err));
+    for (int ls = 6; ls <= 15; ls++) {
+        ck_assert_ts_ok(ts_boot_config_slots(p, ls, &c));
+        ck_assert_msg(c.log_message_ratio == (ls <= 11   ? 12
+                                              : ls <= 13 ? 11
+                                                         : 10),
+                      "2^%d slots: ratio 2^%g", ls, c.log_message_ratio);
+    }
+    ts_boot_config_t like, sub;
+    ck_assert_ts_ok(ts_boot_config_slots(p, 14, &like));
+    ck_assert_ts_ok(ts_boot_config_slots_like(p, 9, &like, &sub));
+    ck_assert(sub.log_message_ratio == 12);
+    like.log_message_ratio = 9;
+    ck_assert_ts_ok(ts_boot_config_slots_like(p, 9, &like, &sub));
+    ck_assert(sub.log_message_ratio == 9);
+    ts_ckks_params_free(p);
+}
+END_TEST
+
 /* The real N = 2^16 preset (TS_SLOW_TESTS=1 only). */
 START_TEST(test_boot_n16_slow)
 {
@@ -528,6 +643,7 @@ TS_TEST_SUITE(boot)
     tcase_add_test(tc, test_boot_stc_first);
     tcase_add_test(tc, test_boot_mod_recover);
     tcase_add_test(tc, test_boot_repeated);
+    tcase_add_test(tc, test_boot_message_ratio);
     TCase *slow = ts_tcase("slow", 3600);
     tcase_add_test(slow, test_boot_n16_slow);
     suite_add_tcase(s, tc);
