@@ -98,8 +98,9 @@ typedef struct ts_boot_config {
  * multiplied by the ratio and summed over the slots by SlotToCoeff, grows one bit per doubling of
  * the slots; the sine's cubic term is deterministic, ~2^-21 relative at 2^12 where a vector's
  * coefficients are as large as its values, as a constant's, while n random values have
- * coefficients ~ 1 / sqrt n of theirs; each step keeps that worst case within the noise ratio
- * 2^12 had there: at 2^14 slots the noise 2^-19.1 -> 2^-21.1, a constant vector 2^-18.8).
+ * coefficients ~ 1 / sqrt n of theirs; each step keeps that worst case within 0.4 bit of the
+ * noise ratio 2^12 had there: at 2^14 slots the noise 2^-19.1 -> 2^-21.1, a constant vector
+ * 2^-18.8).
  */
 ts_status_t ts_boot_config_default(const ts_ckks_params_t *params, ts_boot_config_t *cfg);
 
