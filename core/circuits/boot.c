@@ -190,9 +190,9 @@ static int default_dft_levels(int log_slots)
  * is deterministic and largest where a vector's coefficients are as large
  * as its values (a constant vector: ~2^-23.3 at ratio 2^12, two bits more
  * per bit less), while n random values have coefficients ~ 1 / sqrt(n) of
- * theirs. Each step keeps the worst case within 0.4 bit of the noise ratio 2^12 had at
- * that slot count and lowers the noise of every input: 2^14 slots at 2^10,
- * noise 2^-21.1, a constant vector 2^-18.8.
+ * theirs. Each step keeps the worst case within 0.4 bit of the noise ratio
+ * 2^12 had at that slot count and lowers the noise of every input: 2^14
+ * slots at 2^10, noise 2^-21.1, a constant vector 2^-18.8.
  */
 static double message_ratio(int log_slots)
 {
