@@ -182,8 +182,8 @@ static int default_dft_levels(int log_slots)
 /*
  * The message ratio at 2^log_slots slots: 2^12 up to 2^11 slots, then one
  * bit lower per four times the slots (2^11 at 2^12-2^13, 2^10 at
- * 2^14-2^15). What it balances
- * (boot-n16-dense, encapsulated, docs/benchmarks.md session 40): the
+ * 2^14-2^15). What it balances (boot-n16-dense, encapsulated,
+ * docs/benchmarks.md session 40): the
  * bootstrap's noise is EvalMod's, multiplied by the ratio and summed by
  * SlotToCoeff over the slots: 2^-23.1 at 2^10 slots, 2^-19.1 at 2^14 (one
  * bit per doubling), one bit less per bit of ratio; the sine's cubic term

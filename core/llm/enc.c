@@ -20,7 +20,7 @@
  * where the sine's distortion (2 pi t)^2 / 6 is at most ~2^-21 (r = 12) or
  * ~2^-17 (r = 10) relative, for a vector whose coefficients are as large as
  * its values; its own error is then about 2^-19.5 of that unit (measured:
- * ~1.1e-6 at boot-n16-dense, 2^10-2^12 slots; ~2^-21 at 2^14 with r = 10).
+ * ~1.1e-6 at boot-n16-dense, 2^10-2^11 slots; ~2^-21 at 2^14 with r = 10).
  * A value up to B is bootstrapped with its scale declared B times larger (it
  * reads v / B), so the absolute error is ~1.1e-6 B, and a value beyond B is
  * distorted by up to ~(2 pi 2^-r v / B)^2 / 6 relative (graceful: 1e-4 at
