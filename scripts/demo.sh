@@ -155,13 +155,21 @@ sanitize="sanitize_lambda: 20"
 # sessions 31-34, 40): the bound covers every reply, 22.6 (1.2 bits above the
 # passes') for 2^9 replies keeps 4 bits per logit up to 8 lanes and 32
 # positions (a reply per pass or step: 7 for 24 tokens of "My heart" with
-# the published draft); beyond (not measured) uniform flooding with lambda
+# the published draft); up to 64 positions 24.1 for 2^6 (below); beyond
+# (not measured) uniform flooding with lambda
 # 16 (no guarantee for the weights; tesserad says so at startup;
 # docs/SECURITY.md)
 if [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ] && [ "$DEMO_PREFILL" -le 8 ] &&
     [ "$ctx" -le 32 ]; then
     sanitize="sanitize_noise_l2_log2: 22.6
 sanitize_queries_log2: 9"
+# up to 64 positions (2^15 slots; session 40): passes 2^22.4-22.8, the
+# ordinary step 2^22.9 since w2's input bootstraps at its own bound (2^26
+# before): bound 24.1 for 2^6 replies, the same flood
+elif [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ] && [ "$DEMO_PREFILL" -le 8 ] &&
+    [ "$ctx" -le 64 ]; then
+    sanitize="sanitize_noise_l2_log2: 24.1
+sanitize_queries_log2: 6"
 elif [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ]; then
     sanitize="sanitize_lambda: 16"
 elif [ -z "$insecure" ] && [ "$ctx" -le 16 ]; then

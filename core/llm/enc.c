@@ -3451,6 +3451,21 @@ static ts_status_t activation(ts_llm_enc_session_t *s, ct_t *h, ct_t *out)
     return st == TS_OK ? rot_sum(s, out, -e->ph, e->slots) : st;
 }
 
+double ts__llm_act_max(bool gelu, double lo, double hi)
+{
+    double m = 0.0;
+    const double ends[2] = {lo, hi};
+    for (int i = 0; i < 2; i++) {
+        double x = ends[i];
+        double y = gelu ? 0.5 * x * (1.0 + erf(x / sqrt(2.0))) : x / (1.0 + exp(-x));
+        m = fmax(m, fabs(y));
+    }
+    const double xm = gelu ? -0.7517916 : -1.2784645, ym = gelu ? 0.1699713 : 0.2784646;
+    if (lo < xm && hi > xm)
+        m = fmax(m, ym);
+    return m;
+}
+
 /* LLAMA: out = w2(silu(w1 xb) * (w3 xb)); GPT2: out = w2 gelu(w1 xb + b1) + b2. */
 static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, ct_t *rn, ct_t *out)
 {
@@ -3505,7 +3520,21 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
     TRY(activation(s, h1, g));
     if (!e->gpt2)
         TRY(mul_cc(s, g, h3, g));
-    TRY(matvec_which(s, layer, 6, fold, NULL, NULL, g, out));
+    {
+        /* w2's input g = act(h1) h3 (GPT2: act(h1)), bootstrapped where its
+         * levels run out (a lanes step at 64 positions): at the
+         * activation's largest value on its interval times h3's bound (the
+         * interval's over BOUND_MARGIN, as the pair above), not the
+         * activations' ENC_BOOT_BOUND, ~9 bits above g's rms there
+         * (docs/benchmarks.md, session 40) */
+        const ts_nonlinear_spec_t *sp = e->gpt2 ? &e->cfg.gelu : &e->cfg.silu;
+        double gb = ts__llm_act_max(e->gpt2, sp->lo, sp->hi);
+        if (!e->gpt2)
+            gb *= fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))) / BOUND_MARGIN;
+        double prev_bound = bound_set(s, gb);
+        st = matvec_which(s, layer, 6, fold, NULL, NULL, g, out);
+        s->bound = prev_bound;
+    }
 done:
     ts_ckks_bsgs_free(sh);
     ts_ckks_ciphertext_free(h1);
