@@ -3451,16 +3451,11 @@ static ts_status_t activation(ts_llm_enc_session_t *s, ct_t *h, ct_t *out)
     return st == TS_OK ? rot_sum(s, out, -e->ph, e->slots) : st;
 }
 
-double ts__llm_act_max(bool gelu, double lo, double hi)
+double ts__llm_act_max(ts_nonlinear_fn_t fn, double lo, double hi)
 {
-    double m = 0.0;
-    const double ends[2] = {lo, hi};
-    for (int i = 0; i < 2; i++) {
-        double x = ends[i];
-        double y = gelu ? 0.5 * x * (1.0 + erf(x / sqrt(2.0))) : x / (1.0 + exp(-x));
-        m = fmax(m, fabs(y));
-    }
-    const double xm = gelu ? -0.7517916 : -1.2784645, ym = gelu ? 0.1699713 : 0.2784646;
+    double m = fmax(fabs(ts_nonlinear_exact(fn, lo)), fabs(ts_nonlinear_exact(fn, hi)));
+    const bool gelu = fn == TS_NL_FN_GELU;
+    const double xm = gelu ? -0.7524614 : -1.2784645, ym = gelu ? 0.1700408 : 0.2784646;
     if (lo < xm && hi > xm)
         m = fmax(m, ym);
     return m;
@@ -3528,7 +3523,7 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
          * activations' ENC_BOOT_BOUND, ~9 bits above g's rms there
          * (docs/benchmarks.md, session 40) */
         const ts_nonlinear_spec_t *sp = e->gpt2 ? &e->cfg.gelu : &e->cfg.silu;
-        double gb = ts__llm_act_max(e->gpt2, sp->lo, sp->hi);
+        double gb = ts__llm_act_max(e->gpt2 ? TS_NL_FN_GELU : TS_NL_FN_SILU, sp->lo, sp->hi);
         if (!e->gpt2)
             gb *= fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))) / BOUND_MARGIN;
         double prev_bound = bound_set(s, gb);

@@ -239,12 +239,12 @@ static inline int ts__llm_cheb_levels(const ts_nonlinear_cheb_t *cb)
     return ts_ckks_chebyshev_depth((size_t)cb->degree) + (cb->lo == -1.0 && cb->hi == 1.0 ? 0 : 1);
 }
 
-/* The largest |act(x)| on [lo, hi] (lo < hi): SiLU x / (1 + e^-x) (gelu:
- * GELU x Phi(x)) at the ends, or its minimum (SiLU -0.2784646 at
- * -1.2784645, GELU -0.1699713 at -0.7517916; rounded up) where the interval
- * holds it. The FFN's bound for w2's
- * input (enc.c ffn). */
-double ts__llm_act_max(bool gelu, double lo, double hi);
+/* The largest |act(x)| on [lo, hi] (lo < hi) of the activation fn
+ * (TS_NL_FN_SILU or TS_NL_FN_GELU, as ts_nonlinear_exact computes it): at
+ * the ends, or its minimum (SiLU -0.2784646 at -1.2784645, GELU -0.1700408
+ * at -0.7524614; rounded up) where the interval holds it. The FFN's bound
+ * for w2's input (enc.c ffn). */
+double ts__llm_act_max(ts_nonlinear_fn_t fn, double lo, double hi);
 
 /*
  * The affine map of a Chebyshev series' domain [lo, hi] onto [-1, 1],

@@ -163,13 +163,8 @@ START_TEST(test_enc_matvec)
 }
 END_TEST
 
-/* A softmax round's terms averaged over their heads' replicas (enc.c
- * head_average, which divide runs on the terms after their pair bootstrap):
- * each head's slots of the first position block become c times their mean
- * (replicas that differ, as a bootstrap's independent errors make them),
- * the blocks after the session's position 0, one level. */
 /* ts__llm_act_max (the FFN's bound for w2's input) against the largest
- * |SiLU| / |GELU| over a grid of 200001 points of the interval: within 1e-6
+ * |SiLU| / |GELU| (ts_nonlinear_exact) over a grid of 200001 points of the interval: within 1e-6
  * (relative above 1), and never below the grid's value; intervals with and without the
  * interior minimum, and one-sided ones. */
 START_TEST(test_enc_act_max)
@@ -177,13 +172,13 @@ START_TEST(test_enc_act_max)
     const double iv[][2] = {{-8, 8}, {-16, 16}, {-1, 1}, {-0.5, 3}, {-20, -2}, {0.25, 6}};
     for (int g = 0; g < 2; g++)
         for (size_t k = 0; k < sizeof iv / sizeof iv[0]; k++) {
+            ts_nonlinear_fn_t fn = g ? TS_NL_FN_GELU : TS_NL_FN_SILU;
             double lo = iv[k][0], hi = iv[k][1], grid = 0.0;
             for (int i = 0; i <= 200000; i++) {
                 double x = lo + (hi - lo) * i / 200000.0;
-                double y = g ? 0.5 * x * (1.0 + erf(x / sqrt(2.0))) : x / (1.0 + exp(-x));
-                grid = fmax(grid, fabs(y));
+                grid = fmax(grid, fabs(ts_nonlinear_exact(fn, x)));
             }
-            double m = ts__llm_act_max(g, lo, hi);
+            double m = ts__llm_act_max(fn, lo, hi);
             ck_assert_msg(fabs(m - grid) <= 1e-6 * fmax(1.0, grid),
                           "%s on [%g, %g]: %.9g, grid %.9g", g ? "GELU" : "SiLU", lo, hi, m, grid);
             ck_assert_msg(m >= grid, "%s on [%g, %g]: %.9g below the grid's %.9g",
@@ -192,6 +187,11 @@ START_TEST(test_enc_act_max)
 }
 END_TEST
 
+/* A softmax round's terms averaged over their heads' replicas (enc.c
+ * head_average, which divide runs on the terms after their pair bootstrap):
+ * each head's slots of the first position block become c times their mean
+ * (replicas that differ, as a bootstrap's independent errors make them),
+ * the blocks after the session's position 0, one level. */
 START_TEST(test_enc_head_average)
 {
     llm_fx_t f;
