@@ -85,7 +85,8 @@ typedef struct {
 typedef struct tr_row {
     const char *point;
     int layer, level;
-    double rms, diff_rms, diff_max, bits;
+    double rms, max, diff_rms, diff_max, bits;
+    double bound; /* a bootstrap's bound (its output's points), else 0 */
 } tr_row_t;
 
 typedef struct {
@@ -152,11 +153,13 @@ typedef struct {
     const char *point;
     int layer, level;
     size_t n;
-    double *v; /* real parts of the ciphertext's slots (decryptions: wiped) */
+    double *v;    /* real parts of the ciphertext's slots (decryptions: wiped) */
+    double bound; /* the session's bootstrap bound there (ts_llm_enc_session_bound) */
 } tr_pt_t;
 
 typedef struct {
     const ts_ckks_secret_key_t *sk;
+    const ts_llm_enc_session_t *s; /* the probed session (its bootstrap bound) */
     ts_ckks_encoder_t *ecd;
     ts_ckks_params_t *p;
     tr_pt_t *pts;
@@ -218,7 +221,7 @@ static void trace_probe(void *ctx, const char *point, int layer, const ts_ckks_c
         t->st = st;
         return;
     }
-    t->pts[t->n++] = (tr_pt_t){point, layer, level, n, v};
+    t->pts[t->n++] = (tr_pt_t){point, layer, level, n, v, ts_llm_enc_session_bound(t->s)};
     t->ns += ts_now_ns() - t0;
 }
 
@@ -237,16 +240,25 @@ static ts_status_t trace_diff(const trace_t *a, const trace_t *b, tr_row_t **out
             free(r);
             return TS_EMISMATCH;
         }
-        double ss = 0, sd = 0, md = 0;
+        double ss = 0, sd = 0, md = 0, mx = 0;
         for (size_t j = 0; j < x->n; j++) {
             double d = x->v[j] - y->v[j];
             ss += x->v[j] * x->v[j];
             sd += d * d;
             md = fmax(md, fabs(d));
+            mx = fmax(mx, fabs(x->v[j]));
         }
         double rms = sqrt(ss / (double)x->n), drms = sqrt(sd / (double)x->n);
-        r[i] =
-            (tr_row_t){x->point, x->layer, x->level, rms, log2(drms), log2(md), log2(rms / drms)};
+        bool boot = !strncmp(x->point, "boot", 4);
+        r[i] = (tr_row_t){x->point,
+                          x->layer,
+                          x->level,
+                          rms,
+                          mx,
+                          log2(drms),
+                          log2(md),
+                          log2(rms / drms),
+                          boot ? x->bound : 0.0};
     }
     *out = r;
     *n_out = a->n;
@@ -712,6 +724,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 TRY(ts_llm_enc_encrypt_onehot(enc, ecd, sk, prng, tokens[pos], x));
             if (g_trace) {
                 trace_clear(&tr[cur]);
+                tr[cur].s = s;
                 ts_llm_enc_session_set_probe(s, trace_probe, &tr[cur]);
             }
             uint64_t t1 = ts_now_ns();
@@ -746,14 +759,18 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                     fprintf(stderr,
                             "bench decode: noise trace pos %d (two runs' difference "
                             "over the slots' real parts):\n"
-                            "  %-12s %5s %5s %10s %9s %9s %6s\n",
-                            last, "point", "layer", "level", "value rms", "diff rms", "diff max",
-                            "bits");
+                            "  %-12s %5s %5s %10s %10s %8s %9s %9s %6s\n",
+                            last, "point", "layer", "level", "value rms", "value max", "bound",
+                            "diff rms", "diff max", "bits");
                     for (int i = 0; i < q->n_tr; i++) {
                         const tr_row_t *w = &q->tr[i];
-                        fprintf(stderr, "  %-12s %5d %5d %10.3g   2^%-6.2f  2^%-6.2f %6.2f\n",
-                                w->point, w->layer, w->level, w->rms, w->diff_rms, w->diff_max,
-                                w->bits);
+                        char bd[16] = "-";
+                        if (w->bound > 0)
+                            snprintf(bd, sizeof bd, "%g", w->bound);
+                        fprintf(stderr,
+                                "  %-12s %5d %5d %10.3g %10.3g %8s   2^%-6.2f  2^%-6.2f %6.2f\n",
+                                w->point, w->layer, w->level, w->rms, w->max, bd, w->diff_rms,
+                                w->diff_max, w->bits);
                     }
                 }
                 tr_pos = last;
@@ -1035,10 +1052,12 @@ static void usage(FILE *f)
                "points (the attention's input, q, k, v, scores, exp, each softmax round, A V,\n"
                "its output after wo, the residual stream after each add, the FFN's output,\n"
                "every bootstrap's output, the final norm's and the logits); when the previous\n"
-               "record ran the same position and token (--context L,L), per point the two\n"
-               "runs' difference over the slots' real parts: log2 rms and max, and the bits\n"
-               "between the values' rms and it (JSON: noise_trace); where the logits' noise\n"
-               "comes from. The decryptions are not timed; with --prefill, over every lane\n"
+               "record ran the same position and token (--context L,L), per point the\n"
+               "values' rms and largest |value|, a bootstrap's bound (what it maps to the\n"
+               "sine's range), the two runs' difference over the slots' real parts: log2 rms\n"
+               "and max, and the bits between the values' rms and it (JSON: noise_trace);\n"
+               "where the logits' noise comes from. The decryptions are not timed; with --prefill, "
+               "over every lane\n"
                "(the pass's probe points; the record's position is its last lane's).\n");
 }
 
@@ -1179,8 +1198,11 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                     const tr_row_t *w = &q->tr[j];
                     fprintf(f,
                             "%s\n           {\"point\": \"%s\", \"layer\": %d, \"level\": %d, "
-                            "\"value_rms\": %.4g, \"diff_rms_log2\": ",
-                            j ? "," : "", w->point, w->layer, w->level, w->rms);
+                            "\"value_rms\": %.4g, \"value_max\": %.4g, ",
+                            j ? "," : "", w->point, w->layer, w->level, w->rms, w->max);
+                    if (w->bound > 0)
+                        fprintf(f, "\"bound\": %g, ", w->bound);
+                    fprintf(f, "\"diff_rms_log2\": ");
                     /* identical runs: log2 0 = -inf, null */
                     const double dv[3] = {w->diff_rms, w->diff_max, w->bits};
                     const char *dn[3] = {"", "diff_max_log2", "bits"};

@@ -1827,6 +1827,11 @@ void ts_llm_enc_session_set_probe(ts_llm_enc_session_t *s, ts_llm_enc_probe_fn f
     s->probe_ctx = fn ? ctx : NULL;
 }
 
+double ts_llm_enc_session_bound(const ts_llm_enc_session_t *s)
+{
+    return s ? s->bound : 0.0;
+}
+
 /* The probe at a point (ts_llm_enc_session_set_probe), its time charged to
  * no stage. */
 static void probe(ts_llm_enc_session_t *s, const char *point, const ct_t *ct)

@@ -918,6 +918,10 @@ void ts_llm_enc_session_stats_reset(ts_llm_enc_session_t *s);
 typedef void (*ts_llm_enc_probe_fn)(void *ctx, const char *point, int layer,
                                     const ts_ckks_ciphertext_t *ct);
 void ts_llm_enc_session_set_probe(ts_llm_enc_session_t *s, ts_llm_enc_probe_fn fn, void *ctx);
+/* The bootstrap bound in force (the magnitude, in the ciphertext's unit, a
+ * bootstrap there maps to the sine's range; at a "boot" / "boot.pair" probe
+ * the one that bootstrap ran at): for a probe to set values against it. */
+double ts_llm_enc_session_bound(const ts_llm_enc_session_t *s);
 
 /*
  * The scheduler's view of the engine (core/llm/enc_plan.c): the decode step

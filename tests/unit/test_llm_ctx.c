@@ -587,6 +587,24 @@ START_TEST(test_ctx_bench_cli)
             /* independently encrypted runs differ at every point, by far less than the values */
             ck_assert_msg(bits > 5.0 && bits < 45.0 && diff < -5.0, "point %.12s: bits %.2f", name,
                           bits);
+            /* the largest |value| at or above the rms; a bootstrap's output states
+             * its bound (a power of two), and every value it carried lies within
+             * BOUND_MARGIN (16, enc.c) of it; no other point has one */
+            const char *vr = strstr(r, "\"value_rms\": "), *vm = strstr(r, "\"value_max\": "),
+                       *bd = strstr(r, "\"bound\": ");
+            ck_assert(vr && vm && vm < b);
+            double vmax = atof(vm + 13);
+            ck_assert(vmax >= atof(vr + 13) && vmax > 0.0);
+            if (!strncmp(name, "boot", 4)) {
+                ck_assert(bd && bd < b);
+                double bound = atof(bd + 9);
+                ck_assert_msg(bound > 0.0 && bound == ldexp(1.0, (int)lround(log2(bound))),
+                              "point %.12s: bound %g", name, bound);
+                ck_assert_msg(vmax <= 16.0 * bound, "point %.12s: max %g at bound %g", name, vmax,
+                              bound);
+            } else {
+                ck_assert(!bd || bd > b);
+            }
             last = name;
         }
         printf("bench decode --noise-trace at test-boot-n12: %d points (%d attention inputs, %d "
