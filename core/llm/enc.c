@@ -2670,18 +2670,40 @@ done:
 
 /* How far below a proven or interval top a bound may sit where the values
  * mostly sit far below it: a value BOUND_MARGIN times its bound is distorted
- * by ~1e-4 relative (ENC_BOOT_BOUND), below the error of every 1/x the
+ * by ~1e-4 relative (ENC_BOOT_BOUND; at a message ratio of 2^12, else
+ * margin_ratio), below the error of every 1/x the
  * engine evaluates (LAST_BITS), while the bootstrap's absolute error, ~1e-6
  * of the bound, shrinks as much (docs/benchmarks.md, session 31). */
 #define BOUND_MARGIN 16.0
 
-/* The bootstrap bound of a value in [lo, hi] (0 < lo < hi): hi, or
- * hi / BOUND_MARGIN for a wide interval, whose top is a margin rarely
- * reached (the softmax's sums, their inverses on a uniform row); a quarter
- * until session 31. */
-static double interval_bound(double lo, double hi)
+/* The message ratio the margins (BOUND_MARGIN, den_bound's 64, Goldschmidt's
+ * GS_LIFT over GS_BOOT_BOUND) were sized at: a value m times its bound comes
+ * back from a bootstrapper of ratio 2^r distorted by ~(2 pi m 2^-r)^2 / 6
+ * relative (EvalMod's sine), 2^(2 (12 - r)) times more below 2^12
+ * (ts_boot_config_slots: 2^11 at 2^12-2^13 slots, 2^10 at 2^14-2^15). */
+#define MARGIN_LOG_RATIO 12
+
+/* The factor a bound that leans on a margin (its values may reach
+ * BOUND_MARGIN or more times it) takes at s's bootstrapper (pd: boot_for's):
+ * 2^(12 - r) below ratio 2^12, so that its top is distorted no more than at
+ * 2^12 (and its bootstrap leaves ratio 2^12's error); bounds their values
+ * stay below keep the lower ratio's smaller error. Session 41: at 2^14
+ * slots (2^10) Goldschmidt's lifted b reached 58 times its bound (~2%
+ * distortion) without it (docs/benchmarks.md). */
+static double margin_ratio(const ts_llm_enc_session_t *s, bool pd)
 {
-    return hi / lo > 16.0 ? hi / BOUND_MARGIN : hi;
+    const ts_boot_t *bt = boot_for(s, pd, (size_t)s->e->cs);
+    double r = bt ? ts_boot_config(bt)->log_message_ratio : 0.0;
+    return r > 0.0 && r < MARGIN_LOG_RATIO ? exp2(MARGIN_LOG_RATIO - r) : 1.0;
+}
+
+/* The bootstrap bound of a value in [lo, hi] (0 < lo < hi): hi, or
+ * hi / BOUND_MARGIN (margin_ratio) for a wide interval, whose top is a
+ * margin rarely reached (the softmax's sums, their inverses on a uniform
+ * row); a quarter until session 31. */
+static double interval_bound(const ts_llm_enc_session_t *s, double lo, double hi)
+{
+    return hi / lo > 16.0 ? hi / BOUND_MARGIN * margin_ratio(s, false) : hi;
 }
 
 /*
@@ -2695,11 +2717,12 @@ static double interval_bound(double lo, double hi)
  * where the round's own 1/x keeps 3.3 bits (COND_BITS); a term below
  * e^(2 hi) of exp's interval (~400), 100 times the bound, by ~4e-3, the
  * size of the shallow exp series' own error (3.1e-3, EXP_SHALLOW_POS).
- * Session 31: a lanes pass's first round 15.2 -> 17.2 bits.
+ * Session 31: a lanes pass's first round 15.2 -> 17.2 bits. (At a message
+ * ratio of 2^12; margin_ratio below it.)
  */
-static double den_bound(const ts_nonlinear_spec_t *sp, bool first)
+static double den_bound(const ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp, bool first)
 {
-    return first ? sp->hi / 64.0 : interval_bound(sp->lo, sp->hi);
+    return first ? sp->hi / 64.0 * margin_ratio(s, false) : interval_bound(s, sp->lo, sp->hi);
 }
 
 /* The bootstrap bound of Goldschmidt's pair (a, b) in divide: both lie in
@@ -2707,7 +2730,8 @@ static double den_bound(const ts_nonlinear_spec_t *sp, bool first)
  * (~1 / n): at an eighth of their interval's top a value at the top is
  * distorted by ~1e-4 relative (ENC_BOOT_BOUND) while b's bootstrap error
  * shrinks 8x against a bound of 2 where the bootstrap is that coarse (a
- * lanes engine's 2^14 slots: docs/benchmarks.md, session 31). */
+ * lanes engine's 2^14 slots: docs/benchmarks.md, session 31). Times
+ * margin_ratio (b, lifted, reaches 64 times it). */
 #define GS_BOOT_BOUND 0.25
 
 /* Goldschmidt's b lifted GS_LIFT times itself (an integer, no level) before
@@ -2760,9 +2784,9 @@ ts_status_t ts__llm_enc_head_average(ts_llm_enc_session_t *s, ts_ckks_ciphertext
 }
 
 /* ... of 1/x on sp's interval. */
-static double recip_bound(const ts_nonlinear_spec_t *sp)
+static double recip_bound(const ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp)
 {
-    return interval_bound(1.0 / sp->hi, 1.0 / sp->lo);
+    return interval_bound(s, 1.0 / sp->hi, 1.0 / sp->lo);
 }
 
 /*
@@ -2870,14 +2894,14 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
         }
         if (u / nb != 1.0)
             TRY(mul_k(s, den, u / nb, den));
-        bound_set(s, GS_BOOT_BOUND);
+        bound_set(s, GS_BOOT_BOUND * margin_ratio(s, false));
         TRY(mul_cc(s, den, f, a));
         TRY(mul_cc(s, num, f, b));
     }
     /* b's lift (above): an integer, no level; the steps are linear in b */
     if (lift > 1)
         TRY(ts_ckks_mul_int(s->ev, b, lift, b));
-    bound_set(s, GS_BOOT_BOUND);
+    bound_set(s, GS_BOOT_BOUND * margin_ratio(s, false));
     for (int i = 0; i < sp->steps; i++) {
         /* a and b refreshed together before f = 2 - a is taken from a, so
          * that a and f are never bootstrapped apart */
@@ -2930,9 +2954,10 @@ static double norm_in_bound(const ts_llm_enc_t *e)
  * norm's own input bootstrap (one per norm) left the stream ~16 bits in a
  * lanes pass, the residual pairs at 2 B / BOUND_MARGIN ~18 (docs/benchmarks.md,
  * session 32). LayerNorm: ENC_BOOT_BOUND. */
-static double stream_bound(const ts_llm_enc_t *e)
+static double stream_bound(const ts_llm_enc_session_t *s, bool pd)
 {
-    return e->gpt2 ? ENC_BOOT_BOUND : norm_in_bound(e) / BOUND_MARGIN;
+    const ts_llm_enc_t *e = s->e;
+    return e->gpt2 ? ENC_BOOT_BOUND : norm_in_bound(e) / BOUND_MARGIN * margin_ratio(s, pd);
 }
 
 static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b, bool stream,
@@ -2948,7 +2973,7 @@ static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b,
     double wmax = 1.0;
     for (int i = 0; w && i < e->dim; i++)
         wmax = fmax(wmax, fabs((double)w[i]));
-    double prev_bound = bound_set(s, stream_bound(e) * kx);
+    double prev_bound = bound_set(s, stream_bound(s, stream) * kx);
     TRY(ct_new(s, &sq));
     TRY(ct_new(s, &r));
     TRY(ct_new(s, &xw));
@@ -3298,7 +3323,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
          * engine's ordinary step, layer 0): y = exp(z) on exp's interval
          * (interval_bound: mostly near 1, e^hi a margin), later rounds' y
          * below 1; session 33: 14.3 -> ~18 bits at e^hi */
-        bound_set(s, round == 0 ? interval_bound(exp(e->cfg.exp.lo), yb) : yb);
+        bound_set(s, round == 0 ? interval_bound(s, exp(e->cfg.exp.lo), yb) : yb);
         if (k > 0) {
             TRY(ts_ckks_ciphertext_copy(sq, y));
             TRY(mul_cc(s, sq, y, sq));
@@ -3314,7 +3339,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
                                                              : &e->cfg.recip_norm;
         /* the first round may take 1/x of the mean (1/n) sum and divide by n after */
         bool mean = round == 0 && ts_llm_enc_config_mean_first(&e->cfg);
-        double sb = interval_bound(rsp->lo, rsp->hi);
+        double sb = interval_bound(s, rsp->lo, rsp->hi);
         /* a round followed by one in CKKS returns its terms GS_LIFT times
          * themselves (divide's lift), which the next division, invariant
          * to it, keeps (its pre reads the sum at the factor squared) */
@@ -3332,17 +3357,17 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
                  * after their pair bootstrap (lanes_num); a bootstrap before
                  * the product sees the sums themselves: the mean's bound
                  * (den_bound, as divide's) times the positions */
-                double pb = bound_set(s, den_bound(rsp, true) * (lane_pos(s, e->lanes - 1) + 1));
+                double pb = bound_set(s, den_bound(s, rsp, true) * (lane_pos(s, e->lanes - 1) + 1));
                 lanes_recip_pos(s, 1.0);
                 TRY(mul_buf(s, sum, sum));
                 s->bound = pb;
-                TRY(divide(s, rsp, ap, 1.0, den_bound(rsp, true), true, 1, lift, sq, sum, y));
+                TRY(divide(s, rsp, ap, 1.0, den_bound(s, rsp, true), true, 1, lift, sq, sum, y));
             } else {
                 /* pre: the mean's 1 / n (num lifted by n), or the last
                  * round's lift squared */
                 TRY(divide(s, rsp, ap, 1.0 / (mean ? pos + 1 : ylift * ylift),
-                           den_bound(rsp, p == P_RECIP), false, mean ? pos + 1 : 1, lift, sq, sum,
-                           y));
+                           den_bound(s, rsp, p == P_RECIP), false, mean ? pos + 1 : 1, lift, sq,
+                           sum, y));
             }
             yb = ylift = lift;
             probe(s, round_name[round], y);
@@ -3358,7 +3383,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         TRY(rot_sum(s, r, -e->pd, e->slots));
         /* sq below yb^2 (typically below yb: the scores' interval has a
          * margin) and r = 1/sum */
-        bound_set(s, fmax(yb, recip_bound(rsp)));
+        bound_set(s, fmax(yb, recip_bound(s, rsp)));
         if (mean)
             TRY(mul_k(s, r, 1.0 / (pos + 1), r));
         TRY(mul_cc(s, sq, r, y));
@@ -3509,8 +3534,8 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
          * a one-lane step at 128 positions left the pair 13.7 / 16.5 bits
          * (docs/benchmarks.md, session 33) */
         const ts_nonlinear_spec_t *sp = &e->cfg.silu;
-        double prev_bound =
-            bound_set(s, fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))) / BOUND_MARGIN);
+        double prev_bound = bound_set(s, fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))) /
+                                             BOUND_MARGIN * margin_ratio(s, false));
         ts_nonlinear_cheb_t unit = ts__llm_cheb_unit(cb);
         st = need2(s, h1, h3, ts__llm_cheb_levels(&unit));
         s->bound = prev_bound;
@@ -3530,7 +3555,8 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
         const ts_nonlinear_spec_t *sp = e->gpt2 ? &e->cfg.gelu : &e->cfg.silu;
         double gb = ts__llm_act_max(e->gpt2 ? TS_NL_FN_GELU : TS_NL_FN_SILU, sp->lo, sp->hi);
         if (!e->gpt2)
-            gb *= fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))) / BOUND_MARGIN;
+            gb *=
+                fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))) / BOUND_MARGIN * margin_ratio(s, false);
         double prev_bound = bound_set(s, gb);
         st = matvec_which(s, layer, 6, fold, NULL, NULL, g, out);
         s->bound = prev_bound;
@@ -3577,7 +3603,7 @@ static ts_status_t resid(ts_llm_enc_session_t *s, int bit, ct_t *xx, ct_t *o)
     uint64_t rb = s->lane_step ? e->resid_boot_pass : e->resid_boot;
     if (s->boot && bit < 64 && ((rb >> bit) & 1u)) {
         int prev_stage = stage_to(s, TS_LLM_STAGE_OTHER);
-        double prev_bound = bound_set(s, (e->gpt2 ? 1.0 : 2.0) * stream_bound(e) * e->ks);
+        double prev_bound = bound_set(s, (e->gpt2 ? 1.0 : 2.0) * stream_bound(s, true) * e->ks);
         ts_status_t st = need2_at(s, xx, o, ts_boot_levels_left(s->boot), true);
         s->bound = prev_bound;
         stage_to(s, prev_stage);

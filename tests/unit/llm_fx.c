@@ -5,6 +5,8 @@
 #include "tests/unit/llm_tiny.h"
 #include "tests/unit/ts_test.h"
 
+double llm_fx_log_ratio = 0.0;
+
 void llm_fx_open(llm_fx_t *f, ts_llm_model_t *m, const char *preset, const ts_llm_enc_config_t *cfg,
                  bool boot, uint8_t seed_byte)
 {
@@ -28,6 +30,8 @@ void llm_fx_open(llm_fx_t *f, ts_llm_model_t *m, const char *preset, const ts_ll
         ck_assert_ts_ok(ts_boot_config_slots(
             f->p, cfg && cfg->log_slots ? cfg->log_slots + ll : ts_ckks_params_log_slots(f->p),
             &bc));
+        if (llm_fx_log_ratio > 0)
+            bc.log_message_ratio = llm_fx_log_ratio;
         bool dense = ts_ckks_params_secret(f->p) != TS_CKKS_SECRET_SPARSE_TERNARY;
         if (dense) /* sparse-secret encapsulation, h' = 32 as boot-n16-dense */
             ck_assert_ts_ok(ts_boot_config_encapsulate(f->p, 32, &bc));

@@ -31,6 +31,10 @@ typedef struct {
     ts_boot_t *boot_pd;          /* the residual stream's (llm_fx_period_boot) */
 } llm_fx_t;
 
+/* The bootstrapper's message ratio (log2) the next llm_fx_open sets (0:
+ * ts_boot_config_slots's); tests that set it reset it to 0. */
+extern double llm_fx_log_ratio;
+
 /* The fixture for model m (owned by the fixture from now on) at preset, the
  * engine's configuration cfg (NULL: defaults), bootstrapping when boot; the
  * PRNG is seeded with `seed`. */

@@ -258,6 +258,86 @@ START_TEST(test_ctx_layers)
 }
 END_TEST
 
+/* Each bootstrap's bound and the largest |value| it carried over it
+ * (ts_llm_enc_probe_fn) */
+typedef struct {
+    llm_fx_t *f;
+    double bound[256], over[256];
+    int n;
+} over_t;
+
+static void over_probe(void *ctx, const char *point, int layer, const ts_ckks_ciphertext_t *ct)
+{
+    over_t *o = ctx;
+    (void)layer;
+    if (strncmp(point, "boot", 4) || o->n == 256)
+        return;
+    size_t n = ts_ckks_ciphertext_slots(ct);
+    double *v = malloc(n * sizeof *v), mx = 0;
+    ck_assert_ptr_nonnull(v);
+    ts_ckks_plaintext_t *pt = NULL;
+    ck_assert_ts_ok(ts_ckks_plaintext_new(o->f->p, ts_ckks_ciphertext_level(ct), &pt));
+    ck_assert_ts_ok(ts_ckks_decrypt(o->f->sk, ct, pt));
+    ck_assert_ts_ok(ts_ckks_decode_real(o->f->ecd, pt, v, n));
+    for (size_t i = 0; i < n; i++)
+        mx = fmax(mx, fabs(v[i]));
+    double b = ts_llm_enc_session_bound(o->f->s);
+    o->bound[o->n] = b;
+    o->over[o->n++] = mx / b;
+    ts_ckks_plaintext_free(pt);
+    free(v);
+}
+
+/*
+ * Bounds that lean on a margin at a bootstrapper of a lower message ratio
+ * (ts_boot_config_slots: 2^10 at 2^14-2^15 slots, where EvalMod's sine
+ * distorts a value m times its bound 16 times more than at 2^12;
+ * test_boot_message_ratio checks the sine): the two-layer llama's step at
+ * 2^7 slots with the bootstrapper at 2^12 and at 2^10, the same bootstraps
+ * in the same order. Oracle: each bootstrap's bound at 2^10 is its bound at
+ * 2^12 (one its values stay below) or 4 times it (a margin's: the residual
+ * stream's, a wide interval's, den_bound's first round, Goldschmidt's
+ * pair), so a value over its bound sits there 4 times less far; the logits
+ * against ts_llm_forward at both.
+ */
+START_TEST(test_ctx_margin_ratio)
+{
+    const double ratios[2] = {12, 10};
+    static over_t o[2];
+    for (int k = 0; k < 2; k++) {
+        llm_fx_log_ratio = ratios[k];
+        llm_fx_t f;
+        cfx_open(&f, ctx_llama(2, 1, 0.15f), "test-llm-tiny-boot", "configs/approx/tiny-test.yaml",
+                 8, true, 7);
+        llm_fx_log_ratio = 0;
+        ck_assert(ts_boot_config(f.boot)->log_message_ratio == ratios[k]);
+        o[k] = (over_t){.f = &f};
+        ts_llm_enc_session_set_probe(f.s, over_probe, &o[k]);
+        int a = 0, b = 0;
+        double e = ctx_step(&f, 5, PREFILL_CORRECT, &a, &b);
+        ck_assert_msg(e < CTX_TOL, "ratio 2^%g: logits off by %g", ratios[k], e);
+        ck_assert_int_eq(a, b);
+        llm_fx_close(&f);
+    }
+    ck_assert_int_eq(o[0].n, o[1].n);
+    ck_assert_int_gt(o[0].n, 0);
+    int margin = 0;
+    double worst[2] = {0, 0};
+    for (int i = 0; i < o[0].n; i++) {
+        double r = o[1].bound[i] / o[0].bound[i];
+        ck_assert_msg(r == 1.0 || r == 4.0, "bootstrap %d: bound %g at 2^10, %g at 2^12", i,
+                      o[1].bound[i], o[0].bound[i]);
+        margin += r == 4.0;
+        worst[0] = fmax(worst[0], o[0].over[i]);
+        worst[1] = fmax(worst[1], o[1].over[i]);
+    }
+    printf("llama step: %d bootstrap outputs, %d at a margin's bound (4 times it at ratio 2^10); "
+           "the largest value %.2f times its bound at 2^12, %.2f at 2^10\n",
+           o[0].n, margin, worst[0], worst[1]);
+    ck_assert_int_gt(margin, 0);
+}
+END_TEST
+
 START_TEST(test_ctx_gpt2)
 {
     llm_fx_t f;
@@ -766,6 +846,7 @@ TS_TEST_SUITE(llm_ctx)
     tcase_add_test(tc, test_ctx_gqa);
     tcase_add_test(tc, test_ctx_gpt2);
     tcase_add_test(tc, test_ctx_layers);
+    tcase_add_test(tc, test_ctx_margin_ratio);
     tcase_add_test(tc, test_ctx_bench_cli);
     suite_add_tcase(s, tc);
     return s;
