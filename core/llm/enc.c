@@ -2676,25 +2676,31 @@ done:
  * of the bound, shrinks as much (docs/benchmarks.md, session 31). */
 #define BOUND_MARGIN 16.0
 
-/* The message ratio the margins (BOUND_MARGIN, den_bound's 64, Goldschmidt's
- * GS_LIFT over GS_BOOT_BOUND) were sized at: a value m times its bound comes
- * back from a bootstrapper of ratio 2^r distorted by ~(2 pi m 2^-r)^2 / 6
- * relative (EvalMod's sine), 2^(2 (12 - r)) times more below 2^12
- * (ts_boot_config_slots: 2^11 at 2^12-2^13 slots, 2^10 at 2^14-2^15). */
-#define MARGIN_LOG_RATIO 12
+/* The farthest a margin's top may sit over its bound at a message ratio of
+ * 2^12 (den_bound's first round, Goldschmidt's lifted b): a value m times
+ * its bound comes back from a bootstrapper of ratio 2^r distorted by
+ * ~(2 pi m 2^-r)^2 / 6 relative (EvalMod's sine), at 64 times and 2^12
+ * ~1.6e-3, the size of the shallow exp series' own error (3.1e-3,
+ * EXP_SHALLOW_POS); below 2^12 (ts_boot_config_slots: 2^11 at 2^12-2^13
+ * slots, 2^10 at 2^14-2^15) the same m is distorted 2^(2 (12 - r)) times
+ * more. */
+#define MARGIN_TOP 64.0
 
-/* The factor a bound that leans on a margin (its values may reach
- * BOUND_MARGIN or more times it) takes at s's bootstrapper (pd: boot_for's):
- * 2^(12 - r) below ratio 2^12, so that its top is distorted no more than at
- * 2^12 (and its bootstrap leaves ratio 2^12's error); bounds their values
- * stay below keep the lower ratio's smaller error. Session 41: at 2^14
- * slots (2^10) Goldschmidt's lifted b reached 58 times its bound (~2%
- * distortion) without it (docs/benchmarks.md). */
-static double margin_ratio(const ts_llm_enc_session_t *s, bool pd)
+/* The factor a bound whose values may reach m times it (its margin's top:
+ * BOUND_MARGIN, MARGIN_TOP) takes at s's bootstrapper (pd: boot_for's):
+ * m / MARGIN_TOP x 2^(12 - r) where that exceeds 1, so that no top lies
+ * more than MARGIN_TOP x 2^(r - 12) times over its bound (~1.6e-3
+ * distortion): at 2^10 the 64-times margins bootstrap at 4 times their
+ * bounds (ratio 2^12's error), the sixteenth-of-the-interval bounds, whose
+ * values stayed below them in every trace (`--noise-trace`'s value max),
+ * keep the lower ratio's smaller error. Session 41: at 2^14 slots
+ * Goldschmidt's lifted b reached 58 times its bound (~2% distortion)
+ * before (docs/benchmarks.md). */
+static double margin_ratio(const ts_llm_enc_session_t *s, bool pd, double m)
 {
     const ts_boot_t *bt = boot_for(s, pd, (size_t)s->e->cs);
     double r = bt ? ts_boot_config(bt)->log_message_ratio : 0.0;
-    return r > 0.0 && r < MARGIN_LOG_RATIO ? exp2(MARGIN_LOG_RATIO - r) : 1.0;
+    return r > 0.0 ? fmax(1.0, m / MARGIN_TOP * exp2(12.0 - r)) : 1.0;
 }
 
 /* The bootstrap bound of a value in [lo, hi] (0 < lo < hi): hi, or
@@ -2703,7 +2709,7 @@ static double margin_ratio(const ts_llm_enc_session_t *s, bool pd)
  * row); a quarter until session 31. */
 static double interval_bound(const ts_llm_enc_session_t *s, double lo, double hi)
 {
-    return hi / lo > 16.0 ? hi / BOUND_MARGIN * margin_ratio(s, false) : hi;
+    return hi / lo > 16.0 ? hi / BOUND_MARGIN * margin_ratio(s, false, BOUND_MARGIN) : hi;
 }
 
 /*
@@ -2722,7 +2728,8 @@ static double interval_bound(const ts_llm_enc_session_t *s, double lo, double hi
  */
 static double den_bound(const ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp, bool first)
 {
-    return first ? sp->hi / 64.0 * margin_ratio(s, false) : interval_bound(s, sp->lo, sp->hi);
+    return first ? sp->hi / 64.0 * margin_ratio(s, false, MARGIN_TOP)
+                 : interval_bound(s, sp->lo, sp->hi);
 }
 
 /* The bootstrap bound of Goldschmidt's pair (a, b) in divide: both lie in
@@ -2894,14 +2901,14 @@ static ts_status_t divide(ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp
         }
         if (u / nb != 1.0)
             TRY(mul_k(s, den, u / nb, den));
-        bound_set(s, GS_BOOT_BOUND * margin_ratio(s, false));
+        bound_set(s, GS_BOOT_BOUND * margin_ratio(s, false, MARGIN_TOP));
         TRY(mul_cc(s, den, f, a));
         TRY(mul_cc(s, num, f, b));
     }
     /* b's lift (above): an integer, no level; the steps are linear in b */
     if (lift > 1)
         TRY(ts_ckks_mul_int(s->ev, b, lift, b));
-    bound_set(s, GS_BOOT_BOUND * margin_ratio(s, false));
+    bound_set(s, GS_BOOT_BOUND * margin_ratio(s, false, MARGIN_TOP));
     for (int i = 0; i < sp->steps; i++) {
         /* a and b refreshed together before f = 2 - a is taken from a, so
          * that a and f are never bootstrapped apart */
@@ -2957,7 +2964,8 @@ static double norm_in_bound(const ts_llm_enc_t *e)
 static double stream_bound(const ts_llm_enc_session_t *s, bool pd)
 {
     const ts_llm_enc_t *e = s->e;
-    return e->gpt2 ? ENC_BOOT_BOUND : norm_in_bound(e) / BOUND_MARGIN * margin_ratio(s, pd);
+    return e->gpt2 ? ENC_BOOT_BOUND
+                   : norm_in_bound(e) / BOUND_MARGIN * margin_ratio(s, pd, BOUND_MARGIN);
 }
 
 static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b, bool stream,
@@ -3535,7 +3543,7 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
          * (docs/benchmarks.md, session 33) */
         const ts_nonlinear_spec_t *sp = &e->cfg.silu;
         double prev_bound = bound_set(s, fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))) /
-                                             BOUND_MARGIN * margin_ratio(s, false));
+                                             BOUND_MARGIN * margin_ratio(s, false, BOUND_MARGIN));
         ts_nonlinear_cheb_t unit = ts__llm_cheb_unit(cb);
         st = need2(s, h1, h3, ts__llm_cheb_levels(&unit));
         s->bound = prev_bound;
@@ -3555,8 +3563,8 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
         const ts_nonlinear_spec_t *sp = e->gpt2 ? &e->cfg.gelu : &e->cfg.silu;
         double gb = ts__llm_act_max(e->gpt2 ? TS_NL_FN_GELU : TS_NL_FN_SILU, sp->lo, sp->hi);
         if (!e->gpt2)
-            gb *=
-                fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))) / BOUND_MARGIN * margin_ratio(s, false);
+            gb *= fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))) / BOUND_MARGIN *
+                  margin_ratio(s, false, BOUND_MARGIN);
         double prev_bound = bound_set(s, gb);
         st = matvec_which(s, layer, 6, fold, NULL, NULL, g, out);
         s->bound = prev_bound;

@@ -177,8 +177,8 @@ static double ctx_step(llm_fx_t *f, int L, prefill_t how, int *am_enc, int *am_r
     /* only the next position runs */
     ck_assert_ts_status(ts_llm_enc_step(f->s, x, L - 2, lg), TS_ERANGE);
     ck_assert_ts_ok(ts_llm_enc_step(f->s, x, L - 1, lg));
-    float got[TINY_VOCAB];
-    ck_assert_int_le(V, TINY_VOCAB);
+    float *got = malloc((size_t)V * sizeof *got);
+    ck_assert_ptr_nonnull(got);
     ck_assert_ts_ok(ts_llm_enc_decrypt_vec(f->ecd, f->sk, lg, got, V));
     double mx = 0, ra = 0;
     for (int i = 0; i < V; i++) {
@@ -195,6 +195,7 @@ static double ctx_step(llm_fx_t *f, int L, prefill_t how, int *am_enc, int *am_r
                                     : "shifted one block",
            (unsigned long long)ts_llm_enc_session_bootstraps(f->s), ts_ckks_ciphertext_level(lg),
            mx, ra, *am_enc, *am_ref);
+    free(got);
     for (int l = 0; l < nl; l++) {
         ts_ckks_ciphertext_free(kc[l]);
         ts_ckks_ciphertext_free(vc[l]);
@@ -292,13 +293,12 @@ static void over_probe(void *ctx, const char *point, int layer, const ts_ckks_ci
  * Bounds that lean on a margin at a bootstrapper of a lower message ratio
  * (ts_boot_config_slots: 2^10 at 2^14-2^15 slots, where EvalMod's sine
  * distorts a value m times its bound 16 times more than at 2^12;
- * test_boot_message_ratio checks the sine): the two-layer llama's step at
- * 2^7 slots with the bootstrapper at 2^12 and at 2^10, the same bootstraps
- * in the same order. Oracle: each bootstrap's bound at 2^10 is its bound at
- * 2^12 (one its values stay below) or 4 times it (a margin's: the residual
- * stream's, a wide interval's, den_bound's first round, Goldschmidt's
- * pair), so a value over its bound sits there 4 times less far; the logits
- * against ts_llm_forward at both.
+ * test_boot_message_ratio checks the sine): aidreams260K's step at 8
+ * positions (test-boot-n12, 2^9 slots) with the bootstrapper at 2^12 and
+ * at 2^10, the same bootstraps in the same order. Oracle: each bootstrap's bound at 2^10 is its
+ * bound at 2^12 or, where its values may reach MARGIN_TOP (64) times it (den_bound's first round,
+ * Goldschmidt's pair), 4 times it, so that no top lies more than 16 times over its bound (~1.6e-3
+ * distortion, as 64 times at 2^12); the logits against ts_llm_forward at both.
  */
 START_TEST(test_ctx_margin_ratio)
 {
@@ -306,16 +306,23 @@ START_TEST(test_ctx_margin_ratio)
     static over_t o[2];
     for (int k = 0; k < 2; k++) {
         llm_fx_log_ratio = ratios[k];
+        char path[600];
+        snprintf(path, sizeof path, "%s/aidreams260K.bin", ts_test_model_dir());
+        ts_llm_model_t *m = NULL;
+        ck_assert_ts_ok(ts_llm_model_load(path, &m, NULL, 0));
+        ts_llm_enc_config_t cfg;
+        ts_llm_enc_config_policy(&cfg, TS_SCHED_CKKS, 8);
+        cfg.log_slots = 9; /* 8 positions of 64 */
         llm_fx_t f;
-        cfx_open(&f, ctx_llama(2, 1, 0.15f), "test-llm-tiny-boot", "configs/approx/tiny-test.yaml",
-                 8, true, 7);
+        llm_fx_open(&f, m, "test-boot-n12", &cfg, true, 23);
         llm_fx_log_ratio = 0;
         ck_assert(ts_boot_config(f.boot)->log_message_ratio == ratios[k]);
         o[k] = (over_t){.f = &f};
         ts_llm_enc_session_set_probe(f.s, over_probe, &o[k]);
         int a = 0, b = 0;
-        double e = ctx_step(&f, 5, PREFILL_CORRECT, &a, &b);
-        ck_assert_msg(e < CTX_TOL, "ratio 2^%g: logits off by %g", ratios[k], e);
+        double e = ctx_step(&f, 8, PREFILL_CORRECT, &a, &b);
+        /* the engine's approximations: ~0.05 here (bench decode's tests: 0.1) */
+        ck_assert_msg(e < 0.15, "ratio 2^%g: logits off by %g", ratios[k], e);
         ck_assert_int_eq(a, b);
         llm_fx_close(&f);
     }
@@ -331,7 +338,8 @@ START_TEST(test_ctx_margin_ratio)
         worst[0] = fmax(worst[0], o[0].over[i]);
         worst[1] = fmax(worst[1], o[1].over[i]);
     }
-    printf("llama step: %d bootstrap outputs, %d at a margin's bound (4 times it at ratio 2^10); "
+    printf("aidreams260K step at 8 positions: %d bootstrap outputs, %d at a margin's bound (4 "
+           "times it at ratio 2^10); "
            "the largest value %.2f times its bound at 2^12, %.2f at 2^10\n",
            o[0].n, margin, worst[0], worst[1]);
     ck_assert_int_gt(margin, 0);
@@ -846,8 +854,10 @@ TS_TEST_SUITE(llm_ctx)
     tcase_add_test(tc, test_ctx_gqa);
     tcase_add_test(tc, test_ctx_gpt2);
     tcase_add_test(tc, test_ctx_layers);
-    tcase_add_test(tc, test_ctx_margin_ratio);
     tcase_add_test(tc, test_ctx_bench_cli);
     suite_add_tcase(s, tc);
+    TCase *mr = ts_tcase("margin", 0);
+    tcase_add_test(mr, test_ctx_margin_ratio);
+    suite_add_tcase(s, mr);
     return s;
 }
