@@ -2670,8 +2670,8 @@ done:
 
 /* How far below a proven or interval top a bound may sit where the values
  * mostly sit far below it: a value BOUND_MARGIN times its bound is distorted
- * by ~1e-4 relative (ENC_BOOT_BOUND; at a message ratio of 2^12, else
- * margin_ratio), below the error of every 1/x the
+ * by ~1e-4 relative (ENC_BOOT_BOUND) at a message ratio of 2^12 (1.6e-3
+ * at 2^10, as far as margin_ratio lets any top go), below the error of every 1/x the
  * engine evaluates (LAST_BITS), while the bootstrap's absolute error, ~1e-6
  * of the bound, shrinks as much (docs/benchmarks.md, session 31). */
 #define BOUND_MARGIN 16.0
