@@ -1056,9 +1056,9 @@ static void usage(FILE *f)
                "values' rms and largest |value|, a bootstrap's bound (what it maps to the\n"
                "sine's range), the two runs' difference over the slots' real parts: log2 rms\n"
                "and max, and the bits between the values' rms and it (JSON: noise_trace);\n"
-               "where the logits' noise comes from. The decryptions are not timed; with --prefill, "
-               "over every lane\n"
-               "(the pass's probe points; the record's position is its last lane's).\n");
+               "where the logits' noise comes from. The decryptions are not timed; with\n"
+               "--prefill, over every lane (the pass's probe points; the record's position\n"
+               "is its last lane's).\n");
 }
 
 static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
