@@ -52,6 +52,7 @@ typedef struct {
      * the plaintext model's at that lane's position, and its lane (-1: none) */
     double lanes_err;
     int lanes_err_lane;
+    int lanes_agree; /* lanes whose encrypted argmax is the plaintext's */
     int am_enc, am_ref;
     /* the scheduler's engine plan of this step (--costs): predicted latency per
      * engine stage (index = ts_llm_stage_t) and counts */
@@ -267,6 +268,40 @@ static ts_status_t trace_diff(const trace_t *a, const trace_t *b, tr_row_t **out
 /* --sanitize-l2 X [--sanitize-queries Q]: the Renyi mode (X > 0: the stated
  * l2 bound of the logits' noise, log2; Q: log2 of the replies it covers) */
 static double g_san_l2 = 0.0, g_san_q = 12.0;
+
+/*
+ * A prefill pass's lanes: each lane's encrypted and plaintext argmax, the
+ * plaintext's margin (its top logit over its second) and, where the two
+ * argmaxes differ, by how much the encrypted logits prefer their choice:
+ * a flip at a margin below the engine's per-logit error is a near-tie.
+ * dl: nl x V decrypted logits, ref: nl x V plaintext logits (lane l at
+ * position pos + l). Counts the agreeing lanes in q->lanes_agree.
+ */
+static void print_lanes_argmax(const double *dl, const float *ref, int nl, int V, int pos, pos_t *q)
+{
+    q->lanes_agree = 0;
+    for (int l = 0; l < nl; l++) {
+        const double *e = dl + (size_t)l * (size_t)V;
+        const float *r = ref + (size_t)l * (size_t)V;
+        int ae = 0, ar = ts_llm_argmax(r, V);
+        double second = -INFINITY;
+        for (int i = 1; i < V; i++)
+            if (e[i] > e[ae])
+                ae = i;
+        for (int i = 0; i < V; i++)
+            if (i != ar && r[i] > second)
+                second = r[i];
+        q->lanes_agree += ae == ar;
+        fprintf(stderr,
+                "bench decode: lane %d (pos %d): argmax %d/%d (encrypted/plaintext), "
+                "plaintext margin %.4f",
+                l, pos + l, ae, ar, (double)r[ar] - second);
+        if (ae != ar)
+            fprintf(stderr, ", encrypted %d over %d by %.4f (plaintext %d over %d by %.4f)", ae, ar,
+                    e[ae] - e[ar], ar, ae, (double)r[ar] - r[ae]);
+        fprintf(stderr, "\n");
+    }
+}
 
 static double ms_since(uint64_t t0)
 {
@@ -845,6 +880,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
             k->n++;
             q->lanes_err = NAN;
             q->lanes_err_lane = -1;
+            q->lanes_agree = -1;
             if (g_cache_only) {
                 q->err = q->bits = NAN;
                 q->am_enc = q->am_ref = -1;
@@ -878,6 +914,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                         }
                     }
             }
+            if (st == TS_OK && nd > 1)
+                print_lanes_argmax(dl, lane_ref, nl, V, pos, q);
             ts_free_secret(dl); /* decryptions */
             TRY(st);
             if (nd > 1)
@@ -1135,8 +1173,10 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                         "\"argmax_enc\": %d, \"argmax_plain\": %d, ",
                         q->err, q->bits, q->am_enc, q->am_ref);
             if (q->lanes_err_lane >= 0)
-                fprintf(f, "\"lanes_max_abs_err\": %.3g, \"lanes_max_abs_err_lane\": %d, ",
-                        q->lanes_err, q->lanes_err_lane);
+                fprintf(f,
+                        "\"lanes_max_abs_err\": %.3g, \"lanes_max_abs_err_lane\": %d, "
+                        "\"lanes_argmax_agree\": %d, ",
+                        q->lanes_err, q->lanes_err_lane, q->lanes_agree);
             fprintf(f,
                     "\"backend_calls\": %llu, \"uploads\": %llu, \"upload_mib\": %.2f, "
                     "\"downloads\": %llu, \"download_mib\": %.2f, ",
@@ -1299,22 +1339,14 @@ int ts_bench_decode(int argc, char **argv)
                 a = end + 1;
             }
         } else if (!strcmp(argv[i], "--prompt-ids") && i + 1 < argc) {
-            const char *a = argv[++i];
-            char *end = NULL;
-            g_n_ids = 0;
-            g_ids[g_n_ids++] = 1; /* BOS */
-            for (;;) {
-                long id = strtol(a, &end, 10);
-                if (end == a || id < 0 || id >= TS_LLM_MAX_VOCAB || g_n_ids == TS_LLM_MAX_SEQ ||
-                    (*end && *end != ',')) {
-                    fprintf(stderr, "bench decode: --prompt-ids is ID[,ID...] (token ids)\n");
-                    return TS_EXIT_USAGE;
-                }
-                g_ids[g_n_ids++] = (int)id;
-                if (!*end)
-                    break;
-                a = end + 1;
+            size_t n = 0;
+            g_ids[0] = 1; /* BOS */
+            if (!ts_cli_llm_parse_ids(argv[++i], TS_LLM_MAX_VOCAB, g_ids + 1, TS_LLM_MAX_SEQ - 1,
+                                      &n)) {
+                fprintf(stderr, "bench decode: --prompt-ids is ID[,ID...] (token ids)\n");
+                return TS_EXIT_USAGE;
             }
+            g_n_ids = (int)n + 1;
         } else if (!strcmp(argv[i], "--no-period-boot")) {
             g_period_boot = false;
         } else if (!strcmp(argv[i], "--boot-dft") && i + 1 < argc) {

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 static const char run_help[] =
     "usage: tessera run --model FILE [--tokenizer FILE] --prompt TEXT [options]\n"
     "       tessera run --model FILE [--tokenizer FILE] --prompt-file FILE [options]\n"
+    "       tessera run --model FILE [--tokenizer FILE] --score-ids LIST [--json]\n"
     "\n"
     "Generate text locally in PLAINTEXT with the reference forward pass (no\n"
     "encryption, no server). Tokens stream to stdout as they are produced.\n"
@@ -49,6 +51,14 @@ static const char run_help[] =
     "      --draft-text FILE   count FILE's lines in the n-gram draft too (implies\n"
     "                          --draft-lookup)\n"
     "      --lanes N           lanes of the replay (default 8; 2 to 1024)\n"
+    "      --score-ids LIST    score a given sequence instead of generating (teacher\n"
+    "                          forcing): LIST is token ids, BOS first (a prompt's ids\n"
+    "                          and the ids a decode chose); for each position p the model runs\n"
+    "                          ids[0..p] and a line gives its argmax for p + 1, how far\n"
+    "                          the given next id's logit falls short of the argmax's\n"
+    "                          (0: the greedy choice) and the argmax's margin over the\n"
+    "                          runner-up: was an encrypted decode's choice the greedy\n"
+    "                          one, or a near-tie? Not with --prompt or --prompt-file\n"
     "      --json              one JSON object instead of streamed text\n"
     "  -h, --help              this text\n"
     "\n"
@@ -123,6 +133,22 @@ bool ts_cli_llm_parse_num(const char *s, double lo, double hi, double *out)
         return false;
     *out = v;
     return true;
+}
+
+bool ts_cli_llm_parse_ids(const char *s, int max_id, int *ids, size_t cap, size_t *n)
+{
+    *n = 0;
+    for (;;) {
+        char *end = NULL;
+        errno = 0;
+        long id = strtol(s, &end, 10);
+        if (end == s || errno || id < 0 || id >= max_id || *n == cap || (*end && *end != ','))
+            return false;
+        ids[(*n)++] = (int)id;
+        if (!*end)
+            return true;
+        s = end + 1;
+    }
 }
 
 bool ts_cli_llm_parse_boot_dft(const char *s, int *cts, int *stc)
@@ -311,6 +337,92 @@ out:
     return rc;
 }
 
+/*
+ * --score-ids: the model teacher-forced on ids[0..n): at each position p <
+ * n - 1 its argmax, the shortfall of ids[p + 1]'s logit below the argmax's
+ * and the argmax's margin over the runner-up; a table on stdout or (json)
+ * one object. Returns the exit code, having printed why.
+ */
+static int run_score(const char *prog, const run_opts_t *o, const ts_llm_model_t *m,
+                     const ts_llm_tokenizer_t *t, const int *ids, size_t n)
+{
+    const ts_llm_config_t *c = ts_llm_model_config(m);
+    if (n < 2 || n > (size_t)c->seq_len) {
+        fprintf(stderr, "%s: --score-ids takes 2 to %d ids (the model's context), not %zu\n", prog,
+                c->seq_len, n);
+        return RUN_EXIT_USAGE;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] >= c->vocab_size) {
+            fprintf(stderr, "%s: --score-ids: id %d is outside the vocabulary (%d ids)\n", prog,
+                    ids[i], c->vocab_size);
+            return RUN_EXIT_USAGE;
+        }
+    ts_llm_state_t *state = NULL;
+    ts_status_t st = ts_llm_state_new_ctx(m, (int)n, &state);
+    if (st != TS_OK) {
+        fprintf(stderr, "%s: %s\n", prog, ts_strerror(st));
+        return RUN_EXIT_FAIL;
+    }
+    if (o->json) {
+        printf("{\"mode\":\"score\",\"model\":");
+        ts_cli_llm_json_escape(stdout, o->model_path, strlen(o->model_path));
+        printf(",\"arch\":\"%s\",\"positions\":[", ts_llm_arch_name(c->arch));
+    } else {
+        printf("%5s %6s %6s %10s %10s  %s\n", "pos", "next", "argmax", "shortfall", "margin",
+               "next / argmax text");
+    }
+    size_t agree = 0;
+    double worst = 0;
+    for (size_t p = 0; p + 1 < n; p++) {
+        const float *lg = NULL;
+        st = ts_llm_forward(m, state, ids[p], (int)p, &lg);
+        if (st != TS_OK) {
+            fprintf(stderr, "%s: forward at position %zu: %s\n", prog, p, ts_strerror(st));
+            ts_llm_state_free(state);
+            return RUN_EXIT_FAIL;
+        }
+        int a = ts_llm_argmax(lg, c->vocab_size), next = ids[p + 1];
+        double second = -INFINITY;
+        for (int i = 0; i < c->vocab_size; i++)
+            if (i != a && lg[i] > second)
+                second = lg[i];
+        double shortfall = (double)lg[a] - lg[next], margin = (double)lg[a] - second;
+        agree += a == next;
+        worst = fmax(worst, shortfall);
+        char tn[64] = "", ta[64] = "";
+        size_t kn = 0, ka = 0;
+        if (ts_llm_tokenizer_decode(t, ids[p], next, tn, sizeof tn - 1, &kn) != TS_OK)
+            kn = 0;
+        if (ts_llm_tokenizer_decode(t, ids[p], a, ta, sizeof ta - 1, &ka) != TS_OK)
+            ka = 0;
+        if (o->json) {
+            printf("%s{\"pos\":%zu,\"next\":%d,\"argmax\":%d,\"shortfall\":%.6f,"
+                   "\"margin\":%.6f,\"next_text\":",
+                   p ? "," : "", p, next, a, shortfall, margin);
+            ts_cli_llm_json_escape(stdout, tn, kn);
+            printf(",\"argmax_text\":");
+            ts_cli_llm_json_escape(stdout, ta, ka);
+            printf("}");
+        } else {
+            printf("%5zu %6d %6d %10.4f %10.4f  ", p, next, a, shortfall, margin);
+            ts_cli_llm_json_escape(stdout, tn, kn);
+            if (a != next) {
+                printf(" / ");
+                ts_cli_llm_json_escape(stdout, ta, ka);
+            }
+            printf("\n");
+        }
+    }
+    ts_llm_state_free(state);
+    if (o->json)
+        printf("],\"scored\":%zu,\"agree\":%zu,\"max_shortfall\":%.6f}\n", n - 1, agree, worst);
+    else
+        printf("%zu of %zu next ids are the model's argmax; the largest shortfall %.4f\n", agree,
+               n - 1, worst);
+    return RUN_EXIT_OK;
+}
+
 /* The whole of a --prompt-file (at most PROMPT_FILE_MAX bytes) into a
  * malloc'd *buf; on failure print why (naming the path) and return
  * RUN_EXIT_LOCAL. */
@@ -451,12 +563,13 @@ int ts_cmd_run(int argc, char **argv)
         {"draft-lookup", no_argument, NULL, 0x204},
         {"draft-text", required_argument, NULL, 0x205},
         {"lanes", required_argument, NULL, 0x206},
+        {"score-ids", required_argument, NULL, 0x208},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *prog = "tessera run";
-    const char *tok_path = NULL, *prompt = NULL, *prompt_file = NULL;
+    const char *tok_path = NULL, *prompt = NULL, *prompt_file = NULL, *score = NULL;
     run_opts_t o = {.seed = 1, .lanes = 8};
     int ch;
     optind = 1;
@@ -474,6 +587,9 @@ int ts_cmd_run(int argc, char **argv)
             break;
         case 0x207:
             prompt_file = optarg;
+            break;
+        case 0x208:
+            score = optarg;
             break;
         case 'n':
             ok = ts_cli_llm_parse_num(optarg, 1, 1 << 20, &o.steps);
@@ -519,6 +635,26 @@ int ts_cmd_run(int argc, char **argv)
             return RUN_EXIT_USAGE;
         }
     }
+    if (score && (prompt || prompt_file || o.lookup)) {
+        fprintf(stderr,
+                "%s: --score-ids scores the given ids: not with --prompt, --prompt-file, "
+                "--draft-lookup or --draft-text\n",
+                prog);
+        return RUN_EXIT_USAGE;
+    }
+    int *score_ids = NULL;
+    size_t n_score = 0;
+    if (score) {
+        if (!(score_ids = malloc(TS_LLM_MAX_SEQ * sizeof *score_ids))) {
+            fprintf(stderr, "%s: out of memory\n", prog);
+            return RUN_EXIT_FAIL;
+        }
+        if (!ts_cli_llm_parse_ids(score, TS_LLM_MAX_VOCAB, score_ids, TS_LLM_MAX_SEQ, &n_score)) {
+            fprintf(stderr, "%s: --score-ids is ID,ID[,ID...] (token ids, BOS first)\n", prog);
+            free(score_ids);
+            return RUN_EXIT_USAGE;
+        }
+    }
     if (prompt && prompt_file) {
         fprintf(stderr, "%s: --prompt and --prompt-file are mutually exclusive\n", prog);
         return RUN_EXIT_USAGE;
@@ -530,22 +666,29 @@ int ts_cmd_run(int argc, char **argv)
                 prog);
         return RUN_EXIT_USAGE;
     }
-    if (!o.model_path || !(prompt || prompt_file) || optind != argc) {
-        fprintf(stderr, "%s: --model and --prompt (or --prompt-file) are required\n\n%s", prog,
-                run_help);
+    if (!o.model_path || !(prompt || prompt_file || score) || optind != argc) {
+        fprintf(stderr,
+                "%s: --model and --prompt (or --prompt-file or --score-ids) are required\n\n%s",
+                prog, run_help);
+        free(score_ids);
         return RUN_EXIT_USAGE;
     }
     ts_llm_model_t *m = NULL;
     ts_llm_tokenizer_t *t = NULL;
     int rc = ts_cli_llm_load(prog, o.model_path, tok_path, &m, &t);
-    if (rc != RUN_EXIT_OK)
+    if (rc != RUN_EXIT_OK) {
+        free(score_ids);
         return rc;
-    if (prompt_file) {
+    }
+    if (score) {
+        rc = run_score(prog, &o, m, t, score_ids, n_score);
+    } else if (prompt_file) {
         rc = run_prompt_file(prog, &o, m, t, prompt_file);
     } else {
         run_stats_t stats = {0};
         rc = run_prompt(prog, &o, m, t, prompt, strlen(prompt), false, &stats);
     }
+    free(score_ids);
     ts_llm_tokenizer_free(t);
     ts_llm_model_free(m);
     return rc;

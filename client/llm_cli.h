@@ -21,6 +21,9 @@ int ts_cli_llm_load(const char *prog, const char *model_path, const char *tok_pa
 void ts_cli_llm_json_escape(FILE *f, const char *s, size_t n);
 /* A number in [lo, hi]; false when malformed or out of range. */
 bool ts_cli_llm_parse_num(const char *s, double lo, double hi, double *out);
+/* A comma-separated list of token ids, each in [0, max_id), into ids[0..cap):
+ * *n of them; false when malformed, out of range or longer than cap. */
+bool ts_cli_llm_parse_ids(const char *s, int max_id, int *ids, size_t cap, size_t *n);
 /* `--boot-dft C:S`: a bootstrapper's CoeffToSlot and SlotToCoeff level
  * budgets, 0..8 each (0: ts_boot_config_slots's); false when malformed. */
 bool ts_cli_llm_parse_boot_dft(const char *s, int *cts, int *stc);

@@ -313,9 +313,19 @@ for k in $(seq 1 "$samples"); do
         --temperature "$temp" --seed "$k" --stop-eos --json >"$work/ref$k.json" 2>/dev/null ||
         fail "tessera run (reference, seed $k)"
 done
-python3 - "$work" "$samples" <<'PY' || fail "encrypted generation differs from the plaintext decode"
-import json, sys
-w, ns = sys.argv[1], int(sys.argv[2])
+# greedy: each encrypted id is checked against the plaintext model fed the
+# same ids before it (tessera run --score-ids): the model's argmax there, or
+# a near-tie, an id whose plaintext logit falls short of the argmax's by at
+# most DEMO_TIE (default 0.25): the encrypted logits carry the engines'
+# approximation error, 0.17-0.21 per logit for the lanes at 128 bits and less
+# for one lane (docs/benchmarks.md), so a choice between two logits closer
+# than that is the engine's to make either way. A near-tie is reported, as
+# is where the generation leaves the plaintext's free-running greedy ids; an
+# id further below the argmax fails the demo.
+python3 - "$work" "$samples" "$tessera" "$model" "$tok" "${DEMO_TIE:-0.25}" <<'PY' ||
+import json, subprocess, sys
+w, ns, tessera, model, tok, tie = sys.argv[1], int(sys.argv[2]), *sys.argv[3:7]
+tie = float(tie)
 rows = [json.loads(l) for l in open(f"{w}/gen.jsonl") if l.strip()]
 if ns > 1:
     # the encrypted logits are the model's only to within their error (the
@@ -356,10 +366,39 @@ for r in rows:
           + (f", {conv} conversions" if conv is not None else ""))
 got = [r["id"] for r in gen]
 # the id after each generating step's last position (a step may run several)
-want = [ref_ids[r["pos"] + 1] for r in gen] if ref_ids else None
+want = [ref_ids[r["pos"] + 1] for r in gen]
 print(f"encrypted greedy ids {got}, plaintext greedy ids {want}")
-assert want is not None and got == want
+# the encrypted sequence: the prompt's ids, then each generated id at the
+# position after its step's
+seq = ref_ids[:ref["prompt_tokens"]]
+for r in gen:
+    assert r["pos"] + 1 == len(seq), f"generated position {r['pos'] + 1} after {len(seq)} ids"
+    seq.append(r["id"])
+score = json.loads(subprocess.run(
+    [tessera, "run", "--model", model, "--tokenizer", tok, "--json",
+     "--score-ids", ",".join(map(str, seq))], check=True, capture_output=True, text=True).stdout)
+at = {s["pos"]: s for s in score["positions"]}
+same = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), len(got))
+ties, bad = [], []
+for r in gen:
+    s = at[r["pos"]]
+    if s["argmax"] != r["id"]:
+        (ties if s["shortfall"] <= tie else bad).append(
+            f"position {r['pos']}: encrypted {r['id']} {s['next_text']!r}, plaintext argmax "
+            f"{s['argmax']} {s['argmax_text']!r}, {s['shortfall']:.4f} above it")
+exact = len(gen) - len(ties) - len(bad)
+print(f"{exact} of {len(gen)} encrypted ids are the plaintext model's argmax after the same ids; "
+      f"{len(ties)} near-tie(s) (within {tie} of it), {len(bad)} beyond")
+for t in ties:
+    print(f"near-tie: {t}: below the engine's logit error, either choice is the model's")
+if same < len(got):
+    print(f"the first {same} generated ids equal the plaintext's free-running greedy ids; "
+          f"from there the two continue from different contexts")
+for b in bad:
+    print(f"DIFFERS: {b}")
+sys.exit(1 if bad else 0)
 PY
+    fail "encrypted generation differs from the plaintext decode beyond a near-tie"
 ran+=("private decode: tessera generate against tesserad, aidreams260K encrypted, policy $policy, preset $params${insecure:+ (INSECURE)}")
 
 say "demo summary"

@@ -151,6 +151,99 @@ START_TEST(test_cli_run)
 }
 END_TEST
 
+/* --score-ids: the greedy ids of "I dream of" score as the model's argmax
+ * at every generated position (shortfall 0); with one generated id replaced, that
+ * position's argmax is the replaced id and its shortfall and margin are the
+ * logits' own (ts_llm_forward on the same ids, the oracle); the refusals. */
+START_TEST(test_cli_run_score)
+{
+    paths();
+    char *out;
+    const char *a1[] = {"run", "-m", mpath, "-z", tpath, "-p", "I dream of", "-n", "24", "--json"};
+    ck_assert_int_eq(capture(ts_cmd_run, 10, a1, &out), 0);
+    int ids[24], n = 0;
+    const char *at = strstr(out, "\"ids\":[");
+    ck_assert_ptr_nonnull(at);
+    at += 7;
+    while (n < 24 && sscanf(at, "%d", &ids[n]) == 1) {
+        n++;
+        at = strpbrk(at, ",]");
+        if (!at || *at == ']')
+            break;
+        at++;
+    }
+    ck_assert_int_eq(n, 24);
+    free(out);
+    for (int alter = 0; alter < 2; alter++) {
+        const int p = 15; /* a generated position's next id */
+        int orig = ids[p + 1];
+        if (alter)
+            ids[p + 1] = (orig + 7) % 512;
+        char list[24 * 8] = "";
+        for (int i = 0; i < n; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", i ? "," : "", ids[i]);
+        const char *a2[] = {"run", "-m", mpath, "-z", tpath, "--score-ids", list, "--json"};
+        ck_assert_int_eq(capture(ts_cmd_run, 8, a2, &out), 0);
+        ck_assert_ptr_nonnull(strstr(out, "\"mode\":\"score\""));
+        /* the prompt's positions 0..5 score its own ids: the model's argmax
+         * at 2 of them (3 and 4); every generated id at 6..22 is the argmax
+         * (altered: not at 15, and the ids after it follow another context) */
+        const char *ag = strstr(out, "\"scored\":23,\"agree\":");
+        int agree = -1;
+        ck_assert_msg(ag && sscanf(ag + strlen("\"scored\":23,\"agree\":"), "%d", &agree) == 1,
+                      "stdout: %s", out);
+        if (alter)
+            ck_assert_int_lt(agree, 19);
+        else
+            ck_assert_int_eq(agree, 19);
+        char key[32];
+        snprintf(key, sizeof key, "{\"pos\":%d,", p);
+        const char *e = strstr(out, key);
+        ck_assert_ptr_nonnull(e);
+        int next = -1, am = -1;
+        double sf = -1, mg = -1;
+        ck_assert_int_eq(sscanf(e + strlen(key),
+                                "\"next\":%d,\"argmax\":%d,\"shortfall\":%lf,\"margin\":%lf", &next,
+                                &am, &sf, &mg),
+                         4);
+        ck_assert_int_eq(next, ids[p + 1]);
+        ck_assert_int_eq(am, orig);
+        /* the oracle: the model's logits after the same ids */
+        ts_llm_model_t *m = NULL;
+        char err[256];
+        ck_assert_int_eq(ts_llm_model_load(mpath, &m, err, sizeof err), TS_OK);
+        ts_llm_state_t *stt = NULL;
+        ck_assert_int_eq(ts_llm_state_new(m, &stt), TS_OK);
+        const float *lg = NULL;
+        for (int i = 0; i <= p; i++)
+            ck_assert_int_eq(ts_llm_forward(m, stt, ids[i], i, &lg), TS_OK);
+        double second = -1e30;
+        for (int i = 0; i < 512; i++)
+            if (i != orig && lg[i] > second)
+                second = lg[i];
+        ck_assert_double_eq_tol(sf, (double)lg[orig] - lg[ids[p + 1]], 1e-5);
+        ck_assert_double_eq_tol(mg, (double)lg[orig] - second, 1e-5);
+        if (alter)
+            ck_assert_double_gt(sf, 0);
+        ts_llm_state_free(stt);
+        ts_llm_model_free(m);
+        free(out);
+        ids[p + 1] = orig;
+    }
+    /* the refusals: with --prompt, a malformed list, an id past the
+     * vocabulary, a single id (nothing to score) */
+    const char *b1[] = {"run", "-m", mpath, "-z", tpath, "--score-ids", "1,5", "-p", "x"};
+    ck_assert_int_eq(capture(ts_cmd_run, 9, b1, &out), 2);
+    free(out);
+    const char *bad[] = {"1,x", "1,,2", "1,512", "1"};
+    for (int i = 0; i < 4; i++) {
+        const char *b2[] = {"run", "-m", mpath, "-z", tpath, "--score-ids", bad[i]};
+        ck_assert_msg(capture(ts_cmd_run, 7, b2, &out) == 2, "--score-ids %s", bad[i]);
+        free(out);
+    }
+}
+END_TEST
+
 /* --prompt-file: one line per non-blank line of the file (a trailing \r
  * dropped), each the text `run --prompt LINE` prints with the same options,
  * newlines as spaces; greedy and seeded sampling (each prompt starts from
@@ -290,6 +383,7 @@ TS_TEST_SUITE(llm_cli)
     TCase *tc = ts_tcase("cli", 0);
     tcase_add_test(tc, test_cli_run);
     tcase_add_test(tc, test_cli_run_prompt_file);
+    tcase_add_test(tc, test_cli_run_score);
     tcase_add_test(tc, test_cli_simulate);
     tcase_add_test(tc, test_cli_kinds_parse);
     suite_add_tcase(s, tc);
