@@ -389,6 +389,9 @@ for r in gen:
 exact = len(gen) - len(ties) - len(bad)
 print(f"{exact} of {len(gen)} encrypted ids are the plaintext model's argmax after the same ids; "
       f"{len(ties)} near-tie(s) (within {tie} of it), {len(bad)} beyond")
+close = min(gen, key=lambda r: at[r["pos"]]["margin"])
+print(f"the closest call: position {close['pos']}, the plaintext's argmax ahead of its runner-up "
+      f"by {at[close['pos']]['margin']:.4f}")
 for t in ties:
     print(f"near-tie: {t}: below the engine's logit error, either choice is the model's")
 if same < len(got):
@@ -409,4 +412,5 @@ echo "positions (default 8), DEMO_PREFILL=N prefills N prompt positions per pass
 echo "decodes N sampled continuations together (DEMO_TEMPERATURE, default 0.8), DEMO_DRAFT=1"
 echo "decodes speculatively with the model as its own draft (needs DEMO_PREFILL), DEMO_DRAFT=lookup"
 echo "with the n-gram draft, DEMO_DRAFT_TEXT=FILE with FILE's lines counted too, DEMO_DRAFT=published"
-echo "with the n-gram draft and the draft text the model's host publishes."
+echo "with the n-gram draft and the draft text the model's host publishes. DEMO_TIE=X: a"
+echo "greedy id whose plaintext logit is at most X below the argmax's is a near-tie (0.25)."
