@@ -767,6 +767,16 @@ START_TEST(test_ctx_bench_cli)
                lerr, lane, err);
         ck_assert(lane == 0 || lane == 1);
         ck_assert(lerr >= err - 1e-3 && lerr < 0.5);
+        /* how many lanes' encrypted argmax is the plaintext's: the last
+         * lane's (argmax_enc / argmax_plain) is one of them or not */
+        const char *la = strstr(n1, "\"lanes_argmax_agree\": "),
+                   *ae = strstr(n1, "\"argmax_enc\": "), *ap = strstr(n1, "\"argmax_plain\": ");
+        ck_assert(la && ae && ap);
+        int agree = atoi(strchr(la, ':') + 1);
+        bool last = atoi(strchr(ae, ':') + 1) == atoi(strchr(ap, ':') + 1);
+        printf("bench decode --prefill 2 at test-boot-n12: %d of 2 lanes' argmax the plaintext's\n",
+               agree);
+        ck_assert(last ? agree >= 1 && agree <= 2 : agree >= 0 && agree <= 1);
     }
     {
         const char *t1 = strstr(buf, "\"noise_trace\": [");
