@@ -275,30 +275,25 @@ static double g_san_l2 = 0.0, g_san_q = 12.0;
  * argmaxes differ, by how much the encrypted logits prefer their choice:
  * a flip at a margin below the engine's per-logit error is a near-tie.
  * dl: nl x V decrypted logits, ref: nl x V plaintext logits (lane l at
- * position pos + l). Counts the agreeing lanes in q->lanes_agree.
+ * position pos + l); lane: V floats of scratch. Counts the agreeing lanes in q->lanes_agree.
  */
-static void print_lanes_argmax(const double *dl, const float *ref, int nl, int V, int pos, pos_t *q)
+static void print_lanes_argmax(const double *dl, const float *ref, float *lane, int nl, int V,
+                               int pos, pos_t *q)
 {
     q->lanes_agree = 0;
     for (int l = 0; l < nl; l++) {
-        const double *e = dl + (size_t)l * (size_t)V;
         const float *r = ref + (size_t)l * (size_t)V;
-        int ae = 0, ar = ts_llm_argmax(r, V);
-        double second = -INFINITY;
-        for (int i = 1; i < V; i++)
-            if (e[i] > e[ae])
-                ae = i;
         for (int i = 0; i < V; i++)
-            if (i != ar && r[i] > second)
-                second = r[i];
+            lane[i] = (float)dl[(size_t)l * (size_t)V + (size_t)i];
+        int ae = ts_llm_argmax(lane, V), ar = ts_llm_argmax(r, V);
         q->lanes_agree += ae == ar;
         fprintf(stderr,
                 "bench decode: lane %d (pos %d): argmax %d/%d (encrypted/plaintext), "
                 "plaintext margin %.4f",
-                l, pos + l, ae, ar, (double)r[ar] - second);
+                l, pos + l, ae, ar, ts_llm_logit_margin(r, V));
         if (ae != ar)
             fprintf(stderr, ", encrypted %d over %d by %.4f (plaintext %d over %d by %.4f)", ae, ar,
-                    e[ae] - e[ar], ar, ae, (double)r[ar] - r[ae]);
+                    (double)lane[ae] - lane[ar], ar, ae, (double)r[ar] - r[ae]);
         fprintf(stderr, "\n");
     }
 }
@@ -899,9 +894,6 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                 goto out;
             }
             st = ts_llm_enc_decrypt_logits(ecd, sk, lg, nl, nl - nd, nd, dl, V);
-            const double *dlast = dl + (size_t)(nd - 1) * (size_t)V;
-            for (int i = 0; i < V; i++)
-                logits[i] = (float)dlast[i];
             if (nd > 1) {
                 memcpy(lane_ref + (size_t)(nl - 1) * (size_t)V, rl, (size_t)V * sizeof *lane_ref);
                 for (int l = 0; st == TS_OK && l < nl; l++)
@@ -914,8 +906,11 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                         }
                     }
             }
-            if (st == TS_OK && nd > 1)
-                print_lanes_argmax(dl, lane_ref, nl, V, pos, q);
+            if (st == TS_OK && nd > 1) /* logits: its scratch, then the last lane's */
+                print_lanes_argmax(dl, lane_ref, logits, nl, V, pos, q);
+            const double *dlast = dl + (size_t)(nd - 1) * (size_t)V;
+            for (int i = 0; i < V; i++)
+                logits[i] = (float)dlast[i];
             ts_free_secret(dl); /* decryptions */
             TRY(st);
             if (nd > 1)

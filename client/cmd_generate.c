@@ -614,7 +614,6 @@ static ts_status_t gen_piece(const ts_llm_tokenizer_t *tok, int prev, int id, ch
     return st;
 }
 
-/* The margin between the two largest logits: how safe the argmax is. */
 /* --draft: the draft model's greedy guesses for the k positions after
  * ids[0..upto] (recomputed from position 0: a draft is small) */
 static ts_status_t draft_guess(const ts_llm_model_t *dm, const int *ids, size_t upto, size_t k,
@@ -633,20 +632,6 @@ static ts_status_t draft_guess(const ts_llm_model_t *dm, const int *ids, size_t 
     }
     ts_llm_state_free(st);
     return s;
-}
-
-static double logit_margin(const float *logits, int n)
-{
-    float b1 = -INFINITY, b2 = -INFINITY;
-    for (int i = 0; i < n; i++) {
-        if (logits[i] > b1) {
-            b2 = b1;
-            b1 = logits[i];
-        } else if (logits[i] > b2) {
-            b2 = logits[i];
-        }
-    }
-    return (double)(b1 - b2);
 }
 
 static void json_stages(const Tessera__DecodeResult *r)
@@ -1364,7 +1349,7 @@ int ts_cmd_generate(int argc, char **argv)
                    dr->server_ms, (unsigned long long)dr->bootstraps);
             json_stages(dr);
             printf(",\"precision_bits\":%.2f,\"err_bound\":%.3g,\"logit_margin\":%.4f", prec,
-                   dr->err_bound, logit_margin(logits, V));
+                   dr->err_bound, ts_llm_logit_margin(logits, V));
             if (spec || cached)
                 printf(",\"lane\":%zu", cached ? sk : 0);
             if (spec) {
@@ -1383,7 +1368,7 @@ int ts_cmd_generate(int argc, char **argv)
                     printf("%s{\"id\":%d,\"text\":", k ? "," : "", nexts[k]);
                     ts_cli_json_str(stdout, k > 0 ? tk : next >= 0 ? text : ""); /* 0: the line's */
                     printf(",\"logit_margin\":%.4f,\"done\":%s}",
-                           logit_margin(logits + (nd > 1 ? k * (size_t)V : 0), V),
+                           ts_llm_logit_margin(logits + (nd > 1 ? k * (size_t)V : 0), V),
                            done[k] ? "true" : "false");
                 }
                 printf("]");

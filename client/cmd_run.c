@@ -384,11 +384,8 @@ static int run_score(const char *prog, const run_opts_t *o, const ts_llm_model_t
             return RUN_EXIT_FAIL;
         }
         int a = ts_llm_argmax(lg, c->vocab_size), next = ids[p + 1];
-        double second = -INFINITY;
-        for (int i = 0; i < c->vocab_size; i++)
-            if (i != a && lg[i] > second)
-                second = lg[i];
-        double shortfall = (double)lg[a] - lg[next], margin = (double)lg[a] - second;
+        double shortfall = (double)lg[a] - lg[next],
+               margin = ts_llm_logit_margin(lg, c->vocab_size);
         agree += a == next;
         worst = fmax(worst, shortfall);
         char tn[64] = "", ta[64] = "";

@@ -215,6 +215,9 @@ ts_status_t ts_llm_sampler_probs(const ts_llm_sampler_cfg_t *cfg, const float *l
                                  double *probs);
 /* argmax, lowest index on ties; -1 when n <= 0. */
 int ts_llm_argmax(const float *logits, int n);
+/* The top logit over the runner-up (>= 0): how safe the argmax is; 0 when
+ * n < 2. */
+double ts_llm_logit_margin(const float *logits, int n);
 
 /*
  * Greedy/sampled generation helper: runs prompt[0..n_prompt) and then samples

@@ -28,6 +28,22 @@ int ts_llm_argmax(const float *logits, int n)
     return best;
 }
 
+double ts_llm_logit_margin(const float *logits, int n)
+{
+    if (!logits || n < 2)
+        return 0.0;
+    float b1 = -INFINITY, b2 = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (logits[i] > b1) {
+            b2 = b1;
+            b1 = logits[i];
+        } else if (logits[i] > b2) {
+            b2 = logits[i];
+        }
+    }
+    return (double)b1 - (double)b2;
+}
+
 static bool cfg_ok(const ts_llm_sampler_cfg_t *c)
 {
     return c && isfinite(c->temperature) && c->temperature >= 0.0f && c->top_k >= 0 &&

@@ -47,6 +47,12 @@ START_TEST(test_probs)
     ck_assert_ts_ok(ts_llm_sampler_probs(&c, tie, 3, p));
     ck_assert(p[1] == 1.0 && p[2] == 0.0);
     ck_assert_int_eq(ts_llm_argmax(tie, 3), 1);
+    /* the argmax's margin over the runner-up: 0 on a tie and below 2 logits */
+    const float spread[4] = {0.5f, -2.0f, 2.25f, 1.5f};
+    ck_assert_double_eq_tol(ts_llm_logit_margin(spread, 4), 0.75, 1e-9);
+    ck_assert_double_eq_tol(ts_llm_logit_margin(spread, 2), 2.5, 1e-9);
+    ck_assert_double_eq(ts_llm_logit_margin(tie, 3), 0.0);
+    ck_assert_double_eq(ts_llm_logit_margin(spread, 1), 0.0);
     c.temperature = -1.0f;
     ck_assert_ts_status(ts_llm_sampler_probs(&c, tie, 3, p), TS_EINVAL);
 }
