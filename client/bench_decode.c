@@ -107,6 +107,8 @@ typedef struct {
     int period_slots;    /* the residual stream's bootstrap slots (out; 0: the working ones) */
     int boot_dft[2];     /* the bootstrapper's DFT level budgets (out; 0: none) */
     bool norm_defer;     /* the step's norms deferred (out) */
+    int act_degree;      /* the FFN activation's Chebyshev degree (out) */
+    int rsqrt_degree;    /* the norms' 1/sqrt's (out; 0: not a CKKS interpolant) */
     unsigned tfhe_kinds; /* the primitive kinds the engine runs in TFHE (out) */
     bool best;           /* hybrid with --costs: the cheapest assignment under the table */
     int kinds;           /* --kinds: the policy's structure with these kinds in TFHE (-1: none) */
@@ -120,6 +122,9 @@ static bool g_period_boot = true;
 static int g_boot_cts = -1, g_boot_stc = -1;
 /* --norm-defer on|off: force the step's deferred norms (-1: the engine's choice) */
 static int g_norm_defer = -1;
+/* --no-refine: the policy's approximations as they are (not the finer ones
+ * tesserad takes where its plans show them free, ts_llm_enc_config_refine) */
+static bool g_refine = true;
 /* --cache-only: the timed step is a cache-only one (ts_llm_enc_step_cache: a
  * prompt position before the last; no logits, so no precision or argmax) */
 static bool g_cache_only = false;
@@ -493,6 +498,22 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                                    costs, &cfg, NULL));
         k->best = true;
     }
+    if (g_refine && !approx && k->kinds < 0 && k->policy == TS_SCHED_CKKS) {
+        /* the finer approximations where free, as tesserad takes them */
+        int mp = ts_llm_enc_positions_for(m, log_slots);
+        ts_status_t sr = ts_llm_enc_config_refine(
+            m, p, &cfg, mp < k->max_ctx ? mp : k->max_ctx,
+            TS_LLM_PLAN_ONEHOT | (g_period_boot ? TS_LLM_PLAN_PERIOD_BOOT : 0u));
+        if (sr == TS_ENOMEM)
+            TRY(sr);
+    }
+    bool gpt2 = ts_llm_model_config(m)->arch == TS_LLM_ARCH_GPT2;
+    k->act_degree = gpt2 ? cfg.gelu.degree : cfg.silu.degree;
+    k->rsqrt_degree = cfg.eval_rsqrt == TS_LLM_EVAL_CKKS ? cfg.rsqrt.degree : 0;
+    if (k->policy == TS_SCHED_CKKS)
+        fprintf(stderr, "bench decode: %s %s: %s at degree %d, the norms' 1/sqrt at %d%s\n",
+                k->model, k->params, gpt2 ? "GELU" : "SiLU", k->act_degree, k->rsqrt_degree,
+                g_refine && !approx && k->kinds < 0 ? " (finer where free)" : "");
     /* the kinds this model evaluates (its FFN activation: SiLU or GELU) */
     k->tfhe_kinds = ts_llm_enc_config_tfhe_kinds(&cfg) &
                     ~(1u << (ts_llm_model_config(m)->arch == TS_LLM_ARCH_GPT2 ? TS_LLM_KIND_SILU
@@ -990,7 +1011,7 @@ static void usage(FILE *f)
                "                            [--threads N] [--costs FILE] [--max-context N]\n"
                "                            [--context L[,L...]] [--kinds LIST]\n"
                "                            [--no-period-boot] [--boot-dft C:S]\n"
-               "                            [--norm-defer on|off]\n"
+               "                            [--norm-defer on|off] [--no-refine]\n"
                "                            [--cache-only] [--noise] [--noise-trace]\n"
                "                            [--sanitize-l2 X [--sanitize-queries Q]]\n"
                "                            [--prefill N [--after K] [--step-before]\n"
@@ -1042,6 +1063,10 @@ static void usage(FILE *f)
                "--norm-defer on|off: the step's norms deferred or not (the factor multiplied\n"
                "into the products that read the norm), instead of the engine's choice where\n"
                "its plan predicts less time (A/B runs; on: LLAMA only; JSON: norm_defer).\n"
+               "--no-refine: policy ckks's approximations as they are, not the finer ones\n"
+               "tesserad takes where the engine's plans show them free (the FFN activation\n"
+               "at degree 23, the norms' 1/sqrt at 56: ts_llm_enc_config_refine; A/B runs;\n"
+               "JSON: act_degree, rsqrt_degree).\n"
                "--cache-only: each timed step is a cache-only step (ts_llm_enc_step_cache, a\n"
                "prompt position before the last, as tessera generate sends them: the last\n"
                "layer stops at its K/V cache, no logits; JSON: cache_only, precision and\n"
@@ -1121,13 +1146,15 @@ static void print_json(FILE *f, const case_t *cs, int nc, bool quick)
                 "%.2f, \"sanitize_queries_log2\": %.1f, \"flood_err_bound\": %.3g, "
                 "\"max_context\": %d, "
                 "\"slots\": %d, \"period_boot_slots\": %d, \"boot_dft\": [%d, %d], "
-                "\"max_positions\": %d, \"norm_defer\": %s, \"mean_ms_per_token\": %.1f,",
+                "\"max_positions\": %d, \"norm_defer\": %s, \"act_degree\": %d, "
+                "\"rsqrt_degree\": %d, \"mean_ms_per_token\": %.1f,",
                 k->model, k->params, ts_sched_policy_name(k->policy), k->boot ? "true" : "false",
                 ts_status_name(k->st), k->keygen_ms, k->key_mib, k->key_mem_mib, k->lambda,
                 k->san.mode == TS_LLM_SANITIZE_RD ? "renyi" : "uniform",
                 k->san.mode == TS_LLM_SANITIZE_RD ? k->san.sigma_log2 : k->san.flood_log2,
                 k->san.queries_log2, k->err_bound, k->max_ctx, k->slots, k->period_slots,
-                k->boot_dft[0], k->boot_dft[1], k->max_pos, k->norm_defer ? "true" : "false", mean);
+                k->boot_dft[0], k->boot_dft[1], k->max_pos, k->norm_defer ? "true" : "false",
+                k->act_degree, k->rsqrt_degree, mean);
         char kinds[96];
         ts_llm_kinds_format(k->tfhe_kinds, kinds, sizeof kinds);
         fprintf(f, "\n      \"tfhe_kinds\": \"%s\", \"assignment\": \"%s\",", kinds,
@@ -1353,6 +1380,8 @@ int ts_bench_decode(int argc, char **argv)
         } else if (!strcmp(argv[i], "--norm-defer") && i + 1 < argc &&
                    (!strcmp(argv[i + 1], "on") || !strcmp(argv[i + 1], "off"))) {
             g_norm_defer = !strcmp(argv[++i], "on");
+        } else if (!strcmp(argv[i], "--no-refine")) {
+            g_refine = false;
         } else if (!strcmp(argv[i], "--noise")) {
             g_noise = true;
         } else if (!strcmp(argv[i], "--noise-trace")) {

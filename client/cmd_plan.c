@@ -150,6 +150,12 @@ static bool kind_used(const ts_sched_graph_t *g, int k)
     return true;
 }
 
+/* The Chebyshev degree of the model's FFN activation (SiLU, GELU) in cfg. */
+static int act_degree(const ts_llm_model_t *m, const ts_llm_enc_config_t *cfg)
+{
+    return ts_llm_model_config(m)->arch == TS_LLM_ARCH_GPT2 ? cfg->gelu.degree : cfg->silu.degree;
+}
+
 /* The engine's plan of one policy; prints it (text or JSON object). */
 static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
                            const ts_sched_costs_t *costs, ts_sched_policy_t pol, int pos,
@@ -167,6 +173,7 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
     cfg.log_slots = log_slots;
     cfg.lanes = lanes;
     int bcts = 0, bstc = 0; /* the bootstrapper's DFT budgets (0: the defaults) */
+    bool refined = false;   /* finer approximations than the ckks policy's */
     ts_status_t st = ts_llm_enc_new(m, params, &cfg, NULL, &e0);
     double fixed_ns = NAN; /* hybrid: the policy's default assignment, for comparison */
     if (st == TS_OK) {
@@ -176,11 +183,19 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
         ts_llm_enc_config_policy(&cfg, TS_SCHED_CKKS, mp);
         cfg.log_slots = log_slots;
         cfg.lanes = lanes;
-        if (ts_llm_enc_boot_budgets(m, params, &cfg, mp,
+        /* its approximations: finer where free (ts_llm_enc_config_refine) */
+        ts_llm_enc_config_t ck = cfg;
+        (void)ts_llm_enc_config_refine(m, params, &ck, mp,
+                                       TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT);
+        if (ts_llm_enc_boot_budgets(m, params, &ck, mp,
                                     TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT, &bcts,
                                     &bstc) != TS_OK)
             bcts = bstc = 0;
-        ts_llm_enc_config_policy(&cfg, pol, mp);
+        refined = act_degree(m, &ck) != act_degree(m, &cfg) || ck.rsqrt.degree != cfg.rsqrt.degree;
+        if (pol == TS_SCHED_CKKS)
+            cfg = ck;
+        else
+            ts_llm_enc_config_policy(&cfg, pol, mp);
         cfg.log_slots = log_slots;
         cfg.lanes = lanes;
         cfg.boot_cts_levels = bcts;
@@ -242,6 +257,8 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
                        n++ ? "," : "", kind_names[k], (mask >> k) & 1 ? "tfhe" : "ckks",
                        isfinite(kt[k]) ? kt[k] : -1.0);
         printf("],\"norm_defer\":%s", ts_llm_enc_norm_defer(e) ? "true" : "false");
+        if (pol == TS_SCHED_CKKS)
+            printf(",\"act_degree\":%d,\"rsqrt_degree\":%d", act_degree(m, &cfg), cfg.rsqrt.degree);
         if (lv.boot)
             printf(",\"boot_dft\":[%d,%d],\"boot_levels_left\":%d", bcts, bstc, lv.input);
         if (isfinite(fixed_ns))
@@ -260,6 +277,13 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
         printf("        (norms deferred: the products that read a norm take the residual "
                "stream and its factor multiplies their outputs, where the engine's plan "
                "predicts less time)\n");
+    if (pol == TS_SCHED_CKKS)
+        printf("        (%s at degree %d, the norms' 1/sqrt at %d: %s)\n",
+               ts_llm_model_config(m)->arch == TS_LLM_ARCH_GPT2 ? "GELU" : "SiLU",
+               act_degree(m, &cfg), cfg.rsqrt.degree,
+               refined ? "finer than the policy's, as the levels give them without more "
+                         "bootstraps or time"
+                       : "the policy's; finer ones would cost bootstraps or time");
     if (isfinite(fixed_ns))
         printf("        (the cheapest assignment of primitive kinds under this table; the "
                "default one, every 1/x and 1/sqrt(x) in TFHE: %.2f s)\n",

@@ -32,6 +32,11 @@ static const char sim_help[] =
     "                          kinds in TFHE and the others in CKKS (exp, recip,\n"
     "                          recip_norm, rsqrt, silu, gelu, comma-separated, or none):\n"
     "                          an assignment the hybrid scheduler may choose\n"
+    "      --params PRESET     with --policy ckks: the engine as tesserad builds it at\n"
+    "                          that preset (configs/params/PRESET.yaml) for one lane:\n"
+    "                          the policy's approximations made finer where the\n"
+    "                          engine's plans show them free (SiLU or GELU at degree\n"
+    "                          23, the norms' 1/sqrt at 56)\n"
     "  -p, --prompt TEXT       prompt for the greedy runs (default \"I dream of\")\n"
     "  -n, --steps N           positions (default: context length)\n"
     "      --text FILE         perplexity on this text (default: the exact greedy\n"
@@ -111,16 +116,23 @@ static const char *json_num(char buf[32], double x)
 int ts_cmd_simulate(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"model", required_argument, NULL, 'm'},    {"tokenizer", required_argument, NULL, 'z'},
-        {"config", required_argument, NULL, 'c'},   {"approx", required_argument, NULL, 'c'},
-        {"prompt", required_argument, NULL, 'p'},   {"steps", required_argument, NULL, 'n'},
-        {"text", required_argument, NULL, 0x300},   {"json", no_argument, NULL, 'j'},
-        {"policy", required_argument, NULL, 0x301}, {"kinds", required_argument, NULL, 0x302},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"model", required_argument, NULL, 'm'},
+        {"tokenizer", required_argument, NULL, 'z'},
+        {"config", required_argument, NULL, 'c'},
+        {"approx", required_argument, NULL, 'c'},
+        {"prompt", required_argument, NULL, 'p'},
+        {"steps", required_argument, NULL, 'n'},
+        {"text", required_argument, NULL, 0x300},
+        {"json", no_argument, NULL, 'j'},
+        {"policy", required_argument, NULL, 0x301},
+        {"kinds", required_argument, NULL, 0x302},
+        {"params", required_argument, NULL, 0x303},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *prog = "tessera simulate";
     const char *model_path = NULL, *tok_path = NULL, *cfg_path = NULL, *text_path = NULL;
-    const char *prompt = "I dream of", *policy = NULL, *kinds = NULL;
+    const char *prompt = "I dream of", *policy = NULL, *kinds = NULL, *preset = NULL;
     double steps = 0;
     bool json = false;
     int ch;
@@ -153,6 +165,9 @@ int ts_cmd_simulate(int argc, char **argv)
             break;
         case 0x302:
             kinds = optarg;
+            break;
+        case 0x303:
+            preset = optarg;
             break;
         case 'j':
             json = true;
@@ -193,11 +208,33 @@ int ts_cmd_simulate(int argc, char **argv)
                 prog, kinds);
         return RUN_EXIT_USAGE;
     }
+    if (preset && (!policy || pol != TS_SCHED_CKKS || kinds)) {
+        fprintf(stderr,
+                "%s: --params %s: with --policy ckks (without --kinds), the engine "
+                "tesserad builds\n",
+                prog, preset);
+        return RUN_EXIT_USAGE;
+    }
+    ts_ckks_params_t *params = NULL;
+    if (preset) {
+        char path[600];
+        ts_cfg_error_t perr;
+        snprintf(path, sizeof path, "configs/params/%s.yaml", preset);
+        memset(&perr, 0, sizeof perr);
+        ts_status_t sp = ts_ckks_params_load_file(path, true, &params, &perr);
+        if (sp != TS_OK) {
+            fprintf(stderr, "%s: --params %s: %s: %s\n", prog, preset, path,
+                    perr.msg[0] ? perr.msg : ts_strerror(sp));
+            return RUN_EXIT_LOCAL;
+        }
+    }
     ts_llm_model_t *m = NULL;
     ts_llm_tokenizer_t *t = NULL;
     int rc = ts_cli_llm_load(prog, model_path, tok_path, &m, &t);
-    if (rc != RUN_EXIT_OK)
+    if (rc != RUN_EXIT_OK) {
+        ts_ckks_params_free(params);
         return rc;
+    }
     const ts_llm_config_t *c = ts_llm_model_config(m);
     size_t total = steps > 0 ? (size_t)steps : (size_t)c->seq_len;
     if (total > (size_t)c->seq_len)
@@ -210,9 +247,20 @@ int ts_cmd_simulate(int argc, char **argv)
             ts_llm_enc_config_kinds(&ec, pol, (int)total, kind_mask);
         else
             ts_llm_enc_config_policy(&ec, pol, (int)total);
+        char fine[96] = "";
+        if (params) {
+            /* tesserad's engine for a session of `total` positions (one lane) */
+            ec.log_slots = ts_llm_enc_log_slots_for(m, params, (int)total);
+            ts_status_t sr = ts_llm_enc_config_refine(m, params, &ec, (int)total,
+                                                      TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT);
+            bool gpt2 = c->arch == TS_LLM_ARCH_GPT2;
+            snprintf(fine, sizeof fine, " at %s: %s degree %d, 1/sqrt degree %d%s", preset,
+                     gpt2 ? "GELU" : "SiLU", gpt2 ? ec.gelu.degree : ec.silu.degree,
+                     ec.rsqrt.degree, sr == TS_OK ? "" : " (the engine cannot plan it)");
+        }
         ts_llm_enc_config_to_sim(&ec, &cfg);
-        snprintf(pol_name, sizeof pol_name, "policy %s%s%s (%zu positions)", policy,
-                 kinds ? ", tfhe kinds " : "", kinds ? kinds : "", total);
+        snprintf(pol_name, sizeof pol_name, "policy %s%s%s (%zu positions)%s", policy,
+                 kinds ? ", tfhe kinds " : "", kinds ? kinds : "", total, fine);
         cfg_path = pol_name;
     }
     size_t plen = strlen(prompt), pcap = ts_llm_tokenizer_max_ids(plen);
@@ -376,5 +424,6 @@ out:
     free(text);
     ts_llm_tokenizer_free(t);
     ts_llm_model_free(m);
+    ts_ckks_params_free(params);
     return rc;
 }

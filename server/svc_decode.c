@@ -671,6 +671,18 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
     }
     ecfg.log_slots = md->log_slots;
     ecfg.lanes = lanes;
+    /* without an approx file, the finer approximations the engine's levels
+     * give for free (its plans' bootstraps and time unchanged) */
+    if (!c->approx[0] && c->bootstrap &&
+        ts_llm_enc_config_refine(md->m, md->p, &ecfg, ctx,
+                                 TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT) == TS_ENOMEM)
+        return TS_ENOMEM;
+    ts_log(TS_LOG_INFO, "decode", "model=%s approximations %s_degree=%d rsqrt_degree=%d (%s)",
+           md->name, ts_llm_model_config(md->m)->arch == TS_LLM_ARCH_GPT2 ? "gelu" : "silu",
+           ts_llm_model_config(md->m)->arch == TS_LLM_ARCH_GPT2 ? ecfg.gelu.degree
+                                                                : ecfg.silu.degree,
+           ecfg.eval_rsqrt == TS_LLM_EVAL_CKKS ? ecfg.rsqrt.degree : 0,
+           c->approx[0] ? c->approx : "policy ckks, finer where free");
     if (c->bootstrap) {
         ts_boot_config_t bc;
         /* dense-secret presets bootstrap with sparse-secret encapsulation

@@ -1446,3 +1446,117 @@ ts_status_t ts_llm_enc_boot_budgets(const ts_llm_model_t *m, ts_ckks_params_t *p
     *stc = best > 0 ? s0 + dd[best][1] : 0;
     return TS_OK;
 }
+
+/* The finer forms ts_llm_enc_config_refine tries (llm.h). */
+#define FINE_ACT_DEGREE   23
+#define FINE_RSQRT_DEGREE 56
+#define REFINE_SLACK      1.03 /* a form's predicted time may rise by 3% (plan noise) */
+
+/* cfg with the finer FFN activation (act) and norm 1/sqrt (rs) where it
+ * evaluates them in CKKS with coarser forms; false when nothing changes. */
+static bool refine_apply(ts_llm_enc_config_t *v, const ts_llm_enc_config_t *cfg, bool gpt2,
+                         bool act, bool rs)
+{
+    *v = *cfg;
+    bool changed = false;
+    ts_nonlinear_spec_t *a = gpt2 ? &v->gelu : &v->silu;
+    ts_llm_eval_t ae = gpt2 ? v->eval_gelu : v->eval_silu;
+    if (act && ae == TS_LLM_EVAL_CKKS && a->method == TS_NL_POLY && a->degree < FINE_ACT_DEGREE) {
+        a->degree = FINE_ACT_DEGREE;
+        changed = true;
+    }
+    if (rs && v->eval_rsqrt == TS_LLM_EVAL_CKKS && v->rsqrt.method == TS_NL_ITER &&
+        v->rsqrt.steps == 0 && v->rsqrt.degree < FINE_RSQRT_DEGREE) {
+        v->rsqrt.degree = FINE_RSQRT_DEGREE;
+        changed = true;
+    }
+    return changed;
+}
+
+/* The forms an engine of cfg runs (refine's comparison): its step at the
+ * last position; with lanes also a pass from position 0, and from the last
+ * lanes' positions after a pass and after steps. [out] n[4], ns[4] (n < 0:
+ * not run). The DFT budgets as tesserad chooses them. */
+static ts_status_t refine_forms(const ts_llm_model_t *m, ts_ckks_params_t *params,
+                                const ts_llm_enc_config_t *cfg, int max_pos, unsigned flags,
+                                const ts_sched_costs_t *costs, int n[4], double ns[4])
+{
+    ts_llm_enc_config_t v = *cfg;
+    ts_status_t st = ts_llm_enc_boot_budgets(m, params, cfg, max_pos, flags, &v.boot_cts_levels,
+                                             &v.boot_stc_levels);
+    ts_llm_enc_t *e = NULL;
+    if (st == TS_OK)
+        st = ts_llm_enc_new(m, params, &v, NULL, &e);
+    if (st != TS_OK)
+        return st;
+    int mp = ts_llm_enc_max_positions(e), lanes = v.lanes > 1 ? v.lanes : 1;
+    if (mp > max_pos)
+        mp = max_pos;
+    const int pos[4] = {mp - 1, 0, mp - lanes, mp - lanes};
+    const unsigned fl[4] = {flags, flags | TS_LLM_PLAN_PREFILL, flags | TS_LLM_PLAN_PREFILL,
+                            flags | TS_LLM_PLAN_PREFILL | TS_LLM_PLAN_AFTER_STEPS};
+    for (int k = 0; k < 4; k++) {
+        n[k] = -1;
+        ns[k] = NAN;
+        if (pos[k] < 0 || (k > 0 && (lanes == 1 || (k > 1 && pos[k] == 0))))
+            continue;
+        ts_sched_graph_t *g = NULL;
+        ts_sched_plan_t *p = NULL;
+        st = ts_llm_enc_plan(e, pos[k], fl[k], costs, TS_SCHED_CKKS, &g, &p, NULL, 0);
+        if (st == TS_OK) {
+            n[k] = (int)p->n_boot;
+            ns[k] = p->total_ns;
+        }
+        ts_sched_plan_free(p);
+        ts_sched_graph_free(g);
+        if (st != TS_OK)
+            break;
+    }
+    ts_llm_enc_free(e);
+    return st;
+}
+
+ts_status_t ts_llm_enc_config_refine(const ts_llm_model_t *m, ts_ckks_params_t *params,
+                                     ts_llm_enc_config_t *cfg, int max_pos, unsigned flags)
+{
+    if (!m || !params || !cfg || max_pos < 1)
+        return TS_EINVAL;
+    bool gpt2 = m->cfg.arch == TS_LLM_ARCH_GPT2;
+    ts_sched_costs_t *costs = ts_malloc(sizeof *costs);
+    if (!costs)
+        return TS_ENOMEM;
+    ts_sched_costs_default(costs);
+    int n0[4], n1[4];
+    double t0[4], t1[4];
+    ts_status_t st = refine_forms(m, params, cfg, max_pos, flags, costs, n0, t0);
+    /* most precise first: both, the activation, the norms */
+    static const bool cand[3][2] = {{true, true}, {true, false}, {false, true}};
+    for (int c = 0; c < 3 && st == TS_OK; c++) {
+        ts_llm_enc_config_t v;
+        if (!refine_apply(&v, cfg, gpt2, cand[c][0], cand[c][1]))
+            continue;
+        ts_status_t sc = refine_forms(m, params, &v, max_pos, flags, costs, n1, t1);
+        if (sc == TS_ENOMEM)
+            st = sc;
+        bool ok = sc == TS_OK;
+        for (int k = 0; k < 4 && ok; k++)
+            ok = n0[k] < 0 || (n1[k] >= 0 && n1[k] <= n0[k] && t1[k] <= t0[k] * REFINE_SLACK);
+        ts_log(TS_LOG_DEBUG, "llm",
+               "approximations %s%s%s: %s (bootstraps %d/%d/%d/%d -> %d/%d/%d/%d; step %.1f -> "
+               "%.1f s planned)",
+               cand[c][0] ? (gpt2 ? "GELU" : "SiLU") : "", cand[c][0] && cand[c][1] ? " + " : "",
+               cand[c][1] ? "1/sqrt" : "",
+               sc != TS_OK ? ts_strerror(sc)
+               : ok        ? "taken"
+                           : "not free",
+               n0[0], n0[1], n0[2], n0[3], sc == TS_OK ? n1[0] : -1, sc == TS_OK ? n1[1] : -1,
+               sc == TS_OK ? n1[2] : -1, sc == TS_OK ? n1[3] : -1, t0[0] / 1e9,
+               sc == TS_OK ? t1[0] / 1e9 : NAN);
+        if (ok) {
+            *cfg = v;
+            break;
+        }
+    }
+    ts_free(costs);
+    return st;
+}

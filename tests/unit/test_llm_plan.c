@@ -784,6 +784,128 @@ START_TEST(test_engine_boot_budgets)
 }
 END_TEST
 
+/* A step's bootstraps with tesserad's DFT budgets for cfg (refine's measure). */
+static int refine_boots(const ts_llm_model_t *m, ts_ckks_params_t *p,
+                        const ts_llm_enc_config_t *cfg, int max_pos)
+{
+    int cts = -1, stc = -1;
+    ck_assert_ts_ok(ts_llm_enc_boot_budgets(
+        m, p, cfg, max_pos, TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT, &cts, &stc));
+    return budget_boots(m, p, cfg, cts, stc, max_pos - 1);
+}
+
+/* The simulated logits' max error of cfg on the exact greedy continuation of BOS. */
+static double refine_sim_err(const ts_llm_model_t *m, const ts_llm_enc_config_t *cfg, int n,
+                             size_t *agree)
+{
+    ts_llm_sim_config_t ex, sc;
+    ts_llm_sim_config_default(&ex);
+    int bos = 1, ids[128];
+    size_t got = 0;
+    ck_assert_int_le(n, 128);
+    ck_assert_ts_ok(ts_llm_simulate_greedy(m, &ex, &bos, 1, (size_t)n, ids, &got));
+    ck_assert_int_eq(got, n);
+    ts_llm_enc_config_to_sim(cfg, &sc);
+    ts_llm_sim_report_t r;
+    memset(&r, 0, sizeof r);
+    ck_assert_ts_ok(ts_llm_simulate(m, &sc, ids, got, &r));
+    double err = r.logits_max_err;
+    *agree = r.agree;
+    ts_llm_sim_report_clear(&r);
+    return err;
+}
+
+/*
+ * The finer approximations where the levels give them (ts_llm_enc_config_refine)
+ * at boot-n16-dense: one lane of 32 positions (2^11 slots) takes SiLU at degree
+ * 23 and the norms' 1/sqrt at 56 with the step's bootstraps unchanged, and the
+ * simulated logits' error falls to under a third (0.24 -> 0.03 on this
+ * sequence); at 128 positions (2^13) both would plan more bootstraps, SiLU
+ * alone does not: SiLU only; 8 lanes of 2^11 keep the policy's (SiLU at 23
+ * costs the ordinary step bootstraps). A hybrid configuration's look-ups stay;
+ * a refined configuration is its own refinement.
+ */
+START_TEST(test_engine_config_refine)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/aidreams260K.bin", ts_test_model_dir());
+    ts_llm_model_t *m = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(path, &m, NULL, 0));
+    ts_ckks_params_t *p = NULL;
+    ck_assert_ts_ok(
+        ts_ckks_params_load_file("configs/params/boot-n16-dense.yaml", false, &p, NULL));
+    const unsigned fl = TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT;
+    ts_llm_enc_config_t base, c, v;
+
+    /* one lane, 32 positions: both, no bootstrap more, the error under a third */
+    ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 32);
+    base.log_slots = 11;
+    c = base;
+    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &c, 32, fl));
+    ck_assert_int_eq(base.silu.degree, 15);
+    ck_assert_int_eq(base.rsqrt.degree, 31);
+    ck_assert_int_eq(c.silu.degree, 23);
+    ck_assert_int_eq(c.rsqrt.degree, 56);
+    ck_assert_int_eq(c.rsqrt.steps, 0);
+    int nb = refine_boots(m, p, &base, 32), nc = refine_boots(m, p, &c, 32);
+    printf("refine: 32 positions: %d -> %d bootstraps\n", nb, nc);
+    ck_assert_int_gt(nb, 0);
+    ck_assert_int_le(nc, nb);
+    size_t ab = 0, ac = 0;
+    double eb = refine_sim_err(m, &base, 32, &ab), ec = refine_sim_err(m, &c, 32, &ac);
+    printf("refine: 32 positions: logits' max error %.4f -> %.4f, argmax %zu -> %zu of 32\n", eb,
+           ec, ab, ac);
+    ck_assert(ec < eb / 3.0);
+    ck_assert_int_ge(ac, ab);
+    v = c;
+    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &v, 32, fl));
+    ck_assert_int_eq(memcmp(&v, &c, sizeof v), 0);
+
+    /* 128 positions: SiLU only; with the 1/sqrt too the step bootstraps more */
+    ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 128);
+    base.log_slots = 13;
+    c = base;
+    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &c, 128, fl));
+    ck_assert_int_eq(c.silu.degree, 23);
+    ck_assert_int_eq(c.rsqrt.degree, 31);
+    v = c;
+    v.rsqrt.degree = 56;
+    nb = refine_boots(m, p, &base, 128);
+    nc = refine_boots(m, p, &c, 128);
+    int nv = refine_boots(m, p, &v, 128);
+    printf("refine: 128 positions: %d, SiLU %d, both %d bootstraps\n", nb, nc, nv);
+    ck_assert_int_le(nc, nb);
+    ck_assert_int_gt(nv, nb);
+
+    /* 8 lanes of 2^11: the ordinary step would bootstrap more with SiLU at 23 */
+    ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 32);
+    base.log_slots = 11;
+    base.lanes = 8;
+    c = base;
+    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &c, 32, fl));
+    ck_assert_int_eq(memcmp(&c, &base, sizeof c), 0);
+    v = base;
+    v.silu.degree = 23;
+    nb = budget_boots(m, p, &base, 0, 0, 31);
+    nv = budget_boots(m, p, &v, 0, 0, 31);
+    printf("refine: 8 lanes: step %d, SiLU at 23 %d bootstraps\n", nb, nv);
+    ck_assert_int_gt(nv, nb);
+
+    /* hybrid: the 1/sqrt look-up stays a look-up */
+    ts_llm_enc_config_policy(&c, TS_SCHED_HYBRID, 32);
+    c.log_slots = 11;
+    (void)ts_llm_enc_config_refine(m, p, &c, 32, fl);
+    ck_assert_int_eq(c.rsqrt.method, TS_NL_LUT);
+    ck_assert_int_eq(c.eval_rsqrt, TS_LLM_EVAL_LUT);
+
+    ck_assert_int_eq(ts_llm_enc_config_refine(NULL, p, &c, 32, fl), TS_EINVAL);
+    ck_assert_int_eq(ts_llm_enc_config_refine(m, p, &c, 0, fl), TS_EINVAL);
+    ck_assert_int_eq(ts_llm_enc_config_refine(m, NULL, &c, 32, fl), TS_EINVAL);
+    ts_ckks_params_free(p);
+    ts_llm_model_free(m);
+}
+END_TEST
+
 /*
  * Residual bootstraps (enc.c resid, ts__llm_enc_place): aidreams260K at
  * test-boot-n12-dense (boot-n16-dense's chain, 13 levels after a bootstrap at
@@ -1192,6 +1314,7 @@ TS_TEST_SUITE(llm_plan)
     tcase_add_test(tc, test_engine_plan_explain);
     tcase_add_test(tc, test_engine_config_best);
     tcase_add_test(tc, test_engine_boot_budgets);
+    tcase_add_test(tc, test_engine_config_refine);
     tcase_add_test(tc, test_engine_resid_boot);
     tcase_add_test(tc, test_engine_norm_defer);
     tcase_add_test(tc, test_engine_boot_drops);
