@@ -1476,19 +1476,27 @@ static bool refine_apply(ts_llm_enc_config_t *v, const ts_llm_enc_config_t *cfg,
 /* The forms an engine of cfg runs (refine's comparison): its step at the
  * last position; with lanes also a pass from position 0, and from the last
  * lanes' positions after a pass and after steps. [out] n[4], ns[4] (n < 0:
- * not run). The DFT budgets as tesserad chooses them. */
+ * not run), *dft: the DFT levels of the bootstrapper (the budgets as
+ * tesserad chooses them; more levels, a cheaper bootstrap, which the
+ * built-in table does not price). */
 static ts_status_t refine_forms(const ts_llm_model_t *m, ts_ckks_params_t *params,
                                 const ts_llm_enc_config_t *cfg, int max_pos, unsigned flags,
-                                const ts_sched_costs_t *costs, int n[4], double ns[4])
+                                const ts_sched_costs_t *costs, int n[4], double ns[4], int *dft)
 {
     ts_llm_enc_config_t v = *cfg;
     ts_status_t st = ts_llm_enc_boot_budgets(m, params, cfg, max_pos, flags, &v.boot_cts_levels,
                                              &v.boot_stc_levels);
     ts_llm_enc_t *e = NULL;
+    ts_boot_config_t bc;
     if (st == TS_OK)
         st = ts_llm_enc_new(m, params, &v, NULL, &e);
-    if (st != TS_OK)
+    if (st == TS_OK)
+        st = ts__llm_enc_boot_config(e, &bc);
+    if (st != TS_OK) {
+        ts_llm_enc_free(e);
         return st;
+    }
+    *dft = bc.cts_levels + bc.stc_levels;
     int mp = ts_llm_enc_max_positions(e), lanes = v.lanes > 1 ? v.lanes : 1;
     if (mp > max_pos)
         mp = max_pos;
@@ -1526,32 +1534,32 @@ ts_status_t ts_llm_enc_config_refine(const ts_llm_model_t *m, ts_ckks_params_t *
     if (!costs)
         return TS_ENOMEM;
     ts_sched_costs_default(costs);
-    int n0[4], n1[4];
+    int n0[4], n1[4], d0 = 0, d1 = 0;
     double t0[4], t1[4];
-    ts_status_t st = refine_forms(m, params, cfg, max_pos, flags, costs, n0, t0);
+    ts_status_t st = refine_forms(m, params, cfg, max_pos, flags, costs, n0, t0, &d0);
     /* most precise first: both, the activation, the norms */
     static const bool cand[3][2] = {{true, true}, {true, false}, {false, true}};
     for (int c = 0; c < 3 && st == TS_OK; c++) {
         ts_llm_enc_config_t v;
         if (!refine_apply(&v, cfg, gpt2, cand[c][0], cand[c][1]))
             continue;
-        ts_status_t sc = refine_forms(m, params, &v, max_pos, flags, costs, n1, t1);
+        ts_status_t sc = refine_forms(m, params, &v, max_pos, flags, costs, n1, t1, &d1);
         if (sc == TS_ENOMEM)
             st = sc;
-        bool ok = sc == TS_OK;
+        bool ok = sc == TS_OK && d1 >= d0;
         for (int k = 0; k < 4 && ok; k++)
             ok = n0[k] < 0 || (n1[k] >= 0 && n1[k] <= n0[k] && t1[k] <= t0[k] * REFINE_SLACK);
         ts_log(TS_LOG_DEBUG, "llm",
-               "approximations %s%s%s: %s (bootstraps %d/%d/%d/%d -> %d/%d/%d/%d; step %.1f -> "
-               "%.1f s planned)",
+               "approximations %s%s%s: %s (bootstraps %d/%d/%d/%d -> %d/%d/%d/%d; DFT levels %d "
+               "-> %d; step %.1f -> %.1f s planned)",
                cand[c][0] ? (gpt2 ? "GELU" : "SiLU") : "", cand[c][0] && cand[c][1] ? " + " : "",
                cand[c][1] ? "1/sqrt" : "",
                sc != TS_OK ? ts_strerror(sc)
                : ok        ? "taken"
                            : "not free",
                n0[0], n0[1], n0[2], n0[3], sc == TS_OK ? n1[0] : -1, sc == TS_OK ? n1[1] : -1,
-               sc == TS_OK ? n1[2] : -1, sc == TS_OK ? n1[3] : -1, t0[0] / 1e9,
-               sc == TS_OK ? t1[0] / 1e9 : NAN);
+               sc == TS_OK ? n1[2] : -1, sc == TS_OK ? n1[3] : -1, d0, sc == TS_OK ? d1 : -1,
+               t0[0] / 1e9, sc == TS_OK ? t1[0] / 1e9 : NAN);
         if (ok) {
             *cfg = v;
             break;

@@ -776,8 +776,10 @@ ts_status_t ts_llm_enc_boot_budgets(const ts_llm_model_t *model, ts_ckks_params_
  * without Newton steps, the ckks policy's) at degree 56 instead of a lower
  * one, both first, else the activation alone, else the norms alone: the
  * first whose every form the engine runs plans no more bootstraps and at
- * most 3% more time under the built-in cost table (each with the DFT
- * budgets of ts_llm_enc_boot_budgets, flags as there): the step at
+ * most 3% more time under the built-in cost table, with as many DFT levels
+ * in the bootstrapper (each with the budgets of ts_llm_enc_boot_budgets,
+ * flags as there; fewer levels, a dearer bootstrap the table does not
+ * price: at boot-n16-dense 16 positions keep the policy's): the step at
  * position max_pos - 1 and, with lanes, a pass from position 0 and the
  * last lanes' pass after a pass and after steps. Only kinds cfg evaluates
  * in CKKS change. On aidreams260K (the ckks policy, 32 positions,

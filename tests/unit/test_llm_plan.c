@@ -819,8 +819,9 @@ static double refine_sim_err(const ts_llm_model_t *m, const ts_llm_enc_config_t 
  * The finer approximations where the levels give them (ts_llm_enc_config_refine)
  * at boot-n16-dense: one lane of 32 positions (2^11 slots) takes SiLU at degree
  * 23 and the norms' 1/sqrt at 56 with the step's bootstraps unchanged, and the
- * simulated logits' error falls to under a third (0.24 -> 0.03 on this
- * sequence); at 128 positions (2^13) both would plan more bootstraps, SiLU
+ * simulated logits' error falls to under a third (0.16 -> 0.015 on this
+ * sequence); at 16 positions (2^10) the bootstrapper would lose DFT levels;
+ * at 128 positions (2^13) both would plan more bootstraps, SiLU
  * alone does not: SiLU only; 8 lanes of 2^11 keep the policy's (SiLU at 23
  * costs the ordinary step bootstraps). A hybrid configuration's look-ups stay;
  * a refined configuration is its own refinement.
@@ -860,6 +861,24 @@ START_TEST(test_engine_config_refine)
     v = c;
     ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &v, 32, fl));
     ck_assert_int_eq(memcmp(&v, &c, sizeof v), 0);
+
+    /* 16 positions (2^10): as many bootstraps either way, but the finer ones
+     * leave the bootstrapper's DFT budgets one or two levels fewer (a dearer
+     * bootstrap): the policy's stay */
+    ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 16);
+    base.log_slots = 10;
+    c = base;
+    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &c, 16, fl));
+    ck_assert_int_eq(memcmp(&c, &base, sizeof c), 0);
+    v = base;
+    v.silu.degree = 23;
+    int cts[2], stc[2];
+    ck_assert_ts_ok(ts_llm_enc_boot_budgets(m, p, &base, 16, fl, &cts[0], &stc[0]));
+    ck_assert_ts_ok(ts_llm_enc_boot_budgets(m, p, &v, 16, fl, &cts[1], &stc[1]));
+    printf("refine: 16 positions: DFT budgets %d + %d, with SiLU at 23 %d + %d\n", cts[0], stc[0],
+           cts[1], stc[1]);
+    ck_assert_int_eq(cts[0] + stc[0], 7);
+    ck_assert(cts[1] + stc[1] < 7); /* 0 + 0: the defaults, 3 + 2 */
 
     /* 128 positions: SiLU only; with the 1/sqrt too the step bootstraps more */
     ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 128);

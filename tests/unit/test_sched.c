@@ -866,6 +866,9 @@ START_TEST(test_sched_cmd_plan)
      * levels left, session 38) the engine defers its norms (false with 3 + 2) */
     ck_assert_ptr_nonnull(strstr(buf, "\"norm_defer\":true"));
     ck_assert_ptr_nonnull(strstr(buf, "\"boot_dft\":[4,3],\"boot_levels_left\":13"));
+    /* the policy's SiLU and 1/sqrt: finer ones would take the bootstrapper
+     * a DFT level (ts_llm_enc_config_refine, session 43) */
+    ck_assert_ptr_nonnull(strstr(buf, "\"act_degree\":15,\"rsqrt_degree\":31"));
     /* at 2^13 slots (14 levels per bootstrap) the engine defers its norms:
      * 17 bootstraps instead of 20 (docs/benchmarks.md, session 23); 16
      * since session 26 with the degree-7 exp above 16 positions
@@ -876,6 +879,7 @@ START_TEST(test_sched_cmd_plan)
     ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":16"));
     ck_assert_ptr_nonnull(strstr(buf, "\"norm_defer\":true"));
     ck_assert_ptr_nonnull(strstr(buf, "\"boot_dft\":[0,0],\"boot_levels_left\":14"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"act_degree\":23,\"rsqrt_degree\":31")); /* SiLU finer */
     ck_assert_ptr_nonnull(strstr(buf, "norm.in"));
     /* the prefill pass of a 16-lane engine (a model's prefill_lanes): 20
      * bootstraps with the pass's own residual bootstraps (24 with the
