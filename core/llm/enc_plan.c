@@ -1381,6 +1381,11 @@ ts_status_t ts_llm_enc_boot_budgets(const ts_llm_model_t *m, ts_ckks_params_t *p
     if (!m || !params || !cfg || !cts || !stc || max_pos < 1)
         return TS_EINVAL;
     *cts = *stc = 0;
+    if (cfg->boot_budgets_fixed) {
+        *cts = cfg->boot_cts_levels;
+        *stc = cfg->boot_stc_levels;
+        return TS_OK;
+    }
     /* a lanes engine keeps the defaults. Counting its step and two passes
      * (after steps, after a pass) would take other budgets where they plan
      * as few or fewer bootstraps, but the passes' placement then trades the

@@ -511,6 +511,12 @@ typedef struct ts_llm_enc_config {
      * bootstrapper takes its budgets; these are the ones its plan assumes
      * without one (ts_llm_enc_boot_budgets chooses them). */
     int boot_cts_levels, boot_stc_levels;
+    /* The budgets above as given, not chosen (ts_llm_enc_boot_budgets and
+     * ts_llm_enc_config_refine keep them): tesserad in the Renyi mode keeps
+     * the defaults, whose logits carry the least noise (aidreams260K at
+     * boot-n16-dense, 8 positions: 2^22.79 with the chosen 4 + 3, far less
+     * with 3 + 2; docs/SECURITY.md, session 43). */
+    bool boot_budgets_fixed;
 } ts_llm_enc_config_t;
 
 /* Defaults sized for the bundled aidreams260K model (ranges with margin),
@@ -762,7 +768,8 @@ ts_status_t ts_llm_boot_config(const ts_ckks_params_t *params, int log_slots, in
  * (8 lanes of 2^11 slots at 5 + 3: as many bootstraps, each 17% cheaper
  * alone, the pass 2% faster; session 39). The
  * bootstrapper assumed is tesserad's (encapsulation h' = 32 for a dense
- * secret, as ts_llm_enc_levels). [out] cts, stc (0: the defaults). Errors:
+ * secret, as ts_llm_enc_levels). With cfg->boot_budgets_fixed, cfg's own
+ * budgets. [out] cts, stc (0: the defaults). Errors:
  * TS_EINVAL, TS_ENOMEM, or the defaults' plan's (e.g. TS_ELEVEL).
  */
 ts_status_t ts_llm_enc_boot_budgets(const ts_llm_model_t *model, ts_ckks_params_t *params,

@@ -864,7 +864,10 @@ END_TEST
 TS_TEST_SUITE(llm_ctx)
 {
     Suite *s = suite_create("llm_ctx");
-    TCase *tc = ts_tcase("ctx", 0);
+    /* bench decode's runs at test-boot-n12(-dense) (test_ctx_bench_cli: a
+     * dozen encrypted passes) took over 300 s on a 2-core CPU without
+     * AVX-512 sharing its cores (session 43) */
+    TCase *tc = ts_tcase("ctx", 1800);
     tcase_add_test(tc, test_ctx_refusals);
     tcase_add_test(tc, test_ctx_llama);
     tcase_add_test(tc, test_ctx_gqa);

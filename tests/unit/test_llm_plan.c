@@ -656,6 +656,17 @@ START_TEST(test_engine_plan_presets)
 }
 END_TEST
 
+/* aidreams260K and the 128-bit boot-n16-dense parameters. */
+static ts_llm_model_t *aidreams_dense(ts_ckks_params_t **p)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/aidreams260K.bin", ts_test_model_dir());
+    ts_llm_model_t *m = NULL;
+    ck_assert_ts_ok(ts_llm_model_load(path, &m, NULL, 0));
+    ck_assert_ts_ok(ts_ckks_params_load_file("configs/params/boot-n16-dense.yaml", false, p, NULL));
+    return m;
+}
+
 /* The ckks plan's bootstrap count of aidreams260K (cfg) with the assumed
  * bootstrapper at DFT budgets (cts, stc) at position pos; -1 when the
  * budgets cannot be built. */
@@ -695,13 +706,8 @@ static int budget_boots(const ts_llm_model_t *m, ts_ckks_params_t *p,
  */
 START_TEST(test_engine_boot_budgets)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/aidreams260K.bin", ts_test_model_dir());
-    ts_llm_model_t *m = NULL;
-    ck_assert_ts_ok(ts_llm_model_load(path, &m, NULL, 0));
     ts_ckks_params_t *p = NULL;
-    ck_assert_ts_ok(
-        ts_ckks_params_load_file("configs/params/boot-n16-dense.yaml", false, &p, NULL));
+    ts_llm_model_t *m = aidreams_dense(&p);
 
     /* tesserad's encapsulation: h' = 32 for the dense secret, none for a sparse one */
     ck_assert_int_eq(ts_llm_boot_encap_h(p), 32);
@@ -828,13 +834,8 @@ static double refine_sim_err(const ts_llm_model_t *m, const ts_llm_enc_config_t 
  */
 START_TEST(test_engine_config_refine)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/aidreams260K.bin", ts_test_model_dir());
-    ts_llm_model_t *m = NULL;
-    ck_assert_ts_ok(ts_llm_model_load(path, &m, NULL, 0));
     ts_ckks_params_t *p = NULL;
-    ck_assert_ts_ok(
-        ts_ckks_params_load_file("configs/params/boot-n16-dense.yaml", false, &p, NULL));
+    ts_llm_model_t *m = aidreams_dense(&p);
     const unsigned fl = TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT;
     ts_llm_enc_config_t base, c, v;
 
@@ -879,6 +880,24 @@ START_TEST(test_engine_config_refine)
            cts[1], stc[1]);
     ck_assert_int_eq(cts[0] + stc[0], 7);
     ck_assert(cts[1] + stc[1] < 7); /* 0 + 0: the defaults, 3 + 2 */
+    /* with the budgets fixed (tesserad's Renyi mode: the defaults) both are
+     * free there, and the budgets are the ones given */
+    base.boot_budgets_fixed = true;
+    ck_assert_ts_ok(ts_llm_enc_boot_budgets(m, p, &base, 16, fl, &cts[0], &stc[0]));
+    ck_assert_int_eq(cts[0], 0);
+    ck_assert_int_eq(stc[0], 0);
+    c = base;
+    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &c, 16, fl));
+    ck_assert_int_eq(c.silu.degree, 23);
+    ck_assert_int_eq(c.rsqrt.degree, 56);
+    ck_assert(c.boot_budgets_fixed);
+    ck_assert_int_le(budget_boots(m, p, &c, 0, 0, 15), budget_boots(m, p, &base, 0, 0, 15));
+    v = base;
+    v.boot_cts_levels = 4;
+    v.boot_stc_levels = 2;
+    ck_assert_ts_ok(ts_llm_enc_boot_budgets(m, p, &v, 16, fl, &cts[0], &stc[0]));
+    ck_assert_int_eq(cts[0], 4);
+    ck_assert_int_eq(stc[0], 2);
 
     /* 128 positions: SiLU only; with the 1/sqrt too the step bootstraps more */
     ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 128);
