@@ -782,13 +782,15 @@ ts_status_t ts_llm_enc_boot_budgets(const ts_llm_model_t *model, ts_ckks_params_
  * instead of a lower one, and the norms' 1/sqrt (a Chebyshev interpolant
  * without Newton steps, the ckks policy's) at degree 56 instead of a lower
  * one, both first, else the activation alone, else the norms alone: the
- * first whose every form the engine runs plans no more bootstraps and at
+ * first whose step at position max_pos - 1 plans no more bootstraps and at
  * most 3% more time under the built-in cost table, with as many DFT levels
  * in the bootstrapper (each with the budgets of ts_llm_enc_boot_budgets,
  * flags as there; fewer levels, a dearer bootstrap the table does not
- * price: at boot-n16-dense 16 positions keep the policy's): the step at
- * position max_pos - 1 and, with lanes, a pass from position 0 and the
- * last lanes' pass after a pass and after steps. Only kinds cfg evaluates
+ * price: at boot-n16-dense 8-16 positions keep the policy's unless the
+ * budgets are fixed). An engine of lanes (cfg->lanes > 1) keeps the
+ * policy's: the finer ones move the logits' noise (2^10.4 -> 2^13.3 rms
+ * off the subring at 2^9 slots, session 43) and the lanes' Renyi flood
+ * has no room for more. Only kinds cfg evaluates
  * in CKKS change. On aidreams260K (the ckks policy, 32 positions,
  * simulated) the logits' error falls from 0.24 to 0.03 at most, 0.024 to
  * 0.002 on average (docs/llm.md). cfg is unchanged when nothing is free or

@@ -828,8 +828,9 @@ static double refine_sim_err(const ts_llm_model_t *m, const ts_llm_enc_config_t 
  * simulated logits' error falls to under a third (0.16 -> 0.015 on this
  * sequence); at 16 positions (2^10) the bootstrapper would lose DFT levels;
  * at 128 positions (2^13) both would plan more bootstraps, SiLU
- * alone does not: SiLU only; 8 lanes of 2^11 keep the policy's (SiLU at 23
- * costs the ordinary step bootstraps). A hybrid configuration's look-ups stay;
+ * alone does not: SiLU only; an engine of lanes keeps the policy's (its
+ * flood has no room for the finer ones' noise; at 8 lanes of 2^11 SiLU at
+ * 23 would cost the ordinary step bootstraps too). A hybrid configuration's look-ups stay;
  * a refined configuration is its own refinement.
  */
 START_TEST(test_engine_config_refine)
@@ -915,7 +916,8 @@ START_TEST(test_engine_config_refine)
     ck_assert_int_le(nc, nb);
     ck_assert_int_gt(nv, nb);
 
-    /* 8 lanes of 2^11: the ordinary step would bootstrap more with SiLU at 23 */
+    /* 8 lanes of 2^11: the policy's (the ordinary step would bootstrap more
+     * with SiLU at 23 anyway) */
     ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 32);
     base.log_slots = 11;
     base.lanes = 8;
