@@ -821,6 +821,17 @@ static double refine_sim_err(const ts_llm_model_t *m, const ts_llm_enc_config_t 
     return err;
 }
 
+/* base: the ckks policy for npos positions at 2^log_slots; c: its refinement. */
+static void refine_case(const ts_llm_model_t *m, ts_ckks_params_t *p, int npos, int log_slots,
+                        ts_llm_enc_config_t *base, ts_llm_enc_config_t *c)
+{
+    ts_llm_enc_config_policy(base, TS_SCHED_CKKS, npos);
+    base->log_slots = log_slots;
+    *c = *base;
+    ck_assert_ts_ok(
+        ts_llm_enc_config_refine(m, p, c, npos, TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT));
+}
+
 /*
  * The finer approximations where the levels give them (ts_llm_enc_config_refine)
  * at boot-n16-dense: one lane of 32 positions (2^11 slots) takes SiLU at degree
@@ -841,10 +852,7 @@ START_TEST(test_engine_config_refine)
     ts_llm_enc_config_t base, c, v;
 
     /* one lane, 32 positions: both, no bootstrap more, the error under a third */
-    ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 32);
-    base.log_slots = 11;
-    c = base;
-    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &c, 32, fl));
+    refine_case(m, p, 32, 11, &base, &c);
     ck_assert_int_eq(base.silu.degree, 15);
     ck_assert_int_eq(base.rsqrt.degree, 31);
     ck_assert_int_eq(c.silu.degree, 23);
@@ -867,10 +875,7 @@ START_TEST(test_engine_config_refine)
     /* 16 positions (2^10): as many bootstraps either way, but the finer ones
      * leave the bootstrapper's DFT budgets one or two levels fewer (a dearer
      * bootstrap): the policy's stay */
-    ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 16);
-    base.log_slots = 10;
-    c = base;
-    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &c, 16, fl));
+    refine_case(m, p, 16, 10, &base, &c);
     ck_assert_int_eq(memcmp(&c, &base, sizeof c), 0);
     v = base;
     v.silu.degree = 23;
@@ -901,10 +906,7 @@ START_TEST(test_engine_config_refine)
     ck_assert_int_eq(stc[0], 2);
 
     /* 128 positions: SiLU only; with the 1/sqrt too the step bootstraps more */
-    ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 128);
-    base.log_slots = 13;
-    c = base;
-    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &c, 128, fl));
+    refine_case(m, p, 128, 13, &base, &c);
     ck_assert_int_eq(c.silu.degree, 23);
     ck_assert_int_eq(c.rsqrt.degree, 31);
     v = c;
