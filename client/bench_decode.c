@@ -506,7 +506,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         cfg.boot_cts_levels = g_boot_cts;
         cfg.boot_stc_levels = g_boot_stc;
     }
-    if (g_refine && !approx && k->kinds < 0 && k->policy == TS_SCHED_CKKS) {
+    bool refine = g_refine && !approx && k->kinds < 0 && k->policy == TS_SCHED_CKKS && lanes <= 1;
+    if (refine) {
         /* the finer approximations where free, as tesserad takes them */
         int mp = ts_llm_enc_positions_for(m, log_slots);
         ts_status_t sr = ts_llm_enc_config_refine(
@@ -515,13 +516,13 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         if (sr == TS_ENOMEM)
             TRY(sr);
     }
-    bool gpt2 = ts_llm_model_config(m)->arch == TS_LLM_ARCH_GPT2;
-    k->act_degree = gpt2 ? cfg.gelu.degree : cfg.silu.degree;
+    k->act_degree = ts_llm_enc_config_act(&cfg, m)->degree;
     k->rsqrt_degree = cfg.eval_rsqrt == TS_LLM_EVAL_CKKS ? cfg.rsqrt.degree : 0;
     if (k->policy == TS_SCHED_CKKS)
         fprintf(stderr, "bench decode: %s %s: %s at degree %d, the norms' 1/sqrt at %d%s\n",
-                k->model, k->params, gpt2 ? "GELU" : "SiLU", k->act_degree, k->rsqrt_degree,
-                g_refine && !approx && k->kinds < 0 ? " (finer where free)" : "");
+                k->model, k->params,
+                ts_llm_model_config(m)->arch == TS_LLM_ARCH_GPT2 ? "GELU" : "SiLU", k->act_degree,
+                k->rsqrt_degree, refine ? " (finer where free)" : "");
     /* the kinds this model evaluates (its FFN activation: SiLU or GELU) */
     k->tfhe_kinds = ts_llm_enc_config_tfhe_kinds(&cfg) &
                     ~(1u << (ts_llm_model_config(m)->arch == TS_LLM_ARCH_GPT2 ? TS_LLM_KIND_SILU
@@ -534,17 +535,13 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
     TRY(ts_ckks_evalkeys_gen_relin(ek, sk, prng));
     if (k->boot) {
         ts_boot_config_t bc;
-        /* the DFT level budgets as tesserad chooses them unless --boot-dft */
-        if (g_boot_cts >= 0) {
-            cfg.boot_cts_levels = g_boot_cts;
-            cfg.boot_stc_levels = g_boot_stc;
-        } else {
-            int mp = ts_llm_enc_positions_for(m, log_slots);
-            TRY(ts_llm_enc_boot_budgets(m, p, &cfg, mp < k->max_ctx ? mp : k->max_ctx,
-                                        TS_LLM_PLAN_ONEHOT |
-                                            (g_period_boot ? TS_LLM_PLAN_PERIOD_BOOT : 0u),
-                                        &cfg.boot_cts_levels, &cfg.boot_stc_levels));
-        }
+        /* the DFT level budgets as tesserad chooses them (fixed above for
+         * --boot-dft and the Renyi mode) */
+        int mp = ts_llm_enc_positions_for(m, log_slots);
+        TRY(ts_llm_enc_boot_budgets(m, p, &cfg, mp < k->max_ctx ? mp : k->max_ctx,
+                                    TS_LLM_PLAN_ONEHOT |
+                                        (g_period_boot ? TS_LLM_PLAN_PERIOD_BOOT : 0u),
+                                    &cfg.boot_cts_levels, &cfg.boot_stc_levels));
         /* dense-secret presets bootstrap with sparse-secret encapsulation */
         bool dense = ts_llm_boot_encap_h(p) > 0;
         TRY(ts_llm_boot_config(p, log_slots + log_lanes, ts_llm_boot_encap_h(p),

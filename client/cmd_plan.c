@@ -150,12 +150,6 @@ static bool kind_used(const ts_sched_graph_t *g, int k)
     return true;
 }
 
-/* The Chebyshev degree of the model's FFN activation (SiLU, GELU) in cfg. */
-static int act_degree(const ts_llm_model_t *m, const ts_llm_enc_config_t *cfg)
-{
-    return ts_llm_model_config(m)->arch == TS_LLM_ARCH_GPT2 ? cfg->gelu.degree : cfg->silu.degree;
-}
-
 /* The engine's plan of one policy; prints it (text or JSON object). */
 static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
                            const ts_sched_costs_t *costs, ts_sched_policy_t pol, int pos,
@@ -191,7 +185,8 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
                                     TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT, &bcts,
                                     &bstc) != TS_OK)
             bcts = bstc = 0;
-        refined = act_degree(m, &ck) != act_degree(m, &cfg) || ck.rsqrt.degree != cfg.rsqrt.degree;
+        refined = ts_llm_enc_config_act(&ck, m)->degree != ts_llm_enc_config_act(&cfg, m)->degree ||
+                  ck.rsqrt.degree != cfg.rsqrt.degree;
         if (pol == TS_SCHED_CKKS)
             cfg = ck;
         else
@@ -258,7 +253,8 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
                        isfinite(kt[k]) ? kt[k] : -1.0);
         printf("],\"norm_defer\":%s", ts_llm_enc_norm_defer(e) ? "true" : "false");
         if (pol == TS_SCHED_CKKS)
-            printf(",\"act_degree\":%d,\"rsqrt_degree\":%d", act_degree(m, &cfg), cfg.rsqrt.degree);
+            printf(",\"act_degree\":%d,\"rsqrt_degree\":%d", ts_llm_enc_config_act(&cfg, m)->degree,
+                   cfg.rsqrt.degree);
         if (lv.boot)
             printf(",\"boot_dft\":[%d,%d],\"boot_levels_left\":%d", bcts, bstc, lv.input);
         if (isfinite(fixed_ns))
@@ -280,10 +276,12 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
     if (pol == TS_SCHED_CKKS)
         printf("        (%s at degree %d, the norms' 1/sqrt at %d: %s)\n",
                ts_llm_model_config(m)->arch == TS_LLM_ARCH_GPT2 ? "GELU" : "SiLU",
-               act_degree(m, &cfg), cfg.rsqrt.degree,
-               refined ? "finer than the policy's, as the levels give them without more "
-                         "bootstraps or time"
-                       : "the policy's; finer ones would cost bootstraps or time");
+               ts_llm_enc_config_act(&cfg, m)->degree, cfg.rsqrt.degree,
+               refined     ? "finer than the policy's, as the levels give them without more "
+                             "bootstraps or time"
+               : lanes > 1 ? "the policy's: an engine of lanes keeps them (its Renyi flood "
+                             "has no room for the finer ones' noise)"
+                           : "the policy's; finer ones would cost bootstraps or time");
     if (isfinite(fixed_ns))
         printf("        (the cheapest assignment of primitive kinds under this table; the "
                "default one, every 1/x and 1/sqrt(x) in TFHE: %.2f s)\n",

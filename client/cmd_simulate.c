@@ -36,7 +36,9 @@ static const char sim_help[] =
     "                          that preset (configs/params/PRESET.yaml) for one lane:\n"
     "                          the policy's approximations made finer where the\n"
     "                          engine's plans show them free (SiLU or GELU at degree\n"
-    "                          23, the norms' 1/sqrt at 56)\n"
+    "                          23, the norms' 1/sqrt at 56), in the uniform mode (the\n"
+    "                          Renyi mode keeps the default DFT budgets, under which\n"
+    "                          more may be free)\n"
     "  -p, --prompt TEXT       prompt for the greedy runs (default \"I dream of\")\n"
     "  -n, --steps N           positions (default: context length)\n"
     "      --text FILE         perplexity on this text (default: the exact greedy\n"
@@ -253,10 +255,10 @@ int ts_cmd_simulate(int argc, char **argv)
             ec.log_slots = ts_llm_enc_log_slots_for(m, params, (int)total);
             ts_status_t sr = ts_llm_enc_config_refine(m, params, &ec, (int)total,
                                                       TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT);
-            bool gpt2 = c->arch == TS_LLM_ARCH_GPT2;
             snprintf(fine, sizeof fine, " at %s: %s degree %d, 1/sqrt degree %d%s", preset,
-                     gpt2 ? "GELU" : "SiLU", gpt2 ? ec.gelu.degree : ec.silu.degree,
-                     ec.rsqrt.degree, sr == TS_OK ? "" : " (the engine cannot plan it)");
+                     c->arch == TS_LLM_ARCH_GPT2 ? "GELU" : "SiLU",
+                     ts_llm_enc_config_act(&ec, m)->degree, ec.rsqrt.degree,
+                     sr == TS_OK ? "" : " (the engine cannot plan it)");
         }
         ts_llm_enc_config_to_sim(&ec, &cfg);
         snprintf(pol_name, sizeof pol_name, "policy %s%s%s (%zu positions)%s", policy,

@@ -393,6 +393,12 @@ void ts_llm_enc_config_policy(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy
     }
 }
 
+const ts_nonlinear_spec_t *ts_llm_enc_config_act(const ts_llm_enc_config_t *cfg,
+                                                 const ts_llm_model_t *model)
+{
+    return model->cfg.arch == TS_LLM_ARCH_GPT2 ? &cfg->gelu : &cfg->silu;
+}
+
 bool ts_llm_enc_config_mean_first(const ts_llm_enc_config_t *cfg)
 {
     return cfg && (cfg->softmax_mean_first || cfg->eval_recip != TS_LLM_EVAL_CKKS);

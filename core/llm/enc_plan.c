@@ -1455,7 +1455,7 @@ ts_status_t ts_llm_enc_boot_budgets(const ts_llm_model_t *m, ts_ckks_params_t *p
 /* The finer forms ts_llm_enc_config_refine tries (llm.h). */
 #define FINE_ACT_DEGREE   23
 #define FINE_RSQRT_DEGREE 56
-#define REFINE_SLACK      1.03 /* a form's predicted time may rise by 3% (plan noise) */
+#define REFINE_SLACK      1.03 /* the step's predicted time may rise by 3% (plan noise) */
 
 /* cfg with the finer FFN activation (act) and norm 1/sqrt (rs) where it
  * evaluates them in CKKS with coarser forms; false when nothing changes. */
@@ -1464,7 +1464,7 @@ static bool refine_apply(ts_llm_enc_config_t *v, const ts_llm_enc_config_t *cfg,
 {
     *v = *cfg;
     bool changed = false;
-    ts_nonlinear_spec_t *a = gpt2 ? &v->gelu : &v->silu;
+    ts_nonlinear_spec_t *a = gpt2 ? &v->gelu : &v->silu; /* ts_llm_enc_config_act's, writable */
     ts_llm_eval_t ae = gpt2 ? v->eval_gelu : v->eval_silu;
     if (act && ae == TS_LLM_EVAL_CKKS && a->method == TS_NL_POLY && a->degree < FINE_ACT_DEGREE) {
         a->degree = FINE_ACT_DEGREE;

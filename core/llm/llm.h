@@ -575,6 +575,9 @@ enum {
  */
 void ts_llm_enc_config_kinds(ts_llm_enc_config_t *cfg, ts_sched_policy_t policy, int max_pos,
                              unsigned tfhe_kinds);
+/* The spec of model's FFN activation in cfg: gelu for GPT2, else silu. */
+const ts_nonlinear_spec_t *ts_llm_enc_config_act(const ts_llm_enc_config_t *cfg,
+                                                 const ts_llm_model_t *model);
 /* Whether the first softmax round divides the mean sum (see softmax_mean_first). */
 bool ts_llm_enc_config_mean_first(const ts_llm_enc_config_t *cfg);
 /* A kind's short name: exp, recip, recip_norm, rsqrt, silu, gelu ("?" out of range). */
@@ -777,7 +780,8 @@ ts_status_t ts_llm_enc_boot_budgets(const ts_llm_model_t *model, ts_ckks_params_
                                     int *cts, int *stc);
 /*
  * The precision the engine's levels give for free: cfg (an engine of model
- * at params whose sessions hold max_pos positions; its own budgets ignored)
+ * at params whose sessions hold max_pos positions; its own budgets ignored
+ * unless boot_budgets_fixed)
  * with the FFN activation's Chebyshev interpolant (SiLU, GELU) at degree 23
  * instead of a lower one, and the norms' 1/sqrt (a Chebyshev interpolant
  * without Newton steps, the ckks policy's) at degree 56 instead of a lower
