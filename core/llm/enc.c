@@ -65,6 +65,9 @@ struct ts_llm_enc {
      * repeated for the n_heads / n_kv_heads query heads that share it
      * ([n_layers][dim][dim]); NULL for multi-head attention */
     float *wk_x, *wv_x;
+    /* per layer: the largest |v_i| a value row can take (v_bound_of), the
+     * attention output's too (a convex combination of the rows) */
+    double *v_bound;
     /* bit 2l (2l + 1): bootstrap the residual stream with the attention (FFN)
      * output of layer l before adding them, where that lets the rest of the
      * step land with fewer bootstraps (chosen by ts__llm_enc_place from the
@@ -633,6 +636,7 @@ void ts_llm_enc_free(ts_llm_enc_t *e)
     ts_free(e->row_lv);
     ts_free(e->wk_x);
     ts_free(e->wv_x);
+    ts_free(e->v_bound);
     ts_free(e->boot_drop);
     ts_free(e->boot_drop_pass[0]);
     ts_free(e->boot_drop_pass[1]);
@@ -784,6 +788,42 @@ static void defer_choose(ts_llm_enc_t *e, bool pass)
                ns[1] / 1e9, ns[0] / 1e9);
 }
 
+/*
+ * e->v_bound: per layer the largest |v_i| the value projection can give. Its
+ * input is the norm's unit-gain output u, ||u||_2 <= sqrt(dim) (RMSNorm:
+ * u = x / rms(x); LayerNorm: (x - mean) / std), and the norm's gain (and
+ * GPT2's bias, folded) ride in the matrix, so |v_i| <= sqrt(dim)
+ * ||w_i (.) g||_2 + |b_i| (Cauchy-Schwarz), in the model's unit (matvec_which
+ * folds 1 / ks). A softmax row's weights sum to ~1, so the attention's
+ * output A V is bounded by the same (aidreams260K: ~3.2, against the trace's
+ * largest |v| 1.1).
+ */
+static ts_status_t v_bound_of(ts_llm_enc_t *e)
+{
+    const ts_llm_model_t *m = e->m;
+    const ts_llm_config_t *c = &m->cfg;
+    int d = e->dim, kvd = c->n_kv_heads * c->head_dim;
+    e->v_bound = ts_calloc((size_t)e->nl, sizeof(double));
+    if (!e->v_bound)
+        return TS_ENOMEM;
+    for (int l = 0; l < e->nl; l++) {
+        const ts__llm_layer_t *ly = &m->layers[l];
+        const double *bf =
+            e->gpt2 ? e->bias_fold + (size_t)l * e->bias_stride + 2 * (size_t)d : NULL;
+        double top = 0.0;
+        for (int r = 0; r < kvd; r++) {
+            double ss = 0.0;
+            for (int j = 0; j < d; j++) {
+                double w = (double)ly->wv[(size_t)r * d + j] * (double)ly->attn_norm[j];
+                ss += w * w;
+            }
+            top = fmax(top, sqrt((double)d * ss) + (bf ? fabs(bf[r]) : 0.0));
+        }
+        e->v_bound[l] = top;
+    }
+    return TS_OK;
+}
+
 ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params,
                            const ts_llm_enc_config_t *cfg, const ts_boot_t *boot,
                            ts_llm_enc_t **out)
@@ -890,6 +930,8 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
                        model->layers[l].wv + (size_t)src * c->dim, (size_t)c->dim * sizeof(float));
             }
     }
+    if ((st = v_bound_of(e)) != TS_OK)
+        goto fail;
     if ((st = ts_nonlinear_approx_new(TS_NL_FN_EXP, &cfg->exp, &e->a_exp)) != TS_OK ||
         (st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip, &e->a_recip)) != TS_OK ||
         (st = ts_nonlinear_approx_new(TS_NL_FN_RSQRT, &cfg->rsqrt, &e->a_rsqrt)) != TS_OK ||
@@ -2974,6 +3016,29 @@ static double stream_bound(const ts_llm_enc_session_t *s, bool pd)
                    : norm_in_bound(e) / BOUND_MARGIN * margin_ratio(s, pd, BOUND_MARGIN);
 }
 
+/* The bootstrap bound of layer's value rows and of its attention output
+ * (A V, which wo reads): the proven bound (e->v_bound) over BOUND_MARGIN, as
+ * the values sit below it (aidreams260K: 1.1 of 3.2). Until session 44
+ * ENC_BOOT_BOUND, where a step's levels ran out there (one lane at 2^10
+ * slots: A V at 17 bits, the logits' noise 2^4 above 2^9's and 2^11's). */
+static double v_boot_bound(const ts_llm_enc_session_t *s, int layer)
+{
+    return s->e->v_bound[layer] / BOUND_MARGIN * margin_ratio(s, false, BOUND_MARGIN);
+}
+
+/* The bootstrap bound of the FFN's inputs w1 x (its activation's interval
+ * sp, [lo, hi]) and w3 x, and of the activation's output: the interval's top
+ * over BOUND_MARGIN (margin_ratio). w1 x and w3 x come from the same
+ * normalized input and sit far below that top (rms ~0.6 of 8), and
+ * |silu(t)|, |gelu(t)| <= max(|t|, 0.28), so the activation's output does
+ * too; a soft bound: a value o times over it is distorted by ~3.9e-7 o^2
+ * (ENC_BOOT_BOUND). */
+static double ffn_in_bound(const ts_llm_enc_session_t *s, const ts_nonlinear_spec_t *sp)
+{
+    return fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))) / BOUND_MARGIN *
+           margin_ratio(s, false, BOUND_MARGIN);
+}
+
 static ts_status_t norm(ts_llm_enc_session_t *s, const float *w, const float *b, bool stream,
                         bool defer, ct_t *x, ct_t *out)
 {
@@ -3404,10 +3469,12 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         yb = 1.0; /* normalized: the squares of the next round sum to ~1 */
         ylift = 1;
     }
-    bound_set(s, act_bound);
+    /* the weights below yb, the value rows below theirs */
+    bound_set(s, fmax(yb, v_boot_bound(s, layer)));
     if (!v_ready)
         TRY(ts_ckks_ciphertext_copy(vc, s->vc[layer]));
     TRY(mul_cc(s, y, vc, out));
+    s->bound = act_bound;
     TRY(rot_sum(s, out, e->pd, e->slots));
     probe(s, "attn.av", out);
 done:
@@ -3540,16 +3607,11 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
         TRY(ts_ckks_add_const(s->ev, h1, be, h1));
     if (cb && !e->gpt2) {
         /* h3 (which the activation's output multiplies) rides along when
-         * the series needs a bootstrap of h1, at the activation's interval
-         * over BOUND_MARGIN: w3 x and w1 x come from the same normalized
-         * input and sit far below that interval's top (rms ~0.6 of 8; h1,
-         * mapped, in [-1, 1]); a soft bound: a value o times over it is
-         * distorted by ~3.9e-7 o^2 (ENC_BOOT_BOUND). At the interval itself
-         * a one-lane step at 128 positions left the pair 13.7 / 16.5 bits
-         * (docs/benchmarks.md, session 33) */
-        const ts_nonlinear_spec_t *sp = &e->cfg.silu;
-        double prev_bound = bound_set(s, fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))) /
-                                             BOUND_MARGIN * margin_ratio(s, false, BOUND_MARGIN));
+         * the series needs a bootstrap of h1 (mapped, in [-1, 1]), at
+         * ffn_in_bound. At the interval itself a one-lane step at 128
+         * positions left the pair 13.7 / 16.5 bits (docs/benchmarks.md,
+         * session 33) */
+        double prev_bound = bound_set(s, ffn_in_bound(s, &e->cfg.silu));
         ts_nonlinear_cheb_t unit = ts__llm_cheb_unit(cb);
         st = need2(s, h1, h3, ts__llm_cheb_levels(&unit));
         s->bound = prev_bound;
@@ -3557,8 +3619,15 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
             goto done;
     }
     TRY(activation(s, h1, g));
-    if (!e->gpt2)
-        TRY(mul_cc(s, g, h3, g));
+    if (!e->gpt2) {
+        /* the pair's bootstrap where the product's levels run out (one
+         * lane at 2^10 slots; at ENC_BOOT_BOUND until session 44) */
+        double prev_bound = bound_set(s, ffn_in_bound(s, &e->cfg.silu));
+        st = mul_cc(s, g, h3, g);
+        s->bound = prev_bound;
+        if (st != TS_OK)
+            goto done;
+    }
     {
         /* w2's input g = act(h1) h3 (GPT2: act(h1)), bootstrapped where its
          * levels run out (a lanes step at 64 positions): at the
@@ -3569,8 +3638,7 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
         const ts_nonlinear_spec_t *sp = e->gpt2 ? &e->cfg.gelu : &e->cfg.silu;
         double gb = ts__llm_act_max(e->gpt2 ? TS_NL_FN_GELU : TS_NL_FN_SILU, sp->lo, sp->hi);
         if (!e->gpt2)
-            gb *= fmax(1.0, fmax(fabs(sp->lo), fabs(sp->hi))) / BOUND_MARGIN *
-                  margin_ratio(s, false, BOUND_MARGIN);
+            gb *= ffn_in_bound(s, sp);
         double prev_bound = bound_set(s, gb);
         st = matvec_which(s, layer, 6, fold, NULL, NULL, g, out);
         s->bound = prev_bound;
@@ -3777,7 +3845,10 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
             break;
         }
         TRY(attention(s, l, true, defer ? xx : xb, r, pos, o));
-        TRY(matvec_which(s, l, 3, true, NULL, NULL, o, o));
+        double pb = bound_set(s, v_boot_bound(s, l)); /* wo reads A V */
+        st = matvec_which(s, l, 3, true, NULL, NULL, o, o);
+        s->bound = pb;
+        TRY(st);
         probe(s, "attn.out", o);
         TRY(resid(s, 2 * l, xx, o));
         probe(s, "resid.attn", xx);

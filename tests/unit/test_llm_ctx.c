@@ -861,6 +861,70 @@ START_TEST(test_ctx_bench_cli)
 }
 END_TEST
 
+/*
+ * No bootstrap sits far above what it carries: aidreams260K's step at 16
+ * positions, one lane at 2^10 slots of test-boot-n12-dense (bench decode
+ * --noise --noise-trace: tesserad's Renyi-mode engine), where the step's
+ * levels run out at A V (wo's input) and at the FFN's product act(w1 x) (.)
+ * w3 x, which until session 44 bootstrapped at ENC_BOOT_BOUND (64 against
+ * values below 2.5: ~5 bits lost, the logits' noise l2 2^21.4 against
+ * 2^16.2 since). Oracle: every bootstrap's bound (a pair's: its two
+ * values') within 16 times the largest value it carried, both ways; the
+ * logits' noise (two runs' difference, l2 on their subring) below 2^19.5.
+ */
+START_TEST(test_ctx_boot_bounds)
+{
+    char dir[256], path[300];
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/tessera-bounds-XXXXXX", base && *base ? base : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/decode.json", dir);
+    static char buf[1 << 17];
+    bench_json("--params test-boot-n12-dense --context 16,16 --max-context 16 --noise "
+               "--noise-trace",
+               path, buf, sizeof buf);
+    const char *t1 = strstr(buf, "\"noise_trace\": [");
+    ck_assert_ptr_nonnull(t1);
+    const char *end = strchr(t1, ']');
+    ck_assert_ptr_nonnull(end);
+    int boots = 0;
+    double worst_lo = 1e300, worst_hi = 0.0, pair_max = 0.0;
+    for (const char *r = strstr(t1, "{\"point\": \""); r && r < end;
+         r = strstr(r + 1, "{\"point\": \"")) {
+        const char *name = r + 11;
+        if (strncmp(name, "boot", 4))
+            continue;
+        const char *vm = strstr(r, "\"value_max\": "), *bd = strstr(r, "\"bound\": ");
+        ck_assert(vm && bd && bd < end);
+        double vmax = atof(vm + 13), bound = atof(bd + 9);
+        bool pair = !strncmp(name, "boot.pair", 9);
+        if (pair && pair_max == 0.0) { /* a pair's first value: its partner follows */
+            pair_max = vmax;
+            continue;
+        }
+        if (pair) {
+            vmax = fmax(vmax, pair_max);
+            pair_max = 0.0;
+        }
+        boots++;
+        worst_lo = fmin(worst_lo, vmax / bound);
+        worst_hi = fmax(worst_hi, vmax / bound);
+        ck_assert_msg(bound <= 16.0 * vmax && vmax <= 16.0 * bound,
+                      "bootstrap %d (%.9s): bound %g, largest value %g", boots, name, bound, vmax);
+    }
+    const char *l2 = strstr(buf, "\"logit_noise_l2\": ");
+    ck_assert_ptr_nonnull(l2);
+    double el2 = atof(strchr(l2, ':') + 1);
+    printf("bench decode at test-boot-n12-dense, 16 positions: %d bootstraps, each carried "
+           "%.3g-%.3g times its bound; the logits' noise l2 2^%.2f\n",
+           boots, worst_lo, worst_hi, el2);
+    ck_assert_int_ge(boots, 12);
+    ck_assert_msg(el2 < 19.5, "logits' noise l2 2^%.2f", el2);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 TS_TEST_SUITE(llm_ctx)
 {
     Suite *s = suite_create("llm_ctx");
@@ -878,5 +942,8 @@ TS_TEST_SUITE(llm_ctx)
     TCase *mr = ts_tcase("margin", 0);
     tcase_add_test(mr, test_ctx_margin_ratio);
     suite_add_tcase(s, mr);
+    TCase *bb = ts_tcase("bounds", 900);
+    tcase_add_test(bb, test_ctx_boot_bounds);
+    suite_add_tcase(s, bb);
     return s;
 }
