@@ -65,9 +65,10 @@ struct ts_llm_enc {
      * repeated for the n_heads / n_kv_heads query heads that share it
      * ([n_layers][dim][dim]); NULL for multi-head attention */
     float *wk_x, *wv_x;
-    /* per layer: the largest |v_i| a value row can take (v_bound_of), the
-     * attention output's too (a convex combination of the rows) */
-    double *v_bound;
+    /* per layer: the largest |k_i| and |v_i| a key and a value row can
+     * take, [2 layer] and [2 layer + 1] (kv_bound_of); the attention
+     * output's is v's (a convex combination of the rows) */
+    double *kv_bound;
     /* bit 2l (2l + 1): bootstrap the residual stream with the attention (FFN)
      * output of layer l before adding them, where that lets the rest of the
      * step land with fewer bootstraps (chosen by ts__llm_enc_place from the
@@ -636,7 +637,7 @@ void ts_llm_enc_free(ts_llm_enc_t *e)
     ts_free(e->row_lv);
     ts_free(e->wk_x);
     ts_free(e->wv_x);
-    ts_free(e->v_bound);
+    ts_free(e->kv_bound);
     ts_free(e->boot_drop);
     ts_free(e->boot_drop_pass[0]);
     ts_free(e->boot_drop_pass[1]);
@@ -789,37 +790,48 @@ static void defer_choose(ts_llm_enc_t *e, bool pass)
 }
 
 /*
- * e->v_bound: per layer the largest |v_i| the value projection can give. Its
- * input is the norm's unit-gain output u, ||u||_2 <= sqrt(dim) (RMSNorm:
- * u = x / rms(x); LayerNorm: (x - mean) / std), and the norm's gain (and
- * GPT2's bias, folded) ride in the matrix, so |v_i| <= sqrt(dim)
- * ||w_i (.) g||_2 + |b_i| (Cauchy-Schwarz), in the model's unit (matvec_which
- * folds 1 / ks). A softmax row's weights sum to ~1, so the attention's
- * output A V is bounded by the same (aidreams260K: ~3.2, against the trace's
- * largest |v| 1.1).
+ * e->kv_bound: per layer the largest |k_i| and |v_i| the key and value
+ * projections can give. Their input is the norm's unit-gain output u,
+ * ||u||_2 <= sqrt(dim) (RMSNorm: u = x / rms(x); LayerNorm: (x - mean) /
+ * std), and the norm's gain (and GPT2's bias, folded) ride in the matrix,
+ * so |y_i| <= sqrt(dim) ||w_i (.) g||_2 + |b_i| (Cauchy-Schwarz), in the
+ * model's unit (matvec_which folds 1 / ks); RoPE (folded into wk) mixes a
+ * key's rows in pairs, c w_i - s w_j with c^2 + s^2 = 1: at most sqrt(2)
+ * times the largest row's. A softmax row's weights sum to ~1, so the
+ * attention's output A V is bounded by v's (aidreams260K: k 13-15, v
+ * 2.8-3.2, against the trace's largest 5.1 and 1.1).
  */
-static ts_status_t v_bound_of(ts_llm_enc_t *e)
+static double proj_bound(const ts_llm_enc_t *e, const float *w, const float *g, const double *b,
+                         int rows)
 {
-    const ts_llm_model_t *m = e->m;
-    const ts_llm_config_t *c = &m->cfg;
-    int d = e->dim, kvd = c->n_kv_heads * c->head_dim;
-    e->v_bound = ts_calloc((size_t)e->nl, sizeof(double));
-    if (!e->v_bound)
+    int d = e->dim;
+    double top = 0.0;
+    for (int r = 0; r < rows; r++) {
+        double ss = 0.0;
+        for (int j = 0; j < d; j++) {
+            double x = (double)w[(size_t)r * d + j] * (double)g[j];
+            ss += x * x;
+        }
+        top = fmax(top, sqrt((double)d * ss) + (b ? fabs(b[r]) : 0.0));
+    }
+    return top;
+}
+
+static ts_status_t kv_bound_of(ts_llm_enc_t *e)
+{
+    const ts_llm_config_t *c = &e->m->cfg;
+    int kvd = c->n_kv_heads * c->head_dim;
+    e->kv_bound = ts_calloc(2 * (size_t)e->nl, sizeof(double));
+    if (!e->kv_bound)
         return TS_ENOMEM;
     for (int l = 0; l < e->nl; l++) {
-        const ts__llm_layer_t *ly = &m->layers[l];
-        const double *bf =
-            e->gpt2 ? e->bias_fold + (size_t)l * e->bias_stride + 2 * (size_t)d : NULL;
-        double top = 0.0;
-        for (int r = 0; r < kvd; r++) {
-            double ss = 0.0;
-            for (int j = 0; j < d; j++) {
-                double w = (double)ly->wv[(size_t)r * d + j] * (double)ly->attn_norm[j];
-                ss += w * w;
-            }
-            top = fmax(top, sqrt((double)d * ss) + (bf ? fabs(bf[r]) : 0.0));
-        }
-        e->v_bound[l] = top;
+        const ts__llm_layer_t *ly = &e->m->layers[l];
+        /* GPT2's folded biases: bq bk bv ... (fold_biases) */
+        const double *bf = e->gpt2 ? e->bias_fold + (size_t)l * e->bias_stride : NULL;
+        e->kv_bound[2 * l] = proj_bound(e, ly->wk, ly->attn_norm, bf ? bf + e->dim : NULL, kvd) *
+                             (e->gpt2 ? 1.0 : sqrt(2.0));
+        e->kv_bound[2 * l + 1] =
+            proj_bound(e, ly->wv, ly->attn_norm, bf ? bf + 2 * (size_t)e->dim : NULL, kvd);
     }
     return TS_OK;
 }
@@ -930,7 +942,7 @@ ts_status_t ts_llm_enc_new(const ts_llm_model_t *model, ts_ckks_params_t *params
                        model->layers[l].wv + (size_t)src * c->dim, (size_t)c->dim * sizeof(float));
             }
     }
-    if ((st = v_bound_of(e)) != TS_OK)
+    if ((st = kv_bound_of(e)) != TS_OK)
         goto fail;
     if ((st = ts_nonlinear_approx_new(TS_NL_FN_EXP, &cfg->exp, &e->a_exp)) != TS_OK ||
         (st = ts_nonlinear_approx_new(TS_NL_FN_RECIP, &cfg->recip, &e->a_recip)) != TS_OK ||
@@ -3016,14 +3028,30 @@ static double stream_bound(const ts_llm_enc_session_t *s, bool pd)
                    : norm_in_bound(e) / BOUND_MARGIN * margin_ratio(s, pd, BOUND_MARGIN);
 }
 
-/* The bootstrap bound of layer's value rows and of its attention output
- * (A V, which wo reads): the proven bound (e->v_bound) over BOUND_MARGIN, as
- * the values sit below it (aidreams260K: 1.1 of 3.2). Until session 44
- * ENC_BOOT_BOUND, where a step's levels ran out there (one lane at 2^10
- * slots: A V at 17 bits, the logits' noise 2^4 above 2^9's and 2^11's). */
-static double v_boot_bound(const ts_llm_enc_session_t *s, int layer)
+/* The bootstrap bound of a norm's output as the products after it read it
+ * (period pd): the unit-gain output u in the stream's unit, ks u with
+ * ||u||_2 <= sqrt(dim) (RMSNorm and LayerNorm), so its proven bound ks
+ * sqrt(dim) over BOUND_MARGIN (aidreams260K: 1.41 / 16, values up to 0.66);
+ * deferred (the stream itself): the stream's, as the norm's input. Until
+ * session 44 ENC_BOOT_BOUND, where a lanes pass bootstraps
+ * there (every layer at 32 positions). */
+static double norm_out_bound(const ts_llm_enc_session_t *s, bool deferred)
 {
-    return s->e->v_bound[layer] / BOUND_MARGIN * margin_ratio(s, false, BOUND_MARGIN);
+    const ts_llm_enc_t *e = s->e;
+    return deferred
+               ? stream_bound(s, true) * e->ks
+               : e->ks * sqrt((double)e->dim) / BOUND_MARGIN * margin_ratio(s, true, BOUND_MARGIN);
+}
+
+/* The bootstrap bound of layer's key (v: value) rows, and by v's of its
+ * attention output (A V, which wo reads): the proven bound (e->kv_bound)
+ * over BOUND_MARGIN, as the values sit below it (aidreams260K: v 1.1 of
+ * 3.2). Until session 44 ENC_BOOT_BOUND, where a step's levels ran out
+ * there (one lane at 2^10 slots: A V at 17 bits, the logits' noise 2^4.7
+ * above 2^9's and 2^11's) and in a lanes pass's K/V refresh. */
+static double kv_boot_bound(const ts_llm_enc_session_t *s, int layer, bool v)
+{
+    return s->e->kv_bound[2 * layer + v] / BOUND_MARGIN * margin_ratio(s, false, BOUND_MARGIN);
 }
 
 /* The bootstrap bound of the FFN's inputs w1 x (its activation's interval
@@ -3287,7 +3315,10 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         xb = zm;
         xb_lv = 1;
     }
-    TRY(need_at(s, xb, xb_lv, true));
+    double nb = bound_set(s, norm_out_bound(s, rn != NULL));
+    st = need_at(s, xb, xb_lv, true);
+    s->bound = nb;
+    TRY(st);
     probe(s, "attn.in", xb);
     /* RoPE (LLAMA; GPT2 adds learned positions to the input) folded into
      * wq and wk, the cache's first-block mask into wk and wv: q, k and v one
@@ -3320,7 +3351,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     /* a pass (lanes) after ordinary steps: the cache holds their rows at the
      * step's row level (aidreams260K at boot-n16-dense: 5-6), far below the
      * pass's queries (11-12); K and V are refreshed together (one pair
-     * bootstrap, at the activations' bound) so that the scores and the
+     * bootstrap, at their rows' bounds) so that the scores and the
      * softmax start near the queries' level instead of the cache's: an
      * 8-lane pass after a step 27 -> 24 bootstraps, 106 -> 91 s. In place:
      * the cache keeps the level, so a pass after a pass (whose rows join it
@@ -3340,7 +3371,8 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
     if (s->lane_step && cexp && s->boot && ts_ckks_ciphertext_level(z) - 1 < kv_need &&
         kv_q - 1 >= kv_need) {
         TRY(ts_ckks_ciphertext_copy(vc, s->vc[layer]));
-        double pb = bound_set(s, ENC_BOOT_BOUND);
+        double pb =
+            bound_set(s, fmax(kv_boot_bound(s, layer, false), kv_boot_bound(s, layer, true)));
         st = need2_at(s, z, vc, kv_q, false);
         s->bound = pb;
         if (st != TS_OK)
@@ -3470,7 +3502,7 @@ static ts_status_t attention(ts_llm_enc_session_t *s, int layer, bool fold, ct_t
         ylift = 1;
     }
     /* the weights below yb, the value rows below theirs */
-    bound_set(s, fmax(yb, v_boot_bound(s, layer)));
+    bound_set(s, fmax(yb, kv_boot_bound(s, layer, true)));
     if (!v_ready)
         TRY(ts_ckks_ciphertext_copy(vc, s->vc[layer]));
     TRY(mul_cc(s, y, vc, out));
@@ -3587,7 +3619,11 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
         TRY(norm_in(s, xb, rn, 1, g));
         xb = g;
     }
-    TRY(need_at(s, xb, rn ? 1 : 2, true)); /* a norm's output: period pd (rn: norm_in's) */
+    /* a norm's output: period pd (rn: norm_in's) */
+    double nb = bound_set(s, norm_out_bound(s, rn != NULL));
+    st = need_at(s, xb, rn ? 1 : 2, true);
+    s->bound = nb;
+    TRY(st);
     const ts_nonlinear_cheb_t *cb = activation_cheb(e);
     /* LLAMA, CKKS SiLU: h1 = al (w1 x) + be, the series' domain map in w1 */
     double al = 1.0, be = 0.0;
@@ -3845,7 +3881,7 @@ static ts_status_t step(ts_llm_enc_session_t *s, const ts_ckks_ciphertext_t *x, 
             break;
         }
         TRY(attention(s, l, true, defer ? xx : xb, r, pos, o));
-        double pb = bound_set(s, v_boot_bound(s, l)); /* wo reads A V */
+        double pb = bound_set(s, kv_boot_bound(s, l, true)); /* wo reads A V */
         st = matvec_which(s, l, 3, true, NULL, NULL, o, o);
         s->bound = pb;
         TRY(st);
