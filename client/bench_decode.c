@@ -498,10 +498,8 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
                                    costs, &cfg, NULL));
         k->best = true;
     }
-    /* the Renyi mode's engine (--noise measures its bound, --sanitize-l2
-     * floods by one): the bootstrapper's default DFT budgets, as tesserad
-     * keeps them there; --boot-dft gives others */
-    cfg.boot_budgets_fixed = g_boot_cts >= 0 || g_noise || g_san_l2 > 0;
+    /* --boot-dft: the bootstrapper's DFT budgets as given (A/B runs) */
+    cfg.boot_budgets_fixed = g_boot_cts >= 0;
     if (g_boot_cts >= 0) {
         cfg.boot_cts_levels = g_boot_cts;
         cfg.boot_stc_levels = g_boot_stc;
@@ -1064,8 +1062,7 @@ static void usage(FILE *f)
                "--boot-dft C:S: the bootstrapper's CoeffToSlot and SlotToCoeff level budgets\n"
                "(0:0 the defaults of ts_boot_config_slots) instead of those tesserad chooses\n"
                "(the fewest bootstraps a step, then the most DFT levels: A/B runs; JSON:\n"
-               "boot_dft). With --noise or --sanitize-l2 the defaults, as tesserad keeps them\n"
-               "in the Renyi mode (they leave the logits the least noise).\n"
+               "boot_dft).\n"
                "--norm-defer on|off: the step's norms deferred or not (the factor multiplied\n"
                "into the products that read the norm), instead of the engine's choice where\n"
                "its plan predicts less time (A/B runs; on: LLAMA only; JSON: norm_defer).\n"

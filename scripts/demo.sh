@@ -172,21 +172,16 @@ elif [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ] && [ "$DEMO_PREFILL" -le 8
 sanitize_queries_log2: 6"
 elif [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ]; then
     sanitize="sanitize_lambda: 16"
-# one lane up to 16 positions (2^9-2^10 slots): in the Renyi mode tesserad
-# keeps the bootstrapper's default DFT budgets (3 + 2 levels; the 4 + 3 it
-# takes otherwise for speed leave the logits 2^22.79 at 8 positions) and
-# takes the finer SiLU and 1/sqrt the levels then give free: the logits
-# carry 2^19.20 at 8 positions, 2^23.59 at 16 (session 43; 2^23.74 with
-# 4 + 3: something since session 33's 2^19.26 raised the 2^10-slot noise,
-# not yet found); bounds 1.3 bits above, for as many replies as keep 4
-# bits per logit (bound + log2(replies) / 2 <= 28.6 at P = 512): 20.5 for
-# 2^14 up to 8 positions, 25.0 for 2^7 up to 16
-elif [ -z "$insecure" ] && [ "$ctx" -le 8 ]; then
-    sanitize="sanitize_noise_l2_log2: 20.5
-sanitize_queries_log2: 14"
+# one lane up to 16 positions (2^9-2^10 slots; the bootstrapper's 4 + 3
+# DFT levels, the policy's approximations, as in every mode): the logits
+# carry 2^18.10 at 8 positions and 2^18.64 at 16 (session 44, since A V,
+# the FFN's product and the norms' outputs bootstrap at their own bounds:
+# session 43 measured 2^22.79 / 2^23.74 with these budgets); bound 1.3
+# bits above, for as many replies as keep 4 bits per logit (bound +
+# log2(replies) / 2 <= 28.6 at P = 512): 19.9 for 2^16
 elif [ -z "$insecure" ] && [ "$ctx" -le 16 ]; then
-    sanitize="sanitize_noise_l2_log2: 25.0
-sanitize_queries_log2: 7"
+    sanitize="sanitize_noise_l2_log2: 19.9
+sanitize_queries_log2: 16"
 # up to 32 positions (2^11 slots, SiLU 23 and the 1/sqrt at 56): 2^20.17
 # (session 43): bound 22.2 for 2^12 replies; up to 128 (2^12-2^13 slots,
 # SiLU at 23 there since session 43, not yet measured with it; 2^20.31 at

@@ -671,12 +671,10 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
     }
     ecfg.log_slots = md->log_slots;
     ecfg.lanes = lanes;
-    /* the Renyi mode floods by the logits' measured noise: the bootstrapper
-     * keeps its default DFT budgets, whose logits carry the least (the ones
-     * with the fewest bootstraps, then the most levels, are chosen for
-     * speed: at 8 positions of aidreams260K 11% faster, 2^22.79 instead of
-     * far less; docs/SECURITY.md, session 43) */
-    ecfg.boot_budgets_fixed = c->sanitize_noise_l2_log2 > 0;
+    /* the DFT budgets as in every mode (session 43 kept the defaults in the
+     * Renyi mode: the chosen ones left aidreams260K's logits 2^22.79 at 8
+     * positions, from bootstraps at ENC_BOOT_BOUND that session 44 bounded:
+     * 2^18.10 since; docs/SECURITY.md) */
     /* without an approx file, the finer approximations the engine's levels
      * give for free (its plans' bootstraps and time unchanged) */
     if (!c->approx[0] && c->bootstrap &&
@@ -712,8 +710,7 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
                "(%s)",
                md->name, 1 << bc.log_slots, bc.cts_levels, bc.stc_levels,
                ts_boot_levels_left(md->boot), bc.encap_h,
-               ecfg.boot_budgets_fixed ? "the defaults: the Renyi mode's least noise"
-                                       : "the fewest bootstraps, then the most DFT levels");
+               "the fewest bootstraps, then the most DFT levels");
     }
     why[0] = 0;
     st = ts_llm_enc_supports(md->m, md->p, why, sizeof why);

@@ -248,8 +248,8 @@ void ts_agg_result_free(ProtobufCBinaryData *out, size_t count);
  *   sanitize_lambda: 40              flooding statistical parameter (bits)
  *   sanitize_noise_l2_log2: 0        > 0: the Renyi mode (projection + Gaussian flood;
  *                                    log2 of the stated l2 bound of the logits' noise,
- *                                    measured with `tessera bench decode --noise`; the
- *                                    bootstrapper then keeps its default DFT budgets)
+ *                                    measured with `tessera bench decode --noise`, which
+ *                                    builds the engine as tesserad does)
  *   sanitize_queries_log2: 12        replies the Renyi mode's bound covers (log2)
  *   sanitize_state: PATH             the Renyi mode's reply count on disk (kept
  *                                    across restarts, bound to the weights'

@@ -512,10 +512,8 @@ typedef struct ts_llm_enc_config {
      * without one (ts_llm_enc_boot_budgets chooses them). */
     int boot_cts_levels, boot_stc_levels;
     /* The budgets above as given, not chosen (ts_llm_enc_boot_budgets and
-     * ts_llm_enc_config_refine keep them): tesserad in the Renyi mode keeps
-     * the defaults, whose logits carry the least noise (aidreams260K at
-     * boot-n16-dense, 8 positions: 2^22.79 with the chosen 4 + 3, far less
-     * with 3 + 2; docs/SECURITY.md, session 43). */
+     * ts_llm_enc_config_refine keep them): `tessera bench decode
+     * --boot-dft`'s A/B runs. */
     bool boot_budgets_fixed;
 } ts_llm_enc_config_t;
 
