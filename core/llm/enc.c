@@ -3671,7 +3671,7 @@ static ts_status_t ffn(ts_llm_enc_session_t *s, int layer, bool fold, ct_t *xb, 
          * interval's over BOUND_MARGIN, as the pair above), not the
          * activations' ENC_BOOT_BOUND, ~9 bits above g's rms there
          * (docs/benchmarks.md, session 40) */
-        const ts_nonlinear_spec_t *sp = e->gpt2 ? &e->cfg.gelu : &e->cfg.silu;
+        const ts_nonlinear_spec_t *sp = ts_llm_enc_config_act(&e->cfg, e->m);
         double gb = ts__llm_act_max(e->gpt2 ? TS_NL_FN_GELU : TS_NL_FN_SILU, sp->lo, sp->hi);
         if (!e->gpt2)
             gb *= ffn_in_bound(s, sp);

@@ -1518,10 +1518,12 @@ ts_status_t ts_llm_enc_config_refine(const ts_llm_model_t *m, ts_ckks_params_t *
 {
     if (!m || !params || !cfg || max_pos < 1)
         return TS_EINVAL;
-    /* an engine of lanes keeps the policy's: its Renyi flood has no room
-     * for more noise (its passes' bounds sit at the 4-bit limit, P = lanes x
-     * pow2(vocab)), and the finer ones moved the one-lane logits' noise by
-     * bits (session 43: 2^10.4 -> 2^13.3 off the subring at 2^9 slots) */
+    /* an engine of lanes keeps the policy's until the finer ones' noise on
+     * its logits' subring (what its Renyi flood covers, at the 4-bit limit:
+     * P = lanes x pow2(vocab)) is measured: session 43 saw them move one
+     * lane's noise off the subring (2^10.4 -> 2^13.3 at 2^9 slots, which
+     * the projection removes); on it, one lane at test-boot-n12-dense,
+     * 2^17.2 against 2^18.8 (session 44) */
     if (cfg->lanes > 1)
         return TS_OK;
     bool gpt2 = m->cfg.arch == TS_LLM_ARCH_GPT2;

@@ -790,9 +790,8 @@ ts_status_t ts_llm_enc_boot_budgets(const ts_llm_model_t *model, ts_ckks_params_
  * flags as there; fewer levels, a dearer bootstrap the table does not
  * price: at boot-n16-dense 8-16 positions keep the policy's unless the
  * budgets are fixed). An engine of lanes (cfg->lanes > 1) keeps the
- * policy's: the finer ones move the logits' noise (2^10.4 -> 2^13.3 rms
- * off the subring at 2^9 slots, session 43) and the lanes' Renyi flood
- * has no room for more. Only kinds cfg evaluates
+ * policy's: the finer ones' noise on its logits' subring, which its Renyi
+ * flood covers at the 4-bit limit, is not measured. Only kinds cfg evaluates
  * in CKKS change. On aidreams260K (the ckks policy, 32 positions,
  * simulated) the logits' error falls from 0.24 to 0.03 at most, 0.024 to
  * 0.002 on average (docs/llm.md). cfg is unchanged when nothing is free or

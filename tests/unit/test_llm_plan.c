@@ -839,8 +839,8 @@ static void refine_case(const ts_llm_model_t *m, ts_ckks_params_t *p, int npos, 
  * simulated logits' error falls to under a third (0.16 -> 0.015 on this
  * sequence); at 16 positions (2^10) the bootstrapper would lose DFT levels;
  * at 128 positions (2^13) both would plan more bootstraps, SiLU
- * alone does not: SiLU only; an engine of lanes keeps the policy's (its
- * flood has no room for the finer ones' noise; at 8 lanes of 2^11 SiLU at
+ * alone does not: SiLU only; an engine of lanes keeps the policy's (the
+ * finer ones' noise not measured there; at 8 lanes of 2^11 SiLU at
  * 23 would cost the ordinary step bootstraps too). A hybrid configuration's look-ups stay;
  * a refined configuration is its own refinement.
  */
