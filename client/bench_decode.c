@@ -504,7 +504,7 @@ static ts_status_t run_case(case_t *k, const char *model_path, const char *appro
         cfg.boot_cts_levels = g_boot_cts;
         cfg.boot_stc_levels = g_boot_stc;
     }
-    bool refine = g_refine && !approx && k->kinds < 0 && k->policy == TS_SCHED_CKKS && lanes <= 1;
+    bool refine = g_refine && !approx && k->kinds < 0 && k->policy == TS_SCHED_CKKS;
     if (refine) {
         /* the finer approximations where free, as tesserad takes them */
         int mp = ts_llm_enc_positions_for(m, log_slots);

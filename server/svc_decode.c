@@ -685,9 +685,7 @@ static ts_status_t model_load(ts_dec_model_t *md, const char *file, const char *
            md->name, ts_llm_model_config(md->m)->arch == TS_LLM_ARCH_GPT2 ? "gelu" : "silu",
            ts_llm_enc_config_act(&ecfg, md->m)->degree,
            ecfg.eval_rsqrt == TS_LLM_EVAL_CKKS ? ecfg.rsqrt.degree : 0,
-           c->approx[0] ? c->approx
-           : lanes > 1  ? "policy ckks: an engine of lanes keeps its approximations"
-                        : "policy ckks, finer where free");
+           c->approx[0] ? c->approx : "policy ckks, finer where free");
     if (c->bootstrap) {
         ts_boot_config_t bc;
         /* dense-secret presets bootstrap with sparse-secret encapsulation

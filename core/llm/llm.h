@@ -784,14 +784,16 @@ ts_status_t ts_llm_enc_boot_budgets(const ts_llm_model_t *model, ts_ckks_params_
  * instead of a lower one, and the norms' 1/sqrt (a Chebyshev interpolant
  * without Newton steps, the ckks policy's) at degree 56 instead of a lower
  * one, both first, else the activation alone, else the norms alone: the
- * first whose step at position max_pos - 1 plans no more bootstraps and at
- * most 3% more time under the built-in cost table, with as many DFT levels
+ * first whose step at position max_pos - 1 (an engine of lanes, cfg->lanes
+ * > 1: also the pass of its last lanes positions, after a pass and after
+ * steps) plans no more bootstraps and at most 3% more time each under the
+ * built-in cost table, with as many DFT levels
  * in the bootstrapper (each with the budgets of ts_llm_enc_boot_budgets,
  * flags as there; fewer levels, a dearer bootstrap the table does not
  * price: at boot-n16-dense 8-16 positions keep the policy's unless the
- * budgets are fixed). An engine of lanes (cfg->lanes > 1) keeps the
- * policy's: the finer ones' noise on its logits' subring, which its Renyi
- * flood covers at the 4-bit limit, is not measured. Only kinds cfg evaluates
+ * budgets are fixed). aidreams260K at boot-n16-dense, 8 lanes: free at 8
+ * positions (the pass +1.9%), not at 16-64 (a pass 1-4 more bootstraps;
+ * until session 45 no engine of lanes was refined). Only kinds cfg evaluates
  * in CKKS change. On aidreams260K (the ckks policy, 32 positions,
  * simulated) the logits' error falls from 0.24 to 0.03 at most, 0.024 to
  * 0.002 on average (docs/llm.md). cfg is unchanged when nothing is free or

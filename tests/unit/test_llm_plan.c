@@ -839,9 +839,10 @@ static void refine_case(const ts_llm_model_t *m, ts_ckks_params_t *p, int npos, 
  * simulated logits' error falls to under a third (0.16 -> 0.015 on this
  * sequence); at 16 positions (2^10) the bootstrapper would lose DFT levels;
  * at 128 positions (2^13) both would plan more bootstraps, SiLU
- * alone does not: SiLU only; an engine of lanes keeps the policy's (the
- * finer ones' noise not measured there; at 8 lanes of 2^11 SiLU at
- * 23 would cost the ordinary step bootstraps too). A hybrid configuration's look-ups stay;
+ * alone does not: SiLU only; an engine of lanes by the same rule over its
+ * step and its passes: at 8 lanes of 2^11 the policy's (SiLU at 23 costs
+ * the ordinary step bootstraps), of 2^9 both (a pass +2%), of 2^12 SiLU
+ * only (both: a pass after steps 2 bootstraps more). A hybrid configuration's look-ups stay;
  * a refined configuration is its own refinement.
  */
 START_TEST(test_engine_config_refine)
@@ -932,6 +933,34 @@ START_TEST(test_engine_config_refine)
     nv = budget_boots(m, p, &v, 0, 0, 31);
     printf("refine: 8 lanes: step %d, SiLU at 23 %d bootstraps\n", nb, nv);
     ck_assert_int_gt(nv, nb);
+    /* 8 lanes of 2^9 (8 positions: one pass, the step): both; of 2^12 (64
+     * positions): SiLU only, as many bootstraps in the step and each pass */
+    ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 8);
+    base.log_slots = 9;
+    base.lanes = 8;
+    c = base;
+    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &c, 8, fl));
+    ck_assert_int_eq(c.silu.degree, 23);
+    ck_assert_int_eq(c.rsqrt.degree, 56);
+    ck_assert_int_le(budget_boots(m, p, &c, 0, 0, 7), budget_boots(m, p, &base, 0, 0, 7));
+    /* of 2^10 (16): the policy's, by the passes alone (SiLU at 23 leaves
+     * the step's 16 bootstraps, a pass after steps 20) */
+    ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 16);
+    base.log_slots = 10;
+    base.lanes = 8;
+    c = base;
+    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &c, 16, fl));
+    ck_assert_int_eq(memcmp(&c, &base, sizeof c), 0);
+    v = base;
+    v.silu.degree = 23;
+    ck_assert_int_le(budget_boots(m, p, &v, 0, 0, 15), budget_boots(m, p, &base, 0, 0, 15));
+    ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 64);
+    base.log_slots = 12;
+    base.lanes = 8;
+    c = base;
+    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &c, 64, fl));
+    ck_assert_int_eq(c.silu.degree, 23);
+    ck_assert_int_eq(c.rsqrt.degree, 31);
 
     /* hybrid: the 1/sqrt look-up stays a look-up */
     ts_llm_enc_config_policy(&c, TS_SCHED_HYBRID, 32);
