@@ -821,6 +821,19 @@ static double refine_sim_err(const ts_llm_model_t *m, const ts_llm_enc_config_t 
     return err;
 }
 
+/* base: the ckks policy of an engine of 8 lanes of 2^log_slots for npos
+ * positions; c: its refinement. */
+static void refine_lanes(const ts_llm_model_t *m, ts_ckks_params_t *p, int npos, int log_slots,
+                         ts_llm_enc_config_t *base, ts_llm_enc_config_t *c)
+{
+    ts_llm_enc_config_policy(base, TS_SCHED_CKKS, npos);
+    base->log_slots = log_slots;
+    base->lanes = 8;
+    *c = *base;
+    ck_assert_ts_ok(
+        ts_llm_enc_config_refine(m, p, c, npos, TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT));
+}
+
 /* base: the ckks policy for npos positions at 2^log_slots; c: its refinement. */
 static void refine_case(const ts_llm_model_t *m, ts_ckks_params_t *p, int npos, int log_slots,
                         ts_llm_enc_config_t *base, ts_llm_enc_config_t *c)
@@ -921,11 +934,7 @@ START_TEST(test_engine_config_refine)
 
     /* 8 lanes of 2^11: the policy's (the ordinary step would bootstrap more
      * with SiLU at 23 anyway) */
-    ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 32);
-    base.log_slots = 11;
-    base.lanes = 8;
-    c = base;
-    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &c, 32, fl));
+    refine_lanes(m, p, 32, 11, &base, &c);
     ck_assert_int_eq(memcmp(&c, &base, sizeof c), 0);
     v = base;
     v.silu.degree = 23;
@@ -933,32 +942,20 @@ START_TEST(test_engine_config_refine)
     nv = budget_boots(m, p, &v, 0, 0, 31);
     printf("refine: 8 lanes: step %d, SiLU at 23 %d bootstraps\n", nb, nv);
     ck_assert_int_gt(nv, nb);
-    /* 8 lanes of 2^9 (8 positions: one pass, the step): both; of 2^12 (64
-     * positions): SiLU only, as many bootstraps in the step and each pass */
-    ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 8);
-    base.log_slots = 9;
-    base.lanes = 8;
-    c = base;
-    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &c, 8, fl));
+    /* 8 lanes of 2^9 (8 positions: one pass, the step): both */
+    refine_lanes(m, p, 8, 9, &base, &c);
     ck_assert_int_eq(c.silu.degree, 23);
     ck_assert_int_eq(c.rsqrt.degree, 56);
     ck_assert_int_le(budget_boots(m, p, &c, 0, 0, 7), budget_boots(m, p, &base, 0, 0, 7));
     /* of 2^10 (16): the policy's, by the passes alone (SiLU at 23 leaves
      * the step's 16 bootstraps, a pass after steps 20) */
-    ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 16);
-    base.log_slots = 10;
-    base.lanes = 8;
-    c = base;
-    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &c, 16, fl));
+    refine_lanes(m, p, 16, 10, &base, &c);
     ck_assert_int_eq(memcmp(&c, &base, sizeof c), 0);
     v = base;
     v.silu.degree = 23;
     ck_assert_int_le(budget_boots(m, p, &v, 0, 0, 15), budget_boots(m, p, &base, 0, 0, 15));
-    ts_llm_enc_config_policy(&base, TS_SCHED_CKKS, 64);
-    base.log_slots = 12;
-    base.lanes = 8;
-    c = base;
-    ck_assert_ts_ok(ts_llm_enc_config_refine(m, p, &c, 64, fl));
+    /* of 2^12 (64): SiLU only (both: a pass after steps 2 bootstraps more) */
+    refine_lanes(m, p, 64, 12, &base, &c);
     ck_assert_int_eq(c.silu.degree, 23);
     ck_assert_int_eq(c.rsqrt.degree, 31);
 
