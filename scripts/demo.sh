@@ -151,10 +151,13 @@ sanitize="sanitize_lambda: 20"
 # 2^21.31-21.38 had Goldschmidt's lifted term 58 times over its bound at
 # the 2^14-slot bootstrap's ratio 2^10); `--lanes 8`: the same engine's
 # ordinary step, which the client runs where the draft has no guess,
-# 2^20.24; sessions 31-34, 40, 41): the bound covers every reply, 23.1
+# 2^20.24; sessions 31-34, 40, 41; session 45: a pass 2^21.45, the step
+# 2^20.33, and at 8 positions, with the finer approximations an engine of
+# lanes takes there since, the prompt's pass 2^21.36, the step 2^20.39):
+# the bound covers every reply, 23.1
 # (1.3 bits above the passes') for 2^8 replies keeps 4 bits per logit up to
 # 8 lanes and 32 positions (a reply per pass or step: 7 for 24 tokens of
-# "My heart" with the published draft); up to 64 positions 24.1 for 2^6
+# "My heart" with the published draft); up to 64 positions 24.5 for 2^5
 # (below); beyond (not measured) uniform flooding with lambda
 # 16 (no guarantee for the weights; tesserad says so at startup;
 # docs/SECURITY.md)
@@ -162,14 +165,14 @@ if [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ] && [ "$DEMO_PREFILL" -le 8 ]
     [ "$ctx" -le 32 ]; then
     sanitize="sanitize_noise_l2_log2: 23.1
 sanitize_queries_log2: 8"
-# up to 64 positions (2^15 slots; session 40): passes 2^22.4-22.8, the
-# ordinary step 2^22.9 since w2's input bootstraps at its own bound (2^26
-# before; session 41: 2^22.73 / 2^22.99): bound 24.1 for 2^6 replies, the
-# same flood
+# up to 64 positions (2^15 slots): session 45, with SiLU at degree 23 (the
+# finer activation is free there since), a pass after a pass 2^23.15, the
+# ordinary step 2^22.49 (sessions 40-41 with degree 15: 2^22.4-22.8 and
+# 2^22.9-23.0): bound 24.5 for 2^5 replies (24.1 for 2^6 until session 45)
 elif [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ] && [ "$DEMO_PREFILL" -le 8 ] &&
     [ "$ctx" -le 64 ]; then
-    sanitize="sanitize_noise_l2_log2: 24.1
-sanitize_queries_log2: 6"
+    sanitize="sanitize_noise_l2_log2: 24.5
+sanitize_queries_log2: 5"
 elif [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ]; then
     sanitize="sanitize_lambda: 16"
 # one lane up to 16 positions (2^9-2^10 slots; the bootstrapper's 4 + 3
