@@ -185,17 +185,13 @@ elif [ -z "$insecure" ] && [ -n "${DEMO_PREFILL:-}" ]; then
 elif [ -z "$insecure" ] && [ "$ctx" -le 16 ]; then
     sanitize="sanitize_noise_l2_log2: 19.9
 sanitize_queries_log2: 16"
-# up to 32 positions (2^11 slots, SiLU 23 and the 1/sqrt at 56): 2^20.17
-# (session 43): bound 22.2 for 2^12 replies; up to 128 (2^12-2^13 slots,
-# SiLU at 23 there since session 43, not yet measured with it; 2^20.31 at
-# 128 of 128 in session 40 with degree 15): bound 23.2 for 2^10, a wider
-# margin
-elif [ -z "$insecure" ] && [ "$ctx" -le 32 ]; then
-    sanitize="sanitize_noise_l2_log2: 22.2
-sanitize_queries_log2: 12"
+# up to 128 positions (2^11-2^13 slots, SiLU 23, the 1/sqrt at 56 at 32):
+# 2^20.17 at 32 of 32 (session 43), 2^20.00 at 64 of 64 and 2^20.22 at 128
+# of 128 with SiLU 23 (session 45): bound 21.6 for 2^14 replies (22.2 for
+# 2^12 up to 32 and 23.2 for 2^10 up to 128 until session 45)
 elif [ -z "$insecure" ] && [ "$ctx" -le 128 ]; then
-    sanitize="sanitize_noise_l2_log2: 23.2
-sanitize_queries_log2: 10"
+    sanitize="sanitize_noise_l2_log2: 21.6
+sanitize_queries_log2: 14"
 elif [ -z "$insecure" ]; then
     sanitize="sanitize_lambda: 16"
 fi
