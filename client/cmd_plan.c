@@ -279,8 +279,8 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
                ts_llm_enc_config_act(&cfg, m)->degree, cfg.rsqrt.degree,
                refined     ? "finer than the policy's, as the levels give them without more "
                              "bootstraps or time"
-               : lanes > 1 ? "the policy's; finer ones would cost its step or passes "
-                             "bootstraps or time"
+               : lanes > 1 ? "the policy's; finer ones would cost bootstraps or time in "
+                             "its step or passes"
                            : "the policy's; finer ones would cost bootstraps or time");
     if (isfinite(fixed_ns))
         printf("        (the cheapest assignment of primitive kinds under this table; the "
