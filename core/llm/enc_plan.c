@@ -1568,8 +1568,8 @@ ts_status_t ts_llm_enc_config_refine(const ts_llm_model_t *m, ts_ckks_params_t *
                sc != TS_OK ? ts_strerror(sc)
                : ok        ? "taken"
                            : "not free",
-               call[w], k0, n0[w], sc == TS_OK ? n1[w] : -1, d0, sc == TS_OK ? d1 : -1, t0[w] / 1e9,
-               sc == TS_OK ? t1[w] / 1e9 : NAN);
+               k0 == 2 && w == 1 ? "the first pass" : call[w], k0, n0[w], sc == TS_OK ? n1[w] : -1,
+               d0, sc == TS_OK ? d1 : -1, t0[w] / 1e9, sc == TS_OK ? t1[w] / 1e9 : NAN);
         if (ok) {
             *cfg = v;
             break;
