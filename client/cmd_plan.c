@@ -277,11 +277,9 @@ static int engine_plan_one(const ts_llm_model_t *m, ts_ckks_params_t *params,
         printf("        (%s at degree %d, the norms' 1/sqrt at %d: %s)\n",
                ts_llm_model_config(m)->arch == TS_LLM_ARCH_GPT2 ? "GELU" : "SiLU",
                ts_llm_enc_config_act(&cfg, m)->degree, cfg.rsqrt.degree,
-               refined     ? "finer than the policy's, as the levels give them without more "
-                             "bootstraps or time"
-               : lanes > 1 ? "the policy's; finer ones would cost bootstraps or time in "
-                             "its step or passes"
-                           : "the policy's; finer ones would cost bootstraps or time");
+               refined ? "finer than the policy's, as the levels give them without more "
+                         "bootstraps or time"
+                       : "the policy's; finer ones would cost bootstraps or time");
     if (isfinite(fixed_ns))
         printf("        (the cheapest assignment of primitive kinds under this table; the "
                "default one, every 1/x and 1/sqrt(x) in TFHE: %.2f s)\n",

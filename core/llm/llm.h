@@ -791,9 +791,10 @@ ts_status_t ts_llm_enc_boot_budgets(const ts_llm_model_t *model, ts_ckks_params_
  * in the bootstrapper (each with the budgets of ts_llm_enc_boot_budgets,
  * flags as there; fewer levels, a dearer bootstrap the table does not
  * price: at boot-n16-dense 8-16 positions keep the policy's unless the
- * budgets are fixed). aidreams260K at boot-n16-dense, 8 lanes: free at 8
- * positions (the pass +1.9%), not at 16-64 (a pass 1-4 more bootstraps;
- * until session 45 no engine of lanes was refined). Only kinds cfg evaluates
+ * budgets are fixed). aidreams260K at boot-n16-dense, 8 lanes: both at 8
+ * positions (the passes +1.9%), SiLU alone at 64 (+1.0%), neither at 16-32
+ * (the step or a pass 2-5 bootstraps more; until session 45 no engine of
+ * lanes was refined). Only kinds cfg evaluates
  * in CKKS change. On aidreams260K (the ckks policy, 32 positions,
  * simulated) the logits' error falls from 0.24 to 0.03 at most, 0.024 to
  * 0.002 on average (docs/llm.md). cfg is unchanged when nothing is free or

@@ -821,25 +821,14 @@ static double refine_sim_err(const ts_llm_model_t *m, const ts_llm_enc_config_t 
     return err;
 }
 
-/* base: the ckks policy of an engine of 8 lanes of 2^log_slots for npos
+/* base: the ckks policy of an engine of lanes lanes of 2^log_slots for npos
  * positions; c: its refinement. */
-static void refine_lanes(const ts_llm_model_t *m, ts_ckks_params_t *p, int npos, int log_slots,
-                         ts_llm_enc_config_t *base, ts_llm_enc_config_t *c)
-{
-    ts_llm_enc_config_policy(base, TS_SCHED_CKKS, npos);
-    base->log_slots = log_slots;
-    base->lanes = 8;
-    *c = *base;
-    ck_assert_ts_ok(
-        ts_llm_enc_config_refine(m, p, c, npos, TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT));
-}
-
-/* base: the ckks policy for npos positions at 2^log_slots; c: its refinement. */
 static void refine_case(const ts_llm_model_t *m, ts_ckks_params_t *p, int npos, int log_slots,
-                        ts_llm_enc_config_t *base, ts_llm_enc_config_t *c)
+                        int lanes, ts_llm_enc_config_t *base, ts_llm_enc_config_t *c)
 {
     ts_llm_enc_config_policy(base, TS_SCHED_CKKS, npos);
     base->log_slots = log_slots;
+    base->lanes = lanes;
     *c = *base;
     ck_assert_ts_ok(
         ts_llm_enc_config_refine(m, p, c, npos, TS_LLM_PLAN_ONEHOT | TS_LLM_PLAN_PERIOD_BOOT));
@@ -866,7 +855,7 @@ START_TEST(test_engine_config_refine)
     ts_llm_enc_config_t base, c, v;
 
     /* one lane, 32 positions: both, no bootstrap more, the error under a third */
-    refine_case(m, p, 32, 11, &base, &c);
+    refine_case(m, p, 32, 11, 1, &base, &c);
     ck_assert_int_eq(base.silu.degree, 15);
     ck_assert_int_eq(base.rsqrt.degree, 31);
     ck_assert_int_eq(c.silu.degree, 23);
@@ -889,7 +878,7 @@ START_TEST(test_engine_config_refine)
     /* 16 positions (2^10): as many bootstraps either way, but the finer ones
      * leave the bootstrapper's DFT budgets one or two levels fewer (a dearer
      * bootstrap): the policy's stay */
-    refine_case(m, p, 16, 10, &base, &c);
+    refine_case(m, p, 16, 10, 1, &base, &c);
     ck_assert_int_eq(memcmp(&c, &base, sizeof c), 0);
     v = base;
     v.silu.degree = 23;
@@ -920,7 +909,7 @@ START_TEST(test_engine_config_refine)
     ck_assert_int_eq(stc[0], 2);
 
     /* 128 positions: SiLU only; with the 1/sqrt too the step bootstraps more */
-    refine_case(m, p, 128, 13, &base, &c);
+    refine_case(m, p, 128, 13, 1, &base, &c);
     ck_assert_int_eq(c.silu.degree, 23);
     ck_assert_int_eq(c.rsqrt.degree, 31);
     v = c;
@@ -934,7 +923,7 @@ START_TEST(test_engine_config_refine)
 
     /* 8 lanes of 2^11: the policy's (the ordinary step would bootstrap more
      * with SiLU at 23 anyway) */
-    refine_lanes(m, p, 32, 11, &base, &c);
+    refine_case(m, p, 32, 11, 8, &base, &c);
     ck_assert_int_eq(memcmp(&c, &base, sizeof c), 0);
     v = base;
     v.silu.degree = 23;
@@ -943,19 +932,19 @@ START_TEST(test_engine_config_refine)
     printf("refine: 8 lanes: step %d, SiLU at 23 %d bootstraps\n", nb, nv);
     ck_assert_int_gt(nv, nb);
     /* 8 lanes of 2^9 (8 positions: one pass, the step): both */
-    refine_lanes(m, p, 8, 9, &base, &c);
+    refine_case(m, p, 8, 9, 8, &base, &c);
     ck_assert_int_eq(c.silu.degree, 23);
     ck_assert_int_eq(c.rsqrt.degree, 56);
     ck_assert_int_le(budget_boots(m, p, &c, 0, 0, 7), budget_boots(m, p, &base, 0, 0, 7));
     /* of 2^10 (16): the policy's, by the passes alone (SiLU at 23 leaves
      * the step's 16 bootstraps, a pass after steps 20) */
-    refine_lanes(m, p, 16, 10, &base, &c);
+    refine_case(m, p, 16, 10, 8, &base, &c);
     ck_assert_int_eq(memcmp(&c, &base, sizeof c), 0);
     v = base;
     v.silu.degree = 23;
     ck_assert_int_le(budget_boots(m, p, &v, 0, 0, 15), budget_boots(m, p, &base, 0, 0, 15));
     /* of 2^12 (64): SiLU only (both: a pass after steps 2 bootstraps more) */
-    refine_lanes(m, p, 64, 12, &base, &c);
+    refine_case(m, p, 64, 12, 8, &base, &c);
     ck_assert_int_eq(c.silu.degree, 23);
     ck_assert_int_eq(c.rsqrt.degree, 31);
 
