@@ -821,7 +821,7 @@ static double refine_sim_err(const ts_llm_model_t *m, const ts_llm_enc_config_t 
     return err;
 }
 
-/* base: the ckks policy of an engine of lanes lanes of 2^log_slots for npos
+/* base: the ckks policy of an engine of `lanes` lanes of 2^log_slots for npos
  * positions; c: its refinement. */
 static void refine_case(const ts_llm_model_t *m, ts_ckks_params_t *p, int npos, int log_slots,
                         int lanes, ts_llm_enc_config_t *base, ts_llm_enc_config_t *c)
