@@ -9,8 +9,10 @@
  *                [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]
  *
  * Without --costs the table measured for --params PRESET that ships in
- * configs/costs/cpu-PRESET.yaml is used when there is one, else the built-in
- * estimate (configs/costs/cpu-default.yaml), and the output says which. --policy all prints the
+ * configs/costs is used when there is one (cpu-KERNELS-PRESET.yaml, measured
+ * with this machine's CPU kernels, else cpu-PRESET.yaml:
+ * ts_sched_costs_shipped), else the built-in estimate
+ * (configs/costs/cpu-default.yaml), and the output says which. --policy all prints the
  * three plans' totals side by side (with --json: one object holding the three plans).
  *
  * With --model FILE --params PRESET (or --costs FILE of a table measured at
@@ -45,7 +47,8 @@ static void usage(FILE *f)
           "Prints the scheme-aware plan of one decode step: every operator with its scheme,\n"
           "levels, bootstraps and rotation keys, the predicted latency, and the reason for\n"
           "each TFHE/CKKS choice. Without --costs: the table measured at --params that\n"
-          "ships in configs/costs/cpu-PRESET.yaml if any, else the estimated cpu-default.\n"
+          "ships in configs/costs, cpu-KERNELS-PRESET.yaml for this CPU's kernels (avx512,\n"
+          "avx2, portable) or else cpu-PRESET.yaml, if any, else the estimated cpu-default.\n"
           "With --params: the encrypted engine's own plan at that CKKS preset (its exact\n"
           "operations, bootstraps, conversions and look-ups, latency per stage); --slots S\n"
           "its working slot count (sparse packing, a power of two; default the preset's);\n"
@@ -541,7 +544,7 @@ int ts_cmd_plan(int argc, char **argv)
     }
 
     ts_sched_costs_t costs;
-    char shipped[200]; /* configs/costs/cpu-PRESET.yaml */
+    char shipped[200]; /* configs/costs/cpu-[KERNELS-]PRESET.yaml */
     if (costs_path) {
         ts_cfg_error_t err;
         ts_status_t st = ts_sched_costs_load(costs_path, &costs, &err);
@@ -555,16 +558,12 @@ int ts_cmd_plan(int argc, char **argv)
         ts_sched_costs_default(&costs);
         /* the table measured at --params that ships with tessera, if any */
         ts_cfg_error_t err;
-        if (preset && (size_t)snprintf(shipped, sizeof shipped, "configs/costs/cpu-%s.yaml",
-                                       preset) < sizeof shipped) {
-            FILE *cf = fopen(shipped, "r");
-            if (cf) {
-                fclose(cf);
-                if (ts_sched_costs_load(shipped, &costs, &err) == TS_OK)
-                    costs_path = shipped;
-                else
-                    ts_sched_costs_default(&costs);
-            }
+        if (preset && ts_sched_costs_shipped("configs/costs", preset, ts_cpu_kernels(), shipped,
+                                             sizeof shipped) == TS_OK) {
+            if (ts_sched_costs_load(shipped, &costs, &err) == TS_OK)
+                costs_path = shipped;
+            else
+                ts_sched_costs_default(&costs);
         }
     }
     /* a measured table names its preset: with --model, plan the engine at it */

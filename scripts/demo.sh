@@ -228,11 +228,15 @@ if [ -n "${DEMO_PREFILL:-}" ]; then
 fi
 # the daemon's hybrid runs the cheapest mix of CKKS and TFHE under the cost
 # table measured at the preset when one ships (its costs_dir, by default
-# configs/costs/cpu-PRESET.yaml; docs/benchmarks.md), else the policy's
-# default assignment
-if [ "$policy" = hybrid ] && [ -f "configs/costs/cpu-$params.yaml" ]; then
+# configs/costs: cpu-KERNELS-PRESET.yaml for the machine's CPU kernels, else
+# cpu-PRESET.yaml; docs/benchmarks.md), else the policy's default assignment
+have_costs=
+for f in configs/costs/cpu-*-"$params".yaml configs/costs/cpu-"$params".yaml; do
+    [ -f "$f" ] && have_costs=1
+done
+if [ "$policy" = hybrid ] && [ -n "$have_costs" ]; then
     hybrid_says="policy hybrid: each nonlinear kind in CKKS or TFHE, whichever the cost table
-configs/costs/cpu-$params.yaml prices lower"
+measured at $params prices lower"
 else
     hybrid_says="policy hybrid: every softmax 1/x and norm 1/sqrt looked up in TFHE (ROSETTA)"
 fi
@@ -274,7 +278,7 @@ case "$policy" in
 hybrid)
     echo "$hybrid_says"
     # the daemon logs the assignment it chose at startup
-    chose=$(sed -n 's/.*policy=hybrid tfhe_kinds=\([^ ]*\) predicted_s=\([^ ]*\).*/in TFHE: \1 (predicted \2 s per token on the machine of the table)/p' \
+    chose=$(sed -n 's/.*policy=hybrid tfhe_kinds=\([^ ]*\) predicted_s=\([^ ]*\) .*costs=\([^ ]*\).*/in TFHE: \1 (predicted \2 s per token on the machine of the table \3)/p' \
         "$work/tesserad.log" | head -1)
     if [ -n "$chose" ]; then echo "tesserad's hybrid assignment: $chose"; fi
     ;;

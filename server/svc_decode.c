@@ -324,9 +324,10 @@ static ts_status_t policy_steps(ts_dec_model_t *md, dec_policy_t *pl)
 
 /*
  * The cost table of the hybrid policy: the model file's `costs` (a path;
- * "none": no table), else costs_dir/cpu-PARAMS.yaml when that file exists
- * (the table `tessera bench costs` measured at the model's preset, as the
- * repository ships them). Empty: no table, the default assignment.
+ * "none": no table), else the table `tessera bench costs` measured at the
+ * model's preset as the repository ships them (ts_sched_costs_shipped:
+ * costs_dir/cpu-KERNELS-PARAMS.yaml for this machine's CPU kernels, else
+ * costs_dir/cpu-PARAMS.yaml). Empty: no table, the default assignment.
  */
 static void hybrid_costs_path(const ts_dec_model_t *md, const char *costs_dir, char *path,
                               size_t size)
@@ -339,13 +340,11 @@ static void hybrid_costs_path(const ts_dec_model_t *md, const char *costs_dir, c
     }
     if (!costs_dir || !costs_dir[0])
         return;
-    if ((size_t)snprintf(path, size, "%s/cpu-%s.yaml", costs_dir, md->cfg.params) >= size ||
-        access(path, R_OK) != 0) {
+    if (ts_sched_costs_shipped(costs_dir, md->cfg.params, ts_cpu_kernels(), path, size) != TS_OK)
         ts_log(TS_LOG_INFO, "decode",
-               "model=%s policy=hybrid no cost table %s/cpu-%s.yaml: the default assignment",
-               md->name, costs_dir, md->cfg.params);
-        path[0] = 0;
-    }
+               "model=%s policy=hybrid no cost table %s/cpu-%s.yaml (nor cpu-%s-%s.yaml): the "
+               "default assignment",
+               md->name, costs_dir, md->cfg.params, ts_cpu_kernels(), md->cfg.params);
 }
 
 /*

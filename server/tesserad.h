@@ -73,7 +73,7 @@ typedef struct ts_srv_config {
     ts_srv_log_cfg_t log;
     ts_srv_sanitize_cfg_t sanitize;
     char params_dir[512]; /* parameter presets (YAML) */
-    char costs_dir[512];  /* cost tables cpu-PRESET.yaml a hybrid model without `costs` uses */
+    char costs_dir[512];  /* cost tables cpu-[KERNELS-]PRESET.yaml for hybrid models w/o `costs` */
     char models_dir[512]; /* decode models: NAME.yaml each (empty: none) */
     int backend;          /* index into ts_srv_backend_names: auto (default), cpu, gpu,
                            * devemu (a testing aid: core/backend/backend.h) */
@@ -265,8 +265,10 @@ void ts_agg_result_free(ProtobufCBinaryData *out, size_t count);
  *                                    policy runs the cheapest assignment of
  *                                    primitive kinds to CKKS or TFHE under it;
  *                                    without the key, the table costs_dir/
- *                                    cpu-PARAMS.yaml when there is one (the
- *                                    daemon's costs_dir, default configs/costs);
+ *                                    cpu-KERNELS-PARAMS.yaml for this CPU's
+ *                                    kernels, else costs_dir/cpu-PARAMS.yaml,
+ *                                    when there is one (the daemon's
+ *                                    costs_dir, default configs/costs);
  *                                    `none` or no table: the default assignment
  *                                    (1/x and 1/sqrt(x) in TFHE)
  *   prefill_lanes: 16                ciphertexts carry that many lanes of the

@@ -412,6 +412,44 @@ bool ts_sched_costs_cpu_mismatch(const ts_sched_costs_t *c, const char *kernels)
            strcmp(c->cpu, kernels) != 0;
 }
 
+static bool readable(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    fclose(f);
+    return true;
+}
+
+ts_status_t ts_sched_costs_shipped(const char *dir, const char *params, const char *kernels,
+                                   char *path, size_t size)
+{
+    if (!path || !size)
+        return TS_EINVAL;
+    path[0] = 0;
+    if (!dir || !dir[0] || !params || !params[0])
+        return TS_EINVAL;
+    int n;
+    if (kernels && kernels[0]) {
+        n = snprintf(path, size, "%s/cpu-%s-%s.yaml", dir, kernels, params);
+        if (n < 0 || (size_t)n >= size) {
+            path[0] = 0;
+            return TS_EINVAL;
+        }
+        if (readable(path))
+            return TS_OK;
+    }
+    n = snprintf(path, size, "%s/cpu-%s.yaml", dir, params);
+    if (n < 0 || (size_t)n >= size) {
+        path[0] = 0;
+        return TS_EINVAL;
+    }
+    if (readable(path))
+        return TS_OK;
+    path[0] = 0;
+    return TS_ENOENT;
+}
+
 ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path)
 {
     if (!c || !path)

@@ -548,6 +548,70 @@ START_TEST(test_sched_costs_files)
 }
 END_TEST
 
+/* The shipped table of a preset: the one measured with this CPU's kernels
+ * first (cpu-KERNELS-PARAMS.yaml), else the preset's (cpu-PARAMS.yaml). */
+START_TEST(test_sched_costs_shipped)
+{
+    char dir[] = "/tmp/ts_sched_shippedXXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[300], generic[300], avx2[300];
+    snprintf(generic, sizeof generic, "%s/cpu-p16.yaml", dir);
+    snprintf(avx2, sizeof avx2, "%s/cpu-avx2-p16.yaml", dir);
+    /* neither: TS_ENOENT and an empty path */
+    snprintf(path, sizeof path, "x");
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "avx2", path, sizeof path), TS_ENOENT);
+    ck_assert_str_eq(path, "");
+    /* the preset's table whatever the kernels */
+    FILE *f = fopen(generic, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "avx2", path, sizeof path));
+    ck_assert_str_eq(path, generic);
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", NULL, path, sizeof path));
+    ck_assert_str_eq(path, generic);
+    /* a table of the machine's kernels wins; other kernels keep the preset's */
+    f = fopen(avx2, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "avx2", path, sizeof path));
+    ck_assert_str_eq(path, avx2);
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "avx512", path, sizeof path));
+    ck_assert_str_eq(path, generic);
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "", path, sizeof path));
+    ck_assert_str_eq(path, generic);
+    /* another preset has neither */
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p15", "avx2", path, sizeof path), TS_ENOENT);
+    /* the kernels' table alone */
+    unlink(generic);
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "avx2", path, sizeof path));
+    ck_assert_str_eq(path, avx2);
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "portable", path, sizeof path), TS_ENOENT);
+    /* arguments: no folder or preset, a path that does not fit */
+    ck_assert_int_eq(ts_sched_costs_shipped(NULL, "p16", "avx2", path, sizeof path), TS_EINVAL);
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "", "avx2", path, sizeof path), TS_EINVAL);
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "avx2", path, 8), TS_EINVAL);
+    ck_assert_str_eq(path, "");
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "avx2", NULL, 8), TS_EINVAL);
+    unlink(avx2);
+    ck_assert_int_eq(rmdir(dir), 0);
+
+    /* the repository's own: every table it ships for boot-n16-dense names
+     * that preset, and the one of a kernel set was measured with it */
+    static const char *const kernels[] = {"avx512", "avx2", "portable"};
+    for (int k = 0; k < 3; k++) {
+        if (ts_sched_costs_shipped("configs/costs", "boot-n16-dense", kernels[k], path,
+                                   sizeof path) != TS_OK)
+            continue;
+        ts_sched_costs_t c;
+        ts_cfg_error_t err;
+        ck_assert_ts_ok(ts_sched_costs_load(path, &c, &err));
+        ck_assert_str_eq(c.params, "boot-n16-dense");
+        if (strstr(path, kernels[k]))
+            ck_assert_str_eq(c.cpu, kernels[k]);
+    }
+}
+END_TEST
+
 /* ts_cmd_plan(argc, argv) with stdout in the file out, which must succeed;
  * what it printed into buf (out removed). */
 static void plan_stdout(int argc, char **argv, const char *out, char *buf, size_t size)
@@ -1095,6 +1159,7 @@ TS_TEST_SUITE(sched)
     tcase_add_test(tc, test_sched_policies_llama);
     tcase_add_test(tc, test_sched_explain_deltas);
     tcase_add_test(tc, test_sched_costs_files);
+    tcase_add_test(tc, test_sched_costs_shipped);
     tcase_add_test(tc, test_sched_costs_bsgs);
     tcase_add_test(tc, test_sched_graph_errors);
     tcase_add_test(tc, test_sched_alloc_failures);
