@@ -412,13 +412,23 @@ bool ts_sched_costs_cpu_mismatch(const ts_sched_costs_t *c, const char *kernels)
            strcmp(c->cpu, kernels) != 0;
 }
 
-static bool readable(const char *path)
+/* dir/cpu-[kernels-]params.yaml into path[size]: TS_OK when it can be read,
+ * TS_ENOENT when not, TS_EINVAL when it does not fit (path "" unless TS_OK) */
+static ts_status_t shipped_at(const char *dir, const char *kernels, const char *params, char *path,
+                              size_t size)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    fclose(f);
-    return true;
+    int n = kernels ? snprintf(path, size, "%s/cpu-%s-%s.yaml", dir, kernels, params)
+                    : snprintf(path, size, "%s/cpu-%s.yaml", dir, params);
+    ts_status_t st = n < 0 || (size_t)n >= size ? TS_EINVAL : TS_ENOENT;
+    if (st == TS_ENOENT) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            fclose(f);
+            return TS_OK;
+        }
+    }
+    path[0] = 0;
+    return st;
 }
 
 ts_status_t ts_sched_costs_shipped(const char *dir, const char *params, const char *kernels,
@@ -429,25 +439,12 @@ ts_status_t ts_sched_costs_shipped(const char *dir, const char *params, const ch
     path[0] = 0;
     if (!dir || !dir[0] || !params || !params[0])
         return TS_EINVAL;
-    int n;
     if (kernels && kernels[0]) {
-        n = snprintf(path, size, "%s/cpu-%s-%s.yaml", dir, kernels, params);
-        if (n < 0 || (size_t)n >= size) {
-            path[0] = 0;
-            return TS_EINVAL;
-        }
-        if (readable(path))
-            return TS_OK;
+        ts_status_t st = shipped_at(dir, kernels, params, path, size);
+        if (st != TS_ENOENT)
+            return st;
     }
-    n = snprintf(path, size, "%s/cpu-%s.yaml", dir, params);
-    if (n < 0 || (size_t)n >= size) {
-        path[0] = 0;
-        return TS_EINVAL;
-    }
-    if (readable(path))
-        return TS_OK;
-    path[0] = 0;
-    return TS_ENOENT;
+    return shipped_at(dir, NULL, params, path, size);
 }
 
 ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path)
