@@ -231,7 +231,8 @@ fi
 # configs/costs: cpu-KERNELS-PRESET.yaml for the machine's CPU kernels, else
 # cpu-PRESET.yaml; docs/benchmarks.md), else the policy's default assignment
 have_costs=
-for f in configs/costs/cpu-*-"$params".yaml configs/costs/cpu-"$params".yaml; do
+for k in avx512- avx2- portable- ""; do
+    f=configs/costs/cpu-$k$params.yaml
     [ -f "$f" ] && have_costs=1
 done
 if [ "$policy" = hybrid ] && [ -n "$have_costs" ]; then
