@@ -7,11 +7,13 @@
  *                 --layers L --heads NH [--kv-heads NKV] --vocab V)
  *                [--arch llama|gpt2] [--pos N] [--slots S] [--embed-public]
  *                [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]
+ *                [--backend cpu|gpu|auto]
  *
  * Without --costs the table measured for --params PRESET that ships in
- * configs/costs is used when there is one (cpu-KERNELS-PRESET.yaml, measured
- * with this machine's CPU kernels, else cpu-PRESET.yaml:
- * ts_sched_costs_shipped), else the built-in estimate
+ * configs/costs for --backend (default $TESSERA_BACKEND, else auto: the GPU
+ * when one answers) is used when there is one (on a CPU cpu-KERNELS-PRESET.yaml,
+ * measured with this machine's CPU kernels, else cpu-PRESET.yaml; on a GPU
+ * gpu-PRESET.yaml: ts_sched_costs_shipped), else the built-in estimate
  * (configs/costs/cpu-default.yaml), and the output says which. --policy all prints the
  * three plans' totals side by side (with --json: one object holding the three plans).
  *
@@ -32,6 +34,7 @@
 #include "client/cmd_plan.h"
 #include "core/llm/llm.h"
 #include "core/sched/sched.h"
+#include "gpu/gpu.h"
 
 static void usage(FILE *f)
 {
@@ -40,15 +43,20 @@ static void usage(FILE *f)
           "--vocab V)\n"
           "                    [--arch llama|gpt2] [--pos N] [--slots S] [--embed-public]\n"
           "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
+          "                    [--backend cpu|gpu|auto]\n"
           "       tessera plan --model FILE --params PRESET [--insecure-params] [--pos N]\n"
           "                    [--slots S] [--cache-only] [--prefill N [--after-steps] |\n"
           "                    --lanes N]\n"
           "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
+          "                    [--backend cpu|gpu|auto]\n"
           "Prints the scheme-aware plan of one decode step: every operator with its scheme,\n"
           "levels, bootstraps and rotation keys, the predicted latency, and the reason for\n"
           "each TFHE/CKKS choice. Without --costs: the table measured at --params that\n"
-          "ships in configs/costs, cpu-KERNELS-PRESET.yaml for this CPU's kernels (avx512,\n"
-          "avx2, portable) or else cpu-PRESET.yaml, if any, else the estimated cpu-default.\n"
+          "ships in configs/costs for the machine --backend names (default $TESSERA_BACKEND,\n"
+          "else auto: gpu when this machine has a working GPU, as tesserad picks): on cpu\n"
+          "cpu-KERNELS-PRESET.yaml for this CPU's kernels (avx512, avx2, portable) or else\n"
+          "cpu-PRESET.yaml, on gpu gpu-PRESET.yaml (never a CPU's), if any, else the\n"
+          "estimated cpu-default.\n"
           "With --params: the encrypted engine's own plan at that CKKS preset (its exact\n"
           "operations, bootstraps, conversions and look-ups, latency per stage); --slots S\n"
           "its working slot count (sparse packing, a power of two; default the preset's);\n"
@@ -416,6 +424,7 @@ int ts_cmd_plan(int argc, char **argv)
 {
     ts_sched_model_dims_t d = {.act = TS_ACT_SWIGLU, .norm = TS_NORM_RMS};
     const char *model = NULL, *costs_path = NULL, *policy_s = NULL, *arch = NULL, *preset = NULL;
+    const char *backend = getenv("TESSERA_BACKEND");
     bool json = false, have_dims = false, insecure = false, cache_only = false, after_steps = false;
     uint32_t prefill = 0; /* --prefill N: the pass of an engine of N lanes */
     uint32_t lanes = 0;   /* --lanes N: an ordinary step of that engine */
@@ -458,6 +467,8 @@ int ts_cmd_plan(int argc, char **argv)
             policy_s = v;
         else if (!strcmp(a, "--arch"))
             arch = v;
+        else if (!strcmp(a, "--backend"))
+            backend = v;
         else if (!strcmp(a, "--dims")) {
             if (parse_dims_list(v, &d) != 0) {
                 fprintf(stderr, "tessera plan: --dims wants D,H,L,NH,NKV,V (6 integers)\n");
@@ -543,8 +554,20 @@ int ts_cmd_plan(int argc, char **argv)
         return 2;
     }
 
+    /* the backend whose shipped table prices the plan: tesserad's choice */
+    const char *costs_backend = "cpu";
+    if (!backend || !backend[0] || !strcmp(backend, "auto")) {
+        ts_gpu_info_t gi;
+        if (ts_gpu_probe(&gi, NULL, 0) == TS_OK)
+            costs_backend = "gpu";
+    } else if (!strcmp(backend, "gpu")) {
+        costs_backend = "gpu";
+    } else if (strcmp(backend, "cpu") != 0) {
+        fprintf(stderr, "tessera plan: --backend is cpu, gpu or auto, not '%s'\n", backend);
+        return 2;
+    }
     ts_sched_costs_t costs;
-    char shipped[200]; /* configs/costs/cpu-[KERNELS-]PRESET.yaml */
+    char shipped[200]; /* configs/costs/BACKEND-[KERNELS-]PRESET.yaml */
     if (costs_path) {
         ts_cfg_error_t err;
         ts_status_t st = ts_sched_costs_load(costs_path, &costs, &err);
@@ -558,12 +581,19 @@ int ts_cmd_plan(int argc, char **argv)
         ts_sched_costs_default(&costs);
         /* the table measured at --params that ships with tessera, if any */
         ts_cfg_error_t err;
-        if (preset && ts_sched_costs_shipped("configs/costs", preset, ts_cpu_kernels(), shipped,
-                                             sizeof shipped) == TS_OK) {
+        if (preset && ts_sched_costs_shipped("configs/costs", preset, costs_backend,
+                                             strcmp(costs_backend, "cpu") ? NULL : ts_cpu_kernels(),
+                                             shipped, sizeof shipped) == TS_OK) {
             if (ts_sched_costs_load(shipped, &costs, &err) == TS_OK)
                 costs_path = shipped;
             else
                 ts_sched_costs_default(&costs);
+        } else if (preset && !strcmp(costs_backend, "gpu")) {
+            fprintf(stderr,
+                    "tessera plan: no GPU cost table of %s ships (configs/costs/gpu-%s.yaml): "
+                    "the CPU estimate %s prices the plan; `tessera bench costs --backend gpu "
+                    "--params %s --out FILE` measures a GPU\n",
+                    preset, preset, costs.name, preset);
         }
     }
     /* a measured table names its preset: with --model, plan the engine at it */

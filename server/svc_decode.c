@@ -322,12 +322,22 @@ static ts_status_t policy_steps(ts_dec_model_t *md, dec_policy_t *pl)
                         &pl->n_steps);
 }
 
+/* The backend a cost table must have measured for the model's engine: "gpu"
+ * on the CUDA backend, else "cpu" (the device-memory emulation computes on
+ * the CPU). */
+static const char *costs_backend(const ts_dec_model_t *md)
+{
+    const ts_backend_t *be = ts_ring_backend(ts_ckks_params_ring(md->p));
+    return be && be->iface && be->iface->name && !strcmp(be->iface->name, "gpu") ? "gpu" : "cpu";
+}
+
 /*
  * The cost table of the hybrid policy: the model file's `costs` (a path;
  * "none": no table), else the table `tessera bench costs` measured at the
- * model's preset as the repository ships them (ts_sched_costs_shipped:
- * costs_dir/cpu-KERNELS-PARAMS.yaml for this machine's CPU kernels, else
- * costs_dir/cpu-PARAMS.yaml). Empty: no table, the default assignment.
+ * model's preset as the repository ships them for the engine's backend
+ * (ts_sched_costs_shipped: on a CPU costs_dir/cpu-KERNELS-PARAMS.yaml for its
+ * kernels, else costs_dir/cpu-PARAMS.yaml; on a GPU costs_dir/gpu-PARAMS.yaml,
+ * never a CPU's). Empty: no table, the default assignment.
  */
 static void hybrid_costs_path(const ts_dec_model_t *md, const char *costs_dir, char *path,
                               size_t size)
@@ -340,11 +350,17 @@ static void hybrid_costs_path(const ts_dec_model_t *md, const char *costs_dir, c
     }
     if (!costs_dir || !costs_dir[0])
         return;
-    if (ts_sched_costs_shipped(costs_dir, md->cfg.params, ts_cpu_kernels(), path, size) != TS_OK)
-        ts_log(TS_LOG_INFO, "decode",
-               "model=%s policy=hybrid no cost table %s/cpu-%s.yaml (nor cpu-%s-%s.yaml): the "
-               "default assignment",
-               md->name, costs_dir, md->cfg.params, ts_cpu_kernels(), md->cfg.params);
+    const char *backend = costs_backend(md);
+    bool cpu = !strcmp(backend, "cpu");
+    if (ts_sched_costs_shipped(costs_dir, md->cfg.params, backend, cpu ? ts_cpu_kernels() : NULL,
+                               path, size) == TS_OK)
+        return;
+    char also[160] = "";
+    if (cpu)
+        snprintf(also, sizeof also, " (nor cpu-%s-%s.yaml)", ts_cpu_kernels(), md->cfg.params);
+    ts_log(TS_LOG_INFO, "decode",
+           "model=%s policy=hybrid no cost table %s/%s-%s.yaml%s: the default assignment", md->name,
+           costs_dir, backend, md->cfg.params, also);
 }
 
 /*
@@ -365,7 +381,14 @@ static ts_status_t hybrid_best(ts_dec_model_t *md, const char *file, const char 
         snprintf(err, err_size, "%s: costs: %s", file, why);
         return st;
     }
-    if (ts_sched_costs_cpu_mismatch(&costs, ts_cpu_kernels()))
+    const char *backend = costs_backend(md);
+    if (costs.backend[0] && strcmp(costs.backend, backend) != 0)
+        ts_log(TS_LOG_WARN, "decode",
+               "model=%s costs=%s measured on backend %s, the engine runs on %s: the hybrid "
+               "assignment follows its numbers anyway (`tessera bench costs --backend %s` "
+               "measures this machine)",
+               md->name, path, costs.backend, backend, backend);
+    else if (ts_sched_costs_cpu_mismatch(&costs, ts_cpu_kernels()))
         ts_log(TS_LOG_WARN, "decode",
                "model=%s costs=%s measured with the %s CPU kernels, this machine runs the %s "
                "ones: its predictions are off by a roughly constant factor (`tessera bench "

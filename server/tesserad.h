@@ -73,7 +73,8 @@ typedef struct ts_srv_config {
     ts_srv_log_cfg_t log;
     ts_srv_sanitize_cfg_t sanitize;
     char params_dir[512]; /* parameter presets (YAML) */
-    char costs_dir[512];  /* cost tables cpu-[KERNELS-]PRESET.yaml for hybrid models w/o `costs` */
+    char costs_dir[512];  /* cost tables {cpu,gpu}-[KERNELS-]PRESET.yaml for hybrid models w/o
+                             `costs` */
     char models_dir[512]; /* decode models: NAME.yaml each (empty: none) */
     int backend;          /* index into ts_srv_backend_names: auto (default), cpu, gpu,
                            * devemu (a testing aid: core/backend/backend.h) */
@@ -266,8 +267,9 @@ void ts_agg_result_free(ProtobufCBinaryData *out, size_t count);
  *                                    primitive kinds to CKKS or TFHE under it;
  *                                    without the key, the table costs_dir/
  *                                    cpu-KERNELS-PARAMS.yaml for this CPU's
- *                                    kernels, else costs_dir/cpu-PARAMS.yaml,
- *                                    when there is one (the daemon's
+ *                                    kernels, else costs_dir/cpu-PARAMS.yaml
+ *                                    (on a GPU costs_dir/gpu-PARAMS.yaml,
+ *                                    never a CPU's), when there is one (the daemon's
  *                                    costs_dir, default configs/costs);
  *                                    `none` or no table: the default assignment
  *                                    (1/x and 1/sqrt(x) in TFHE)

@@ -412,13 +412,13 @@ bool ts_sched_costs_cpu_mismatch(const ts_sched_costs_t *c, const char *kernels)
            strcmp(c->cpu, kernels) != 0;
 }
 
-/* dir/cpu-[kernels-]params.yaml into path[size]: TS_OK when it can be read,
- * TS_ENOENT when not, TS_EINVAL when it does not fit (path "" unless TS_OK) */
-static ts_status_t shipped_at(const char *dir, const char *kernels, const char *params, char *path,
-                              size_t size)
+/* dir/backend-[kernels-]params.yaml into path[size]: TS_OK when it can be
+ * read, TS_ENOENT when not, TS_EINVAL when it does not fit (path "" unless TS_OK) */
+static ts_status_t shipped_at(const char *dir, const char *backend, const char *kernels,
+                              const char *params, char *path, size_t size)
 {
-    int n = kernels ? snprintf(path, size, "%s/cpu-%s-%s.yaml", dir, kernels, params)
-                    : snprintf(path, size, "%s/cpu-%s.yaml", dir, params);
+    int n = kernels ? snprintf(path, size, "%s/%s-%s-%s.yaml", dir, backend, kernels, params)
+                    : snprintf(path, size, "%s/%s-%s.yaml", dir, backend, params);
     ts_status_t st = n < 0 || (size_t)n >= size ? TS_EINVAL : TS_ENOENT;
     if (st == TS_ENOENT) {
         FILE *f = fopen(path, "r");
@@ -431,20 +431,23 @@ static ts_status_t shipped_at(const char *dir, const char *kernels, const char *
     return st;
 }
 
-ts_status_t ts_sched_costs_shipped(const char *dir, const char *params, const char *kernels,
-                                   char *path, size_t size)
+ts_status_t ts_sched_costs_shipped(const char *dir, const char *params, const char *backend,
+                                   const char *kernels, char *path, size_t size)
 {
     if (!path || !size)
         return TS_EINVAL;
     path[0] = 0;
-    if (!dir || !dir[0] || !params || !params[0])
+    if (!backend || !backend[0])
+        backend = "cpu";
+    if (!dir || !dir[0] || !params || !params[0] ||
+        (strcmp(backend, "cpu") != 0 && strcmp(backend, "gpu") != 0))
         return TS_EINVAL;
     if (kernels && kernels[0]) {
-        ts_status_t st = shipped_at(dir, kernels, params, path, size);
+        ts_status_t st = shipped_at(dir, backend, kernels, params, path, size);
         if (st != TS_ENOENT)
             return st;
     }
-    return shipped_at(dir, NULL, params, path, size);
+    return shipped_at(dir, backend, NULL, params, path, size);
 }
 
 ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path)

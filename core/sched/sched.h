@@ -515,17 +515,20 @@ ts_status_t ts_sched_costs_save(const ts_sched_costs_t *c, const char *path);
 bool ts_sched_costs_cpu_mismatch(const ts_sched_costs_t *c, const char *kernels);
 
 /*
- * The shipped table of CKKS preset `params` in folder `dir` for a CPU that
- * runs the `kernels` vector kernels (ts_cpu_kernels(): "avx512", "avx2",
- * "portable"): dir/cpu-KERNELS-PARAMS.yaml when it can be read (a table
- * measured with those kernels), else dir/cpu-PARAMS.yaml (the preset's table,
- * whatever kernels measured it; `cpu:` in the file says which). kernels may
- * be NULL or "" (then only the second). Writes the path into path[size].
- * TS_ENOENT when neither can be read (path then ""), TS_EINVAL on a NULL or
- * empty dir or params, or a path longer than size.
+ * The shipped table of CKKS preset `params` in folder `dir` for a machine
+ * whose compute backend is `backend` ("cpu", or "gpu"; NULL or "": "cpu") and
+ * whose kernels are `kernels` (a CPU's ts_cpu_kernels(): "avx512", "avx2",
+ * "portable"): dir/BACKEND-KERNELS-PARAMS.yaml when it can be read (a table
+ * measured with those kernels), else dir/BACKEND-PARAMS.yaml (the preset's
+ * table on that backend, whatever kernels measured it; `cpu:` in a CPU table
+ * says which). kernels may be NULL or "" (then only the second). A GPU never
+ * takes a CPU table: their ratios differ (a PBS against a bootstrap above
+ * all). Writes the path into path[size]. TS_ENOENT when neither can be read
+ * (path then ""), TS_EINVAL on a NULL or empty dir or params, another
+ * backend, or a path longer than size.
  */
-ts_status_t ts_sched_costs_shipped(const char *dir, const char *params, const char *kernels,
-                                   char *path, size_t size);
+ts_status_t ts_sched_costs_shipped(const char *dir, const char *params, const char *backend,
+                                   const char *kernels, char *path, size_t size);
 
 /* The built-in estimate (same numbers as configs/costs/cpu-default.yaml). */
 void ts_sched_costs_default(ts_sched_costs_t *out);

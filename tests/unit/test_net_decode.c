@@ -2400,9 +2400,15 @@ START_TEST(test_decode_model_files)
     fputs("format: 1\nckks:\n  max_level: banana\n", cf);
     fclose(cf);
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "costs.yaml:3");
-    /* the shipped-table name the daemon looks for in its costs_dir */
-    char shipped[800];
-    snprintf(shipped, sizeof shipped, "%s/cpu-test-llm-tiny-boot.yaml", tables);
+    /* the shipped-table name the daemon looks for in its costs_dir: its
+     * engines' backend's (gpu-PARAMS.yaml where the suite runs on a GPU) */
+    const ts_backend_t *be = ts_backend_default();
+    bool on_gpu = be && be->iface && be->iface->name && !strcmp(be->iface->name, "gpu");
+    char shipped[800], foreign[800];
+    snprintf(shipped, sizeof shipped, "%s/%s-test-llm-tiny-boot.yaml", tables,
+             on_gpu ? "gpu" : "cpu");
+    snprintf(foreign, sizeof foreign, "%s/%s-test-llm-tiny-boot.yaml", tables,
+             on_gpu ? "cpu" : "gpu");
     char plain[1200]; /* no costs key */
     snprintf(plain, sizeof plain, "path: %s\n%s", model, boot);
     for (int dear = 0; dear < 2; dear++) {
@@ -2412,7 +2418,7 @@ START_TEST(test_decode_model_files)
         ck_assert_ts_ok(tfhe_priced_save(shipped, !dear));
         ck_assert(hybrid_uses_tfhe(dir, yaml, NULL) == !dear);
         ck_assert(hybrid_uses_tfhe(dir, yaml, tables) == !dear); /* the key wins */
-        /* without the key: costs_dir/cpu-PARAMS.yaml when there is one */
+        /* without the key: costs_dir/{cpu,gpu}-PARAMS.yaml when there is one */
         ck_assert(hybrid_uses_tfhe(dir, plain, tables) == dear);
         unlink(shipped);
     }
@@ -2420,6 +2426,11 @@ START_TEST(test_decode_model_files)
      * assignment, 1/x and 1/sqrt(x) in TFHE */
     ck_assert(hybrid_uses_tfhe(dir, plain, tables));
     ck_assert(hybrid_uses_tfhe(dir, plain, NULL));
+    /* the other backend's table is never taken (a CPU's on a GPU, a GPU's
+     * on a CPU): the default assignment */
+    ck_assert_ts_ok(tfhe_priced_save(foreign, true));
+    ck_assert(hybrid_uses_tfhe(dir, plain, tables));
+    unlink(foreign);
     ck_assert_ts_ok(tfhe_priced_save(shipped, true));
     char none[1300];
     snprintf(none, sizeof none, "%scosts: none\n", plain);

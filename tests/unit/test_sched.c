@@ -549,7 +549,8 @@ START_TEST(test_sched_costs_files)
 END_TEST
 
 /* The shipped table of a preset: the one measured with this CPU's kernels
- * first (cpu-KERNELS-PARAMS.yaml), else the preset's (cpu-PARAMS.yaml). */
+ * first (cpu-KERNELS-PARAMS.yaml), else the preset's (cpu-PARAMS.yaml); a
+ * GPU's (gpu-[KERNELS-]PARAMS.yaml) only for a GPU. */
 START_TEST(test_sched_costs_shipped)
 {
     char dir[] = "/tmp/ts_sched_shippedXXXXXX";
@@ -559,39 +560,72 @@ START_TEST(test_sched_costs_shipped)
     snprintf(avx2, sizeof avx2, "%s/cpu-avx2-p16.yaml", dir);
     /* neither: TS_ENOENT and an empty path */
     snprintf(path, sizeof path, "x");
-    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "avx2", path, sizeof path), TS_ENOENT);
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", path, sizeof path),
+                     TS_ENOENT);
     ck_assert_str_eq(path, "");
     /* the preset's table whatever the kernels */
     FILE *f = fopen(generic, "w");
     ck_assert_ptr_nonnull(f);
     fclose(f);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "avx2", path, sizeof path));
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", path, sizeof path));
     ck_assert_str_eq(path, generic);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", NULL, path, sizeof path));
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "cpu", NULL, path, sizeof path));
     ck_assert_str_eq(path, generic);
     /* a table of the machine's kernels wins; other kernels keep the preset's */
     f = fopen(avx2, "w");
     ck_assert_ptr_nonnull(f);
     fclose(f);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "avx2", path, sizeof path));
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", path, sizeof path));
     ck_assert_str_eq(path, avx2);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "avx512", path, sizeof path));
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "cpu", "avx512", path, sizeof path));
     ck_assert_str_eq(path, generic);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "", path, sizeof path));
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "cpu", "", path, sizeof path));
     ck_assert_str_eq(path, generic);
     /* another preset has neither */
-    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p15", "avx2", path, sizeof path), TS_ENOENT);
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p15", "cpu", "avx2", path, sizeof path),
+                     TS_ENOENT);
     /* the kernels' table alone */
     unlink(generic);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "avx2", path, sizeof path));
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", path, sizeof path));
     ck_assert_str_eq(path, avx2);
-    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "portable", path, sizeof path), TS_ENOENT);
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "cpu", "portable", path, sizeof path),
+                     TS_ENOENT);
     /* arguments: no folder or preset, a path that does not fit */
-    ck_assert_int_eq(ts_sched_costs_shipped(NULL, "p16", "avx2", path, sizeof path), TS_EINVAL);
-    ck_assert_int_eq(ts_sched_costs_shipped(dir, "", "avx2", path, sizeof path), TS_EINVAL);
-    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "avx2", path, 8), TS_EINVAL);
+    ck_assert_int_eq(ts_sched_costs_shipped(NULL, "p16", "cpu", "avx2", path, sizeof path),
+                     TS_EINVAL);
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "", "cpu", "avx2", path, sizeof path), TS_EINVAL);
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", path, 8), TS_EINVAL);
     ck_assert_str_eq(path, "");
-    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "avx2", NULL, 8), TS_EINVAL);
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", NULL, 8), TS_EINVAL);
+    /* no backend named: the CPU's */
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", NULL, "avx2", path, sizeof path));
+    ck_assert_str_eq(path, avx2);
+    /* a GPU takes the GPU's tables only, never a CPU's */
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "gpu", NULL, path, sizeof path), TS_ENOENT);
+    ck_assert_str_eq(path, "");
+    char gpu[300], gpu90[300];
+    snprintf(gpu, sizeof gpu, "%s/gpu-p16.yaml", dir);
+    snprintf(gpu90, sizeof gpu90, "%s/gpu-sm90-p16.yaml", dir);
+    f = fopen(gpu, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "gpu", NULL, path, sizeof path));
+    ck_assert_str_eq(path, gpu);
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "gpu", "sm90", path, sizeof path));
+    ck_assert_str_eq(path, gpu);
+    f = fopen(gpu90, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "gpu", "sm90", path, sizeof path));
+    ck_assert_str_eq(path, gpu90);
+    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", path, sizeof path));
+    ck_assert_str_eq(path, avx2);
+    /* a backend without tables */
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "tpu", NULL, path, sizeof path), TS_EINVAL);
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "devemu", NULL, path, sizeof path),
+                     TS_EINVAL);
+    unlink(gpu);
+    unlink(gpu90);
     unlink(avx2);
     ck_assert_int_eq(rmdir(dir), 0);
 }
@@ -905,15 +939,15 @@ START_TEST(test_sched_cmd_plan)
     int fd = mkstemp(out);
     ck_assert_int_ge(fd, 0);
     close(fd);
-    char *a8[] = {"plan",    "--model", path,       "--params", "boot-n16-dense", "--pos", "0",
-                  "--slots", "1024",    "--policy", "ckks",     "--json",         NULL};
+    char *a8[] = {"plan", "--model",  path,   "--params", "boot-n16-dense", "--pos", "0", "--slots",
+                  "1024", "--policy", "ckks", "--json",   "--backend",      "cpu",   NULL};
     static char buf[1 << 20];
-    plan_stdout(12, a8, out, buf, sizeof buf);
+    plan_stdout(14, a8, out, buf, sizeof buf);
     /* the table of this machine's CPU kernels where one ships (avx2), else
      * the preset's (measured with avx512) */
     char shipped[300], want[200];
-    ck_assert_ts_ok(ts_sched_costs_shipped("configs/costs", "boot-n16-dense", ts_cpu_kernels(),
-                                           shipped, sizeof shipped));
+    ck_assert_ts_ok(ts_sched_costs_shipped("configs/costs", "boot-n16-dense", "cpu",
+                                           ts_cpu_kernels(), shipped, sizeof shipped));
     {
         ts_sched_costs_t sc;
         ts_cfg_error_t serr;
@@ -921,6 +955,30 @@ START_TEST(test_sched_cmd_plan)
         snprintf(want, sizeof want, "\"costs\":\"%s\"", sc.name);
     }
     ck_assert_ptr_nonnull(strstr(buf, want));
+    {
+        /* --backend gpu: a GPU's table where one ships, never a CPU's (none
+         * ships yet: the built-in estimate) */
+        char *ag[] = {"plan",  "--model", path,        "--params", "boot-n16-dense",
+                      "--pos", "0",       "--slots",   "1024",     "--policy",
+                      "ckks",  "--json",  "--backend", "gpu",      NULL};
+        static char gbuf[1 << 20];
+        plan_stdout(14, ag, out, gbuf, sizeof gbuf);
+        ts_sched_costs_t sc;
+        char gpath[300], gwant[200];
+        if (ts_sched_costs_shipped("configs/costs", "boot-n16-dense", "gpu", NULL, gpath,
+                                   sizeof gpath) == TS_OK) {
+            ts_cfg_error_t serr;
+            ck_assert_ts_ok(ts_sched_costs_load(gpath, &sc, &serr));
+            ck_assert_str_eq(sc.backend, "gpu");
+        } else {
+            ts_sched_costs_default(&sc);
+        }
+        snprintf(gwant, sizeof gwant, "\"costs\":\"%s\"", sc.name);
+        ck_assert_ptr_nonnull(strstr(gbuf, gwant));
+        ck_assert_ptr_null(strstr(gbuf, want));
+        char *ab[] = {"plan", "--dims", "64,172,4,4,4,512", "--backend", "tpu", NULL};
+        ck_assert_int_eq(ts_cmd_plan(5, ab), 2);
+    }
     ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":16"));
     /* with the bootstrapper's 4 + 3 DFT levels tesserad takes here (13
      * levels left, session 38) the engine defers its norms (false with 3 + 2) */
