@@ -27,9 +27,18 @@
 # .prebuilt skips the dependencies and the build and puts its lib/ on
 # LD_LIBRARY_PATH.
 #
+# The second call, once the first has passed (GPU_RUN=costs): the GPU's cost
+# table of boot-n16-dense, measured with the command of the CPU tables
+# (`tessera --backend gpu bench costs ... --reps 3`, written to
+# $OUT/gpu-boot-n16-dense.yaml: configs/costs/gpu-boot-n16-dense.yaml is
+# where tesserad on a GPU looks for it, ts_sched_costs_shipped), the plans
+# of the three policies under it, and the 16-position step priced by it
+# beside its measured time (plan against measurement on the GPU).
+#
 # Usage: tests/gpu/run_all.sh            (from anywhere; fresh machine with a
 #        network: needs nvcc on PATH and the Debian packages of
 #        scripts/deps.sh, which this script runs first unless SKIP_DEPS=1)
+#        GPU_RUN=costs tests/gpu/run_all.sh   (the second call, above)
 # Exit status: 0 when every stage passed, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -131,6 +140,31 @@ if [ -f "$BUILD/.config" ] && ! grep -q 'cuda=1' "$BUILD/.config"; then
 fi
 tests=$BUILD/tests/unit_tests
 export TS_BUILD_DIR=$BUILD CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-300} CK_VERBOSITY=normal
+
+# the second call: the GPU's cost table and its plans (header)
+if [ "${GPU_RUN:-all}" = costs ]; then
+    table=$OUT/gpu-boot-n16-dense.yaml
+    stage gpu_costs 360 "$BUILD/tessera" --backend gpu bench costs --params boot-n16-dense \
+        --slots 1024 --period-slots 64 --boot-slots 512,2048,4096,8192,16384,32768 --reps 3 \
+        --out "$table" --json
+    if [ -s "$table" ]; then
+        stage plan_gpu_all 60 "$BUILD/tessera" plan --model models/aidreams260K.bin \
+            --params boot-n16-dense --pos 15 --slots 1024 --policy all --costs "$table"
+        stage bench_decode_128_costs 200 "$BUILD/tessera" --backend gpu bench decode \
+            --params boot-n16-dense --policy ckks --context 16 --max-context 16 \
+            --costs "$table" --json "$OUT/bench_decode_128_costs.json"
+    fi
+    {
+        echo ""
+        grep -E '^(ckks|hybrid|tfhe) |speedup' "$OUT/plan_gpu_all.log" 2>/dev/null
+        grep -hE 'predicted|pos 15' "$OUT/bench_decode_128_costs.log" 2>/dev/null | head -5
+        echo "total: $(($(date +%s) - t_start)) s; the table: $table"
+    } | tee -a "$summary"
+    exit $failed
+elif [ "${GPU_RUN:-all}" != all ]; then
+    say "GPU_RUN is all (default) or costs, not ${GPU_RUN}"
+    exit 2
+fi
 
 # 2. tests: probe, CPU-vs-GPU op suite
 stage test_gpu_probe 60 env CK_RUN_SUITE=gpu "$tests"
