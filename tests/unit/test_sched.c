@@ -548,6 +548,24 @@ START_TEST(test_sched_costs_files)
 }
 END_TEST
 
+/* An empty file at path (a table's presence is all the lookup reads). */
+static void touch(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+}
+
+/* ts_sched_costs_shipped(dir, "p16", backend, kernels) finds want ("": none). */
+static void expect_shipped(const char *dir, const char *backend, const char *kernels,
+                           const char *want)
+{
+    char path[300] = "x";
+    ts_status_t st = ts_sched_costs_shipped(dir, "p16", backend, kernels, path, sizeof path);
+    ck_assert_int_eq(st, want[0] ? TS_OK : TS_ENOENT);
+    ck_assert_str_eq(path, want);
+}
+
 /* The shipped table of a preset: the one measured with this CPU's kernels
  * first (cpu-KERNELS-PARAMS.yaml), else the preset's (cpu-PARAMS.yaml); a
  * GPU's (gpu-[KERNELS-]PARAMS.yaml) only for a GPU. */
@@ -555,75 +573,51 @@ START_TEST(test_sched_costs_shipped)
 {
     char dir[] = "/tmp/ts_sched_shippedXXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    char path[300], generic[300], avx2[300];
+    char path[300], generic[300], avx2[300], gpu[300], gpu90[300];
     snprintf(generic, sizeof generic, "%s/cpu-p16.yaml", dir);
     snprintf(avx2, sizeof avx2, "%s/cpu-avx2-p16.yaml", dir);
+    snprintf(gpu, sizeof gpu, "%s/gpu-p16.yaml", dir);
+    snprintf(gpu90, sizeof gpu90, "%s/gpu-sm90-p16.yaml", dir);
     /* neither: TS_ENOENT and an empty path */
-    snprintf(path, sizeof path, "x");
-    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", path, sizeof path),
-                     TS_ENOENT);
-    ck_assert_str_eq(path, "");
+    expect_shipped(dir, "cpu", "avx2", "");
     /* the preset's table whatever the kernels */
-    FILE *f = fopen(generic, "w");
-    ck_assert_ptr_nonnull(f);
-    fclose(f);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", path, sizeof path));
-    ck_assert_str_eq(path, generic);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "cpu", NULL, path, sizeof path));
-    ck_assert_str_eq(path, generic);
+    touch(generic);
+    expect_shipped(dir, "cpu", "avx2", generic);
+    expect_shipped(dir, "cpu", NULL, generic);
     /* a table of the machine's kernels wins; other kernels keep the preset's */
-    f = fopen(avx2, "w");
-    ck_assert_ptr_nonnull(f);
-    fclose(f);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", path, sizeof path));
-    ck_assert_str_eq(path, avx2);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "cpu", "avx512", path, sizeof path));
-    ck_assert_str_eq(path, generic);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "cpu", "", path, sizeof path));
-    ck_assert_str_eq(path, generic);
+    touch(avx2);
+    expect_shipped(dir, "cpu", "avx2", avx2);
+    expect_shipped(dir, "cpu", "avx512", generic);
+    expect_shipped(dir, "cpu", "", generic);
     /* another preset has neither */
     ck_assert_int_eq(ts_sched_costs_shipped(dir, "p15", "cpu", "avx2", path, sizeof path),
                      TS_ENOENT);
     /* the kernels' table alone */
     unlink(generic);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", path, sizeof path));
-    ck_assert_str_eq(path, avx2);
-    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "cpu", "portable", path, sizeof path),
-                     TS_ENOENT);
-    /* arguments: no folder or preset, a path that does not fit */
+    expect_shipped(dir, "cpu", "avx2", avx2);
+    expect_shipped(dir, "cpu", "portable", "");
+    /* no backend named: the CPU's */
+    expect_shipped(dir, NULL, "avx2", avx2);
+    expect_shipped(dir, "", "avx2", avx2);
+    /* a GPU takes the GPU's tables only, never a CPU's; a CPU never a GPU's */
+    expect_shipped(dir, "gpu", NULL, "");
+    touch(gpu);
+    expect_shipped(dir, "gpu", NULL, gpu);
+    expect_shipped(dir, "gpu", "sm90", gpu);
+    touch(gpu90);
+    expect_shipped(dir, "gpu", "sm90", gpu90);
+    expect_shipped(dir, "cpu", "avx2", avx2);
+    expect_shipped(dir, "cpu", "portable", "");
+    /* arguments: no folder or preset, another backend, a path that does not fit */
     ck_assert_int_eq(ts_sched_costs_shipped(NULL, "p16", "cpu", "avx2", path, sizeof path),
                      TS_EINVAL);
     ck_assert_int_eq(ts_sched_costs_shipped(dir, "", "cpu", "avx2", path, sizeof path), TS_EINVAL);
-    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", path, 8), TS_EINVAL);
-    ck_assert_str_eq(path, "");
-    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", NULL, 8), TS_EINVAL);
-    /* no backend named: the CPU's */
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", NULL, "avx2", path, sizeof path));
-    ck_assert_str_eq(path, avx2);
-    /* a GPU takes the GPU's tables only, never a CPU's */
-    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "gpu", NULL, path, sizeof path), TS_ENOENT);
-    ck_assert_str_eq(path, "");
-    char gpu[300], gpu90[300];
-    snprintf(gpu, sizeof gpu, "%s/gpu-p16.yaml", dir);
-    snprintf(gpu90, sizeof gpu90, "%s/gpu-sm90-p16.yaml", dir);
-    f = fopen(gpu, "w");
-    ck_assert_ptr_nonnull(f);
-    fclose(f);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "gpu", NULL, path, sizeof path));
-    ck_assert_str_eq(path, gpu);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "gpu", "sm90", path, sizeof path));
-    ck_assert_str_eq(path, gpu);
-    f = fopen(gpu90, "w");
-    ck_assert_ptr_nonnull(f);
-    fclose(f);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "gpu", "sm90", path, sizeof path));
-    ck_assert_str_eq(path, gpu90);
-    ck_assert_ts_ok(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", path, sizeof path));
-    ck_assert_str_eq(path, avx2);
-    /* a backend without tables */
     ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "tpu", NULL, path, sizeof path), TS_EINVAL);
     ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "devemu", NULL, path, sizeof path),
                      TS_EINVAL);
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", path, 8), TS_EINVAL);
+    ck_assert_str_eq(path, "");
+    ck_assert_int_eq(ts_sched_costs_shipped(dir, "p16", "cpu", "avx2", NULL, 8), TS_EINVAL);
     unlink(gpu);
     unlink(gpu90);
     unlink(avx2);
