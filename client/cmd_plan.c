@@ -7,11 +7,11 @@
  *                 --layers L --heads NH [--kv-heads NKV] --vocab V)
  *                [--arch llama|gpt2] [--pos N] [--slots S] [--embed-public]
  *                [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]
- *                [--backend cpu|gpu|auto]
+ *                [--for cpu|gpu]
  *
  * Without --costs the table measured for --params PRESET that ships in
- * configs/costs for --backend (default $TESSERA_BACKEND, else auto: the GPU
- * when one answers) is used when there is one (on a CPU cpu-KERNELS-PRESET.yaml,
+ * configs/costs for the machine --for names (default: the backend this
+ * command computes on) is used when there is one (on a CPU cpu-KERNELS-PRESET.yaml,
  * measured with this machine's CPU kernels, else cpu-PRESET.yaml; on a GPU
  * gpu-PRESET.yaml: ts_sched_costs_shipped), else the built-in estimate
  * (configs/costs/cpu-default.yaml), and the output says which. --policy all prints the
@@ -34,7 +34,7 @@
 #include "client/cmd_plan.h"
 #include "core/llm/llm.h"
 #include "core/sched/sched.h"
-#include "gpu/gpu.h"
+#include "core/backend/backend.h"
 
 static void usage(FILE *f)
 {
@@ -43,20 +43,20 @@ static void usage(FILE *f)
           "--vocab V)\n"
           "                    [--arch llama|gpt2] [--pos N] [--slots S] [--embed-public]\n"
           "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
-          "                    [--backend cpu|gpu|auto]\n"
+          "                    [--for cpu|gpu]\n"
           "       tessera plan --model FILE --params PRESET [--insecure-params] [--pos N]\n"
           "                    [--slots S] [--cache-only] [--prefill N [--after-steps] |\n"
           "                    --lanes N]\n"
           "                    [--policy hybrid|ckks|tfhe|all] [--costs FILE] [--json]\n"
-          "                    [--backend cpu|gpu|auto]\n"
+          "                    [--for cpu|gpu]\n"
           "Prints the scheme-aware plan of one decode step: every operator with its scheme,\n"
           "levels, bootstraps and rotation keys, the predicted latency, and the reason for\n"
           "each TFHE/CKKS choice. Without --costs: the table measured at --params that\n"
-          "ships in configs/costs for the machine --backend names (default $TESSERA_BACKEND,\n"
-          "else auto: gpu when this machine has a working GPU, as tesserad picks): on cpu\n"
+          "ships in configs/costs for the machine --for names (default: the backend this\n"
+          "command computes on, tessera's --backend, the CPU unless told): on cpu\n"
           "cpu-KERNELS-PRESET.yaml for this CPU's kernels (avx512, avx2, portable) or else\n"
-          "cpu-PRESET.yaml, on gpu gpu-PRESET.yaml (never a CPU's), if any, else the\n"
-          "estimated cpu-default.\n"
+          "cpu-PRESET.yaml, on gpu gpu-PRESET.yaml (never a CPU's: what tesserad on a GPU\n"
+          "takes), if any, else the estimated cpu-default.\n"
           "With --params: the encrypted engine's own plan at that CKKS preset (its exact\n"
           "operations, bootstraps, conversions and look-ups, latency per stage); --slots S\n"
           "its working slot count (sparse packing, a power of two; default the preset's);\n"
@@ -424,7 +424,7 @@ int ts_cmd_plan(int argc, char **argv)
 {
     ts_sched_model_dims_t d = {.act = TS_ACT_SWIGLU, .norm = TS_NORM_RMS};
     const char *model = NULL, *costs_path = NULL, *policy_s = NULL, *arch = NULL, *preset = NULL;
-    const char *backend = getenv("TESSERA_BACKEND");
+    const char *plan_for = NULL; /* --for cpu|gpu: the machine whose table prices the plan */
     bool json = false, have_dims = false, insecure = false, cache_only = false, after_steps = false;
     uint32_t prefill = 0; /* --prefill N: the pass of an engine of N lanes */
     uint32_t lanes = 0;   /* --lanes N: an ordinary step of that engine */
@@ -467,8 +467,8 @@ int ts_cmd_plan(int argc, char **argv)
             policy_s = v;
         else if (!strcmp(a, "--arch"))
             arch = v;
-        else if (!strcmp(a, "--backend"))
-            backend = v;
+        else if (!strcmp(a, "--for"))
+            plan_for = v;
         else if (!strcmp(a, "--dims")) {
             if (parse_dims_list(v, &d) != 0) {
                 fprintf(stderr, "tessera plan: --dims wants D,H,L,NH,NKV,V (6 integers)\n");
@@ -554,16 +554,17 @@ int ts_cmd_plan(int argc, char **argv)
         return 2;
     }
 
-    /* the backend whose shipped table prices the plan: tesserad's choice */
+    /* the backend whose shipped table prices the plan: --for, else the one
+     * this process computes on (tessera --backend) */
     const char *costs_backend = "cpu";
-    if (!backend || !backend[0] || !strcmp(backend, "auto")) {
-        ts_gpu_info_t gi;
-        if (ts_gpu_probe(&gi, NULL, 0) == TS_OK)
+    if (!plan_for) {
+        const ts_backend_t *be = ts_backend_default();
+        if (be && be->iface && be->iface->name && !strcmp(be->iface->name, "gpu"))
             costs_backend = "gpu";
-    } else if (!strcmp(backend, "gpu")) {
+    } else if (!strcmp(plan_for, "gpu")) {
         costs_backend = "gpu";
-    } else if (strcmp(backend, "cpu") != 0) {
-        fprintf(stderr, "tessera plan: --backend is cpu, gpu or auto, not '%s'\n", backend);
+    } else if (strcmp(plan_for, "cpu") != 0) {
+        fprintf(stderr, "tessera plan: --for is cpu or gpu, not '%s'\n", plan_for);
         return 2;
     }
     ts_sched_costs_t costs;

@@ -907,10 +907,7 @@ END_TEST
 
 START_TEST(test_sched_cmd_plan)
 {
-    /* `tessera plan` end to end (output discarded; this runs in a forked child).
-     * The CPU's tables whatever this machine has (--backend gpu below asks
-     * for a GPU's) */
-    ck_assert_int_eq(setenv("TESSERA_BACKEND", "cpu", 1), 0);
+    /* `tessera plan` end to end (output discarded; this runs in a forked child). */
     ck_assert_ptr_nonnull(freopen("/dev/null", "w", stdout));
     char path[512];
     snprintf(path, sizeof path, "%s/aidreams260K.bin", ts_test_model_dir());
@@ -937,7 +934,7 @@ START_TEST(test_sched_cmd_plan)
     ck_assert_int_ge(fd, 0);
     close(fd);
     char *a8[] = {"plan", "--model",  path,   "--params", "boot-n16-dense", "--pos", "0", "--slots",
-                  "1024", "--policy", "ckks", "--json",   "--backend",      "cpu",   NULL};
+                  "1024", "--policy", "ckks", "--json",   "--for",          "cpu",   NULL};
     static char buf[1 << 20];
     plan_stdout(14, a8, out, buf, sizeof buf);
     /* the table of this machine's CPU kernels where one ships (avx2), else
@@ -953,11 +950,11 @@ START_TEST(test_sched_cmd_plan)
     }
     ck_assert_ptr_nonnull(strstr(buf, want));
     {
-        /* --backend gpu: a GPU's table where one ships, never a CPU's (none
+        /* --for gpu: a GPU's table where one ships, never a CPU's (none
          * ships yet: the built-in estimate) */
-        char *ag[] = {"plan",  "--model", path,        "--params", "boot-n16-dense",
-                      "--pos", "0",       "--slots",   "1024",     "--policy",
-                      "ckks",  "--json",  "--backend", "gpu",      NULL};
+        char *ag[] = {"plan",  "--model", path,      "--params", "boot-n16-dense",
+                      "--pos", "0",       "--slots", "1024",     "--policy",
+                      "ckks",  "--json",  "--for",   "gpu",      NULL};
         static char gbuf[1 << 20];
         plan_stdout(14, ag, out, gbuf, sizeof gbuf);
         ts_sched_costs_t sc;
@@ -973,7 +970,7 @@ START_TEST(test_sched_cmd_plan)
         snprintf(gwant, sizeof gwant, "\"costs\":\"%s\"", sc.name);
         ck_assert_ptr_nonnull(strstr(gbuf, gwant));
         ck_assert_ptr_null(strstr(gbuf, want));
-        char *ab[] = {"plan", "--dims", "64,172,4,4,4,512", "--backend", "tpu", NULL};
+        char *ab[] = {"plan", "--dims", "64,172,4,4,4,512", "--for", "tpu", NULL};
         ck_assert_int_eq(ts_cmd_plan(5, ab), 2);
     }
     ck_assert_ptr_nonnull(strstr(buf, "\"n_bootstrap\":16"));
