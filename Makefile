@@ -190,7 +190,9 @@ asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan NO_CUDA=1 OPT=-O1 \
 	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	    build-asan/tests/unit_tests build-asan/tesserad build-asan/tessera
-	@ASAN_OPTIONS=detect_leaks=1 TS_TEST_QUICK=1 scripts/run_tests.sh build-asan
+	@# the sanitizers run the suites ~3-5x slower: the cases' timeouts scale with them
+	@ASAN_OPTIONS=detect_leaks=1 TS_TEST_QUICK=1 CK_TIMEOUT_MULTIPLIER=$${CK_TIMEOUT_MULTIPLIER:-4} \
+	    scripts/run_tests.sh build-asan
 
 FORMAT_FILES = $(shell git ls-files '*.c' '*.h' '*.cu' 2>/dev/null)
 format:
