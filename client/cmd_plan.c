@@ -558,8 +558,7 @@ int ts_cmd_plan(int argc, char **argv)
      * this process computes on (tessera --backend) */
     const char *costs_backend = "cpu";
     if (!plan_for) {
-        const ts_backend_t *be = ts_backend_default();
-        if (be && be->iface && be->iface->name && !strcmp(be->iface->name, "gpu"))
+        if (ts_backend_is_gpu(ts_backend_default()))
             costs_backend = "gpu";
     } else if (!strcmp(plan_for, "gpu")) {
         costs_backend = "gpu";

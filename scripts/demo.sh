@@ -226,21 +226,6 @@ if [ -n "${DEMO_PREFILL:-}" ]; then
     echo "prefill_lanes: $DEMO_PREFILL" >>"$work/models/aidreams.yaml"
     echo "prefill_lanes $DEMO_PREFILL: the prompt's encrypted positions in prefills of up to $DEMO_PREFILL"
 fi
-# the daemon's hybrid runs the cheapest mix of CKKS and TFHE under the cost
-# table measured at the preset when one ships (its costs_dir, by default
-# configs/costs: cpu-KERNELS-PRESET.yaml for the machine's CPU kernels, else
-# cpu-PRESET.yaml; docs/benchmarks.md), else the policy's default assignment
-have_costs=
-for k in avx512- avx2- portable- ""; do
-    f=configs/costs/cpu-$k$params.yaml
-    [ -f "$f" ] && have_costs=1
-done
-if [ "$policy" = hybrid ] && [ -n "$have_costs" ]; then
-    hybrid_says="policy hybrid: each nonlinear kind in CKKS or TFHE, whichever the cost table
-measured at $params prices lower"
-else
-    hybrid_says="policy hybrid: every softmax 1/x and norm 1/sqrt looked up in TFHE (ROSETTA)"
-fi
 kill -TERM "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; daemon_pid=
 rm -f "$work/port"
 sed -i "s|^keystore:|models_dir: $work/models\nkeystore:|" "$work/tesserad.yaml"
@@ -277,11 +262,19 @@ else
 fi
 case "$policy" in
 hybrid)
-    echo "$hybrid_says"
-    # the daemon logs the assignment it chose at startup
+    # the daemon's hybrid runs the cheapest mix of CKKS and TFHE under the cost
+    # table of its preset and backend when one ships (ts_sched_costs_shipped,
+    # docs/ARCHITECTURE.md), else the policy's default assignment; it logs the
+    # assignment it chose under a table at startup
     chose=$(sed -n 's/.*policy=hybrid tfhe_kinds=\([^ ]*\) predicted_s=\([^ ]*\) .*costs=\([^ ]*\).*/in TFHE: \1 (predicted \2 s per token on the machine of the table \3)/p' \
         "$work/tesserad.log" | head -1)
-    if [ -n "$chose" ]; then echo "tesserad's hybrid assignment: $chose"; fi
+    if [ -n "$chose" ]; then
+        echo "policy hybrid: each nonlinear kind in CKKS or TFHE, whichever the cost table"
+        echo "measured at $params prices lower"
+        echo "tesserad's hybrid assignment: $chose"
+    else
+        echo "policy hybrid: every softmax 1/x and norm 1/sqrt looked up in TFHE (ROSETTA)"
+    fi
     ;;
 tfhe) echo "policy tfhe: every nonlinear primitive by one PBS per value (PEGASUS-like)" ;;
 *) echo "policy ckks: every nonlinear primitive as CKKS polynomials and iterations" ;;

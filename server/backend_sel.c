@@ -43,9 +43,7 @@ ts_status_t ts_srv_backend_apply(const char *name, char *used, size_t used_size,
                          reason[0] ? reason : ts_strerror(st));
             return st;
         }
-        pick = ts_backend_is_devemu(be)                                          ? "devemu"
-               : be->iface && be->iface->name && !strcmp(be->iface->name, "gpu") ? "gpu"
-                                                                                 : "cpu";
+        pick = ts_backend_is_devemu(be) ? "devemu" : ts_backend_is_gpu(be) ? "gpu" : "cpu";
         ts_backend_free(be);
         if (why && why_size)
             snprintf(why, why_size, "%s",

@@ -327,8 +327,7 @@ static ts_status_t policy_steps(ts_dec_model_t *md, dec_policy_t *pl)
  * the CPU). */
 static const char *costs_backend(const ts_dec_model_t *md)
 {
-    const ts_backend_t *be = ts_ring_backend(ts_ckks_params_ring(md->p));
-    return be && be->iface && be->iface->name && !strcmp(be->iface->name, "gpu") ? "gpu" : "cpu";
+    return ts_backend_is_gpu(ts_ring_backend(ts_ckks_params_ring(md->p))) ? "gpu" : "cpu";
 }
 
 /*

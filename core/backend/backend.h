@@ -307,6 +307,9 @@ ts_status_t ts_backend_cpu_new(int threads, ts_backend_t **out);
  */
 ts_status_t ts_backend_devemu_new(int threads, ts_backend_t **out);
 bool ts_backend_is_devemu(const ts_backend_t *be);
+/* True for the CUDA backend (gpu/): a real device, whose costs are a GPU's
+ * (the device-memory emulation computes on the CPU: false). */
+bool ts_backend_is_gpu(const ts_backend_t *be);
 
 /*
  * The process-wide default CPU backend (threads from env TS_THREADS, else

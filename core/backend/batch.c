@@ -1,5 +1,5 @@
-/* The batch contract shared by every backend, and the counts of the
- * wrappers (see backend.h). */
+/* The batch contract shared by every backend, the counts of the wrappers
+ * and which kind a backend is (see backend.h). */
 #include <string.h>
 
 #include "core/backend/backend.h"
@@ -113,4 +113,9 @@ void ts_backend_counts_since(const ts_backend_t *be, const ts_backend_counts_t *
     out->upload_bytes -= before->upload_bytes;
     out->downloads -= before->downloads;
     out->download_bytes -= before->download_bytes;
+}
+
+bool ts_backend_is_gpu(const ts_backend_t *be)
+{
+    return be && be->iface && be->iface->name && strcmp(be->iface->name, "gpu") == 0;
 }

@@ -47,6 +47,13 @@ OUT=${OUT:-$root/gpu-results}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 BUILD=${BUILD:-build}
+case ${GPU_RUN:-all} in
+all | costs) ;;
+*)
+    echo "run_all.sh: GPU_RUN is all (default) or costs, not ${GPU_RUN}" >&2
+    exit 2
+    ;;
+esac
 BUDGET=${GPU_RUN_BUDGET:-520}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 summary=$OUT/summary.txt
@@ -161,9 +168,6 @@ if [ "${GPU_RUN:-all}" = costs ]; then
         echo "total: $(($(date +%s) - t_start)) s; the table: $table"
     } | tee -a "$summary"
     exit $failed
-elif [ "${GPU_RUN:-all}" != all ]; then
-    say "GPU_RUN is all (default) or costs, not ${GPU_RUN}"
-    exit 2
 fi
 
 # 2. tests: probe, CPU-vs-GPU op suite

@@ -35,6 +35,7 @@ START_TEST(test_devemu_faults)
     ck_assert_ts_ok(ts_backend_devemu_new(1, &be));
     ck_assert(!be->host_memory);
     ck_assert(ts_backend_is_devemu(be));
+    ck_assert(!ts_backend_is_gpu(be)); /* its costs are the CPU's */
     uint64_t *d = NULL, h[4] = {1, 2, 3, 4}, back[4] = {0};
     ck_assert_ts_ok(ts_backend_alloc(be, sizeof h, (void **)&d));
     ck_assert_ts_ok(ts_backend_download(be, back, d, sizeof back));

@@ -1060,7 +1060,9 @@ START_TEST(test_select)
     char why[256];
     ck_assert_ts_ok(ts_backend_select_why("cpu", &be, why, sizeof why));
     ck_assert_str_eq(be->iface->name, "cpu");
+    ck_assert(!ts_backend_is_gpu(be));
     ts_backend_free(be);
+    ck_assert(!ts_backend_is_gpu(NULL));
     ck_assert_ts_ok(ts_backend_select("auto", &be));
     ck_assert_ptr_nonnull(be);
     const bool got_gpu = strcmp(be->iface->name, "gpu") == 0;
@@ -1071,6 +1073,7 @@ START_TEST(test_select)
     if (got_gpu) {
         ck_assert_ts_ok(st);
         ck_assert(ts_gpu_backend_healthy(be));
+        ck_assert(ts_backend_is_gpu(be));
         ts_backend_free(be);
     } else {
         ck_assert_ts_status(st, TS_ENOGPU);

@@ -2402,8 +2402,7 @@ START_TEST(test_decode_model_files)
     registry_expect(dir, yaml, "tiny.yaml", TS_ECONFIG, "costs.yaml:3");
     /* the shipped-table name the daemon looks for in its costs_dir: its
      * engines' backend's (gpu-PARAMS.yaml where the suite runs on a GPU) */
-    const ts_backend_t *be = ts_backend_default();
-    bool on_gpu = be && be->iface && be->iface->name && !strcmp(be->iface->name, "gpu");
+    bool on_gpu = ts_backend_is_gpu(ts_backend_default());
     char shipped[800], foreign[800];
     snprintf(shipped, sizeof shipped, "%s/%s-test-llm-tiny-boot.yaml", tables,
              on_gpu ? "gpu" : "cpu");
